@@ -1,0 +1,144 @@
+# rerand — GNU Make build.  `make`, `make check`, `make demo`, `make install`.
+# V=1 for verbose commands.  PREFIX, DESTDIR, SYSCONFDIR, UNITDIR as usual.
+
+PREFIX      ?= /usr/local
+BINDIR      ?= $(PREFIX)/bin
+SBINDIR     ?= $(PREFIX)/sbin
+MANDIR      ?= $(PREFIX)/share/man
+SYSCONFDIR  ?= /etc
+UNITDIR     ?= $(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null || echo /lib/systemd/system)
+
+CC          ?= gcc
+CLANG       ?= clang
+PKG_CONFIG  ?= pkg-config
+O           := build
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+WARN        := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+CFLAGS      ?= -O2 -g
+CPPFLAGS    += -Iinclude -Isrc -Isrc/shared -D_GNU_SOURCE
+LIBS_PKG    := libelf liblzma libzstd liblz4 zlib lzo2
+LIB_CFLAGS  := $(shell $(PKG_CONFIG) --cflags $(LIBS_PKG) 2>/dev/null)
+LIB_LIBS    := $(shell $(PKG_CONFIG) --libs $(LIBS_PKG) 2>/dev/null) \
+               $(shell $(PKG_CONFIG) --libs bzip2 2>/dev/null || echo -lbz2)
+HOST_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(LIB_CFLAGS) -MMD -MP
+
+# ---- shared code (built twice) and the hosted library ----------------------
+SHARED_SRCS := $(sort $(wildcard src/shared/*.c))
+LIB_SRCS    := $(sort $(wildcard src/*.c))
+LIB_OBJS    := $(LIB_SRCS:%.c=$(O)/host/%.o) $(SHARED_SRCS:%.c=$(O)/host/%.o)
+LIBRERAND   := $(O)/librerand.a
+
+# ---- the purgatory stage -----------------------------------------------------
+# Freestanding flags are assigned, not appended to the user's CFLAGS.
+STAGE_CFLAGS := -std=gnu11 -Os -g0 -ffreestanding -fno-builtin -nostdlib \
+	-fno-stack-protector -fno-stack-clash-protection -fcf-protection=none \
+	-mno-red-zone -mno-mmx -mno-sse -mno-sse2 -mno-avx -mgeneral-regs-only \
+	-fno-asynchronous-unwind-tables -fno-unwind-tables -fno-jump-tables \
+	-fpie -fvisibility=hidden -fno-common -fno-exceptions \
+	-Wall -Wextra -Wno-unused-parameter -Werror -Iinclude -Isrc/shared -MMD -MP
+STAGE_SRCS  := $(sort $(wildcard kexec/stage/*.c)) $(SHARED_SRCS)
+STAGE_ASM   := $(sort $(wildcard kexec/stage/*.S))
+STAGE_OBJS  := $(STAGE_ASM:%.S=$(O)/stage/%.o) $(STAGE_SRCS:%.c=$(O)/stage/%.o)
+STAGE_ELF   := $(O)/stage.elf
+STAGE_BIN   := $(O)/stage.bin
+
+# ---- the CLI -------------------------------------------------------------
+CLI_SRCS    := $(sort $(wildcard kexec/*.c))
+CLI_OBJS    := $(CLI_SRCS:%.c=$(O)/host/%.o) $(O)/host/kexec/stage_blob.o
+RERAND      := $(O)/rerand
+
+# ---- tests -----------------------------------------------------------------
+UNIT_SRCS   := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/%)
+FUZZ_SRCS   := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
+FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	$(CPPFLAGS) $(LIB_CFLAGS)
+
+.PHONY: all deps check check-unit check-fuzz check-e2e check-long demo fuzz bench install clean
+all: $(RERAND) $(STAGE_BIN)
+
+$(O)/host/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CPPFLAGS) $(HOST_CFLAGS) -c -o $@ $<
+
+$(LIBRERAND): $(LIB_OBJS)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(O)/stage/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC [stage] $<")
+	$(Q)$(CC) $(STAGE_CFLAGS) -DRERAND_STAGE -c -o $@ $<
+
+$(O)/stage/%.o: %.S
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  AS [stage] $<")
+	$(Q)$(CC) $(STAGE_CFLAGS) -D__ASSEMBLY__ -c -o $@ $<
+
+# The link fails on any GOT, PLT or dynamic relocation (asserts in the
+# linker script), and readelf double-checks the result.
+$(STAGE_ELF): $(STAGE_OBJS) kexec/stage/stage.lds
+	@$(if $(Q),echo "  LD [stage] $@")
+	$(Q)ld -pie --no-dynamic-linker -z noexecstack -z norelro --no-undefined -nostdlib \
+		-T kexec/stage/stage.lds -o $@ $(STAGE_OBJS)
+	$(Q)if readelf -rW $@ | grep -q 'R_X86_64'; then \
+		echo "stage: $@ has dynamic relocations:" >&2; readelf -rW $@ >&2; rm -f $@; exit 1; fi
+
+$(STAGE_BIN): $(STAGE_ELF)
+	$(Q)objcopy -O binary $< $@
+
+$(O)/host/kexec/stage_blob.o: kexec/stage_blob.S $(STAGE_BIN)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -c -DSTAGE_BIN='"$(STAGE_BIN)"' -o $@ $<
+
+$(RERAND): $(CLI_OBJS) $(LIBRERAND)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(LIBRERAND) $(LIB_LIBS)
+
+$(O)/tests/%: tests/unit/%.c $(LIBRERAND) tests/unit/test.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CPPFLAGS) -Itests/unit $(HOST_CFLAGS) -o $@ $< $(LIBRERAND) $(LIB_LIBS) -lm
+
+# Fuzzers #include nothing special: they link the real parsers, built with
+# sanitizers from the same sources.
+$(O)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(SHARED_SRCS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZ    $<")
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(SHARED_SRCS) $(LIB_LIBS)
+
+deps:
+	$(Q)scripts/deps.sh check
+
+check: deps all $(UNIT_BINS) $(FUZZ_BINS)
+	$(Q)scripts/run-check.sh short
+
+check-long: deps all $(UNIT_BINS) $(FUZZ_BINS)
+	$(Q)scripts/run-check.sh long
+
+fuzz: $(FUZZ_BINS)
+	$(Q)scripts/fuzz.sh $(FUZZ_BINS)
+
+demo: deps all
+	$(Q)scripts/deps.sh demo && tests/e2e/demo.sh $(if $(KERNEL),--kernel $(KERNEL))
+
+bench: deps all
+	$(Q)scripts/bench.sh
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 0755 $(RERAND) $(DESTDIR)$(BINDIR)/rerand
+	install -m 0644 docs/rerand.1 $(DESTDIR)$(MANDIR)/man1/rerand.1
+
+clean:
+	rm -rf $(O)
+
+-include $(shell find $(O) -name '*.d' 2>/dev/null)

@@ -1,0 +1,9 @@
+/* The purgatory stage, as a flat binary, embedded in the rerand CLI. */
+	.section .rodata
+	.balign 64
+	.globl rr_stage_blob
+	.globl rr_stage_blob_end
+rr_stage_blob:
+	.incbin STAGE_BIN
+rr_stage_blob_end:
+	.section .note.GNU-stack,"",@progbits

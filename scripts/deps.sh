@@ -1,0 +1,37 @@
+#!/bin/bash
+# Install the Debian packages that `make check` (check) or `make demo` (demo)
+# need and that are missing, and say so.  Needs root for apt-get when
+# anything is missing; does nothing when everything is there.
+set -eu
+what=${1:-check}
+
+build_pkgs="gcc make pkg-config binutils libelf-dev liblzma-dev libzstd-dev liblz4-dev
+zlib1g-dev libbz2-dev liblzo2-dev"
+run_pkgs="qemu-system-x86 ovmf seabios kexec-tools busybox-static cpio xz-utils zstd lz4
+bzip2 gzip lzop python3 coreutils util-linux"
+test_pkgs="clang libclang-rt-14-dev"
+demo_pkgs="ca-certificates"
+
+case "$what" in
+check) want="$build_pkgs $run_pkgs $test_pkgs" ;;
+demo)  want="$build_pkgs $run_pkgs $demo_pkgs" ;;
+*) echo "usage: $0 check|demo" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in $want; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then
+		missing+=("$p")
+	fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing missing Debian packages: ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps: not root: run as root, or install them with: apt-get install ${missing[*]}" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "deps: installed ${#missing[@]} packages"

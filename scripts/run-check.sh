@@ -1,0 +1,73 @@
+#!/bin/bash
+# The test driver behind `make check` (short) and `make check-long` (long).
+# Each unit-test binary speaks TAP; each "ok"/"not ok" line counts as one
+# test.  Fuzz corpus replays and end-to-end runs count one test each.
+# Ends with the line "N passed, N failed" and exits non-zero on any failure.
+set -u
+mode=${1:-short}
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+O=build
+pass=0
+fail=0
+failed_names=()
+
+kernels_dir=""
+if [ -d ../shared/kernels ]; then
+	kernels_dir=$(cd ../shared/kernels && pwd)
+	if ! (cd "$kernels_dir" && sha256sum --quiet -c SHA256SUMS); then
+		echo "not ok - ../shared/kernels: SHA256SUMS does not match" >&2
+		fail=$((fail + 1)); failed_names+=("shared kernels checksum")
+		kernels_dir=""
+	fi
+fi
+export RERAND_KERNELS="$kernels_dir"
+export RERAND_MODE="$mode"
+
+# count_tap NAME CMD...: run CMD, echo its output, count its TAP lines.
+count_tap() {
+	local name=$1; shift
+	local log
+	log=$(mktemp)
+	echo "# --- $name"
+	"$@" >"$log" 2>&1
+	local rc=$?
+	cat "$log"
+	local ok notok
+	ok=$(grep -c '^ok ' "$log")
+	notok=$(grep -c '^not ok ' "$log")
+	rm -f "$log"
+	pass=$((pass + ok))
+	fail=$((fail + notok))
+	if [ "$notok" -gt 0 ]; then failed_names+=("$name"); fi
+	if [ "$rc" -ne 0 ] && [ "$notok" -eq 0 ]; then
+		echo "not ok - $name exited with status $rc"
+		fail=$((fail + 1)); failed_names+=("$name (exit $rc)")
+	fi
+	if [ "$ok" -eq 0 ] && [ "$notok" -eq 0 ] && [ "$rc" -eq 0 ]; then
+		echo "not ok - $name ran no test"
+		fail=$((fail + 1)); failed_names+=("$name (no test)")
+	fi
+}
+
+for t in $O/tests/test_*; do
+	[ -x "$t" ] || continue
+	count_tap "unit $(basename "$t")" "$t"
+done
+
+for f in $O/fuzz/fuzz_*; do
+	[ -x "$f" ] || continue
+	count_tap "fuzz replay $(basename "$f")" scripts/fuzz-replay.sh "$f"
+done
+
+for t in tests/e2e/check-*.sh; do
+	[ -x "$t" ] || continue
+	count_tap "e2e $(basename "$t")" "$t" "$mode"
+done
+
+if [ ${#failed_names[@]} -gt 0 ]; then
+	echo "# failed:"
+	printf '#   %s\n' "${failed_names[@]}"
+fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

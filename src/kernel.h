@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Readers for distro kernels: the bzImage header, its compressed payload
+ * (every codec the kernel supports, decoded by the codec's own library), the
+ * vmlinux ELF inside it (libelf) and the relocation table behind it.
+ * Library code: no logging, no exit; errors come back as a negative errno and
+ * a message in struct rr_err that names the file and the problem.
+ */
+#ifndef RERAND_KERNEL_H
+#define RERAND_KERNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RR_ERR_MAX 512
+
+struct rr_err {
+	char msg[RR_ERR_MAX];
+};
+
+/* Format "NAME: problem" into e (if non-NULL) and return -abs(err). */
+int rr_errf(struct rr_err *e, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+enum rr_kcodec {
+	RR_KC_NONE = 0,       /* an uncompressed vmlinux given directly */
+	RR_KC_GZIP,
+	RR_KC_BZIP2,
+	RR_KC_LZMA,
+	RR_KC_XZ,
+	RR_KC_LZO,
+	RR_KC_LZ4,
+	RR_KC_ZSTD,
+	RR_KC_UNKNOWN,
+};
+
+const char *rr_kcodec_name(enum rr_kcodec c);
+/* By magic bytes at the start of a payload. */
+enum rr_kcodec rr_kcodec_detect(const uint8_t *p, size_t len);
+
+/* The parts of a bzImage's setup header rerand needs. */
+struct rr_bzimage {
+	uint8_t  setup_sects;        /* as found (0 means 4) */
+	uint16_t version;            /* boot protocol */
+	uint8_t  loadflags;
+	uint16_t xloadflags;
+	uint8_t  relocatable;
+	uint32_t kernel_alignment;
+	uint32_t init_size;
+	uint32_t cmdline_size;
+	uint64_t pm_offset;          /* file offset of the protected-mode part */
+	uint64_t payload_offset;     /* file offset of the compressed payload */
+	uint64_t payload_length;
+	uint32_t uncompressed_size;  /* last 4 bytes of the payload */
+	char     kernel_version[128];/* the version string, "" if none */
+};
+
+/* Parse and check a bzImage header: "HdrS", boot flag, protocol >= 2.12,
+ * XLF_KERNEL_64 (else "32-bit kernel"), payload inside the file. */
+int rr_bzimage_parse(const uint8_t *buf, size_t len, const char *name,
+		     struct rr_bzimage *ret, struct rr_err *e);
+
+/* Decode a whole compressed payload with the codec's library.  The result
+ * must be exactly `expected` bytes (the size the kernel appended) when
+ * expected != 0. *ret_out is malloc'd and owned by the caller. */
+int rr_decompress(enum rr_kcodec c, const uint8_t *in, size_t in_len, size_t expected,
+		  uint8_t **ret_out, size_t *ret_len, const char *name, struct rr_err *e);
+
+struct rr_elf_segment {
+	uint64_t offset;
+	uint64_t vaddr;
+	uint64_t paddr;
+	uint64_t filesz;
+	uint64_t memsz;
+	uint32_t flags;
+};
+
+#define RR_MAX_ELF_SEGMENTS 8
+
+/* The vmlinux ELF, read with libelf. */
+struct rr_vmlinux {
+	uint64_t entry;              /* e_entry (a physical address for vmlinux) */
+	uint64_t link_paddr;         /* lowest PT_LOAD p_paddr */
+	uint64_t mem_size;           /* highest p_paddr + p_memsz - link_paddr */
+	struct rr_elf_segment seg[RR_MAX_ELF_SEGMENTS]; /* PT_LOAD, by p_paddr */
+	unsigned nr_seg;
+	size_t   elf_end;            /* first byte after everything the ELF uses */
+	bool     percpu_zero_vaddr;  /* a PT_LOAD with p_vaddr == 0 (<= 6.14 hint) */
+};
+
+/* Checks: 64-bit x86-64 executable ("32-bit kernel" otherwise), PT_LOADs
+ * inside the file, non-overlapping, entry inside a loaded segment. */
+int rr_elf_read(const uint8_t *buf, size_t len, const char *name,
+		struct rr_vmlinux *ret, struct rr_err *e);
+
+/* The relocation table, both layouts. Entries are the low 32 bits of link
+ * virtual addresses, kept as found. */
+struct rr_relocs {
+	unsigned  layout;            /* 2 or 3 lists */
+	uint32_t *reloc64;  size_t nr_reloc64;
+	uint32_t *inverse32; size_t nr_inverse32;
+	uint32_t *reloc32;  size_t nr_reloc32;
+};
+
+/* Parse `len` bytes that end exactly at the end of the table.  Refuses an
+ * empty or all-zero table ("no relocation table: built without
+ * CONFIG_RANDOMIZE_BASE?"), a terminator count other than 2 or 3, a length
+ * not a multiple of 4, and any entry whose patched bytes fall outside
+ * [link, link + k->mem_size). */
+int rr_relocs_parse(const uint8_t *tab, size_t len, const struct rr_vmlinux *k,
+		    const char *name, struct rr_relocs *ret, struct rr_err *e);
+void rr_relocs_free(struct rr_relocs *r);
+
+/* A kernel read from disk: bzImage (any codec) or vmlinux + relocs file. */
+struct rr_kernel {
+	bool      is_bzimage;
+	struct rr_bzimage bz;        /* when is_bzimage */
+	enum rr_kcodec codec;
+	size_t    file_size;
+	uint8_t  *payload;           /* decoded vmlinux (+ table for bzImage), owned */
+	size_t    payload_len;
+	struct rr_vmlinux elf;       /* points into payload */
+	struct rr_relocs relocs;
+};
+
+int rr_kernel_load(const char *path, const char *relocs_path,
+		   struct rr_kernel *ret, struct rr_err *e);
+/* Same, from memory (used by fuzzers and tests); name is used in messages. */
+int rr_kernel_load_mem(const uint8_t *buf, size_t len, const char *name,
+		       const uint8_t *relocs, size_t relocs_len, const char *relocs_name,
+		       struct rr_kernel *ret, struct rr_err *e);
+void rr_kernel_free(struct rr_kernel *k);
+
+#endif

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Base selection: which 2 MiB physical slots and which virtual offsets a
+ * kernel of a given in-memory size may take, and a uniform draw among them.
+ * Built twice: into the purgatory stage and into the hosted tools and tests.
+ * No allocation, no globals, no I/O.
+ */
+#ifndef RERAND_SELECT_H
+#define RERAND_SELECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define RR_MAX_RAM    256
+#define RR_MAX_AVOID  128
+#define RR_MAX_MEMMAP 4           /* like the decompressor's MAX_MEMMAP_REGIONS */
+
+struct rr_range {
+	uint64_t start;           /* inclusive */
+	uint64_t end;             /* exclusive */
+};
+
+/* What the kernel command line says about placement. */
+struct rr_cmdline {
+	bool     nokaslr;
+	bool     debug;                     /* rerand.debug: progress on COM1 */
+	uint64_t mem_limit;                 /* mem= and memmap=nn; 0 = none */
+	struct rr_range memmap[RR_MAX_MEMMAP]; /* memmap=nn[#$!]ss regions to avoid */
+	unsigned nr_memmap;
+	bool     memmap_overflow;           /* more than RR_MAX_MEMMAP: avoid everything? see select.c */
+	unsigned hugepages_1g;              /* hugepagesz=1G hugepages=N */
+	bool     has_elfcorehdr;
+	struct rr_range elfcorehdr;         /* elfcorehdr=[size@]addr */
+};
+
+/* Parse a NUL-terminated or len-bounded command line. Never fails: unknown
+ * words are ignored, malformed values are ignored as the kernel would. */
+void rr_cmdline_parse(const char *s, uint64_t len, struct rr_cmdline *ret);
+
+struct rr_memmap {
+	struct rr_range ram[RR_MAX_RAM];     /* usable RAM, any order, may overlap */
+	unsigned nr_ram;
+	struct rr_range avoid[RR_MAX_AVOID]; /* keep clear, any order, may overlap */
+	unsigned nr_avoid;
+	bool     overflow;                   /* a table was full: entries were dropped */
+};
+
+void rr_memmap_init(struct rr_memmap *m);
+/* Add a range; empty ranges are ignored. RAM overflow drops the range (the
+ * stage then uses less RAM, never more); avoid overflow sets overflow and
+ * the selection refuses to randomize (it never ignores an avoided range). */
+void rr_memmap_add_ram(struct rr_memmap *m, uint64_t start, uint64_t end);
+void rr_memmap_add_avoid(struct rr_memmap *m, uint64_t start, uint64_t end);
+
+/*
+ * Apply the command line to a memory map: clip RAM at mem_limit, avoid the
+ * memmap= regions and elfcorehdr, and reserve the first hugepages_1g 1 GiB
+ * aligned RAM chunks as the decompressor does.  Sorts and merges RAM.
+ */
+void rr_memmap_apply_cmdline(struct rr_memmap *m, const struct rr_cmdline *c);
+
+struct rr_select_params {
+	uint64_t size;        /* in-memory size of the kernel, bytes */
+	uint64_t min_addr;    /* RERAND_MIN_PHYS normally */
+	uint64_t max_addr;    /* exclusive upper bound for the end of the kernel */
+	uint64_t align;       /* RERAND_SLOT_ALIGN */
+};
+
+/* Number of physical slots: aligned addresses a >= min_addr with
+ * [a, a + size) inside one RAM range, clear of every avoided range, and
+ * a + size <= max_addr. */
+uint64_t rr_phys_slot_count(const struct rr_memmap *m, const struct rr_select_params *p);
+
+/* The index-th slot in ascending address order; -1 if index >= count. */
+int rr_phys_slot_at(const struct rr_memmap *m, const struct rr_select_params *p,
+		    uint64_t index, uint64_t *ret_addr);
+
+/* Virtual offsets: 2 MiB steps in [16 MiB, 1 GiB - round_up(size, 2 MiB)]. */
+uint64_t rr_virt_slot_count(uint64_t size);
+uint64_t rr_virt_slot_at(uint64_t index);
+
+#endif
