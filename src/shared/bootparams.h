@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Reading the live memory map and the regions to keep clear out of Linux's
+ * boot_params (zero page): e820 (and SETUP_E820_EXT), the EFI memory map
+ * when it holds conventional memory, the initrd, the command line and every
+ * setup_data node.  Physical memory is reached only through a map callback,
+ * so the stage can map pages on demand and hosted tests and fuzzers can feed
+ * a fake machine.  Built twice; bounded reads everywhere.
+ */
+#ifndef RERAND_BOOTPARAMS_H
+#define RERAND_BOOTPARAMS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "select.h"
+
+#define RR_BOOT_PARAMS_SIZE   4096
+#define RR_MAX_SETUP_NODES    64      /* more than this: stop walking, overflow */
+#define RR_CMDLINE_MAX        4096
+
+/* Boot_params offsets used (Documentation/arch/x86/zero-page.rst). */
+#define RR_BP_EXT_RAMDISK_IMAGE 0x0c0
+#define RR_BP_EXT_RAMDISK_SIZE  0x0c4
+#define RR_BP_EXT_CMD_LINE_PTR  0x0c8
+#define RR_BP_EFI_INFO          0x1c0
+#define RR_BP_E820_ENTRIES      0x1e8
+#define RR_BP_HDR               0x1f1
+#define RR_BP_LOADFLAGS         0x211
+#define RR_BP_RAMDISK_IMAGE     0x218
+#define RR_BP_RAMDISK_SIZE      0x21c
+#define RR_BP_CMD_LINE_PTR      0x228
+#define RR_BP_CMDLINE_SIZE      0x238
+#define RR_BP_SETUP_DATA        0x250
+#define RR_BP_E820_TABLE        0x2d0
+#define RR_E820_MAX_ZEROPAGE    128
+
+#define RR_E820_RAM             1
+#define RR_SETUP_E820_EXT       1
+#define RR_SETUP_INDIRECT       (1u << 31)
+#define RR_EFI_CONVENTIONAL     7
+#define RR_EFI_MORE_RELIABLE    0x10000ULL
+#define RR_EFI_SPECIFIC_PURPOSE 0x40000ULL
+
+/*
+ * Return a pointer through which `len` bytes at physical address `phys` can
+ * be read (and, for boot_params and setup_data, written), or NULL if that
+ * range cannot be reached.  The pointer stays valid for the whole parse.
+ */
+typedef void *(*rr_phys_map_fn)(void *ctx, uint64_t phys, uint64_t len);
+
+struct rr_bootinfo {
+	uint64_t cmdline_phys;        /* 0 if none */
+	uint64_t cmdline_len;         /* strnlen, bounded by RR_CMDLINE_MAX */
+	const char *cmdline;          /* mapped pointer, or NULL */
+	uint64_t initrd_start;
+	uint64_t initrd_size;
+	bool     efi_map_used;        /* RAM came from the EFI map */
+	bool     efi_mirror_only;     /* ...and only mirrored ranges were taken */
+	unsigned nr_setup_nodes;
+	bool     setup_overflow;      /* chain longer than RR_MAX_SETUP_NODES or loops */
+	uint64_t setup_tail_phys;     /* last node, where a new node is chained; 0: none */
+};
+
+/*
+ * Parse boot_params at physical address bp_phys.  Adds usable RAM and every
+ * range to avoid (boot_params itself, command line, initrd, setup_data nodes
+ * and SETUP_INDIRECT targets, the EFI memory map) to m.  Returns 0, or -1 if
+ * boot_params itself cannot be mapped.  A node or table that cannot be mapped
+ * or is malformed ends the walk with setup_overflow set, never a bad read.
+ */
+int rr_bootparams_parse(uint64_t bp_phys, rr_phys_map_fn map, void *ctx,
+			struct rr_memmap *m, struct rr_bootinfo *ret);
+
+#endif
