@@ -25,7 +25,7 @@ CPPFLAGS    += -Iinclude -Isrc -Isrc/shared -D_GNU_SOURCE
 LIBS_PKG    := libelf liblzma libzstd liblz4 zlib lzo2
 LIB_CFLAGS  := $(shell $(PKG_CONFIG) --cflags $(LIBS_PKG) 2>/dev/null)
 LIB_LIBS    := $(shell $(PKG_CONFIG) --libs $(LIBS_PKG) 2>/dev/null) \
-               $(shell $(PKG_CONFIG) --libs bzip2 2>/dev/null || echo -lbz2)
+               $(shell $(PKG_CONFIG) --libs bzip2 2>/dev/null || echo -lbz2) -lm
 HOST_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(LIB_CFLAGS) -MMD -MP
 
 # ---- shared code (built twice) and the hosted library ----------------------
@@ -40,6 +40,7 @@ STAGE_CFLAGS := -std=gnu11 -Os -g0 -ffreestanding -fno-builtin -nostdlib \
 	-fno-stack-protector -fno-stack-clash-protection -fcf-protection=none \
 	-mno-red-zone -mno-mmx -mno-sse -mno-sse2 -mno-avx -mgeneral-regs-only \
 	-fno-asynchronous-unwind-tables -fno-unwind-tables -fno-jump-tables \
+	-fno-tree-loop-distribute-patterns \
 	-fpie -fvisibility=hidden -fno-common -fno-exceptions \
 	-Wall -Wextra -Wno-unused-parameter -Werror -Iinclude -Isrc/shared -MMD -MP
 STAGE_SRCS  := $(sort $(wildcard kexec/stage/*.c)) $(SHARED_SRCS)

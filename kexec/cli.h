@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The rerand command's subcommands. */
+#ifndef RERAND_CLI_H
+#define RERAND_CLI_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+/* Exit codes. */
+#define EXIT_NOT_RANDOMIZED 1   /* verify: record present, boot not randomized */
+#define EXIT_USAGE          2
+#define EXIT_FAILURE_RR     1
+
+extern const uint8_t rr_stage_blob[];
+extern const uint8_t rr_stage_blob_end[];
+
+int cmd_image(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_load(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+
+/* "rerand: " prefix on stderr. */
+void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * `rerand load`: stage an image through kexec-tools.  The image goes to
+ * kexec in a sealed memfd with a fresh 256-bit seed from getrandom() written
+ * into its header, so the seed never touches a disk.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "image.h"
+#include "rng.h"
+
+#define MAX_IMAGE_FILE (512u << 20)
+
+static int fill_seed(uint8_t *seed)
+{
+	size_t got = 0;
+
+	while (got < RERAND_SEED_SIZE) {
+		ssize_t n = getrandom(seed + got, RERAND_SEED_SIZE - got, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+static int make_memfd(const uint8_t *buf, size_t len)
+{
+	int fd = memfd_create("rerand-image", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	size_t done = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (done < len) {
+		ssize_t n = write(fd, buf + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int r = -errno;
+			close(fd);
+			return r;
+		}
+		done += (size_t)n;
+	}
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
+		int r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+static int run_kexec(const char *kexec, char **args)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		if (strchr(kexec, '/'))
+			execv(kexec, args);
+		else
+			execvp(kexec, args);
+		fprintf(stderr, "rerand: cannot run %s: %s\n", kexec, strerror(errno));
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+int cmd_load(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "initrd", required_argument, NULL, 'i' },
+		{ "append", required_argument, NULL, 'a' },
+		{ "reuse-cmdline", no_argument, NULL, 'R' },
+		{ "crash", no_argument, NULL, 'p' },
+		{ "file-syscall", no_argument, NULL, 's' },
+		{ "kexec", required_argument, NULL, 'k' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	const char *initrd = NULL, *append = NULL, *kexec = "kexec";
+	bool reuse = false, crash = false, file_syscall = false;
+	struct rr_image im;
+	struct rr_err e;
+	uint8_t *buf;
+	size_t len;
+	int c, r, fd;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'i': initrd = optarg; break;
+		case 'a': append = optarg; break;
+		case 'R': reuse = true; break;
+		case 'p': crash = true; break;
+		case 's': file_syscall = true; break;
+		case 'k': kexec = optarg; break;
+		case 'h':
+			puts("Usage: rerand load IMAGE [--initrd FILE] [--append S | --reuse-cmdline] "
+			     "[--crash] [--file-syscall] [--kexec PATH]");
+			return 0;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		cli_err("load: usage: rerand load IMAGE [--initrd FILE] [--append S | --reuse-cmdline] "
+			"[--crash] [--file-syscall]");
+		return EXIT_USAGE;
+	}
+	if (append && reuse) {
+		cli_err("load: --append and --reuse-cmdline exclude each other");
+		return EXIT_USAGE;
+	}
+	const char *path = argv[optind];
+	if (initrd && access(initrd, R_OK) < 0) {
+		cli_err("%s: cannot read the initrd: %s", initrd, strerror(errno));
+		return EXIT_FAILURE_RR;
+	}
+	if (rr_read_file(path, MAX_IMAGE_FILE, &buf, &len, &e) < 0 ||
+	    rr_image_parse(buf, len, path, &im, &e) < 0) {
+		cli_err("%s", e.msg);
+		return EXIT_FAILURE_RR;
+	}
+	if (append && (!strncmp(append, "nokaslr", 7) || strstr(append, " nokaslr")))
+		cli_err("warning: nokaslr on the command line: the next boot will not be randomized");
+
+	uint8_t *seed = buf + im.header_file_offset + offsetof(struct rerand_image_header, seed);
+	r = fill_seed(seed);
+	if (r < 0) {
+		cli_err("getrandom failed: %s", strerror(-r));
+		free(buf);
+		return EXIT_FAILURE_RR;
+	}
+	fd = make_memfd(buf, len);
+	rr_memzero_explicit(seed, RERAND_SEED_SIZE);
+	free(buf);
+	if (fd < 0) {
+		cli_err("cannot put the image in a memfd: %s", strerror(-fd));
+		return EXIT_FAILURE_RR;
+	}
+	/* The one fd kexec must inherit. */
+	if (fcntl(fd, F_SETFD, 0) < 0) {
+		cli_err("fcntl: %s", strerror(errno));
+		close(fd);
+		return EXIT_FAILURE_RR;
+	}
+
+	char fdpath[64], initrd_arg[4096 + 16], *args[12];
+	int n = 0;
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+	args[n++] = (char *)kexec;
+	if (file_syscall)
+		args[n++] = "-s";
+	args[n++] = crash ? "-p" : "-l";
+	args[n++] = fdpath;
+	if (initrd) {
+		snprintf(initrd_arg, sizeof(initrd_arg), "--initrd=%s", initrd);
+		args[n++] = initrd_arg;
+	}
+	char *append_arg = NULL;
+	if (append) {
+		if (asprintf(&append_arg, "--append=%s", append) < 0) {
+			close(fd);
+			return EXIT_FAILURE_RR;
+		}
+		args[n++] = append_arg;
+	}
+	if (reuse)
+		args[n++] = "--reuse-cmdline";
+	args[n] = NULL;
+
+	r = run_kexec(kexec, args);
+	close(fd);
+	free(append_arg);
+	if (r != 0) {
+		cli_err("%s: %s %s%s failed (%s %d); any kernel staged before is unchanged", path,
+			kexec, file_syscall ? "-s " : "", crash ? "-p" : "-l",
+			r < 0 ? "error" : "exit status", r < 0 ? -r : r);
+		return EXIT_FAILURE_RR;
+	}
+	return 0;
+}

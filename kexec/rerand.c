@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* rerand: build, inspect, stage and verify rerandomizing kernel images. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define RERAND_VERSION "0.1"
+
+void cli_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("rerand: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void usage(FILE *f)
+{
+	fputs("Usage: rerand COMMAND [OPTIONS]\n"
+	      "\n"
+	      "Keep the kernel at a fresh, secret base across kexec reboots.\n"
+	      "\n"
+	      "Commands:\n"
+	      "  image KERNEL -o IMAGE [--relocs FILE] [--codec lz4|none] [--lz4-level N]\n"
+	      "        Turn a bzImage (any payload codec) or a vmlinux plus its relocation\n"
+	      "        table into a rerandomizing image.\n"
+	      "  inspect FILE [--json]\n"
+	      "        Describe a kernel or an image.\n"
+	      "  load IMAGE [--initrd FILE] [--append S | --reuse-cmdline] [--crash]\n"
+	      "       [--file-syscall] [--kexec PATH]\n"
+	      "        Stage IMAGE with kexec-tools, with a fresh seed passed in memory.\n"
+	      "  verify [--json] [--setup-data DIR]\n"
+	      "        Check that this boot was randomized (exit 0), was not (1), or\n"
+	      "        has no rerand record (2).\n"
+	      "\n"
+	      "Options: -h, --help   this text;  -V, --version   the version.\n"
+	      "See rerand(1).\n", f);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
+		{ "image", cmd_image }, { "inspect", cmd_inspect },
+		{ "load", cmd_load }, { "verify", cmd_verify },
+	};
+
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+		printf("rerand %s\n", RERAND_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1);
+	cli_err("unknown command '%s' (see rerand --help)", argv[1]);
+	return EXIT_USAGE;
+}

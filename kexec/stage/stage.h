@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Internal interfaces of the purgatory stage (freestanding only). */
+#ifndef RERAND_STAGE_H
+#define RERAND_STAGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define STAGE_VERSION "1"
+
+/* serial.c: COM1, polled; never blocks forever. */
+void serial_init(void);
+void serial_puts(const char *s);
+void serial_put_u64(uint64_t v);     /* decimal: counts only, never addresses */
+
+/* Print "rerand: stage: MSG" on COM1 and halt.  Never returns. */
+__attribute__((noreturn)) void stage_fatal(const char *msg);
+
+/* pgtable.c: identity page tables built from a pool of zeroed pages. */
+struct pgtable {
+	uint64_t *pool;        /* 4 KiB pages */
+	unsigned  used;
+	unsigned  total;
+	unsigned  levels;      /* 4 or 5, following CR4.LA57 */
+	uint64_t *root;
+};
+
+void pgtable_init(struct pgtable *pt, void *pool, uint64_t pool_bytes, bool la57);
+/* Identity-map [start, end) with 2 MiB pages; -1 when the pool runs out
+ * or the range is beyond the paging depth. */
+int pgtable_map(struct pgtable *pt, uint64_t start, uint64_t end);
+void pgtable_activate(const struct pgtable *pt);
+
+/* cpu.c */
+uint64_t cpu_rdtsc(void);
+bool cpu_la57(void);
+bool cpu_has_rdrand(void);
+bool cpu_has_rdseed(void);
+bool cpu_rdrand(uint64_t *v);
+bool cpu_rdseed(uint64_t *v);
+
+/* head.S */
+__attribute__((noreturn)) void stage_enter_kernel(uint64_t entry, uint64_t boot_params);
+
+#endif

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The status record the stage leaves as a setup_data node: reading it back
+ * from sysfs, and describing it (it holds no address by design). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "status.h"
+
+static ssize_t read_small(const char *path, void *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t got = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (got < cap) {
+		ssize_t n = read(fd, (char *)buf + got, cap - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int r = -errno;
+			close(fd);
+			return r;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	return (ssize_t)got;
+}
+
+int rr_status_parse(const void *data, size_t len, const char *name,
+		    struct rerand_status *ret, struct rr_err *e)
+{
+	struct rerand_status st;
+
+	if (len < sizeof(st))
+		return rr_errf(e, EINVAL, "%s: status record is %zu bytes, expected %zu", name, len,
+			       sizeof(st));
+	memcpy(&st, data, sizeof(st));
+	if (memcmp(st.magic, RERAND_STATUS_MAGIC, 8))
+		return rr_errf(e, EINVAL, "%s: status record has a bad magic", name);
+	if (st.version != RERAND_STATUS_VERSION || st.size != sizeof(st))
+		return rr_errf(e, EINVAL, "%s: status record version %u is not supported", name,
+			       st.version);
+	if (st.result < RERAND_RES_RANDOMIZED || st.result > RERAND_RES_NO_SLOT)
+		return rr_errf(e, EINVAL, "%s: status record has unknown result %u", name, st.result);
+	*ret = st;
+	return 0;
+}
+
+int rr_status_read(const char *dir, struct rerand_status *ret, struct rr_err *e)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int r = -ENOENT;
+
+	if (!d) {
+		if (errno == ENOENT)
+			return rr_errf(e, ENOENT, "%s: no setup_data in this boot (not booted by rerand)", dir);
+		return rr_errf(e, errno, "%s: cannot open: %s", dir, strerror(errno));
+	}
+	while ((de = readdir(d))) {
+		char path[512], buf[64];
+		uint8_t data[256];
+		ssize_t n;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/type", dir, de->d_name);
+		n = read_small(path, buf, sizeof(buf) - 1);
+		if (n <= 0)
+			continue;
+		buf[n] = 0;
+		if (strtoul(buf, NULL, 0) != RERAND_SETUP_TYPE)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/data", dir, de->d_name);
+		n = read_small(path, data, sizeof(data));
+		if (n < 0) {
+			r = rr_errf(e, (int)-n, "%s: cannot read: %s", path, strerror((int)-n));
+			break;
+		}
+		r = rr_status_parse(data, (size_t)n, path, ret, e);
+		break;
+	}
+	closedir(d);
+	if (r == -ENOENT)
+		rr_errf(e, ENOENT, "%s: no rerand status record (this boot was not made by a rerand image)",
+			dir);
+	return r;
+}
+
+const char *rr_status_result_name(uint32_t result)
+{
+	switch (result) {
+	case RERAND_RES_RANDOMIZED: return "randomized";
+	case RERAND_RES_NOKASLR:    return "nokaslr";
+	case RERAND_RES_NO_SLOT:    return "no-slot";
+	default:                    return "unknown";
+	}
+}
+
+void rr_status_sources(uint32_t mask, char *buf, size_t len)
+{
+	static const struct { uint32_t bit; const char *name; } names[] = {
+		{ RERAND_SRC_SEED, "seed" }, { RERAND_SRC_RDSEED, "rdseed" },
+		{ RERAND_SRC_RDRAND, "rdrand" }, { RERAND_SRC_RDTSC, "rdtsc" },
+	};
+	size_t used = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!(mask & names[i].bit))
+			continue;
+		int n = snprintf(buf + used, len - used, "%s%s", used ? "+" : "", names[i].name);
+		if (n < 0 || (size_t)n >= len - used)
+			break;
+		used += (size_t)n;
+	}
+	if (!used)
+		snprintf(buf, len, "none");
+}
+
+void rr_bits_text(uint64_t n, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.1f", n ? log2((double)n) : 0.0);
+}
+
+void rr_status_print(FILE *f, const struct rerand_status *st, bool json)
+{
+	char used[64], rejected[64], pb[16], vb[16], tb[16];
+
+	rr_status_sources(st->sources_used, used, sizeof(used));
+	rr_status_sources(st->sources_rejected, rejected, sizeof(rejected));
+	rr_bits_text(st->phys_slots, pb, sizeof(pb));
+	rr_bits_text(st->virt_slots, vb, sizeof(vb));
+	snprintf(tb, sizeof(tb), "%.1f", (st->phys_slots ? log2((double)st->phys_slots) : 0) +
+					 (st->virt_slots ? log2((double)st->virt_slots) : 0));
+	if (json) {
+		fprintf(f, "{\"randomized\":%s,\"result\":\"%s\",\"sources\":\"%s\","
+			"\"sources_rejected\":\"%s\",\"weak\":%s,\"phys_slots\":%llu,"
+			"\"virt_slots\":%llu,\"phys_bits\":%s,\"virt_bits\":%s,\"total_bits\":%s,"
+			"\"stage_cycles\":%llu,\"la57\":%s,\"efi_map\":%s,\"crash\":%s,"
+			"\"ram_ranges\":%u,\"avoided_ranges\":%u,\"image_version\":%u}\n",
+			st->result == RERAND_RES_RANDOMIZED ? "true" : "false",
+			rr_status_result_name(st->result), used, rejected,
+			st->flags & RERAND_ST_WEAK ? "true" : "false",
+			(unsigned long long)st->phys_slots, (unsigned long long)st->virt_slots,
+			pb, vb, tb, (unsigned long long)st->stage_cycles,
+			st->flags & RERAND_ST_LA57 ? "true" : "false",
+			st->flags & RERAND_ST_EFI_MAP ? "true" : "false",
+			st->flags & RERAND_ST_CRASH ? "true" : "false",
+			st->ram_ranges, st->avoided_ranges, st->image_version);
+		return;
+	}
+	fprintf(f, "result:           %s%s\n", rr_status_result_name(st->result),
+		st->flags & RERAND_ST_WEAK ? " (weak: no seed and no hardware source)" : "");
+	fprintf(f, "entropy sources:  %s\n", used);
+	if (st->sources_rejected)
+		fprintf(f, "rejected sources: %s\n", rejected);
+	fprintf(f, "physical slots:   %llu (%s bits)\n", (unsigned long long)st->phys_slots, pb);
+	fprintf(f, "virtual slots:    %llu (%s bits)\n", (unsigned long long)st->virt_slots, vb);
+	fprintf(f, "total:            %s bits\n", tb);
+	fprintf(f, "memory map:       %s, %u RAM ranges, %u ranges avoided\n",
+		st->flags & RERAND_ST_EFI_MAP ? "EFI" : "e820", st->ram_ranges, st->avoided_ranges);
+	fprintf(f, "paging:           %s-level\n", st->flags & RERAND_ST_LA57 ? "5" : "4");
+	fprintf(f, "crash kernel:     %s\n", st->flags & RERAND_ST_CRASH ? "yes" : "no");
+	fprintf(f, "stage cycles:     %llu\n", (unsigned long long)st->stage_cycles);
+}

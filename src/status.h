@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Finding and describing the stage's status record of this boot. */
+#ifndef RERAND_STATUS_H
+#define RERAND_STATUS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <rerand/abi.h>
+#include "kernel.h"
+
+#define RR_SETUP_DATA_SYSFS "/sys/kernel/boot_params/setup_data"
+
+/* Look through DIR/<n>/{type,data} for the rerand node.  Returns 0 and the
+ * record, -ENOENT if there is none (a boot not made by rerand), or another
+ * negative errno for a malformed record. */
+int rr_status_read(const char *dir, struct rerand_status *ret, struct rr_err *e);
+/* Validate a raw record. */
+int rr_status_parse(const void *data, size_t len, const char *name,
+		    struct rerand_status *ret, struct rr_err *e);
+
+const char *rr_status_result_name(uint32_t result);
+/* "seed+rdrand+rdtsc" style; buf of 64 bytes is enough. */
+void rr_status_sources(uint32_t mask, char *buf, size_t len);
+/* Bits of entropy a uniform choice among n gives (floor(log2 n), with a
+ * tenth), as text. */
+void rr_bits_text(uint64_t n, char *buf, size_t len);
+void rr_status_print(FILE *f, const struct rerand_status *st, bool json);
+
+#endif

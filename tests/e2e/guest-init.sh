@@ -1,0 +1,112 @@
+#!/bin/busybox sh
+# SPDX-License-Identifier: GPL-2.0-only
+# /init of the end-to-end test guest: reports where this kernel landed, then
+# kexecs the next generation until the target is reached (tests/e2e/lib.sh).
+#
+# Command-line keys: e2e.gen=N (this generation), e2e.target=T (last one),
+# e2e.mode=stock|rerand, e2e.syscall=load|file.  Prints exactly one
+# "E2E-GEN ..." line per generation, "E2E-DONE" after the last, and
+# "E2E-FAIL reason" on any error; it always ends with poweroff -f.
+
+/bin/busybox mkdir -p /proc /sys /dev /tmp
+/bin/busybox mount -t devtmpfs devtmpfs /dev 2>/dev/null
+# The kernel could not open /dev/console if the archive had no node.
+exec </dev/console >/dev/console 2>&1
+export PATH=/bin:/sbin
+mount -t proc proc /proc || { echo "E2E-FAIL cannot mount /proc"; poweroff -f; }
+mount -t sysfs sysfs /sys
+# Only emergencies on the console, so kernel messages cannot split our lines.
+echo 1 >/proc/sys/kernel/printk
+echo 0 >/proc/sys/kernel/kptr_restrict
+
+gen=
+target=
+mode=stock
+syscall=load
+for w in $(cat /proc/cmdline); do
+	case "$w" in
+	e2e.gen=*) gen=${w#e2e.gen=} ;;
+	e2e.target=*) target=${w#e2e.target=} ;;
+	e2e.mode=*) mode=${w#e2e.mode=} ;;
+	e2e.syscall=*) syscall=${w#e2e.syscall=} ;;
+	esac
+done
+
+fail() {
+	echo
+	echo "E2E-FAIL gen=${gen:-?} $*"
+	sync
+	poweroff -f
+	sleep 10
+	exit 1
+}
+
+case "$gen" in ''|*[!0-9]*) fail "no e2e.gen=N on the command line" ;; esac
+case "$target" in ''|*[!0-9]*) fail "no e2e.target=N on the command line" ;; esac
+
+text=$(grep ' [Tt] _text$' /proc/kallsyms | cut -d' ' -f1)
+[ -n "$text" ] || fail "no _text in /proc/kallsyms"
+code=$(grep ' : Kernel code$' /proc/iomem | sed 's/^ *//; s/ .*//')
+[ -n "$code" ] || fail "no Kernel code in /proc/iomem"
+# System RAM as the kernel sees it, to check the physical base against.
+ram=$(grep '^[0-9a-f]*-[0-9a-f]* : System RAM$' /proc/iomem | cut -d' ' -f1 |
+	tr '\n' ',' | sed 's/,$//')
+[ -f /sys/kernel/boot_params/data ] || fail "no /sys/kernel/boot_params/data"
+# hdr.loadflags is byte 0x211 (529) of boot_params.
+lf=$(od -An -tx1 -j 529 -N 1 /sys/kernel/boot_params/data | tr -d ' \n')
+[ -n "$lf" ] || fail "cannot read loadflags"
+
+verify=none
+if [ "$mode" = rerand ]; then
+	# Its exit status is judged by the host: it is 1 after a stock boot.
+	json=$(rerand verify --json 2>/tmp/verify.err)
+	vrc=$?
+	[ -n "$json" ] || json="(no output: $(head -c 200 /tmp/verify.err))"
+	verify="rc=$vrc $(echo "$json" | tr '\n' ' ')"
+fi
+
+echo
+echo "E2E-GEN gen=$gen text=$text code=0x$code loadflags=0x$lf ram=$ram verify=$verify"
+
+if [ "$gen" -ge "$target" ]; then
+	echo "E2E-DONE gen=$gen"
+	sync
+	poweroff -f
+	sleep 10
+	exit 0
+fi
+
+# The initrd memory is gone after boot: rebuild the same archive from the
+# copy of the inner archive it carries (/self.cpio) plus a tiny archive
+# re-adding that copy.
+cd / || fail "cd /"
+[ -f /self.cpio ] || fail "no /self.cpio"
+echo self.cpio | cpio -o -H newc >/tmp/wrap.cpio 2>/dev/null || fail "cpio -o failed"
+cat /self.cpio /tmp/wrap.cpio >/tmp/next.cpio || fail "cannot write /tmp/next.cpio"
+rm -f /tmp/wrap.cpio
+
+next=$((gen + 1))
+cmd=
+for w in $(cat /proc/cmdline); do
+	case "$w" in
+	e2e.gen=*|initrd=*|BOOT_IMAGE=*) ;;
+	*) cmd="$cmd $w" ;;
+	esac
+done
+cmd="${cmd# } e2e.gen=$next"
+
+if [ "$mode" = rerand ]; then
+	flag=
+	[ "$syscall" = file ] && flag=--file-syscall
+	out=$(rerand load /boot/image --initrd /tmp/next.cpio --append "$cmd" $flag 2>&1) ||
+		fail "rerand load: $(echo "$out" | tr '\n' ' ')"
+else
+	flag=
+	[ "$syscall" = file ] && flag=-s
+	out=$(kexec $flag -l /boot/image --initrd=/tmp/next.cpio --command-line="$cmd" 2>&1) ||
+		fail "kexec $flag -l: $(echo "$out" | tr '\n' ' ')"
+fi
+rm -f /tmp/next.cpio
+sync
+out=$(kexec -e 2>&1)
+fail "kexec -e returned: $(echo "$out" | tr '\n' ' ')"
