@@ -88,7 +88,7 @@ $(O)/stage/%.o: %.S
 # linker script), and readelf double-checks the result.
 $(STAGE_ELF): $(STAGE_OBJS) kexec/stage/stage.lds
 	@$(if $(Q),echo "  LD [stage] $@")
-	$(Q)ld -pie --no-dynamic-linker -z noexecstack -z norelro --no-undefined -nostdlib \
+	$(Q)ld -pie --no-dynamic-linker --no-warn-rwx-segments -z noexecstack -z norelro --no-undefined -nostdlib \
 		-T kexec/stage/stage.lds -o $@ $(STAGE_OBJS)
 	$(Q)if readelf -rW $@ | grep -q 'R_X86_64'; then \
 		echo "stage: $@ has dynamic relocations:" >&2; readelf -rW $@ >&2; rm -f $@; exit 1; fi

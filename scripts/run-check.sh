@@ -55,6 +55,11 @@ for t in $O/tests/test_*; do
 	count_tap "unit $(basename "$t")" "$t"
 done
 
+for t in tests/cli/test-*.sh; do
+	[ -x "$t" ] || continue
+	count_tap "cli $(basename "$t")" "$t"
+done
+
 for f in $O/fuzz/fuzz_*; do
 	[ -x "$f" ] || continue
 	count_tap "fuzz replay $(basename "$f")" scripts/fuzz-replay.sh "$f"

@@ -27,7 +27,9 @@ struct rr_cmdline {
 	uint64_t mem_limit;                 /* mem= and memmap=nn; 0 = none */
 	struct rr_range memmap[RR_MAX_MEMMAP]; /* memmap=nn[#$!]ss regions to avoid */
 	unsigned nr_memmap;
-	bool     memmap_overflow;           /* more than RR_MAX_MEMMAP: avoid everything? see select.c */
+	bool     memmap_overflow;           /* more than RR_MAX_MEMMAP avoid regions: an avoided
+					     * region is unknown, so physical randomization is
+					     * refused (rr_memmap_apply_cmdline sets overflow) */
 	unsigned hugepages_1g;              /* hugepagesz=1G hugepages=N */
 	bool     has_elfcorehdr;
 	struct rr_range elfcorehdr;         /* elfcorehdr=[size@]addr */
@@ -42,7 +44,11 @@ struct rr_memmap {
 	unsigned nr_ram;
 	struct rr_range avoid[RR_MAX_AVOID]; /* keep clear, any order, may overlap */
 	unsigned nr_avoid;
-	bool     overflow;                   /* a table was full: entries were dropped */
+	bool     overflow;                   /* an avoided range is unknown (avoid table full,
+					      * memmap overflow, unreadable setup_data):
+					      * rr_phys_slot_count() is then 0 */
+	bool     ram_dropped;                /* RAM table full even after merging: some RAM
+					      * was left out (safe: less RAM, never more) */
 };
 
 void rr_memmap_init(struct rr_memmap *m);
@@ -51,6 +57,9 @@ void rr_memmap_init(struct rr_memmap *m);
  * the selection refuses to randomize (it never ignores an avoided range). */
 void rr_memmap_add_ram(struct rr_memmap *m, uint64_t start, uint64_t end);
 void rr_memmap_add_avoid(struct rr_memmap *m, uint64_t start, uint64_t end);
+/* Sort and merge both tables in place (touching ranges merge).  Optional:
+ * the slot functions accept unsorted, overlapping tables. */
+void rr_memmap_normalize(struct rr_memmap *m);
 
 /*
  * Apply the command line to a memory map: clip RAM at mem_limit, avoid the
@@ -67,8 +76,10 @@ struct rr_select_params {
 };
 
 /* Number of physical slots: aligned addresses a >= min_addr with
- * [a, a + size) inside one RAM range, clear of every avoided range, and
- * a + size <= max_addr. */
+ * [a, a + size) inside one merged RAM range, clear of every avoided range,
+ * and a + size <= max_addr.  Exact, no sampling.  0 when m->overflow is set,
+ * when size is 0, or when align is not a power of two.  O(n^2) in the table
+ * sizes, no scratch memory: m is only read. */
 uint64_t rr_phys_slot_count(const struct rr_memmap *m, const struct rr_select_params *p);
 
 /* The index-th slot in ascending address order; -1 if index >= count. */

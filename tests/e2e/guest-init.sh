@@ -44,7 +44,7 @@ fail() {
 case "$gen" in ''|*[!0-9]*) fail "no e2e.gen=N on the command line" ;; esac
 case "$target" in ''|*[!0-9]*) fail "no e2e.target=N on the command line" ;; esac
 
-text=$(grep ' [Tt] _text$' /proc/kallsyms | cut -d' ' -f1)
+text=$(sed -n '/ [Tt] _text$/{s/ .*//p;q}' /proc/kallsyms)
 [ -n "$text" ] || fail "no _text in /proc/kallsyms"
 code=$(grep ' : Kernel code$' /proc/iomem | sed 's/^ *//; s/ .*//')
 [ -n "$code" ] || fail "no Kernel code in /proc/iomem"

@@ -1,0 +1,653 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Decoding a bzImage payload with each codec's own library.  The output is
+ * bounded (the size the kernel appended, never more than 1 GiB) and every
+ * failure names the codec and the library's reason. */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bzlib.h>
+#include <lz4.h>
+#include <lzma.h>
+#include <lzo1x.h>
+#include <zlib.h>
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include "kernel.h"
+#include "util.h"
+
+/* Far above any real vmlinux (tens of MiB) and below the kernel's 1 GiB
+ * virtual window, so a lying size field cannot make us allocate more. */
+#define RR_DECOMPRESS_MAX   ((size_t)1 << 30)
+/* liblzma may allocate the dictionary the stream asks for. */
+#define RR_LZMA_MEMLIMIT    ((uint64_t)256 << 20)
+#define LZ4_LEGACY_MAGIC    0x184c2102u
+#define LZ4_LEGACY_CHUNK    ((size_t)8 << 20)
+#define LZOP_BLOCK_MAX      ((size_t)256 << 10)
+
+const char *rr_kcodec_name(enum rr_kcodec c)
+{
+	switch (c) {
+	case RR_KC_NONE:  return "uncompressed";
+	case RR_KC_GZIP:  return "gzip";
+	case RR_KC_BZIP2: return "bzip2";
+	case RR_KC_LZMA:  return "lzma";
+	case RR_KC_XZ:    return "xz";
+	case RR_KC_LZO:   return "lzo";
+	case RR_KC_LZ4:   return "lz4";
+	case RR_KC_ZSTD:  return "zstd";
+	default:          return "unknown";
+	}
+}
+
+static bool has_magic(const uint8_t *p, size_t len, const char *m, size_t mlen)
+{
+	return len >= mlen && memcmp(p, m, mlen) == 0;
+}
+
+enum rr_kcodec rr_kcodec_detect(const uint8_t *p, size_t len)
+{
+	if (!p)
+		return RR_KC_UNKNOWN;
+	if (has_magic(p, len, "\x1f\x8b", 2))
+		return RR_KC_GZIP;
+	if (has_magic(p, len, "BZh", 3))
+		return RR_KC_BZIP2;
+	if (has_magic(p, len, "\x5d\x00\x00", 3))
+		return RR_KC_LZMA;
+	if (has_magic(p, len, "\xfd\x37\x7a\x58\x5a\x00", 6))
+		return RR_KC_XZ;
+	if (has_magic(p, len, "\x89\x4c\x5a\x4f", 4))
+		return RR_KC_LZO;
+	if (has_magic(p, len, "\x02\x21\x4c\x18", 4))
+		return RR_KC_LZ4;
+	if (has_magic(p, len, "\x28\xb5\x2f\xfd", 4))
+		return RR_KC_ZSTD;
+	if (has_magic(p, len, "\x7f" "ELF", 4))
+		return RR_KC_NONE;
+	return RR_KC_UNKNOWN;
+}
+
+/* The output buffer.  With a known size it is allocated once, one byte
+ * larger than expected so that a stream that decodes to more shows up as an
+ * overflow instead of a decoder stalling for room. */
+struct outbuf {
+	uint8_t *p;
+	size_t len, cap;
+	size_t want;            /* expected size, 0 if unknown */
+};
+
+/* What went wrong inside a decoder, turned into a message by the caller. */
+enum dec_status { DEC_OK = 0, DEC_TRUNC, DEC_CORRUPT, DEC_OVER, DEC_NOMEM };
+
+struct dec {
+	const uint8_t *in;
+	size_t in_len, pos;
+	struct outbuf o;
+	const char *why;        /* library's reason for DEC_CORRUPT */
+};
+
+static int ob_init(struct outbuf *o, size_t want, size_t in_len)
+{
+	size_t cap;
+
+	if (want)
+		cap = want + 1;
+	else if (in_len > RR_DECOMPRESS_MAX / 4)
+		cap = RR_DECOMPRESS_MAX;
+	else
+		cap = in_len * 4 < 65536 ? 65536 : in_len * 4;
+	o->p = malloc(cap);
+	if (!o->p)
+		return -ENOMEM;
+	o->len = 0;
+	o->cap = cap;
+	o->want = want;
+	return 0;
+}
+
+/* Make at least `need` bytes free; DEC_OVER once the bound is reached. */
+static enum dec_status ob_reserve(struct outbuf *o, size_t need)
+{
+	size_t ncap;
+	uint8_t *np;
+
+	if (o->cap - o->len >= need)
+		return DEC_OK;
+	if (o->want || o->cap >= RR_DECOMPRESS_MAX + 1)
+		return DEC_OVER;
+	ncap = o->cap;
+	while (ncap - o->len < need && ncap <= RR_DECOMPRESS_MAX)
+		ncap = ncap > RR_DECOMPRESS_MAX / 2 ? RR_DECOMPRESS_MAX + 1 : ncap * 2;
+	if (ncap - o->len < need)
+		return DEC_OVER;
+	np = realloc(o->p, ncap);
+	if (!np)
+		return DEC_NOMEM;
+	o->p = np;
+	o->cap = ncap;
+	return DEC_OK;
+}
+
+static unsigned clamp_uint(size_t n)
+{
+	return n > UINT_MAX ? UINT_MAX : (unsigned)n;
+}
+
+static enum dec_status dec_gzip(struct dec *d)
+{
+	z_stream zs;
+	enum dec_status st = DEC_OK;
+
+	memset(&zs, 0, sizeof(zs));
+	if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
+		return DEC_NOMEM;
+	for (;;) {
+		unsigned in_avail, out_avail;
+		int r;
+
+		st = ob_reserve(&d->o, 1);
+		if (st)
+			break;
+		in_avail = clamp_uint(d->in_len - d->pos);
+		out_avail = clamp_uint(d->o.cap - d->o.len);
+		zs.next_in = (Bytef *)(d->in + d->pos);
+		zs.avail_in = in_avail;
+		zs.next_out = d->o.p + d->o.len;
+		zs.avail_out = out_avail;
+		r = inflate(&zs, Z_NO_FLUSH);
+		d->pos += in_avail - zs.avail_in;
+		d->o.len += out_avail - zs.avail_out;
+		if (r == Z_STREAM_END)
+			break;
+		if (r == Z_MEM_ERROR) {
+			st = DEC_NOMEM;
+			break;
+		}
+		if (r != Z_OK && r != Z_BUF_ERROR) {
+			d->why = zs.msg ? zs.msg : "invalid deflate data";
+			st = DEC_CORRUPT;
+			break;
+		}
+		if (in_avail == zs.avail_in && out_avail == zs.avail_out) {
+			st = d->pos == d->in_len ? DEC_TRUNC : DEC_CORRUPT;
+			d->why = "decoder made no progress";
+			break;
+		}
+	}
+	inflateEnd(&zs);
+	return st;
+}
+
+static enum dec_status dec_bzip2(struct dec *d)
+{
+	bz_stream bs;
+	enum dec_status st = DEC_OK;
+
+	memset(&bs, 0, sizeof(bs));
+	if (BZ2_bzDecompressInit(&bs, 0, 0) != BZ_OK)
+		return DEC_NOMEM;
+	for (;;) {
+		unsigned in_avail, out_avail;
+		int r;
+
+		st = ob_reserve(&d->o, 1);
+		if (st)
+			break;
+		in_avail = clamp_uint(d->in_len - d->pos);
+		out_avail = clamp_uint(d->o.cap - d->o.len);
+		bs.next_in = (char *)(d->in + d->pos);
+		bs.avail_in = in_avail;
+		bs.next_out = (char *)(d->o.p + d->o.len);
+		bs.avail_out = out_avail;
+		r = BZ2_bzDecompress(&bs);
+		d->pos += in_avail - bs.avail_in;
+		d->o.len += out_avail - bs.avail_out;
+		if (r == BZ_STREAM_END)
+			break;
+		if (r == BZ_MEM_ERROR) {
+			st = DEC_NOMEM;
+			break;
+		}
+		if (r != BZ_OK) {
+			d->why = r == BZ_DATA_ERROR_MAGIC ? "bad bzip2 stream magic" :
+				 r == BZ_DATA_ERROR ? "data integrity error (bad CRC or invalid block)" :
+				 "libbz2 error";
+			st = DEC_CORRUPT;
+			break;
+		}
+		if (in_avail == bs.avail_in && out_avail == bs.avail_out) {
+			st = d->pos == d->in_len ? DEC_TRUNC : DEC_CORRUPT;
+			d->why = "decoder made no progress";
+			break;
+		}
+	}
+	BZ2_bzDecompressEnd(&bs);
+	return st;
+}
+
+static const char *lzma_reason(lzma_ret r)
+{
+	switch (r) {
+	case LZMA_FORMAT_ERROR:   return "not in the expected format";
+	case LZMA_OPTIONS_ERROR:  return "unsupported compression options";
+	case LZMA_DATA_ERROR:     return "compressed data is corrupt";
+	case LZMA_MEMLIMIT_ERROR: return "stream needs more than 256 MiB of memory to decode";
+	case LZMA_UNSUPPORTED_CHECK: return "unsupported integrity check";
+	default:                  return "liblzma error";
+	}
+}
+
+/* xz (.xz container) and lzma (the old "lzma alone" format) share liblzma. */
+static enum dec_status dec_liblzma(struct dec *d, bool xz)
+{
+	lzma_stream ls = LZMA_STREAM_INIT;
+	enum dec_status st = DEC_OK;
+	lzma_ret r;
+
+	/* No LZMA_CONCATENATED: stop at the end of the stream, because the
+	 * kernel's size field follows it. */
+	r = xz ? lzma_stream_decoder(&ls, RR_LZMA_MEMLIMIT, 0)
+	       : lzma_alone_decoder(&ls, RR_LZMA_MEMLIMIT);
+	if (r != LZMA_OK)
+		return DEC_NOMEM;
+	for (;;) {
+		size_t in_avail, out_avail;
+
+		st = ob_reserve(&d->o, 1);
+		if (st)
+			break;
+		in_avail = d->in_len - d->pos;
+		out_avail = d->o.cap - d->o.len;
+		ls.next_in = d->in + d->pos;
+		ls.avail_in = in_avail;
+		ls.next_out = d->o.p + d->o.len;
+		ls.avail_out = out_avail;
+		r = lzma_code(&ls, in_avail ? LZMA_RUN : LZMA_FINISH);
+		d->pos += in_avail - ls.avail_in;
+		d->o.len += out_avail - ls.avail_out;
+		if (r == LZMA_STREAM_END)
+			break;
+		if (r == LZMA_MEM_ERROR) {
+			st = DEC_NOMEM;
+			break;
+		}
+		if (r == LZMA_BUF_ERROR || (r == LZMA_OK && in_avail == ls.avail_in &&
+					    out_avail == ls.avail_out && d->pos == d->in_len)) {
+			st = d->pos == d->in_len ? DEC_TRUNC : DEC_CORRUPT;
+			d->why = "decoder made no progress";
+			break;
+		}
+		if (r != LZMA_OK) {
+			d->why = lzma_reason(r);
+			st = DEC_CORRUPT;
+			break;
+		}
+	}
+	lzma_end(&ls);
+	return st;
+}
+
+static bool zstd_frame_follows(const uint8_t *p, size_t left)
+{
+	uint32_t m;
+
+	if (left < 4)
+		return false;
+	m = rr_get32(p);
+	return m == ZSTD_MAGICNUMBER || (m & ZSTD_MAGIC_SKIPPABLE_MASK) == ZSTD_MAGIC_SKIPPABLE_START;
+}
+
+static enum dec_status dec_zstd(struct dec *d)
+{
+	ZSTD_DCtx *dc = ZSTD_createDCtx();
+	enum dec_status st = DEC_OK;
+
+	if (!dc)
+		return DEC_NOMEM;
+	for (;;) {
+		ZSTD_inBuffer ib = { d->in, d->in_len, d->pos };
+		ZSTD_outBuffer ob;
+		size_t r, in0, out0;
+
+		st = ob_reserve(&d->o, 1);
+		if (st)
+			break;
+		ob.dst = d->o.p;
+		ob.size = d->o.cap;
+		ob.pos = d->o.len;
+		in0 = ib.pos;
+		out0 = ob.pos;
+		r = ZSTD_decompressStream(dc, &ob, &ib);
+		d->pos = ib.pos;
+		d->o.len = ob.pos;
+		if (ZSTD_isError(r)) {
+			d->why = ZSTD_getErrorName(r);
+			st = ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? DEC_NOMEM : DEC_CORRUPT;
+			break;
+		}
+		if (r == 0) {
+			/* A frame ended: more frames may follow, the size field may not. */
+			if (!zstd_frame_follows(d->in + d->pos, d->in_len - d->pos))
+				break;
+			continue;
+		}
+		if (ib.pos == in0 && ob.pos == out0) {
+			st = d->pos == d->in_len ? DEC_TRUNC : DEC_CORRUPT;
+			d->why = "decoder made no progress";
+			break;
+		}
+	}
+	ZSTD_freeDCtx(dc);
+	return st;
+}
+
+/* The lz4 "legacy" frame the kernel uses: magic, then chunks of
+ * [u32 LE compressed size][data], each at most 8 MiB decoded.  The format has
+ * no end marker, so the 4-byte size field the kernel appends is recognised as
+ * a final word with nothing after it. */
+static enum dec_status dec_lz4(struct dec *d)
+{
+	const size_t bound = (size_t)LZ4_compressBound((int)LZ4_LEGACY_CHUNK);
+	uint8_t *scratch;
+	enum dec_status st;
+
+	d->pos = 4;
+	while (d->pos < d->in_len) {
+		size_t left, csize, room;
+		int n;
+
+		if (d->o.want && d->o.len == d->o.want)
+			break;
+		left = d->in_len - d->pos;
+		if (left < 4)
+			return d->o.len ? DEC_OK : DEC_TRUNC;
+		csize = rr_get32(d->in + d->pos);
+		d->pos += 4;
+		left -= 4;
+		if (csize == LZ4_LEGACY_MAGIC)
+			continue;
+		if (left == 0 && d->o.len)
+			break;
+		if (csize == 0 || csize > bound) {
+			d->why = "chunk size is larger than any lz4 legacy chunk";
+			return DEC_CORRUPT;
+		}
+		if (csize > left)
+			return DEC_TRUNC;
+		st = ob_reserve(&d->o, d->o.want ? 1 : LZ4_LEGACY_CHUNK);
+		if (st)
+			return st;
+		room = d->o.cap - d->o.len;
+		if (room > LZ4_LEGACY_CHUNK)
+			room = LZ4_LEGACY_CHUNK;
+		n = LZ4_decompress_safe((const char *)d->in + d->pos, (char *)d->o.p + d->o.len,
+					(int)csize, (int)room);
+		if (n < 0 && room < LZ4_LEGACY_CHUNK) {
+			/* Too little room left for what was expected: find out
+			 * whether the chunk is bad or just bigger than promised. */
+			scratch = malloc(LZ4_LEGACY_CHUNK);
+			if (!scratch)
+				return DEC_NOMEM;
+			n = LZ4_decompress_safe((const char *)d->in + d->pos, (char *)scratch,
+						(int)csize, (int)LZ4_LEGACY_CHUNK);
+			free(scratch);
+			if (n >= 0)
+				return DEC_OVER;
+		}
+		if (n < 0) {
+			d->why = "LZ4_decompress_safe rejected a chunk";
+			return DEC_CORRUPT;
+		}
+		d->pos += csize;
+		d->o.len += (size_t)n;
+	}
+	if (d->o.want && d->o.len < d->o.want)
+		return DEC_TRUNC;
+	return DEC_OK;
+}
+
+#define LZOP_ADLER32_D  0x0001u
+#define LZOP_ADLER32_C  0x0002u
+#define LZOP_EXTRA      0x0040u
+#define LZOP_CRC32_D    0x0100u
+#define LZOP_CRC32_C    0x0200u
+#define LZOP_FILTER     0x0800u
+#define LZOP_H_CRC32    0x1000u
+
+static uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Take n bytes from the input, or NULL when it ends first. */
+static const uint8_t *take(struct dec *d, size_t n)
+{
+	const uint8_t *p;
+
+	if (d->in_len - d->pos < n)
+		return NULL;
+	p = d->in + d->pos;
+	d->pos += n;
+	return p;
+}
+
+static bool lzop_sum_ok(uint32_t flags, uint32_t want_adler, uint32_t want_crc,
+			const uint8_t *p, size_t n, uint32_t adler_flag, uint32_t crc_flag)
+{
+	if ((flags & adler_flag) && lzo_adler32(1, p, (lzo_uint)n) != want_adler)
+		return false;
+	if ((flags & crc_flag) && lzo_crc32(0, p, (lzo_uint)n) != want_crc)
+		return false;
+	return true;
+}
+
+/* lzop's file format, as the kernel's build writes it (lzop -9) and
+ * lib/decompress_unlzo.c reads it; blocks are decoded by liblzo2. */
+static enum dec_status dec_lzo(struct dec *d)
+{
+	const uint8_t *p, *hdr;
+	uint16_t version;
+	uint32_t flags;
+	unsigned method;
+	size_t hdr_start;
+
+	if (lzo_init() != LZO_E_OK) {
+		d->why = "liblzo2 failed to initialise";
+		return DEC_CORRUPT;
+	}
+	if (!take(d, 9))
+		return DEC_TRUNC;
+	hdr_start = d->pos;
+	if (!(p = take(d, 4)))
+		return DEC_TRUNC;
+	version = (uint16_t)(p[0] << 8 | p[1]);
+	/* Older lzop wrote a shorter header that the kernel cannot read either. */
+	if (version < 0x0940) {
+		d->why = "lzop header version is too old";
+		return DEC_CORRUPT;
+	}
+	if (!(p = take(d, 2 + 1 + 1 + 4)))
+		return DEC_TRUNC;
+	method = p[2];
+	flags = get_be32(p + 4);
+	if (method < 1 || method > 3) {
+		d->why = "not an LZO1X method";
+		return DEC_CORRUPT;
+	}
+	if ((flags & LZOP_FILTER) && !take(d, 4))
+		return DEC_TRUNC;
+	if (!(p = take(d, 4 + 4 + 4 + 1)))        /* mode, mtime low/high, name length */
+		return DEC_TRUNC;
+	if (!take(d, p[12]))
+		return DEC_TRUNC;
+	hdr = d->in + hdr_start;
+	if (!(p = take(d, 4)))
+		return DEC_TRUNC;
+	if (!lzop_sum_ok(flags & LZOP_H_CRC32 ? LZOP_CRC32_D : LZOP_ADLER32_D, get_be32(p),
+			 get_be32(p), hdr, (size_t)(p - hdr), LZOP_ADLER32_D, LZOP_CRC32_D)) {
+		d->why = "lzop header checksum mismatch";
+		return DEC_CORRUPT;
+	}
+	if (flags & LZOP_EXTRA) {
+		if (!(p = take(d, 4)))
+			return DEC_TRUNC;
+		if (!take(d, get_be32(p)) || !take(d, 4))
+			return DEC_TRUNC;
+	}
+
+	for (;;) {
+		uint32_t dst_len, src_len, sum_d_adler = 0, sum_d_crc = 0, sum_c_adler = 0, sum_c_crc = 0;
+		const uint8_t *src;
+		uint8_t *dst;
+		enum dec_status st;
+
+		if (!(p = take(d, 4)))
+			return DEC_TRUNC;
+		dst_len = get_be32(p);
+		if (dst_len == 0)
+			return DEC_OK;
+		if (dst_len > LZOP_BLOCK_MAX) {
+			d->why = "block is larger than 256 KiB";
+			return DEC_CORRUPT;
+		}
+		if (!(p = take(d, 4)))
+			return DEC_TRUNC;
+		src_len = get_be32(p);
+		if ((flags & LZOP_ADLER32_D) && (p = take(d, 4)))
+			sum_d_adler = get_be32(p);
+		if ((flags & LZOP_CRC32_D) && (p = take(d, 4)))
+			sum_d_crc = get_be32(p);
+		if (src_len < dst_len && (flags & LZOP_ADLER32_C) && (p = take(d, 4)))
+			sum_c_adler = get_be32(p);
+		if (src_len < dst_len && (flags & LZOP_CRC32_C) && (p = take(d, 4)))
+			sum_c_crc = get_be32(p);
+		if (!p)
+			return DEC_TRUNC;
+		if (src_len == 0 || src_len > dst_len) {
+			d->why = "block sizes are inconsistent";
+			return DEC_CORRUPT;
+		}
+		if (!(src = take(d, src_len)))
+			return DEC_TRUNC;
+		st = ob_reserve(&d->o, dst_len);
+		if (st)
+			return st;
+		dst = d->o.p + d->o.len;
+		if (src_len == dst_len) {
+			/* lzop stores incompressible blocks as they are. */
+			memcpy(dst, src, src_len);
+		} else {
+			lzo_uint out = dst_len;
+			int r;
+
+			if (!lzop_sum_ok(flags, sum_c_adler, sum_c_crc, src, src_len,
+					 LZOP_ADLER32_C, LZOP_CRC32_C)) {
+				d->why = "compressed block checksum mismatch";
+				return DEC_CORRUPT;
+			}
+			r = lzo1x_decompress_safe(src, src_len, dst, &out, NULL);
+			if (r != LZO_E_OK || out != dst_len) {
+				d->why = r == LZO_E_OK ? "block decoded to the wrong size"
+						       : "lzo1x_decompress_safe rejected a block";
+				return DEC_CORRUPT;
+			}
+		}
+		if (!lzop_sum_ok(flags, sum_d_adler, sum_d_crc, dst, dst_len,
+				 LZOP_ADLER32_D, LZOP_CRC32_D)) {
+			d->why = "block checksum mismatch";
+			return DEC_CORRUPT;
+		}
+		d->o.len += dst_len;
+	}
+}
+
+static enum dec_status dec_none(struct dec *d)
+{
+	size_t n = d->o.want ? d->o.want : d->in_len;
+	enum dec_status st;
+
+	if (d->in_len < n)
+		return DEC_TRUNC;
+	st = ob_reserve(&d->o, n);
+	if (st)
+		return st;
+	memcpy(d->o.p, d->in, n);
+	d->o.len = n;
+	d->pos = n;
+	return DEC_OK;
+}
+
+int rr_decompress(enum rr_kcodec c, const uint8_t *in, size_t in_len, size_t expected,
+		  uint8_t **ret_out, size_t *ret_len, const char *name, struct rr_err *e)
+{
+	const char *cn = rr_kcodec_name(c);
+	struct dec d = { .in = in, .in_len = in_len };
+	enum dec_status st;
+	int r;
+
+	if ((unsigned)c >= RR_KC_UNKNOWN)
+		return rr_errf(e, ENOTSUP, "%s: payload compression is not one the kernel supports", name);
+	if (!in || in_len == 0)
+		return rr_errf(e, EINVAL, "%s: %s payload is empty", name, cn);
+	if (expected > RR_DECOMPRESS_MAX)
+		return rr_errf(e, EFBIG, "%s: %s payload claims %zu bytes uncompressed, more than "
+			       "the 1 GiB limit", name, cn, expected);
+	r = ob_init(&d.o, expected, in_len);
+	if (r < 0)
+		return rr_errf(e, r, "%s: out of memory for the %s payload", name, cn);
+
+	switch (c) {
+	case RR_KC_GZIP:  st = dec_gzip(&d); break;
+	case RR_KC_BZIP2: st = dec_bzip2(&d); break;
+	case RR_KC_LZMA:  st = dec_liblzma(&d, false); break;
+	case RR_KC_XZ:    st = dec_liblzma(&d, true); break;
+	case RR_KC_LZO:   st = dec_lzo(&d); break;
+	case RR_KC_LZ4:   st = dec_lz4(&d); break;
+	case RR_KC_ZSTD:  st = dec_zstd(&d); break;
+	default:          st = dec_none(&d); break;
+	}
+	if (st == DEC_OK && expected && d.o.len > expected)
+		st = DEC_OVER;
+
+	switch (st) {
+	case DEC_OK:
+		break;
+	case DEC_TRUNC:
+		if (expected)
+			r = rr_errf(e, EINVAL, "%s: %s payload is truncated: decoded %zu of %zu bytes",
+				    name, cn, d.o.len, expected);
+		else
+			r = rr_errf(e, EINVAL, "%s: %s payload is truncated after %zu decoded bytes",
+				    name, cn, d.o.len);
+		goto fail;
+	case DEC_CORRUPT:
+		r = rr_errf(e, EINVAL, "%s: %s payload is corrupt: %s", name, cn,
+			    d.why ? d.why : "invalid data");
+		goto fail;
+	case DEC_OVER:
+		if (expected)
+			r = rr_errf(e, EFBIG, "%s: %s payload decodes to more than the %zu bytes "
+				    "its size field says", name, cn, expected);
+		else
+			r = rr_errf(e, EFBIG, "%s: %s payload decodes to more than the 1 GiB limit",
+				    name, cn);
+		goto fail;
+	case DEC_NOMEM:
+		r = rr_errf(e, ENOMEM, "%s: out of memory decoding the %s payload", name, cn);
+		goto fail;
+	}
+	if (expected && d.o.len != expected) {
+		r = rr_errf(e, EINVAL, "%s: %s payload decodes to %zu bytes, but its size field says %zu",
+			    name, cn, d.o.len, expected);
+		goto fail;
+	}
+	*ret_out = d.o.p;
+	*ret_len = d.o.len;
+	return 0;
+fail:
+	free(d.o.p);
+	return r;
+}

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Reads the vmlinux ELF with libelf: its PT_LOAD segments, entry point and
+ * where its last byte is (the relocation table of a bzImage payload follows). */
+#include <errno.h>
+#include <string.h>
+
+#include <gelf.h>
+#include <libelf.h>
+
+#include "kernel.h"
+
+/* The kernel lives in the top 2 GiB of the address space and its image must
+ * fit below the 1 GiB mark of that window. */
+#define RR_KERNEL_MAX_SIZE  ((uint64_t)1 << 30)
+
+static int seg_cmp_paddr(const struct rr_elf_segment *a, const struct rr_elf_segment *b)
+{
+	return a->paddr < b->paddr ? -1 : a->paddr > b->paddr;
+}
+
+static void seg_sort(struct rr_elf_segment *s, unsigned n)
+{
+	for (unsigned i = 1; i < n; i++)
+		for (unsigned j = i; j > 0 && seg_cmp_paddr(&s[j - 1], &s[j]) > 0; j--) {
+			struct rr_elf_segment t = s[j];
+			s[j] = s[j - 1];
+			s[j - 1] = t;
+		}
+}
+
+static int max_end(uint64_t *end, uint64_t off, uint64_t size, size_t len)
+{
+	if (off > len || size > len - off)
+		return -1;
+	if (off + size > *end)
+		*end = off + size;
+	return 0;
+}
+
+/* Checks on the identification bytes before libelf sees them, so that a
+ * 32-bit or foreign kernel gets a message saying so. */
+static int elf_check_ident(const uint8_t *buf, size_t len, const char *name, struct rr_err *e)
+{
+	uint16_t machine;
+
+	if (len < EI_NIDENT || memcmp(buf, ELFMAG, SELFMAG) != 0)
+		return rr_errf(e, EINVAL, "%s: not an ELF file", name);
+	if (buf[EI_CLASS] == ELFCLASS32)
+		return rr_errf(e, ENOTSUP, "%s: 32-bit kernel (ELFCLASS32): only x86-64 kernels "
+			       "can be re-randomized", name);
+	if (buf[EI_CLASS] != ELFCLASS64 || buf[EI_DATA] != ELFDATA2LSB)
+		return rr_errf(e, EINVAL, "%s: ELF is not 64-bit little-endian", name);
+	if (len < sizeof(Elf64_Ehdr))
+		return rr_errf(e, EINVAL, "%s: ELF header is truncated", name);
+	machine = (uint16_t)(buf[18] | buf[19] << 8);
+	if (machine == EM_386)
+		return rr_errf(e, ENOTSUP, "%s: 32-bit kernel (EM_386): only x86-64 kernels "
+			       "can be re-randomized", name);
+	if (machine != EM_X86_64)
+		return rr_errf(e, ENOTSUP, "%s: ELF machine %u is not x86-64", name, machine);
+	return 0;
+}
+
+static int elf_read_phdrs(Elf *elf, size_t len, const char *name, struct rr_vmlinux *v,
+			  uint64_t *end, struct rr_err *e)
+{
+	size_t phnum;
+
+	if (elf_getphdrnum(elf, &phnum) != 0)
+		return rr_errf(e, EINVAL, "%s: bad program headers: %s", name, elf_errmsg(-1));
+	for (size_t i = 0; i < phnum; i++) {
+		struct rr_elf_segment *s;
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			return rr_errf(e, EINVAL, "%s: program header %zu is unreadable: %s",
+				       name, i, elf_errmsg(-1));
+		if (ph.p_type != PT_LOAD)
+			continue;
+		if (v->nr_seg == RR_MAX_ELF_SEGMENTS)
+			return rr_errf(e, EINVAL, "%s: more than %d PT_LOAD segments",
+				       name, RR_MAX_ELF_SEGMENTS);
+		if (ph.p_filesz > ph.p_memsz)
+			return rr_errf(e, EINVAL, "%s: segment %zu has p_filesz > p_memsz", name, i);
+		if (max_end(end, ph.p_offset, ph.p_filesz, len))
+			return rr_errf(e, EINVAL, "%s: segment %zu lies outside the file", name, i);
+		if (ph.p_memsz > RR_KERNEL_MAX_SIZE || ph.p_paddr > UINT64_MAX - RR_KERNEL_MAX_SIZE)
+			return rr_errf(e, EINVAL, "%s: segment %zu has an impossible size or address",
+				       name, i);
+		s = &v->seg[v->nr_seg++];
+		s->offset = ph.p_offset;
+		s->vaddr = ph.p_vaddr;
+		s->paddr = ph.p_paddr;
+		s->filesz = ph.p_filesz;
+		s->memsz = ph.p_memsz;
+		s->flags = ph.p_flags;
+		if (ph.p_vaddr == 0)
+			v->percpu_zero_vaddr = true;
+	}
+	return 0;
+}
+
+static int elf_read_shdrs(Elf *elf, size_t len, const char *name, uint64_t *end,
+			  struct rr_err *e)
+{
+	size_t shnum;
+
+	if (elf_getshdrnum(elf, &shnum) != 0)
+		return rr_errf(e, EINVAL, "%s: bad section headers: %s", name, elf_errmsg(-1));
+	for (size_t i = 0; i < shnum; i++) {
+		Elf_Scn *scn = elf_getscn(elf, i);
+		GElf_Shdr sh;
+
+		if (!scn || !gelf_getshdr(scn, &sh))
+			return rr_errf(e, EINVAL, "%s: section header %zu is unreadable: %s",
+				       name, i, elf_errmsg(-1));
+		if (sh.sh_type == SHT_NOBITS || sh.sh_type == SHT_NULL)
+			continue;
+		if (max_end(end, sh.sh_offset, sh.sh_size, len))
+			return rr_errf(e, EINVAL, "%s: section %zu lies outside the file", name, i);
+	}
+	return 0;
+}
+
+int rr_elf_read(const uint8_t *buf, size_t len, const char *name,
+		struct rr_vmlinux *ret, struct rr_err *e)
+{
+	struct rr_vmlinux v;
+	GElf_Ehdr eh;
+	uint64_t end = 0, top;
+	Elf *elf;
+	int r;
+
+	if (!buf)
+		return rr_errf(e, EINVAL, "%s: not an ELF file", name);
+	r = elf_check_ident(buf, len, name, e);
+	if (r < 0)
+		return r;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return rr_errf(e, ENOSYS, "%s: libelf is unusable: %s", name, elf_errmsg(-1));
+	/* libelf wants a mutable pointer; with native byte order and no
+	 * elf_getdata() it only reads (the fuzzers check this). */
+	elf = elf_memory((char *)buf, len);
+	if (!elf)
+		return rr_errf(e, EINVAL, "%s: libelf cannot read it: %s", name, elf_errmsg(-1));
+
+	memset(&v, 0, sizeof(v));
+	if (!gelf_getehdr(elf, &eh)) {
+		r = rr_errf(e, EINVAL, "%s: bad ELF header: %s", name, elf_errmsg(-1));
+		goto out;
+	}
+	if (eh.e_type != ET_EXEC) {
+		r = rr_errf(e, EINVAL, "%s: ELF type %u is not an executable (ET_EXEC)", name,
+			    eh.e_type);
+		goto out;
+	}
+	/* The header tables count as used bytes even when no section covers them. */
+	if (max_end(&end, 0, sizeof(Elf64_Ehdr), len) ||
+	    max_end(&end, eh.e_phoff, (uint64_t)eh.e_phnum * eh.e_phentsize, len)) {
+		r = rr_errf(e, EINVAL, "%s: program header table lies outside the file", name);
+		goto out;
+	}
+	r = elf_read_phdrs(elf, len, name, &v, &end, e);
+	if (r < 0)
+		goto out;
+	if (eh.e_shoff) {
+		size_t shnum = 0;
+
+		if (elf_getshdrnum(elf, &shnum) == 0 &&
+		    max_end(&end, eh.e_shoff, (uint64_t)shnum * eh.e_shentsize, len)) {
+			r = rr_errf(e, EINVAL, "%s: section header table lies outside the file", name);
+			goto out;
+		}
+		r = elf_read_shdrs(elf, len, name, &end, e);
+		if (r < 0)
+			goto out;
+	}
+	if (v.nr_seg == 0) {
+		r = rr_errf(e, EINVAL, "%s: ELF has no PT_LOAD segment", name);
+		goto out;
+	}
+
+	seg_sort(v.seg, v.nr_seg);
+	v.link_paddr = v.seg[0].paddr;
+	top = 0;
+	for (unsigned i = 0; i < v.nr_seg; i++) {
+		const struct rr_elf_segment *s = &v.seg[i];
+
+		if (i && s->paddr < v.seg[i - 1].paddr + v.seg[i - 1].memsz) {
+			r = rr_errf(e, EINVAL, "%s: PT_LOAD segments overlap in physical memory", name);
+			goto out;
+		}
+		if (s->paddr + s->memsz > top)
+			top = s->paddr + s->memsz;
+	}
+	v.mem_size = top - v.link_paddr;
+	if (v.mem_size > RR_KERNEL_MAX_SIZE) {
+		r = rr_errf(e, EINVAL, "%s: image spans %llu bytes, more than the kernel's 1 GiB window",
+			    name, (unsigned long long)v.mem_size);
+		goto out;
+	}
+	v.entry = eh.e_entry;
+	r = -EINVAL;
+	for (unsigned i = 0; i < v.nr_seg; i++)
+		if (v.entry >= v.seg[i].paddr && v.entry - v.seg[i].paddr < v.seg[i].filesz)
+			r = 0;
+	if (r < 0) {
+		r = rr_errf(e, EINVAL, "%s: entry point is not inside a loaded segment", name);
+		goto out;
+	}
+	v.elf_end = (size_t)end;
+	*ret = v;
+out:
+	elf_end(elf);
+	return r;
+}

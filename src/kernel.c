@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Loading a distro kernel: a bzImage (decode its payload, read the ELF and
+ * the relocation table behind it) or a vmlinux plus its relocs file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kernel.h"
+
+/* No kernel image, compressed or not, comes anywhere near this. */
+#define RR_KERNEL_FILE_MAX ((size_t)1 << 30)
+
+void rr_kernel_free(struct rr_kernel *k)
+{
+	if (!k)
+		return;
+	free(k->payload);
+	rr_relocs_free(&k->relocs);
+	memset(k, 0, sizeof(*k));
+}
+
+static bool looks_like_bzimage(const uint8_t *buf, size_t len)
+{
+	return len >= 0x206 && memcmp(buf + 0x202, "HdrS", 4) == 0;
+}
+
+static bool looks_like_elf(const uint8_t *buf, size_t len)
+{
+	return len >= 4 && memcmp(buf, "\x7f" "ELF", 4) == 0;
+}
+
+static int load_bzimage(const uint8_t *buf, size_t len, const char *name,
+			struct rr_kernel *k, struct rr_err *e)
+{
+	const uint8_t *pl;
+	int r;
+
+	r = rr_bzimage_parse(buf, len, name, &k->bz, e);
+	if (r < 0)
+		return r;
+	pl = buf + k->bz.payload_offset;
+	k->codec = rr_kcodec_detect(pl, k->bz.payload_length);
+	if (k->codec == RR_KC_UNKNOWN)
+		return rr_errf(e, ENOTSUP, "%s: payload compression not recognised (magic %02x %02x "
+			       "%02x %02x)", name, pl[0], pl[1], pl[2], pl[3]);
+	r = rr_decompress(k->codec, pl, k->bz.payload_length, k->bz.uncompressed_size,
+			  &k->payload, &k->payload_len, name, e);
+	if (r < 0)
+		return r;
+	r = rr_elf_read(k->payload, k->payload_len, name, &k->elf, e);
+	if (r < 0)
+		return r;
+	return rr_relocs_parse(k->payload + k->elf.elf_end, k->payload_len - k->elf.elf_end,
+			       &k->elf, name, &k->relocs, e);
+}
+
+static int load_vmlinux(const uint8_t *buf, size_t len, const char *name,
+			const uint8_t *relocs, size_t relocs_len, const char *relocs_name,
+			struct rr_kernel *k, struct rr_err *e)
+{
+	int r;
+
+	if (!relocs)
+		return rr_errf(e, EINVAL, "%s: an uncompressed vmlinux needs --relocs FILE "
+			       "(vmlinux.relocs from the build tree)", name);
+	k->codec = RR_KC_NONE;
+	k->payload = malloc(len);
+	if (!k->payload)
+		return rr_errf(e, ENOMEM, "%s: out of memory", name);
+	memcpy(k->payload, buf, len);
+	k->payload_len = len;
+	r = rr_elf_read(k->payload, k->payload_len, name, &k->elf, e);
+	if (r < 0)
+		return r;
+	return rr_relocs_parse(relocs, relocs_len, &k->elf,
+			       relocs_name ? relocs_name : "relocations", &k->relocs, e);
+}
+
+int rr_kernel_load_mem(const uint8_t *buf, size_t len, const char *name,
+		       const uint8_t *relocs, size_t relocs_len, const char *relocs_name,
+		       struct rr_kernel *ret, struct rr_err *e)
+{
+	struct rr_kernel k;
+	int r;
+
+	memset(&k, 0, sizeof(k));
+	if (!name)
+		name = "kernel";
+	k.file_size = len;
+	if (buf && looks_like_bzimage(buf, len)) {
+		k.is_bzimage = true;
+		r = load_bzimage(buf, len, name, &k, e);
+	} else if (buf && looks_like_elf(buf, len)) {
+		r = load_vmlinux(buf, len, name, relocs, relocs_len, relocs_name, &k, e);
+	} else {
+		r = rr_errf(e, EINVAL, "%s: not a kernel: neither a bzImage nor an ELF vmlinux", name);
+	}
+	if (r < 0) {
+		rr_kernel_free(&k);
+		return r;
+	}
+	*ret = k;
+	return 0;
+}
+
+/* Read a whole regular file, bounded. */
+static int read_file(const char *path, uint8_t **ret_buf, size_t *ret_len, struct rr_err *e)
+{
+	struct stat st;
+	uint8_t *buf;
+	size_t got = 0;
+	int fd, r;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return rr_errf(e, errno, "%s: cannot open: %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		r = rr_errf(e, errno, "%s: cannot stat: %s", path, strerror(errno));
+		goto out_close;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = rr_errf(e, EINVAL, "%s: not a regular file", path);
+		goto out_close;
+	}
+	if ((uint64_t)st.st_size > RR_KERNEL_FILE_MAX) {
+		r = rr_errf(e, EFBIG, "%s: %lld bytes is too large for a kernel", path,
+			    (long long)st.st_size);
+		goto out_close;
+	}
+	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+	if (!buf) {
+		r = rr_errf(e, ENOMEM, "%s: out of memory", path);
+		goto out_close;
+	}
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = rr_errf(e, errno, "%s: read error: %s", path, strerror(errno));
+			free(buf);
+			goto out_close;
+		}
+		if (n == 0) {
+			r = rr_errf(e, EIO, "%s: file shrank while being read (%zu of %lld bytes)",
+				    path, got, (long long)st.st_size);
+			free(buf);
+			goto out_close;
+		}
+		got += (size_t)n;
+	}
+	*ret_buf = buf;
+	*ret_len = got;
+	r = 0;
+out_close:
+	close(fd);
+	return r;
+}
+
+int rr_kernel_load(const char *path, const char *relocs_path,
+		   struct rr_kernel *ret, struct rr_err *e)
+{
+	uint8_t *buf = NULL, *rbuf = NULL;
+	size_t len = 0, rlen = 0;
+	int r;
+
+	r = read_file(path, &buf, &len, e);
+	if (r < 0)
+		return r;
+	if (relocs_path) {
+		r = read_file(relocs_path, &rbuf, &rlen, e);
+		if (r < 0)
+			goto out;
+	}
+	r = rr_kernel_load_mem(buf, len, path, rbuf, rlen, relocs_path, ret, e);
+out:
+	free(buf);
+	free(rbuf);
+	return r;
+}

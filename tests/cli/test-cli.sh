@@ -1,0 +1,135 @@
+#!/bin/bash
+# The rerand command as a user meets it: refusals with clear messages and no
+# output file, inspect, load (with a stand-in for kexec, because staging a
+# kernel on this machine is forbidden: the stand-in records what kexec-tools
+# would have been given), and verify against fake setup_data trees.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+R=$top/build/rerand
+K=${RERAND_KERNELS:-}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+nok() { n=$((n + 1)); echo "not ok $n - $*"; }
+check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
+
+# expect_fail DESC FILE PATTERN ARGS...: non-zero exit, message names FILE
+# and matches PATTERN, and no output file appears.
+expect_fail() {
+	local desc=$1 file=$2 pat=$3; shift 3
+	rm -f "$tmp/out.img"
+	"$R" "$@" >"$tmp/stdout" 2>"$tmp/stderr"
+	local rc=$?
+	if [ $rc -ne 0 ] && grep -qF -- "$file" "$tmp/stderr" && grep -qiE -- "$pat" "$tmp/stderr" &&
+	   [ ! -e "$tmp/out.img" ] && [ -z "$(ls "$tmp" | grep '^out.img.tmp')" ]; then
+		ok "$desc: exit $rc, '$(head -1 "$tmp/stderr")'"
+	else
+		nok "$desc (exit $rc)"; sed 's/^/#   /' "$tmp/stderr"
+	fi
+}
+
+check "--help exits 0 and lists the commands" bash -c "'$R' --help | grep -q 'image KERNEL'"
+"$R" frobnicate 2>/dev/null; check "unknown command exits 2" test $? -eq 2
+
+# --- refusals -------------------------------------------------------------
+head -c 100000 /dev/urandom >"$tmp/random.bin"
+expect_fail "random bytes refused" "$tmp/random.bin" "not a kernel" image "$tmp/random.bin" -o "$tmp/out.img"
+expect_fail "missing file refused" "$tmp/nonexistent" "cannot open" image "$tmp/nonexistent" -o "$tmp/out.img"
+
+if [ -n "$K" ]; then
+	cloud=$K/vmlinuz-6.1.0-57-cloud-amd64
+	pm=$(( ($(od -An -tu1 -j 0x1f1 -N1 "$cloud") + 1) * 512 ))
+	poff=$(od -An -tu4 -j 0x248 -N4 "$cloud"); plen=$(od -An -tu4 -j 0x24c -N4 "$cloud")
+	head -c $((pm + poff + plen / 2)) "$cloud" >"$tmp/truncated"
+	expect_fail "truncated kernel refused" "$tmp/truncated" "truncat|outside|past the end" image "$tmp/truncated" -o "$tmp/out.img"
+	cp "$cloud" "$tmp/corrupt"; chmod u+w "$tmp/corrupt"
+	printf '\xde\xad\xbe\xef\xde\xad\xbe\xef\xde\xad\xbe\xef' |
+		dd of="$tmp/corrupt" bs=1 seek=$((pm + poff + plen / 2)) conv=notrunc status=none
+	expect_fail "corrupt payload refused" "$tmp/corrupt" "corrupt|error|invalid|malformed" image "$tmp/corrupt" -o "$tmp/out.img"
+	cp "$cloud" "$tmp/k32"; chmod u+w "$tmp/k32"
+	printf '\x02' | dd of="$tmp/k32" bs=1 seek=$((0x236)) conv=notrunc status=none
+	expect_fail "32-bit kernel refused" "$tmp/k32" "32-bit" image "$tmp/k32" -o "$tmp/out.img"
+
+	# --- image and inspect ---------------------------------------------
+	for k in "$K"/vmlinuz-*; do
+		name=$(basename "$k")
+		if "$R" image "$k" -o "$tmp/$name.img" 2>"$tmp/stderr"; then
+			ok "image $name ($(stat -c %s "$k") -> $(stat -c %s "$tmp/$name.img") bytes)"
+		else
+			nok "image $name"; sed 's/^/#   /' "$tmp/stderr"; continue
+		fi
+		j=$("$R" inspect --json "$tmp/$name.img")
+		check "inspect $name.img: rerand image, lz4, 2.15, 5-level capable" \
+			python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert d['type']=='rerand-image' and d['codec']=='lz4' and d['protocol']=='2.15' and d['xloadflags']&0x23==0x23 and d['virt_slots']>400 and d['init_size']>=d['file_size']-1024, d" "$j"
+		kj=$("$R" inspect --json "$k")
+		check "inspect $name: relocation counts match the image's" \
+			python3 -c "import json,sys; a=json.loads(sys.argv[1]); b=json.loads(sys.argv[2]); assert all(a[x]==b[x] for x in ('relocs64','inverse32','relocs32','reloc_layout','mem_size','entry_offset','virt_slots')), (a,b)" "$kj" "$j"
+	done
+	img=$tmp/vmlinuz-6.1.0-57-cloud-amd64.img
+	"$R" image "$cloud" --codec none -o "$tmp/none.img"
+	check "--codec none stores the segments raw" \
+		bash -c "'$R' inspect --json '$tmp/none.img' | grep -q '\"codec\":\"none\"'"
+	"$R" image "$img" -o "$tmp/out.img" 2>"$tmp/stderr"
+	check "an image is not accepted as a kernel" test ! -e "$tmp/out.img"
+
+	# --- load with a stand-in kexec -------------------------------------
+	cat >"$tmp/fake-kexec" <<'EOS'
+#!/bin/bash
+# Stand-in for kexec-tools: records its arguments and the image it was given.
+out=$FAKE_KEXEC_DIR/call.$$
+printf '%s\n' "$@" >"$out.args"
+for a in "$@"; do case $a in /proc/self/fd/*) cat "$a" >"$out.image";; esac; done
+exit ${FAKE_KEXEC_RC:-0}
+EOS
+	chmod +x "$tmp/fake-kexec"
+	mkdir -p "$tmp/calls"
+	export FAKE_KEXEC_DIR=$tmp/calls
+	echo initrd >"$tmp/initrd"
+	"$R" load "$img" --initrd "$tmp/initrd" --append "console=ttyS0 quiet" --kexec "$tmp/fake-kexec"
+	check "load runs kexec -l with the image from a memfd" bash -c "grep -qx -- -l $tmp/calls/*.args && grep -q '^/proc/self/fd/' $tmp/calls/*.args && grep -qx -- '--initrd=$tmp/initrd' $tmp/calls/*.args && grep -qx -- '--append=console=ttyS0 quiet' $tmp/calls/*.args"
+	"$R" load "$img" --file-syscall --reuse-cmdline --kexec "$tmp/fake-kexec"
+	"$R" load "$img" --crash --kexec "$tmp/fake-kexec"
+	check "--file-syscall adds -s, --crash uses -p" bash -c "grep -lx -- -s $tmp/calls/*.args | xargs grep -qx -- --reuse-cmdline && grep -qx -- -p $tmp/calls/*.args"
+	check "three staged copies, each a full image" test "$(ls $tmp/calls/*.image | wc -l)" -eq 3
+	python3 - "$img" $tmp/calls/*.image <<'EOP'
+import sys, struct
+ref = open(sys.argv[1], 'rb').read()
+pm = (ref[0x1f1] + 1) * 512
+hdr = pm + struct.unpack_from('<I', ref, pm + 0x18)[0]
+seed = slice(hdr + 96, hdr + 128)
+seeds = []
+for p in sys.argv[2:]:
+    b = open(p, 'rb').read()
+    assert len(b) == len(ref), 'size differs'
+    assert b[:seed.start] == ref[:seed.start] and b[seed.stop:] == ref[seed.stop:], 'image changed outside the seed'
+    assert ref[seed] == bytes(32), 'seed on disk is not zero'
+    assert b[seed] != bytes(32), 'seed not filled'
+    seeds.append(b[seed])
+assert len(set(seeds)) == len(seeds), 'seeds repeat'
+EOP
+	check "each load writes a fresh non-zero seed; the file on disk keeps a zero seed" test $? -eq 0
+	FAKE_KEXEC_RC=1 "$R" load "$img" --kexec "$tmp/fake-kexec" 2>"$tmp/stderr"
+	rc=$?
+	check "a failing kexec gives a non-zero exit and says so (exit $rc)" bash -c "[ $rc -ne 0 ] && grep -q 'failed' '$tmp/stderr'"
+fi
+
+# --- verify ------------------------------------------------------------------
+mkrec() { # DIR RESULT SOURCES
+	mkdir -p "$1/0" "$1/1"
+	echo 0x1 >"$1/0/type"; printf 'xxxx' >"$1/0/data"
+	echo 0x52520001 >"$1/1/type"
+	python3 -c "import struct,sys; sys.stdout.buffer.write(b'RERANDST'+struct.pack('<HHIIIIIIIQQQ',1,64,$2,1,$3,0,3,5,1,480,470,123456))" >"$1/1/data"
+}
+mkrec "$tmp/sd-rand" 1 0x0d
+"$R" verify --setup-data "$tmp/sd-rand" >"$tmp/v.txt"; rc=$?
+check "verify: randomized record exits 0 and shows sources" bash -c "[ $rc -eq 0 ] && grep -q 'seed+rdrand+rdtsc' '$tmp/v.txt'"
+j=$("$R" verify --json --setup-data "$tmp/sd-rand")
+check "verify --json is JSON with slot counts" python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert d['randomized'] is True and d['phys_slots']==480 and d['virt_slots']==470 and d['sources']=='seed+rdrand+rdtsc', d" "$j"
+mkrec "$tmp/sd-nok" 2 0x0d
+"$R" verify --setup-data "$tmp/sd-nok" >/dev/null; rc=$?
+check "verify: nokaslr record exits 1" test $rc -eq 1
+mkdir -p "$tmp/sd-none/0"; echo 0x9 >"$tmp/sd-none/0/type"
+"$R" verify --setup-data "$tmp/sd-none" >/dev/null 2>&1; rc=$?
+check "verify: no record exits 2" test $rc -eq 2
+echo "1..$n"

@@ -1,0 +1,81 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# End-to-end check run by scripts/run-check.sh: chained kexecs of the shared
+# Debian kernels under QEMU TCG.  short: a covering set; long: every
+# kernel x firmware x CPU x syscall.  Prints TAP lines.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+what=${1:-short}
+case "$what" in short|long) ;; *) echo "usage: $0 short|long" >&2; exit 2 ;; esac
+kexecs=${E2E_KEXECS:-5}
+jobs=${E2E_JOBS:-2}
+
+if [ -z "${RERAND_KERNELS:-}" ] || [ ! -d "$RERAND_KERNELS" ]; then
+	e2e_note "RERAND_KERNELS is not set (no ../shared/kernels): no kernels to boot"
+	echo "ok - e2e core # SKIP no test kernels"
+	exit 0
+fi
+command -v qemu-system-x86_64 >/dev/null ||
+	{ echo "not ok - e2e core: qemu-system-x86_64 missing (scripts/deps.sh check)"; exit 0; }
+
+mapfile -t kernels < <(ls "$RERAND_KERNELS"/vmlinuz-* 2>/dev/null | LC_ALL=C sort)
+[ ${#kernels[@]} -gt 0 ] || { echo "not ok - e2e core: no vmlinuz-* in $RERAND_KERNELS"; exit 0; }
+mode=${E2E_FORCE_MODE:-$(e2e_mode_auto)}
+e2e_note "e2e core: $what set, mode=$mode ($([ "$mode" = rerand ] && echo "rerand image + rerand load/verify" || echo "stock kexec of the original vmlinuz: build/rerand not built")), ${#kernels[@]} kernels, $kexecs kexecs per run, $jobs QEMU at a time"
+
+# Runs: "kernel fw cpu syscall kexecs nokaslr".
+runs=()
+if [ "$what" = short ]; then
+	# An orthogonal array over (firmware, cpu, syscall): each value and each
+	# pair of values appears once in every four kernels.
+	combos=("seabios max load" "seabios qemu64 file" "ovmf max file" "ovmf qemu64 load")
+	for i in "${!kernels[@]}"; do
+		runs+=("${kernels[$i]} ${combos[$((i % 4))]} $kexecs 0")
+	done
+	runs+=("${kernels[$(( ${#kernels[@]} > 2 ? 2 : 0 ))]} seabios max load 1 1")
+else
+	for k in "${kernels[@]}"; do
+		for fw in seabios ovmf; do
+			for cpu in max qemu64; do
+				for sc in load file; do
+					runs+=("$k $fw $cpu $sc $kexecs 0")
+				done
+			done
+		done
+	done
+	for k in "${kernels[@]}"; do runs+=("$k ovmf max file 1 1"); done
+fi
+
+# Build the images and initramfs first, one at a time, so parallel runs
+# never race on the cache.
+for k in "${kernels[@]}"; do
+	img=$(e2e_image "$mode" "$k") && e2e_initrd "$mode" "$img" >/dev/null ||
+		echo "not ok - e2e core: cannot prepare the guest for $(basename "$k")"
+done
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+t0=$EPOCHSECONDS
+running=0
+for i in "${!runs[@]}"; do
+	read -r k fw cpu sc n nok <<<"${runs[$i]}"
+	name="$(basename "$k" | sed 's/^vmlinuz-//')-$fw-$cpu-$sc"
+	[ "$nok" = 1 ] && name+="-nokaslr"
+	(
+		e2e_run "$name" "$k" "$fw" "$cpu" "$sc" "$n" "$mode" "$nok" >"$out/$i.out" 2>&1
+		echo $? >"$out/$i.rc"
+	) &
+	running=$((running + 1))
+	if [ "$running" -ge "$jobs" ]; then wait -n; running=$((running - 1)); fi
+done
+wait
+
+for i in "${!runs[@]}"; do
+	cat "$out/$i.out"
+	if ! grep -q '^\(not \)\?ok ' "$out/$i.out"; then
+		echo "not ok - e2e run ${runs[$i]} printed no result (exit $(cat "$out/$i.rc" 2>/dev/null))"
+	fi
+done
+e2e_note "e2e core: ${#runs[@]} runs in $((EPOCHSECONDS - t0)) s"
+exit 0
