@@ -54,6 +54,18 @@ CLI_SRCS    := $(sort $(wildcard kexec/*.c))
 CLI_OBJS    := $(CLI_SRCS:%.c=$(O)/host/%.o) $(O)/host/kexec/stage_blob.o
 RERAND      := $(O)/rerand
 
+# ---- rerandd ---------------------------------------------------------------
+# daemon/main.c holds main(); everything else in daemon/ is also linked into
+# the unit tests through libdaemon.a.
+DAEMON_PKGS := libsystemd libcap inih
+DAEMON_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS) 2>/dev/null)
+DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) 2>/dev/null)
+DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
+DAEMON_LIB_SRCS := $(filter-out daemon/main.c,$(DAEMON_SRCS))
+DAEMON_LIB_OBJS := $(DAEMON_LIB_SRCS:%.c=$(O)/host/%.o)
+LIBDAEMON   := $(O)/libdaemon.a
+RERANDD     := $(if $(wildcard daemon/main.c),$(O)/rerandd)
+
 # ---- tests -----------------------------------------------------------------
 UNIT_SRCS   := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/%)
@@ -63,7 +75,7 @@ FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-saniti
 	$(CPPFLAGS) $(LIB_CFLAGS)
 
 .PHONY: all deps check check-unit check-fuzz check-e2e check-long demo fuzz bench install clean
-all: $(RERAND) $(STAGE_BIN)
+all: $(RERAND) $(STAGE_BIN) $(RERANDD)
 
 $(O)/host/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -104,17 +116,27 @@ $(RERAND): $(CLI_OBJS) $(LIBRERAND)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(LIBRERAND) $(LIB_LIBS)
 
-$(O)/tests/%: tests/unit/%.c $(LIBRERAND) tests/unit/test.h
+$(LIBDAEMON): $(DAEMON_LIB_OBJS)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(RERANDD): $(O)/host/daemon/main.o $(LIBDAEMON) $(LIBRERAND)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(LIBDAEMON) $(LIBRERAND) $(DAEMON_LIBS) $(LIB_LIBS)
+
+$(O)/tests/%: tests/unit/%.c $(LIBRERAND) $(LIBDAEMON) tests/unit/test.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(CPPFLAGS) -Itests/unit $(HOST_CFLAGS) -o $@ $< $(LIBRERAND) $(LIB_LIBS) -lm
+	$(Q)$(CC) $(CPPFLAGS) -Itests/unit -Idaemon $(HOST_CFLAGS) $(DAEMON_CFLAGS) -o $@ $< \
+		$(LIBDAEMON) $(LIBRERAND) $(DAEMON_LIBS) $(LIB_LIBS)
 
 # Fuzzers #include nothing special: they link the real parsers, built with
 # sanitizers from the same sources.
-$(O)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(SHARED_SRCS)
+$(O)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(SHARED_SRCS) $(DAEMON_LIB_SRCS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ    $<")
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(SHARED_SRCS) $(LIB_LIBS)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -Idaemon $(DAEMON_CFLAGS) -o $@ $< $(LIB_SRCS) $(SHARED_SRCS) \
+		$(DAEMON_LIB_SRCS) $(DAEMON_LIBS) $(LIB_LIBS)
 
 deps:
 	$(Q)scripts/deps.sh check

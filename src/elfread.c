@@ -164,11 +164,26 @@ int rr_elf_read(const uint8_t *buf, size_t len, const char *name,
 	if (r < 0)
 		goto out;
 	if (eh.e_shoff) {
-		size_t shnum = 0;
+		uint64_t shnum = eh.e_shnum;
+		size_t lib_shnum = 0;
 
-		if (elf_getshdrnum(elf, &shnum) == 0 &&
-		    max_end(&end, eh.e_shoff, (uint64_t)shnum * eh.e_shentsize, len)) {
+		/* Counted from the header itself: libelf quietly reports no
+		 * sections when the table does not fit, which would hide a
+		 * truncated file. */
+		if (shnum == 0) {
+			/* Extended numbering: the count is section 0's sh_size. */
+			if (max_end(&end, eh.e_shoff, sizeof(Elf64_Shdr), len)) {
+				r = rr_errf(e, EINVAL, "%s: section header table lies outside the file", name);
+				goto out;
+			}
+			memcpy(&shnum, buf + eh.e_shoff + 32, sizeof(shnum));
+		}
+		if (shnum > len || max_end(&end, eh.e_shoff, shnum * eh.e_shentsize, len)) {
 			r = rr_errf(e, EINVAL, "%s: section header table lies outside the file", name);
+			goto out;
+		}
+		if (elf_getshdrnum(elf, &lib_shnum) != 0 || lib_shnum != shnum) {
+			r = rr_errf(e, EINVAL, "%s: section header table is unreadable", name);
 			goto out;
 		}
 		r = elf_read_shdrs(elf, len, name, &end, e);

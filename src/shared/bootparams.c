@@ -114,23 +114,19 @@ static void parse_cmdline(const uint8_t *bp, rr_phys_map_fn map, void *ctx,
 	if (!ptr)
 		return;
 	info->cmdline_phys = ptr;
-	s = map(ctx, ptr, avail);
-	if (!s) {
-		/* A command line near the end of what is mappable: try up
-		 * to the end of its page. */
-		avail = 4096 - (ptr & 4095);
-		s = map(ctx, ptr, avail);
+	/* Normally all of RR_CMDLINE_MAX maps; near the end of what can be
+	 * reached, take the longest power-of-two piece that does. */
+	for (s = NULL; avail && !(s = map(ctx, ptr, avail)); avail /= 2)
+		;
+	if (s) {
+		while (len < avail && s[len])
+			len++;
+		info->cmdline = s;
+		info->cmdline_len = len;
 	}
-	if (!s) {
-		/* Unreadable: keep the largest it could be clear. */
-		rr_memmap_add_avoid(m, ptr, end_sat(ptr, RR_CMDLINE_MAX));
-		return;
-	}
-	while (len < avail && s[len])
-		len++;
-	info->cmdline = s;
-	info->cmdline_len = len;
-	rr_memmap_add_avoid(m, ptr, end_sat(ptr, len < RR_CMDLINE_MAX ? len + 1 : RR_CMDLINE_MAX));
+	/* Without a NUL in sight the extent is unknown: keep the largest a
+	 * command line may be clear. */
+	rr_memmap_add_avoid(m, ptr, end_sat(ptr, s && len < avail ? len + 1 : RR_CMDLINE_MAX));
 }
 
 /* The target of a SETUP_INDIRECT node lies elsewhere and must be kept

@@ -51,9 +51,10 @@ e2e_image() {
 	out="$E2E_CACHE/image-$key"
 	mkdir -p "$E2E_CACHE"
 	if [ ! -s "$out" ]; then
-		"$E2E_RERAND" image "$kernel" -o "$out.$BASHPID.tmp" >&2 ||
-			e2e_die "$E2E_RERAND image $kernel failed"
-		mv "$out.$BASHPID.tmp" "$out"
+		local tmp="$out.$BASHPID.tmp"
+		"$E2E_RERAND" image "$kernel" -o "$tmp" >&2 ||
+			{ rm -f "$tmp"; e2e_die "$E2E_RERAND image $kernel failed"; }
+		mv "$tmp" "$out"
 	fi
 	echo "$out"
 }
@@ -102,7 +103,8 @@ e2e_initrd() {
 		>"$tmp/self/self.cpio" || e2e_die "cpio failed"
 	(cd "$tmp/self" && echo self.cpio | cpio -o -H newc -R 0:0 --quiet) >"$tmp/wrap.cpio" ||
 		e2e_die "cpio failed"
-	cat "$tmp/self/self.cpio" "$tmp/wrap.cpio" >"$out.$BASHPID.tmp" && mv "$out.$BASHPID.tmp" "$out"
+	cat "$tmp/self/self.cpio" "$tmp/wrap.cpio" >"$tmp/initrd.cpio" && mv "$tmp/initrd.cpio" "$out" ||
+		e2e_die "cannot write $out"
 	rm -rf "$tmp"
 	echo "$out"
 }
@@ -280,9 +282,10 @@ e2e_run() {
 	[ -n "${E2E_APPEND:-}" ] && append+=" $E2E_APPEND"
 	# TCG boots take ~10-40 s per generation; firmware adds to the first.
 	local tmo=${E2E_TIMEOUT:-$((90 + 60 * gens))}
-	e2e_note "$name: $(basename "$kernel") fw=$fw cpu=$cpu syscall=$syscall kexecs=$gens mode=$mode mem=${mem}G${E2E_APPEND:+ append='$E2E_APPEND'}"
+	e2e_note "$name: $(basename "$kernel") fw=$fw cpu=$cpu syscall=$syscall kexecs=$gens mode=$mode mem=${mem}G machine=${E2E_MACHINE:-q35}${E2E_APPEND:+ append='$E2E_APPEND'}"
 	local t0=$EPOCHSECONDS rc=0
-	e2e_qemu "$kernel" "$initrd" "$append" "$dir/serial.log" "$fw" "$cpu" "$mem" "$tmo" || rc=$?
+	e2e_qemu "$kernel" "$initrd" "$append" "$dir/serial.log" "$fw" "$cpu" "$mem" "$tmo" \
+		"${E2E_MACHINE:-q35}" || rc=$?
 	e2e_note "$name: QEMU exit $rc after $((EPOCHSECONDS - t0)) s"
 	E2E_RUN_MEM=$mem e2e_check "$name" "$dir/serial.log" "$rc" "$gens" "$mode" "$nokaslr"
 }

@@ -9,7 +9,8 @@ usage() {
 	cat <<EOF
 usage: $0 --kernel PATH [--fw seabios|ovmf] [--cpu max|qemu64] [--syscall load|file]
           [--kexecs N] [--mode auto|stock|rerand] [--mem GIB] [--nokaslr] [--name NAME]
-Environment: E2E_TIMEOUT (seconds), E2E_APPEND (extra kernel arguments).
+Environment: E2E_TIMEOUT (seconds), E2E_APPEND (extra kernel arguments),
+E2E_MACHINE (q35 or pc).
 EOF
 	exit 2
 }

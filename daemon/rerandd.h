@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* rerandd: every module's types and prototypes in one place (OpenBSD style),
+ * so a reader sees the whole daemon's surface at once. */
+#ifndef RERANDD_H
+#define RERANDD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "kernel.h"          /* struct rr_err, rr_errf() */
+
+#define RR_PATH   512
+#define RR_CMD    1024
+#define RR_MAX_WINDOWS 16
+#define RR_BOOT_ID 40
+
+/* ---- log.c: journald-friendly stderr ("<N>message") ------------------- */
+enum { RR_LOG_ERR = 3, RR_LOG_WARNING = 4, RR_LOG_NOTICE = 5, RR_LOG_INFO = 6, RR_LOG_DEBUG = 7 };
+extern int rr_log_level;
+void rr_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- config.c ------------------------------------------------------------ */
+enum rr_when { RR_WHEN_IGNORE = 0, RR_WHEN_WINDOW, RR_WHEN_IMMEDIATE };
+enum rr_method { RR_RM_AUTO = 0, RR_RM_LOGIND, RR_RM_SYSTEMD, RR_RM_SYSCALL, RR_RM_COMMAND };
+
+struct rr_window {
+	char     name[64];
+	bool     enabled;
+	uint8_t  days;            /* bit n = tm_wday n (0 = Sunday) */
+	int      start_min;       /* minutes after local midnight, -1 unset */
+	int64_t  length;          /* seconds */
+	char     tz[64];          /* IANA zone; "" = the system's local time */
+	char     origin[RR_PATH + 16]; /* "file:line" of its first section header */
+};
+
+struct rr_config {
+	/* [Daemon] */
+	char state_dir[RR_PATH], run_dir[RR_PATH], control_socket[RR_PATH];
+	char metrics_file[RR_PATH], rerand_bin[RR_PATH], kexec_bin[RR_PATH];
+	int64_t tick;                       /* longest sleep between policy checks */
+	/* [Paths]: every kernel interface, so tests can point them at fixtures */
+	char boot_dir[RR_PATH], proc_cmdline[RR_PATH], setup_data[RR_PATH];
+	char kmsg[RR_PATH], tainted[RR_PATH], boot_id[RR_PATH], pre_reboot_dir[RR_PATH];
+	/* [Stage] */
+	char kernel[RR_PATH];               /* "" = <boot>/vmlinuz-$(uname -r) */
+	char initrd[RR_PATH];               /* "" = guess from the kernel; "none" */
+	char cmdline[RR_CMD];
+	bool cmdline_set;
+	bool file_syscall;
+	int64_t restage_interval, new_kernel_settle;
+	/* [Policy] */
+	int64_t max_age, jitter, min_interval, backoff, backoff_max, blocker_timeout;
+	enum rr_when on_oops, on_new_kernel;
+	bool outside_windows, honor_inhibitors;
+	unsigned max_failures;              /* 0 = never stop */
+	char blocker_cmd[RR_CMD];
+	/* [Reboot] */
+	enum rr_method method;
+	char reboot_cmd[RR_CMD];
+	int64_t hook_timeout;
+	/* [Window NAME] */
+	struct rr_window win[RR_MAX_WINDOWS];
+	unsigned nr_win;
+};
+
+#define RR_CFG_MAX_ERRS 64
+struct rr_cfg_errs {
+	unsigned n, dropped;
+	char msg[RR_CFG_MAX_ERRS][RR_PATH + 256];
+};
+
+#define RR_CONF_MAIN    "/etc/rerand/rerand.conf"
+#define RR_CONF_DROPINS "/etc/rerand/rerand.conf.d"
+
+void config_defaults(struct rr_config *c);
+/* Apply one file's text on top of c; errors are appended as "name:line: ...". */
+void config_apply_text(struct rr_config *c, const char *text, size_t len, const char *name,
+		       struct rr_cfg_errs *errs);
+/* Cross-field checks after all files ("name: ..."). */
+void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_errs *errs);
+/* Defaults, then the main file (may be absent), then DIR/*.conf in name
+ * order.  Returns 0 and *ret, or -EINVAL with every error in errs and *ret
+ * untouched. */
+int config_load(const char *main_path, const char *dropin_dir, struct rr_config *ret,
+		struct rr_cfg_errs *errs);
+int config_parse_duration(const char *s, int64_t *ret);
+int config_parse_days(const char *s, uint8_t *ret);
+bool config_tz_valid(const char *zone);
+
+/* ---- policy.c: pure decisions ------------------------------------------- */
+enum rr_action { RR_ACT_NONE = 0, RR_ACT_WAIT, RR_ACT_REBOOT, RR_ACT_BLOCKED, RR_ACT_STOPPED };
+enum rr_reason { RR_WHY_NONE = 0, RR_WHY_AGE, RR_WHY_NEW_KERNEL, RR_WHY_OOPS, RR_WHY_NOW };
+enum rr_blocker { RR_BLK_NONE = 0, RR_BLK_HOLD, RR_BLK_NOT_STAGED, RR_BLK_INHIBITOR,
+		  RR_BLK_COMMAND };
+
+struct rr_policy_in {
+	time_t   now;
+	time_t   layout_born;        /* when this boot (and so its layout) began */
+	int64_t  jitter;             /* drawn once for this boot */
+	time_t   last_reboot;        /* last attempt, 0 = none */
+	time_t   last_failure;
+	unsigned failures;           /* consecutive */
+	bool     oops, new_kernel, now_requested;
+	bool     hold, staged, inhibited, command_blocks;
+};
+
+struct rr_policy_out {
+	enum rr_action  action;
+	enum rr_reason  reason;
+	enum rr_blocker blocker;
+	time_t          when;        /* planned reboot; 0 = none planned */
+};
+
+void policy_decide(const struct rr_config *c, const struct rr_policy_in *in,
+		   struct rr_policy_out *out);
+/* Start and end of the occurrence of w that contains t, else of the next one. */
+int policy_window_next(const struct rr_window *w, time_t t, time_t *ret_start, time_t *ret_end);
+/* t itself if some window contains t, else the earliest window start after t;
+ * 0 if there is no enabled window. */
+time_t policy_next_allowed(const struct rr_config *c, time_t t);
+/* Uniform in [0, max] from 64 random bits. */
+int64_t policy_jitter(int64_t max, uint64_t random_bits);
+/* Delay after `failures` consecutive failures: 0, base, 2 base, 4 base ... max. */
+int64_t policy_backoff(const struct rr_config *c, unsigned failures);
+bool policy_stopped(const struct rr_config *c, unsigned failures);
+/* The instant local wall time (y, mon 1-12, day, minutes) first occurs in zone
+ * (a time skipped by a DST change maps to the end of the gap). */
+time_t policy_wall_to_utc(const char *zone, int y, int mon, int day, int minutes);
+const char *policy_reason_name(enum rr_reason r);
+const char *policy_blocker_name(enum rr_blocker b);
+const char *policy_action_name(enum rr_action a);
+
+/* ---- watch.c: what the kernel tells us ----------------------------------- */
+enum rr_kmsg_kind { RR_KMSG_NONE = 0, RR_KMSG_WARN, RR_KMSG_BUG, RR_KMSG_OOPS };
+#define RR_TAINT_DIE  (1ull << 7)
+#define RR_TAINT_WARN (1ull << 9)
+/* Classify one /dev/kmsg record ("prio,seq,usec,flags;text").  Only
+ * kernel-facility records count: userspace cannot write facility 0. */
+enum rr_kmsg_kind watch_kmsg_classify(const char *rec, size_t len);
+int watch_parse_taint(const char *s, size_t len, uint64_t *ret);
+/* Read all pending records from a non-blocking /dev/kmsg fd; the worst kind. */
+enum rr_kmsg_kind watch_kmsg_drain(int fd);
+int watch_read_taint(const char *path, uint64_t *ret);
+int watch_read_boot_id(const char *path, char ret[RR_BOOT_ID]);
+
+/* ---- state.c ------------------------------------------------------------- */
+enum rr_verify { RR_V_UNKNOWN = 0, RR_V_RANDOMIZED, RR_V_NOT_RANDOMIZED, RR_V_ABSENT,
+		 RR_V_MALFORMED };
+enum rr_outcome { RR_OUT_SAME_BOOT = 0, RR_OUT_UNPLANNED, RR_OUT_ABORTED, RR_OUT_SUCCESS,
+		  RR_OUT_FAILURE };
+
+struct rr_state {
+	char     boot_id[RR_BOOT_ID];         /* the boot the fields below belong to */
+	bool     attempt;                     /* a reboot was started ... */
+	char     attempt_boot_id[RR_BOOT_ID]; /* ... from this boot */
+	time_t   attempt_time;
+	enum rr_reason attempt_reason;
+	unsigned failures;                    /* consecutive */
+	uint64_t successes, total_failures;
+	time_t   last_success, last_failure, last_reboot;
+	enum rr_verify last_verify;
+	time_t   last_verify_time;
+	int64_t  jitter;                      /* for boot_id */
+	bool     hold;
+	bool     trig_oops, trig_new_kernel, trig_now;
+	uint64_t taint_handled;               /* taint bits already turned into a trigger */
+	char     staged_sha[65];              /* kernel hash of the staged image */
+	time_t   staged_time;
+};
+
+void state_init(struct rr_state *s);
+int state_format(const struct rr_state *s, char *buf, size_t len);
+/* Lenient: unknown keys are skipped; a file without "version=1" or with a
+ * malformed line gives -EBADMSG (and *s holds the defaults). */
+int state_parse(const char *text, size_t len, struct rr_state *s);
+/* ENOENT gives the defaults and 0.  A corrupt file is renamed to
+ * PATH.corrupt, the defaults returned and -EBADMSG. */
+int state_load(const char *path, struct rr_state *s, struct rr_err *e);
+/* write, fsync, rename, fsync the directory */
+int state_save(const char *path, const struct rr_state *s, struct rr_err *e);
+/* First look at the state in a boot: settle a pending attempt. */
+enum rr_outcome state_account_boot(struct rr_state *s, const char *boot_id,
+				   enum rr_verify verify, time_t now);
+void state_record_attempt(struct rr_state *s, enum rr_reason why, time_t now);
+/* The reboot call itself failed: same boot, counted as a failure. */
+void state_record_failed_reboot(struct rr_state *s, time_t now);
+const char *state_verify_name(enum rr_verify v);
+
+/* ---- sha256.c ------------------------------------------------------------ */
+struct rr_sha256 { uint32_t h[8]; uint8_t buf[64]; uint64_t total; size_t fill; };
+void sha256_init(struct rr_sha256 *s);
+void sha256_update(struct rr_sha256 *s, const void *p, size_t n);
+void sha256_final(struct rr_sha256 *s, uint8_t out[32]);
+int sha256_file_hex(const char *path, char hex[65], struct rr_err *e);
+
+/* ---- run.c: children with a timeout -------------------------------------- */
+enum rr_child_caps { RR_CHILD_NO_CAPS = 0, RR_CHILD_KEXEC_CAPS };
+/* Returns the exit status (0-255), 128+signal, -ETIMEDOUT after killing the
+ * child's process group, or another negative errno. */
+int run_argv(char *const argv[], int64_t timeout_sec, enum rr_child_caps caps);
+/* Split a command line (quotes allowed, no shell expansion) and run it. */
+int run_command(const char *cmdline, int64_t timeout_sec, enum rr_child_caps caps,
+		struct rr_err *e);
+
+/* ---- caps.c -------------------------------------------------------------- */
+/* Keep CAP_SYS_BOOT (effective) and CAP_SYS_ADMIN (permitted+inheritable only,
+ * for the kexec child), drop the rest, set PR_SET_NO_NEW_PRIVS. */
+int caps_drop_daemon(struct rr_err *e);
+/* In a child before exec. */
+int caps_child_kexec(void);
+int caps_child_none(void);
+
+/* ---- stage.c ------------------------------------------------------------- */
+struct rr_stage_plan {
+	char kernel[RR_PATH];
+	char initrd[RR_PATH];                /* "" = none */
+	char cmdline[RR_CMD];
+	char sha[65];
+	char image[RR_PATH];                 /* cached image in the state dir */
+};
+/* Drop loader-only words (BOOT_IMAGE=, initrd=); -EINVAL on nokaslr. */
+int stage_clean_cmdline(const char *in, char *out, size_t len, struct rr_err *e);
+/* The newest <boot>/vmlinuz-* by version order. */
+int stage_newest_kernel(const char *boot_dir, char *out, size_t len);
+int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr_stage_plan *p,
+	       struct rr_err *e);
+/* Build the image into the cache unless it is there already. */
+int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e);
+/* `rerand load` with a fresh seed. */
+int stage_load(const struct rr_config *c, const struct rr_stage_plan *p, struct rr_err *e);
+/* Remove cached images other than keep_sha. */
+void stage_prune(const struct rr_config *c, const char *keep_sha);
+
+/* ---- reboot.c ------------------------------------------------------------ */
+int reboot_run_hooks(const char *dir, int64_t timeout, struct rr_err *e);
+/* 1 if a logind block-mode shutdown inhibitor is held (who in *who), 0 if not. */
+int reboot_inhibited(char *who, size_t len);
+/* 1 if the blocker command says no (non-zero exit or timeout). */
+int reboot_command_blocks(const struct rr_config *c);
+/* Reboot into the staged kernel.  Returns only on failure. */
+int reboot_kexec(const struct rr_config *c, struct rr_err *e);
+
+/* ---- control.c ----------------------------------------------------------- */
+struct rr_view {
+	time_t   now;
+	int64_t  layout_age;
+	enum rr_verify verify;
+	double   entropy_bits;
+	unsigned failures, max_failures;
+	bool     stopped, hold, staged;
+	struct rr_policy_out plan;
+	uint64_t successes, total_failures;
+	time_t   last_success, last_failure, last_verify_time, staged_time;
+	char     kernel[RR_PATH];
+	char     image_sha[65];
+	char     stage_error[256];
+};
+enum rr_ctl_cmd { RR_CTL_BAD = 0, RR_CTL_STATUS, RR_CTL_STATUS_JSON, RR_CTL_NOW, RR_CTL_HOLD,
+		  RR_CTL_RELEASE };
+enum rr_ctl_cmd control_parse(const char *line, size_t len);
+int control_format_text(const struct rr_view *v, char *buf, size_t len);
+int control_format_json(const struct rr_view *v, char *buf, size_t len);
+/* A listening socket at path, mode 0600. */
+int control_listen(const char *path, struct rr_err *e);
+/* Accept one client, check it is root, read one line.  Returns the command
+ * and the connected fd in *ret_fd (caller answers and closes), or <0. */
+int control_accept(int lfd, enum rr_ctl_cmd *ret_cmd, int *ret_fd);
+int control_reply(int fd, bool ok, const char *body);
+
+/* ---- metrics.c ----------------------------------------------------------- */
+int metrics_format(const struct rr_view *v, char *buf, size_t len);
+int metrics_write(const char *path, const struct rr_view *v, struct rr_err *e);
+
+#endif

@@ -1,0 +1,86 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Self-test of the end-to-end checker (lib.sh e2e_check) on made-up serial
+# logs, no QEMU: each defect must turn its TAP line into "not ok".
+set -u
+. "$(dirname "$0")/lib.sh"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+RAM="00001000-0009fbff,00100000-3ffdefff"
+OKV='rc=0 {"randomized": true, "result": "ok", "sources": ["rdrand"], "phys_slots": 100, "virt_slots": 400, "stage_cycles": 1}'
+
+# gen_line GEN TEXT PHYS LOADFLAGS [VERIFY] [RAM]
+gen_line() {
+	local end
+	end=$(printf '%x' $(( $3 + 0xfffff )))
+	printf '%s.5 E2E-GEN gen=%s text=%s code=0x%x-%s loadflags=0x%s ram=%s verify=%s\n' \
+		"$((1000 + $1 * 10))" "$1" "$2" "$3" "$end" "$4" "${6:-$RAM}" "${5:-none}"
+}
+
+# A clean 6-generation log; arguments replace generation lines (GEN=LINE).
+good_log() {
+	local mode=$1 g v p lf=02 ver=none
+	[ "$mode" = rerand ] && ver=$OKV
+	echo "1000.0 E2E-HOST-START"
+	for g in 0 1 2 3 4 5; do
+		v=$(printf 'ffffffff%x' $((0x81000000 + (g + 1) * 0x4200000)))
+		p=$((0x2000000 + g * 0x1400000))
+		gen_line "$g" "$v" "$p" "$lf" "$ver"
+	done
+	echo "1070.0 E2E-DONE gen=5"
+	echo "1071.0 E2E-HOST-END"
+}
+
+n=0
+# expect NAME WANT(ok|not-ok) PATTERN RC MODE NOKASLR GENS < LOG
+expect() {
+	local name=$1 want=$2 pat=$3 rc=$4 mode=$5 nok=$6 gens=$7 log="$tmp/log.$n" out line
+	n=$((n + 1))
+	cat >"$log"
+	out=$(E2E_RUN_MEM=1 e2e_check t "$log" "$rc" "$gens" "$mode" "$nok")
+	line=$(grep -E '^(not )?ok - ' <<<"$out" | grep -F -- "$pat" | head -n1)
+	local got=none
+	case "$line" in "not ok"*) got=not-ok ;; "ok"*) got=ok ;; esac
+	if [ "$got" = "$want" ]; then
+		echo "ok - harness: $name"
+	else
+		echo "not ok - harness: $name (line '$pat' is $got, want $want)"
+		sed 's/^/#   /' <<<"$out"
+	fi
+}
+
+good_log stock | expect "a clean stock log passes" ok "generations booted" 0 stock 0 5
+good_log stock | expect "a clean stock log has distinct bases" ok "virtual bases distinct" 0 stock 0 5
+good_log rerand | expect "a clean rerand log passes verify" ok "rerand verify randomized" 0 rerand 0 5
+good_log rerand | expect "a clean rerand log has distinct physical bases" ok "physical bases distinct" 0 rerand 0 5
+
+good_log stock | grep -v 'gen=3 ' | expect "a missing generation fails" not-ok "generations booted" 0 stock 0 5
+good_log stock | grep -v -e 'gen=[45] ' -e E2E-DONE |
+	expect "a hang (timeout) fails" not-ok "generations booted" 124 stock 0 5
+good_log stock | grep -v -e 'gen=[45] ' -e E2E-DONE |
+	expect "QEMU ending early (triple fault) fails" not-ok "generations booted" 0 stock 0 5
+{ good_log stock | grep -v -e 'gen=[5] ' -e E2E-DONE; echo "1060.0 E2E-FAIL gen=4 kexec -l: no memory"; } |
+	expect "a guest E2E-FAIL fails" not-ok "generations booted" 0 stock 0 5
+good_log stock | sed 's/\(gen=2 text=[0-9a-f]*\)00000 /\110000 /' |
+	expect "a misaligned virtual base fails" not-ok "2 MiB aligned" 0 stock 0 5
+good_log stock | sed 's/gen=4 \(text=[0-9a-f]*\) code=0x[0-9a-f]*-[0-9a-f]*/gen=4 \1 code=0x40200000-402fffff/' |
+	expect "kernel code outside RAM fails" not-ok "inside guest RAM" 0 stock 0 5
+good_log stock | sed 's/gen=4 \(text=[0-9a-f]*\) code=0x[0-9a-f]*-[0-9a-f]*/gen=4 \1 code=0x3fe00000-3fefffff/' |
+	expect "kernel code inside RAM passes" ok "inside guest RAM" 0 stock 0 5
+good_log stock | sed 's/gen=[34] text=[0-9a-f]*/&X/; s/text=[0-9a-f]*X/text=ffffffff85200000/' |
+	expect "two repeated virtual bases fail" not-ok "virtual bases distinct" 0 stock 0 5
+good_log stock | sed 's/gen=3 text=[0-9a-f]*/gen=3 text=ffffffff85200000/' |
+	expect "one repeated virtual base is allowed" ok "virtual bases distinct" 0 stock 0 5
+good_log rerand | sed 's/\(gen=[345] text=[0-9a-f]*\) code=0x[0-9a-f]*-/\1 code=0x2000000-/' |
+	expect "repeated physical bases fail in rerand mode" not-ok "physical bases distinct" 0 rerand 0 5
+good_log rerand | sed 's/gen=2 \(.*\)loadflags=0x02/gen=2 \1loadflags=0x00/' |
+	expect "KASLR_FLAG clear fails in rerand mode" not-ok "rerand verify randomized" 0 rerand 0 5
+good_log rerand | sed 's/\(gen=3 .*verify=\)rc=0 \(.*\)"randomized": true/\1rc=1 \2"randomized": false/' |
+	expect "verify not randomized fails in rerand mode" not-ok "rerand verify randomized" 0 rerand 0 5
+good_log rerand | sed 's/\(gen=1 .*verify=\).*/\1rc=1 (no output: rerand: not found)/' |
+	expect "verify without output fails in rerand mode" not-ok "rerand verify randomized" 0 rerand 0 5
+good_log stock | grep -v 'gen=[2345] ' | sed 's/E2E-DONE gen=5/E2E-DONE gen=1/; s/gen=1 text=[0-9a-f]*/gen=1 text=ffffffff81000000/' |
+	expect "nokaslr at ffffffff81000000 passes" ok "nokaslr keeps" 0 stock 1 1
+good_log stock | grep -v 'gen=[2345] ' | sed 's/E2E-DONE gen=5/E2E-DONE gen=1/' |
+	expect "nokaslr elsewhere fails" not-ok "nokaslr keeps" 0 stock 1 1
