@@ -65,8 +65,15 @@ struct rr_bootinfo {
  * Parse boot_params at physical address bp_phys.  Adds usable RAM and every
  * range to avoid (boot_params itself, command line, initrd, setup_data nodes
  * and SETUP_INDIRECT targets, the EFI memory map) to m.  Returns 0, or -1 if
- * boot_params itself cannot be mapped.  A node or table that cannot be mapped
- * or is malformed ends the walk with setup_overflow set, never a bad read.
+ * boot_params itself cannot be mapped.  Never a bad read: an unmappable node
+ * header, a chain longer than RR_MAX_SETUP_NODES or a loop ends the walk with
+ * setup_overflow set.  Where a range the next kernel needs may then be
+ * unknown (unmappable node or indirect data, too long a chain; not a loop,
+ * whose nodes were all seen) m->overflow is set too, so no physical slot is
+ * offered.  An E820_EXT payload or EFI map that cannot be mapped only loses
+ * RAM.  A command line with no NUL within what maps is avoided for
+ * RR_CMDLINE_MAX bytes; ret->cmdline may then be unterminated: use
+ * cmdline_len.
  */
 int rr_bootparams_parse(uint64_t bp_phys, rr_phys_map_fn map, void *ctx,
 			struct rr_memmap *m, struct rr_bootinfo *ret);

@@ -89,9 +89,14 @@ void rr_memmap_add_avoid(struct rr_memmap *m, uint64_t start, uint64_t end)
 	m->nr_avoid++;
 }
 
-/* Reserve the lowest `count` 1 GiB aligned gigabytes lying wholly in RAM.
- * The decompressor does the same so that hugetlbfs still finds its gigantic
- * pages after the kernel is placed (process_gb_huge_pages in kaslr.c). */
+/*
+ * Reserve the lowest `count` 1 GiB aligned gigabytes lying wholly in RAM, so
+ * that hugetlbfs still finds its gigantic pages after the kernel is placed
+ * (process_gb_huge_pages in kaslr.c).  The decompressor counts them per
+ * e820 entry in table order, after cutting out avoided ranges, and needs
+ * strictly more than 1 GiB after alignment; here merged RAM is walked in
+ * address order and an exact gigabyte counts: the same or more reserved.
+ */
 static void avoid_gb_pages(struct rr_memmap *m, uint64_t count)
 {
 	unsigned i, n = m->nr_ram;

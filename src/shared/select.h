@@ -52,8 +52,9 @@ struct rr_memmap {
 };
 
 void rr_memmap_init(struct rr_memmap *m);
-/* Add a range; empty ranges are ignored. RAM overflow drops the range (the
- * stage then uses less RAM, never more); avoid overflow sets overflow and
+/* Add a range; empty ranges are ignored.  A full table is first sorted and
+ * merged in place.  RAM overflow then drops the range and sets ram_dropped
+ * (the stage uses less RAM, never more); avoid overflow sets overflow and
  * the selection refuses to randomize (it never ignores an avoided range). */
 void rr_memmap_add_ram(struct rr_memmap *m, uint64_t start, uint64_t end);
 void rr_memmap_add_avoid(struct rr_memmap *m, uint64_t start, uint64_t end);
@@ -64,7 +65,9 @@ void rr_memmap_normalize(struct rr_memmap *m);
 /*
  * Apply the command line to a memory map: clip RAM at mem_limit, avoid the
  * memmap= regions and elfcorehdr, and reserve the first hugepages_1g 1 GiB
- * aligned RAM chunks as the decompressor does.  Sorts and merges RAM.
+ * aligned 1 GiB chunks lying wholly in (merged, clipped) RAM, in ascending
+ * address order.  memmap_overflow sets m->overflow.  Sorts and merges both
+ * tables (rr_memmap_normalize) first.
  */
 void rr_memmap_apply_cmdline(struct rr_memmap *m, const struct rr_cmdline *c);
 
