@@ -11,11 +11,12 @@
 static int t_run, t_failed;
 
 #define T_OK(cond, ...) do {                                              \
+	int t_c_ = !!(cond);                                              \
 	t_run++;                                                          \
-	if (cond) { printf("ok %d - ", t_run); }                          \
+	if (t_c_) { printf("ok %d - ", t_run); }                          \
 	else { t_failed++; printf("not ok %d - ", t_run); }               \
 	printf(__VA_ARGS__);                                              \
-	printf("%s\n", (cond) ? "" : "  (" __FILE__ ":" T_STR(__LINE__) ": " #cond ")"); \
+	printf("%s\n", t_c_ ? "" : "  (" __FILE__ ":" T_STR(__LINE__) ": " #cond ")"); \
 	fflush(stdout);                                                   \
 } while (0)
 #define T_STR2(x) #x

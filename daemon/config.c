@@ -1,0 +1,615 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* rerandd's configuration: rerand.conf plus rerand.conf.d/*.conf in systemd's
+ * INI style, parsed with libinih; every error is kept with its file:line. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <ini.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "image.h"
+#include "rerandd.h"
+
+#define CONF_MAX_FILE (1u << 20)
+
+static void errs_add(struct rr_cfg_errs *errs, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void errs_add(struct rr_cfg_errs *errs, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!errs)
+		return;
+	if (errs->n >= RR_CFG_MAX_ERRS) {
+		errs->dropped++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(errs->msg[errs->n++], sizeof(errs->msg[0]), fmt, ap);
+	va_end(ap);
+}
+
+void config_defaults(struct rr_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/rerand");
+	snprintf(c->run_dir, sizeof(c->run_dir), "/run/rerand");
+	snprintf(c->metrics_file, sizeof(c->metrics_file), "/run/rerand/rerand.prom");
+	snprintf(c->rerand_bin, sizeof(c->rerand_bin), "/usr/local/bin/rerand");
+	snprintf(c->kexec_bin, sizeof(c->kexec_bin), "kexec");
+	c->tick = 60;
+	snprintf(c->boot_dir, sizeof(c->boot_dir), "/boot");
+	snprintf(c->proc_cmdline, sizeof(c->proc_cmdline), "/proc/cmdline");
+	snprintf(c->setup_data, sizeof(c->setup_data), "/sys/kernel/boot_params/setup_data");
+	snprintf(c->kmsg, sizeof(c->kmsg), "/dev/kmsg");
+	snprintf(c->tainted, sizeof(c->tainted), "/proc/sys/kernel/tainted");
+	snprintf(c->boot_id, sizeof(c->boot_id), "/proc/sys/kernel/random/boot_id");
+	snprintf(c->pre_reboot_dir, sizeof(c->pre_reboot_dir), "/etc/rerand/pre-reboot.d");
+	c->restage_interval = 6 * 3600;
+	c->new_kernel_settle = 30;
+	c->max_age = 24 * 3600;
+	c->jitter = 3600;
+	c->min_interval = 3600;
+	c->backoff = 1800;
+	c->backoff_max = 24 * 3600;
+	c->blocker_timeout = 30;
+	c->on_oops = RR_WHEN_WINDOW;
+	c->on_new_kernel = RR_WHEN_WINDOW;
+	c->honor_inhibitors = true;
+	c->max_failures = 3;
+	c->method = RR_RM_AUTO;
+	c->hook_timeout = 60;
+}
+
+/* ---- value parsers -------------------------------------------------------- */
+
+int config_parse_duration(const char *s, int64_t *ret)
+{
+	static const struct { const char *u; int64_t mult; } units[] = {
+		{ "seconds", 1 }, { "second", 1 }, { "sec", 1 }, { "s", 1 },
+		{ "minutes", 60 }, { "minute", 60 }, { "min", 60 }, { "m", 60 },
+		{ "hours", 3600 }, { "hour", 3600 }, { "hr", 3600 }, { "h", 3600 },
+		{ "days", 86400 }, { "day", 86400 }, { "d", 86400 },
+		{ "weeks", 604800 }, { "week", 604800 }, { "w", 604800 },
+	};
+	int64_t total = 0;
+	bool any = false;
+
+	while (*s) {
+		char *end;
+		size_t ul = 0;
+		int64_t mult = 1;
+
+		while (isspace((unsigned char)*s))
+			s++;
+		if (!*s)
+			break;
+		if (!isdigit((unsigned char)*s))
+			return -EINVAL;
+		errno = 0;
+		unsigned long long v = strtoull(s, &end, 10);
+		if (errno || v > (1ull << 40))
+			return -ERANGE;
+		s = end;
+		while (isspace((unsigned char)*s))
+			s++;
+		while (isalpha((unsigned char)s[ul]))
+			ul++;
+		if (ul) {
+			size_t i;
+			for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+				if (strlen(units[i].u) == ul && !strncasecmp(s, units[i].u, ul))
+					break;
+			if (i == sizeof(units) / sizeof(units[0]))
+				return -EINVAL;
+			mult = units[i].mult;
+			s += ul;
+		}
+		if ((int64_t)v > (INT64_C(1) << 40) / mult)
+			return -ERANGE;
+		total += (int64_t)v * mult;
+		if (total > (INT64_C(1) << 40))
+			return -ERANGE;
+		any = true;
+	}
+	if (!any)
+		return -EINVAL;
+	*ret = total;
+	return 0;
+}
+
+static int parse_bool(const char *s, bool *ret)
+{
+	static const char *yes[] = { "1", "yes", "y", "true", "on" };
+	static const char *no[] = { "0", "no", "n", "false", "off" };
+
+	for (size_t i = 0; i < 5; i++) {
+		if (!strcasecmp(s, yes[i])) { *ret = true; return 0; }
+		if (!strcasecmp(s, no[i])) { *ret = false; return 0; }
+	}
+	return -EINVAL;
+}
+
+static int day_index(const char *s, size_t n)
+{
+	static const char *full[] = { "sunday", "monday", "tuesday", "wednesday", "thursday",
+				      "friday", "saturday" };
+
+	if (n < 3)
+		return -1;
+	for (int i = 0; i < 7; i++)
+		if (n <= strlen(full[i]) && !strncasecmp(s, full[i], n))
+			return i;
+	return -1;
+}
+
+/* "Mon..Fri", "Mon,Wed Sat", "Sat..Mon" (wraps), "*" or "daily". */
+int config_parse_days(const char *s, uint8_t *ret)
+{
+	uint8_t mask = 0;
+
+	if (!strcmp(s, "*") || !strcasecmp(s, "daily")) {
+		*ret = 0x7f;
+		return 0;
+	}
+	while (*s) {
+		while (*s == ',' || isspace((unsigned char)*s))
+			s++;
+		if (!*s)
+			break;
+		size_t n = 0;
+		while (isalpha((unsigned char)s[n]))
+			n++;
+		int a = day_index(s, n), b;
+		if (a < 0)
+			return -EINVAL;
+		s += n;
+		if (s[0] == '.' && s[1] == '.') {
+			s += 2;
+			n = 0;
+			while (isalpha((unsigned char)s[n]))
+				n++;
+			b = day_index(s, n);
+			if (b < 0)
+				return -EINVAL;
+			s += n;
+			for (int d = a;; d = (d + 1) % 7) {
+				mask |= (uint8_t)(1u << d);
+				if (d == b)
+					break;
+			}
+		} else {
+			mask |= (uint8_t)(1u << a);
+		}
+		if (*s && *s != ',' && !isspace((unsigned char)*s))
+			return -EINVAL;
+	}
+	if (!mask)
+		return -EINVAL;
+	*ret = mask;
+	return 0;
+}
+
+static int parse_hhmm(const char *s, int *ret)
+{
+	int h, m, n = 0;
+
+	if (sscanf(s, "%2d:%2d%n", &h, &m, &n) != 2 || s[n] || h < 0 || h > 23 || m < 0 || m > 59 ||
+	    !isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	*ret = h * 60 + m;
+	return 0;
+}
+
+/* A zone must name a file in the tz database: glibc silently falls back to
+ * UTC for an unknown TZ, which would move a window without a word. */
+bool config_tz_valid(const char *zone)
+{
+	const char *dir = getenv("TZDIR");
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (!*zone || !strcmp(zone, "UTC"))
+		return true;
+	if (zone[0] == '/' || strstr(zone, "..") || strlen(zone) > 63)
+		return false;
+	for (const char *p = zone; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr("/_+-", *p))
+			return false;
+	snprintf(path, sizeof(path), "%s/%s", dir && *dir ? dir : "/usr/share/zoneinfo", zone);
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* ---- the key table ---------------------------------------------------------- */
+
+enum ktype { K_PATH, K_STR, K_DUR, K_BOOL, K_UINT, K_WHEN, K_METHOD };
+
+#define F(field) offsetof(struct rr_config, field), sizeof(((struct rr_config *)0)->field)
+static const struct key {
+	const char *section, *name;
+	enum ktype type;
+	size_t off, size;
+} keys[] = {
+	{ "Daemon", "StateDirectory", K_PATH, F(state_dir) },
+	{ "Daemon", "RuntimeDirectory", K_PATH, F(run_dir) },
+	{ "Daemon", "ControlSocket", K_PATH, F(control_socket) },
+	{ "Daemon", "MetricsFile", K_PATH, F(metrics_file) },
+	{ "Daemon", "RerandBinary", K_STR, F(rerand_bin) },
+	{ "Daemon", "KexecBinary", K_STR, F(kexec_bin) },
+	{ "Daemon", "CheckInterval", K_DUR, F(tick) },
+	{ "Paths", "Boot", K_PATH, F(boot_dir) },
+	{ "Paths", "ProcCmdline", K_PATH, F(proc_cmdline) },
+	{ "Paths", "SetupData", K_PATH, F(setup_data) },
+	{ "Paths", "Kmsg", K_PATH, F(kmsg) },
+	{ "Paths", "Tainted", K_PATH, F(tainted) },
+	{ "Paths", "BootId", K_PATH, F(boot_id) },
+	{ "Paths", "PreRebootDirectory", K_PATH, F(pre_reboot_dir) },
+	{ "Stage", "Kernel", K_PATH, F(kernel) },
+	{ "Stage", "Initrd", K_STR, F(initrd) },
+	{ "Stage", "CommandLine", K_STR, F(cmdline) },
+	{ "Stage", "FileSyscall", K_BOOL, F(file_syscall) },
+	{ "Stage", "RestageInterval", K_DUR, F(restage_interval) },
+	{ "Stage", "NewKernelSettle", K_DUR, F(new_kernel_settle) },
+	{ "Policy", "MaxLayoutAge", K_DUR, F(max_age) },
+	{ "Policy", "Jitter", K_DUR, F(jitter) },
+	{ "Policy", "MinRebootInterval", K_DUR, F(min_interval) },
+	{ "Policy", "OnOops", K_WHEN, F(on_oops) },
+	{ "Policy", "OnNewKernel", K_WHEN, F(on_new_kernel) },
+	{ "Policy", "RebootOutsideWindows", K_BOOL, F(outside_windows) },
+	{ "Policy", "HonorInhibitors", K_BOOL, F(honor_inhibitors) },
+	{ "Policy", "BlockerCommand", K_STR, F(blocker_cmd) },
+	{ "Policy", "BlockerTimeout", K_DUR, F(blocker_timeout) },
+	{ "Policy", "BackoffBase", K_DUR, F(backoff) },
+	{ "Policy", "BackoffMax", K_DUR, F(backoff_max) },
+	{ "Policy", "MaxFailures", K_UINT, F(max_failures) },
+	{ "Reboot", "Method", K_METHOD, F(method) },
+	{ "Reboot", "RebootCommand", K_STR, F(reboot_cmd) },
+	{ "Reboot", "HookTimeout", K_DUR, F(hook_timeout) },
+};
+#undef F
+
+/* ---- parsing one file ----------------------------------------------------- */
+
+struct pctx {
+	struct rr_config *c;
+	struct rr_cfg_errs *errs;
+	const char *name;
+	const char *p, *end;          /* reader position */
+	unsigned line;                /* line the last reader call returned */
+	bool line_bad;                /* already reported; inih must ignore it */
+	int win;                      /* current window index, -1 none */
+	char win_section[128];
+};
+
+static void perr(struct pctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void perr(struct pctx *x, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	errs_add(x->errs, "%s:%u: %s", x->name, x->line, msg);
+}
+
+/* Hand inih one line at a time, so x->line is always the line it parses.
+ * Lines that are not systemd INI syntax are reported here and replaced by an
+ * empty line, so inih never reports or passes them on. */
+static char *reader(char *str, int num, void *stream)
+{
+	struct pctx *x = stream;
+	const char *nl, *s;
+	size_t n;
+
+	if (x->p >= x->end)
+		return NULL;
+	nl = memchr(x->p, '\n', (size_t)(x->end - x->p));
+	n = nl ? (size_t)(nl - x->p) : (size_t)(x->end - x->p);
+	s = x->p;
+	x->p += n + (nl ? 1 : 0);
+	x->line++;
+	x->line_bad = false;
+	while (n && isspace((unsigned char)*s)) {
+		s++;
+		n--;
+	}
+	while (n && isspace((unsigned char)s[n - 1]))
+		n--;
+	if (memchr(s, 0, n)) {
+		perr(x, "NUL byte in line");
+		goto blank;
+	}
+	if (n + 2 > (size_t)num) {
+		perr(x, "line longer than %d characters", num - 2);
+		goto blank;
+	}
+	if (!n || *s == '#' || *s == ';')
+		goto copy;
+	if (*s == '[') {
+		if (s[n - 1] != ']' || n < 3) {
+			perr(x, "bad section header (want [Name])");
+			goto blank;
+		}
+		goto copy;
+	}
+	const char *eq = memchr(s, '=', n);
+	if (!eq || eq == s) {
+		perr(x, "expected Key=Value");
+		goto blank;
+	}
+	for (const char *k = s; k < eq; k++)
+		if (!isalnum((unsigned char)*k) && !isspace((unsigned char)*k)) {
+			perr(x, "bad key name");
+			goto blank;
+		}
+copy:
+	memcpy(str, s, n);
+	str[n] = '\n';
+	str[n + 1] = 0;
+	return str;
+blank:
+	x->line_bad = true;
+	str[0] = '\n';
+	str[1] = 0;
+	return str;
+}
+
+static int window_index(struct pctx *x, const char *section)
+{
+	const char *name = section + 6;
+	struct rr_config *c = x->c;
+
+	if (!strcmp(x->win_section, section))
+		return x->win;
+	snprintf(x->win_section, sizeof(x->win_section), "%s", section);
+	x->win = -1;
+	if (!*name || strlen(name) >= sizeof(c->win[0].name)) {
+		perr(x, "[%s]: a window needs a name of 1-63 characters: [Window NAME]", section);
+		return -1;
+	}
+	for (const char *p = name; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr("_.-", *p)) {
+			perr(x, "[%s]: window names use letters, digits, '_', '.', '-'", section);
+			return -1;
+		}
+	for (unsigned i = 0; i < c->nr_win; i++)
+		if (!strcmp(c->win[i].name, name))
+			return x->win = (int)i;        /* a later file overrides key by key */
+	if (c->nr_win >= RR_MAX_WINDOWS) {
+		perr(x, "more than %d windows", RR_MAX_WINDOWS);
+		return -1;
+	}
+	struct rr_window *w = &c->win[c->nr_win];
+	memset(w, 0, sizeof(*w));
+	snprintf(w->name, sizeof(w->name), "%s", name);
+	w->enabled = true;
+	w->start_min = -1;
+	w->days = 0x7f;
+	snprintf(w->origin, sizeof(w->origin), "%s:%u", x->name, x->line);
+	return x->win = (int)c->nr_win++;
+}
+
+static int window_key(struct pctx *x, const char *section, const char *name, const char *value)
+{
+	int i = window_index(x, section);
+	struct rr_window *w;
+
+	if (i < 0)
+		return 1;
+	w = &x->c->win[i];
+	if (!strcmp(name, "Days")) {
+		if (config_parse_days(value, &w->days) < 0)
+			perr(x, "Days=%s: want day names, ranges (Mon..Fri) or \"daily\"", value);
+	} else if (!strcmp(name, "Start")) {
+		if (parse_hhmm(value, &w->start_min) < 0)
+			perr(x, "Start=%s: want HH:MM", value);
+	} else if (!strcmp(name, "Length")) {
+		int64_t d;
+		if (config_parse_duration(value, &d) < 0 || d <= 0 || d > 7 * 86400)
+			perr(x, "Length=%s: want a duration between 1s and 7d", value);
+		else
+			w->length = d;
+	} else if (!strcmp(name, "TimeZone")) {
+		if (strlen(value) >= sizeof(w->tz) || !config_tz_valid(value))
+			perr(x, "TimeZone=%s: not a time zone in the tz database", value);
+		else
+			snprintf(w->tz, sizeof(w->tz), "%s", value);
+	} else if (!strcmp(name, "Enabled")) {
+		if (parse_bool(value, &w->enabled) < 0)
+			perr(x, "Enabled=%s: want yes or no", value);
+	} else {
+		perr(x, "[%s]: unknown key %s", section, name);
+	}
+	return 1;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct pctx *x = user;
+	const struct key *k = NULL;
+
+	if (x->line_bad)
+		return 1;
+	if (!strncmp(section, "Window ", 7) || !strcmp(section, "Window"))
+		return window_key(x, section, name, value);
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(keys[i].section, section) && !strcmp(keys[i].name, name)) {
+			k = &keys[i];
+			break;
+		}
+	if (!k) {
+		if (!*section)
+			perr(x, "%s= outside any section", name);
+		else
+			perr(x, "[%s]: unknown key %s", section, name);
+		return 1;
+	}
+	void *f = (char *)x->c + k->off;
+	switch (k->type) {
+	case K_PATH:
+		if (*value && *value != '/') {
+			perr(x, "%s=%s: want an absolute path", name, value);
+			break;
+		}
+		/* fall through */
+	case K_STR:
+		if (strlen(value) >= k->size) {
+			perr(x, "%s=: longer than %zu characters", name, k->size - 1);
+			break;
+		}
+		memcpy(f, value, strlen(value) + 1);
+		if (f == x->c->cmdline)
+			x->c->cmdline_set = *value != 0;
+		break;
+	case K_DUR:
+		if (config_parse_duration(value, f) < 0)
+			perr(x, "%s=%s: want a duration such as 90s, 30min, 24h, 1d 12h", name, value);
+		break;
+	case K_BOOL:
+		if (parse_bool(value, f) < 0)
+			perr(x, "%s=%s: want yes or no", name, value);
+		break;
+	case K_UINT: {
+		char *end;
+		errno = 0;
+		unsigned long v = strtoul(value, &end, 10);
+		if (!*value || *end || errno || v > 1000 || *value == '-')
+			perr(x, "%s=%s: want a number from 0 to 1000", name, value);
+		else
+			*(unsigned *)f = (unsigned)v;
+		break;
+	}
+	case K_WHEN:
+		if (!strcmp(value, "ignore")) *(enum rr_when *)f = RR_WHEN_IGNORE;
+		else if (!strcmp(value, "window")) *(enum rr_when *)f = RR_WHEN_WINDOW;
+		else if (!strcmp(value, "immediate")) *(enum rr_when *)f = RR_WHEN_IMMEDIATE;
+		else perr(x, "%s=%s: want ignore, window or immediate", name, value);
+		break;
+	case K_METHOD:
+		if (!strcmp(value, "auto")) *(enum rr_method *)f = RR_RM_AUTO;
+		else if (!strcmp(value, "logind")) *(enum rr_method *)f = RR_RM_LOGIND;
+		else if (!strcmp(value, "systemd")) *(enum rr_method *)f = RR_RM_SYSTEMD;
+		else if (!strcmp(value, "syscall")) *(enum rr_method *)f = RR_RM_SYSCALL;
+		else if (!strcmp(value, "command")) *(enum rr_method *)f = RR_RM_COMMAND;
+		else perr(x, "%s=%s: want auto, logind, systemd, syscall or command", name, value);
+		break;
+	}
+	return 1;
+}
+
+void config_apply_text(struct rr_config *c, const char *text, size_t len, const char *name,
+		       struct rr_cfg_errs *errs)
+{
+	struct pctx x = { .c = c, .errs = errs, .name = name, .p = text, .end = text + len,
+			  .win = -1 };
+	unsigned before = errs ? errs->n + errs->dropped : 0;
+	int r;
+
+	/* systemd semantics: no continuation lines, no inline comments. */
+	ini_allow_multiline = false;
+	ini_allow_inline_comments = false;
+	r = ini_parse_stream(reader, &x, handler, &x);
+	if (r > 0 && errs && errs->n + errs->dropped == before) {
+		x.line = (unsigned)r;
+		perr(&x, "syntax error");
+	} else if (r < 0) {
+		errs_add(errs, "%s: cannot parse (error %d)", name, r);
+	}
+}
+
+void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_errs *errs)
+{
+	if (!*c->state_dir)
+		errs_add(errs, "%s: StateDirectory= must not be empty", name);
+	if (!*c->run_dir && !*c->control_socket)
+		errs_add(errs, "%s: RuntimeDirectory= or ControlSocket= must be set", name);
+	if (c->jitter > c->max_age)
+		errs_add(errs, "%s: Jitter= is longer than MaxLayoutAge=", name);
+	if (c->max_age < 60)
+		errs_add(errs, "%s: MaxLayoutAge= is shorter than 1min", name);
+	if (c->tick < 1 || c->tick > 3600)
+		errs_add(errs, "%s: CheckInterval= must be between 1s and 1h", name);
+	if (c->backoff_max < c->backoff)
+		errs_add(errs, "%s: BackoffMax= is shorter than BackoffBase=", name);
+	if (c->method == RR_RM_COMMAND && !*c->reboot_cmd)
+		errs_add(errs, "%s: Method=command needs RebootCommand=", name);
+	for (unsigned i = 0; i < c->nr_win; i++) {
+		const struct rr_window *w = &c->win[i];
+		if (!w->enabled)
+			continue;
+		if (w->start_min < 0)
+			errs_add(errs, "%s: [Window %s] has no Start=", w->origin, w->name);
+		if (w->length <= 0)
+			errs_add(errs, "%s: [Window %s] has no Length=", w->origin, w->name);
+	}
+	if (*c->initrd && strcmp(c->initrd, "none") && c->initrd[0] != '/')
+		errs_add(errs, "%s: Initrd= wants an absolute path or \"none\"", name);
+}
+
+static int apply_file(struct rr_config *c, const char *path, bool may_be_missing,
+		      struct rr_cfg_errs *errs)
+{
+	struct rr_err e;
+	uint8_t *buf;
+	size_t len;
+	int r;
+
+	r = rr_read_file(path, CONF_MAX_FILE, &buf, &len, &e);
+	if (r == -ENOENT && may_be_missing)
+		return 0;
+	if (r < 0) {
+		errs_add(errs, "%s", e.msg);
+		return r;
+	}
+	config_apply_text(c, (const char *)buf, len, path, errs);
+	free(buf);
+	return 0;
+}
+
+static int conf_filter(const struct dirent *de)
+{
+	size_t n = strlen(de->d_name);
+	return de->d_name[0] != '.' && n > 5 && !strcmp(de->d_name + n - 5, ".conf");
+}
+
+int config_load(const char *main_path, const char *dropin_dir, struct rr_config *ret,
+		struct rr_cfg_errs *errs)
+{
+	struct rr_config *c = malloc(sizeof(*c));
+	struct dirent **list = NULL;
+	unsigned before = errs->n + errs->dropped;
+	int n;
+
+	if (!c)
+		return -ENOMEM;
+	config_defaults(c);
+	if (main_path)
+		apply_file(c, main_path, true, errs);
+	if (dropin_dir) {
+		/* alphasort: "10-foo.conf" before "50-bar.conf", later files win */
+		n = scandir(dropin_dir, &list, conf_filter, alphasort);
+		if (n < 0 && errno != ENOENT)
+			errs_add(errs, "%s: cannot read: %s", dropin_dir, strerror(errno));
+		for (int i = 0; i < n; i++) {
+			char path[PATH_MAX];
+			snprintf(path, sizeof(path), "%s/%s", dropin_dir, list[i]->d_name);
+			apply_file(c, path, true, errs);
+			free(list[i]);
+		}
+		free(list);
+	}
+	config_validate(c, main_path ? main_path : "configuration", errs);
+	if (errs->n + errs->dropped != before) {
+		free(c);
+		return -EINVAL;
+	}
+	*ret = *c;
+	free(c);
+	return 0;
+}
