@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* rerandd's configuration: rerand.conf plus rerand.conf.d/*.conf in systemd's
+/* rerandd's configuration: rerand.conf plus the drop-ins in rerand.conf.d/ in systemd's
  * INI style, parsed with libinih; every error is kept with its file:line. */
 #include <ctype.h>
 #include <dirent.h>

@@ -80,7 +80,7 @@ void config_apply_text(struct rr_config *c, const char *text, size_t len, const 
 		       struct rr_cfg_errs *errs);
 /* Cross-field checks after all files ("name: ..."). */
 void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_errs *errs);
-/* Defaults, then the main file (may be absent), then DIR/*.conf in name
+/* Defaults, then the main file (may be absent), then the *.conf files of dropin_dir in name
  * order.  Returns 0 and *ret, or -EINVAL with every error in errs and *ret
  * untouched. */
 int config_load(const char *main_path, const char *dropin_dir, struct rr_config *ret,
@@ -239,7 +239,8 @@ int reboot_run_hooks(const char *dir, int64_t timeout, struct rr_err *e);
 int reboot_inhibited(char *who, size_t len);
 /* 1 if the blocker command says no (non-zero exit or timeout). */
 int reboot_command_blocks(const struct rr_config *c);
-/* Reboot into the staged kernel.  Returns only on failure. */
+/* Ask for a reboot into the staged kernel: 0 once the request is accepted
+ * (the end comes as SIGTERM), <0 if it was refused. */
 int reboot_kexec(const struct rr_config *c, struct rr_err *e);
 
 /* ---- control.c ----------------------------------------------------------- */

@@ -13,12 +13,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "image.h"
 #include "rng.h"
+#include "util.h"
 
 #define MAX_IMAGE_FILE (512u << 20)
 
@@ -33,6 +35,47 @@ static int fill_seed(uint8_t *seed)
 		if (n < 0)
 			return -errno;
 		got += (size_t)n;
+	}
+	return 0;
+}
+
+/* Refuse a crash image that cannot fit the reserved region, with the size
+ * it needs: the image's init_size, the kernel's in-memory size (2 MiB
+ * aligned, plus 2 MiB of alignment slack), the initrd, and 1 MiB for
+ * kexec-tools' purgatory, boot_params and ELF core header. */
+static int check_crash_fit(const char *path, const struct rr_image *im, const char *initrd)
+{
+	const char *f = getenv("RERAND_KEXEC_CRASH_SIZE_FILE");
+	unsigned long long have = 0, need, initrd_size = 0;
+	struct stat st;
+	FILE *fp;
+
+	if (!f)
+		f = "/sys/kernel/kexec_crash_size";
+	fp = fopen(f, "re");
+	if (!fp || fscanf(fp, "%llu", &have) != 1) {
+		cli_err("%s: cannot read the crash region size", f);
+		if (fp)
+			fclose(fp);
+		return -1;
+	}
+	fclose(fp);
+	if (initrd && stat(initrd, &st) == 0)
+		initrd_size = (unsigned long long)st.st_size;
+	need = RR_ALIGN_UP(im->init_size, 4096) + RR_ALIGN_UP(im->hdr.mem_size, RERAND_SLOT_ALIGN) +
+	       RERAND_SLOT_ALIGN + RR_ALIGN_UP(initrd_size, 4096) + (1ULL << 20);
+	if (have == 0) {
+		cli_err("%s: no crash region is reserved (boot with crashkernel=); the image needs %llu MiB",
+			path, (need + (1 << 20) - 1) >> 20);
+		return -1;
+	}
+	if (have < need) {
+		cli_err("%s: the crash region is %llu MiB but the image needs at least %llu MiB "
+			"(image %u KiB, kernel %llu MiB, initrd %llu KiB, 3 MiB alignment and loader data)",
+			path, have >> 20, (need + (1 << 20) - 1) >> 20, im->init_size >> 10,
+			(unsigned long long)(RR_ALIGN_UP(im->hdr.mem_size, RERAND_SLOT_ALIGN) >> 20),
+			initrd_size >> 10);
+		return -1;
 	}
 	return 0;
 }
@@ -139,6 +182,10 @@ int cmd_load(int argc, char **argv)
 	if (rr_read_file(path, MAX_IMAGE_FILE, &buf, &len, &e) < 0 ||
 	    rr_image_parse(buf, len, path, &im, &e) < 0) {
 		cli_err("%s", e.msg);
+		return EXIT_FAILURE_RR;
+	}
+	if (crash && check_crash_fit(path, &im, initrd) < 0) {
+		free(buf);
 		return EXIT_FAILURE_RR;
 	}
 	if (append && (!strncmp(append, "nokaslr", 7) || strstr(append, " nokaslr")))

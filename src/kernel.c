@@ -92,6 +92,9 @@ int rr_kernel_load_mem(const uint8_t *buf, size_t len, const char *name,
 	k.file_size = len;
 	if (buf && looks_like_bzimage(buf, len)) {
 		k.is_bzimage = true;
+		if (relocs_name)
+			return rr_errf(e, EINVAL, "%s: --relocs %s is only for an uncompressed vmlinux: "
+				       "a bzImage carries its own relocation table", name, relocs_name);
 		r = load_bzimage(buf, len, name, &k, e);
 	} else if (buf && looks_like_elf(buf, len)) {
 		r = load_vmlinux(buf, len, name, relocs, relocs_len, relocs_name, &k, e);

@@ -63,7 +63,9 @@ int rr_bzimage_parse(const uint8_t *buf, size_t len, const char *name,
 
 /* Decode a whole compressed payload with the codec's library.  The result
  * must be exactly `expected` bytes (the size the kernel appended) when
- * expected != 0. *ret_out is malloc'd and owned by the caller. */
+ * expected != 0; expected == 0 means unknown, at most 1 GiB, and an
+ * expected size over 1 GiB is refused. *ret_out is malloc'd and owned by
+ * the caller. */
 int rr_decompress(enum rr_kcodec c, const uint8_t *in, size_t in_len, size_t expected,
 		  uint8_t **ret_out, size_t *ret_len, const char *name, struct rr_err *e);
 
@@ -104,8 +106,8 @@ struct rr_relocs {
 };
 
 /* Parse `len` bytes that end exactly at the end of the table.  Refuses an
- * empty or all-zero table ("no relocation table: built without
- * CONFIG_RANDOMIZE_BASE?"), a terminator count other than 2 or 3, a length
+ * empty or all-zero table ("no relocation table (kernel built without
+ * CONFIG_RANDOMIZE_BASE?)"), a terminator count other than 2 or 3, a length
  * not a multiple of 4, and any entry whose patched bytes fall outside
  * [link, link + k->mem_size). */
 int rr_relocs_parse(const uint8_t *tab, size_t len, const struct rr_vmlinux *k,

@@ -8,6 +8,7 @@
 #include <rerand/abi.h>
 #include "stage.h"
 #include "bootparams.h"
+#include "crash.h"
 #include "lz4dec.h"
 #include "reloc.h"
 #include "rng.h"
@@ -155,6 +156,8 @@ __attribute__((noreturn)) void stage_main(uint64_t bp, uint64_t tsc0)
 
 	rr_memmap_add_avoid(&memmap, pm, image_end);
 	rr_memmap_apply_cmdline(&memmap, &cl);
+	if (cl.has_elfcorehdr && rr_crash_avoid(cl.elfcorehdr.start, map_cb, &pt, &memmap) < 0)
+		say("rerand: stage: elfcorehdr unreadable: keeping the conservative extent\n");
 
 	struct rr_select_params sp = {
 		.size = RR_ALIGN_UP(h->mem_size, RERAND_SLOT_ALIGN),

@@ -89,7 +89,17 @@ EOS
 	"$R" load "$img" --initrd "$tmp/initrd" --append "console=ttyS0 quiet" --kexec "$tmp/fake-kexec"
 	check "load runs kexec -l with the image from a memfd" bash -c "grep -qx -- -l $tmp/calls/*.args && grep -q '^/proc/self/fd/' $tmp/calls/*.args && grep -qx -- '--initrd=$tmp/initrd' $tmp/calls/*.args && grep -qx -- '--append=console=ttyS0 quiet' $tmp/calls/*.args"
 	"$R" load "$img" --file-syscall --reuse-cmdline --kexec "$tmp/fake-kexec"
-	"$R" load "$img" --crash --kexec "$tmp/fake-kexec"
+	echo 268435456 >"$tmp/crash_size"
+	RERAND_KEXEC_CRASH_SIZE_FILE=$tmp/crash_size "$R" load "$img" --crash --kexec "$tmp/fake-kexec"
+	echo 33554432 >"$tmp/crash_small"
+	RERAND_KEXEC_CRASH_SIZE_FILE=$tmp/crash_small "$R" load "$img" --crash --kexec "$tmp/fake-kexec" 2>"$tmp/stderr"
+	rc=$?
+	check "a 32 MiB crash region is refused with the size needed: $(cat "$tmp/stderr")" \
+		bash -c "[ $rc -ne 0 ] && grep -q 'crash region is 32 MiB but the image needs at least [0-9]* MiB' '$tmp/stderr'"
+	echo 0 >"$tmp/crash_none"
+	RERAND_KEXEC_CRASH_SIZE_FILE=$tmp/crash_none "$R" load "$img" --crash --kexec "$tmp/fake-kexec" 2>"$tmp/stderr"
+	rc=$?
+	check "no crash region: refused, says crashkernel=" bash -c "[ $rc -ne 0 ] && grep -q 'crashkernel=' '$tmp/stderr'"
 	check "--file-syscall adds -s, --crash uses -p" bash -c "grep -lx -- -s $tmp/calls/*.args | xargs grep -qx -- --reuse-cmdline && grep -qx -- -p $tmp/calls/*.args"
 	check "three staged copies, each a full image" test "$(ls $tmp/calls/*.image | wc -l)" -eq 3
 	python3 - "$img" $tmp/calls/*.image <<'EOP'

@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The control socket (root only, checked with SO_PEERCRED) and its tiny line
+ * protocol: "status", "status json", "now", "hold", "release".  The reply is
+ * "ok\n" or "error: ...\n", then the body; the server then closes. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "rerandd.h"
+
+enum rr_ctl_cmd control_parse(const char *line, size_t len)
+{
+	char buf[32];
+
+	while (len && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' '))
+		len--;
+	if (len >= sizeof(buf) || memchr(line, 0, len))
+		return RR_CTL_BAD;
+	memcpy(buf, line, len);
+	buf[len] = 0;
+	if (!strcmp(buf, "status")) return RR_CTL_STATUS;
+	if (!strcmp(buf, "status json")) return RR_CTL_STATUS_JSON;
+	if (!strcmp(buf, "now")) return RR_CTL_NOW;
+	if (!strcmp(buf, "hold")) return RR_CTL_HOLD;
+	if (!strcmp(buf, "release")) return RR_CTL_RELEASE;
+	return RR_CTL_BAD;
+}
+
+struct out { char *buf; size_t len, used; bool full; };
+
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (o->full)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(o->buf + o->used, o->len - o->used, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= o->len - o->used)
+		o->full = true;
+	else
+		o->used += (size_t)n;
+}
+
+static void put_json_str(struct out *o, const char *s)
+{
+	put(o, "\"");
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			put(o, "\\%c", ch);
+		else if (ch < 0x20)
+			put(o, "\\u%04x", ch);
+		else
+			put(o, "%c", ch);
+	}
+	put(o, "\"");
+}
+
+static void put_time(struct out *o, time_t t)
+{
+	struct tm tm;
+	char b[40];
+
+	if (!t || !gmtime_r(&t, &tm)) {
+		put(o, "never");
+		return;
+	}
+	strftime(b, sizeof(b), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	put(o, "%s", b);
+}
+
+static void put_age(struct out *o, int64_t s)
+{
+	if (s < 0)
+		s = 0;
+	if (s >= 86400)
+		put(o, "%lldd %lldh %lldmin", (long long)(s / 86400), (long long)(s % 86400 / 3600),
+		    (long long)(s % 3600 / 60));
+	else if (s >= 3600)
+		put(o, "%lldh %lldmin", (long long)(s / 3600), (long long)(s % 3600 / 60));
+	else
+		put(o, "%lldmin %llds", (long long)(s / 60), (long long)(s % 60));
+}
+
+int control_format_text(const struct rr_view *v, char *buf, size_t len)
+{
+	struct out o = { buf, len, 0, false };
+
+	put(&o, "layout age:        ");
+	put_age(&o, v->layout_age);
+	put(&o, "\nthis boot:         %s (verified ", state_verify_name(v->verify));
+	put_time(&o, v->last_verify_time);
+	put(&o, ")\nentropy:           %.1f bits\n", v->entropy_bits);
+	put(&o, "next rerandomize:  ");
+	switch (v->plan.action) {
+	case RR_ACT_WAIT:
+		put_time(&o, v->plan.when);
+		put(&o, " (%s)", policy_reason_name(v->plan.reason));
+		break;
+	case RR_ACT_REBOOT:
+		put(&o, "now (%s)", policy_reason_name(v->plan.reason));
+		break;
+	case RR_ACT_BLOCKED:
+		put(&o, "due (%s) but blocked: %s", policy_reason_name(v->plan.reason),
+		    policy_blocker_name(v->plan.blocker));
+		break;
+	case RR_ACT_STOPPED:
+		put(&o, "never: stopped");
+		break;
+	default:
+		put(&o, "not planned (no maintenance window?)");
+	}
+	put(&o, "\nhold:              %s\n", v->hold ? "yes" : "no");
+	put(&o, "failures in a row: %u of %u%s\n", v->failures, v->max_failures,
+	    v->stopped ? "  ALERT: stopped rerandomizing" : "");
+	put(&o, "reboots:           %llu verified, %llu failed\n",
+	    (unsigned long long)v->successes, (unsigned long long)v->total_failures);
+	put(&o, "staged:            %s", v->staged ? "yes" : "no");
+	if (v->staged) {
+		put(&o, " (kernel %s, sha256 %.16s, staged ", v->kernel, v->image_sha);
+		put_time(&o, v->staged_time);
+		put(&o, ")");
+	}
+	put(&o, "\n");
+	if (*v->stage_error)
+		put(&o, "stage error:       %s\n", v->stage_error);
+	return o.full ? -ENOBUFS : (int)o.used;
+}
+
+int control_format_json(const struct rr_view *v, char *buf, size_t len)
+{
+	struct out o = { buf, len, 0, false };
+
+	put(&o, "{\"layout_age_seconds\":%lld,\"verify\":\"%s\",\"randomized\":%s,"
+		"\"verified_at\":%lld,\"entropy_bits\":%.1f,\"action\":\"%s\",\"reason\":\"%s\","
+		"\"blocker\":\"%s\",\"next_reboot\":%lld,\"hold\":%s,\"consecutive_failures\":%u,"
+		"\"max_failures\":%u,\"stopped\":%s,\"successes\":%llu,\"failures_total\":%llu,"
+		"\"last_success\":%lld,\"last_failure\":%lld,\"staged\":%s,\"staged_at\":%lld,"
+		"\"kernel\":",
+	    (long long)v->layout_age, state_verify_name(v->verify),
+	    v->verify == RR_V_RANDOMIZED ? "true" : "false", (long long)v->last_verify_time,
+	    v->entropy_bits, policy_action_name(v->plan.action), policy_reason_name(v->plan.reason),
+	    policy_blocker_name(v->plan.blocker), (long long)v->plan.when,
+	    v->hold ? "true" : "false", v->failures, v->max_failures,
+	    v->stopped ? "true" : "false", (unsigned long long)v->successes,
+	    (unsigned long long)v->total_failures, (long long)v->last_success,
+	    (long long)v->last_failure, v->staged ? "true" : "false", (long long)v->staged_time);
+	put_json_str(&o, v->kernel);
+	put(&o, ",\"kernel_sha256\":");
+	put_json_str(&o, v->image_sha);
+	put(&o, ",\"stage_error\":");
+	put_json_str(&o, v->stage_error);
+	put(&o, "}\n");
+	return o.full ? -ENOBUFS : (int)o.used;
+}
+
+int control_listen(const char *path, struct rr_err *e)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return rr_errf(e, ENAMETOOLONG, "%s: socket path too long", path);
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return rr_errf(e, errno, "socket: %s", strerror(errno));
+	unlink(path);
+	/* 0600 from the start: no window in which others could connect */
+	mode_t old = umask(0177);
+	int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0 || listen(fd, 8) < 0) {
+		r = errno;
+		close(fd);
+		return rr_errf(e, r, "%s: cannot listen: %s", path, strerror(r));
+	}
+	return fd;
+}
+
+int control_accept(int lfd, enum rr_ctl_cmd *ret_cmd, int *ret_fd)
+{
+	struct timeval tv = { 1, 0 };
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	char line[64];
+	size_t got = 0;
+	int fd;
+
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 || cred.uid != 0) {
+		control_reply(fd, false, "permission denied: root only\n");
+		close(fd);
+		return -EPERM;
+	}
+	/* Root only, so a short blocking read with a timeout is enough. */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	while (got < sizeof(line)) {
+		ssize_t n = read(fd, line + got, sizeof(line) - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (memchr(line, '\n', got))
+			break;
+	}
+	char *nl = memchr(line, '\n', got);
+	*ret_cmd = nl ? control_parse(line, (size_t)(nl - line)) : RR_CTL_BAD;
+	*ret_fd = fd;
+	return 0;
+}
+
+int control_reply(int fd, bool ok, const char *body)
+{
+	char head[16];
+	const char *parts[2] = { head, body };
+	size_t lens[2];
+
+	snprintf(head, sizeof(head), "%s", ok ? "ok\n" : "error: ");
+	lens[0] = strlen(head);
+	lens[1] = strlen(body);
+	for (int i = 0; i < 2; i++) {
+		size_t done = 0;
+		while (done < lens[i]) {
+			ssize_t n = send(fd, parts[i] + done, lens[i] - done, MSG_NOSIGNAL);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				return -errno;
+			done += (size_t)n;
+		}
+	}
+	return 0;
+}

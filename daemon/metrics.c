@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The Prometheus textfile-collector file: numbers about the layout and the
+ * boots, never an address. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "image.h"
+#include "rerandd.h"
+
+int metrics_format(const struct rr_view *v, char *buf, size_t len)
+{
+	int n = snprintf(buf, len,
+		"# HELP rerand_layout_age_seconds Time since the running kernel's layout was chosen.\n"
+		"# TYPE rerand_layout_age_seconds gauge\n"
+		"rerand_layout_age_seconds %lld\n"
+		"# HELP rerand_boot_randomized 1 if this boot was verified as randomized by rerand.\n"
+		"# TYPE rerand_boot_randomized gauge\n"
+		"rerand_boot_randomized %d\n"
+		"# HELP rerand_entropy_bits Bits of entropy in this boot's base choice.\n"
+		"# TYPE rerand_entropy_bits gauge\n"
+		"rerand_entropy_bits %.1f\n"
+		"# HELP rerand_consecutive_failures Rerandomizing reboots that failed in a row.\n"
+		"# TYPE rerand_consecutive_failures gauge\n"
+		"rerand_consecutive_failures %u\n"
+		"# HELP rerand_stopped 1 if rerandd stopped rerandomizing after too many failures.\n"
+		"# TYPE rerand_stopped gauge\n"
+		"rerand_stopped %d\n"
+		"# HELP rerand_hold 1 while an operator hold blocks reboots.\n"
+		"# TYPE rerand_hold gauge\n"
+		"rerand_hold %d\n"
+		"# HELP rerand_staged 1 if a rerandomizing image is staged for the next boot.\n"
+		"# TYPE rerand_staged gauge\n"
+		"rerand_staged %d\n"
+		"# HELP rerand_next_reboot_timestamp_seconds Planned rerandomizing reboot, 0 if none.\n"
+		"# TYPE rerand_next_reboot_timestamp_seconds gauge\n"
+		"rerand_next_reboot_timestamp_seconds %lld\n"
+		"# HELP rerand_reboots_total Rerandomizing reboots by result.\n"
+		"# TYPE rerand_reboots_total counter\n"
+		"rerand_reboots_total{result=\"success\"} %llu\n"
+		"rerand_reboots_total{result=\"failure\"} %llu\n",
+		(long long)v->layout_age, v->verify == RR_V_RANDOMIZED, v->entropy_bits,
+		v->failures, v->stopped, v->hold, v->staged, (long long)v->plan.when,
+		(unsigned long long)v->successes, (unsigned long long)v->total_failures);
+	if (n < 0 || (size_t)n >= len)
+		return -ENOBUFS;
+	return n;
+}
+
+int metrics_write(const char *path, const struct rr_view *v, struct rr_err *e)
+{
+	char buf[4096];
+	int n;
+
+	if (!*path)
+		return 0;
+	n = metrics_format(v, buf, sizeof(buf));
+	if (n < 0)
+		return rr_errf(e, -n, "%s: metrics do not fit", path);
+	/* node_exporter must never read half a file */
+	return rr_write_file_atomic(path, (const uint8_t *)buf, (size_t)n, e);
+}

@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* rerandd's persistent state: a small key=value file under the state dir,
+ * written atomically (write, fsync, rename, fsync dir), and the accounting
+ * of each reboot attempt once the next boot looks at it. */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "image.h"
+#include "rerandd.h"
+
+#define STATE_MAX (64u << 10)
+
+void state_init(struct rr_state *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->jitter = -1;
+}
+
+static const char *verify_names[] = { "unknown", "randomized", "not-randomized", "absent",
+				      "malformed" };
+
+const char *state_verify_name(enum rr_verify v)
+{
+	return (unsigned)v < 5 ? verify_names[v] : "unknown";
+}
+
+int state_format(const struct rr_state *s, char *buf, size_t len)
+{
+	int n = snprintf(buf, len,
+		"version=1\n"
+		"boot_id=%s\n"
+		"attempt=%d\n"
+		"attempt_boot_id=%s\n"
+		"attempt_time=%lld\n"
+		"attempt_reason=%s\n"
+		"failures=%u\n"
+		"successes=%" PRIu64 "\n"
+		"total_failures=%" PRIu64 "\n"
+		"last_success=%lld\n"
+		"last_failure=%lld\n"
+		"last_reboot=%lld\n"
+		"last_verify=%s\n"
+		"last_verify_time=%lld\n"
+		"jitter=%lld\n"
+		"hold=%d\n"
+		"trigger_oops=%d\n"
+		"trigger_new_kernel=%d\n"
+		"trigger_now=%d\n"
+		"taint_handled=%" PRIu64 "\n"
+		"staged_sha256=%s\n"
+		"staged_time=%lld\n",
+		s->boot_id, s->attempt, s->attempt_boot_id, (long long)s->attempt_time,
+		policy_reason_name(s->attempt_reason), s->failures, s->successes, s->total_failures,
+		(long long)s->last_success, (long long)s->last_failure, (long long)s->last_reboot,
+		state_verify_name(s->last_verify), (long long)s->last_verify_time,
+		(long long)s->jitter, s->hold, s->trig_oops, s->trig_new_kernel, s->trig_now,
+		s->taint_handled, s->staged_sha, (long long)s->staged_time);
+	if (n < 0 || (size_t)n >= len)
+		return -ENOBUFS;
+	return n;
+}
+
+static int num(const char *v, long long lo, long long hi, long long *ret)
+{
+	char *end;
+
+	if (!*v || (!isdigit((unsigned char)*v) && *v != '-'))
+		return -EINVAL;
+	errno = 0;
+	long long x = strtoll(v, &end, 10);
+	if (errno || *end || x < lo || x > hi)
+		return -EINVAL;
+	*ret = x;
+	return 0;
+}
+
+static int hexid(const char *v, char *dst, size_t cap)
+{
+	size_t n = strlen(v);
+
+	if (n >= cap)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!isxdigit((unsigned char)v[i]) && v[i] != '-')
+			return -EINVAL;
+	memcpy(dst, v, n + 1);
+	return 0;
+}
+
+static int set_key(struct rr_state *s, const char *k, const char *v, bool *version_seen)
+{
+	long long x;
+
+#define RANGE(name, field, lo, hi) if (!strcmp(k, name)) { \
+		if (num(v, lo, hi, &x) < 0) \
+			return -EINVAL; \
+		s->field = x; \
+		return 0; \
+	}
+#define TIME(name, field) RANGE(name, field, 0, INT64_MAX)
+#define FLAG(name, field) RANGE(name, field, 0, 1)
+#define COUNT(name, field, max) RANGE(name, field, 0, max)
+	if (!strcmp(k, "version")) {
+		if (strcmp(v, "1"))
+			return -EINVAL;
+		*version_seen = true;
+		return 0;
+	}
+	if (!strcmp(k, "boot_id"))
+		return hexid(v, s->boot_id, sizeof(s->boot_id));
+	if (!strcmp(k, "attempt_boot_id"))
+		return hexid(v, s->attempt_boot_id, sizeof(s->attempt_boot_id));
+	if (!strcmp(k, "staged_sha256"))
+		return hexid(v, s->staged_sha, sizeof(s->staged_sha));
+	if (!strcmp(k, "attempt_reason")) {
+		for (int r = RR_WHY_NONE; r <= RR_WHY_NOW; r++)
+			if (!strcmp(v, policy_reason_name(r))) {
+				s->attempt_reason = r;
+				return 0;
+			}
+		return -EINVAL;
+	}
+	if (!strcmp(k, "last_verify")) {
+		for (int r = 0; r < 5; r++)
+			if (!strcmp(v, verify_names[r])) {
+				s->last_verify = r;
+				return 0;
+			}
+		return -EINVAL;
+	}
+	FLAG("attempt", attempt)
+	FLAG("hold", hold)
+	FLAG("trigger_oops", trig_oops)
+	FLAG("trigger_new_kernel", trig_new_kernel)
+	FLAG("trigger_now", trig_now)
+	COUNT("failures", failures, 1000000)
+	COUNT("successes", successes, INT64_MAX)
+	COUNT("total_failures", total_failures, INT64_MAX)
+	COUNT("taint_handled", taint_handled, INT64_MAX)
+	RANGE("jitter", jitter, -1, INT64_C(1) << 40)   /* -1: not drawn yet this boot */
+	TIME("attempt_time", attempt_time)
+	TIME("last_success", last_success)
+	TIME("last_failure", last_failure)
+	TIME("last_reboot", last_reboot)
+	TIME("last_verify_time", last_verify_time)
+	TIME("staged_time", staged_time)
+#undef TIME
+#undef FLAG
+#undef COUNT
+#undef RANGE
+	return 0;                         /* unknown key: from a newer rerandd */
+}
+
+int state_parse(const char *text, size_t len, struct rr_state *s)
+{
+	struct rr_state t;
+	const char *p = text, *end = text + len;
+	bool version_seen = false;
+
+	state_init(&t);
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		char line[256], *eq;
+		size_t n;
+
+		if (!nl)                      /* a last line without '\n': truncated */
+			goto bad;
+		n = (size_t)(nl - p);
+		if (n >= sizeof(line) || memchr(p, 0, n))
+			goto bad;
+		memcpy(line, p, n);
+		line[n] = 0;
+		p = nl + 1;
+		if (!n)
+			continue;
+		eq = strchr(line, '=');
+		if (!eq)
+			goto bad;
+		*eq = 0;
+		if (set_key(&t, line, eq + 1, &version_seen) < 0)
+			goto bad;
+	}
+	if (!version_seen)
+		goto bad;
+	*s = t;
+	return 0;
+bad:
+	state_init(s);
+	return -EBADMSG;
+}
+
+int state_load(const char *path, struct rr_state *s, struct rr_err *e)
+{
+	uint8_t *buf;
+	size_t len;
+	int r;
+
+	state_init(s);
+	r = rr_read_file(path, STATE_MAX, &buf, &len, e);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	r = state_parse((const char *)buf, len, s);
+	free(buf);
+	if (r < 0) {
+		char aside[PATH_MAX];
+		snprintf(aside, sizeof(aside), "%s.corrupt", path);
+		if (rename(path, aside) < 0)
+			unlink(path);
+		return rr_errf(e, EBADMSG, "%s: corrupt state file (moved to %s); starting afresh",
+			       path, aside);
+	}
+	return 0;
+}
+
+int state_save(const char *path, const struct rr_state *s, struct rr_err *e)
+{
+	char buf[4096], dir[PATH_MAX];
+	int n = state_format(s, buf, sizeof(buf)), r, dfd;
+
+	if (n < 0)
+		return rr_errf(e, -n, "%s: state does not fit", path);
+	r = rr_write_file_atomic(path, (const uint8_t *)buf, (size_t)n, e);
+	if (r < 0)
+		return r;
+	/* The rename is durable only once the directory is on disk too. */
+	snprintf(dir, sizeof(dir), "%s", path);
+	dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+}
+
+enum rr_outcome state_account_boot(struct rr_state *s, const char *boot_id,
+				   enum rr_verify verify, time_t now)
+{
+	enum rr_outcome out = RR_OUT_SAME_BOOT;
+	bool new_boot = strcmp(s->boot_id, boot_id) != 0;
+
+	if (s->attempt) {
+		if (!strcmp(s->attempt_boot_id, boot_id)) {
+			/* Still the boot that planned it: the daemon died before
+			 * the reboot went out.  Nothing was rebooted, nothing failed. */
+			out = RR_OUT_ABORTED;
+		} else if (verify == RR_V_RANDOMIZED) {
+			out = RR_OUT_SUCCESS;
+			s->failures = 0;
+			s->successes++;
+			s->last_success = now;
+		} else {
+			out = RR_OUT_FAILURE;
+			s->failures++;
+			s->total_failures++;
+			s->last_failure = now;
+		}
+		s->attempt = false;
+		s->attempt_boot_id[0] = 0;
+	} else if (new_boot && s->boot_id[0]) {
+		out = RR_OUT_UNPLANNED;
+	}
+	if (new_boot) {
+		s->trig_oops = s->trig_new_kernel = s->trig_now = false;
+		s->taint_handled = 0;
+		s->staged_time = 0;
+		s->jitter = -1;                 /* draw again for this boot */
+		snprintf(s->boot_id, sizeof(s->boot_id), "%s", boot_id);
+	}
+	if (new_boot || out != RR_OUT_SAME_BOOT) {
+		s->last_verify = verify;
+		s->last_verify_time = now;
+	}
+	return out;
+}
+
+void state_record_attempt(struct rr_state *s, enum rr_reason why, time_t now)
+{
+	s->attempt = true;
+	snprintf(s->attempt_boot_id, sizeof(s->attempt_boot_id), "%s", s->boot_id);
+	s->attempt_time = now;
+	s->attempt_reason = why;
+	s->last_reboot = now;
+}
+
+void state_record_failed_reboot(struct rr_state *s, time_t now)
+{
+	s->attempt = false;
+	s->attempt_boot_id[0] = 0;
+	s->failures++;
+	s->total_failures++;
+	s->last_failure = now;
+}
