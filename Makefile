@@ -12,6 +12,7 @@ CC          ?= gcc
 CLANG       ?= clang
 PKG_CONFIG  ?= pkg-config
 O           := build
+comma       := ,
 
 ifeq ($(V),1)
 Q :=
@@ -130,13 +131,21 @@ $(O)/tests/%: tests/unit/%.c $(LIBRERAND) $(LIBDAEMON) tests/unit/test.h
 	$(Q)$(CC) $(CPPFLAGS) -Itests/unit -Idaemon $(HOST_CFLAGS) $(DAEMON_CFLAGS) -o $@ $< \
 		$(LIBDAEMON) $(LIBRERAND) $(DAEMON_LIBS) $(LIB_LIBS)
 
-# Fuzzers #include nothing special: they link the real parsers, built with
-# sanitizers from the same sources.
-$(O)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(SHARED_SRCS) $(DAEMON_LIB_SRCS)
+# Fuzzers link the real parsers, compiled once with the sanitizers
+# (fuzzer-no-link) into their own objects.
+FUZZ_LIB_SRCS := $(LIB_SRCS) $(SHARED_SRCS) $(DAEMON_LIB_SRCS)
+FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.c=$(O)/fuzzobj/%.o)
+
+$(O)/fuzzobj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC [fuzz] $<")
+	$(Q)$(CLANG) $(subst fuzzer$(comma),fuzzer-no-link$(comma),$(FUZZ_CFLAGS)) -Idaemon $(DAEMON_CFLAGS) -c -o $@ $<
+
+$(O)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ    $<")
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) -Idaemon $(DAEMON_CFLAGS) -o $@ $< $(LIB_SRCS) $(SHARED_SRCS) \
-		$(DAEMON_LIB_SRCS) $(DAEMON_LIBS) $(LIB_LIBS)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -Idaemon $(DAEMON_CFLAGS) -o $@ $< $(FUZZ_LIB_OBJS) \
+		$(DAEMON_LIBS) $(LIB_LIBS)
 
 deps:
 	$(Q)scripts/deps.sh check

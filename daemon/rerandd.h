@@ -256,7 +256,7 @@ struct rr_view {
 	time_t   last_success, last_failure, last_verify_time, staged_time;
 	char     kernel[RR_PATH];
 	char     image_sha[65];
-	char     stage_error[256];
+	char     stage_error[RR_ERR_MAX];
 };
 enum rr_ctl_cmd { RR_CTL_BAD = 0, RR_CTL_STATUS, RR_CTL_STATUS_JSON, RR_CTL_NOW, RR_CTL_HOLD,
 		  RR_CTL_RELEASE };

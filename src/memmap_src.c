@@ -445,8 +445,8 @@ int rr_msrc_read(const char *path, struct rr_memmap *m, struct rr_msrc_info *ret
 		 struct rr_err *e)
 {
 	struct stat st;
-	char *buf;
-	size_t len;
+	char *buf = NULL;
+	size_t len = 0;
 	int r;
 
 	if (!path)

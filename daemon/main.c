@@ -1,0 +1,559 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* rerandd: keeps a fresh rerandomizing image staged and reboots into it by
+ * kexec when policy says so; an sd-event loop around the other modules. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rerandd.h"
+#include "status.h"
+
+#define STAGE_RETRY 300            /* seconds between attempts after a stage failure */
+#define REBOOT_GRACE 300           /* an accepted reboot that never came is a failure */
+
+struct daemon {
+	char conf_main[RR_PATH], conf_dir[RR_PATH];
+	struct rr_config cfg;
+	struct rr_state st;
+	char state_path[RR_PATH + 16];
+	sd_event *ev;
+	sd_event_source *timer;
+	int kmsg_fd, ctl_fd;
+	char boot_id[RR_BOOT_ID];
+	time_t boot_time;
+	enum rr_verify verify;
+	double entropy_bits;
+	struct rr_stage_plan plan;
+	bool staged;
+	time_t stage_failed_at;
+	char stage_error[RR_ERR_MAX];
+	time_t new_kernel_at;          /* settle deadline after a /boot change */
+	time_t rebooting_since;
+	struct rr_policy_out out;
+};
+
+static void save_state(struct daemon *d)
+{
+	struct rr_err e;
+
+	if (state_save(d->state_path, &d->st, &e) < 0)
+		rr_log(RR_LOG_ERR, "%s", e.msg);
+}
+
+static void read_verify(struct daemon *d)
+{
+	struct rerand_status s;
+	struct rr_err e;
+	int r = rr_status_read(d->cfg.setup_data, &s, &e);
+
+	d->entropy_bits = 0;
+	if (r == -ENOENT) {
+		d->verify = RR_V_ABSENT;
+	} else if (r < 0) {
+		d->verify = RR_V_MALFORMED;
+		rr_log(RR_LOG_WARNING, "%s", e.msg);
+	} else {
+		d->verify = s.result == RERAND_RES_RANDOMIZED ? RR_V_RANDOMIZED : RR_V_NOT_RANDOMIZED;
+		d->entropy_bits = (s.phys_slots ? log2((double)s.phys_slots) : 0) +
+				  (s.virt_slots ? log2((double)s.virt_slots) : 0);
+	}
+}
+
+static void set_stage_error(struct daemon *d, const char *msg)
+{
+	if (strcmp(d->stage_error, msg))
+		rr_log(RR_LOG_ERR, "staging failed: %s", msg);
+	snprintf(d->stage_error, sizeof(d->stage_error), "%s", msg);
+}
+
+/* Plan (unless given), build into the cache, load with a fresh seed. */
+static int stage(struct daemon *d, const struct rr_stage_plan *given)
+{
+	struct rr_stage_plan p;
+	struct rr_err e;
+	int r;
+
+	if (given)
+		p = *given;
+	else if ((r = stage_plan(&d->cfg, NULL, &p, &e)) < 0)
+		goto fail;
+	if ((r = stage_build(&d->cfg, &p, &e)) < 0 || (r = stage_load(&d->cfg, &p, &e)) < 0)
+		goto fail;
+	d->plan = p;
+	d->staged = true;
+	d->stage_error[0] = 0;
+	d->stage_failed_at = 0;
+	snprintf(d->st.staged_sha, sizeof(d->st.staged_sha), "%s", p.sha);
+	d->st.staged_time = time(NULL);
+	stage_prune(&d->cfg, p.sha);
+	save_state(d);
+	rr_log(RR_LOG_INFO, "staged %s (kernel sha256 %.16s) with a fresh seed", p.kernel, p.sha);
+	return 0;
+fail:
+	d->stage_failed_at = time(NULL);
+	set_stage_error(d, e.msg);
+	return r;
+}
+
+static void check_new_kernel(struct daemon *d)
+{
+	struct rr_stage_plan p;
+	struct rr_err e;
+	char newest[RR_PATH];
+	const char *target = NULL;
+
+	d->new_kernel_at = 0;
+	if (!*d->cfg.kernel) {
+		if (stage_newest_kernel(d->cfg.boot_dir, newest, sizeof(newest)) < 0)
+			return;
+		target = newest;
+	}
+	if (stage_plan(&d->cfg, target, &p, &e) < 0) {
+		set_stage_error(d, e.msg);
+		return;
+	}
+	if (!strcmp(p.sha, d->st.staged_sha))
+		return;
+	rr_log(RR_LOG_NOTICE, "new kernel %s (sha256 %.16s)", p.kernel, p.sha);
+	if (stage(d, &p) == 0) {
+		d->st.trig_new_kernel = true;
+		save_state(d);
+	}
+}
+
+static void check_taint(struct daemon *d)
+{
+	uint64_t t, fresh;
+
+	if (watch_read_taint(d->cfg.tainted, &t) < 0)
+		return;
+	fresh = t & (RR_TAINT_DIE | RR_TAINT_WARN) & ~d->st.taint_handled;
+	if (!fresh)
+		return;
+	d->st.taint_handled |= fresh;
+	d->st.trig_oops = true;
+	rr_log(RR_LOG_WARNING, "kernel taint shows a new %s: the layout may have leaked",
+	       fresh & RR_TAINT_DIE ? "oops (TAINT_DIE)" : "warning (TAINT_WARN)");
+	save_state(d);
+}
+
+static void fill_view(struct daemon *d, struct rr_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->now = time(NULL);
+	v->layout_age = v->now - d->boot_time;
+	v->verify = d->verify;
+	v->entropy_bits = d->entropy_bits;
+	v->failures = d->st.failures;
+	v->max_failures = d->cfg.max_failures;
+	v->stopped = policy_stopped(&d->cfg, d->st.failures);
+	v->hold = d->st.hold;
+	v->staged = d->staged;
+	v->plan = d->out;
+	v->successes = d->st.successes;
+	v->total_failures = d->st.total_failures;
+	v->last_success = d->st.last_success;
+	v->last_failure = d->st.last_failure;
+	v->last_verify_time = d->st.last_verify_time;
+	v->staged_time = d->st.staged_time;
+	snprintf(v->kernel, sizeof(v->kernel), "%s", d->plan.kernel);
+	snprintf(v->image_sha, sizeof(v->image_sha), "%s", d->plan.sha);
+	snprintf(v->stage_error, sizeof(v->stage_error), "%s", d->stage_error);
+}
+
+static void publish(struct daemon *d)
+{
+	struct rr_view v;
+	struct rr_err e;
+
+	fill_view(d, &v);
+	if (metrics_write(d->cfg.metrics_file, &v, &e) < 0)
+		rr_log(RR_LOG_WARNING, "%s", e.msg);
+	sd_notifyf(0, "STATUS=%s; next: %s (%s)%s", state_verify_name(v.verify),
+		   policy_action_name(v.plan.action), policy_reason_name(v.plan.reason),
+		   v.stopped ? "; STOPPED after repeated failures" : "");
+}
+
+static void do_reboot(struct daemon *d)
+{
+	struct rr_err e;
+
+	rr_log(RR_LOG_NOTICE, "rerandomizing reboot (%s)", policy_reason_name(d->out.reason));
+	/* A fresh seed just before the reboot: the staged one has sat in
+	 * memory since the last restage. */
+	if (stage(d, &d->plan) < 0)
+		return;
+	if (reboot_run_hooks(d->cfg.pre_reboot_dir, d->cfg.hook_timeout, &e) < 0) {
+		rr_log(RR_LOG_ERR, "%s; not rebooting now", e.msg);
+		return;
+	}
+	state_record_attempt(&d->st, d->out.reason, time(NULL));
+	d->st.trig_now = false;
+	save_state(d);              /* the attempt must be on disk before we go */
+	publish(d);
+	if (reboot_kexec(&d->cfg, &e) < 0) {
+		rr_log(RR_LOG_ERR, "reboot failed: %s", e.msg);
+		state_record_failed_reboot(&d->st, time(NULL));
+		save_state(d);
+		return;
+	}
+	d->rebooting_since = time(NULL);
+}
+
+static void evaluate(struct daemon *d)
+{
+	struct rr_policy_in in = { 0 };
+	time_t now = time(NULL);
+	uint64_t next;
+
+	if (d->rebooting_since) {
+		if (now - d->rebooting_since < REBOOT_GRACE)
+			goto rearm;
+		rr_log(RR_LOG_ERR, "the reboot was accepted but never happened");
+		d->rebooting_since = 0;
+		state_record_failed_reboot(&d->st, now);
+		save_state(d);
+	}
+	check_taint(d);
+	if (d->new_kernel_at && now >= d->new_kernel_at)
+		check_new_kernel(d);
+	if ((!d->staged && (!d->stage_failed_at || now - d->stage_failed_at >= STAGE_RETRY)) ||
+	    (d->staged && now - d->st.staged_time >= d->cfg.restage_interval))
+		stage(d, d->staged ? &d->plan : NULL);
+
+	in.now = now;
+	in.layout_born = d->boot_time;
+	in.jitter = d->st.jitter > 0 ? d->st.jitter : 0;
+	in.last_reboot = d->st.last_reboot;
+	in.last_failure = d->st.last_failure;
+	in.failures = d->st.failures;
+	in.oops = d->st.trig_oops;
+	in.new_kernel = d->st.trig_new_kernel;
+	in.now_requested = d->st.trig_now;
+	in.hold = d->st.hold;
+	in.staged = d->staged;
+	policy_decide(&d->cfg, &in, &d->out);
+	if (d->out.action == RR_ACT_REBOOT) {
+		char who[256] = "";
+		/* The expensive blockers are asked only when a reboot is due. */
+		in.inhibited = d->cfg.honor_inhibitors && reboot_inhibited(who, sizeof(who)) > 0;
+		if (in.inhibited)
+			rr_log(RR_LOG_NOTICE, "reboot blocked by a logind inhibitor: %s", who);
+		in.command_blocks = !in.inhibited && reboot_command_blocks(&d->cfg) > 0;
+		policy_decide(&d->cfg, &in, &d->out);
+	}
+	if (d->out.action == RR_ACT_REBOOT)
+		do_reboot(d);
+	publish(d);
+rearm:
+	next = (uint64_t)d->cfg.tick;
+	if (d->out.action == RR_ACT_WAIT && d->out.when > now && d->out.when - now < d->cfg.tick)
+		next = (uint64_t)(d->out.when - now);
+	if (d->new_kernel_at > now && (uint64_t)(d->new_kernel_at - now) < next)
+		next = (uint64_t)(d->new_kernel_at - now);
+	uint64_t usec;
+	sd_event_now(d->ev, CLOCK_MONOTONIC, &usec);
+	sd_event_source_set_time(d->timer, usec + (next ? next : 1) * 1000000ull);
+	sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
+}
+
+static void evaluate_soon(struct daemon *d)
+{
+	uint64_t usec;
+
+	sd_event_now(d->ev, CLOCK_MONOTONIC, &usec);
+	sd_event_source_set_time(d->timer, usec);
+	sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *ud)
+{
+	evaluate(ud);
+	return 0;
+}
+
+static int on_kmsg(sd_event_source *s, int fd, uint32_t revents, void *ud)
+{
+	struct daemon *d = ud;
+	enum rr_kmsg_kind k = watch_kmsg_drain(fd);
+
+	if (k == RR_KMSG_NONE || d->st.trig_oops)
+		return 0;
+	/* The record itself is never logged: an oops is full of addresses. */
+	rr_log(RR_LOG_WARNING, "the kernel logged a%s: the layout may have leaked",
+	       k == RR_KMSG_OOPS ? "n oops" : k == RR_KMSG_BUG ? " BUG" : " WARNING");
+	d->st.trig_oops = true;
+	save_state(d);
+	evaluate_soon(d);
+	return 0;
+}
+
+static int on_boot_change(sd_event_source *s, const struct inotify_event *ev, void *ud)
+{
+	struct daemon *d = ud;
+
+	if (!ev->len || (strncmp(ev->name, "vmlinuz-", 8) && strncmp(ev->name, "initrd", 6) &&
+			 strncmp(ev->name, "initramfs", 9)))
+		return 0;
+	/* Package scripts write the initrd after the kernel: let them settle. */
+	d->new_kernel_at = time(NULL) + d->cfg.new_kernel_settle;
+	evaluate_soon(d);
+	return 0;
+}
+
+static int on_control(sd_event_source *s, int fd, uint32_t revents, void *ud)
+{
+	struct daemon *d = ud;
+	enum rr_ctl_cmd cmd;
+	struct rr_view v;
+	char body[4096];
+	int cfd;
+
+	if (control_accept(fd, &cmd, &cfd) < 0)
+		return 0;
+	switch (cmd) {
+	case RR_CTL_STATUS:
+	case RR_CTL_STATUS_JSON:
+		fill_view(d, &v);
+		if ((cmd == RR_CTL_STATUS ? control_format_text(&v, body, sizeof(body))
+					  : control_format_json(&v, body, sizeof(body))) < 0)
+			snprintf(body, sizeof(body), "status too long\n");
+		control_reply(cfd, true, body);
+		break;
+	case RR_CTL_NOW:
+		d->st.trig_now = true;
+		save_state(d);
+		rr_log(RR_LOG_NOTICE, "rerandomization requested over the control socket");
+		control_reply(cfd, true, d->st.hold ? "requested, but a hold is in place\n"
+						    : "requested\n");
+		evaluate_soon(d);
+		break;
+	case RR_CTL_HOLD:
+	case RR_CTL_RELEASE:
+		d->st.hold = cmd == RR_CTL_HOLD;
+		save_state(d);
+		rr_log(RR_LOG_NOTICE, "operator %s", d->st.hold ? "hold" : "release");
+		control_reply(cfd, true, d->st.hold ? "held\n" : "released\n");
+		evaluate_soon(d);
+		break;
+	default:
+		control_reply(cfd, false, "unknown command (status [json], now, hold, release)\n");
+	}
+	close(cfd);
+	return 0;
+}
+
+static void print_errs(const struct rr_cfg_errs *errs)
+{
+	for (unsigned i = 0; i < errs->n; i++)
+		rr_log(RR_LOG_ERR, "%s", errs->msg[i]);
+	if (errs->dropped)
+		rr_log(RR_LOG_ERR, "... and %u more errors", errs->dropped);
+}
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *ud)
+{
+	struct daemon *d = ud;
+	struct rr_cfg_errs *errs = calloc(1, sizeof(*errs));
+	struct rr_config *c = malloc(sizeof(*c));
+
+	sd_notify(0, "RELOADING=1");
+	if (errs && c && config_load(d->conf_main, d->conf_dir, c, errs) == 0) {
+		if (strcmp(c->state_dir, d->cfg.state_dir) || strcmp(c->control_socket, d->cfg.control_socket) ||
+		    strcmp(c->run_dir, d->cfg.run_dir) || strcmp(c->kmsg, d->cfg.kmsg))
+			rr_log(RR_LOG_WARNING, "directory, socket and kmsg changes take effect on restart");
+		bool restage = strcmp(c->kernel, d->cfg.kernel) || strcmp(c->initrd, d->cfg.initrd) ||
+			       strcmp(c->cmdline, d->cfg.cmdline) || c->cmdline_set != d->cfg.cmdline_set;
+		/* keep what only a restart may change */
+		memcpy(c->state_dir, d->cfg.state_dir, sizeof(c->state_dir));
+		memcpy(c->run_dir, d->cfg.run_dir, sizeof(c->run_dir));
+		memcpy(c->control_socket, d->cfg.control_socket, sizeof(c->control_socket));
+		memcpy(c->kmsg, d->cfg.kmsg, sizeof(c->kmsg));
+		d->cfg = *c;
+		rr_log(RR_LOG_INFO, "configuration reloaded");
+		if (restage)
+			d->staged = false, d->stage_failed_at = 0;
+	} else if (errs) {
+		print_errs(errs);
+		rr_log(RR_LOG_ERR, "configuration has errors: keeping the previous one");
+	}
+	free(errs);
+	free(c);
+	sd_notify(0, "READY=1");
+	evaluate_soon(d);
+	return 0;
+}
+
+static void first_look(struct daemon *d)
+{
+	struct rr_err e;
+	struct timespec bt;
+	time_t now = time(NULL);
+
+	if (state_load(d->state_path, &d->st, &e) < 0)
+		rr_log(RR_LOG_WARNING, "%s", e.msg);
+	read_verify(d);
+	switch (state_account_boot(&d->st, d->boot_id, d->verify, now)) {
+	case RR_OUT_SUCCESS:
+		rr_log(RR_LOG_NOTICE, "rerandomizing reboot verified: this boot is randomized (%.1f bits)",
+		       d->entropy_bits);
+		break;
+	case RR_OUT_FAILURE:
+		rr_log(RR_LOG_ERR, "rerandomizing reboot failed: this boot is %s (%u in a row)",
+		       state_verify_name(d->verify), d->st.failures);
+		break;
+	case RR_OUT_ABORTED:
+		rr_log(RR_LOG_WARNING, "a planned reboot did not happen before rerandd restarted");
+		break;
+	case RR_OUT_UNPLANNED:
+		rr_log(RR_LOG_NOTICE, "booted without rerandd (this boot: %s)",
+		       state_verify_name(d->verify));
+		break;
+	default:
+		break;
+	}
+	if (policy_stopped(&d->cfg, d->st.failures))
+		rr_log(RR_LOG_ERR, "ALERT: %u rerandomizing reboots failed in a row; stopped until "
+		       "a verified boot or `rerand now`", d->st.failures);
+	if (d->st.jitter < 0) {
+		uint64_t r = 0;
+		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+			r = (uint64_t)now * 0x9e3779b97f4a7c15ull;
+		d->st.jitter = policy_jitter(d->cfg.jitter, r);
+	}
+	save_state(d);
+	clock_gettime(CLOCK_BOOTTIME, &bt);
+	d->boot_time = now - bt.tv_sec;
+}
+
+static void usage(FILE *f)
+{
+	fputs("Usage: rerandd [--check-config] [--config FILE] [--config-dir DIR] [--debug]\n"
+	      "Keep the kernel at a fresh, secret base; see rerandd(8).\n", f);
+}
+
+static int run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "check-config", no_argument, NULL, 'c' },
+		{ "config", required_argument, NULL, 'f' },
+		{ "config-dir", required_argument, NULL, 'd' },
+		{ "debug", no_argument, NULL, 'D' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct daemon *d = calloc(1, sizeof(*d));
+	struct rr_cfg_errs *errs = calloc(1, sizeof(*errs));
+	bool check = false;
+	struct rr_err e;
+	sigset_t ss;
+	int c, r;
+
+	if (!d || !errs)
+		return 1;
+	snprintf(d->conf_main, sizeof(d->conf_main), "%s", RR_CONF_MAIN);
+	snprintf(d->conf_dir, sizeof(d->conf_dir), "%s", RR_CONF_DROPINS);
+	while ((c = getopt_long(argc, argv, "nhf:d:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': case 'n': check = true; break;
+		case 'f': snprintf(d->conf_main, sizeof(d->conf_main), "%s", optarg); break;
+		case 'd': snprintf(d->conf_dir, sizeof(d->conf_dir), "%s", optarg); break;
+		case 'D': rr_log_level = RR_LOG_DEBUG; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	r = config_load(d->conf_main, d->conf_dir, &d->cfg, errs);
+	if (check) {
+		for (unsigned i = 0; i < errs->n; i++)
+			fprintf(stderr, "rerandd: %s\n", errs->msg[i]);
+		if (errs->dropped)
+			fprintf(stderr, "rerandd: ... and %u more errors\n", errs->dropped);
+		if (!r)
+			printf("%s: configuration OK\n", d->conf_main);
+		return r ? 1 : 0;
+	}
+	if (r < 0) {
+		print_errs(errs);
+		return 1;
+	}
+	if (!*d->cfg.control_socket)
+		snprintf(d->cfg.control_socket, sizeof(d->cfg.control_socket), "%.500s/control",
+			 d->cfg.run_dir);
+	mkdir(d->cfg.state_dir, 0700);
+	mkdir(d->cfg.run_dir, 0755);
+	snprintf(d->state_path, sizeof(d->state_path), "%s/state", d->cfg.state_dir);
+
+	/* Before the capability drop: /dev/kmsg may need CAP_SYSLOG. */
+	d->kmsg_fd = open(d->cfg.kmsg, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (d->kmsg_fd < 0)
+		rr_log(RR_LOG_WARNING, "%s: %s; oopses are seen through taint bits only", d->cfg.kmsg,
+		       strerror(errno));
+	if (caps_drop_daemon(&e) < 0) {
+		rr_log(RR_LOG_ERR, "%s", e.msg);
+		return 1;
+	}
+	if ((r = watch_read_boot_id(d->cfg.boot_id, d->boot_id)) < 0) {
+		rr_log(RR_LOG_ERR, "%s: cannot read the boot id: %s", d->cfg.boot_id, strerror(-r));
+		return 1;
+	}
+	first_look(d);
+
+	d->ctl_fd = control_listen(d->cfg.control_socket, &e);
+	if (d->ctl_fd < 0) {
+		rr_log(RR_LOG_ERR, "%s", e.msg);
+		return 1;
+	}
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGTERM);
+	sigaddset(&ss, SIGINT);
+	sigaddset(&ss, SIGHUP);
+	sigprocmask(SIG_BLOCK, &ss, NULL);
+	if ((r = sd_event_default(&d->ev)) < 0 ||
+	    (r = sd_event_add_signal(d->ev, NULL, SIGTERM, NULL, NULL)) < 0 ||
+	    (r = sd_event_add_signal(d->ev, NULL, SIGINT, NULL, NULL)) < 0 ||
+	    (r = sd_event_add_signal(d->ev, NULL, SIGHUP, on_sighup, d)) < 0 ||
+	    (r = sd_event_add_io(d->ev, NULL, d->ctl_fd, EPOLLIN, on_control, d)) < 0 ||
+	    (r = sd_event_add_time(d->ev, &d->timer, CLOCK_MONOTONIC, 0, 0, on_timer, d)) < 0 ||
+	    (r = sd_event_set_watchdog(d->ev, true)) < 0) {
+		rr_log(RR_LOG_ERR, "sd-event setup: %s", strerror(-r));
+		return 1;
+	}
+	if (d->kmsg_fd >= 0 && sd_event_add_io(d->ev, NULL, d->kmsg_fd, EPOLLIN, on_kmsg, d) < 0)
+		rr_log(RR_LOG_WARNING, "%s: cannot watch", d->cfg.kmsg);
+	if (sd_event_add_inotify(d->ev, NULL, d->cfg.boot_dir,
+				 IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE, on_boot_change, d) < 0)
+		rr_log(RR_LOG_WARNING, "%s: cannot watch for new kernels", d->cfg.boot_dir);
+
+	if (d->kmsg_fd >= 0)
+		on_kmsg(NULL, d->kmsg_fd, 0, d);    /* records from before we started */
+	stage(d, NULL);
+	evaluate(d);
+	sd_notify(0, "READY=1");
+	rr_log(RR_LOG_INFO, "rerandd running: state %s, control %s", d->state_path,
+	       d->cfg.control_socket);
+	r = sd_event_loop(d->ev);
+	sd_notify(0, "STOPPING=1");
+	unlink(d->cfg.control_socket);
+	sd_event_unref(d->ev);
+	free(errs);
+	free(d);
+	return r < 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	return run(argc, argv);
+}
