@@ -18,6 +18,7 @@ int cmd_image(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_load(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_entropy(int argc, char **argv);
 
 /* "rerand: " prefix on stderr. */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -37,6 +37,8 @@ static void usage(FILE *f)
 	      "  verify [--json] [--setup-data DIR]\n"
 	      "        Check that this boot was randomized (exit 0), was not (1), or\n"
 	      "        has no rerand record (2).\n"
+	      "  entropy [IMAGE | --kernel K] [--memmap SOURCE] [--cmdline S] [--json]\n"
+	      "        Bits of placement on a memory map: rerand against the stock rule.\n"
 	      "\n"
 	      "Options: -h, --help   this text;  -V, --version   the version.\n"
 	      "See rerand(1).\n", f);
@@ -47,6 +49,7 @@ int main(int argc, char **argv)
 	static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
 		{ "image", cmd_image }, { "inspect", cmd_inspect },
 		{ "load", cmd_load }, { "verify", cmd_verify },
+		{ "entropy", cmd_entropy },
 	};
 
 	if (argc < 2) {

@@ -1,17 +1,32 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* LZ4 block format decoder (lz4 Block_format.md), bounds-checked on every
- * read and write.  Copies go 8 bytes at a time where the buffers allow it,
- * because this runs over ~60 MiB at every rerandomizing kexec. */
+/*
+ * LZ4 block format decoder (lz4 Block_format.md), bounds-checked on every
+ * read and write.  It runs over ~60 MiB at every rerandomizing kexec, so
+ * copies go 8 bytes at a time ("wild" copies that may run up to 15 bytes
+ * past a run, only where both buffers have that much room left; later
+ * writes overwrite the excess).  No SSE: the stage is built without it.
+ */
 #include "lz4dec.h"
 
 #define MIN_MATCH 4
-#define LAST_LITERALS 5
+#define WILD      16
 
 static inline void copy8(uint8_t *d, const uint8_t *s)
 {
 	uint64_t v;
 	__builtin_memcpy(&v, s, 8);
 	__builtin_memcpy(d, &v, 8);
+}
+
+/* Copy n bytes in 8-byte steps; may write up to 7 bytes past d + n. */
+static inline void wild_copy(uint8_t *d, const uint8_t *s, uint64_t n)
+{
+	uint8_t *e = d + n;
+	do {
+		copy8(d, s);
+		d += 8;
+		s += 8;
+	} while (d < e);
 }
 
 /* Read a length continued by 255-valued bytes. */
@@ -37,6 +52,8 @@ int64_t rr_lz4_decode_block(const uint8_t *src, uint64_t src_len, uint8_t *dst, 
 	if (src_len == 0)
 		return -1;
 	for (;;) {
+		if (ip >= iend)
+			return -1;
 		uint8_t token = *ip++;
 		uint64_t lit = token >> 4;
 
@@ -44,15 +61,13 @@ int64_t rr_lz4_decode_block(const uint8_t *src, uint64_t src_len, uint8_t *dst, 
 			return -1;
 		if (lit > (uint64_t)(iend - ip) || lit > (uint64_t)(oend - op))
 			return -1;
-		if (lit <= 16 && (uint64_t)(iend - ip) >= 16 && (uint64_t)(oend - op) >= 16) {
-			copy8(op, ip);
-			copy8(op + 8, ip + 8);
-		} else {
-			uint64_t i = 0;
-			for (; i + 8 <= lit; i += 8)
-				copy8(op + i, ip + i);
-			for (; i < lit; i++)
-				op[i] = ip[i];
+		if (lit) {
+			if ((uint64_t)(iend - ip) >= lit + WILD && (uint64_t)(oend - op) >= lit + WILD) {
+				wild_copy(op, ip, lit);
+			} else {
+				for (uint64_t i = 0; i < lit; i++)
+					op[i] = ip[i];
+			}
 		}
 		op += lit;
 		ip += lit;
@@ -71,17 +86,22 @@ int64_t rr_lz4_decode_block(const uint8_t *src, uint64_t src_len, uint8_t *dst, 
 		mlen += MIN_MATCH;
 		if (mlen > (uint64_t)(oend - op))
 			return -1;
-		if (ip >= iend)
-			return -1;              /* a block must end with literals */
 
 		const uint8_t *m = op - off;
-		if (off >= 8 && (uint64_t)(oend - op) >= mlen + 8) {
-			uint64_t i = 0;
-			for (; i < mlen; i += 8)
-				copy8(op + i, m + i);
-		} else {
+		if ((uint64_t)(oend - op) < mlen + WILD) {
 			for (uint64_t i = 0; i < mlen; i++)
 				op[i] = m[i];
+		} else if (off >= 8) {
+			wild_copy(op, m, mlen);
+		} else {
+			/* Overlapping: the output repeats with period off, so also
+			 * with any multiple of it; step is the first one >= 8. */
+			uint64_t step = off * ((8 + off - 1) / off);
+			uint64_t head = step < mlen ? step : mlen;
+			for (uint64_t i = 0; i < head; i++)
+				op[i] = m[i];
+			if (mlen > head)
+				wild_copy(op + head, op + head - step, mlen - head);
 		}
 		op += mlen;
 	}

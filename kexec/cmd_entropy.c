@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* `rerand entropy`: how many bits of placement a kernel gets on a memory map,
+ * counted by the stage's own selection code, against the stock rule. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "bootparams.h"
+#include "cli.h"
+#include "image.h"
+#include "kernel.h"
+#include "memmap_src.h"
+#include "select.h"
+#include "status.h"
+#include "util.h"
+
+#define MAX_KERNEL_FILE   (512u << 20)
+#define STOCK_KEXEC_MIN   (512ULL << 20)   /* choose_random_location: min(load, 512 MiB) */
+#define MIB               (1ULL << 20)
+
+static const char entropy_help[] =
+"Usage: rerand entropy [IMAGE | --kernel KERNEL | --size BYTES] [--memmap SOURCE]\n"
+"                      [--cmdline S] [--firmware bios|uefi] [--json]\n"
+"\n"
+"Count the placements a kernel can take on a memory map, with the selection\n"
+"code the stage runs, and the same figures under the stock decompressor's\n"
+"rule after a kexec.\n"
+"\n"
+"  IMAGE            a rerand image or a kernel (its in-memory size is used);\n"
+"                   default /boot/vmlinuz-$(uname -r)\n"
+"  --kernel FILE    a bzImage (any codec)\n"
+"  --size BYTES     the in-memory size directly (as `rerand inspect` prints it)\n"
+"  --memmap SOURCE  " RR_MSRC_LIVE " (default), a saved copy of that tree,\n"
+"                   a /proc/iomem copy (taken as root), or dmesg's e820 table\n"
+"  --cmdline S      the next kernel's command line (default /proc/cmdline):\n"
+"                   mem=, memmap=, hugepagesz=1G hugepages=N, elfcorehdr=, nokaslr\n"
+"  --firmware F     bios or uefi; default: detected from SOURCE or " RR_MSRC_EFI_DIR "\n"
+"  --json           one JSON object\n"
+"\n"
+"Assumptions: the map is static, so the figures are an upper bound.  At kexec\n"
+"time the stage also keeps clear its own image, the initrd, boot_params, the\n"
+"command line and every setup_data node, which no saved map can know; each\n"
+"costs at most a few slots.  4-level paging (physical end below 64 TiB).\n"
+"Stock rule after a kexec: the kernel is loaded high, so the decompressor's\n"
+"physical minimum min(load address, 512 MiB) is 512 MiB; on UEFI kexec passes\n"
+"only the EFI runtime map, the decompressor finds no conventional memory in it\n"
+"and leaves the kernel where it was loaded (1 physical slot, 0 bits).\n";
+
+struct figures {
+	uint64_t phys, virt;      /* slot counts */
+	bool fixed_phys;          /* physical base not randomized (1 place) */
+	bool fixed_virt;
+};
+
+static double bits_of(uint64_t n)
+{
+	return n > 1 ? log2((double)n) : 0.0;
+}
+
+static double phys_bits(const struct figures *f)
+{
+	return f->fixed_phys ? 0.0 : bits_of(f->phys);
+}
+
+static double virt_bits(const struct figures *f)
+{
+	return f->fixed_virt ? 0.0 : bits_of(f->virt);
+}
+
+/* What the stage does (kexec/stage/stage.c): the cmdline applied to the map,
+ * slots from 16 MiB up, virtual offsets in [16 MiB, 1 GiB - size]. */
+static void rerand_figures(const struct rr_memmap *map, const struct rr_cmdline *cl,
+			   uint64_t mem_size, uint64_t min_addr, struct figures *ret)
+{
+	static struct rr_memmap m;   /* 6 KiB: not on the stack */
+	struct rr_select_params sp = {
+		.size = RR_ALIGN_UP(mem_size, RERAND_SLOT_ALIGN),
+		.min_addr = min_addr,
+		.max_addr = RERAND_MAX_PHYS_4LEVEL,
+		.align = RERAND_SLOT_ALIGN,
+	};
+
+	m = *map;
+	rr_memmap_apply_cmdline(&m, cl);
+	ret->phys = rr_phys_slot_count(&m, &sp);
+	ret->virt = rr_virt_slot_count(mem_size);
+	/* nokaslr, or nothing fits: the lowest place that fits, one choice. */
+	ret->fixed_phys = cl->nokaslr || ret->phys == 0;
+	ret->fixed_virt = cl->nokaslr || ret->virt == 0;
+}
+
+static int read_cmdline(const char *path, char *buf, size_t cap, struct rr_err *e)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (!f)
+		return rr_errf(e, errno, "%s: %s", path, strerror(errno));
+	n = fread(buf, 1, cap - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = 0;
+	return 0;
+}
+
+/* In-memory size from an image header or a kernel's PT_LOAD extent. */
+static int kernel_size(const char *path, bool must_be_kernel, uint64_t *ret, struct rr_err *e)
+{
+	uint8_t *buf;
+	size_t len;
+	int r;
+
+	r = rr_read_file(path, MAX_KERNEL_FILE, &buf, &len, e);
+	if (r < 0)
+		return r;
+	if (!must_be_kernel && rr_image_probe(buf, len)) {
+		struct rr_image im;
+
+		r = rr_image_parse(buf, len, path, &im, e);
+		if (r == 0)
+			*ret = im.hdr.mem_size;
+	} else {
+		struct rr_kernel k;
+
+		r = rr_kernel_load_mem(buf, len, path, NULL, 0, NULL, &k, e);
+		if (r == 0) {
+			*ret = k.elf.mem_size;
+			rr_kernel_free(&k);
+		}
+	}
+	free(buf);
+	return r;
+}
+
+static bool is_dir(const char *p)
+{
+	struct stat st;
+
+	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Which stock rule applies.  A copy from another machine says nothing about
+ * this one, so /sys/firmware/efi is consulted only for the live map. */
+static enum rr_msrc_firmware detect_firmware(const char *src, const struct rr_msrc_info *info,
+					     const char **how)
+{
+	char up[4200];
+
+	if (!src) {
+		*how = RR_MSRC_EFI_DIR;
+		return is_dir(RR_MSRC_EFI_DIR) ? RR_FW_UEFI : RR_FW_BIOS;
+	}
+	if (info->firmware_hint != RR_FW_UNKNOWN) {
+		*how = "an \"efi: EFI v\" line in the source";
+		return info->firmware_hint;
+	}
+	if (info->format == RR_MSRC_SYSFS) {
+		/* A copy of the whole /sys/firmware keeps efi/ beside memmap/. */
+		snprintf(up, sizeof(up), "%s/../efi", src);
+		if (is_dir(up)) {
+			*how = "an efi/ directory beside the saved tree";
+			return RR_FW_UEFI;
+		}
+	}
+	*how = "assumed: the source shows no sign of EFI (use --firmware uefi)";
+	return RR_FW_BIOS;
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", (unsigned char)*s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+static void json_fig(const char *name, const struct figures *f)
+{
+	printf("\"%s\":{\"phys_slots\":%llu,\"virt_slots\":%llu,\"phys_randomized\":%s,"
+	       "\"virt_randomized\":%s,\"phys_bits\":%.2f,\"virt_bits\":%.2f,\"total_bits\":%.2f}",
+	       name, (unsigned long long)f->phys, (unsigned long long)f->virt,
+	       f->fixed_phys ? "false" : "true", f->fixed_virt ? "false" : "true",
+	       phys_bits(f), virt_bits(f), phys_bits(f) + virt_bits(f));
+}
+
+static void text_fig(const char *name, const struct figures *f)
+{
+	char pc[32], vc[32];
+
+	snprintf(pc, sizeof(pc), "%llu%s", (unsigned long long)f->phys, f->fixed_phys ? "*" : "");
+	snprintf(vc, sizeof(vc), "%llu%s", (unsigned long long)f->virt, f->fixed_virt ? "*" : "");
+	printf("  %-22s %12s %6.1f %12s %6.1f %7.1f\n", name, pc, phys_bits(f), vc, virt_bits(f),
+	       phys_bits(f) + virt_bits(f));
+}
+
+int cmd_entropy(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "kernel", required_argument, NULL, 'k' },
+		{ "size", required_argument, NULL, 's' },
+		{ "memmap", required_argument, NULL, 'm' },
+		{ "cmdline", required_argument, NULL, 'c' },
+		{ "firmware", required_argument, NULL, 'f' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	static struct rr_memmap map;
+	const char *kpath = NULL, *src = NULL, *cmdline = NULL, *fw_how = "--firmware";
+	const char *cmdline_from = "--cmdline", *size_from = "--size";
+	char cmdbuf[RR_CMDLINE_MAX + 1], defkernel[300];
+	enum rr_msrc_firmware fw = RR_FW_UNKNOWN;
+	bool json = false, kpath_is_kernel = false;
+	uint64_t mem_size = 0;
+	struct rr_msrc_info info;
+	struct rr_cmdline cl;
+	struct figures rr, stock;
+	struct rr_err e;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'k': kpath = optarg; kpath_is_kernel = true; break;
+		case 'm': src = optarg; break;
+		case 'c': cmdline = optarg; break;
+		case 'j': json = true; break;
+		case 's': {
+			char *end;
+
+			errno = 0;
+			mem_size = strtoull(optarg, &end, 0);
+			if (errno || *end || mem_size == 0 || optarg[0] == '-') {
+				cli_err("--size: '%s' is not a positive byte count", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		}
+		case 'f':
+			if (!strcmp(optarg, "bios"))
+				fw = RR_FW_BIOS;
+			else if (!strcmp(optarg, "uefi"))
+				fw = RR_FW_UEFI;
+			else {
+				cli_err("--firmware: '%s' is not bios or uefi", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'h':
+			fputs(entropy_help, stdout);
+			return 0;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc - 1 || (optind == argc - 1 && (kpath || mem_size)) ||
+	    (kpath && mem_size)) {
+		cli_err("entropy: usage: rerand entropy [IMAGE | --kernel KERNEL | --size BYTES] "
+			"[--memmap SOURCE] [--cmdline S] [--json]");
+		return EXIT_USAGE;
+	}
+	if (optind == argc - 1)
+		kpath = argv[optind];
+	if (!kpath && !mem_size) {
+		struct utsname u;
+
+		if (uname(&u) < 0) {
+			cli_err("entropy: uname: %s", strerror(errno));
+			return EXIT_FAILURE_RR;
+		}
+		snprintf(defkernel, sizeof(defkernel), "/boot/vmlinuz-%s", u.release);
+		if (access(defkernel, R_OK) < 0) {
+			cli_err("entropy: no kernel given and %s is not readable (%s): pass IMAGE, "
+				"--kernel or --size", defkernel, strerror(errno));
+			return EXIT_FAILURE_RR;
+		}
+		kpath = defkernel;
+	}
+	if (kpath) {
+		size_from = kpath;
+		if (kernel_size(kpath, kpath_is_kernel, &mem_size, &e) < 0) {
+			cli_err("%s", e.msg);
+			return EXIT_FAILURE_RR;
+		}
+	}
+
+	rr_memmap_init(&map);
+	if (rr_msrc_read(src, &map, &info, &e) < 0) {
+		cli_err("%s", e.msg);
+		return EXIT_FAILURE_RR;
+	}
+	if (fw == RR_FW_UNKNOWN)
+		fw = detect_firmware(src, &info, &fw_how);
+	if (!cmdline) {
+		cmdline_from = "/proc/cmdline";
+		if (read_cmdline(cmdline_from, cmdbuf, sizeof(cmdbuf), &e) < 0) {
+			cli_err("%s (pass --cmdline)", e.msg);
+			return EXIT_FAILURE_RR;
+		}
+		cmdline = cmdbuf;
+	}
+	rr_cmdline_parse(cmdline, strlen(cmdline), &cl);
+
+	rerand_figures(&map, &cl, mem_size, RERAND_MIN_PHYS, &rr);
+	/* The stock decompressor after a kexec: same avoid rules from the
+	 * command line, but its floor is 512 MiB, and on UEFI it finds no
+	 * conventional memory at all in the runtime-only EFI map. */
+	rerand_figures(&map, &cl, mem_size, STOCK_KEXEC_MIN, &stock);
+	if (fw == RR_FW_UEFI) {
+		stock.phys = 1;
+		stock.fixed_phys = true;
+	}
+
+	const char *rule = fw == RR_FW_UEFI ? "uefi-runtime-map" : "bios-min-512m";
+	if (json) {
+		printf("{\"memmap\":{\"source\":");
+		json_str(src ? src : RR_MSRC_LIVE);
+		printf(",\"format\":\"%s\",\"entries\":%u,\"ram_entries\":%u,\"ram_bytes\":%llu},",
+		       rr_msrc_format_name(info.format), info.nr_entries, info.nr_ram,
+		       (unsigned long long)info.ram_bytes);
+		printf("\"firmware\":\"%s\",\"firmware_from\":", fw == RR_FW_UEFI ? "uefi" : "bios");
+		json_str(fw_how);
+		printf(",\"kernel\":");
+		json_str(size_from);
+		printf(",\"mem_size\":%llu,\"slot_size\":%llu,\"cmdline_from\":",
+		       (unsigned long long)mem_size,
+		       (unsigned long long)RR_ALIGN_UP(mem_size, RERAND_SLOT_ALIGN));
+		json_str(cmdline_from);
+		printf(",\"nokaslr\":%s,", cl.nokaslr ? "true" : "false");
+		json_fig("rerand", &rr);
+		printf(",");
+		json_fig("stock", &stock);
+		printf(",\"stock_rule\":\"%s\",\"stock_min_addr\":%llu,\"upper_bound\":true}\n", rule,
+		       (unsigned long long)STOCK_KEXEC_MIN);
+		return 0;
+	}
+	printf("memory map:   %s (%s), %u entries, %u usable, %.1f MiB\n",
+	       src ? src : RR_MSRC_LIVE, rr_msrc_format_name(info.format), info.nr_entries,
+	       info.nr_ram, info.ram_bytes / (double)MIB);
+	printf("firmware:     %s (%s)\n", fw == RR_FW_UEFI ? "UEFI" : "BIOS", fw_how);
+	printf("kernel:       %s: in-memory size %llu bytes (%.1f MiB), %llu MiB per slot\n",
+	       size_from, (unsigned long long)mem_size, mem_size / (double)MIB,
+	       (unsigned long long)(RR_ALIGN_UP(mem_size, RERAND_SLOT_ALIGN) / MIB));
+	printf("command line: %s%s\n", cmdline_from, cl.nokaslr ? " (nokaslr)" : "");
+	printf("\n  %-22s %12s %6s %12s %6s %7s\n", "", "phys slots", "bits", "virt slots", "bits",
+	       "total");
+	text_fig("rerand", &rr);
+	text_fig("stock after kexec", &stock);
+	printf("\nstock rule:   %s\n", fw == RR_FW_UEFI
+	       ? "UEFI: kexec passes only the EFI runtime map; the decompressor finds no\n"
+		 "              conventional memory and keeps the load address (1 physical slot)"
+	       : "BIOS: physical minimum min(load address, 512 MiB) = 512 MiB after a kexec\n"
+		 "              (kexec loads the kernel high)");
+	printf("* = not randomized (nokaslr, or no slot fits: the lowest place that fits)\n");
+	printf("These are upper bounds: at kexec time the stage also keeps clear its own\n"
+	       "image, the initrd, boot_params and setup_data, which a static map cannot know.\n");
+	return 0;
+}

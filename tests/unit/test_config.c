@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* rerandd's configuration: values, every error with file:line, drop-in
+ * override order, and a reload that keeps the old config on error. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rerandd.h"
+#include "test.h"
+
+static char dir[256];
+
+static void put(const char *name, const char *text)
+{
+	char p[512];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	f = fopen(p, "w");
+	fputs(text, f);
+	fclose(f);
+}
+
+static bool has_err(const struct rr_cfg_errs *e, const char *needle)
+{
+	for (unsigned i = 0; i < e->n; i++)
+		if (strstr(e->msg[i], needle))
+			return true;
+	return false;
+}
+
+static void test_values(void)
+{
+	int64_t d;
+	uint8_t days;
+
+	T_OK(config_parse_duration("24h", &d) == 0 && d == 86400, "24h");
+	T_OK(config_parse_duration("1d 12h 30min", &d) == 0 && d == 131400, "1d 12h 30min");
+	T_OK(config_parse_duration("90", &d) == 0 && d == 90, "bare seconds");
+	T_OK(config_parse_duration("5 parsecs", &d) < 0 && config_parse_duration("", &d) < 0 &&
+	     config_parse_duration("-5s", &d) < 0, "bad durations refused");
+	T_OK(config_parse_days("Mon..Fri", &days) == 0 && days == 0x3e, "Mon..Fri");
+	T_OK(config_parse_days("Sat..Mon", &days) == 0 && days == 0x43, "Sat..Mon wraps");
+	T_OK(config_parse_days("sunday, Wed", &days) == 0 && days == 0x09, "full names and lists");
+	T_OK(config_parse_days("Mo", &days) < 0 && config_parse_days("Funday", &days) < 0, "bad days refused");
+	T_OK(config_tz_valid("Europe/Berlin") && config_tz_valid("") && !config_tz_valid("Mars/Olympus") &&
+	     !config_tz_valid("../etc/passwd"), "time zones checked against the tz database");
+}
+
+static void test_files(void)
+{
+	struct rr_cfg_errs *e = calloc(1, sizeof(*e));
+	struct rr_config c, old;
+	char main_path[512], dropins[512];
+	int r;
+
+	snprintf(main_path, sizeof(main_path), "%s/rerand.conf", dir);
+	snprintf(dropins, sizeof(dropins), "%s/rerand.conf.d", dir);
+	mkdir(dropins, 0755);
+
+	r = config_load(main_path, dropins, &c, e);
+	T_OK(r == 0 && e->n == 0 && c.max_age == 86400 && c.max_failures == 3,
+	     "no files at all: the defaults");
+
+	put("rerand.conf",
+	    "# comment\n"
+	    "[Policy]\n"
+	    "MaxLayoutAge=12h\n"
+	    "Jitter=30min\n"
+	    "OnOops=immediate\n"
+	    "\n"
+	    "[Window nightly]\n"
+	    "Days=Mon..Fri\n"
+	    "Start=02:00\n"
+	    "Length=2h\n"
+	    "TimeZone=Europe/Berlin\n"
+	    "[Window weekend]\n"
+	    "Days=Sat,Sun\n"
+	    "Start=10:00\n"
+	    "Length=4h\n"
+	    "[Reboot]\n"
+	    "RebootCommand=/bin/echo kexec \"two words\"\n");
+	put("rerand.conf.d/50-site.conf", "[Policy]\nMaxLayoutAge=6h\n[Window nightly]\nStart=03:00\n");
+	put("rerand.conf.d/10-early.conf", "[Policy]\nMaxLayoutAge=1h\nMinRebootInterval=2h\n");
+	put("rerand.conf.d/90-off.conf", "[Window weekend]\nEnabled=no\n");
+	put("rerand.conf.d/README", "this is not a .conf file and is ignored [[[\n");
+	memset(e, 0, sizeof(*e));
+	r = config_load(main_path, dropins, &c, e);
+	T_OK(r == 0 && e->n == 0, "valid main file and drop-ins load (%u errors)", e->n);
+	T_EQ_U64(c.max_age, 6 * 3600, "drop-ins apply in name order: 50-site beats 10-early and the main file");
+	T_EQ_U64(c.min_interval, 2 * 3600, "a key only in 10-early survives");
+	T_EQ_U64(c.jitter, 1800, "a key only in the main file survives");
+	T_OK(c.on_oops == RR_WHEN_IMMEDIATE, "OnOops=immediate");
+	T_OK(c.nr_win == 2 && !strcmp(c.win[0].name, "nightly") && c.win[0].start_min == 180 &&
+	     c.win[0].length == 7200 && c.win[0].days == 0x3e && !strcmp(c.win[0].tz, "Europe/Berlin"),
+	     "a drop-in overrides one key of a named window, keeping the rest");
+	T_OK(!c.win[1].enabled, "a drop-in disables a window");
+	T_OK(!strcmp(c.reboot_cmd, "/bin/echo kexec \"two words\""), "values keep their quotes");
+
+	/* Errors: all of them, each with file:line. */
+	old = c;
+	put("rerand.conf.d/60-bad.conf",
+	    "[Policy]\n"                        /* 1 */
+	    "MaxLayoutAge=soon\n"               /* 2 */
+	    "NoSuchKey=1\n"                     /* 3 */
+	    "this line has no equals sign\n"    /* 4 */
+	    "[Window nightly]\n"                /* 5 */
+	    "TimeZone=Mars/Olympus\n"           /* 6 */
+	    "Start=25:00\n"                     /* 7 */
+	    "[Broken\n"                         /* 8 */
+	    "[Reboot]\n"                        /* 9 */
+	    "Method=teleport\n");               /* 10 */
+	put("rerand.conf.d/70-bad.conf", "[Window x y]\nStart=01:00\n");
+	memset(e, 0, sizeof(*e));
+	c.max_age = 4242;
+	r = config_load(main_path, dropins, &c, e);
+	T_OK(r < 0, "a config with errors is refused");
+	T_OK(c.max_age == 4242, "and the caller's config is untouched");
+	T_OK(e->n == 8, "every error is reported (got %u)", e->n);
+	for (unsigned i = 0; i < e->n; i++)
+		printf("#   %s\n", e->msg[i]);
+	T_OK(has_err(e, "60-bad.conf:2: MaxLayoutAge=soon"), "bad duration at :2");
+	T_OK(has_err(e, "60-bad.conf:3: [Policy]: unknown key NoSuchKey"), "unknown key at :3");
+	T_OK(has_err(e, "60-bad.conf:4: expected Key=Value"), "syntax error at :4");
+	T_OK(has_err(e, "60-bad.conf:6: TimeZone=Mars/Olympus"), "bad zone at :6");
+	T_OK(has_err(e, "60-bad.conf:7: Start=25:00"), "bad time at :7");
+	T_OK(has_err(e, "60-bad.conf:8: bad section header"), "bad section at :8");
+	T_OK(has_err(e, "60-bad.conf:10: Method=teleport"), "bad method at :10");
+	T_OK(has_err(e, "70-bad.conf:1: [Window x y]"), "bad window name in the next file at :1");
+
+	/* SIGHUP-style reload: the old config stays on error, the new one
+	 * replaces it once fixed. */
+	c = old;
+	memset(e, 0, sizeof(*e));
+	r = config_load(main_path, dropins, &c, e);
+	T_OK(r < 0 && c.max_age == 6 * 3600 && c.nr_win == 2, "reload with errors keeps the running config");
+	char p[600];
+	snprintf(p, sizeof(p), "%s/60-bad.conf", dropins);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/70-bad.conf", dropins);
+	unlink(p);
+	put("rerand.conf.d/50-site.conf", "[Policy]\nMaxLayoutAge=8h\n");
+	memset(e, 0, sizeof(*e));
+	r = config_load(main_path, dropins, &c, e);
+	T_OK(r == 0 && c.max_age == 8 * 3600, "fixed config reloads and replaces it");
+
+	/* cross-field checks */
+	put("rerand.conf.d/80-x.conf", "[Policy]\nJitter=9h\n[Reboot]\nMethod=command\nRebootCommand=\n"
+	    "[Window late]\nDays=Mon\n");
+	memset(e, 0, sizeof(*e));
+	r = config_load(main_path, dropins, &c, e);
+	T_OK(r < 0 && has_err(e, "Jitter= is longer than MaxLayoutAge=") &&
+	     has_err(e, "Method=command needs RebootCommand=") &&
+	     has_err(e, "80-x.conf:6: [Window late] has no Start="),
+	     "cross-field errors: jitter > age, command method without a command, incomplete window");
+	free(e);
+}
+
+int main(void)
+{
+	char cmd[300];
+
+	snprintf(dir, sizeof(dir), "/tmp/rerand-test-config-XXXXXX");
+	if (!mkdtemp(dir))
+		return 1;
+	test_values();
+	test_files();
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		printf("# could not remove %s\n", dir);
+	return t_done();
+}
