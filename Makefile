@@ -58,7 +58,7 @@ RERAND      := $(O)/rerand
 # ---- rerandd ---------------------------------------------------------------
 # daemon/main.c holds main(); everything else in daemon/ is also linked into
 # the unit tests through libdaemon.a.
-DAEMON_PKGS := libsystemd libcap inih
+DAEMON_PKGS := libsystemd libcap inih libcurl json-c
 DAEMON_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
@@ -121,9 +121,13 @@ $(LIBDAEMON): $(DAEMON_LIB_OBJS)
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(RERANDD): $(O)/host/daemon/main.o $(LIBDAEMON) $(LIBRERAND)
+$(RERANDD): $(O)/host/daemon/main.o $(LIBDAEMON) $(LIBRERAND) $(O)/host/kexec/stage_blob.o
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $< $(LIBDAEMON) $(LIBRERAND) $(DAEMON_LIBS) $(LIB_LIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(O)/host/kexec/stage_blob.o $(LIBDAEMON) $(LIBRERAND) \
+		$(DAEMON_LIBS) $(LIB_LIBS)
+
+$(O)/host/daemon/config.o: CPPFLAGS += -DRR_RERAND_BIN='"$(BINDIR)/rerand"'
+$(O)/host/daemon/%.o: HOST_CFLAGS += $(DAEMON_CFLAGS)
 
 $(O)/tests/%: tests/unit/%.c $(LIBRERAND) $(LIBDAEMON) tests/unit/test.h
 	@mkdir -p $(dir $@)
@@ -166,9 +170,17 @@ bench: deps all
 	$(Q)scripts/bench.sh
 
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(SYSCONFDIR)/rerand/rerand.conf.d $(DESTDIR)$(SYSCONFDIR)/rerand/pre-reboot.d
 	install -m 0755 $(RERAND) $(DESTDIR)$(BINDIR)/rerand
+	install -m 0755 $(RERANDD) $(DESTDIR)$(SBINDIR)/rerandd
 	install -m 0644 docs/rerand.1 $(DESTDIR)$(MANDIR)/man1/rerand.1
+	install -m 0644 docs/rerandd.8 $(DESTDIR)$(MANDIR)/man8/rerandd.8
+	sed 's|/usr/local/sbin|$(SBINDIR)|g; s|/usr/local/bin|$(BINDIR)|g' systemd/rerandd.service \
+		> $(DESTDIR)$(UNITDIR)/rerandd.service
+	test -e $(DESTDIR)$(SYSCONFDIR)/rerand/rerand.conf || \
+		install -m 0644 etc/rerand.conf $(DESTDIR)$(SYSCONFDIR)/rerand/rerand.conf
 
 clean:
 	rm -rf $(O)

@@ -16,6 +16,10 @@
 #include "rerandd.h"
 
 #define CONF_MAX_FILE (1u << 20)
+/* `make install` may pass -DRR_RERAND_BIN='"$(BINDIR)/rerand"'. */
+#ifndef RR_RERAND_BIN
+#define RR_RERAND_BIN "/usr/local/bin/rerand"
+#endif
 
 static void errs_add(struct rr_cfg_errs *errs, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -40,7 +44,7 @@ void config_defaults(struct rr_config *c)
 	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/rerand");
 	snprintf(c->run_dir, sizeof(c->run_dir), "/run/rerand");
 	snprintf(c->metrics_file, sizeof(c->metrics_file), "/run/rerand/rerand.prom");
-	snprintf(c->rerand_bin, sizeof(c->rerand_bin), "/usr/local/bin/rerand");
+	snprintf(c->rerand_bin, sizeof(c->rerand_bin), "%s", RR_RERAND_BIN);
 	snprintf(c->kexec_bin, sizeof(c->kexec_bin), "kexec");
 	c->tick = 60;
 	snprintf(c->boot_dir, sizeof(c->boot_dir), "/boot");
@@ -282,6 +286,7 @@ struct pctx {
 	const char *p, *end;          /* reader position */
 	unsigned line;                /* line the last reader call returned */
 	bool line_bad;                /* already reported; inih must ignore it */
+	unsigned section_line;        /* line of the last section header */
 	int win;                      /* current window index, -1 none */
 	char win_section[128];
 };
@@ -336,6 +341,7 @@ static char *reader(char *str, int num, void *stream)
 			perr(x, "bad section header (want [Name])");
 			goto blank;
 		}
+		x->section_line = x->line;
 		goto copy;
 	}
 	const char *eq = memchr(s, '=', n);
@@ -360,15 +366,28 @@ blank:
 	return str;
 }
 
+static int window_new(struct pctx *x, const char *section, const char *name);
+
 static int window_index(struct pctx *x, const char *section)
 {
-	const char *name = section + 6;
-	struct rr_config *c = x->c;
+	const char *name = section[6] == ' ' ? section + 7 : section + 6;
+	unsigned key_line = x->line;
+	int r;
 
 	if (!strcmp(x->win_section, section))
 		return x->win;
 	snprintf(x->win_section, sizeof(x->win_section), "%s", section);
-	x->win = -1;
+	/* Section problems belong to the header's line. */
+	x->line = x->section_line;
+	r = window_new(x, section, name);
+	x->line = key_line;
+	return x->win = r;
+}
+
+static int window_new(struct pctx *x, const char *section, const char *name)
+{
+	struct rr_config *c = x->c;
+
 	if (!*name || strlen(name) >= sizeof(c->win[0].name)) {
 		perr(x, "[%s]: a window needs a name of 1-63 characters: [Window NAME]", section);
 		return -1;
@@ -380,7 +399,7 @@ static int window_index(struct pctx *x, const char *section)
 		}
 	for (unsigned i = 0; i < c->nr_win; i++)
 		if (!strcmp(c->win[i].name, name))
-			return x->win = (int)i;        /* a later file overrides key by key */
+			return (int)i;                 /* a later file overrides key by key */
 	if (c->nr_win >= RR_MAX_WINDOWS) {
 		perr(x, "more than %d windows", RR_MAX_WINDOWS);
 		return -1;
@@ -392,7 +411,7 @@ static int window_index(struct pctx *x, const char *section)
 	w->start_min = -1;
 	w->days = 0x7f;
 	snprintf(w->origin, sizeof(w->origin), "%s:%u", x->name, x->line);
-	return x->win = (int)c->nr_win++;
+	return (int)c->nr_win++;
 }
 
 static int window_key(struct pctx *x, const char *section, const char *name, const char *value)

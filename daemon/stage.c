@@ -14,7 +14,9 @@
 #include "image.h"
 #include "rerandd.h"
 
+#ifndef __clang__
 #pragma GCC diagnostic ignored "-Wformat-truncation"  /* paths are checked by stat() */
+#endif
 
 #define CMDLINE_MAX 4096
 

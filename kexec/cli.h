@@ -18,6 +18,10 @@ int cmd_image(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_load(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_now(int argc, char **argv);
+int cmd_hold(int argc, char **argv);
+int cmd_release(int argc, char **argv);
 int cmd_entropy(int argc, char **argv);
 
 /* "rerand: " prefix on stderr. */

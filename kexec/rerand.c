@@ -37,6 +37,11 @@ static void usage(FILE *f)
 	      "  verify [--json] [--setup-data DIR]\n"
 	      "        Check that this boot was randomized (exit 0), was not (1), or\n"
 	      "        has no rerand record (2).\n"
+	      "  status [--json]\n"
+	      "        Ask rerandd for the layout age, the next rerandomization and why,\n"
+	      "        the last verification, entropy, failures and the staged image.\n"
+	      "  now | hold | release\n"
+	      "        Ask rerandd to rerandomize now; block its reboots; lift the block.\n"
 	      "  entropy [IMAGE | --kernel K] [--memmap SOURCE] [--cmdline S] [--json]\n"
 	      "        Bits of placement on a memory map: rerand against the stock rule.\n"
 	      "\n"
@@ -49,6 +54,8 @@ int main(int argc, char **argv)
 	static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
 		{ "image", cmd_image }, { "inspect", cmd_inspect },
 		{ "load", cmd_load }, { "verify", cmd_verify },
+		{ "status", cmd_status }, { "now", cmd_now },
+		{ "hold", cmd_hold }, { "release", cmd_release },
 		{ "entropy", cmd_entropy },
 	};
 

@@ -6,7 +6,8 @@ set -eu
 what=${1:-check}
 
 build_pkgs="gcc make pkg-config binutils libelf-dev liblzma-dev libzstd-dev liblz4-dev
-zlib1g-dev libbz2-dev liblzo2-dev libsystemd-dev libcap-dev libinih-dev"
+zlib1g-dev libbz2-dev liblzo2-dev libsystemd-dev libcap-dev libinih-dev libcurl4-openssl-dev
+libjson-c-dev"
 run_pkgs="qemu-system-x86 ovmf seabios kexec-tools busybox-static cpio xz-utils zstd lz4
 bzip2 gzip lzop python3 coreutils util-linux"
 test_pkgs="clang libclang-rt-14-dev"

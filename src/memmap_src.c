@@ -125,7 +125,9 @@ static void info_add(struct rr_msrc_info *info, struct rr_memmap *m, uint64_t s,
 		     bool ram)
 {
 	info->nr_entries++;
-	if (!ram)
+	/* An empty "usable" entry (old dmesg format, start == end) holds no
+	 * RAM: counting it would let a map with no RAM pass. */
+	if (!ram || s >= e)
 		return;
 	info->nr_ram++;
 	info->ram_bytes += e - s;

@@ -10,6 +10,8 @@
 
 #define MIN_MATCH 4
 #define WILD      16
+#define MFLIMIT   12
+#define LAST_LITERALS 5
 
 static inline void copy8(uint8_t *d, const uint8_t *s)
 {
@@ -29,12 +31,13 @@ static inline void wild_copy(uint8_t *d, const uint8_t *s, uint64_t n)
 	} while (d < e);
 }
 
-/* Read a length continued by 255-valued bytes. */
-static inline int read_len(const uint8_t **ip, const uint8_t *iend, uint64_t *len)
+/* Read a length continued by 255-valued bytes; no byte may be read at or
+ * past limit.  The limits leave room for what must follow (see callers). */
+static inline int read_len(const uint8_t **ip, const uint8_t *limit, uint64_t *len)
 {
 	uint8_t b;
 	do {
-		if (*ip >= iend)
+		if (*ip >= limit)
 			return -1;
 		b = *(*ip)++;
 		*len += b;
@@ -57,12 +60,23 @@ int64_t rr_lz4_decode_block(const uint8_t *src, uint64_t src_len, uint8_t *dst, 
 		uint8_t token = *ip++;
 		uint64_t lit = token >> 4;
 
-		if (lit == 15 && read_len(&ip, iend, &lit) < 0)
+		/* A long literal run is followed by at least 15 literals. */
+		if (lit == 15 && (iend - ip <= 15 || read_len(&ip, iend - 15, &lit) < 0))
 			return -1;
-		if (lit > (uint64_t)(iend - ip) || lit > (uint64_t)(oend - op))
-			return -1;
+		uint64_t in_room = (uint64_t)(iend - ip), out_room = (uint64_t)(oend - op);
+		if (lit + MFLIMIT > out_room || lit + 2 + 1 + LAST_LITERALS > in_room) {
+			/* Near either end: this must be the last sequence, whose
+			 * literals end the block exactly (the format's end rules,
+			 * enforced as liblz4 does). */
+			if (lit != in_room || lit > out_room)
+				return -1;
+			for (uint64_t i = 0; i < lit; i++)
+				op[i] = ip[i];
+			op += lit;
+			break;
+		}
 		if (lit) {
-			if ((uint64_t)(iend - ip) >= lit + WILD && (uint64_t)(oend - op) >= lit + WILD) {
+			if (in_room >= lit + WILD && out_room >= lit + WILD) {
 				wild_copy(op, ip, lit);
 			} else {
 				for (uint64_t i = 0; i < lit; i++)
@@ -71,8 +85,6 @@ int64_t rr_lz4_decode_block(const uint8_t *src, uint64_t src_len, uint8_t *dst, 
 		}
 		op += lit;
 		ip += lit;
-		if (ip == iend)
-			break;                  /* the last sequence has no match */
 
 		if (iend - ip < 2)
 			return -1;
@@ -81,11 +93,14 @@ int64_t rr_lz4_decode_block(const uint8_t *src, uint64_t src_len, uint8_t *dst, 
 		if (off == 0 || off > (uint64_t)(op - dst))
 			return -1;
 		uint64_t mlen = token & 15;
-		if (mlen == 15 && read_len(&ip, iend, &mlen) < 0)
+		/* A match is followed by at least a token and 5 literals' worth
+		 * of input; liblz4 reads match lengths no closer than 4 bytes to
+		 * the end, and so do we, so that we never accept a block it refuses. */
+		if (mlen == 15 && (iend - ip <= 4 || read_len(&ip, iend - 4, &mlen) < 0))
 			return -1;
 		mlen += MIN_MATCH;
-		if (mlen > (uint64_t)(oend - op))
-			return -1;
+		if (mlen + LAST_LITERALS > (uint64_t)(oend - op))
+			return -1;              /* the last 5 bytes are always literals */
 
 		const uint8_t *m = op - off;
 		if ((uint64_t)(oend - op) < mlen + WILD) {

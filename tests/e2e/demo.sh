@@ -25,7 +25,8 @@ done
 if [ -z "$kernel" ]; then
 	shared="$E2E_TOP/../shared/kernels"
 	if [ -d "$shared" ]; then
-		kernel=$(ls "$shared"/vmlinuz-*6.12*cloud* "$shared"/vmlinuz-* 2>/dev/null | head -n1)
+		# Prefer a fast-booting cloud kernel (zstd), else any.
+		kernel=$( (ls "$shared"/vmlinuz-*6.12*cloud*; ls "$shared"/vmlinuz-*) 2>/dev/null | head -n1)
 	fi
 	if [ -z "$kernel" ]; then
 		kernel=$("$E2E_TOP/scripts/fetch-kernel.sh") || { echo "demo: no kernel" >&2; exit 1; }

@@ -1,0 +1,536 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The etcd v3 backend: a counting semaphore of K slot keys, each attached to the
+ * holder's lease, spoken over etcd's JSON gateway with endpoint failover. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "fleet.h"
+
+#define KEY_MAX (FLEET_GROUP_MAX + 64)
+
+struct fleet_etcd {
+	int64_t  lease;          /* 0 = none */
+	int      slot;           /* -1 = none */
+	unsigned cur;            /* endpoint that answered last */
+};
+
+struct fleet_etcd *fleet_etcd_new(void)
+{
+	struct fleet_etcd *e = calloc(1, sizeof(*e));
+	if (e)
+		e->slot = -1;
+	return e;
+}
+
+void fleet_etcd_free(struct fleet_etcd *e)
+{
+	free(e);
+}
+
+static void slot_prefix(const struct fleet *f, char *buf, size_t len)
+{
+	snprintf(buf, len, "/rerand/fleet/%s/slot/", fleet_config_of(f)->group);
+}
+
+/* ---- JSON helpers ------------------------------------------------------------- */
+
+/* etcd's gateway writes int64 as JSON strings; accept numbers too. */
+static int64_t j_i64(json_object *o, const char *key)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v))
+		return 0;
+	if (json_object_is_type(v, json_type_string))
+		return strtoll(json_object_get_string(v), NULL, 10);
+	return json_object_get_int64(v);
+}
+
+static const char *j_str(json_object *o, const char *key)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+static bool j_bool(json_object *o, const char *key)
+{
+	json_object *v;
+
+	/* proto3 JSON leaves out false */
+	return json_object_object_get_ex(o, key, &v) && json_object_get_boolean(v);
+}
+
+static int b64(const char *s, char *out, size_t len)
+{
+	return fleet_b64_encode(s, strlen(s), out, len) < 0 ? -ENOBUFS : 0;
+}
+
+int fleet_etcd_acquire_body(const char *key, const char *id, int64_t lease, char *buf,
+			    size_t len)
+{
+	char k[KEY_MAX * 2], v[FLEET_ID_MAX * 2];
+	int n;
+
+	if (b64(key, k, sizeof(k)) || b64(id, v, sizeof(v)))
+		return -ENOBUFS;
+	/* create_revision == 0 means "the key does not exist": only one acquirer can
+	 * create a given slot, so at most K holders exist however many race. */
+	n = snprintf(buf, len,
+		"{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
+		"\"create_revision\":\"0\"}],"
+		"\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%" PRId64 "\"}}]}",
+		k, k, v, lease);
+	return n < 0 || (size_t)n >= len ? -ENOBUFS : n;
+}
+
+/* Delete key only while it still says id (and, if mod_rev, is unchanged). */
+static int delete_body(const char *key, const char *id, int64_t mod_rev, char *buf, size_t len)
+{
+	char k[KEY_MAX * 2], v[FLEET_ID_MAX * 2], modcmp[KEY_MAX * 2 + 128] = "";
+	int n;
+
+	if (b64(key, k, sizeof(k)) || b64(id, v, sizeof(v)))
+		return -ENOBUFS;
+	if (mod_rev)
+		snprintf(modcmp, sizeof(modcmp),
+			 ",{\"key\":\"%s\",\"target\":\"MOD\",\"result\":\"EQUAL\",\"mod_revision\":\"%" PRId64 "\"}",
+			 k, mod_rev);
+	n = snprintf(buf, len,
+		"{\"compare\":[{\"key\":\"%s\",\"target\":\"VALUE\",\"result\":\"EQUAL\",\"value\":\"%s\"}%s],"
+		"\"success\":[{\"request_delete_range\":{\"key\":\"%s\"}}]}",
+		k, v, modcmp, k);
+	return n < 0 || (size_t)n >= len ? -ENOBUFS : n;
+}
+
+static int cmp_slot(const void *a, const void *b)
+{
+	const struct fleet_holder *x = a, *y = b;
+	return (x->slot > y->slot) - (x->slot < y->slot);
+}
+
+static int parse_range_obj(json_object *root, const char *prefix, unsigned k,
+			   struct fleet_status *st)
+{
+	json_object *kvs;
+	size_t plen = strlen(prefix);
+	size_t n;
+
+	memset(st, 0, sizeof(*st));
+	st->max_concurrent = k;
+	if (!json_object_is_type(root, json_type_object))
+		return -EBADMSG;
+	if (!json_object_object_get_ex(root, "kvs", &kvs))
+		return 0;             /* no key: proto3 JSON omits the empty list */
+	if (!json_object_is_type(kvs, json_type_array))
+		return -EBADMSG;
+	n = json_object_array_length(kvs);
+	for (size_t i = 0; i < n; i++) {
+		json_object *kv = json_object_array_get_idx(kvs, i);
+		const char *k64 = j_str(kv, "key"), *v64 = j_str(kv, "value");
+		char key[KEY_MAX + 1], *end;
+		struct fleet_holder *h;
+		size_t kn, vn;
+		long slot;
+
+		if (!k64 || fleet_b64_decode(k64, key, sizeof(key) - 1, &kn))
+			return -EBADMSG;
+		key[kn] = 0;
+		if (kn <= plen || strncmp(key, prefix, plen))
+			continue;
+		slot = strtol(key + plen, &end, 10);
+		if (*end || slot < 0 || slot > 1000000 || st->nr_holders >= FLEET_MAX_SLOTS)
+			return -EBADMSG;
+		h = &st->holders[st->nr_holders];
+		memset(h, 0, sizeof(*h));
+		if (!v64)
+			v64 = "";
+		if (fleet_b64_decode(v64, h->id, sizeof(h->id) - 1, &vn))
+			return -EBADMSG;
+		h->id[vn] = 0;
+		if (strlen(h->id) != vn)
+			return -EBADMSG;
+		h->slot = (int)slot;
+		h->lease = j_i64(kv, "lease");
+		h->mod_revision = j_i64(kv, "mod_revision");
+		h->ttl = -1;
+		if ((unsigned)slot >= k)
+			st->nr_stray++;
+		st->nr_holders++;
+	}
+	qsort(st->holders, st->nr_holders, sizeof(st->holders[0]), cmp_slot);
+	return 0;
+}
+
+int fleet_etcd_parse_range(const char *body, const char *prefix, unsigned max_concurrent,
+			   struct fleet_status *st)
+{
+	json_object *root = json_tokener_parse(body);
+	int r;
+
+	if (!root)
+		return -EBADMSG;
+	r = parse_range_obj(root, prefix, max_concurrent, st);
+	json_object_put(root);
+	return r;
+}
+
+/* ---- calls with failover ------------------------------------------------------ */
+
+/* One gateway call.  Endpoints are tried in turn, starting with the last one that
+ * answered, until one gives an HTTP answer that is not "unavailable".  0 and the
+ * parsed reply, -ENOENT for etcd's NotFound, another -errno otherwise. */
+static int call(struct fleet *f, struct fleet_etcd *e, const char *path, const char *body,
+		json_object **ret)
+{
+	const struct fleet_config *c = fleet_config_of(f);
+	char last[256] = "no endpoint";
+	unsigned n = c->nr_endpoints;
+
+	for (unsigned i = 0; i < n; i++) {
+		unsigned ep = (e->cur + i) % n;
+		struct fleet_http_reply r;
+		json_object *root;
+		long code;
+		int rc;
+
+		rc = fleet_http_post(f, c->endpoints[ep], path, body, false, &r);
+		if (rc < 0) {
+			snprintf(last, sizeof(last), "%s", fleet_last_error(f));
+			continue;
+		}
+		root = json_tokener_parse(r.body);
+		if (r.status == 503 || r.status == 502 || r.status == 504 || (!root && r.status != 200)) {
+			/* a member without quorum or a proxy in front of a dead one */
+			snprintf(last, sizeof(last), "%s%s: HTTP %ld", c->endpoints[ep], path, r.status);
+			json_object_put(root);
+			free(r.body);
+			continue;
+		}
+		free(r.body);
+		e->cur = ep;
+		if (!root) {
+			fleet_set_error(f, false, "%s%s: the reply is not JSON", c->endpoints[ep], path);
+			return -EBADMSG;
+		}
+		if (r.status != 200) {
+			const char *msg = j_str(root, "message");
+			code = (long)j_i64(root, "code");
+			fleet_set_error(f, false, "%s%s: HTTP %ld: %s", c->endpoints[ep], path, r.status,
+					msg ? msg : "error");
+			json_object_put(root);
+			return code == 5 ? -ENOENT : -EPROTO;
+		}
+		*ret = root;
+		return 0;
+	}
+	fleet_set_error(f, false, "etcd: no endpoint answered (%u tried; last: %s)", n, last);
+	return -EHOSTUNREACH;
+}
+
+static int range(struct fleet *f, struct fleet_etcd *e, struct fleet_status *st)
+{
+	char prefix[KEY_MAX], end[KEY_MAX], k[KEY_MAX * 2], ke[KEY_MAX * 2], body[KEY_MAX * 5];
+	json_object *root;
+	size_t pl;
+	int r;
+
+	slot_prefix(f, prefix, sizeof(prefix));
+	snprintf(end, sizeof(end), "%s", prefix);
+	pl = strlen(end);
+	end[pl - 1]++;            /* "…/slot/" .. "…/slot0": every key under the prefix */
+	if (b64(prefix, k, sizeof(k)) || b64(end, ke, sizeof(ke)))
+		return -ENOBUFS;
+	snprintf(body, sizeof(body), "{\"key\":\"%s\",\"range_end\":\"%s\"}", k, ke);
+	r = call(f, e, "/v3/kv/range", body, &root);
+	if (r < 0)
+		return r;
+	r = parse_range_obj(root, prefix, fleet_config_of(f)->max_concurrent, st);
+	json_object_put(root);
+	if (r < 0)
+		fleet_set_error(f, false, "etcd: %s: malformed range reply", prefix);
+	return r;
+}
+
+static int txn(struct fleet *f, struct fleet_etcd *e, const char *body)
+{
+	json_object *root;
+	bool ok;
+	int r;
+
+	r = call(f, e, "/v3/kv/txn", body, &root);
+	if (r < 0)
+		return r;
+	ok = j_bool(root, "succeeded");
+	json_object_put(root);
+	return ok ? 1 : 0;
+}
+
+static int lease_grant(struct fleet *f, struct fleet_etcd *e, int64_t *ret)
+{
+	char body[64];
+	json_object *root;
+	int64_t id;
+	int r;
+
+	snprintf(body, sizeof(body), "{\"TTL\":\"%" PRId64 "\"}", fleet_config_of(f)->lock_ttl);
+	r = call(f, e, "/v3/lease/grant", body, &root);
+	if (r < 0)
+		return r;
+	id = j_i64(root, "ID");
+	json_object_put(root);
+	if (!id) {
+		fleet_set_error(f, false, "etcd: lease grant returned no lease");
+		return -EPROTO;
+	}
+	*ret = id;
+	return 0;
+}
+
+/* Seconds left after renewal, 0 if the lease no longer exists. */
+static int lease_keepalive(struct fleet *f, struct fleet_etcd *e, int64_t lease, int64_t *ret)
+{
+	char body[64];
+	json_object *root, *res;
+	int r;
+
+	snprintf(body, sizeof(body), "{\"ID\":\"%" PRId64 "\"}", lease);
+	r = call(f, e, "/v3/lease/keepalive", body, &root);
+	if (r < 0)
+		return r;
+	/* a streaming call: the gateway wraps the message in "result" */
+	if (!json_object_object_get_ex(root, "result", &res))
+		res = root;
+	*ret = j_i64(res, "TTL");
+	json_object_put(root);
+	return 0;
+}
+
+static int lease_revoke(struct fleet *f, struct fleet_etcd *e, int64_t lease)
+{
+	char body[64];
+	json_object *root;
+	int r;
+
+	snprintf(body, sizeof(body), "{\"ID\":\"%" PRId64 "\"}", lease);
+	r = call(f, e, "/v3/lease/revoke", body, &root);
+	if (r == -ENOENT)
+		return 0;             /* expired already: the same outcome */
+	if (r < 0)
+		return r;
+	json_object_put(root);
+	return 0;
+}
+
+static int64_t lease_ttl(struct fleet *f, struct fleet_etcd *e, int64_t lease)
+{
+	char body[64];
+	json_object *root;
+	int64_t ttl;
+
+	snprintf(body, sizeof(body), "{\"ID\":\"%" PRId64 "\"}", lease);
+	if (call(f, e, "/v3/lease/timetolive", body, &root) < 0)
+		return -1;
+	ttl = j_i64(root, "TTL");
+	json_object_put(root);
+	return ttl;
+}
+
+/* ---- the semaphore ------------------------------------------------------------ */
+
+static void forget(struct fleet_etcd *e)
+{
+	e->lease = 0;
+	e->slot = -1;
+}
+
+int fleet_etcd_refresh(struct fleet *f, struct fleet_etcd *e)
+{
+	struct fleet_status st;
+	int64_t ttl;
+	int r;
+
+	if (!e->lease)
+		return 0;
+	r = lease_keepalive(f, e, e->lease, &ttl);
+	if (r < 0)
+		return r;
+	if (ttl <= 0) {
+		fleet_set_error(f, false, "etcd: lease %" PRIx64 " expired: slot lost", (uint64_t)e->lease);
+		forget(e);
+		return 0;
+	}
+	/* the lease lives, but an operator may have freed the slot */
+	r = range(f, e, &st);
+	if (r < 0)
+		return r;
+	for (unsigned i = 0; i < st.nr_holders; i++)
+		if (st.holders[i].slot == e->slot && st.holders[i].lease == e->lease &&
+		    !strcmp(st.holders[i].id, fleet_identity(f)))
+			return 1;
+	fleet_set_error(f, false, "etcd: slot %d is no longer ours", e->slot);
+	lease_revoke(f, e, e->lease);
+	forget(e);
+	return 0;
+}
+
+int fleet_etcd_acquire(struct fleet *f, struct fleet_etcd *e)
+{
+	const struct fleet_config *c = fleet_config_of(f);
+	char prefix[KEY_MAX], key[KEY_MAX + 16], body[2048];
+	bool used[FLEET_MAX_SLOTS] = { false };
+	struct fleet_status st;
+	int64_t lease;
+	int r;
+
+	r = range(f, e, &st);
+	if (r < 0)
+		return r;
+	/* recursive: a slot already ours (this boot, or a lease that survived the
+	 * reboot) is kept, not doubled */
+	for (unsigned i = 0; i < st.nr_holders; i++) {
+		if (strcmp(st.holders[i].id, fleet_identity(f)))
+			continue;
+		e->lease = st.holders[i].lease;
+		e->slot = st.holders[i].slot;
+		return fleet_etcd_refresh(f, e);
+	}
+	if (st.nr_holders >= c->max_concurrent) {
+		fleet_set_error(f, false, "etcd: group %s is full (%u of %u slots held)", c->group,
+				st.nr_holders, c->max_concurrent);
+		return 0;
+	}
+	for (unsigned i = 0; i < st.nr_holders; i++)
+		if (st.holders[i].slot < FLEET_MAX_SLOTS)
+			used[st.holders[i].slot] = true;
+	r = lease_grant(f, e, &lease);
+	if (r < 0)
+		return r;
+	slot_prefix(f, prefix, sizeof(prefix));
+	for (unsigned s = 0; s < c->max_concurrent; s++) {
+		if (used[s])
+			continue;
+		snprintf(key, sizeof(key), "%s%u", prefix, s);
+		r = fleet_etcd_acquire_body(key, fleet_identity(f), lease, body, sizeof(body));
+		if (r < 0)
+			break;
+		r = txn(f, e, body);
+		if (r == 1) {
+			e->lease = lease;
+			e->slot = (int)s;
+			return 1;
+		}
+		if (r < 0)
+			break;
+		/* someone took it between our read and our txn: try the next one */
+	}
+	lease_revoke(f, e, lease);
+	if (r == 0)
+		fleet_set_error(f, false, "etcd: group %s: lost the race for every free slot",
+				c->group);
+	return r < 0 ? r : 0;
+}
+
+int fleet_etcd_release(struct fleet *f, struct fleet_etcd *e)
+{
+	struct fleet_status st;
+	char prefix[KEY_MAX], key[KEY_MAX + 16], body[2048];
+	int r;
+
+	r = range(f, e, &st);
+	if (r < 0)
+		return r;
+	slot_prefix(f, prefix, sizeof(prefix));
+	for (unsigned i = 0; i < st.nr_holders; i++) {
+		if (strcmp(st.holders[i].id, fleet_identity(f)))
+			continue;
+		snprintf(key, sizeof(key), "%s%d", prefix, st.holders[i].slot);
+		r = delete_body(key, fleet_identity(f), 0, body, sizeof(body));
+		if (r >= 0)
+			r = txn(f, e, body);
+		if (r < 0)
+			return r;
+	}
+	if (e->lease) {
+		r = lease_revoke(f, e, e->lease);
+		if (r < 0)
+			return r;
+	}
+	forget(e);
+	return 0;
+}
+
+int fleet_etcd_token(const struct fleet_etcd *e, char *buf, size_t len)
+{
+	int n;
+
+	if (!e->lease) {
+		if (len)
+			buf[0] = 0;
+		return 0;
+	}
+	n = snprintf(buf, len, "%" PRIx64 ":%d", (uint64_t)e->lease, e->slot);
+	return n < 0 || (size_t)n >= len ? -ENOBUFS : 0;
+}
+
+int fleet_etcd_resume(struct fleet *f, struct fleet_etcd *e, const char *token)
+{
+	unsigned long long lease;
+	int slot, used = 0;
+
+	forget(e);
+	if (!token || !*token)
+		return 0;
+	if (sscanf(token, "%llx:%d%n", &lease, &slot, &used) != 2 || token[used] || !lease ||
+	    slot < 0 || slot >= FLEET_MAX_SLOTS) {
+		fleet_set_error(f, false, "fleet token \"%s\" is malformed", token);
+		return 0;
+	}
+	e->lease = (int64_t)lease;
+	e->slot = slot;
+	return fleet_etcd_refresh(f, e);
+}
+
+int fleet_etcd_status(struct fleet *f, struct fleet_etcd *e, struct fleet_status *st)
+{
+	int r = range(f, e, st);
+
+	if (r < 0)
+		return r;
+	for (unsigned i = 0; i < st->nr_holders; i++)
+		if (st->holders[i].lease)
+			st->holders[i].ttl = lease_ttl(f, e, st->holders[i].lease);
+	return 0;
+}
+
+int fleet_etcd_release_host(struct fleet *f, struct fleet_etcd *e, const char *host)
+{
+	struct fleet_status st;
+	char prefix[KEY_MAX], key[KEY_MAX + 16], body[2048];
+	int r, freed = 0;
+
+	r = range(f, e, &st);
+	if (r < 0)
+		return r;
+	slot_prefix(f, prefix, sizeof(prefix));
+	for (unsigned i = 0; i < st.nr_holders; i++) {
+		if (strcmp(st.holders[i].id, host))
+			continue;
+		snprintf(key, sizeof(key), "%s%d", prefix, st.holders[i].slot);
+		/* only the exact key we saw: never a slot re-taken since by someone else */
+		r = delete_body(key, host, st.holders[i].mod_revision, body, sizeof(body));
+		if (r >= 0)
+			r = txn(f, e, body);
+		if (r < 0)
+			return r;
+		freed += r;
+	}
+	return freed;
+}

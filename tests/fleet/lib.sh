@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Helpers for the fleet tests: our own etcd members on loopback (data in a temp
+# dir, ports in 127.0.0.1:23xx), simulated hosts, and waiting with a bound.
+# Sourced by tests/cli/test-fleet.sh, which sets $tmp, $SIM and $FLEET.
+
+export ETCDCTL_API=3
+
+now_ms() { date +%s%3N; }
+
+# port_free PORT: nobody listens on 127.0.0.1:PORT
+port_free() { ! ss -Htln "sport = :$1" 2>/dev/null | grep -q .; }
+
+# etcd_member NAME CLIENT_PORT PEER_PORT INITIAL_CLUSTER: start (or restart, same
+# data dir) one member in the background; its pid goes to $tmp/etcd-NAME.pid.
+etcd_member() {
+	local name=$1 cp=$2 pp=$3 cluster=$4
+	etcd --name "$name" --data-dir "$tmp/etcd-$name" \
+		--listen-client-urls "http://127.0.0.1:$cp" --advertise-client-urls "http://127.0.0.1:$cp" \
+		--listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
+		--initial-cluster "$cluster" --initial-cluster-state new \
+		--initial-cluster-token "rerand-fleet-test-$$" \
+		>>"$tmp/etcd-$name.log" 2>&1 &
+	echo $! >"$tmp/etcd-$name.pid"
+}
+
+etcd_kill() { # NAME [SIGNAL]
+	local pid
+	pid=$(cat "$tmp/etcd-$1.pid" 2>/dev/null) || return 0
+	kill -"${2:-KILL}" "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	rm -f "$tmp/etcd-$1.pid"
+}
+
+# etcd_healthy ENDPOINTS TIMEOUT_S: every endpoint answers health within the time.
+etcd_healthy() {
+	local eps=$1 until=$(($(date +%s) + $2))
+	while [ "$(date +%s)" -le "$until" ]; do
+		etcdctl --endpoints="$eps" --dial-timeout=1s --command-timeout=2s endpoint health \
+			>/dev/null 2>&1 && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+# wait_for TIMEOUT_S CMD...: poll CMD every 0.1 s until it succeeds.
+wait_for() {
+	local until=$(($(date +%s%3N) + $1 * 1000)); shift
+	while [ "$(date +%s%3N)" -le "$until" ]; do
+		"$@" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# run_host CONF ID DOWN_MS [sim options...]: one simulated host.  The reboot is the
+# one simulated step: when fleet-sim exits 100 the "host" is down for DOWN_MS and then
+# boots again (a new process, a new boot id).  The final exit code goes to
+# $tmp/host-ID/rc.
+run_host() {
+	local conf=$1 id=$2 down=$3; shift 3
+	local dir=$tmp/host-$id rc
+	mkdir -p "$dir"
+	while :; do
+		"$SIM" -c "$conf" -i "$id" -s "$dir" -l "$FLEET" "$@" boot 2>>"$dir/stderr" &
+		echo $! >"$dir/pid"
+		wait $!
+		rc=$?
+		[ $rc -eq 100 ] || break
+		sleep "$(printf '%d.%03d' $((down / 1000)) $((down % 1000)))"
+	done
+	echo "$rc" >"$dir/rc"
+}
+
+# hosts_done N...: every listed host has an rc file.
+hosts_done() { local h; for h in "$@"; do [ -s "$tmp/host-$h/rc" ] || return 1; done; }
+hosts_rc_zero() { local h; for h in "$@"; do [ "$(cat "$tmp/host-$h/rc" 2>/dev/null)" = 0 ] || return 1; done; }
+
+# kv KEY FILE: the value of KEY=... printed by analyze.py
+kv() { sed -n "s/^$1=//p" "$2"; }
+
+etcd_keys() { # ENDPOINTS PREFIX: how many keys under the prefix; fails if etcd does not answer
+	local out
+	out=$(etcdctl --endpoints="$1" --dial-timeout=1s --command-timeout=2s get --prefix "$2" \
+		--keys-only 2>/dev/null) || return 1
+	grep -c . <<<"$out"
+}

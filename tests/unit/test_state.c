@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* rerandd's state file (atomic writes, truncated or garbage files), boot
+ * accounting, and the small pure helpers around it: command-line cleaning,
+ * SHA-256, the control protocol and the status/metrics text. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rerandd.h"
+#include "test.h"
+
+static char dir[256], path[300];
+
+static unsigned count_files(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	unsigned n = 0;
+
+	while (d && (de = readdir(d)))
+		n += de->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void put(const char *text, size_t len)
+{
+	FILE *f = fopen(path, "w");
+	fwrite(text, 1, len, f);
+	fclose(f);
+}
+
+static void test_file(void)
+{
+	struct rr_state a, b;
+	struct rr_err e;
+	char buf[4096], corrupt[320];
+	struct stat st;
+	int n;
+
+	state_init(&a);
+	snprintf(a.boot_id, sizeof(a.boot_id), "0a1b2c3d-0000-4000-8000-00000000abcd");
+	a.failures = 2;
+	a.successes = 17;
+	a.total_failures = 5;
+	a.last_reboot = 1767225600;
+	a.hold = true;
+	a.trig_oops = true;
+	a.taint_handled = 512;
+	a.jitter = 1234;
+	a.last_verify = RR_V_RANDOMIZED;
+	snprintf(a.staged_sha, sizeof(a.staged_sha), "%064d", 7);
+	state_record_attempt(&a, RR_WHY_OOPS, 1767229200);
+
+	T_OK(state_load(path, &b, &e) == 0 && b.failures == 0 && b.jitter == -1,
+	     "no state file: defaults, jitter not drawn");
+	T_OK(state_save(path, &a, &e) == 0, "save");
+	T_OK(count_files() == 1, "atomic save leaves exactly one file (no temporary)");
+	T_OK(stat(path, &st) == 0 && st.st_size > 100, "state file written");
+	T_OK(state_load(path, &b, &e) == 0, "load it back");
+	T_OK(b.failures == 2 && b.successes == 17 && b.total_failures == 5 && b.hold && b.trig_oops &&
+	     !b.trig_now && b.taint_handled == 512 && b.jitter == 1234 && b.attempt &&
+	     b.attempt_reason == RR_WHY_OOPS && b.attempt_time == 1767229200 &&
+	     !strcmp(b.attempt_boot_id, a.boot_id) && !strcmp(b.staged_sha, a.staged_sha) &&
+	     b.last_verify == RR_V_RANDOMIZED && b.last_reboot == 1767229200,
+	     "every field round-trips");
+
+	n = state_format(&a, buf, sizeof(buf));
+	T_OK(n > 0 && state_parse(buf, (size_t)n, &b) == 0, "format/parse agree");
+	T_OK(state_parse(buf, (size_t)n - 5, &b) == -EBADMSG && b.failures == 0,
+	     "a file cut mid-line is refused and gives the defaults");
+	T_OK(state_parse(buf + 10, (size_t)n - 10, &b) == -EBADMSG, "a file without version=1 is refused");
+	T_OK(state_parse("version=1\nfailures=-3\n", 22, &b) == -EBADMSG, "a negative count is refused");
+	T_OK(state_parse("version=1\nhold=2\n", 17, &b) == -EBADMSG, "a flag other than 0/1 is refused");
+	T_OK(state_parse("version=1\nfuture_key=x\nfailures=4\n", 34, &b) == 0 && b.failures == 4,
+	     "unknown keys from a newer rerandd are skipped");
+	T_OK(state_parse("version=1\nboot_id=../../etc\n", 28, &b) == -EBADMSG, "a non-hex boot id is refused");
+
+	/* A garbage file on disk is moved aside and the daemon starts afresh. */
+	put("\x7f" "ELF\0\0garbage\n", 13);
+	snprintf(corrupt, sizeof(corrupt), "%s.corrupt", path);
+	T_OK(state_load(path, &b, &e) == -EBADMSG && b.failures == 0 && strstr(e.msg, "corrupt"),
+	     "garbage state: -EBADMSG, defaults, a message");
+	T_OK(access(corrupt, F_OK) == 0 && access(path, F_OK) != 0, "the corrupt file is kept aside");
+	put(buf, (size_t)n / 2);
+	T_OK(state_load(path, &b, &e) == -EBADMSG, "a truncated state file is handled the same way");
+	T_OK(state_save(path, &a, &e) == 0 && state_load(path, &b, &e) == 0 && b.failures == 2,
+	     "and a new save works after it");
+	unlink(corrupt);
+}
+
+static void test_accounting(void)
+{
+	const char *b1 = "11111111-1111-4111-8111-111111111111";
+	const char *b2 = "22222222-2222-4222-8222-222222222222";
+	struct rr_state s;
+
+	state_init(&s);
+	T_OK(state_account_boot(&s, b1, RR_V_ABSENT, 100) == RR_OUT_SAME_BOOT && !strcmp(s.boot_id, b1),
+	     "first start ever: nothing to account");
+	s.jitter = 99;
+	T_OK(state_account_boot(&s, b1, RR_V_ABSENT, 110) == RR_OUT_SAME_BOOT && s.jitter == 99,
+	     "daemon restart in the same boot keeps the jitter");
+
+	state_record_attempt(&s, RR_WHY_AGE, 200);
+	s.trig_now = true;
+	T_OK(state_account_boot(&s, b1, RR_V_ABSENT, 210) == RR_OUT_ABORTED && !s.attempt &&
+	     s.failures == 0, "killed before the reboot went out: aborted, not a failure");
+
+	state_record_attempt(&s, RR_WHY_AGE, 300);
+	T_OK(state_account_boot(&s, b2, RR_V_RANDOMIZED, 400) == RR_OUT_SUCCESS && s.successes == 1 &&
+	     s.failures == 0 && !s.attempt && s.jitter == -1 && !s.trig_now &&
+	     !strcmp(s.boot_id, b2) && s.last_verify == RR_V_RANDOMIZED,
+	     "new boot id + randomized record: success; triggers cleared, jitter redrawn");
+
+	state_record_attempt(&s, RR_WHY_AGE, 500);
+	T_OK(state_account_boot(&s, b1, RR_V_ABSENT, 600) == RR_OUT_FAILURE && s.failures == 1 &&
+	     s.total_failures == 1 && s.last_failure == 600,
+	     "new boot without our record (firmware reboot, failed kexec): failure");
+	state_record_attempt(&s, RR_WHY_AGE, 700);
+	T_OK(state_account_boot(&s, b2, RR_V_NOT_RANDOMIZED, 800) == RR_OUT_FAILURE && s.failures == 2,
+	     "record says not randomized: failure, consecutive count grows");
+	state_record_attempt(&s, RR_WHY_AGE, 900);
+	T_OK(state_account_boot(&s, b1, RR_V_MALFORMED, 1000) == RR_OUT_FAILURE && s.failures == 3,
+	     "malformed record: failure");
+	state_record_attempt(&s, RR_WHY_NOW, 1100);
+	T_OK(state_account_boot(&s, b2, RR_V_RANDOMIZED, 1200) == RR_OUT_SUCCESS && s.failures == 0 &&
+	     s.total_failures == 3, "a verified boot resets the consecutive count");
+	T_OK(state_account_boot(&s, b1, RR_V_RANDOMIZED, 1300) == RR_OUT_UNPLANNED && s.successes == 2,
+	     "a reboot rerandd did not plan is noted but not counted");
+	state_record_attempt(&s, RR_WHY_AGE, 1400);
+	state_record_failed_reboot(&s, 1401);
+	T_OK(!s.attempt && s.failures == 1 && s.last_failure == 1401, "a refused reboot call is a failure");
+}
+
+static void test_helpers(void)
+{
+	char out[256];
+	struct rr_err e;
+	struct rr_sha256 h;
+	uint8_t d[32];
+	char hex[65];
+
+	T_OK(stage_clean_cmdline("BOOT_IMAGE=/vmlinuz-6.1 root=/dev/sda1 initrd=/initrd.img ro quiet\n",
+				 out, sizeof(out), &e) == 0 && !strcmp(out, "root=/dev/sda1 ro quiet"),
+	     "BOOT_IMAGE= and initrd= dropped: '%s'", out);
+	T_OK(stage_clean_cmdline("console=ttyS0 nokaslr", out, sizeof(out), &e) == -EINVAL &&
+	     strstr(e.msg, "nokaslr"), "nokaslr refused with an error");
+	T_OK(stage_clean_cmdline("a foo=\"x nokaslr y\" -- nokaslr", out, sizeof(out), &e) == 0 &&
+	     !strcmp(out, "a foo=\"x nokaslr y\" -- nokaslr"),
+	     "nokaslr inside quotes or after -- is not the kernel's");
+	T_OK(stage_clean_cmdline("abcdef ghijkl", out, 8, &e) == -E2BIG, "too long for the buffer");
+
+	sha256_init(&h);
+	sha256_update(&h, "abc", 3);
+	sha256_final(&h, d);
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+	T_OK(!strcmp(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+	     "SHA-256(\"abc\") (FIPS 180-4 example)");
+	sha256_init(&h);
+	for (int i = 0; i < 1000; i++)
+		sha256_update(&h, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+				  "aaaaaaaaaaaaaaaaaaaaaaaaaaa", 100);
+	sha256_final(&h, d);
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+	/* expected value from coreutils sha256sum */
+	T_OK(!strcmp(hex, "6d1cf22d7cc09b085dfc25ee1a1f3ae0265804c607bc2074ad253bcc82fd81ee"),
+	     "SHA-256 of 100000 'a' in 100-byte pieces (crosses block edges)");
+
+	T_OK(control_parse("status\n", 7) == RR_CTL_STATUS && control_parse("status json", 11) == RR_CTL_STATUS_JSON &&
+	     control_parse("now", 3) == RR_CTL_NOW && control_parse("hold\r\n", 6) == RR_CTL_HOLD &&
+	     control_parse("release", 7) == RR_CTL_RELEASE && control_parse("reboot", 6) == RR_CTL_BAD &&
+	     control_parse("now\0x", 5) == RR_CTL_BAD, "control protocol words");
+
+	struct rr_view v = { .layout_age = 90061, .verify = RR_V_RANDOMIZED, .entropy_bits = 23.4,
+			     .failures = 1, .max_failures = 3, .staged = true, .successes = 4,
+			     .plan = { RR_ACT_WAIT, RR_WHY_AGE, RR_BLK_NONE, 1767225600 } };
+	char body[4096];
+	snprintf(v.kernel, sizeof(v.kernel), "/boot/vmlinuz-\"q\"");
+	T_OK(control_format_json(&v, body, sizeof(body)) > 0 && strstr(body, "\"randomized\":true") &&
+	     strstr(body, "\"next_reboot\":1767225600") && strstr(body, "\"reason\":\"layout-age\"") &&
+	     strstr(body, "vmlinuz-\\\"q\\\""), "status JSON fields and string escaping");
+	T_OK(control_format_text(&v, body, sizeof(body)) > 0 && strstr(body, "1d 1h 1min") &&
+	     strstr(body, "2026-01-01 00:00:00 UTC (layout-age)"), "status text: age and next reboot");
+	T_OK(metrics_format(&v, body, sizeof(body)) > 0 && strstr(body, "\nrerand_layout_age_seconds 90061\n") &&
+	     strstr(body, "\nrerand_boot_randomized 1\n") && strstr(body, "\nrerand_entropy_bits 23.4\n") &&
+	     strstr(body, "\nrerand_consecutive_failures 1\n") &&
+	     strstr(body, "\nrerand_next_reboot_timestamp_seconds 1767225600\n"),
+	     "metrics in Prometheus text format");
+	T_OK(control_format_text(&v, body, 40) == -ENOBUFS, "a short buffer is reported, not overrun");
+}
+
+int main(void)
+{
+	char cmd[300];
+
+	snprintf(dir, sizeof(dir), "/tmp/rerand-test-state-XXXXXX");
+	if (!mkdtemp(dir))
+		return 1;
+	snprintf(path, sizeof(path), "%s/state", dir);
+	test_file();
+	test_accounting();
+	test_helpers();
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		printf("# could not remove %s\n", dir);
+	return t_done();
+}
