@@ -43,9 +43,14 @@ if [ -n "$K" ]; then
 	poff=$(od -An -tu4 -j 0x248 -N4 "$cloud"); plen=$(od -An -tu4 -j 0x24c -N4 "$cloud")
 	head -c $((pm + poff + plen / 2)) "$cloud" >"$tmp/truncated"
 	expect_fail "truncated kernel refused" "$tmp/truncated" "truncat|outside|past the end" image "$tmp/truncated" -o "$tmp/out.img"
-	cp "$cloud" "$tmp/corrupt"; chmod u+w "$tmp/corrupt"
+	# xz carries a CRC; the lz4 legacy frame has no checksum at all, so
+	# corruption there is only caught when it breaks the stream's structure.
+	generic=$K/vmlinuz-6.1.0-57-amd64
+	gpm=$(( ($(od -An -tu1 -j 0x1f1 -N1 "$generic") + 1) * 512 ))
+	gpoff=$(od -An -tu4 -j 0x248 -N4 "$generic"); gplen=$(od -An -tu4 -j 0x24c -N4 "$generic")
+	cp "$generic" "$tmp/corrupt"; chmod u+w "$tmp/corrupt"
 	printf '\xde\xad\xbe\xef\xde\xad\xbe\xef\xde\xad\xbe\xef' |
-		dd of="$tmp/corrupt" bs=1 seek=$((pm + poff + plen / 2)) conv=notrunc status=none
+		dd of="$tmp/corrupt" bs=1 seek=$((gpm + gpoff + gplen / 2)) conv=notrunc status=none
 	expect_fail "corrupt payload refused" "$tmp/corrupt" "corrupt|error|invalid|malformed" image "$tmp/corrupt" -o "$tmp/out.img"
 	cp "$cloud" "$tmp/k32"; chmod u+w "$tmp/k32"
 	printf '\x02' | dd of="$tmp/k32" bs=1 seek=$((0x236)) conv=notrunc status=none

@@ -17,6 +17,7 @@ check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
 bg_pids=()
 cleanup() {
 	local p f
+	exec 2>/dev/null
 	for p in "${bg_pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
 	for f in "$tmp"/host-*/pid; do [ -e "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null; done
 	for f in "$tmp"/etcd-*.pid; do [ -e "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null; done
@@ -46,9 +47,9 @@ if ! ${CC:-cc} -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -D_GNU_SOUR
 	nok "build fleet-sim"; sed 's/^/#   /' "$tmp/cc.log"; echo "1..$n"; exit 1
 fi
 
-for p in 2311 2312 2321 2322 2323 2324 2325 2326; do
+for p in 2311 2312 2321 2322 2323 2324 2325 2326 2331 2332; do
 	if ! port_free "$p"; then
-		nok "port 127.0.0.1:$p is in use; the test needs 2311-2312 and 2321-2326"
+		nok "port 127.0.0.1:$p is in use; the test needs 2311-2312, 2321-2326 and 2331-2332"
 		echo "1..$n"; exit 1
 	fi
 done
@@ -196,7 +197,7 @@ victim=$!; bg_pids+=($victim)
 wait_for 10 grep -q ' victim ACQUIRED' "$FLEET"
 run_host "$tmp/k.conf" waiter 500 -d 300 -v 300 -t 60 & bg_pids+=($!)
 wait_for 5 grep -q ' waiter WAIT' "$FLEET"
-kill -KILL "$victim"; tk=$(now_ms)
+{ kill -KILL "$victim"; tk=$(now_ms); wait "$victim"; } 2>/dev/null
 wait_for $((TTL * 3)) eval '[ "$(etcd_keys "$E1" /rerand/fleet/kill/slot/0)" -eq 0 ]'
 tfree=$(now_ms)
 wait_for 30 hosts_done waiter
@@ -212,6 +213,43 @@ check "kill -9: the waiting host got the slot ${take_ms} ms after the kill and c
 check "kill -9: the victim never came back" eval '! grep -q " victim \(RESUMED\|COMPLETE\)" "$FLEET"'
 echo "# recovery after a holder died: slot free after ${free_ms} ms, next holder after ${take_ms} ms (TTL ${TTL} s)"
 etcd_kill s1
+
+# ---- etcd over TLS with client certificates ----------------------------------------------
+if command -v openssl >/dev/null; then
+	(
+		cd "$tmp" || exit 1
+		gen() { # NAME CN EXT...: an EC key and a certificate signed by the test CA
+			openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$1.key" \
+				-out "$1.csr" -subj "/CN=$2" 2>/dev/null &&
+			printf '%s\n' "${@:3}" >"$1.ext" &&
+			openssl x509 -req -in "$1.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 \
+				-out "$1.pem" -extfile "$1.ext" 2>/dev/null
+		}
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key \
+			-out ca.pem -days 1 -subj /CN=rerand-test-ca 2>/dev/null &&
+		gen srv 127.0.0.1 subjectAltName=IP:127.0.0.1 extendedKeyUsage=serverAuth &&
+		gen cli rerand-host extendedKeyUsage=clientAuth
+	) >"$tmp/openssl.log" 2>&1
+	etcd --name t1 --data-dir "$tmp/etcd-t1" \
+		--listen-client-urls https://127.0.0.1:2331 --advertise-client-urls https://127.0.0.1:2331 \
+		--listen-peer-urls http://127.0.0.1:2332 --initial-advertise-peer-urls http://127.0.0.1:2332 \
+		--initial-cluster t1=http://127.0.0.1:2332 --cert-file "$tmp/srv.pem" --key-file "$tmp/srv.key" \
+		--client-cert-auth --trusted-ca-file "$tmp/ca.pem" >>"$tmp/etcd-t1.log" 2>&1 &
+	echo $! >"$tmp/etcd-t1.pid"
+	printf '[Fleet]\nBackend=etcd\nGroup=tls\nEndpoints=https://127.0.0.1:2331\nCACert=%s\nCert=%s\nKey=%s\nTimeout=2\n' \
+		"$tmp/ca.pem" "$tmp/cli.pem" "$tmp/cli.key" >"$tmp/tls.conf"
+	grep -v '^Cert=\|^Key=' "$tmp/tls.conf" >"$tmp/tls-nocert.conf"
+	wait_for 20 eval '"$SIM" -c "$tmp/tls.conf" -i t status >/dev/null 2>&1'
+	check "tls: with CACert=, Cert= and Key= a host takes and frees a slot over https" \
+		eval '"$SIM" -c "$tmp/tls.conf" -i t acquire | grep -q "^held" &&
+		      "$SIM" -c "$tmp/tls.conf" -i t release | grep -q "^released"'
+	"$SIM" -c "$tmp/tls-nocert.conf" -i t acquire >"$tmp/out" 2>&1; rc=$?
+	check "tls: without a client certificate etcd refuses: error, fail closed (exit $rc)" \
+		eval '[ $rc -eq 2 ] && grep -q "no endpoint answered" "$tmp/out"'
+	etcd_kill t1
+else
+	nok "tls: openssl is missing (Debian: openssl)"
+fi
 
 # ---- etcd, three members ------------------------------------------------------------------
 CL=c1=http://127.0.0.1:2322,c2=http://127.0.0.1:2324,c3=http://127.0.0.1:2326

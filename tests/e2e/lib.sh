@@ -50,7 +50,9 @@ e2e_image() {
 	key=$(printf '%s %s' "$(e2e_sha "$kernel")" "$(e2e_sha "$E2E_RERAND")" | sha256sum | cut -c1-16)
 	out="$E2E_CACHE/image-$key"
 	mkdir -p "$E2E_CACHE"
-	if [ ! -s "$out" ]; then
+	if [ -s "$out" ]; then
+		touch "$out"
+	else
 		local tmp="$out.$BASHPID.tmp"
 		"$E2E_RERAND" image "$kernel" -o "$tmp" >&2 ||
 			{ rm -f "$tmp"; e2e_die "$E2E_RERAND image $kernel failed"; }
@@ -66,7 +68,7 @@ e2e_image() {
 # very same initrd to the next kernel.
 e2e_initrd() {
 	local mode=$1 image=$2
-	local inputs=("$E2E_BUSYBOX" "$E2E_KEXEC" "$E2E_DIR/guest-init.sh" "$image")
+	local inputs=("$E2E_BUSYBOX" "$E2E_KEXEC" "$E2E_DIR/guest-init.sh" "$E2E_DIR/lib.sh" "$image")
 	[ "$mode" = rerand ] && inputs+=("$E2E_RERAND")
 	local f key=$mode
 	for f in "${inputs[@]}"; do
@@ -75,7 +77,10 @@ e2e_initrd() {
 	done
 	key=$(echo "$key" | sha256sum | cut -c1-16)
 	local out="$E2E_CACHE/initrd-$mode-$key.cpio"
-	if [ -s "$out" ]; then echo "$out"; return 0; fi
+	# mtime marks the last use: entries unused for a day are pruned.
+	if [ -s "$out" ]; then touch "$out"; echo "$out"; return 0; fi
+	find "$E2E_CACHE" -maxdepth 1 -type f \( -name 'initrd-*' -o -name 'image-*' \) \
+		-mtime +0 -delete 2>/dev/null
 
 	if ldd "$E2E_BUSYBOX" >/dev/null 2>&1; then
 		e2e_die "$E2E_BUSYBOX is not static: install busybox-static"

@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The fleet layer's pure logic: back-off bounds and jitter, window spreading,
+ * base64, the JSON the backends send and parse, and the [Fleet] config keys. */
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fleet.h"
+#include "test.h"
+
+static uint64_t sm_state = 0x9e3779b97f4a7c15ull;
+static uint64_t splitmix(void)
+{
+	uint64_t z = (sm_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static void test_backoff(void)
+{
+	bool bounds = true, capped = true;
+	int64_t lo = INT64_MAX, hi = 0;
+	double sum = 0;
+
+	for (unsigned a = 0; a < 70; a++) {
+		int64_t d = 1000;
+		for (unsigned i = 0; i < a && d < 60000; i++)
+			d = d * 2 > 60000 ? 60000 : d * 2;
+		for (int k = 0; k < 200; k++) {
+			int64_t v = fleet_backoff_ms(a, 1000, 60000, splitmix());
+			if (v < d / 2 || v > d)
+				bounds = false;
+			if (v > 60000)
+				capped = false;
+		}
+	}
+	T_OK(bounds, "back-off: every draw lies in [d/2, d] with d = min(cap, base * 2^attempt)");
+	T_OK(capped, "back-off: never above the cap, even at attempt 69 (no overflow)");
+	T_EQ_U64(fleet_backoff_ms(0, 1000, 60000, 0), 500, "back-off: attempt 0, lowest draw is base/2");
+	T_EQ_U64(fleet_backoff_ms(0, 1000, 60000, 500), 1000, "back-off: attempt 0, highest draw is base");
+	T_EQ_U64(fleet_backoff_ms(3, 1000, 60000, 0), 4000, "back-off: attempt 3 starts at 8 s / 2");
+	T_EQ_U64(fleet_backoff_ms(40, 1000, 60000, 30000), 60000, "back-off: a late attempt tops out at the cap");
+	T_EQ_U64(fleet_backoff_ms(2, 5000, 1000, 0), 2500, "back-off: a cap below the base is raised to the base");
+	for (int k = 0; k < 20000; k++) {
+		int64_t v = fleet_backoff_ms(5, 1000, 60000, splitmix());
+		lo = v < lo ? v : lo;
+		hi = v > hi ? v : hi;
+		sum += (double)v;
+	}
+	/* 32 s: uniform in [16 s, 32 s] has mean 24 s */
+	T_OK(lo < 16200 && hi > 31800, "jitter: draws cover [16 s, 32 s] (saw %lld..%lld)",
+	     (long long)lo, (long long)hi);
+	T_OK(sum / 20000 > 23500 && sum / 20000 < 24500, "jitter: mean %.0f ms is near 24000",
+	     sum / 20000);
+}
+
+static void test_spread(void)
+{
+	bool in = true;
+	int64_t lo = INT64_MAX, hi = 0;
+	unsigned buckets[10] = { 0 };
+
+	/* window [10000, 13600): hosts due before it opens */
+	for (int k = 0; k < 20000; k++) {
+		int64_t t = fleet_spread_start(5000, 10000, 13600, splitmix());
+		if (t < 10000 || t >= 11800)
+			in = false;
+		lo = t < lo ? t : lo;
+		hi = t > hi ? t : hi;
+		if (t >= 10000 && t < 11800)
+			buckets[(t - 10000) / 180]++;
+	}
+	T_OK(in, "spread: due before the window, starts fall in its first half");
+	T_OK(lo < 10010 && hi > 11790, "spread: starts cover the first half (%lld..%lld)",
+	     (long long)lo, (long long)hi);
+	bool flat = true;
+	for (int b = 0; b < 10; b++)
+		if (buckets[b] < 1600 || buckets[b] > 2400)
+			flat = false;
+	T_OK(flat, "spread: no tenth of the spread gets more than 1.2x its share (no stampede)");
+	in = true;
+	for (int k = 0; k < 1000; k++) {
+		int64_t t = fleet_spread_start(13000, 10000, 13600, splitmix());
+		if (t < 13000 || t >= 13300)
+			in = false;
+	}
+	T_OK(in, "spread: inside the window, starts fall in the first half of what is left");
+	T_EQ_U64(fleet_spread_start(13600, 10000, 13600, 7), 0, "spread: a window that is over gives 0");
+	T_EQ_U64(fleet_spread_start(13599, 10000, 13600, 7), 13599, "spread: the last second starts now");
+}
+
+static void test_b64(void)
+{
+	static const char *const plain[] = { "", "f", "fo", "foo", "foob", "fooba", "foobar" };
+	static const char *const enc[] = { "", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=",
+					   "Zm9vYmFy" };
+	char buf[64], back[64];
+	bool all = true;
+	size_t n;
+
+	for (unsigned i = 0; i < 7; i++) {
+		fleet_b64_encode(plain[i], strlen(plain[i]), buf, sizeof(buf));
+		if (strcmp(buf, enc[i]) || fleet_b64_decode(enc[i], back, sizeof(back), &n) ||
+		    n != strlen(plain[i]) || memcmp(back, plain[i], n))
+			all = false;
+	}
+	T_OK(all, "base64: RFC 4648 test vectors both ways");
+	T_OK(fleet_b64_decode("Zm9", back, sizeof(back), &n) == -EINVAL, "base64: a length not a multiple of 4 is refused");
+	T_OK(fleet_b64_decode("Zm!v", back, sizeof(back), &n) == -EINVAL, "base64: a bad character is refused");
+	T_OK(fleet_b64_decode("Zg==Zm9v", back, sizeof(back), &n) == -EINVAL, "base64: padding in the middle is refused");
+	T_OK(fleet_b64_decode("Zm9vYmFy", back, 4, &n) == -ENOBUFS, "base64: output longer than the buffer is refused");
+	T_OK(fleet_b64_encode("foobar", 6, buf, 8) == -ENOBUFS, "base64: encode checks its buffer (NUL included)");
+}
+
+static void test_fleetlock_json(void)
+{
+	char buf[256], kind[64], value[128];
+
+	T_OK(fleet_lock_body("c988d2509fdf4cdcbed39037c56406fb", "workers", buf, sizeof(buf)) > 0 &&
+	     !strcmp(buf, "{\"client_params\":{\"id\":\"c988d2509fdf4cdcbed39037c56406fb\",\"group\":\"workers\"}}"),
+	     "fleetlock: the request body is exactly {client_params:{id,group}}");
+	T_OK(fleet_lock_body("a", "bad group", buf, sizeof(buf)) == -EINVAL,
+	     "fleetlock: a group outside ^[a-zA-Z0-9.-]+$ is not sent");
+	T_OK(fleet_lock_body("", "g", buf, sizeof(buf)) == -EINVAL, "fleetlock: an empty id is not sent");
+	T_OK(fleet_lock_body("a", "g", buf, 10) == -ENOBUFS, "fleetlock: a short buffer is reported");
+	T_OK(!fleet_lock_parse_error("{\"kind\":\"failed_lock_semaphore_full\",\"value\":\"all slots are locked\"}",
+				     kind, sizeof(kind), value, sizeof(value)) &&
+	     !strcmp(kind, "failed_lock_semaphore_full") && !strcmp(value, "all slots are locked"),
+	     "fleetlock: an error body gives kind and value");
+	T_OK(fleet_lock_parse_error("{\"kind\":\"x\"}", kind, sizeof(kind), value, sizeof(value)) == -EBADMSG,
+	     "fleetlock: an error body without value is malformed");
+	T_OK(fleet_lock_parse_error("{\"kind\":\"\",\"value\":\"v\"}", kind, sizeof(kind), value, sizeof(value)) == -EBADMSG,
+	     "fleetlock: an empty kind is malformed");
+	T_OK(fleet_lock_parse_error("{\"kind\":1,\"value\":\"v\"}", kind, sizeof(kind), value, sizeof(value)) == -EBADMSG,
+	     "fleetlock: a kind that is not a string is malformed");
+	T_OK(fleet_lock_parse_error("<html>502</html>", kind, sizeof(kind), value, sizeof(value)) == -EBADMSG,
+	     "fleetlock: a proxy's HTML page is not an error body");
+}
+
+static const char *jpath_str(json_object *o, const char *a, int idx, const char *b, const char *c)
+{
+	json_object *x;
+	if (!json_object_object_get_ex(o, a, &x) || !(x = json_object_array_get_idx(x, (size_t)idx)))
+		return NULL;
+	if (!json_object_object_get_ex(x, b, &x))
+		return NULL;
+	if (c && !json_object_object_get_ex(x, c, &x))
+		return NULL;
+	return json_object_get_string(x);
+}
+
+static void test_etcd_json(void)
+{
+	char buf[1024], key[64];
+	json_object *o;
+	size_t n;
+
+	T_OK(fleet_etcd_acquire_body("/rerand/fleet/web/slot/1", "host-7", 7235123456789, buf, sizeof(buf)) > 0,
+	     "etcd: the acquire txn is built");
+	o = json_tokener_parse(buf);
+	T_OK(o != NULL, "etcd: the acquire txn is JSON");
+	const char *k = jpath_str(o, "compare", 0, "key", NULL);
+	T_OK(k && !fleet_b64_decode(k, key, sizeof(key), &n) && !strcmp(key, "/rerand/fleet/web/slot/1"),
+	     "etcd: it compares the slot key (base64)");
+	T_OK(!strcmp(jpath_str(o, "compare", 0, "target", NULL) ?: "", "CREATE") &&
+	     !strcmp(jpath_str(o, "compare", 0, "create_revision", NULL) ?: "", "0") &&
+	     !strcmp(jpath_str(o, "compare", 0, "result", NULL) ?: "", "EQUAL"),
+	     "etcd: the compare is create_revision == 0 (the slot does not exist)");
+	T_OK(!strcmp(jpath_str(o, "success", 0, "request_put", "lease") ?: "", "7235123456789") &&
+	     !strcmp(jpath_str(o, "success", 0, "request_put", "value") ?: "", "aG9zdC03"),
+	     "etcd: the put carries the lease and the holder's id");
+	json_object *f;
+	T_OK(!json_object_object_get_ex(o, "failure", &f), "etcd: a lost race changes nothing (no failure ops)");
+	json_object_put(o);
+
+	/* a reply as etcd 3.4's gateway writes it: int64 as strings, key order by bytes */
+	const char *reply =
+		"{\"header\":{\"revision\":\"9\"},\"kvs\":["
+		"{\"key\":\"L3JlcmFuZC9mbGVldC93ZWIvc2xvdC8x\",\"create_revision\":\"5\",\"mod_revision\":\"5\","
+		"\"version\":\"1\",\"value\":\"aG9zdC1i\",\"lease\":\"77\"},"
+		"{\"key\":\"L3JlcmFuZC9mbGVldC93ZWIvc2xvdC8xMA==\",\"mod_revision\":\"8\",\"value\":\"aG9zdC16\",\"lease\":\"99\"},"
+		"{\"key\":\"L3JlcmFuZC9mbGVldC93ZWIvc2xvdC8w\",\"mod_revision\":\"4\",\"value\":\"aG9zdC1h\"}],\"count\":\"3\"}";
+	struct fleet_status st;
+	T_OK(fleet_etcd_parse_range(reply, "/rerand/fleet/web/slot/", 2, &st) == 0 && st.nr_holders == 3,
+	     "etcd: a range reply gives three holders");
+	T_OK(st.holders[0].slot == 0 && !strcmp(st.holders[0].id, "host-a") && st.holders[0].lease == 0 &&
+	     st.holders[1].slot == 1 && !strcmp(st.holders[1].id, "host-b") && st.holders[1].lease == 77 &&
+	     st.holders[1].mod_revision == 5 && st.holders[2].slot == 10 && st.holders[2].lease == 99,
+	     "etcd: holders sorted by slot number (10 after 1), lease and revision read from strings");
+	T_OK(st.nr_stray == 1, "etcd: slot 10 with MaxConcurrent=2 is reported as stray");
+	T_OK(fleet_etcd_parse_range("{\"header\":{\"revision\":\"3\"}}", "/p/", 2, &st) == 0 &&
+	     st.nr_holders == 0, "etcd: an empty group (no kvs member) has no holders");
+	T_OK(fleet_etcd_parse_range("{\"kvs\":[{\"key\":\"!!!!\"}]}", "/p/", 2, &st) == -EBADMSG,
+	     "etcd: a key that is not base64 is a malformed reply");
+	T_OK(fleet_etcd_parse_range("{\"kvs\":[{\"key\":\"L3AveA==\",\"value\":\"YQ==\"}]}", "/p/", 2, &st) == -EBADMSG,
+	     "etcd: a slot key whose suffix is not a number is a malformed reply");
+	T_OK(fleet_etcd_parse_range("[1,2]", "/p/", 2, &st) == -EBADMSG && fleet_etcd_parse_range("{", "/p/", 2, &st) == -EBADMSG,
+	     "etcd: replies that are not an object are malformed");
+
+	st.max_concurrent = 2;
+	T_OK(fleet_status_format_json(&st, "web", buf, sizeof(buf)) > 0, "status: JSON formats");
+	o = json_tokener_parse(buf);
+	json_object *fr;
+	T_OK(o && json_object_object_get_ex(o, "free", &fr) && json_object_get_int(fr) == 2,
+	     "status: an empty group of 2 has 2 free slots");
+	json_object_put(o);
+}
+
+static int set(struct fleet_config *c, const char *k, const char *v)
+{
+	char err[256];
+	return fleet_config_set(c, k, v, err, sizeof(err));
+}
+
+static void test_config(void)
+{
+	struct fleet_config c;
+	char err[256];
+
+	fleet_config_defaults(&c);
+	T_OK(c.backend == FLEET_BACKEND_NONE && !strcmp(c.group, "default") && c.max_concurrent == 1 &&
+	     !strcmp(c.machine_id, "/etc/machine-id"), "config: defaults are none, group default, K=1, /etc/machine-id");
+	T_OK(!set(&c, "Backend", "etcd") && c.backend == FLEET_BACKEND_ETCD, "config: Backend=etcd");
+	T_OK(set(&c, "Backend", "consul") == -EINVAL, "config: Backend=consul is refused");
+	T_OK(!set(&c, "Endpoints", "10.0.0.1:2379, https://e2:2379  e3:2379") && c.nr_endpoints == 3 &&
+	     !strcmp(c.endpoints[1], "https://e2:2379") && !strcmp(c.endpoints[2], "e3:2379"),
+	     "config: Endpoints= split on commas and spaces");
+	T_OK(set(&c, "Endpoints", "unix:///run/etcd.sock") == -EINVAL, "config: a non-http endpoint is refused");
+	T_OK(set(&c, "Endpoints", "a b c d e f g h i") == -EINVAL, "config: more than 8 endpoints are refused");
+	T_OK(!set(&c, "MaxConcurrent", "3") && c.max_concurrent == 3, "config: MaxConcurrent=3");
+	T_OK(set(&c, "MaxConcurrent", "0") == -EINVAL && set(&c, "MaxConcurrent", "65") == -EINVAL &&
+	     set(&c, "MaxConcurrent", "-1") == -EINVAL && set(&c, "MaxConcurrent", "2x") == -EINVAL,
+	     "config: MaxConcurrent outside 1..64 or not a number is refused");
+	T_OK(!set(&c, "LockTTL", "15min") && c.lock_ttl == 900 && !set(&c, "LockTTL", "90") && c.lock_ttl == 90,
+	     "config: LockTTL= takes 15min and 90");
+	T_OK(set(&c, "LockTTL", "0") == -EINVAL && set(&c, "LockTTL", "1fortnight") == -EINVAL,
+	     "config: LockTTL=0 and unknown units are refused");
+	T_OK(set(&c, "Group", "a/b") == -EINVAL && set(&c, "Group", "") == -EINVAL && !set(&c, "Group", "db-1.eu"),
+	     "config: Group= follows FleetLock's ^[a-zA-Z0-9.-]+$");
+	T_OK(fleet_config_set(&c, "Colour", "blue", err, sizeof(err)) == -ENOENT && strstr(err, "Colour"),
+	     "config: an unknown key is -ENOENT and named");
+	T_OK(!set(&c, "Cert", "/etc/rerand/c.pem") && fleet_config_validate(&c, err, sizeof(err)) == -EINVAL &&
+	     strstr(err, "Key="), "config: Cert= without Key= fails validation");
+	T_OK(!set(&c, "Key", "/etc/rerand/k.pem") && !set(&c, "CACert", "/etc/rerand/ca.pem") &&
+	     fleet_config_validate(&c, err, sizeof(err)) == 0, "config: a complete etcd TLS section validates");
+	T_OK(!set(&c, "LockTTL", "3") && fleet_config_validate(&c, err, sizeof(err)) == -EINVAL,
+	     "config: LockTTL below 5 s fails validation");
+	fleet_config_defaults(&c);
+	T_OK(!set(&c, "Backend", "fleetlock") && fleet_config_validate(&c, err, sizeof(err)) == -EINVAL &&
+	     strstr(err, "URL="), "config: fleetlock without URL= fails validation");
+	T_OK(set(&c, "URL", "ftp://x") == -EINVAL && !set(&c, "URL", "https://fleetlock.example/base"),
+	     "config: URL= must be http(s)");
+}
+
+static void test_identity_and_none(void)
+{
+	char path[] = "/tmp/rerand-test-fleet-XXXXXX", id[FLEET_ID_MAX], err[256], m[1024];
+	struct fleet_config c;
+	struct fleet *f;
+	int fd = mkstemp(path);
+
+	T_OK(fd >= 0 && write(fd, "\t4f2a9c\n second line\n", 22) == 22, "identity: test file written");
+	close(fd);
+	T_OK(!fleet_read_identity(path, id, sizeof(id), err, sizeof(err)) && !strcmp(id, "4f2a9c"),
+	     "identity: first line, trimmed");
+	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	T_OK(fd >= 0 && write(fd, "\n", 1) == 1, "identity: emptied");
+	close(fd);
+	T_OK(fleet_read_identity(path, id, sizeof(id), err, sizeof(err)) == -EINVAL && strstr(err, path),
+	     "identity: an empty machine-id is refused, naming the file");
+	unlink(path);
+	T_OK(fleet_read_identity(path, id, sizeof(id), err, sizeof(err)) == -ENOENT && strstr(err, path),
+	     "identity: a missing file is -ENOENT, naming the file");
+
+	fleet_config_defaults(&c);
+	T_OK(!fleet_open(&c, &f, err, sizeof(err)), "Backend=none opens without an identity");
+	T_OK(fleet_acquire(f) == 1 && fleet_state(f) == FLEET_ST_DISABLED && fleet_refresh(f) == 1 &&
+	     fleet_release(f) == 0, "Backend=none: always allowed, state disabled");
+	T_OK(fleet_metrics_format(f, m, sizeof(m)) > 0 &&
+	     strstr(m, "rerand_fleet_lock_state{backend=\"none\",group=\"default\"} 0\n") &&
+	     strstr(m, "rerand_fleet_errors_total{backend=\"none\"} 0\n"), "metrics: both series present");
+	fleet_close(f);
+	set(&c, "Backend", "etcd");
+	set(&c, "Endpoints", "127.0.0.1:1");
+	snprintf(c.machine_id, sizeof(c.machine_id), "%s", path);
+	T_OK(fleet_open(&c, &f, err, sizeof(err)) == -ENOENT, "Backend=etcd without a machine id does not open");
+}
+
+int main(void)
+{
+	test_backoff();
+	test_spread();
+	test_b64();
+	test_fleetlock_json();
+	test_etcd_json();
+	test_config();
+	test_identity_and_none();
+	return t_done();
+}
