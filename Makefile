@@ -75,7 +75,7 @@ FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	$(CPPFLAGS) $(LIB_CFLAGS)
 
-.PHONY: all deps check check-unit check-fuzz check-e2e check-long demo fuzz bench install clean
+.PHONY: histogram all deps check check-unit check-fuzz check-e2e check-long demo fuzz bench install clean
 all: $(RERAND) $(STAGE_BIN) $(RERANDD)
 
 $(O)/host/%.o: %.c
@@ -165,6 +165,14 @@ fuzz: $(FUZZ_BINS)
 
 demo: deps all
 	$(Q)scripts/deps.sh demo && tests/e2e/demo.sh $(if $(KERNEL),--kernel $(KERNEL))
+
+$(O)/tools/slotdist: tools/slotdist.c $(LIBRERAND)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) $(HOST_CFLAGS) -o $@ $< $(LIBRERAND) $(LIB_LIBS)
+
+# docs/entropy-histogram.png, from the statistical test's draws.
+histogram: $(LIBRERAND)
+	$(Q)scripts/entropy-histogram.sh
 
 bench: deps all
 	$(Q)scripts/bench.sh

@@ -81,7 +81,8 @@ __attribute__((noinline)) int64_t bench_stage_run(const struct bench_work *w, ui
 	 * offset equal to the link address would skip relocation; step off it. */
 	if (virt == RERAND_LOAD_PHYSICAL_ADDR)
 		virt = rr_virt_slot_at(1);
-	w->out_phys_slots[0] = np;
+	w->out->phys_slots = np;
+	w->out->virt = virt;
 
 	if (decode(w, dest) < 0)
 		return -4;

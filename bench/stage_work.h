@@ -16,6 +16,11 @@ struct bench_seg {
 	uint64_t file_size;
 };
 
+struct bench_result {
+	uint64_t phys_slots;
+	uint64_t virt;           /* kept only so the host can check the result */
+};
+
 struct bench_work {
 	unsigned codec;          /* RERAND_CODEC_* */
 	unsigned nr_seg;
@@ -23,7 +28,7 @@ struct bench_work {
 	uint64_t mem_size;
 	struct rr_reloc_lists relocs;
 	uint8_t seed[32];
-	uint64_t *out_phys_slots;
+	struct bench_result *out;
 };
 
 /* Select bases on m, decode every segment into dest (mem_size bytes),
