@@ -154,9 +154,11 @@ int main(int argc, char **argv)
 		{ "reps", required_argument, NULL, 'r' },
 		{ "stage-bin", required_argument, NULL, 's' },
 		{ "callgrind", no_argument, NULL, 'c' },
+		{ "extract-payload", required_argument, NULL, 'x' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *stage_path = "build/stage.bin";
+	const char *extract = NULL;
 	int reps = 7, callgrind = 0, o;
 	static struct ctx c;
 	struct rr_err e = { "" };
@@ -168,6 +170,7 @@ int main(int argc, char **argv)
 		case 'r': reps = atoi(optarg); break;
 		case 's': stage_path = optarg; break;
 		case 'c': callgrind = 1; break;
+		case 'x': extract = optarg; break;
 		default: return 2;
 		}
 	}
@@ -191,6 +194,14 @@ int main(int argc, char **argv)
 		die("%s: %s", kpath, "not a bzImage (the stock payload is needed)");
 	c.payload = file + c.k.bz.payload_offset;
 	c.payload_len = c.k.bz.payload_length;
+	if (extract) {
+		/* The kernel's build appends the decoded size (4 bytes) to the
+		 * codec's stream; the codec's own CLI wants the stream alone. */
+		if (c.payload_len < 4 ||
+		    rr_write_file_atomic(extract, c.payload, c.payload_len - 4, &e) < 0)
+			die("%s%s", e.msg[0] ? e.msg : "payload too short", "");
+		return 0;
+	}
 	for (int v = 0; v < NVARIANT; v++)
 		make_variant(&c, v, stage, stage_len, kpath);
 	c.dest = calloc(1, c.k.elf.mem_size);

@@ -10,7 +10,7 @@ zlib1g-dev libbz2-dev liblzo2-dev libsystemd-dev libcap-dev libinih-dev libcurl4
 libjson-c-dev"
 run_pkgs="qemu-system-x86 ovmf seabios kexec-tools busybox-static cpio xz-utils zstd lz4
 bzip2 gzip lzop python3 coreutils util-linux"
-test_pkgs="clang libclang-rt-14-dev"
+test_pkgs="clang libclang-rt-14-dev etcd-server etcd-client openssl curl iproute2 gnuplot-nox"
 demo_pkgs="ca-certificates"
 
 case "$what" in

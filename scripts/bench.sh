@@ -1,0 +1,224 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# `make bench`: rerand against stock kexec, every figure a ratio measured side
+# by side in one run; writes docs/performance.md and docs/performance.png.
+# BENCH_QUICK=1: a fast variant for iteration (fewer reps, 1 min idle, one
+# QEMU kernel).  Nothing is kexec'd on the host: reboots run in QEMU TCG.
+set -u
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$TOP" || exit 2
+
+QUICK=${BENCH_QUICK:-0}
+OUT=${BENCH_OUT:-$TOP/build/bench}
+KDIR=${RERAND_KERNELS:-$TOP/../shared/kernels}
+RERAND=$TOP/build/rerand
+RERANDD=$TOP/build/rerandd
+if [ "$QUICK" = 1 ]; then
+	WALL_REPS=${BENCH_WALL_REPS:-3}
+	IMG_REPS=${BENCH_IMG_REPS:-1}
+	IDLE_SECS=${BENCH_IDLE_SECS:-60}
+	PAIRS=${BENCH_PAIRS:-2}         # stock/rerand pairs per QEMU kernel
+	CODEC_ROUNDS=${BENCH_CODEC_ROUNDS:-1}
+else
+	WALL_REPS=${BENCH_WALL_REPS:-7}
+	IMG_REPS=${BENCH_IMG_REPS:-5}
+	IDLE_SECS=${BENCH_IDLE_SECS:-600}
+	PAIRS=${BENCH_PAIRS:-10}
+	CODEC_ROUNDS=${BENCH_CODEC_ROUNDS:-4}
+fi
+
+# BENCH_ONLY="stage image qemu idle": run only those parts (iteration).
+want() { [ -z "${BENCH_ONLY:-}" ] || [[ " $BENCH_ONLY " == *" $1 "* ]]; }
+die() { echo "bench: $*" >&2; exit 1; }
+note() { echo "bench: $(date +%T) $*"; }
+
+for t in valgrind gnuplot qemu-system-x86_64 python3 xz zstd lz4 /usr/bin/time; do
+	command -v "$t" >/dev/null ||
+		die "$t is missing (apt-get install valgrind gnuplot-nox qemu-system-x86 python3 xz-utils zstd lz4 time)"
+done
+[ -x "$RERAND" ] && [ -s "$TOP/build/stage.bin" ] && [ -s "$TOP/build/librerand.a" ] ||
+	die "build first: make all"
+[ -d "$KDIR" ] || die "$KDIR: no kernel directory (set RERAND_KERNELS)"
+KERNELS=()
+for k in "$KDIR"/vmlinuz-*; do [ -r "$k" ] && KERNELS+=("$k"); done
+[ ${#KERNELS[@]} -gt 0 ] || die "$KDIR: no vmlinuz-* kernels"
+# Kernels booted in QEMU: all of them, two guests at a time; quick: one.
+if [ -n "${BENCH_QEMU_KERNELS:-}" ]; then
+	read -r -a QKERNELS <<<"$BENCH_QEMU_KERNELS"
+elif [ "$QUICK" = 1 ]; then
+	QKERNELS=("${KERNELS[-1]}")
+else
+	QKERNELS=("${KERNELS[@]}")
+fi
+# The kernel whose guest also compares the payload codecs.
+CODEC_KERNEL=${BENCH_CODEC_KERNEL:-$(printf '%s\n' "${KERNELS[@]}" | grep -m1 '6\.12' || echo "${KERNELS[-1]}")}
+
+rm -rf "$OUT"
+mkdir -p "$OUT"/{obj,data,img,payload,qemu,idle}
+T_START=$EPOCHSECONDS
+cut -d' ' -f1-3 /proc/loadavg >"$OUT/data/load-start"
+nproc >"$OUT/data/nproc"
+note "kernels: ${KERNELS[*]##*/}; load average $(cat "$OUT/data/load-start"); $(nproc) CPUs"
+
+# ---- build the host benchmark: shared stage code with the stage's flags ---
+STAGE_FLAGS=$(make -s --no-print-directory --eval 'bench-print-stage-cflags: ; @echo $(STAGE_CFLAGS)' \
+	bench-print-stage-cflags | sed 's/ -MMD -MP//')
+[ -n "$STAGE_FLAGS" ] || die "cannot read STAGE_CFLAGS from the Makefile"
+echo "$STAGE_FLAGS" >"$OUT/data/stage-cflags"
+objs=()
+for f in src/shared/lz4dec.c src/shared/reloc.c src/shared/select.c src/shared/rng.c bench/stage_work.c; do
+	o="$OUT/obj/stage-$(basename "$f" .c).o"
+	# shellcheck disable=SC2086
+	gcc $STAGE_FLAGS -Ibench -c -o "$o" "$f" || die "cannot build $f with the stage's flags"
+	objs+=("$o")
+done
+LIBS=$(pkg-config --libs libelf liblzma libzstd liblz4 zlib lzo2) || die "pkg-config failed"
+gcc -std=gnu11 -O2 -g -Wall -Wextra -Iinclude -Isrc -Isrc/shared -Ibench -D_GNU_SOURCE \
+	$(pkg-config --cflags lzo2) -o "$OUT/stagecost" bench/stagecost.c "${objs[@]}" \
+	build/librerand.a $LIBS -lbz2 -lm -Wl,--trace-symbol=rr_lz4_decode_block \
+	>"$OUT/data/link-trace" 2>&1 || { cat "$OUT/data/link-trace" >&2; die "cannot link bench/stagecost.c"; }
+# The stage's decoder must come from the stage-flags object, not librerand.a.
+grep -q 'stage-lz4dec.o: definition of rr_lz4_decode_block' "$OUT/data/link-trace" ||
+	die "stagecost linked the hosted rr_lz4_decode_block"
+
+kname() { basename "$1" | sed 's/^vmlinuz-//'; }
+
+# ---- QEMU guests (background: the longest part) ----------------------------
+# shellcheck source=../tests/e2e/lib.sh
+E2E_BUILD=$OUT/e2e source "$TOP/tests/e2e/lib.sh"
+
+# bench_initrd KERNEL DIR: initramfs with busybox, kexec, rerand, /init and
+# the four images; printed path.
+bench_initrd() {
+	local kernel=$1 dir=$2 r="$2/root" a
+	mkdir -p "$r"/{bin,sbin,proc,sys,dev,tmp,boot,etc}
+	install -m 0755 "$E2E_BUSYBOX" "$r/bin/busybox"
+	for a in $("$E2E_BUSYBOX" --list); do [ "$a" = busybox ] || ln -sf busybox "$r/bin/$a"; done
+	e2e_copy_bin "$E2E_KEXEC" "$r" /sbin/kexec || return 1
+	e2e_copy_bin "$RERAND" "$r" /bin/rerand || return 1
+	install -m 0755 "$TOP/bench/guest-init.sh" "$r/init"
+	cp "$kernel" "$r/boot/stock"
+	for a in l n h; do cp "$OUT/img/$(kname "$kernel").$a.img" "$r/boot/$a.img" || return 1; done
+	mknod -m 0600 "$r/dev/console" c 5 1 2>/dev/null || true
+	(cd "$r" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$dir/initrd.cpio" || return 1
+	rm -rf "$r"
+	echo "$dir/initrd.cpio"
+}
+
+# bench_plan CODEC: alternate stock (s) and rerand lz4 (l) PAIRS times,
+# flipping the order every pair; with CODEC=1 add none (n) and HC (h).
+bench_plan() {
+	local i p=()
+	for ((i = 0; i < PAIRS; i++)); do
+		if ((i % 2)); then p+=(l s); else p+=(s l); fi
+		if [ "$1" = 1 ] && ((i < CODEC_ROUNDS)); then
+			if ((i % 2)); then p+=(h n); else p+=(n h); fi
+		fi
+	done
+	local IFS=,
+	echo "${p[*]}"
+}
+
+bench_guest() {
+	local kernel=$1 name dir initrd plan codec=0 n
+	name=$(kname "$kernel")
+	dir="$OUT/qemu/$name"
+	mkdir -p "$dir"
+	[ "$name" = "$(kname "$CODEC_KERNEL")" ] && codec=1
+	plan=$(bench_plan $codec)
+	initrd=$(bench_initrd "$kernel" "$dir") || { echo "initrd failed" >"$dir/error"; return 1; }
+	n=$(tr ',' '\n' <<<"$plan" | wc -l)
+	ls -l "$initrd" | awk '{print $5}' >"$dir/initrd-bytes"
+	echo "$plan" >"$dir/plan"
+	local append="console=ttyS0,115200 earlyprintk=serial,ttyS0,115200 loglevel=6 panic=-1"
+	append+=" bench.gen=0 bench.plan=$plan"
+	e2e_qemu "$kernel" "$initrd" "$append" "$dir/serial.log" seabios max 2 $((120 + 60 * n)) q35
+	echo $? >"$dir/qemu-rc"
+	rm -f "$initrd"
+}
+
+# ---- images for every kernel (also what the guests boot) -------------------
+note "rerand image: lz4, none, lz4 HC for ${#KERNELS[@]} kernels"
+for k in "${KERNELS[@]}"; do
+	n=$(kname "$k")
+	"$RERAND" image "$k" -o "$OUT/img/$n.l.img" >/dev/null &&
+	"$RERAND" image "$k" --codec none -o "$OUT/img/$n.n.img" >/dev/null &&
+	"$RERAND" image "$k" --lz4-level 9 -o "$OUT/img/$n.h.img" >/dev/null ||
+		die "rerand image $k failed"
+done
+
+note "QEMU: ${#QKERNELS[@]} guest(s), $PAIRS stock/rerand pairs each (codecs on $(kname "$CODEC_KERNEL"))"
+want qemu && (
+	# Two guests at a time; each guest alternates its own modes, so the
+	# ratios stay side by side whatever else runs.
+	pids=()
+	for k in "${QKERNELS[@]}"; do
+		bench_guest "$k" >"$OUT/qemu/$(kname "$k").out" 2>&1 &
+		pids+=($!)
+		if [ ${#pids[@]} -ge "${BENCH_JOBS:-2}" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
+	done
+	wait
+) &
+QEMU_PID=$!
+want qemu || QEMU_PID=
+
+# ---- rerandd idle (background) ---------------------------------------------
+want idle && "$TOP/bench/idle.sh" "$RERANDD" "$OUT/idle" "$IDLE_SECS" "${KERNELS[0]}" >"$OUT/idle/out" 2>&1 &
+IDLE_PID=$!
+want idle || IDLE_PID=
+
+# ---- stage cost on the host ------------------------------------------------
+want stage && for k in "${KERNELS[@]}"; do
+	n=$(kname "$k")
+	note "stage cost: $n: wall time, $WALL_REPS interleaved reps"
+	"$OUT/stagecost" --stage-bin build/stage.bin --reps "$WALL_REPS" "$k" >"$OUT/data/$n.wall" ||
+		die "stagecost $k failed"
+	note "stage cost: $n: callgrind"
+	valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/data/$n.cg" \
+		"$OUT/stagecost" --stage-bin build/stage.bin --callgrind "$k" >/dev/null \
+		2>"$OUT/data/$n.cg.log" || die "callgrind on $k failed (see $OUT/data/$n.cg.log)"
+	for f in "$OUT/data/$n.cg".*; do
+		[ -e "$f" ] || continue
+		what=$(sed -n 's/^desc: Trigger: Client Request: //p' "$f")
+		tot=$(sed -n 's/^totals: *//p' "$f" | awk '{print $1}')
+		[ -n "$what" ] && [ -n "$tot" ] || continue
+		printf 'cg\t%s\t%s\n' "$what" "$tot" >>"$OUT/data/$n.wall"
+		# The split of the stage's own instructions by function.
+		[ "$what" = stage ] && callgrind_annotate --inclusive=no --threshold=100 "$f" \
+			>"$OUT/data/$n.cg.annotate" 2>/dev/null
+
+	done
+done
+
+# ---- rerand image against the codec's own CLI ------------------------------
+want image && for k in "${KERNELS[@]}"; do
+	n=$(kname "$k")
+	"$OUT/stagecost" --extract-payload "$OUT/payload/$n.bin" "$k" >/dev/null || die "extract $k"
+	codec=$(awk -F'\t' '$2 == "codec" { print $3 }' "$OUT/data/$n.wall")
+	case "$codec" in
+	xz) dec=(xz -dc) ;;
+	zstd) dec=(zstd -dc) ;;
+	lz4) dec=(lz4 -dc) ;;
+	*) die "$k: no CLI for codec $codec" ;;
+	esac
+	note "rerand image vs ${dec[*]}: $n, $IMG_REPS reps"
+	for ((i = 0; i < IMG_REPS; i++)); do
+		/usr/bin/time -o "$OUT/data/t" -f '%e %M' "$RERAND" image "$k" -o "$OUT/data/tmp.img" >/dev/null ||
+			die "rerand image $k"
+		printf 'image\t%s\n' "$(cat "$OUT/data/t")" >>"$OUT/data/$n.img"
+		/usr/bin/time -o "$OUT/data/t" -f '%e %M' "${dec[@]}" "$OUT/payload/$n.bin" >/dev/null ||
+			die "${dec[*]} $n failed"
+		printf 'cli\t%s\n' "$(cat "$OUT/data/t")" >>"$OUT/data/$n.img"
+	done
+	rm -f "$OUT/data/tmp.img"
+done
+
+note "waiting for the QEMU guests and the rerandd idle run"
+[ -z "$QEMU_PID" ] || wait "$QEMU_PID"
+[ -z "$IDLE_PID" ] || wait "$IDLE_PID"
+cut -d' ' -f1-3 /proc/loadavg >"$OUT/data/load-end"
+echo $((EPOCHSECONDS - T_START)) >"$OUT/data/elapsed"
+
+note "report"
+python3 "$TOP/bench/report.py" "$OUT" "$TOP/docs" || die "report failed"
+note "done in $((EPOCHSECONDS - T_START)) s: docs/performance.md, docs/performance.png"
