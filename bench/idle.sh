@@ -7,9 +7,10 @@
 # Usage: bench/idle.sh RERANDD DIR SECS KERNEL.  Writes DIR/samples (TSV:
 # t_secs rss_kib cpu_ticks) and DIR/summary.
 set -u
+# No name under build/ may end in ".d": the Makefile includes every such path.
 rerandd=$1 dir=$2 secs=$3 kernel=$4
 fx="$dir/fixture"
-mkdir -p "$fx"/{state,run,boot,setup_data,pre-reboot.d,conf.d}
+mkdir -p "$fx"/{state,run,boot,setup_data,prereboot-hooks,dropins}
 cp "$kernel" "$fx/boot/vmlinuz-bench"
 echo "console=ttyS0 root=/dev/vda" >"$fx/cmdline"
 : >"$fx/kmsg"
@@ -37,7 +38,7 @@ SetupData=$fx/setup_data
 Kmsg=$fx/kmsg
 Tainted=$fx/tainted
 BootId=$fx/boot_id
-PreRebootDirectory=$fx/pre-reboot.d
+PreRebootDirectory=$fx/prereboot-hooks
 [Stage]
 Kernel=$fx/boot/vmlinuz-bench
 Initrd=none
@@ -52,7 +53,7 @@ EOF
 # Double-check before running: the reboot method only logs, kexec is true.
 grep -qx "Method=command" "$fx/rerand.conf" && grep -qx "KexecBinary=/bin/true" "$fx/rerand.conf" &&
 	grep -qx "RebootCommand=$fx/log-reboot.sh" "$fx/rerand.conf" || { echo "idle: unsafe config" >&2; exit 1; }
-args=(--config "$fx/rerand.conf" --config-dir "$fx/conf.d")
+args=(--config "$fx/rerand.conf" --config-dir "$fx/dropins")
 "$rerandd" --check-config "${args[@]}" >"$dir/check-config" 2>&1 ||
 	{ echo "idle: rerandd --check-config failed:" >&2; cat "$dir/check-config" >&2; exit 1; }
 

@@ -54,6 +54,8 @@ void config_defaults(struct rr_config *c)
 	snprintf(c->tainted, sizeof(c->tainted), "/proc/sys/kernel/tainted");
 	snprintf(c->boot_id, sizeof(c->boot_id), "/proc/sys/kernel/random/boot_id");
 	snprintf(c->pre_reboot_dir, sizeof(c->pre_reboot_dir), "/etc/rerand/pre-reboot.d");
+	snprintf(c->proc_stat, sizeof(c->proc_stat), "/proc/stat");
+	snprintf(c->post_boot_dir, sizeof(c->post_boot_dir), "/etc/rerand/post-boot.d");
 	c->restage_interval = 6 * 3600;
 	c->new_kernel_settle = 30;
 	c->max_age = 24 * 3600;
@@ -68,6 +70,7 @@ void config_defaults(struct rr_config *c)
 	c->max_failures = 3;
 	c->method = RR_RM_AUTO;
 	c->hook_timeout = 60;
+	fleet_config_defaults(&c->fleet);
 }
 
 /* ---- value parsers -------------------------------------------------------- */
@@ -253,6 +256,8 @@ static const struct key {
 	{ "Paths", "Tainted", K_PATH, F(tainted) },
 	{ "Paths", "BootId", K_PATH, F(boot_id) },
 	{ "Paths", "PreRebootDirectory", K_PATH, F(pre_reboot_dir) },
+	{ "Paths", "ProcStat", K_PATH, F(proc_stat) },
+	{ "Paths", "PostBootDirectory", K_PATH, F(post_boot_dir) },
 	{ "Stage", "Kernel", K_PATH, F(kernel) },
 	{ "Stage", "Initrd", K_STR, F(initrd) },
 	{ "Stage", "CommandLine", K_STR, F(cmdline) },
@@ -457,6 +462,13 @@ static int handler(void *user, const char *section, const char *name, const char
 		return 1;
 	if (!strncmp(section, "Window ", 7) || !strcmp(section, "Window"))
 		return window_key(x, section, name, value);
+	if (!strcmp(section, "Fleet")) {
+		/* fleet.c owns these keys; its message names the key and the problem */
+		char err[256];
+		if (fleet_config_set(&x->c->fleet, name, value, err, sizeof(err)) < 0)
+			perr(x, "%s", err);
+		return 1;
+	}
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (!strcmp(keys[i].section, section) && !strcmp(keys[i].name, name)) {
 			k = &keys[i];
@@ -569,6 +581,13 @@ void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_
 	}
 	if (*c->initrd && strcmp(c->initrd, "none") && c->initrd[0] != '/')
 		errs_add(errs, "%s: Initrd= wants an absolute path or \"none\"", name);
+	char ferr[256];
+	if (fleet_config_validate(&c->fleet, ferr, sizeof(ferr)) < 0)
+		errs_add(errs, "%s: %s", name, ferr);
+	/* The slot must outlive the drain: the hooks run while it is held and a
+	 * lease that expired meanwhile makes the reboot fail closed every time. */
+	if (c->fleet.backend == FLEET_BACKEND_ETCD && c->fleet.lock_ttl <= c->fleet.timeout * 3)
+		errs_add(errs, "%s: [Fleet] LockTTL= must be longer than 3 times Timeout=", name);
 }
 
 static int apply_file(struct rr_config *c, const char *path, bool may_be_missing,

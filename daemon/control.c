@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The control socket (root only, checked with SO_PEERCRED) and its tiny line
- * protocol: "status", "status json", "now", "hold", "release".  The reply is
+ * protocol: "status", "status json", "now", "hold", "release", "fleet status
+ * [json]", "fleet release HOST".  The reply is
  * "ok\n" or "error: ...\n", then the body; the server then closes. */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,10 +15,12 @@
 
 #include "rerandd.h"
 
-enum rr_ctl_cmd control_parse(const char *line, size_t len)
+enum rr_ctl_cmd control_parse_arg(const char *line, size_t len, char *arg, size_t arglen)
 {
-	char buf[32];
+	char buf[RR_CTL_LINE];
 
+	if (arglen)
+		arg[0] = 0;
 	while (len && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' '))
 		len--;
 	if (len >= sizeof(buf) || memchr(line, 0, len))
@@ -29,7 +32,27 @@ enum rr_ctl_cmd control_parse(const char *line, size_t len)
 	if (!strcmp(buf, "now")) return RR_CTL_NOW;
 	if (!strcmp(buf, "hold")) return RR_CTL_HOLD;
 	if (!strcmp(buf, "release")) return RR_CTL_RELEASE;
+	if (!strcmp(buf, "fleet status")) return RR_CTL_FLEET_STATUS;
+	if (!strcmp(buf, "fleet status json")) return RR_CTL_FLEET_STATUS_JSON;
+	if (!strncmp(buf, "fleet release ", 14)) {
+		const char *h = buf + 14;
+		/* a fleet identity: what fleet_read_identity() accepts */
+		if (!*h || strlen(h) >= arglen || strlen(h) >= FLEET_ID_MAX)
+			return RR_CTL_BAD;
+		for (const char *p = h; *p; p++)
+			if (*p <= ' ' || *p > '~' || *p == '"' || *p == '\\')
+				return RR_CTL_BAD;
+		snprintf(arg, arglen, "%s", h);
+		return RR_CTL_FLEET_RELEASE;
+	}
 	return RR_CTL_BAD;
+}
+
+enum rr_ctl_cmd control_parse(const char *line, size_t len)
+{
+	char arg[FLEET_ID_MAX];
+
+	return control_parse_arg(line, len, arg, sizeof(arg));
 }
 
 struct out { char *buf; size_t len, used; bool full; };
@@ -134,6 +157,21 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 	put(&o, "\n");
 	if (*v->stage_error)
 		put(&o, "stage error:       %s\n", v->stage_error);
+	if (v->fleet_backend && strcmp(v->fleet_backend, "none")) {
+		put(&o, "fleet:             %s, group %s as %s: %s", v->fleet_backend, v->fleet_group,
+		    v->fleet_id, v->fleet_state);
+		if (v->fleet_errors)
+			put(&o, " (%llu errors)", (unsigned long long)v->fleet_errors);
+		put(&o, "\n");
+		if (*v->fleet_why) {
+			put(&o, "fleet wait:        %s", v->fleet_why);
+			if (v->fleet_next_try) {
+				put(&o, "; next try ");
+				put_time(&o, v->fleet_next_try);
+			}
+			put(&o, "\n");
+		}
+	}
 	return o.full ? -ENOBUFS : (int)o.used;
 }
 
@@ -160,7 +198,17 @@ int control_format_json(const struct rr_view *v, char *buf, size_t len)
 	put_json_str(&o, v->image_sha);
 	put(&o, ",\"stage_error\":");
 	put_json_str(&o, v->stage_error);
-	put(&o, "}\n");
+	put(&o, ",\"fleet\":{\"backend\":");
+	put_json_str(&o, v->fleet_backend ? v->fleet_backend : "none");
+	put(&o, ",\"group\":");
+	put_json_str(&o, v->fleet_group);
+	put(&o, ",\"id\":");
+	put_json_str(&o, v->fleet_id);
+	put(&o, ",\"state\":");
+	put_json_str(&o, v->fleet_state ? v->fleet_state : "disabled");
+	put(&o, ",\"errors\":%llu,\"waiting_because\":", (unsigned long long)v->fleet_errors);
+	put_json_str(&o, v->fleet_why);
+	put(&o, ",\"next_try\":%lld}}\n", (long long)v->fleet_next_try);
 	return o.full ? -ENOBUFS : (int)o.used;
 }
 
@@ -188,12 +236,12 @@ int control_listen(const char *path, struct rr_err *e)
 	return fd;
 }
 
-int control_accept(int lfd, enum rr_ctl_cmd *ret_cmd, int *ret_fd)
+int control_accept(int lfd, enum rr_ctl_cmd *ret_cmd, char *arg, size_t arglen, int *ret_fd)
 {
 	struct timeval tv = { 1, 0 };
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
-	char line[64];
+	char line[RR_CTL_LINE];
 	size_t got = 0;
 	int fd;
 
@@ -219,7 +267,7 @@ int control_accept(int lfd, enum rr_ctl_cmd *ret_cmd, int *ret_fd)
 			break;
 	}
 	char *nl = memchr(line, '\n', got);
-	*ret_cmd = nl ? control_parse(line, (size_t)(nl - line)) : RR_CTL_BAD;
+	*ret_cmd = nl ? control_parse_arg(line, (size_t)(nl - line), arg, arglen) : RR_CTL_BAD;
 	*ret_fd = fd;
 	return 0;
 }

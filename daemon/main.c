@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "rerandd.h"
+#include "image.h"
 #include "status.h"
 
 #define STAGE_RETRY 300            /* seconds between attempts after a stage failure */
@@ -42,6 +43,7 @@ struct daemon {
 	time_t new_kernel_at;          /* settle deadline after a /boot change */
 	time_t rebooting_since;
 	struct rr_policy_out out;
+	struct rr_coord co;            /* the fleet lock; off with Backend=none */
 };
 
 static void save_state(struct daemon *d)
@@ -171,6 +173,7 @@ static void fill_view(struct daemon *d, struct rr_view *v)
 	snprintf(v->kernel, sizeof(v->kernel), "%s", d->plan.kernel);
 	snprintf(v->image_sha, sizeof(v->image_sha), "%s", d->plan.sha);
 	snprintf(v->stage_error, sizeof(v->stage_error), "%s", d->stage_error);
+	coord_view(&d->co, v);
 }
 
 static void publish(struct daemon *d)
@@ -190,13 +193,24 @@ static void do_reboot(struct daemon *d)
 {
 	struct rr_err e;
 
+	/* At most MaxConcurrent hosts of the group past this point at once; with
+	 * the backend unreachable nobody is (fail closed). */
+	if (coord_gate(&d->co, &d->cfg, &d->st, d->out.reason) != 1)
+		return;
 	rr_log(RR_LOG_NOTICE, "rerandomizing reboot (%s)", policy_reason_name(d->out.reason));
 	/* A fresh seed just before the reboot: the staged one has sat in
 	 * memory since the last restage. */
-	if (stage(d, &d->plan) < 0)
+	if (stage(d, &d->plan) < 0) {
+		coord_abort(&d->co);
 		return;
+	}
 	if (reboot_run_hooks(d->cfg.pre_reboot_dir, d->cfg.hook_timeout, &e) < 0) {
 		rr_log(RR_LOG_ERR, "%s; not rebooting now", e.msg);
+		coord_abort(&d->co);
+		return;
+	}
+	if (coord_confirm(&d->co) != 1) {
+		coord_abort(&d->co);
 		return;
 	}
 	state_record_attempt(&d->st, d->out.reason, time(NULL));
@@ -207,6 +221,7 @@ static void do_reboot(struct daemon *d)
 		rr_log(RR_LOG_ERR, "reboot failed: %s", e.msg);
 		state_record_failed_reboot(&d->st, time(NULL));
 		save_state(d);
+		coord_abort(&d->co);
 		return;
 	}
 	d->rebooting_since = time(NULL);
@@ -216,16 +231,20 @@ static void evaluate(struct daemon *d)
 {
 	struct rr_policy_in in = { 0 };
 	time_t now = time(NULL);
-	uint64_t next;
+	int64_t next_ms, fleet_ms;
 
 	if (d->rebooting_since) {
+		/* the lease must outlive the shutdown */
+		coord_keepalive(&d->co);
 		if (now - d->rebooting_since < REBOOT_GRACE)
 			goto rearm;
 		rr_log(RR_LOG_ERR, "the reboot was accepted but never happened");
 		d->rebooting_since = 0;
 		state_record_failed_reboot(&d->st, now);
 		save_state(d);
+		coord_abort(&d->co);
 	}
+	coord_service(&d->co, &d->cfg, &d->st);
 	check_taint(d);
 	if (d->new_kernel_at && now >= d->new_kernel_at)
 		check_new_kernel(d);
@@ -256,16 +275,27 @@ static void evaluate(struct daemon *d)
 	}
 	if (d->out.action == RR_ACT_REBOOT)
 		do_reboot(d);
+	else
+		coord_not_due(&d->co);
 	publish(d);
 rearm:
-	next = (uint64_t)d->cfg.tick;
+	next_ms = d->cfg.tick * 1000;
 	if (d->out.action == RR_ACT_WAIT && d->out.when > now && d->out.when - now < d->cfg.tick)
-		next = (uint64_t)(d->out.when - now);
-	if (d->new_kernel_at > now && (uint64_t)(d->new_kernel_at - now) < next)
-		next = (uint64_t)(d->new_kernel_at - now);
+		next_ms = (int64_t)(d->out.when - now) * 1000;
+	if (d->new_kernel_at > now && (int64_t)(d->new_kernel_at - now) * 1000 < next_ms)
+		next_ms = (int64_t)(d->new_kernel_at - now) * 1000;
+	/* retries, the spread start and keepalives are in milliseconds */
+	fleet_ms = coord_next_ms(&d->co);
+	if (fleet_ms) {
+		fleet_ms -= coord_now_ms();
+		if (fleet_ms < next_ms)
+			next_ms = fleet_ms;
+	}
+	if (next_ms < 10)
+		next_ms = 10;
 	uint64_t usec;
 	sd_event_now(d->ev, CLOCK_MONOTONIC, &usec);
-	sd_event_source_set_time(d->timer, usec + (next ? next : 1) * 1000000ull);
+	sd_event_source_set_time(d->timer, usec + (uint64_t)next_ms * 1000ull);
 	sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
 }
 
@@ -318,10 +348,10 @@ static int on_control(sd_event_source *s, int fd, uint32_t revents, void *ud)
 	struct daemon *d = ud;
 	enum rr_ctl_cmd cmd;
 	struct rr_view v;
-	char body[4096];
+	char body[16384], arg[FLEET_ID_MAX];
 	int cfd;
 
-	if (control_accept(fd, &cmd, &cfd) < 0)
+	if (control_accept(fd, &cmd, arg, sizeof(arg), &cfd) < 0)
 		return 0;
 	switch (cmd) {
 	case RR_CTL_STATUS:
@@ -348,8 +378,18 @@ static int on_control(sd_event_source *s, int fd, uint32_t revents, void *ud)
 		control_reply(cfd, true, d->st.hold ? "held\n" : "released\n");
 		evaluate_soon(d);
 		break;
+	case RR_CTL_FLEET_STATUS:
+	case RR_CTL_FLEET_STATUS_JSON:
+		control_reply(cfd, coord_status(&d->co, cmd == RR_CTL_FLEET_STATUS_JSON, body,
+						sizeof(body)) == 0, body);
+		break;
+	case RR_CTL_FLEET_RELEASE:
+		control_reply(cfd, coord_release_host(&d->co, arg, body, sizeof(body)) == 0, body);
+		evaluate_soon(d);
+		break;
 	default:
-		control_reply(cfd, false, "unknown command (status [json], now, hold, release)\n");
+		control_reply(cfd, false, "unknown command (status [json], now, hold, release, "
+			      "fleet status [json], fleet release HOST)\n");
 	}
 	close(cfd);
 	return 0;
@@ -382,6 +422,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 		memcpy(c->control_socket, d->cfg.control_socket, sizeof(c->control_socket));
 		memcpy(c->kmsg, d->cfg.kmsg, sizeof(c->kmsg));
 		d->cfg = *c;
+		coord_reconfigure(&d->co, &d->cfg.fleet, &d->st);
 		rr_log(RR_LOG_INFO, "configuration reloaded");
 		if (restage)
 			d->staged = false, d->stage_failed_at = 0;
@@ -396,16 +437,48 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 	return 0;
 }
 
-static void first_look(struct daemon *d)
+/* When this boot began: /proc/stat's btime (a fixture in tests), else the
+ * boot-time clock. */
+static time_t boot_started(const struct rr_config *c, time_t now)
+{
+	struct timespec bt;
+	uint8_t *buf;
+	size_t len;
+	time_t t = 0;
+
+	if (*c->proc_stat && rr_read_file(c->proc_stat, 1u << 20, &buf, &len, NULL) == 0) {
+		char *text = realloc(buf, len + 1), *p;
+		if (text) {
+			text[len] = 0;
+			p = strstr(text, "\nbtime ");
+			p = p ? p + 1 : !strncmp(text, "btime ", 6) ? text : NULL;
+			if (p) {
+				long long v = strtoll(p + 6, NULL, 10);
+				if (v > 0 && v <= (long long)now)
+					t = (time_t)v;
+			}
+			free(text);
+		} else {
+			free(buf);
+		}
+	}
+	if (t)
+		return t;
+	clock_gettime(CLOCK_BOOTTIME, &bt);
+	return now - bt.tv_sec;
+}
+
+static enum rr_outcome first_look(struct daemon *d)
 {
 	struct rr_err e;
-	struct timespec bt;
 	time_t now = time(NULL);
+	enum rr_outcome out;
 
 	if (state_load(d->state_path, &d->st, &e) < 0)
 		rr_log(RR_LOG_WARNING, "%s", e.msg);
 	read_verify(d);
-	switch (state_account_boot(&d->st, d->boot_id, d->verify, now)) {
+	out = state_account_boot(&d->st, d->boot_id, d->verify, now);
+	switch (out) {
 	case RR_OUT_SUCCESS:
 		rr_log(RR_LOG_NOTICE, "rerandomizing reboot verified: this boot is randomized (%.1f bits)",
 		       d->entropy_bits);
@@ -434,8 +507,8 @@ static void first_look(struct daemon *d)
 		d->st.jitter = policy_jitter(d->cfg.jitter, r);
 	}
 	save_state(d);
-	clock_gettime(CLOCK_BOOTTIME, &bt);
-	d->boot_time = now - bt.tv_sec;
+	d->boot_time = boot_started(&d->cfg, now);
+	return out;
 }
 
 static void usage(FILE *f)
@@ -509,7 +582,11 @@ static int run(int argc, char **argv)
 		rr_log(RR_LOG_ERR, "%s: cannot read the boot id: %s", d->cfg.boot_id, strerror(-r));
 		return 1;
 	}
-	first_look(d);
+	/* the boot is accounted for first: its verdict decides what happens to a
+	 * fleet slot held across the reboot */
+	enum rr_outcome out = first_look(d);
+	coord_open(&d->co, &d->cfg.fleet, d->state_path);
+	coord_startup(&d->co, &d->st, out);
 
 	d->ctl_fd = control_listen(d->cfg.control_socket, &e);
 	if (d->ctl_fd < 0) {
@@ -547,6 +624,8 @@ static int run(int argc, char **argv)
 	r = sd_event_loop(d->ev);
 	sd_notify(0, "STOPPING=1");
 	unlink(d->cfg.control_socket);
+	/* a held slot is not released here: the lease outlives the reboot on purpose */
+	coord_close(&d->co);
 	sd_event_unref(d->ev);
 	free(errs);
 	free(d);

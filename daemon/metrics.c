@@ -44,12 +44,16 @@ int metrics_format(const struct rr_view *v, char *buf, size_t len)
 		(unsigned long long)v->successes, (unsigned long long)v->total_failures);
 	if (n < 0 || (size_t)n >= len)
 		return -ENOBUFS;
-	return n;
+	/* rerand_fleet_lock_state and rerand_fleet_errors_total, from fleet.c */
+	int m = snprintf(buf + n, len - (size_t)n, "%s", v->fleet_metrics);
+	if (m < 0 || (size_t)m >= len - (size_t)n)
+		return -ENOBUFS;
+	return n + m;
 }
 
 int metrics_write(const char *path, const struct rr_view *v, struct rr_err *e)
 {
-	char buf[4096];
+	char buf[8192];
 	int n;
 
 	if (!*path)

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "fleet.h"           /* struct fleet_config, the fleet lock */
 #include "kernel.h"          /* struct rr_err, rr_errf() */
 
 #define RR_PATH   512
@@ -43,6 +44,8 @@ struct rr_config {
 	/* [Paths]: every kernel interface, so tests can point them at fixtures */
 	char boot_dir[RR_PATH], proc_cmdline[RR_PATH], setup_data[RR_PATH];
 	char kmsg[RR_PATH], tainted[RR_PATH], boot_id[RR_PATH], pre_reboot_dir[RR_PATH];
+	char proc_stat[RR_PATH];            /* its btime line: when this boot began */
+	char post_boot_dir[RR_PATH];        /* health hooks before the fleet slot is freed */
 	/* [Stage] */
 	char kernel[RR_PATH];               /* "" = <boot>/vmlinuz-$(uname -r) */
 	char initrd[RR_PATH];               /* "" = guess from the kernel; "none" */
@@ -63,6 +66,8 @@ struct rr_config {
 	/* [Window NAME] */
 	struct rr_window win[RR_MAX_WINDOWS];
 	unsigned nr_win;
+	/* [Fleet]: parsed and checked by fleet.c */
+	struct fleet_config fleet;
 };
 
 #define RR_CFG_MAX_ERRS 64
@@ -168,6 +173,10 @@ struct rr_state {
 	uint64_t taint_handled;               /* taint bits already turned into a trigger */
 	char     staged_sha[65];              /* kernel hash of the staged image */
 	time_t   staged_time;
+	/* A fleet slot that may be ours: set before the reboot, cleared once it is
+	 * given back.  The token lets the next boot take an etcd lease back. */
+	bool     fleet_held;
+	char     fleet_token[FLEET_TOKEN_MAX];
 };
 
 void state_init(struct rr_state *s);
@@ -257,18 +266,73 @@ struct rr_view {
 	char     kernel[RR_PATH];
 	char     image_sha[65];
 	char     stage_error[RR_ERR_MAX];
+	/* fleet coordination (backend "none" when off) */
+	const char *fleet_backend, *fleet_state;
+	char     fleet_group[FLEET_GROUP_MAX];
+	char     fleet_id[FLEET_ID_MAX];
+	char     fleet_why[RR_ERR_MAX];     /* why a due reboot waits: full, error, spread */
+	uint64_t fleet_errors;
+	time_t   fleet_next_try;            /* next attempt at the backend, 0 = none */
+	char     fleet_metrics[1024];       /* fleet_metrics_format() */
 };
 enum rr_ctl_cmd { RR_CTL_BAD = 0, RR_CTL_STATUS, RR_CTL_STATUS_JSON, RR_CTL_NOW, RR_CTL_HOLD,
-		  RR_CTL_RELEASE };
+		  RR_CTL_RELEASE, RR_CTL_FLEET_STATUS, RR_CTL_FLEET_STATUS_JSON,
+		  RR_CTL_FLEET_RELEASE };
+#define RR_CTL_LINE 256
 enum rr_ctl_cmd control_parse(const char *line, size_t len);
+/* The same, and the HOST of "fleet release HOST" in arg (else ""). */
+enum rr_ctl_cmd control_parse_arg(const char *line, size_t len, char *arg, size_t arglen);
 int control_format_text(const struct rr_view *v, char *buf, size_t len);
 int control_format_json(const struct rr_view *v, char *buf, size_t len);
 /* A listening socket at path, mode 0600. */
 int control_listen(const char *path, struct rr_err *e);
 /* Accept one client, check it is root, read one line.  Returns the command
  * and the connected fd in *ret_fd (caller answers and closes), or <0. */
-int control_accept(int lfd, enum rr_ctl_cmd *ret_cmd, int *ret_fd);
+int control_accept(int lfd, enum rr_ctl_cmd *ret_cmd, char *arg, size_t arglen, int *ret_fd);
 int control_reply(int fd, bool ok, const char *body);
+
+/* ---- coord.c: the fleet lock around the reboot -------------------------- */
+struct rr_coord {
+	struct fleet *f;               /* NULL when off or when it could not start */
+	struct fleet_config cfg;       /* what f was opened with */
+	bool     want;                 /* Backend= is not none */
+	char     open_error[RR_ERR_MAX];
+	char     state_path[RR_PATH + 16];
+	int64_t  next_try_ms;          /* wall ms: next attempt after a refusal/error */
+	int64_t  spread_at_ms;         /* wall ms: this due period's first attempt */
+	int64_t  last_keepalive_ms;
+	bool     release_pending;      /* something of ours may still be in the group */
+	bool     health_needed;        /* post-boot hooks must pass before the release */
+	bool     reopen_pending;       /* new [Fleet] settings wait for the release */
+	struct fleet_config reopen_cfg;
+	char     why[RR_ERR_MAX];      /* why a due reboot waits */
+};
+int64_t coord_now_ms(void);
+/* Open the client (Backend=none: nothing).  An error leaves reboots off. */
+int  coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *state_path);
+void coord_close(struct rr_coord *co);
+/* After the boot was accounted: take a persisted slot back, plan its release. */
+void coord_startup(struct rr_coord *co, struct rr_state *st, enum rr_outcome out);
+/* Every evaluation: the pending release (after the health hooks), keepalives. */
+void coord_service(struct rr_coord *co, const struct rr_config *c, struct rr_state *st);
+void coord_keepalive(struct rr_coord *co);
+/* A reboot is due: 1 when a slot is held (and persisted in st), 0 to wait. */
+int  coord_gate(struct rr_coord *co, const struct rr_config *c, struct rr_state *st,
+		enum rr_reason why);
+/* Just before the reboot: 1 only if the slot is confirmed still ours. */
+int  coord_confirm(struct rr_coord *co);
+/* The reboot did not go out after the slot was taken: give it back. */
+void coord_abort(struct rr_coord *co);
+void coord_not_due(struct rr_coord *co);
+void coord_reconfigure(struct rr_coord *co, const struct fleet_config *fc,
+		       const struct rr_state *st);
+/* Wall ms of the next fleet action, 0 = none. */
+int64_t coord_next_ms(const struct rr_coord *co);
+void coord_view(const struct rr_coord *co, struct rr_view *v);
+/* `rerand fleet status [--json]` / `rerand fleet release HOST`: 0 and the reply,
+ * or <0 and an error message in buf. */
+int  coord_status(struct rr_coord *co, bool json, char *buf, size_t len);
+int  coord_release_host(struct rr_coord *co, const char *host, char *buf, size_t len);
 
 /* ---- metrics.c ----------------------------------------------------------- */
 int metrics_format(const struct rr_view *v, char *buf, size_t len);

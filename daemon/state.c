@@ -56,13 +56,16 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		"trigger_now=%d\n"
 		"taint_handled=%" PRIu64 "\n"
 		"staged_sha256=%s\n"
-		"staged_time=%lld\n",
+		"staged_time=%lld\n"
+		"fleet_held=%d\n"
+		"fleet_token=%s\n",
 		s->boot_id, s->attempt, s->attempt_boot_id, (long long)s->attempt_time,
 		policy_reason_name(s->attempt_reason), s->failures, s->successes, s->total_failures,
 		(long long)s->last_success, (long long)s->last_failure, (long long)s->last_reboot,
 		state_verify_name(s->last_verify), (long long)s->last_verify_time,
 		(long long)s->jitter, s->hold, s->trig_oops, s->trig_new_kernel, s->trig_now,
-		s->taint_handled, s->staged_sha, (long long)s->staged_time);
+		s->taint_handled, s->staged_sha, (long long)s->staged_time, s->fleet_held,
+		s->fleet_token);
 	if (n < 0 || (size_t)n >= len)
 		return -ENOBUFS;
 	return n;
@@ -120,6 +123,13 @@ static int set_key(struct rr_state *s, const char *k, const char *v, bool *versi
 		return hexid(v, s->attempt_boot_id, sizeof(s->attempt_boot_id));
 	if (!strcmp(k, "staged_sha256"))
 		return hexid(v, s->staged_sha, sizeof(s->staged_sha));
+	if (!strcmp(k, "fleet_token")) {
+		/* etcd's "LEASEHEX:SLOT", or empty */
+		if (strlen(v) >= sizeof(s->fleet_token) || strspn(v, "0123456789abcdef:") != strlen(v))
+			return -EINVAL;
+		memcpy(s->fleet_token, v, strlen(v) + 1);
+		return 0;
+	}
 	if (!strcmp(k, "attempt_reason")) {
 		for (int r = RR_WHY_NONE; r <= RR_WHY_NOW; r++)
 			if (!strcmp(v, policy_reason_name(r))) {
@@ -138,6 +148,7 @@ static int set_key(struct rr_state *s, const char *k, const char *v, bool *versi
 	}
 	FLAG("attempt", attempt)
 	FLAG("hold", hold)
+	FLAG("fleet_held", fleet_held)
 	FLAG("trigger_oops", trig_oops)
 	FLAG("trigger_new_kernel", trig_new_kernel)
 	FLAG("trigger_now", trig_now)

@@ -22,6 +22,7 @@ int cmd_status(int argc, char **argv);
 int cmd_now(int argc, char **argv);
 int cmd_hold(int argc, char **argv);
 int cmd_release(int argc, char **argv);
+int cmd_fleet(int argc, char **argv);
 int cmd_entropy(int argc, char **argv);
 
 /* "rerand: " prefix on stderr. */

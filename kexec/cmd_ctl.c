@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* `rerand status [--json]`, `now`, `hold`, `release`: one line to rerandd's
- * control socket, its answer to stdout.  RERAND_CONTROL_SOCKET overrides
- * the socket path (tests). */
+/* `rerand status [--json]`, `now`, `hold`, `release`, `fleet status [--json]`,
+ * `fleet release HOST`: one line to rerandd's control socket, its answer to
+ * stdout.  RERAND_CONTROL_SOCKET overrides the socket path (tests). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +18,7 @@ static int ctl(const char *line)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *path = getenv("RERAND_CONTROL_SOCKET");
-	char buf[4096];
+	char buf[32768];
 	size_t got = 0;
 	int fd;
 
@@ -95,4 +95,32 @@ int cmd_release(int argc, char **argv)
 {
 	int r = no_args(argc, argv, "rerand release");
 	return r >= 0 ? r : ctl("release\n");
+}
+
+/* The fleet commands go through rerandd: it has the [Fleet] settings, the TLS
+ * client certificate and the identity, so the CLI needs none of them. */
+int cmd_fleet(int argc, char **argv)
+{
+	static const char usage[] = "rerand fleet status [--json] | rerand fleet release HOST";
+	char line[300];
+
+	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		printf("Usage: %s\n", usage);
+		return 0;
+	}
+	if (argc == 2 && !strcmp(argv[1], "status"))
+		return ctl("fleet status\n");
+	if (argc == 3 && !strcmp(argv[1], "status") && !strcmp(argv[2], "--json"))
+		return ctl("fleet status json\n");
+	if (argc == 3 && !strcmp(argv[1], "release")) {
+		const char *h = argv[2];
+		if (!*h || strlen(h) > 127 || strpbrk(h, " \t\n\r\"\\")) {
+			cli_err("fleet release: '%s' is not a host identity", h);
+			return EXIT_USAGE;
+		}
+		snprintf(line, sizeof(line), "fleet release %s\n", h);
+		return ctl(line);
+	}
+	cli_err("usage: %s", usage);
+	return EXIT_USAGE;
 }

@@ -42,6 +42,9 @@ static void usage(FILE *f)
 	      "        the last verification, entropy, failures and the staged image.\n"
 	      "  now | hold | release\n"
 	      "        Ask rerandd to rerandomize now; block its reboots; lift the block.\n"
+	      "  fleet status [--json] | fleet release HOST\n"
+	      "        Through rerandd: the fleet group's holders and free slots; free a\n"
+	      "        stuck etcd slot of HOST.\n"
 	      "  entropy [IMAGE | --kernel K] [--memmap SOURCE] [--cmdline S] [--json]\n"
 	      "        Bits of placement on a memory map: rerand against the stock rule.\n"
 	      "\n"
@@ -56,7 +59,7 @@ int main(int argc, char **argv)
 		{ "load", cmd_load }, { "verify", cmd_verify },
 		{ "status", cmd_status }, { "now", cmd_now },
 		{ "hold", cmd_hold }, { "release", cmd_release },
-		{ "entropy", cmd_entropy },
+		{ "entropy", cmd_entropy }, { "fleet", cmd_fleet },
 	};
 
 	if (argc < 2) {

@@ -1,0 +1,414 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+# Turn the raw data of scripts/bench.sh (OUT/) into docs/performance.md and
+# docs/performance.png: medians with min-max, ratios paired side by side.
+import glob
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+out, docs = sys.argv[1], sys.argv[2]
+data = os.path.join(out, "data")
+
+
+def rd(path, default=""):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return default
+
+
+def med(xs):
+    return statistics.median(xs) if xs else None
+
+
+def mmm(xs, fmt="{:.2f}"):
+    """median (min-max)"""
+    if not xs:
+        return "n/a"
+    return (fmt + " ({}–{})").format(med(xs), fmt.format(min(xs)), fmt.format(max(xs)))
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def fr(x, nd=2):
+    return "n/a" if x is None else ("{:." + str(nd) + "f}×").format(x)
+
+
+kernels = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(data, "*.wall")))
+K = {}
+for k in kernels:
+    d = {"info": {}, "wall": {}, "cg": {}, "cgfn": {}, "img": {"image": [], "cli": []}}
+    for line in rd(os.path.join(data, k + ".wall")).splitlines():
+        f = line.split("\t")
+        if f[0] == "info":
+            d["info"][f[1]] = f[2]
+        elif f[0] == "wall":
+            d["wall"].setdefault(f[1], []).append(int(f[2]) / 1e6)
+        elif f[0] == "cg" and len(f) == 3 and f[2]:
+            d["cg"][f[1]] = int(f[2])
+    for line in rd(os.path.join(data, k + ".cg.annotate")).splitlines():
+        m = re.match(r"\s*([\d,]+)\s+\([^)]*\)\s+\S*?:(\S+)\s+\[", line)
+        if m:
+            d["cgfn"][m.group(2)] = int(m.group(1).replace(",", ""))
+    for line in rd(os.path.join(data, k + ".img")).splitlines():
+        f = line.split()
+        d["img"][f[0]].append((float(f[1]), int(f[2])))
+    K[k] = d
+
+
+def paired(d, a, b):
+    """Per-rep ratios a/b of interleaved wall-time reps."""
+    xa, xb = d["wall"].get(a, []), d["wall"].get(b, [])
+    return [x / y for x, y in zip(xa, xb) if y]
+
+
+# ---- QEMU guests -------------------------------------------------------------
+def parse_guest(k):
+    log = os.path.join(out, "qemu", k, "serial.log")
+    if not os.path.exists(log):
+        return None
+    g = {"reboot": {}, "init": {}, "stage": {}, "cycles": {}, "seq": [], "verify_bad": 0,
+         "rc": rd(os.path.join(out, "qemu", k, "qemu-rc"), "?"),
+         "initrd": int(rd(os.path.join(out, "qemu", k, "initrd-bytes"), "0") or 0),
+         "done": False, "fail": ""}
+    pending = None  # (mode, t_kexec, got_linux)
+    for line in open(log, errors="replace"):
+        parts = line.rstrip("\n").split(" ", 1)
+        if len(parts) < 2:
+            continue
+        try:
+            t = float(parts[0])
+        except ValueError:
+            continue
+        s = parts[1]
+        if s.startswith("BENCH-KEXEC"):
+            m = re.search(r"next=(\w)", s).group(1)
+            pending = [m, t, None]
+        elif "Linux version" in s and pending and pending[2] is None:
+            pending[2] = t - pending[1]
+        elif s.startswith("BENCH-INIT") and pending:
+            m, t0, tl = pending
+            if tl is not None:
+                g["reboot"].setdefault(m, []).append(tl)
+                g["init"].setdefault(m, []).append(t - t0)
+                g["seq"].append((m, tl, t - t0))
+            pending = None
+        elif s.startswith("BENCH-STAGE "):
+            m = re.search(r"next=(\w) guest_secs=([\d.]+)", s)
+            if m:
+                g["stage"].setdefault(m.group(1), []).append(float(m.group(2)))
+        elif s.startswith("BENCH-VERIFY"):
+            m = re.search(r"by=(\w) rc=(\d+) randomized=(\w*) stage_cycles=(\d*)", s)
+            if m:
+                if m.group(2) != "0" or m.group(3) != "true":
+                    g["verify_bad"] += 1
+                if m.group(4):
+                    g["cycles"].setdefault(m.group(1), []).append(int(m.group(4)))
+        elif s.startswith("BENCH-DONE"):
+            g["done"] = True
+        elif s.startswith("BENCH-FAIL"):
+            g["fail"] = s
+    return g
+
+
+def pair_ratios(seq, a, b, idx):
+    """Ratios a/b over adjacent (a, b) or (b, a) generations of the plan."""
+    r, prev = [], None
+    for e in seq:
+        if e[0] not in (a, b):
+            continue
+        if prev and prev[0] != e[0]:
+            x, y = (e, prev) if e[0] == a else (prev, e)
+            r.append(x[idx] / y[idx])
+            prev = None
+        else:
+            prev = e
+    return r
+
+
+G = {k: parse_guest(k) for k in kernels}
+
+load0, load1 = rd(os.path.join(data, "load-start")), rd(os.path.join(data, "load-end"))
+ncpu = rd(os.path.join(data, "nproc"))
+elapsed = rd(os.path.join(data, "elapsed"))
+cflags = rd(os.path.join(data, "stage-cflags"))
+
+L = []
+w = L.append
+w("# rerand performance, measured against stock kexec\n")
+w("Written by `make bench` (scripts/bench.sh, bench/); do not edit by hand. "
+  "Every ratio is rerand ÷ stock (or ÷ the named baseline), measured side by side "
+  "in the same run on the same kernel: host measurements interleave their "
+  "repetitions, QEMU guests alternate stock and rerand kexecs within one guest. "
+  "Figures are medians with (min–max).\n")
+w("Machine: {} CPUs, shared with other QEMU users; load average (1, 5, 15 min) "
+  "{} at the start and {} at the end; the run took {} s. Wall times on a loaded "
+  "machine are noisy; instruction counts (callgrind) are repeatable.\n".format(
+      ncpu, load0, load1, elapsed))
+w("![ratios](performance.png)\n")
+
+# ---- goals -------------------------------------------------------------------
+goals = []
+
+
+def goal(name, val, limit, detail):
+    ok = val is not None and val <= limit
+    goals.append("| {} | ≤ {}× | {} | {} | {} |".format(
+        name, limit, fr(val), "**holds**" if ok else "**does not hold**", detail))
+
+
+for k in kernels:
+    d = K[k]
+    codec = d["info"].get("codec", "?")
+    cg = d["cg"]
+    lim = 1.0 if codec == "lz4" else 0.5
+    goal("stage cost ÷ stock {} decompression, {}".format(codec, k),
+         ratio(cg.get("stage"), cg.get("stock")), lim,
+         "instructions; wall {}".format(fr(med(paired(d, "stage", "stock")))))
+for k in kernels:
+    d = K[k]
+    goal("stage cost ÷ memcpy, {}".format(k), med(paired(d, "stage", "memcpy")), 2.0,
+         "wall (instructions {}: glibc memcpy uses AVX, the stage may not)".format(
+             fr(ratio(d["cg"].get("stage"), d["cg"].get("memcpy")), 1)))
+for k in kernels:
+    g = G.get(k)
+    if g and g["reboot"].get("s") and g["reboot"].get("l"):
+        worst = max(pair_ratios(g["seq"], "l", "s", 1) or [None]) if g["seq"] else None
+        goal("reboot latency rerand ÷ stock (kexec -e → first line), {}".format(k),
+             ratio(med(g["reboot"]["l"]), med(g["reboot"]["s"])), 1.0,
+             "medians; worst adjacent pair {}".format(fr(worst)))
+for k in kernels:
+    im = K[k]["img"]
+    r = [a[0] / b[0] for a, b in zip(im["image"], im["cli"]) if b[0] > 0]
+    goal("`rerand image` ÷ bare `{} -dc`, {}".format(K[k]["info"].get("codec"), k), med(r), 1.5,
+         "wall time, interleaved")
+
+idle_rows = []
+for line in rd(os.path.join(out, "idle", "samples")).splitlines():
+    if line.startswith("#"):
+        continue
+    f = line.split("\t")
+    idle_rows.append((float(f[0]), int(f[1]), int(f[2])))
+hz = 100
+m = re.search(r"hz=(\d+)", rd(os.path.join(out, "idle", "samples")))
+if m:
+    hz = int(m.group(1))
+idle_rss = [r[1] for r in idle_rows]
+if idle_rss:
+    goals.append("| rerandd idle RSS | ≤ 8 MiB | {:.1f} MiB (max) | {} | median {:.1f} MiB over {:.0f} s |".format(
+        max(idle_rss) / 1024, "**holds**" if max(idle_rss) <= 8192 else "**does not hold**",
+        med(idle_rss) / 1024, idle_rows[-1][0]))
+
+w("## Goals (issue 8)\n")
+w("| goal | limit | measured | verdict | note |")
+w("|---|---|---|---|---|")
+L.extend(goals)
+w("")
+
+# ---- 1. stage cost -----------------------------------------------------------
+w("## 1. Stage cost on the host\n")
+w("`bench/stagecost.c` runs the stage's own select (`rr_phys_slot_count/at`, "
+  "`rr_virt_slot_*`, `rr_rng_*`), LZ4 decode (`rr_lz4_decode_block`, one block per "
+  "segment, straight to its place) and relocation (`rr_relocate`), compiled from "
+  "`src/shared/` with the stage's flags from the Makefile (`{}`), hosted only in that it "
+  "links into a normal program. Against it: the codec library decoding the stock "
+  "payload through `rr_decompress` (liblzma, libzstd, liblz4 on the legacy frame), "
+  "standing in for the stock decompressor, and a glibc `memcpy` of the same segments "
+  "(the physical limit). The stage's output is checked byte for byte against the "
+  "segments relocated independently. Instructions: callgrind, only the measured call "
+  "instrumented. Wall: {} interleaved reps after a warm-up, destination memory "
+  "already faulted in.\n".format(cflags, len(next(iter(K.values()))["wall"].get("stage", [])) if K else 0))
+w("| kernel | codec | segments MiB | relocs | stage Minstr | stock Minstr | memcpy Minstr | stage ÷ stock (instr) | stage ms | stock ms | memcpy ms | stage ÷ stock (wall) | stage ÷ memcpy (wall) |")
+w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+for k in kernels:
+    d = K[k]
+    i, cg, wl = d["info"], d["cg"], d["wall"]
+    w("| {} | {} | {:.1f} | {} | {:.0f} | {:.0f} | {:.0f} | {} | {} | {} | {} | {} | {} |".format(
+        k, i.get("codec"), int(i.get("segment_bytes", 0)) / 2**20, i.get("relocs"),
+        cg.get("stage", 0) / 1e6, cg.get("stock", 0) / 1e6, cg.get("memcpy", 0) / 1e6,
+        fr(ratio(cg.get("stage"), cg.get("stock"))),
+        mmm(wl.get("stage", []), "{:.1f}"), mmm(wl.get("stock", []), "{:.1f}"),
+        mmm(wl.get("memcpy", []), "{:.1f}"),
+        mmm(paired(d, "stage", "stock")), mmm(paired(d, "stage", "memcpy"), "{:.1f}")))
+w("")
+w("Where the stage's instructions go (callgrind, self cost):\n")
+w("| kernel | rr_lz4_decode_block | rr_relocate + rr_reloc_offset | select + RNG | other |")
+w("|---|---|---|---|---|")
+for k in kernels:
+    fn, tot = K[k]["cgfn"], K[k]["cg"].get("stage", 0)
+    if not tot:
+        continue
+    dec = fn.get("rr_lz4_decode_block", 0)
+    rel = fn.get("rr_relocate", 0) + fn.get("rr_reloc_offset", 0)
+    sel = sum(v for f, v in fn.items() if f.startswith(("rr_phys", "rr_virt", "rr_rng", "rr_blake", "blake", "rr_memzero"))
+              or "blake2s" in f)
+    w("| {} | {:.1f}% | {:.1f}% | {:.2f}% | {:.1f}% |".format(
+        k, 100 * dec / tot, 100 * rel / tot, 100 * sel / tot, 100 * (tot - dec - rel - sel) / tot))
+w("")
+
+# ---- 2. reboot latency ---------------------------------------------------------
+w("## 2. Reboot latency in QEMU TCG\n")
+w("One guest per kernel (q35, SeaBIOS, `-cpu max`, 2 GiB, 1 vCPU, TCG) boots the distro "
+  "kernel, then kexecs itself again and again, alternating the stock bzImage "
+  "(`kexec -l`) and the rerand image (`rerand load`), flipping the order every pair. "
+  "The guest's `/init` (bench/guest-init.sh) prints a marker right before `kexec -e` "
+  "and another as its first action; the host time-stamps every serial line. "
+  "*First line* is the new kernel's `Linux version` banner (the first line of the kernel "
+  "proper; `earlyprintk=serial` makes it appear as soon as the kernel's early console "
+  "is up; the stock decompressor's own progress lines come before it and are not "
+  "counted). *Init* is the new `/init`'s first line. Both include the old kernel's "
+  "shutdown and kexec-tools' purgatory checksumming every loaded byte, the initramfs "
+  "included (size below). Stage cycles: `stage_cycles` from `rerand verify --json` "
+  "(guest TSC under TCG, so only comparable within this table).\n")
+w("| kernel | initramfs MiB | n stock/rerand | stock → first line s | rerand → first line s | ratio (medians) | ratio per adjacent pair | stock → init s | rerand → init s | ratio (medians) | stage Mcycles | verify |")
+w("|---|---|---|---|---|---|---|---|---|---|---|---|")
+for k in kernels:
+    g = G.get(k)
+    if not g:
+        continue
+    rs, rl = g["reboot"].get("s", []), g["reboot"].get("l", [])
+    i_s, i_l = g["init"].get("s", []), g["init"].get("l", [])
+    cyc = [c / 1e6 for c in g["cycles"].get("l", [])]
+    status = "all randomized" if not g["verify_bad"] else "{} not randomized".format(g["verify_bad"])
+    if g["fail"] or not g["done"]:
+        status += "; guest did not finish ({})".format(g["fail"] or "qemu rc " + g["rc"])
+    w("| {} | {:.0f} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+        k, g["initrd"] / 2**20, len(rs), len(rl), mmm(rs), mmm(rl), fr(ratio(med(rl), med(rs))),
+        mmm(pair_ratios(g["seq"], "l", "s", 1)), mmm(i_s), mmm(i_l),
+        fr(ratio(med(i_l), med(i_s))), mmm(cyc, "{:.0f}"), status))
+w("")
+
+# ---- 3. rerand image -----------------------------------------------------------
+w("## 3. `rerand image` against a bare decompression\n")
+w("Wall time and peak RSS (`/usr/bin/time -f '%e %M'`) of `rerand image KERNEL -o FILE` "
+  "(read, decode, ELF and relocation checks, LZ4 compression, atomic write with fsync) "
+  "against the codec's own CLI decoding the same payload to /dev/null (`xz -dc`, "
+  "`zstd -dc`, `lz4 -dc`, the payload cut out of the bzImage), interleaved.\n")
+w("| kernel | codec | rerand image s | CLI s | ratio (per pair) | rerand image peak MiB | CLI peak MiB |")
+w("|---|---|---|---|---|---|---|")
+for k in kernels:
+    im = K[k]["img"]
+    if not im["image"]:
+        continue
+    r = [a[0] / b[0] for a, b in zip(im["image"], im["cli"]) if b[0] > 0]
+    w("| {} | {} | {} | {} | {} | {} | {} |".format(
+        k, K[k]["info"].get("codec"), mmm([a[0] for a in im["image"]]), mmm([b[0] for b in im["cli"]]),
+        mmm(r), mmm([a[1] / 1024 for a in im["image"]], "{:.0f}"),
+        mmm([b[1] / 1024 for b in im["cli"]], "{:.0f}")))
+w("\nThe CLI's times are at the resolution of /usr/bin/time (10 ms); a 0.00 s "
+  "CLI time makes the ratio unavailable.\n")
+
+# ---- 4. staging ----------------------------------------------------------------
+w("## 4. Staging in the guest\n")
+w("`rerand load IMAGE --initrd I --append C` (validate, fresh seed, sealed memfd, then "
+  "kexec-tools) against `kexec -l bzImage --initrd=I --command-line=C`; both run "
+  "kexec-tools, whose SHA-256 over every segment is included. Timed in the guest "
+  "from /proc/uptime (10 ms resolution) around the command.\n")
+w("| kernel | stock `kexec -l` s | `rerand load` s | ratio (medians) |")
+w("|---|---|---|---|")
+for k in kernels:
+    g = G.get(k)
+    if not g:
+        continue
+    ss, sl = g["stage"].get("s", []), g["stage"].get("l", [])
+    w("| {} | {} | {} | {} |".format(k, mmm(ss), mmm(sl), fr(ratio(med(sl), med(ss)))))
+w("")
+
+# ---- 5. codecs -----------------------------------------------------------------
+w("## 5. Payload codec\n")
+w("`none` (`--codec none`), `lz4` (the default) and lz4 HC (`--lz4-level 9`). zstd at a "
+  "fast level is not offered: the stage has no zstd decoder (it would need a "
+  "freestanding one, a much larger body of code to trust than the LZ4 block decoder). "
+  "Host figures for every kernel; guest figures on the kernel whose guest also ran the "
+  "codec variants.\n")
+w("| kernel | codec | image MiB | stage Minstr (host) | stage ms (host) | staging s (guest) | kexec -e → first line s (guest) |")
+w("|---|---|---|---|---|---|---|")
+names = {"l": ("lz4", "stage"), "n": ("none", "stage-none"), "h": ("lz4 HC 9", "stage-hc")}
+for k in kernels:
+    d, g = K[k], G.get(k) or {"stage": {}, "reboot": {}}
+    for letter in ("n", "l", "h"):
+        nm, var = names[letter]
+        w("| {} | {} | {:.1f} | {:.0f} | {} | {} | {} |".format(
+            k, nm, int(d["info"].get("image_bytes_" + var, 0)) / 2**20, d["cg"].get(var, 0) / 1e6,
+            mmm(d["wall"].get(var, []), "{:.1f}"), mmm(g["stage"].get(letter, [])),
+            mmm(g["reboot"].get(letter, []))))
+    w("| {} | stock bzImage | {:.1f} | | | {} | {} |".format(
+        k, os.path.getsize(os.path.join(out, "payload", k + ".bin")) / 2**20
+        if os.path.exists(os.path.join(out, "payload", k + ".bin")) else 0,
+        mmm(g["stage"].get("s", [])), mmm(g["reboot"].get("s", []))))
+w("")
+
+# ---- 6. idle -------------------------------------------------------------------
+w("## 6. rerandd idle cost\n")
+if idle_rows:
+    settle = [r for r in idle_rows if r[0] >= 10]
+    cpu = (settle[-1][2] - settle[0][2]) / hz if len(settle) > 1 else None
+    span = settle[-1][0] - settle[0][0] if len(settle) > 1 else 0
+    w("`build/rerandd` against a fixture directory (bench/idle.sh: every path in a temp "
+      "dir, `KexecBinary=/bin/true`, `Method=command` with a RebootCommand that only logs, "
+      "no maintenance window, and CAP_SYS_BOOT dropped from its bounding set), sampled every 5 s.\n")
+    w("| measure | value |")
+    w("|---|---|")
+    w("| RSS median (min–max) | {} MiB |".format(mmm([r[1] / 1024 for r in idle_rows], "{:.1f}")))
+    w("| CPU at start-up (first staging, first 10 s) | {:.2f} s |".format(
+        (settle[0][2] if settle else idle_rows[-1][2]) / hz))
+    if cpu is not None:
+        w("| CPU afterwards | {:.2f} s over {:.0f} s ({:.3f}%) |".format(cpu, span, 100 * cpu / span if span else 0))
+    reqs = re.search(r"reboot_requests (\d+)", rd(os.path.join(out, "idle", "summary")))
+    w("| reboots requested (logged, not done) | {} |".format(reqs.group(1) if reqs else 0))
+    w("")
+
+w("## What stands in the way\n")
+w(rd(os.path.join(os.path.dirname(os.path.abspath(__file__)), "findings.md"),
+     "(no findings file)") + "\n")
+w("Raw data: `build/bench/` after `make bench` (`BENCH_QUICK=1` for a fast variant; "
+  "`BENCH_ONLY=\"stage image qemu idle\"` for a subset).\n")
+
+os.makedirs(docs, exist_ok=True)
+with open(os.path.join(docs, "performance.md"), "w") as f:
+    f.write("\n".join(L))
+
+# ---- chart ---------------------------------------------------------------------
+rows = []
+for k in kernels:
+    d, g = K[k], G.get(k)
+    im = d["img"]
+    rimg = med([a[0] / b[0] for a, b in zip(im["image"], im["cli"]) if b[0] > 0])
+    rb = ratio(med(g["reboot"].get("l", [])), med(g["reboot"].get("s", []))) if g else None
+    st = ratio(med(g["stage"].get("l", [])), med(g["stage"].get("s", []))) if g else None
+    vals = [ratio(d["cg"].get("stage"), d["cg"].get("stock")), med(paired(d, "stage", "stock")),
+            med(paired(d, "stage", "memcpy")), rb, st, rimg]
+    rows.append([k.replace("_", "-")] + ["?" if v is None else "{:.3f}".format(v) for v in vals])
+dat = os.path.join(out, "chart.dat")
+with open(dat, "w") as f:
+    for r in rows:
+        f.write("\"{}\" {}\n".format(r[0], " ".join(r[1:])))
+gp = """
+set terminal pngcairo size 1200,600 noenhanced font ",10"
+set output '{png}'
+set title 'rerand ÷ stock, side by side (lower is better; 1 = parity)'
+set datafile missing '?'
+set style data histogram
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set logscale y 2
+set yrange [0.05:16]
+set ylabel 'ratio (log scale)'
+set grid ytics
+set key outside right top vertical
+set xtics rotate by -15
+set arrow from graph 0, first 1 to graph 1, first 1 nohead lw 2 lc rgb 'black'
+plot '{dat}' using 2:xtic(1) title 'stage/stock decomp (instr)', \\
+  '' using 3 title 'stage/stock decomp (wall)', \\
+  '' using 4 title 'stage/memcpy (wall)', \\
+  '' using 5 title 'reboot kexec→first line', \\
+  '' using 6 title 'staging (guest)', \\
+  '' using 7 title 'rerand image / CLI decomp'
+""".format(png=os.path.join(docs, "performance.png"), dat=dat)
+subprocess.run(["gnuplot"], input=gp, text=True, check=True)
