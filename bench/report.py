@@ -338,7 +338,7 @@ for k in kernels:
             k, nm, int(d["info"].get("image_bytes_" + var, 0)) / 2**20, d["cg"].get(var, 0) / 1e6,
             mmm(d["wall"].get(var, []), "{:.1f}"), mmm(g["stage"].get(letter, [])),
             mmm(g["reboot"].get(letter, []))))
-    w("| {} | stock bzImage | {:.1f} | | | {} | {} |".format(
+    w("| {} | stock (compressed payload) | {:.1f} | | | {} | {} |".format(
         k, os.path.getsize(os.path.join(out, "payload", k + ".bin")) / 2**20
         if os.path.exists(os.path.join(out, "payload", k + ".bin")) else 0,
         mmm(g["stage"].get("s", [])), mmm(g["reboot"].get("s", []))))

@@ -264,6 +264,21 @@ e2e_check() {
 			grep -Eq '"randomized" *: *true' <<<"$ver" || bad+=" gen$gen:not-randomized"
 		done <<<"$rows"
 		e2e_tap "$([ -z "$bad" ]; echo $?)" "$name: KASLR_FLAG set and rerand verify randomized after every kexec" "${bad# }"
+		# 5. The entropy sources the stage trusted match the CPU: -cpu
+		# qemu64 has no RDRAND/RDSEED, so only the seed and RDTSC remain.
+		local want="" srcbad="" got
+		case "${E2E_RUN_CPU:-}" in
+		qemu64) want="seed+rdtsc" ;;
+		max) want="seed+rdrand+rdtsc seed+rdseed+rdrand+rdtsc" ;;
+		esac
+		if [ -n "$want" ]; then
+			while IFS=$'\t' read -r gen secs text cs ce lf ram ver; do
+				[ -n "$gen" ] && [ "$gen" -gt 0 ] || continue
+				got=$(grep -o '"sources":"[^"]*"' <<<"$ver" | cut -d'"' -f4)
+				case " $want " in *" $got "*) ;; *) srcbad+=" gen$gen:${got:-none}" ;; esac
+			done <<<"$rows"
+			e2e_tap "$([ -z "$srcbad" ]; echo $?)" "$name: rerand verify reports the entropy sources of -cpu $E2E_RUN_CPU ($want)" "${srcbad# }"
+		fi
 	else
 		# Stock kexec is known to lose physical randomization on UEFI
 		# (shared/KERNEL-FACTS.md): recorded, not asserted.
@@ -292,5 +307,5 @@ e2e_run() {
 	e2e_qemu "$kernel" "$initrd" "$append" "$dir/serial.log" "$fw" "$cpu" "$mem" "$tmo" \
 		"${E2E_MACHINE:-q35}" || rc=$?
 	e2e_note "$name: QEMU exit $rc after $((EPOCHSECONDS - t0)) s"
-	E2E_RUN_MEM=$mem e2e_check "$name" "$dir/serial.log" "$rc" "$gens" "$mode" "$nokaslr"
+	E2E_RUN_MEM=$mem E2E_RUN_CPU=$cpu e2e_check "$name" "$dir/serial.log" "$rc" "$gens" "$mode" "$nokaslr"
 }

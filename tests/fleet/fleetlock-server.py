@@ -12,7 +12,8 @@
 #     small fixed set.
 # A counting semaphore of K owned, recursive slots per group.  GET /debug/state
 # (not part of the protocol; for the tests) returns the holders, the highest
-# number of simultaneous holders seen, and the count of rejected requests.
+# number of simultaneous holders seen, the count of rejected requests, and the
+# log of grants and releases as [unix ms, "lock"|"unlock", id].
 import json
 import os
 import re
@@ -69,7 +70,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.path != "/debug/state":
             return self.reply(404, error("not_found", "no such endpoint"))
         with lock:
-            self.reply(200, {k: state[k] for k in ("holders", "max_seen", "rejected", "granted")})
+            self.reply(200, {k: state[k] for k in ("holders", "max_seen", "rejected", "granted", "log")})
 
     def do_PUT(self):
         self.reply(405, error("method_not_allowed", "use POST"))

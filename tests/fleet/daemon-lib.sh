@@ -1,0 +1,145 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Helpers for tests/cli/test-fleet-daemon.sh: real rerandd instances as simulated
+# hosts.  Each host has its own directory $tmp/h/ID with its state, runtime dir,
+# boot id, /proc/stat (btime) and configuration; fixtures stand in for the kernel
+# interfaces.  The reboot is the one simulated step (see host_run).
+# Expects $tmp, $top, $RERANDD, $R, $KERNEL, $SD (setup_data fixture), $EVENTS.
+
+# ev HOST EVENT [DETAIL]: one line in the shared event log, unix ms first
+ev() { echo "$(date +%s%3N) $*" >>"$EVENTS"; }
+
+# host_new ID GROUP_SECTION_FILE [extra config text]: a host directory and config.
+# The [Fleet] section comes from a file so groups can share it.
+host_new() {
+	local id=$1 fleet=$2 extra=${3:-} hd=$tmp/h/$1
+	mkdir -p "$hd/state/images" "$hd/run" "$hd/boot" "$hd/conf.d" "$hd/pre-reboot.d" "$hd/post-boot.d"
+	cat /proc/sys/kernel/random/uuid >"$hd/boot_id"
+	# due at once: this "boot" began two hours ago, MaxLayoutAge is one hour
+	echo "btime $(($(date +%s) - 7200))" >"$hd/stat"
+	echo 0 >"$hd/tainted"
+	echo "console=ttyS0 quiet" >"$hd/cmdline"
+	echo "machine-$id" >"$hd/machine-id"
+	# the image cache is keyed by the kernel's hash: share the one built image
+	ln -f "$IMAGE" "$hd/state/images/$KSHA.img"
+	cat >"$hd/rerand.conf" <<EOF
+[Daemon]
+StateDirectory=$hd/state
+RuntimeDirectory=$hd/run
+MetricsFile=$hd/run/rerand.prom
+RerandBinary=$R
+KexecBinary=/bin/true
+CheckInterval=1s
+
+[Paths]
+Boot=$hd/boot
+ProcCmdline=$hd/cmdline
+SetupData=$SD
+Kmsg=$hd/no-kmsg
+Tainted=$hd/tainted
+BootId=$hd/boot_id
+ProcStat=$hd/stat
+PreRebootDirectory=$hd/pre-reboot.d
+PostBootDirectory=$hd/post-boot.d
+
+[Stage]
+Kernel=$KERNEL
+Initrd=none
+CommandLine=console=ttyS0 quiet
+RestageInterval=1h
+
+[Policy]
+MaxLayoutAge=1h
+Jitter=0
+MinRebootInterval=0
+HonorInhibitors=no
+BackoffBase=1min
+MaxFailures=3
+
+[Reboot]
+Method=command
+RebootCommand=$SIMREBOOT $hd
+HookTimeout=20s
+
+$(cat "$fleet")
+MachineIDFile=$hd/machine-id
+$extra
+EOF
+}
+
+# conf_harmless ID: the instance can neither kexec nor reboot this machine: the
+# reboot is our script, kexec-tools is /bin/true, no kexec_file_load, no other
+# configuration is read, and rerandd itself accepts the file.
+conf_harmless() {
+	local hd=$tmp/h/$1 c=$tmp/h/$1/rerand.conf
+	[ "$(grep -c '^Method=' "$c")" = 1 ] && grep -qx 'Method=command' "$c" &&
+	[ "$(grep -c '^RebootCommand=' "$c")" = 1 ] && grep -qx "RebootCommand=$SIMREBOOT $hd" "$c" &&
+	[ "$(grep -c '^KexecBinary=' "$c")" = 1 ] && grep -qx 'KexecBinary=/bin/true' "$c" &&
+	! grep -q '^FileSyscall=' "$c" &&
+	[ -z "$(ls -A "$hd/conf.d")" ] &&
+	"$RERANDD" --check-config --config "$c" --config-dir "$hd/conf.d" >/dev/null 2>&1
+}
+
+# host_run ID [die]: the host's "machine".  It runs rerandd; when rerandd's
+# RebootCommand asks for a reboot, the reboot is SIMULATED here: rerandd is
+# stopped with SIGTERM (as systemd does at shutdown), the host stays down for
+# $DOWN seconds, gets a new boot id and a new btime, and rerandd starts again.
+# With "die" the host never comes back from its reboot (SIGKILL, no restart).
+# A rerandd that exits on its own (kill -9 by the test) is not restarted
+# until $hd/restart appears.
+host_run() {
+	local id=$1 mode=${2:-} hd=$tmp/h/$1 pid
+	while :; do
+		if ! conf_harmless "$id"; then
+			ev "$id" UNSAFE_CONFIG
+			return 1
+		fi
+		"$RERANDD" --config "$hd/rerand.conf" --config-dir "$hd/conf.d" >>"$hd/log" 2>&1 &
+		pid=$!
+		echo "$pid" >"$hd/pid"
+		ev "$id" BOOT "$(cat "$hd/boot_id")"
+		while kill -0 "$pid" 2>/dev/null && [ ! -e "$hd/reboot-requested" ] && [ ! -e "$hd/stop" ]; do
+			sleep 0.1
+		done
+		if [ -e "$hd/reboot-requested" ] && [ "$mode" = die ]; then
+			kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+			ev "$id" DIED
+			return 0
+		fi
+		if [ -e "$hd/reboot-requested" ]; then
+			kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+			ev "$id" DOWN
+			sleep "$DOWN"
+			cat /proc/sys/kernel/random/uuid >"$hd/boot_id"
+			echo "btime $(date +%s)" >"$hd/stat"
+			rm -f "$hd/reboot-requested"
+			continue
+		fi
+		if [ -e "$hd/stop" ]; then
+			kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+			return 0
+		fi
+		wait "$pid" 2>/dev/null
+		ev "$id" EXITED
+		# killed by the test: the same boot, restarted only when asked
+		while [ ! -e "$hd/restart" ] && [ ! -e "$hd/stop" ]; do sleep 0.1; done
+		[ -e "$hd/stop" ] && return 0
+		rm -f "$hd/restart"
+	done
+}
+
+hosts_stop() { local h; for h in "$@"; do touch "$tmp/h/$h/stop"; done; }
+
+# host_done ID: one verified rerandomization, and the slot given back
+host_done() {
+	local s=$tmp/h/$1/state/state
+	grep -qx 'successes=1' "$s" 2>/dev/null && grep -qx 'fleet_held=0' "$s" &&
+	grep -qx 'attempt=0' "$s" && grep -qx 'last_verify=randomized' "$s"
+}
+hosts_done() { local h; for h in "$@"; do host_done "$h" || return 1; done; }
+hosts_count_done() { local h c=0; for h in "$@"; do host_done "$h" && c=$((c + 1)); done; echo $c; }
+
+# ctl ID ARGS...: rerand ARGS against the host's control socket
+ctl() { local id=$1; shift; RERAND_CONTROL_SOCKET=$tmp/h/$id/run/control "$R" "$@"; }
+
+# obs_max LOG: most keys under the prefix the observer ever saw
+obs_max() { awk 'NF >= 3 && $3 ~ /^[0-9]+$/ && $3 > m { m = $3 } END { print m + 0 }' "$1"; }
