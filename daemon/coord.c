@@ -53,9 +53,14 @@ static void set_why(struct rr_coord *co, int prio, const char *fmt, ...)
 	snprintf(co->why, sizeof(co->why), "%s", msg);
 }
 
+/* Capped exponential back-off with jitter over every failed step, releases
+ * included (the client's own counter sees only acquisitions). */
 static void retry_later(struct rr_coord *co)
 {
-	co->next_try_ms = coord_now_ms() + fleet_next_delay_ms(co->f, rnd64());
+	co->next_try_ms = coord_now_ms() + fleet_backoff_ms(co->attempts, co->cfg.retry_base_ms,
+							    co->cfg.retry_max_ms, rnd64());
+	if (co->attempts < 64)
+		co->attempts++;
 }
 
 int coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *state_path)
@@ -69,6 +74,7 @@ int coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *s
 	co->f = NULL;
 	co->open_error[0] = 0;
 	co->next_try_ms = co->spread_at_ms = co->last_keepalive_ms = 0;
+	co->attempts = 0;
 	if (!co->want)
 		return 0;
 	r = fleet_open(fc, &co->f, err, sizeof(err));
@@ -147,12 +153,14 @@ static int release_step(struct rr_coord *co, const struct rr_config *c, struct r
 	}
 	r = fleet_release(co->f);
 	if (r < 0) {
-		set_why(co, RR_LOG_WARNING, "cannot give the slot back: %s", fleet_last_error(co->f));
+		set_why(co, RR_LOG_ERR, "backend unreachable, not rebooting (fail closed): cannot "
+			"give back what this host may hold: %s", fleet_last_error(co->f));
 		retry_later(co);
 		return 0;
 	}
 	if (st->fleet_held)
 		rr_log(RR_LOG_NOTICE, "fleet: slot released");
+	co->attempts = 0;
 	co->release_pending = false;
 	co->why[0] = 0;
 	co->next_try_ms = 0;
@@ -229,7 +237,9 @@ int coord_gate(struct rr_coord *co, const struct rr_config *c, struct rr_state *
 		return 0;
 	}
 	if (co->release_pending) {
-		set_why(co, RR_LOG_INFO, "giving back the slot from before first");
+		/* a failed release already said why */
+		if (!*co->why)
+			set_why(co, RR_LOG_INFO, "giving back the slot from before first");
 		return 0;
 	}
 	if (!co->spread_at_ms) {
@@ -271,6 +281,7 @@ int coord_gate(struct rr_coord *co, const struct rr_config *c, struct rr_state *
 	co->last_keepalive_ms = now;
 	co->why[0] = 0;
 	co->next_try_ms = 0;
+	co->attempts = 0;
 	rr_log(RR_LOG_NOTICE, "fleet: slot taken%s%s", *tok ? " " : "", tok);
 	return 1;
 }

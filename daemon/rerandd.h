@@ -301,6 +301,7 @@ struct rr_coord {
 	int64_t  next_try_ms;          /* wall ms: next attempt after a refusal/error */
 	int64_t  spread_at_ms;         /* wall ms: this due period's first attempt */
 	int64_t  last_keepalive_ms;
+	unsigned attempts;             /* failed steps in a row, for the back-off */
 	bool     release_pending;      /* something of ours may still be in the group */
 	bool     health_needed;        /* post-boot hooks must pass before the release */
 	bool     reopen_pending;       /* new [Fleet] settings wait for the release */

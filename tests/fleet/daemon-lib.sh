@@ -127,6 +127,9 @@ host_run() {
 	done
 }
 
+# outside_windows ID: no windows needed, the host may reboot whenever due
+outside_windows() { sed -i 's/^\[Policy\]$/[Policy]\nRebootOutsideWindows=yes/' "$tmp/h/$1/rerand.conf"; }
+
 hosts_stop() { local h; for h in "$@"; do touch "$tmp/h/$h/stop"; done; }
 
 # host_done ID: one verified rerandomization, and the slot given back

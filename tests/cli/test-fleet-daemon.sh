@@ -1,0 +1,309 @@
+#!/bin/bash
+# rerandd with fleet coordination, end to end: real build/rerandd instances as
+# simulated hosts (separate state, runtime dirs, boot ids, machine ids) against a
+# real etcd on loopback (Debian's etcd-server, 127.0.0.1:2411-2412, data in a temp
+# dir) and against the FleetLock test server (tests/fleet/fleetlock-server.py;
+# Debian ships no FleetLock server).
+# SIMULATED: only the reboot.  kexec-tools is /bin/true and the RebootCommand only
+# asks the host's runner (tests/fleet/daemon-lib.sh host_run) to stop rerandd,
+# wait, write a new boot id and start it again.  The daemon, its policy and lock
+# logic, etcd, its leases, and the timing are real.  Every instance's config is
+# checked to be harmless before it starts.  RERAND_MODE=long: more hosts.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d /tmp/rerand-fleetd.XXXXXX)
+R=$top/build/rerand
+RERANDD=$top/build/rerandd
+EVENTS=$tmp/events.log
+SIMREBOOT=$tmp/sim-reboot
+SD=$tmp/setup_data
+DOWN=1
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+nok() { n=$((n + 1)); echo "not ok $n - $*"; }
+check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
+bail() { nok "$*"; echo "1..$n"; exit 1; }
+bg_pids=()
+cleanup() {
+	local p f
+	exec 2>/dev/null
+	for f in "$tmp"/h/*; do [ -d "$f" ] && touch "$f/stop"; done
+	sleep 0.3
+	for p in "${bg_pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	for f in "$tmp"/h/*/pid; do [ -e "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null; done
+	for f in "$tmp"/etcd-*.pid; do [ -e "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+. "$top/tests/fleet/lib.sh"
+. "$top/tests/fleet/daemon-lib.sh"
+T0=$(now_ms)
+elapsed() { echo $(( ($(now_ms) - T0) / 1000 ))s; }
+
+mode=${RERAND_MODE:-short}
+if [ "$mode" = long ]; then HOSTS=12; OUTAGE=20; else HOSTS=6; OUTAGE=8; fi
+
+for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
+command -v etcd >/dev/null && command -v etcdctl >/dev/null || bail "etcd/etcdctl missing (Debian: etcd-server etcd-client)"
+kdir=${RERAND_KERNELS:-$top/../shared/kernels}
+KERNEL=$kdir/vmlinuz-6.1.0-57-cloud-amd64
+[ -r "$KERNEL" ] || bail "$KERNEL: a kernel to stage is needed"
+for p in 2411 2412; do port_free "$p" || bail "port 127.0.0.1:$p is in use"; done
+
+# one image for every host (the daemon's cache is keyed by the kernel's hash)
+KSHA=$(sha256sum "$KERNEL" | cut -d' ' -f1)
+IMAGE=$tmp/$KSHA.img
+"$R" image "$KERNEL" -o "$IMAGE" >/dev/null 2>"$tmp/image.err" || bail "rerand image: $(cat "$tmp/image.err")"
+# the boot record the stage would leave: a randomized boot (format as in test-cli.sh)
+mkdir -p "$SD/0" "$SD/1"
+echo 0x1 >"$SD/0/type"; printf 'xxxx' >"$SD/0/data"
+echo 0x52520001 >"$SD/1/type"
+python3 -c "import struct,sys; sys.stdout.buffer.write(b'RERANDST'+struct.pack('<HHIIIIIIIQQQ',1,64,1,1,0x0d,0,3,5,1,480,470,123456))" >"$SD/1/data"
+"$R" verify --setup-data "$SD" >/dev/null || bail "the setup_data fixture does not verify"
+# the simulated reboot: ask the runner, return at once (as logind does)
+cat >"$SIMREBOOT" <<EOF
+#!/bin/sh
+# SIMULATED reboot for test-fleet-daemon.sh: no kexec, no reboot; the host's
+# runner stops this rerandd, waits, and boots it again with a new boot id.
+echo "\$(date +%s%3N) \$(basename "\$1") REBOOT" >>"$EVENTS"
+touch "\$1/reboot-requested"
+EOF
+chmod +x "$SIMREBOOT"
+: >"$EVENTS"
+mkdir -p "$tmp/h"
+
+# ---- the safety check itself must bite --------------------------------------------
+printf '[Fleet]\nBackend=none\n' >"$tmp/none.fleet"
+host_new unsafe "$tmp/none.fleet"
+sed -i 's|^RebootCommand=.*|RebootCommand=/sbin/reboot|' "$tmp/h/unsafe/rerand.conf"
+check "safety: a config whose RebootCommand is not the simulator is refused" eval '! conf_harmless unsafe'
+host_new unsafe2 "$tmp/none.fleet"
+sed -i 's|^Method=command|Method=syscall|' "$tmp/h/unsafe2/rerand.conf"
+check "safety: Method=syscall is refused" eval '! conf_harmless unsafe2'
+rm -rf "$tmp/h/unsafe" "$tmp/h/unsafe2"
+
+# ---- [Fleet] in rerandd's configuration ------------------------------------------------
+cat >"$tmp/badfleet.conf" <<'EOF'
+[Daemon]
+StateDirectory=/nonexistent-rerand-test
+[Fleet]
+Backend=zookeeper
+MaxConcurrent=0
+Colour=blue
+EOF
+"$RERANDD" --check-config --config "$tmp/badfleet.conf" --config-dir "$tmp/none.d" 2>"$tmp/err"
+check "config: bad [Fleet] keys are reported with file:line" \
+	eval 'grep -q "badfleet.conf:4: Backend=zookeeper" "$tmp/err" && grep -q "badfleet.conf:5: MaxConcurrent=0" "$tmp/err" &&
+	      grep -q "badfleet.conf:6: unknown key Colour= in \[Fleet\]" "$tmp/err"'
+printf '[Fleet]\nBackend=etcd\nLockTTL=6\nTimeout=2\n' >"$tmp/noep.conf"
+"$RERANDD" --check-config --config "$tmp/noep.conf" --config-dir "$tmp/none.d" 2>"$tmp/err"
+check "config: Backend=etcd without Endpoints= and a TTL under 3 timeouts are refused" \
+	eval 'grep -q "needs Endpoints=" "$tmp/err" && grep -q "LockTTL= must be longer than 3 times Timeout=" "$tmp/err"'
+
+# ---- etcd and the FleetLock server -----------------------------------------------------
+E=127.0.0.1:2411
+etcd_member s1 2411 2412 s1=http://127.0.0.1:2412
+etcd_healthy "$E" 20 || bail "etcd did not start on $E"
+python3 "$top/tests/fleet/fleetlock-server.py" 2 "$tmp/fl.port" 2>"$tmp/fl.log" &
+bg_pids+=($!)
+wait_for 10 test -s "$tmp/fl.port" || bail "the FleetLock server did not start"
+FL=http://127.0.0.1:$(cat "$tmp/fl.port")
+fleet_etcd() { # FILE GROUP K TTL
+	printf '[Fleet]\nBackend=etcd\nGroup=%s\nEndpoints=%s\nMaxConcurrent=%s\nLockTTL=%s\nTimeout=1\nRetryBaseMSec=200\nRetryMaxMSec=2000\n' \
+		"$2" "$E" "$3" "$4" >"$1"
+}
+
+# ---- W: a maintenance window across a FleetLock fleet (runs while the etcd parts do) ----
+# Windows start on a minute: the next one at least 25 s away, 60 s long, in UTC.
+now=$(date +%s); wopen=$(( (now / 60 + 1) * 60 )); [ $((wopen - now)) -lt 25 ] && wopen=$((wopen + 60))
+printf '[Fleet]\nBackend=fleetlock\nGroup=edge\nURL=%s\nTimeout=2\nRetryBaseMSec=200\nRetryMaxMSec=2000\n' "$FL" >"$tmp/w.fleet"
+wids=$(seq -f 'w%g' 1 "$HOSTS")
+for id in $wids; do
+	host_new "$id" "$tmp/w.fleet" "[Window edge]
+Days=daily
+Start=$(date -u -d "@$wopen" +%H:%M)
+Length=60s
+TimeZone=UTC"
+	host_run "$id" & bg_pids+=($!)
+done
+echo "# window opens at $(date -u -d "@$wopen" +%H:%M:%S) UTC, $((wopen - now)) s from now ($(elapsed))"
+
+# ---- A: MaxConcurrent=2 over etcd, every host due at once ------------------------------
+fleet_etcd "$tmp/a.fleet" web 2 6
+python3 "$top/tests/fleet/observer.py" "$E" /rerand/fleet/web/ "$tmp/obs-a.log" & bg_pids+=($!)
+obs_a=$!
+wait_for 10 test -s "$tmp/obs-a.log"
+aids=$(seq -f 'a%g' 1 "$HOSTS")
+ta=$(now_ms)
+for id in $aids; do host_new "$id" "$tmp/a.fleet"; outside_windows "$id"; done
+unsafe=0; for id in $aids; do conf_harmless "$id" || unsafe=1; done
+check "A: every instance's config is harmless (RebootCommand is the simulator, kexec is /bin/true)" test $unsafe = 0
+for id in $aids; do host_run "$id" & bg_pids+=($!); done
+wait_for 120 hosts_done $aids
+tad=$(now_ms)
+sleep 0.5; kill "$obs_a" 2>/dev/null
+amax=$(obs_max "$tmp/obs-a.log")
+check "A: all $HOSTS hosts completed a verified rerandomization ($(hosts_count_done $aids) done, $((tad - ta)) ms)" hosts_done $aids
+check "A: the etcd observer never saw more than 2 holders (max $amax)" eval '[ "$amax" -le 2 ] && [ "$amax" -ge 1 ]'
+check "A: each host rebooted exactly once" \
+	test "$(grep -cE '^[0-9]+ a[0-9]+ REBOOT$' "$EVENTS")" -eq "$HOSTS"
+check "A: every slot was given back (group empty)" test "$(etcd_keys "$E" /rerand/fleet/web/)" -eq 0
+j=$(ctl a1 status --json)
+check "A: rerand status --json: randomized, 1 verified reboot, fleet idle with no errors" \
+	python3 -c "import json,sys; d=json.loads(sys.argv[1]); f=d['fleet']
+assert d['randomized'] and d['successes']==1 and f['backend']=='etcd' and f['state']=='idle' and f['errors']==0 and f['id']=='machine-a1', d" "$j"
+check "A: the metrics file has rerand_fleet_lock_state 1 (idle) and no errors" \
+	eval 'grep -qx "rerand_fleet_lock_state{backend=\"etcd\",group=\"web\"} 1" "$tmp/h/a1/run/rerand.prom" &&
+	      grep -qx "rerand_fleet_errors_total{backend=\"etcd\"} 0" "$tmp/h/a1/run/rerand.prom"'
+echo "# A: max concurrency seen by the etcd observer: $amax of 2; $HOSTS hosts in $((tad - ta)) ms ($(elapsed))"
+hosts_stop $aids
+
+# ---- B: a holder dies mid-reboot; an operator frees a stuck slot ---------------------
+fleet_etcd "$tmp/b.fleet" kill 1 6
+python3 "$top/tests/fleet/observer.py" "$E" /rerand/fleet/kill/ "$tmp/obs-b.log" & bg_pids+=($!)
+obs_b=$!
+wait_for 10 test -s "$tmp/obs-b.log"
+for id in victim waiter; do
+	host_new "$id" "$tmp/b.fleet"
+	outside_windows "$id"
+done
+host_run victim die & bg_pids+=($!)
+wait_for 20 grep -q ' victim DIED' "$EVENTS"
+tk=$(sed -n 's/^\([0-9]*\) victim DIED.*/\1/p' "$EVENTS")
+host_run waiter & bg_pids+=($!)
+wait_for 10 test -S "$tmp/h/waiter/run/control"
+sleep 0.5
+j=$(ctl waiter fleet status --json)
+check "B: rerand fleet status --json shows the dead victim holding the one slot, ttl <= 6 s" \
+	python3 -c "import json,sys; d=json.loads(sys.argv[1]); h=d['holders']
+assert d['group']=='kill' and d['free']==0 and len(h)==1 and h[0]['id']=='machine-victim' and 0 < h[0]['ttl'] <= 6, d" "$j"
+check "B: rerand status says the waiter waits for a slot" eval 'ctl waiter status | grep -q "fleet wait: .*waiting for a slot: etcd: group kill is full"'
+wait_for 15 grep -q 'DELETE /rerand/fleet/kill/slot/0 ' "$tmp/obs-b.log"
+tfree=$(awk '$4 == "DELETE" { print $1; exit }' "$tmp/obs-b.log")
+wait_for 30 host_done waiter
+tw=$(awk '$4 == "PUT" && $6 == "machine-waiter" { print $1; exit }' "$tmp/obs-b.log")
+free_ms=$(( ${tfree:-0} - tk )); take_ms=$(( ${tw:-0} - tk ))
+check "B: the dead holder's slot freed ${free_ms} ms after it died (LockTTL=6s)" \
+	eval '[ -n "$tfree" ] && [ $free_ms -ge 3000 ] && [ $free_ms -le 8000 ]'
+check "B: the waiting host took the slot ${take_ms} ms after the death and completed" \
+	eval '[ -n "$tw" ] && [ $take_ms -ge $free_ms ] && host_done waiter'
+check "B: the victim never came back (one boot, nothing after its death)" \
+	eval '[ "$(grep -c " victim BOOT" "$EVENTS")" -eq 1 ] && [ -z "$(awk -v t="$tk" '"'"'$1 > t && $2 == "victim"'"'"' "$EVENTS")" ]'
+echo "# B: recovery after a holder died: slot free after ${free_ms} ms, next holder after ${take_ms} ms (LockTTL 6 s)"
+# an operator frees a stuck slot long before its TTL
+fleet_etcd "$tmp/b2.fleet" stuck 1 60
+host_new victim2 "$tmp/b2.fleet"; host_new waiter2 "$tmp/b2.fleet"
+outside_windows victim2; outside_windows waiter2
+host_run victim2 die & bg_pids+=($!)
+wait_for 20 grep -q ' victim2 DIED' "$EVENTS"
+host_run waiter2 & bg_pids+=($!)
+wait_for 10 test -S "$tmp/h/waiter2/run/control"
+sleep 1
+out=$(ctl waiter2 fleet release machine-victim2); trel=$(now_ms)
+check "B: rerand fleet release frees the dead host's slot ($out)" grep -q '^freed 1 slot held by machine-victim2' <<<"$out"
+wait_for 20 host_done waiter2
+check "B: the waiting host then completes in $(( $(now_ms) - trel )) ms, far inside the 60 s TTL" \
+	eval 'host_done waiter2 && [ $(( $(now_ms) - trel )) -lt 20000 ]'
+kill "$obs_b" 2>/dev/null
+hosts_stop waiter waiter2
+
+# ---- D: kill -9 while holding (mid-drain), restart in the same boot -------------------
+fleet_etcd "$tmp/d.fleet" drain 1 60
+host_new k9 "$tmp/d.fleet"
+outside_windows k9
+printf '#!/bin/sh\n[ -e %s/slow ] && { touch %s/in-hook; sleep 30; }\nexit 0\n' "$tmp/h/k9" "$tmp/h/k9" >"$tmp/h/k9/pre-reboot.d/10-drain"
+chmod +x "$tmp/h/k9/pre-reboot.d/10-drain"; touch "$tmp/h/k9/slow"
+python3 "$top/tests/fleet/observer.py" "$E" /rerand/fleet/drain/ "$tmp/obs-d.log" & bg_pids+=($!)
+obs_d=$!
+wait_for 10 test -s "$tmp/obs-d.log"
+host_run k9 2>/dev/null & bg_pids+=($!)
+wait_for 20 test -e "$tmp/h/k9/in-hook"
+check "D: the drain runs while the slot is held (state has fleet_held=1 and the token)" \
+	eval 'grep -qx fleet_held=1 "$tmp/h/k9/state/state" && grep -qE "^fleet_token=[0-9a-f]+:0$" "$tmp/h/k9/state/state" &&
+	      [ "$(etcd_keys "$E" /rerand/fleet/drain/)" -eq 1 ]'
+kill -KILL "$(cat "$tmp/h/k9/pid")"; tk9=$(now_ms)
+rm -f "$tmp/h/k9/slow"
+wait_for 5 grep -q ' k9 EXITED' "$EVENTS"
+touch "$tmp/h/k9/restart"
+wait_for 40 host_done k9
+check "D: after kill -9 and a restart it gave the slot back, retook it and completed ($(( $(now_ms) - tk9 )) ms, TTL 60 s)" \
+	eval 'host_done k9 && [ $(( $(now_ms) - tk9 )) -lt 30000 ]'
+check "D: the kill -9 left a state file that parses (no .corrupt)" eval '[ ! -e "$tmp/h/k9/state/state.corrupt" ]'
+kill "$obs_d" 2>/dev/null
+# PUT (first boot), DELETE (start-up release after the kill), PUT (retaken), DELETE (after the reboot)
+dseq=$(awk '$4 == "PUT" || $4 == "DELETE" { printf "%s ", $4 }' "$tmp/obs-d.log")
+check "D: the restarted daemon gave the old slot back at start-up before taking one again ($dseq)" \
+	test "$dseq" = "PUT DELETE PUT DELETE "
+hosts_stop k9
+
+# ---- C: every etcd member down: nobody reboots; all recover when etcd returns -------
+fleet_etcd "$tmp/c.fleet" dark 2 6
+cids=$(seq -f 'c%g' 1 "$HOSTS")
+for id in $cids; do
+	host_new "$id" "$tmp/c.fleet"
+	outside_windows "$id"
+done
+etcd_kill s1
+tdown=$(now_ms)
+for id in $cids; do host_run "$id" & bg_pids+=($!); done
+sleep "$OUTAGE"
+check "C: etcd down ${OUTAGE}s: no host rebooted" eval '! grep -qE "^[0-9]+ c[0-9]+ REBOOT" "$EVENTS"'
+bad=0
+for id in $cids; do
+	ctl "$id" status --json >"$tmp/c-$id.json" 2>/dev/null || bad=1
+	grep -qx "rerand_fleet_lock_state{backend=\"etcd\",group=\"dark\"} 4" "$tmp/h/$id/run/rerand.prom" || bad=1
+done
+check "C: every host says why: status fleet state error, fail closed; metrics lock state 4" \
+	eval '[ $bad = 0 ] && python3 - "$tmp"/c-c*.json <<"EOP"
+import json, sys
+for p in sys.argv[1:]:
+    f = json.load(open(p))["fleet"]
+    assert f["state"] == "error" and "fail closed" in f["waiting_because"], (p, f)
+    assert f["errors"] >= 2, (p, f)
+EOP'
+errs=$(for id in $cids; do sed -n 's/^rerand_fleet_errors_total{backend="etcd"} //p' "$tmp/h/$id/run/rerand.prom"; done | sort -n | tr '\n' ' ')
+# 200 ms doubling to a 2 s cap: about OUTAGE/2 s + 4 tries, never one a tick
+check "C: retries back off: errors per host over ${OUTAGE}s: $errs" \
+	eval '( for e in $errs; do [ "$e" -ge 3 ] && [ "$e" -le $((OUTAGE + 8)) ] || exit 1; done )'
+ctl c1 status >"$tmp/c1.txt"
+check "C: rerand status names the unreachable backend" grep -q 'fleet wait: .*backend unreachable, not rebooting (fail closed): .*etcd: no endpoint answered' "$tmp/c1.txt"
+etcd_member s1 2411 2412 s1=http://127.0.0.1:2412
+tup=$(now_ms)
+python3 "$top/tests/fleet/observer.py" "$E" /rerand/fleet/dark/ "$tmp/obs-c.log" & bg_pids+=($!)
+obs_c=$!
+wait_for 120 hosts_done $cids
+tcd=$(now_ms)
+sleep 0.5; kill "$obs_c" 2>/dev/null
+cmax=$(obs_max "$tmp/obs-c.log")
+check "C: etcd back: all $HOSTS hosts completed, $((tcd - tup)) ms after the restart" hosts_done $cids
+check "C: and never more than 2 at once (observer max $cmax)" eval '[ "$cmax" -le 2 ] && [ "$cmax" -ge 1 ]'
+check "C: after recovery the fleet state is idle again" eval 'ctl c1 status --json | grep -q "\"state\":\"idle\""'
+hosts_stop $cids
+echo "# C: outage ${OUTAGE}s, recovery of $HOSTS hosts in $((tcd - tup)) ms ($(elapsed))"
+
+# ---- W: results ----------------------------------------------------------------------
+wait_for $(( wopen + 100 - $(date +%s) )) hosts_done $wids
+twd=$(now_ms)
+curl -s "$FL/debug/state" >"$tmp/fl.json"
+check "W: all $HOSTS FleetLock hosts completed inside the window ($(hosts_count_done $wids) done)" hosts_done $wids
+first=$(grep -hE '^[0-9]+ w[0-9]+ REBOOT' "$EVENTS" | sort -n | head -1 | cut -d' ' -f1)
+check "W: no host rebooted before the window opened (first reboot $(( ${first:-0} - wopen * 1000 )) ms after it)" \
+	eval '[ -n "$first" ] && [ "$first" -ge $((wopen * 1000)) ]'
+check "W: the server granted no lock before the window and never more than 2 at once" \
+	python3 -c "import json,sys; s=json.load(open('$tmp/fl.json'))
+locks=[t for t,k,i in s['log'] if k=='lock' and i.startswith('machine-w')]
+assert len(locks)>=$HOSTS and min(locks) >= $wopen*1000 and s['max_seen']<=2 and s['rejected']==0, s"
+spreads=$(for id in $wids; do sed -n 's/.*fleet: first attempt in \([0-9]*\) ms.*/\1/p' "$tmp/h/$id/log" | head -1; done | sort -n | tr '\n' ' ')
+check "W: due hosts spread their first attempts over the window's first half (ms: $spreads)" \
+	eval 'set -- $spreads; [ $# -eq $HOSTS ] && [ "${!#}" -le 30000 ] && [ $(( ${!#} - $1 )) -ge 1000 ]'
+check "W: every host gave its FleetLock slot back (steady-state)" \
+	python3 -c "import json,sys; s=json.load(open('$tmp/fl.json')); assert s['holders'].get('edge')==[], s"
+j=$(ctl w1 fleet status)
+check "W: rerand fleet status on FleetLock explains the protocol cannot list holders" grep -q 'cannot list holders; this host (machine-w1) is idle' <<<"$j"
+echo "# W: window $(date -u -d "@$wopen" +%H:%M) UTC; all done $(( twd - wopen * 1000 )) ms after it opened ($(elapsed))"
+hosts_stop $wids
+
+check "no instance was started with an unsafe config" test "$(grep -c UNSAFE_CONFIG "$EVENTS")" -eq 0
+echo "# total $(elapsed)"
+echo "1..$n"

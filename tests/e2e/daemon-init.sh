@@ -1,0 +1,319 @@
+#!/bin/busybox sh
+# SPDX-License-Identifier: GPL-2.0-only
+# /init of the rerandd end-to-end guest (tests/e2e/check-daemon.sh): mounts
+# the persistent NVMe disk (/boot, /var/lib/rerand, /etc/rerand), reports
+# where this kernel landed, then plays one step of a scenario with rerandd.
+#
+# Serial protocol (the host parses it): "RRD-BOOT n=N text= code= ..." once
+# per boot, "RRD-STATUS n=N tag=T | line" and "RRD-JSON n=N tag=T {...}" for
+# `rerand status [--json]`, "RRD-KILL ...", "RRD-CHECK name ok|bad why",
+# "RRD-DONE" at the end, "RRD-FAIL reason" on an error; always poweroff -f.
+# Product output (rerandd's stderr, status, verify, metrics) is saved under
+# /persist/out for the host's address-leak search; this script's own
+# address report goes to the console only.
+
+/bin/busybox mkdir -p /proc /sys /dev /tmp /run
+/bin/busybox mount -t devtmpfs devtmpfs /dev 2>/dev/null
+exec </dev/console >/dev/console 2>&1
+export PATH=/bin:/sbin
+mount -t proc proc /proc || { echo "RRD-FAIL cannot mount /proc"; poweroff -f; }
+mount -t sysfs sysfs /sys
+mount -t tmpfs -o mode=0755 tmpfs /run
+echo 1 >/proc/sys/kernel/printk
+echo 0 >/proc/sys/kernel/kptr_restrict
+
+boot='?'
+dpid=
+
+fail() {
+	echo
+	echo "RRD-FAIL boot=$boot $*"
+	[ -n "$dpid" ] && kill -9 "$dpid" 2>/dev/null
+	sync
+	poweroff -f
+	sleep 10
+	exit 1
+}
+
+# The NVMe namespace is probed asynchronously.
+i=0
+while [ ! -b /dev/nvme0n1 ]; do
+	i=$((i + 1))
+	[ $i -le 200 ] || fail "no /dev/nvme0n1 after 20 s"
+	sleep 0.1
+done
+mkdir -p /persist
+mount -t ext4 /dev/nvme0n1 /persist || fail "cannot mount the state disk"
+mkdir -p /boot /var/lib/rerand /etc
+mount --bind /persist/boot /boot || fail "bind /boot"
+mount --bind /persist/var/lib/rerand /var/lib/rerand || fail "bind /var/lib/rerand"
+ln -sfn /persist/etc/rerand /etc/rerand
+
+boot=$(cat /persist/test/boots 2>/dev/null || echo 0)
+echo $((boot + 1)) >/persist/test/boots
+sync
+scenario=$(cat /persist/test/scenario)
+target=$(cat /persist/test/target 2>/dev/null || echo 3)
+out=/persist/out
+state=/var/lib/rerand/state
+
+# Where this boot landed: read here, in the test, never by the product.
+text=$(sed -n '/ [Tt] _text$/{s/ .*//p;q}' /proc/kallsyms)
+code=$(grep ' : Kernel code$' /proc/iomem | sed 's/^ *//; s/ .*//')
+lf=$(od -An -tx1 -j 529 -N 1 /sys/kernel/boot_params/data | tr -d ' \n')
+json=$(rerand verify --json 2>"$out/verify.$boot.err")
+vrc=$?
+echo "$json" >"$out/verify.$boot.json"
+echo
+echo "RRD-BOOT n=$boot text=$text code=$code loadflags=0x$lf scenario=$scenario uptime=$(cut -d' ' -f1 /proc/uptime) verify=rc=$vrc $(echo "$json" | tr '\n' ' ')"
+[ -n "$text" ] && [ -n "$code" ] || fail "cannot read _text or Kernel code"
+
+# ---- helpers ---------------------------------------------------------------
+
+start_daemon() { # TAG
+	rerandd --config /etc/rerand/rerand.conf --config-dir /etc/rerand/rerand.conf.d \
+		2>>"$out/rerandd.$boot.$1.log" &
+	dpid=$!
+	echo "RRD-START boot=$boot tag=$1"
+}
+
+# Until `rerand status` answers (rerandd stages before it serves requests).
+wait_ready() { # SECONDS
+	local i=0
+	while [ $i -lt "$1" ]; do
+		rerand status >/dev/null 2>&1 && return 0
+		kill -0 "$dpid" 2>/dev/null || return 1
+		sleep 1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+show_status() { # TAG
+	rerand status >"$out/status.$boot.$1.txt" 2>&1
+	rerand status --json >"$out/status.$boot.$1.json" 2>&1
+	cp /run/rerand/rerand.prom "$out/metrics.$boot.$1.prom" 2>/dev/null
+	sed "s/^/RRD-STATUS n=$boot tag=$1 | /" "$out/status.$boot.$1.txt"
+	echo "RRD-JSON n=$boot tag=$1 $(tr '\n' ' ' <"$out/status.$boot.$1.json")"
+	grep -v '^#' "$out/metrics.$boot.$1.prom" 2>/dev/null | sed "s/^/RRD-METRIC n=$boot tag=$1 | /"
+}
+
+stop_daemon() {
+	[ -n "$dpid" ] || return 0
+	kill -TERM "$dpid" 2>/dev/null
+	wait "$dpid" 2>/dev/null
+	dpid=
+}
+
+check() { # NAME COND-STATUS WHY
+	if [ "$2" -eq 0 ]; then echo "RRD-CHECK $1 ok"; else echo "RRD-CHECK $1 bad $3"; fi
+}
+
+# The state file as rerandd left it: complete (first and last keys, a final
+# newline, nothing but key=value lines), and never set aside as corrupt.
+check_state() { # TAG
+	local why=
+	cp "$state" "$out/state.$boot.$1" 2>/dev/null
+	if [ -f "$state.corrupt" ]; then
+		why="$state.corrupt exists"
+	elif [ -f "$state" ]; then
+		[ "$(head -n 1 "$state")" = version=1 ] || why="first line is not version=1"
+		[ "$(tail -c 1 "$state" | od -An -tx1 | tr -d ' ')" = 0a ] || why="$why; no final newline"
+		grep -qv '^[a-z_0-9]*=[^=]*$' "$state" && why="$why; a line that is not key=value"
+		[ "$(grep -c '=' "$state")" -ge 20 ] || why="$why; only $(grep -c '=' "$state") keys"
+		grep -q '^staged_time=' "$state" || why="$why; staged_time missing"
+	fi
+	check "state-$1" "$([ -z "$why" ]; echo $?)" "$why"
+	echo "RRD-STATE boot=$boot tag=$1 $(grep -E '^(attempt|failures|successes|total_failures|trigger_now)=' "$state" 2>/dev/null | tr '\n' ' ')"
+}
+
+child_running() { # COMM: a process of that name (busybox builtins only)
+	local p c
+	for p in /proc/[0-9]*; do
+		read -r c <"$p/comm" 2>/dev/null || continue
+		[ "$c" = "$1" ] && return 0
+	done
+	return 1
+}
+
+# rerandd dies by SIGKILL the moment COND becomes true (polled); at most
+# SECONDS.  Reports whether the moment was hit.
+kill_when() { # TAG SECONDS COND...
+	local tag=$1 lim=$(($2 * 20)) i=0 hit=no
+	shift 2
+	start_daemon "kill-$tag"
+	while [ $i -lt $lim ] && kill -0 "$dpid" 2>/dev/null; do
+		if "$@"; then hit=yes; break; fi
+		sleep 0.05
+		i=$((i + 1))
+	done
+	kill -9 "$dpid" 2>/dev/null
+	wait "$dpid" 2>/dev/null
+	echo "RRD-KILL boot=$boot tag=$tag hit=$hit after=$((i * 50))ms"
+	dpid=
+	check_state "kill-$tag"
+}
+
+image_tmp() { set -- /var/lib/rerand/images/*.img.tmp*; [ -e "$1" ]; }
+state_exists() { [ -f "$state" ]; }
+loading() { child_running rerand; }
+elapsed() { [ "$i" -ge "$kill_at" ]; }
+
+finish() {
+	[ -f "$state" ] && cp "$state" "$out/state.$boot.final"
+	ls -la /var/lib/rerand /var/lib/rerand/images >"$out/ls.$boot.txt" 2>&1
+	sed "s/^/RRD-LS n=$boot | /" "$out/ls.$boot.txt"
+	echo "RRD-DONE boot=$boot"
+	sync
+	umount /boot /var/lib/rerand
+	umount /persist
+	poweroff -f
+	sleep 10
+	exit 0
+}
+
+wait_reboot() { # SECONDS: rerandd is expected to kexec before that
+	local i=0
+	while [ $i -lt "$1" ]; do
+		kill -0 "$dpid" 2>/dev/null || fail "rerandd exited (see rerandd.$boot.*.log)"
+		sleep 1
+		i=$((i + 1))
+	done
+	show_status timeout
+	fail "no reboot within $1 s"
+}
+
+# ---- scenarios -------------------------------------------------------------
+
+# auto: rerandd alone, MaxLayoutAge=1min; after `target` reboots stop.
+scenario_auto() {
+	start_daemon run
+	wait_ready 400 || fail "rerandd did not come up"
+	show_status start
+	if [ "$boot" -ge "$target" ]; then
+		stop_daemon
+		finish
+	fi
+	wait_reboot 400
+}
+
+# events: kill -9 while staging, userspace kmsg cannot trigger, WARN taint
+# held then released, a stock boot counted as a failure, kill -9 after the
+# attempt and inside a pre-reboot hook.
+scenario_events() {
+	case "$boot" in
+	0)
+		kill_when first-state-write 120 state_exists
+		rm -rf /var/lib/rerand/images
+		kill_when image-write 400 image_tmp
+		kill_when rerand-load 400 loading
+		for n in 1 2 3; do
+			rm -rf /var/lib/rerand/images
+			kill_at=$(( (RANDOM % 300) + 5 ))     # 0.25 .. 15 s
+			kill_when "random$n" 60 elapsed
+		done
+		start_daemon run
+		wait_ready 400 || fail "rerandd did not come up after the kills"
+		grep -q 'corrupt' "$out"/rerandd.$boot.*.log
+		check no-corrupt-state "$([ $? -ne 0 ]; echo $?)" "a log says corrupt"
+		show_status start
+		# Userspace can write /dev/kmsg, but not as the kernel facility.
+		echo '<4>WARNING: CPU: 0 PID: 1 at fs/fake.c:1 fake_function+0x0/0x10' >/dev/kmsg
+		echo '<2>Oops: 0000 [#1] SMP fake' >/dev/kmsg
+		sleep 6
+		show_status fake-kmsg
+		rerand hold >"$out/hold.$boot.txt" 2>&1
+		echo 512 >/proc/sys/kernel/tainted
+		sleep 6
+		show_status held
+		sleep 10
+		show_status held-later
+		rerand release >"$out/release.$boot.txt" 2>&1
+		echo "RRD-RELEASED boot=$boot"
+		wait_reboot 200
+		;;
+	1)
+		# Make the next boot come back without a record: the reboot
+		# command kexecs the stock vmlinuz instead of the staged image.
+		cat >/persist/test/stock-kexec.sh <<'EOF'
+#!/bin/sh
+v=$(uname -r)
+cmd=$(sed 's/BOOT_IMAGE=[^ ]*//; s/initrd=[^ ]*//' /proc/cmdline)
+echo "RRD-STOCK kexec of the stock vmlinuz-$v instead of the staged image" >/dev/console
+kexec -l "/boot/vmlinuz-$v" --initrd="/boot/initrd.img-$v" --command-line="$cmd" || exit 1
+sync
+kexec -e
+exit 1
+EOF
+		chmod 0755 /persist/test/stock-kexec.sh
+		printf '[Reboot]\nMethod=command\nRebootCommand=/persist/test/stock-kexec.sh\n' \
+			>/etc/rerand/rerand.conf.d/50-stock.conf
+		start_daemon run
+		wait_ready 400 || fail "rerandd did not come up"
+		show_status start
+		rerand now >"$out/now.$boot.txt" 2>&1
+		wait_reboot 200
+		;;
+	2)
+		rm -f /etc/rerand/rerand.conf.d/50-stock.conf
+		# kill -9 right after the attempt is on disk: the reboot command
+		# kills rerandd instead of rebooting.
+		printf '#!/bin/sh\nkill -9 $PPID\nsleep 5\nexit 1\n' >/persist/test/kill-parent.sh
+		chmod 0755 /persist/test/kill-parent.sh
+		printf '[Reboot]\nMethod=command\nRebootCommand=/persist/test/kill-parent.sh\n' \
+			>/etc/rerand/rerand.conf.d/60-kill.conf
+		start_daemon attempt
+		wait_ready 400 || fail "rerandd did not come up"
+		show_status start
+		rerand now >"$out/now.$boot.txt" 2>&1
+		i=0
+		while kill -0 "$dpid" 2>/dev/null && [ $i -lt 200 ]; do sleep 1; i=$((i + 1)); done
+		kill -0 "$dpid" 2>/dev/null && fail "rerandd survived its kill -9 reboot command"
+		wait "$dpid" 2>/dev/null
+		dpid=
+		echo "RRD-KILL boot=$boot tag=after-attempt hit=yes"
+		check_state after-attempt
+		rm -f /etc/rerand/rerand.conf.d/60-kill.conf
+		# kill -9 inside a pre-reboot hook (before the attempt).
+		mkdir -p /persist/test/hooks-kill
+		printf '#!/bin/sh\nkill -9 $PPID\nsleep 5\nexit 1\n' >/persist/test/hooks-kill/10-kill
+		chmod 0755 /persist/test/hooks-kill/10-kill
+		printf '[Paths]\nPreRebootDirectory=/persist/test/hooks-kill\n' \
+			>/etc/rerand/rerand.conf.d/61-hookkill.conf
+		start_daemon hook
+		wait_ready 400 || fail "rerandd did not come up after the kill -9 after the attempt"
+		show_status after-attempt-restart
+		rerand now >>"$out/now.$boot.txt" 2>&1
+		i=0
+		while kill -0 "$dpid" 2>/dev/null && [ $i -lt 200 ]; do sleep 1; i=$((i + 1)); done
+		kill -0 "$dpid" 2>/dev/null && fail "rerandd survived its kill -9 hook"
+		wait "$dpid" 2>/dev/null
+		dpid=
+		echo "RRD-KILL boot=$boot tag=in-hook hit=yes"
+		check_state in-hook
+		rm -f /etc/rerand/rerand.conf.d/61-hookkill.conf
+		# The `rerand now` must survive the kill; a blocker keeps it from
+		# rebooting so that the status can be read.
+		printf '[Policy]\nBlockerCommand=/bin/false\n' >/etc/rerand/rerand.conf.d/62-block.conf
+		start_daemon final
+		wait_ready 400 || fail "rerandd did not come up after the kill -9 in the hook"
+		sleep 5
+		grep -q 'corrupt' "$out"/rerandd.$boot.*.log
+		check no-corrupt-state "$([ $? -ne 0 ]; echo $?)" "a log says corrupt"
+		show_status final
+		stop_daemon
+		rm -f /etc/rerand/rerand.conf.d/62-block.conf
+		finish
+		;;
+	*)
+		fail "events: unexpected boot $boot"
+		;;
+	esac
+}
+
+case "$scenario" in
+auto) scenario_auto ;;
+events) scenario_events ;;
+*) fail "unknown scenario '$scenario'" ;;
+esac
+fail "scenario $scenario returned"

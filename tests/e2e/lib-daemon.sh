@@ -1,0 +1,228 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Helpers of the rerandd end-to-end test (check-daemon.sh): the guest
+# initramfs with rerandd, the persistent NVMe disk that carries /boot and
+# /var/lib/rerand across kexecs, one QEMU run, and the address-leak search.
+# Sourced; builds on lib.sh.
+
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+RRD_RERANDD=${RRD_RERANDD:-$E2E_TOP/build/rerandd}
+RRD_DISK_MIB=${RRD_DISK_MIB:-192}
+
+# rrd_kernel: print the kernel to boot.  The guest needs the NVMe driver and
+# ext4 built in (its state disk is an NVMe namespace: virtio-blk is a module
+# in every shared kernel); among those, the smallest file boots fastest.
+rrd_kernel() {
+	if [ -n "${RRD_KERNEL:-}" ]; then echo "$RRD_KERNEL"; return 0; fi
+	local k v cfg best="" bsize=0 size
+	for k in "$RERAND_KERNELS"/vmlinuz-*; do
+		[ -r "$k" ] || continue
+		v=${k##*/vmlinuz-}
+		cfg="$RERAND_KERNELS/config-$v"
+		[ -r "$cfg" ] || continue
+		grep -q '^CONFIG_BLK_DEV_NVME=y' "$cfg" && grep -q '^CONFIG_EXT4_FS=y' "$cfg" || continue
+		size=$(stat -c %s "$k")
+		if [ -z "$best" ] || [ "$size" -lt "$bsize" ]; then best=$k; bsize=$size; fi
+	done
+	[ -n "$best" ] || return 1
+	echo "$best"
+}
+
+# rrd_initrd: build (or reuse) the guest initramfs and print its path:
+# static busybox, kexec-tools, rerand and rerandd with the libraries ldd
+# names, /init.  Everything that must survive a kexec lives on the disk.
+rrd_initrd() {
+	local inputs=("$E2E_BUSYBOX" "$E2E_KEXEC" "$E2E_RERAND" "$RRD_RERANDD"
+		"$E2E_DIR/daemon-init.sh" "$E2E_DIR/lib-daemon.sh")
+	local f key=daemon
+	for f in "${inputs[@]}"; do
+		[ -r "$f" ] || e2e_die "$f: missing (needed for the rerandd guest)"
+		key="$key $(e2e_sha "$f")"
+	done
+	key=$(echo "$key" | sha256sum | cut -c1-16)
+	local out="$E2E_CACHE/initrd-daemon-$key.cpio"
+	if [ -s "$out" ]; then touch "$out"; echo "$out"; return 0; fi
+	find "$E2E_CACHE" -maxdepth 1 -type f -name 'initrd-daemon-*' -mtime +0 -delete 2>/dev/null
+	if ldd "$E2E_BUSYBOX" >/dev/null 2>&1; then
+		e2e_die "$E2E_BUSYBOX is not static: install busybox-static"
+	fi
+	mkdir -p "$E2E_CACHE"
+	local tmp r a
+	tmp=$(mktemp -d "$E2E_CACHE/rrdroot.XXXXXX") || return 1
+	r="$tmp/root"
+	mkdir -p "$r"/{bin,sbin,proc,sys,dev,tmp,boot,etc,run,persist,var/lib/rerand}
+	install -m 0755 "$E2E_BUSYBOX" "$r/bin/busybox"
+	for a in $("$E2E_BUSYBOX" --list); do
+		[ "$a" = busybox ] || ln -s busybox "$r/bin/$a"
+	done
+	e2e_copy_bin "$E2E_KEXEC" "$r" /sbin/kexec || e2e_die "cannot copy $E2E_KEXEC"
+	e2e_copy_bin "$E2E_RERAND" "$r" /bin/rerand || e2e_die "cannot copy $E2E_RERAND"
+	e2e_copy_bin "$RRD_RERANDD" "$r" /sbin/rerandd || e2e_die "cannot copy $RRD_RERANDD"
+	install -m 0755 "$E2E_DIR/daemon-init.sh" "$r/init"
+	mknod -m 0600 "$r/dev/console" c 5 1 2>/dev/null || true
+	(cd "$r" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$tmp/initrd.cpio" ||
+		e2e_die "cpio failed"
+	mv "$tmp/initrd.cpio" "$out" || e2e_die "cannot write $out"
+	rm -rf "$tmp"
+	echo "$out"
+}
+
+# rrd_conf SCENARIO: the rerandd configuration of a scenario.  Every path is
+# the guest's real one; the stock layout (/boot/vmlinuz-VERSION with
+# initrd.img-VERSION beside it) is found by rerandd itself.
+rrd_conf() {
+	local age=1h on_oops=immediate
+	[ "$1" = auto ] && { age=1min; on_oops=ignore; }
+	cat <<EOF
+# rerandd configuration of the e2e guest, scenario $1 (tests/e2e/lib-daemon.sh)
+[Daemon]
+StateDirectory=/var/lib/rerand
+RuntimeDirectory=/run/rerand
+MetricsFile=/run/rerand/rerand.prom
+RerandBinary=/bin/rerand
+KexecBinary=/sbin/kexec
+CheckInterval=2s
+
+[Paths]
+Boot=/boot
+ProcCmdline=/proc/cmdline
+SetupData=/sys/kernel/boot_params/setup_data
+Kmsg=/dev/kmsg
+Tainted=/proc/sys/kernel/tainted
+BootId=/proc/sys/kernel/random/boot_id
+PreRebootDirectory=/etc/rerand/pre-reboot.d
+
+[Policy]
+MaxLayoutAge=$age
+Jitter=0
+MinRebootInterval=0
+RebootOutsideWindows=yes
+OnOops=$on_oops
+OnNewKernel=ignore
+HonorInhibitors=no
+BackoffBase=1h
+BackoffMax=2h
+MaxFailures=3
+
+[Reboot]
+Method=syscall
+HookTimeout=20s
+EOF
+}
+
+# rrd_disk SCENARIO KERNEL INITRD DISK: the guest's persistent disk (ext4,
+# made on the host with mkfs.ext4 -d): /boot/vmlinuz-V and initrd.img-V,
+# an empty /var/lib/rerand, /etc/rerand with the scenario's configuration,
+# /test (the scenario name, the boot counter) and /out (product output the
+# guest saves for the leak search).
+rrd_disk() {
+	local scen=$1 kernel=$2 initrd=$3 disk=$4 v d
+	v=${kernel##*/vmlinuz-}
+	d=$(mktemp -d "${disk}.root.XXXXXX") || return 1
+	mkdir -p "$d/boot" "$d/var/lib/rerand" "$d/etc/rerand/rerand.conf.d" \
+		"$d/etc/rerand/pre-reboot.d" "$d/test" "$d/out"
+	chmod 0700 "$d/var/lib/rerand"
+	cp "$kernel" "$d/boot/vmlinuz-$v" && cp "$initrd" "$d/boot/initrd.img-$v" || return 1
+	rrd_conf "$scen" >"$d/etc/rerand/rerand.conf"
+	echo "$scen" >"$d/test/scenario"
+	# A pre-reboot hook: the metrics as they were just before each reboot.
+	cat >"$d/etc/rerand/pre-reboot.d/10-save-metrics" <<'EOF'
+#!/bin/sh
+n=$(cat /persist/test/boots)
+cp /run/rerand/rerand.prom "/persist/out/metrics.$((n - 1)).pre-reboot.prom" 2>/dev/null
+echo "RRD-HOOK boot=$((n - 1)) pre-reboot hook ran" >/dev/console
+sync
+exit 0
+EOF
+	chmod 0755 "$d/etc/rerand/pre-reboot.d/10-save-metrics"
+	rm -f "$disk"
+	truncate -s "${RRD_DISK_MIB}M" "$disk" &&
+		mkfs.ext4 -q -F -L rrstate -E root_owner=0:0 -d "$d" "$disk" >/dev/null 2>"$disk.mkfs.err" ||
+		{ cat "$disk.mkfs.err" >&2; rm -rf "$d"; return 1; }
+	rm -rf "$d" "$disk.mkfs.err"
+}
+
+# rrd_extract DISK DIR: copy /out, /test and /var/lib/rerand from the disk
+# image to DIR (debugfs reads ext4 without mounting it).
+rrd_extract() {
+	local disk=$1 dir=$2 p
+	rm -rf "$dir"; mkdir -p "$dir/var/lib"
+	for p in out test; do
+		debugfs -R "rdump /$p $dir" "$disk" >/dev/null 2>&1 || return 1
+	done
+	debugfs -R "rdump /var/lib/rerand $dir/var/lib" "$disk" >/dev/null 2>&1 || return 1
+	[ -d "$dir/out" ] && [ -d "$dir/var/lib/rerand" ]
+}
+
+# rrd_qemu KERNEL INITRD DISK APPEND LOG TIMEOUT: one guest (SeaBIOS, q35,
+# TCG) with DISK as an NVMe namespace.  Serial console time-stamped to LOG.
+rrd_qemu() {
+	local kernel=$1 initrd=$2 disk=$3 append=$4 log=$5 tmo=$6
+	local args=(-accel tcg -machine q35 -m "${RRD_MEM:-1}G" -smp 1 -cpu max
+		-nographic -monitor none -serial stdio -no-reboot
+		-drive "file=$disk,if=none,id=rrstate,format=raw,cache=writeback"
+		-device "nvme,drive=rrstate,serial=rrstate0"
+		-kernel "$kernel" -initrd "$initrd" -append "$append")
+	echo "qemu-system-x86_64 ${args[*]}" >"$log.cmd"
+	timeout -k 5 "$tmo" qemu-system-x86_64 "${args[@]}" </dev/null 2>"$log.stderr" | e2e_stamp >"$log"
+	return "${PIPESTATUS[0]}"
+}
+
+# rrd_addrs LOG: the secret values of every boot in LOG, one per line as
+# "boot kind value-hex" (kind: text, phys, voff).
+rrd_addrs() {
+	sed -n 's/^[0-9.]* *RRD-BOOT n=\([0-9]*\) text=\([0-9a-fA-F]*\) code=\([0-9a-fA-F]*\)-.*/\1 \2 \3/p' "$1" |
+	while read -r n text code; do
+		echo "$n text $text"
+		echo "$n phys $code"
+		# The virtual KASLR offset gives the layout away just as well.
+		printf '%s voff %x\n' "$n" $(( 16#$text - 16#ffffffff81000000 ))
+	done
+}
+
+# rrd_needles KIND HEX: the strings that would betray the value: hex as the
+# kernel prints it, without leading zeros, and in decimal (unsigned, and the
+# magnitude of a negative signed value).  Case and 0x are covered by the
+# case-insensitive substring search.  Values below 16 MiB are too short to
+# search for reliably and are skipped (the bases are never that low).
+rrd_needles() {
+	local kind=$1 hex=$2 v s
+	v=$((16#$hex))
+	s=$(printf '%x' "$v")
+	if [ "$kind" != text ] && [ "$v" -lt $((1 << 24)) ] && [ "$v" -ge 0 ]; then return 0; fi
+	echo "$hex"
+	[ "$s" = "$hex" ] || echo "$s"
+	if [ "$v" -lt 0 ]; then
+		# unsigned 64-bit decimal, and the magnitude of the signed one
+		echo "$(echo "$v + 2^64" | bc 2>/dev/null || printf '%u' "$v")"
+		echo "${v#-}"
+		printf '%x\n' $((v & 0xffffffff))
+	else
+		echo "$v"
+	fi
+}
+
+# rrd_leak_search ADDRS DIR...: every file under DIR... searched (as bytes)
+# for every needle of ADDRS (rrd_addrs output).  Prints one line per hit
+# "FILE: kind of boot N (needle)"; returns 1 if something was found.
+rrd_leak_search() {
+	local addrs=$1; shift
+	local pat n kind hex needle hits=0 f
+	pat=$(mktemp)
+	while read -r n kind hex; do
+		[ -n "$hex" ] || continue
+		rrd_needles "$kind" "$hex" | while read -r needle; do
+			printf '%s\t%s %s\n' "$needle" "$kind" "$n"
+		done
+	done <"$addrs" >"$pat"
+	while IFS=$'\t' read -r needle what; do
+		while IFS= read -r f; do
+			echo "$f: $what ($needle)"
+			hits=$((hits + 1))
+		done < <(grep -rilaF -e "$needle" "$@" 2>/dev/null)
+		echo "$hits" >"$pat.hits"
+	done <"$pat"
+	hits=$(cat "$pat.hits" 2>/dev/null || echo 0)
+	rm -f "$pat" "$pat.hits"
+	[ "$hits" -eq 0 ]
+}
