@@ -366,8 +366,13 @@ void coord_view(const struct rr_coord *co, struct rr_view *v)
 	snprintf(v->fleet_why, sizeof(v->fleet_why), "%s", co->why);
 	v->fleet_next_try = co->why[0] && co->next_try_ms ? (time_t)(co->next_try_ms / 1000) : 0;
 	if (!co->want) {
+		/* the gauge exists either way, so one dashboard fits every host */
 		v->fleet_state = "disabled";
-		snprintf(v->fleet_metrics, sizeof(v->fleet_metrics), "%s", "");
+		snprintf(v->fleet_metrics, sizeof(v->fleet_metrics),
+			 "# HELP rerand_fleet_lock_state Fleet lock: 0 disabled, 1 idle, 2 waiting, "
+			 "3 held, 4 error (fail closed).\n"
+			 "# TYPE rerand_fleet_lock_state gauge\n"
+			 "rerand_fleet_lock_state{backend=\"none\",group=\"%s\"} 0\n", co->cfg.group);
 		return;
 	}
 	if (!co->f) {

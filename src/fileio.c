@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "image.h"
+#include "kernel.h"
 
 int rr_read_file(const char *path, size_t max, uint8_t **ret_buf, size_t *ret_len, struct rr_err *e)
 {
@@ -21,38 +22,48 @@ int rr_read_file(const char *path, size_t max, uint8_t **ret_buf, size_t *ret_le
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return rr_errf(e, errno, "%s: cannot open: %s", path, strerror(errno));
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		r = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
-		close(fd);
-		return rr_errf(e, r, "%s: not a regular file", path);
+	if (fstat(fd, &st) < 0) {
+		r = rr_errf(e, errno, "%s: cannot stat: %s", path, strerror(errno));
+		goto out_close;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = rr_errf(e, EINVAL, "%s: not a regular file", path);
+		goto out_close;
 	}
 	if ((uint64_t)st.st_size > max) {
-		close(fd);
-		return rr_errf(e, EFBIG, "%s: %lld bytes is larger than the %zu-byte limit", path,
-			       (long long)st.st_size, max);
+		r = rr_errf(e, EFBIG, "%s: %lld bytes is larger than the %zu-byte limit", path,
+			    (long long)st.st_size, max);
+		goto out_close;
 	}
 	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
 	if (!buf) {
-		close(fd);
-		return rr_errf(e, ENOMEM, "%s: out of memory", path);
+		r = rr_errf(e, ENOMEM, "%s: out of memory", path);
+		goto out_close;
 	}
 	while (got < (size_t)st.st_size) {
 		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) {
-			r = n < 0 ? errno : EIO;
+		if (n < 0) {
+			r = rr_errf(e, errno, "%s: read error: %s", path, strerror(errno));
 			free(buf);
-			close(fd);
-			return rr_errf(e, r, "%s: read failed after %zu bytes: %s", path, got,
-				       n < 0 ? strerror(r) : "file shrank");
+			goto out_close;
+		}
+		if (n == 0) {
+			r = rr_errf(e, EIO, "%s: file shrank while being read (%zu of %lld bytes)",
+				    path, got, (long long)st.st_size);
+			free(buf);
+			goto out_close;
 		}
 		got += (size_t)n;
 	}
-	close(fd);
 	*ret_buf = buf;
 	*ret_len = got;
-	return 0;
+	r = 0;
+out_close:
+	close(fd);
+	return r;
 }
 
 int rr_write_file_atomic(const char *path, const uint8_t *buf, size_t len, struct rr_err *e)

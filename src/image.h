@@ -47,7 +47,5 @@ int rr_image_parse(const uint8_t *buf, size_t len, const char *name,
 /* Write buf to path atomically (temp file in the same directory, fsync,
  * rename); on error nothing is left behind. */
 int rr_write_file_atomic(const char *path, const uint8_t *buf, size_t len, struct rr_err *e);
-/* Read a whole file (bounded to max bytes). */
-int rr_read_file(const char *path, size_t max, uint8_t **ret_buf, size_t *ret_len, struct rr_err *e);
 
 #endif

@@ -109,61 +109,6 @@ int rr_kernel_load_mem(const uint8_t *buf, size_t len, const char *name,
 	return 0;
 }
 
-/* Read a whole regular file, bounded. */
-static int read_file(const char *path, uint8_t **ret_buf, size_t *ret_len, struct rr_err *e)
-{
-	struct stat st;
-	uint8_t *buf;
-	size_t got = 0;
-	int fd, r;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return rr_errf(e, errno, "%s: cannot open: %s", path, strerror(errno));
-	if (fstat(fd, &st) < 0) {
-		r = rr_errf(e, errno, "%s: cannot stat: %s", path, strerror(errno));
-		goto out_close;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		r = rr_errf(e, EINVAL, "%s: not a regular file", path);
-		goto out_close;
-	}
-	if ((uint64_t)st.st_size > RR_KERNEL_FILE_MAX) {
-		r = rr_errf(e, EFBIG, "%s: %lld bytes is too large for a kernel", path,
-			    (long long)st.st_size);
-		goto out_close;
-	}
-	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
-	if (!buf) {
-		r = rr_errf(e, ENOMEM, "%s: out of memory", path);
-		goto out_close;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = rr_errf(e, errno, "%s: read error: %s", path, strerror(errno));
-			free(buf);
-			goto out_close;
-		}
-		if (n == 0) {
-			r = rr_errf(e, EIO, "%s: file shrank while being read (%zu of %lld bytes)",
-				    path, got, (long long)st.st_size);
-			free(buf);
-			goto out_close;
-		}
-		got += (size_t)n;
-	}
-	*ret_buf = buf;
-	*ret_len = got;
-	r = 0;
-out_close:
-	close(fd);
-	return r;
-}
-
 int rr_kernel_load(const char *path, const char *relocs_path,
 		   struct rr_kernel *ret, struct rr_err *e)
 {
@@ -171,11 +116,11 @@ int rr_kernel_load(const char *path, const char *relocs_path,
 	size_t len = 0, rlen = 0;
 	int r;
 
-	r = read_file(path, &buf, &len, e);
+	r = rr_read_file(path, RR_KERNEL_FILE_MAX, &buf, &len, e);
 	if (r < 0)
 		return r;
 	if (relocs_path) {
-		r = read_file(relocs_path, &rbuf, &rlen, e);
+		r = rr_read_file(relocs_path, RR_KERNEL_FILE_MAX, &rbuf, &rlen, e);
 		if (r < 0)
 			goto out;
 	}

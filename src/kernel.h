@@ -134,4 +134,8 @@ int rr_kernel_load_mem(const uint8_t *buf, size_t len, const char *name,
 		       struct rr_kernel *ret, struct rr_err *e);
 void rr_kernel_free(struct rr_kernel *k);
 
+/* Read a whole regular file of at most max bytes (src/fileio.c). */
+int rr_read_file(const char *path, size_t max, uint8_t **ret_buf, size_t *ret_len,
+		 struct rr_err *e);
+
 #endif

@@ -139,13 +139,12 @@ if [ "$notesz" -gt 0 ] && [ "$notesz" -le 1048576 ]; then
 		tr -c '[:print:]' '\n' | sed -n 's/^KERNELOFFSET=//p' | head -n1)
 	[ -n "$koff" ] || koff=missing
 fi
+echo
+echo "E2E-CRASH text=$text code=0x$code loadflags=0x$lf ram=$ram passed=$pass vmcore=$vsize ident=$ident etype=$etype emach=$emach phent=$phent phnum=$phnum nload=$nload nnote=$nnote loadsz=$loadsz phend=$phend koff=$koff verify=rc=$vrc $(echo "$json" | tr '\n' ' ')"
 # Read all of it; cat's own status, not the pipe's.
 t0=$(date +%s)
 bytes=$({ cat $v; echo $? >/tmp/cat.rc; } | wc -c)
 t1=$(date +%s)
-crc=$(cat /tmp/cat.rc)
-
-echo
-echo "E2E-CRASH text=$text code=0x$code loadflags=0x$lf ram=$ram passed=$pass vmcore=$vsize ident=$ident etype=$etype emach=$emach phent=$phent phnum=$phnum nload=$nload nnote=$nnote loadsz=$loadsz phend=$phend koff=$koff cat_rc=$crc cat_bytes=$bytes cat_secs=$((t1 - t0)) verify=rc=$vrc $(echo "$json" | tr '\n' ' ')"
+echo "E2E-READ cat_rc=$(cat /tmp/cat.rc) cat_bytes=$bytes cat_secs=$((t1 - t0))"
 echo "E2E-DONE role=crash"
 finish

@@ -133,7 +133,7 @@ crash_check_panic() {
 	local first crash why=""
 	first=$(crash_line "$log" E2E-FIRST)
 	crash=$(crash_line "$log" E2E-CRASH)
-	if [ -z "$first" ] || [ -z "$crash" ] || ! grep -q 'E2E-DONE role=crash' "$log"; then
+	if [ -z "$first" ] || [ -z "$crash" ]; then
 		why=$(crash_why_dead "$log" "$rc")
 	fi
 	e2e_tap "$([ -z "$why" ]; echo $?)" "$name: panic, crash kernel booted and reported (${secs} s)" "$why"
@@ -193,8 +193,9 @@ crash_check_panic() {
 
 	# Reading it all: the bytes must match the file size, which must cover
 	# the first kernel's RAM outside the crash region (within 1%).
-	local crc cbytes ram_b crash_b expect lo hi
-	crc=$(crash_field "$crash" cat_rc); cbytes=$(crash_field "$crash" cat_bytes)
+	local rd crc cbytes ram_b crash_b expect lo hi
+	rd=$(crash_line "$log" E2E-READ)
+	crc=$(crash_field "$rd" cat_rc); cbytes=$(crash_field "$rd" cat_bytes)
 	ram_b=$(crash_bytes "$(crash_field "$first" ram)")
 	crash_b=$(crash_bytes "$region")
 	expect=$((ram_b - crash_b)); lo=$((expect - expect / 100)); hi=$((ram_b + (1 << 20)))
@@ -202,11 +203,12 @@ crash_check_panic() {
 	if [ "$vsize" = absent ]; then
 		bad=" /proc/vmcore absent"
 	else
+		[ -n "$rd" ] || bad+=" no E2E-READ line (reading hung?)"
 		[ "$crc" = 0 ] || bad+=" cat exit $crc"
 		[ "$cbytes" = "$vsize" ] || bad+=" read $cbytes bytes of $vsize"
 		[ "$vsize" -ge "$lo" ] && [ "$vsize" -le "$hi" ] || bad+=" size $vsize, RAM outside the crash region $expect"
 	fi
-	e2e_tap "$([ -z "$bad" ]; echo $?)" "$name: cat /proc/vmcore read $((cbytes >> 20)) MiB in $(crash_field "$crash" cat_secs) s" "${bad# }"
+	e2e_tap "$([ -z "$bad" ]; echo $?)" "$name: cat /proc/vmcore read $((${cbytes:-0} >> 20)) MiB in $(crash_field "$rd" cat_secs) s" "${bad# }"
 
 	local slots
 	slots=$(grep -o '"phys_slots":[0-9]*' <<<"$ver" | cut -d: -f2)

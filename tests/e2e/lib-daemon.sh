@@ -110,13 +110,13 @@ HookTimeout=20s
 EOF
 }
 
-# rrd_disk SCENARIO KERNEL INITRD DISK: the guest's persistent disk (ext4,
+# rrd_disk SCENARIO KERNEL INITRD DISK TARGET: the guest's persistent disk (ext4,
 # made on the host with mkfs.ext4 -d): /boot/vmlinuz-V and initrd.img-V,
 # an empty /var/lib/rerand, /etc/rerand with the scenario's configuration,
-# /test (the scenario name, the boot counter) and /out (product output the
+# /test (the scenario name, the boots it should make, the boot counter) and /out (product output the
 # guest saves for the leak search).
 rrd_disk() {
-	local scen=$1 kernel=$2 initrd=$3 disk=$4 v d
+	local scen=$1 kernel=$2 initrd=$3 disk=$4 target=$5 v d
 	v=${kernel##*/vmlinuz-}
 	d=$(mktemp -d "${disk}.root.XXXXXX") || return 1
 	mkdir -p "$d/boot" "$d/var/lib/rerand" "$d/etc/rerand/rerand.conf.d" \
@@ -125,6 +125,7 @@ rrd_disk() {
 	cp "$kernel" "$d/boot/vmlinuz-$v" && cp "$initrd" "$d/boot/initrd.img-$v" || return 1
 	rrd_conf "$scen" >"$d/etc/rerand/rerand.conf"
 	echo "$scen" >"$d/test/scenario"
+	echo "$target" >"$d/test/target"
 	# A pre-reboot hook: the metrics as they were just before each reboot.
 	cat >"$d/etc/rerand/pre-reboot.d/10-save-metrics" <<'EOF'
 #!/bin/sh
@@ -193,8 +194,9 @@ rrd_needles() {
 	echo "$hex"
 	[ "$s" = "$hex" ] || echo "$s"
 	if [ "$v" -lt 0 ]; then
-		# unsigned 64-bit decimal, and the magnitude of the signed one
-		echo "$(echo "$v + 2^64" | bc 2>/dev/null || printf '%u' "$v")"
+		# unsigned 64-bit decimal, the magnitude of the signed one, and
+		# the low 32 bits
+		printf '%u\n' "$v"
 		echo "${v#-}"
 		printf '%x\n' $((v & 0xffffffff))
 	else
@@ -202,27 +204,22 @@ rrd_needles() {
 	fi
 }
 
-# rrd_leak_search ADDRS DIR...: every file under DIR... searched (as bytes)
-# for every needle of ADDRS (rrd_addrs output).  Prints one line per hit
-# "FILE: kind of boot N (needle)"; returns 1 if something was found.
+# rrd_leak_search ADDRS PATH...: every file under PATH... searched (as
+# bytes, case-insensitively) for every needle of ADDRS (rrd_addrs output).
+# Prints one line per hit "FILE: kind of boot N (needle)"; returns 1 if
+# something was found.
 rrd_leak_search() {
 	local addrs=$1; shift
-	local pat n kind hex needle hits=0 f
-	pat=$(mktemp)
+	local n kind hex needle f found=0
 	while read -r n kind hex; do
 		[ -n "$hex" ] || continue
-		rrd_needles "$kind" "$hex" | while read -r needle; do
-			printf '%s\t%s %s\n' "$needle" "$kind" "$n"
-		done
-	done <"$addrs" >"$pat"
-	while IFS=$'\t' read -r needle what; do
-		while IFS= read -r f; do
-			echo "$f: $what ($needle)"
-			hits=$((hits + 1))
-		done < <(grep -rilaF -e "$needle" "$@" 2>/dev/null)
-		echo "$hits" >"$pat.hits"
-	done <"$pat"
-	hits=$(cat "$pat.hits" 2>/dev/null || echo 0)
-	rm -f "$pat" "$pat.hits"
-	[ "$hits" -eq 0 ]
+		while read -r needle; do
+			[ -n "$needle" ] || continue
+			while IFS= read -r f; do
+				echo "$f: $kind of boot $n ($needle)"
+				found=1
+			done < <(grep -rilaF -e "$needle" "$@" 2>/dev/null)
+		done < <(rrd_needles "$kind" "$hex")
+	done <"$addrs"
+	[ "$found" -eq 0 ]
 }
