@@ -136,20 +136,29 @@ child_running() { # COMM: a process of that name (busybox builtins only)
 	return 1
 }
 
+now_cs() { # centiseconds since boot (builtins only)
+	local up
+	read -r up _ </proc/uptime
+	up=${up%.*}${up#*.}
+	echo $((10#$up))
+}
+
 # rerandd dies by SIGKILL the moment COND becomes true (polled); at most
-# SECONDS.  Reports whether the moment was hit.
+# SECONDS.  Reports whether the moment was hit and when.
 kill_when() { # TAG SECONDS COND...
-	local tag=$1 lim=$(($2 * 20)) i=0 hit=no
+	local tag=$1 lim=$(($2 * 100)) t0 hit=no
 	shift 2
 	start_daemon "kill-$tag"
-	while [ $i -lt $lim ] && kill -0 "$dpid" 2>/dev/null; do
+	t0=$(now_cs)
+	el=0
+	while [ $el -lt $lim ] && kill -0 "$dpid" 2>/dev/null; do
 		if "$@"; then hit=yes; break; fi
 		sleep 0.05
-		i=$((i + 1))
+		el=$(($(now_cs) - t0))
 	done
 	kill -9 "$dpid" 2>/dev/null
 	wait "$dpid" 2>/dev/null
-	echo "RRD-KILL boot=$boot tag=$tag hit=$hit after=$((i * 50))ms"
+	echo "RRD-KILL boot=$boot tag=$tag hit=$hit after=$((el * 10))ms"
 	dpid=
 	check_state "kill-$tag"
 }
@@ -157,7 +166,7 @@ kill_when() { # TAG SECONDS COND...
 image_tmp() { set -- /var/lib/rerand/images/*.img.tmp*; [ -e "$1" ]; }
 state_exists() { [ -f "$state" ]; }
 loading() { child_running rerand; }
-elapsed() { [ "$i" -ge "$kill_at" ]; }
+elapsed() { [ "$el" -ge "$kill_at" ]; }
 
 finish() {
 	[ -f "$state" ] && cp "$state" "$out/state.$boot.final"
@@ -209,7 +218,7 @@ scenario_events() {
 		kill_when rerand-load 400 loading
 		for n in 1 2 3; do
 			rm -rf /var/lib/rerand/images
-			kill_at=$(( (RANDOM % 300) + 5 ))     # 0.25 .. 15 s
+			kill_at=$(( (RANDOM % 2500) + 20 ))   # 0.2 .. 25 s, in cs
 			kill_when "random$n" 60 elapsed
 		done
 		start_daemon run

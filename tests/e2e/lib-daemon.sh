@@ -126,12 +126,14 @@ rrd_disk() {
 	rrd_conf "$scen" >"$d/etc/rerand/rerand.conf"
 	echo "$scen" >"$d/test/scenario"
 	echo "$target" >"$d/test/target"
-	# A pre-reboot hook: the metrics as they were just before each reboot.
+	# A pre-reboot hook: the metrics as they were just before each reboot,
+	# and the layout age at that moment (from /proc/stat's btime).
 	cat >"$d/etc/rerand/pre-reboot.d/10-save-metrics" <<'EOF'
 #!/bin/sh
 n=$(cat /persist/test/boots)
 cp /run/rerand/rerand.prom "/persist/out/metrics.$((n - 1)).pre-reboot.prom" 2>/dev/null
-echo "RRD-HOOK boot=$((n - 1)) pre-reboot hook ran" >/dev/console
+age=$(( $(date +%s) - $(sed -n 's/^btime //p' /proc/stat) ))
+echo "RRD-HOOK boot=$((n - 1)) age=$age pre-reboot hook ran" >/dev/console
 sync
 exit 0
 EOF
