@@ -139,6 +139,7 @@ $(O)/tests/%: tests/unit/%.c $(LIBRERAND) $(LIBDAEMON) tests/unit/test.h
 # (fuzzer-no-link) into their own objects.
 FUZZ_LIB_SRCS := $(LIB_SRCS) $(SHARED_SRCS) $(DAEMON_LIB_SRCS)
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.c=$(O)/fuzzobj/%.o)
+.SECONDARY: $(FUZZ_LIB_OBJS)
 
 $(O)/fuzzobj/%.o: %.c
 	@mkdir -p $(dir $@)
