@@ -178,7 +178,9 @@ $(O)/tools/slotdist: tools/slotdist.c $(LIBRERAND)
 histogram: $(LIBRERAND)
 	$(Q)scripts/entropy-histogram.sh
 
-bench: deps all
+bench:
+	$(Q)scripts/deps.sh bench
+	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/bench.sh
 
 install: all

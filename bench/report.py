@@ -157,10 +157,12 @@ w("![ratios](performance.png)\n")
 goals = []
 
 
-def goal(name, val, limit, detail):
+def goal(name, val, limit, detail, partial=False):
     ok = val is not None and val <= limit
-    goals.append("| {} | ≤ {}× | {} | {} | {} |".format(
-        name, limit, fr(val), "**holds**" if ok else "**does not hold**", detail))
+    verdict = "**holds**" if ok else "**does not hold**"
+    if ok and partial:
+        verdict = "**holds on medians, not pair by pair**"
+    goals.append("| {} | ≤ {}× | {} | {} | {} |".format(name, limit, fr(val), verdict, detail))
 
 
 for k in kernels:
@@ -179,10 +181,14 @@ for k in kernels:
 for k in kernels:
     g = G.get(k)
     if g and g["reboot"].get("s") and g["reboot"].get("l"):
-        worst = max(pair_ratios(g["seq"], "l", "s", 1) or [None]) if g["seq"] else None
+        pr = pair_ratios(g["seq"], "l", "s", 1)
+        worse = sum(1 for x in pr if x > 1)
         goal("reboot latency rerand ÷ stock (kexec -e → first line), {}".format(k),
              ratio(med(g["reboot"]["l"]), med(g["reboot"]["s"])), 1.0,
-             "medians; worst adjacent pair {}".format(fr(worst)))
+             "medians only: {} of {} adjacent pairs had rerand slower (pair ratios {}–{}), "
+             "so *never worse* is not shown under this load".format(
+                 worse, len(pr), fr(min(pr) if pr else None), fr(max(pr) if pr else None)),
+             partial=worse > 0)
 for k in kernels:
     im = K[k]["img"]
     r = [a[0] / b[0] for a, b in zip(im["image"], im["cli"]) if b[0] > 0]

@@ -56,6 +56,11 @@ void config_defaults(struct rr_config *c)
 	snprintf(c->pre_reboot_dir, sizeof(c->pre_reboot_dir), "/etc/rerand/pre-reboot.d");
 	snprintf(c->proc_stat, sizeof(c->proc_stat), "/proc/stat");
 	snprintf(c->post_boot_dir, sizeof(c->post_boot_dir), "/etc/rerand/post-boot.d");
+	snprintf(c->kexec_crash_size, sizeof(c->kexec_crash_size), "/sys/kernel/kexec_crash_size");
+	snprintf(c->kexec_crash_loaded, sizeof(c->kexec_crash_loaded), "/sys/kernel/kexec_crash_loaded");
+	snprintf(c->proc_vmcore, sizeof(c->proc_vmcore), "/proc/vmcore");
+	c->crash_mode = RR_CRASH_AUTO;
+	c->hotplug_settle = 10;
 	c->restage_interval = 6 * 3600;
 	c->new_kernel_settle = 30;
 	c->max_age = 24 * 3600;
@@ -234,7 +239,7 @@ bool config_tz_valid(const char *zone)
 
 /* ---- the key table ---------------------------------------------------------- */
 
-enum ktype { K_PATH, K_STR, K_DUR, K_BOOL, K_UINT, K_WHEN, K_METHOD };
+enum ktype { K_PATH, K_STR, K_DUR, K_BOOL, K_UINT, K_WHEN, K_METHOD, K_CRASHMODE };
 
 #define F(field) offsetof(struct rr_config, field), sizeof(((struct rr_config *)0)->field)
 static const struct key {
@@ -258,6 +263,10 @@ static const struct key {
 	{ "Paths", "PreRebootDirectory", K_PATH, F(pre_reboot_dir) },
 	{ "Paths", "ProcStat", K_PATH, F(proc_stat) },
 	{ "Paths", "PostBootDirectory", K_PATH, F(post_boot_dir) },
+	{ "Paths", "KexecCrashSize", K_PATH, F(kexec_crash_size) },
+	{ "Paths", "KexecCrashLoaded", K_PATH, F(kexec_crash_loaded) },
+	{ "Paths", "ProcVmcore", K_PATH, F(proc_vmcore) },
+	{ "Paths", "Uevents", K_PATH, F(uevents) },
 	{ "Stage", "Kernel", K_PATH, F(kernel) },
 	{ "Stage", "Initrd", K_STR, F(initrd) },
 	{ "Stage", "CommandLine", K_STR, F(cmdline) },
@@ -276,6 +285,12 @@ static const struct key {
 	{ "Policy", "BackoffBase", K_DUR, F(backoff) },
 	{ "Policy", "BackoffMax", K_DUR, F(backoff_max) },
 	{ "Policy", "MaxFailures", K_UINT, F(max_failures) },
+	{ "Crash", "Mode", K_CRASHMODE, F(crash_mode) },
+	{ "Crash", "Kernel", K_PATH, F(crash_kernel) },
+	{ "Crash", "Initrd", K_STR, F(crash_initrd) },
+	{ "Crash", "CommandLine", K_STR, F(crash_cmdline) },
+	{ "Crash", "FileSyscall", K_BOOL, F(crash_file_syscall) },
+	{ "Crash", "HotplugSettle", K_DUR, F(hotplug_settle) },
 	{ "Reboot", "Method", K_METHOD, F(method) },
 	{ "Reboot", "RebootCommand", K_STR, F(reboot_cmd) },
 	{ "Reboot", "HookTimeout", K_DUR, F(hook_timeout) },
@@ -497,6 +512,8 @@ static int handler(void *user, const char *section, const char *name, const char
 		memcpy(f, value, strlen(value) + 1);
 		if (f == x->c->cmdline)
 			x->c->cmdline_set = *value != 0;
+		if (f == x->c->crash_cmdline)
+			x->c->crash_cmdline_set = *value != 0;
 		break;
 	case K_DUR:
 		if (config_parse_duration(value, f) < 0)
@@ -505,6 +522,8 @@ static int handler(void *user, const char *section, const char *name, const char
 	case K_BOOL:
 		if (parse_bool(value, f) < 0)
 			perr(x, "%s=%s: want yes or no", name, value);
+		else if (f == &x->c->crash_file_syscall)
+			x->c->crash_file_syscall_set = true;
 		break;
 	case K_UINT: {
 		char *end;
@@ -529,6 +548,11 @@ static int handler(void *user, const char *section, const char *name, const char
 		else if (!strcmp(value, "syscall")) *(enum rr_method *)f = RR_RM_SYSCALL;
 		else if (!strcmp(value, "command")) *(enum rr_method *)f = RR_RM_COMMAND;
 		else perr(x, "%s=%s: want auto, logind, systemd, syscall or command", name, value);
+		break;
+	case K_CRASHMODE:
+		if (!strcmp(value, "auto")) *(enum rr_crash_mode *)f = RR_CRASH_AUTO;
+		else if (!strcmp(value, "off")) *(enum rr_crash_mode *)f = RR_CRASH_OFF;
+		else perr(x, "%s=%s: want auto or off", name, value);
 		break;
 	}
 	return 1;
@@ -581,6 +605,15 @@ void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_
 	}
 	if (*c->initrd && strcmp(c->initrd, "none") && c->initrd[0] != '/')
 		errs_add(errs, "%s: Initrd= wants an absolute path or \"none\"", name);
+	if (*c->crash_initrd && strcmp(c->crash_initrd, "none") && c->crash_initrd[0] != '/')
+		errs_add(errs, "%s: [Crash] Initrd= wants an absolute path or \"none\"", name);
+	/* A crash kernel runs when something went badly wrong, perhaps under
+	 * attack: it must land at a fresh base like any other. */
+	if (c->crash_cmdline_set && crash_cmdline_has_nokaslr(c->crash_cmdline))
+		errs_add(errs, "%s: [Crash] CommandLine= has nokaslr: the crash kernel must be "
+			 "randomized; remove it", name);
+	if (c->hotplug_settle > 3600)
+		errs_add(errs, "%s: [Crash] HotplugSettle= must be at most 1h", name);
 	char ferr[256];
 	if (fleet_config_validate(&c->fleet, ferr, sizeof(ferr)) < 0)
 		errs_add(errs, "%s: %s", name, ferr);

@@ -115,12 +115,54 @@ static void put_age(struct out *o, int64_t s)
 		put(o, "%lldmin %llds", (long long)(s / 60), (long long)(s % 60));
 }
 
+static void put_crash_text(struct out *o, const struct rr_view *v)
+{
+	put(o, "crash kernel:      ");
+	switch (v->crash_state) {
+	case RR_CS_OFF:
+		put(o, "off (Mode=off: left to other tools; one is %sloaded)",
+		    v->crash_loaded ? "" : "not ");
+		break;
+	case RR_CS_NOT_RESERVED:
+		put(o, "not reserved (no crashkernel= memory)");
+		break;
+	case RR_CS_PENDING:
+		put(o, "pending (crash region %llu MiB)", (unsigned long long)(v->crash_reserved >> 20));
+		break;
+	case RR_CS_LOADED:
+		put(o, "%s (kernel %s, loaded ", v->crash_loaded ? "loaded" : "unloaded by someone else",
+		    v->crash_kernel);
+		put_time(o, v->crash_loaded_at);
+		put(o, ", crash region %llu MiB)", (unsigned long long)(v->crash_reserved >> 20));
+		break;
+	case RR_CS_ERROR:
+		put(o, "error: %s; %s", v->crash_error,
+		    v->crash_loaded ? "the crash kernel loaded before stays in place"
+				    : "no crash kernel is loaded");
+		break;
+	default:
+		put(o, "%s", crash_state_name(v->crash_state));
+	}
+	put(o, "\n");
+	if (v->crash_loads || v->crash_failures)
+		put(o, "crash loads:       %llu loaded, %llu failed\n",
+		    (unsigned long long)v->crash_loads, (unsigned long long)v->crash_failures);
+	if (v->crash_boots)
+		put(o, "crash boots:       %llu\n", (unsigned long long)v->crash_boots);
+}
+
 int control_format_text(const struct rr_view *v, char *buf, size_t len)
 {
 	struct out o = { buf, len, 0, false };
 
 	put(&o, "layout age:        ");
 	put_age(&o, v->layout_age);
+	if (v->crash_boot) {
+		put(&o, "\nthis boot:         a crash kernel's (dump capture); rerandd idles: "
+			"no staging, no reboots\n");
+		put(&o, "crash boots:       %llu\n", (unsigned long long)v->crash_boots);
+		return o.full ? -ENOBUFS : (int)o.used;
+	}
 	put(&o, "\nthis boot:         %s (verified ", state_verify_name(v->verify));
 	put_time(&o, v->last_verify_time);
 	put(&o, ")\nentropy:           %.1f bits\n", v->entropy_bits);
@@ -157,6 +199,7 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 	put(&o, "\n");
 	if (*v->stage_error)
 		put(&o, "stage error:       %s\n", v->stage_error);
+	put_crash_text(&o, v);
 	if (v->fleet_backend && strcmp(v->fleet_backend, "none")) {
 		put(&o, "fleet:             %s, group %s as %s: %s", v->fleet_backend, v->fleet_group,
 		    v->fleet_id, v->fleet_state);
@@ -198,6 +241,19 @@ int control_format_json(const struct rr_view *v, char *buf, size_t len)
 	put_json_str(&o, v->image_sha);
 	put(&o, ",\"stage_error\":");
 	put_json_str(&o, v->stage_error);
+	put(&o, ",\"crash\":{\"mode\":");
+	put_json_str(&o, v->crash_mode ? v->crash_mode : "auto");
+	put(&o, ",\"state\":\"%s\",\"loaded\":%s,\"ours\":%s,\"reserved_bytes\":%llu,"
+		"\"loaded_at\":%lld,\"loads\":%llu,\"load_failures\":%llu,\"kernel\":",
+	    crash_state_name(v->crash_state), v->crash_loaded ? "true" : "false",
+	    v->crash_ours ? "true" : "false", (unsigned long long)v->crash_reserved,
+	    (long long)v->crash_loaded_at, (unsigned long long)v->crash_loads,
+	    (unsigned long long)v->crash_failures);
+	put_json_str(&o, v->crash_kernel);
+	put(&o, ",\"error\":");
+	put_json_str(&o, v->crash_error);
+	put(&o, "},\"crash_boot\":%s,\"crash_boots\":%llu", v->crash_boot ? "true" : "false",
+	    (unsigned long long)v->crash_boots);
 	put(&o, ",\"fleet\":{\"backend\":");
 	put_json_str(&o, v->fleet_backend ? v->fleet_backend : "none");
 	put(&o, ",\"group\":");

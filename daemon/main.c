@@ -44,6 +44,10 @@ struct daemon {
 	time_t rebooting_since;
 	struct rr_policy_out out;
 	struct rr_coord co;            /* the fleet lock; off with Backend=none */
+	struct rr_crash cr;            /* the rerandomizing crash kernel */
+	bool have_status;              /* this boot has a stage status record */
+	uint32_t status_flags;         /* its RERAND_ST_* flags */
+	bool crash_boot;               /* this boot is a crash kernel's: idle */
 };
 
 static void save_state(struct daemon *d)
@@ -61,6 +65,8 @@ static void read_verify(struct daemon *d)
 	int r = rr_status_read(d->cfg.setup_data, &s, &e);
 
 	d->entropy_bits = 0;
+	d->have_status = r == 0;
+	d->status_flags = r == 0 ? s.flags : 0;
 	if (r == -ENOENT) {
 		d->verify = RR_V_ABSENT;
 	} else if (r < 0) {
@@ -99,7 +105,7 @@ static int stage(struct daemon *d, const struct rr_stage_plan *given)
 	d->stage_failed_at = 0;
 	snprintf(d->st.staged_sha, sizeof(d->st.staged_sha), "%s", p.sha);
 	d->st.staged_time = time(NULL);
-	stage_prune(&d->cfg, p.sha);
+	stage_prune(&d->cfg, p.sha, d->cr.sha);
 	save_state(d);
 	rr_log(RR_LOG_INFO, "staged %s (kernel sha256 %.16s) with a fresh seed", p.kernel, p.sha);
 	return 0;
@@ -174,6 +180,18 @@ static void fill_view(struct daemon *d, struct rr_view *v)
 	snprintf(v->image_sha, sizeof(v->image_sha), "%s", d->plan.sha);
 	snprintf(v->stage_error, sizeof(v->stage_error), "%s", d->stage_error);
 	coord_view(&d->co, v);
+	v->crash_mode = d->cfg.crash_mode == RR_CRASH_OFF ? "off" : "auto";
+	v->crash_state = d->cr.state;
+	v->crash_loaded = d->cr.loaded;
+	v->crash_ours = d->cr.ours;
+	v->crash_reserved = d->cr.reserved;
+	v->crash_loads = d->cr.loads;
+	v->crash_failures = d->cr.failures;
+	v->crash_loaded_at = d->cr.loaded_at;
+	snprintf(v->crash_kernel, sizeof(v->crash_kernel), "%s", d->cr.kernel);
+	snprintf(v->crash_error, sizeof(v->crash_error), "%s", d->cr.error);
+	v->crash_boot = d->crash_boot;
+	v->crash_boots = d->st.crash_boots;
 }
 
 static void publish(struct daemon *d)
@@ -181,9 +199,14 @@ static void publish(struct daemon *d)
 	struct rr_view v;
 	struct rr_err e;
 
+	crash_refresh(&d->cfg, &d->cr);
 	fill_view(d, &v);
 	if (metrics_write(d->cfg.metrics_file, &v, &e) < 0)
 		rr_log(RR_LOG_WARNING, "%s", e.msg);
+	if (d->crash_boot) {
+		sd_notify(0, "STATUS=crash kernel boot: idle");
+		return;
+	}
 	sd_notifyf(0, "STATUS=%s; next: %s (%s)%s", state_verify_name(v.verify),
 		   policy_action_name(v.plan.action), policy_reason_name(v.plan.reason),
 		   v.stopped ? "; STOPPED after repeated failures" : "");
@@ -251,6 +274,9 @@ static void evaluate(struct daemon *d)
 	if ((!d->staged && (!d->stage_failed_at || now - d->stage_failed_at >= STAGE_RETRY)) ||
 	    (d->staged && now - d->st.staged_time >= d->cfg.restage_interval))
 		stage(d, d->staged ? &d->plan : NULL);
+	/* after a new kernel was staged: the crash kernel follows it */
+	if (crash_due(&d->cfg, &d->cr, now))
+		crash_reload(&d->cfg, &d->cr, d->staged ? &d->plan : NULL, now);
 
 	in.now = now;
 	in.layout_born = d->boot_time;
@@ -284,6 +310,9 @@ rearm:
 		next_ms = (int64_t)(d->out.when - now) * 1000;
 	if (d->new_kernel_at > now && (int64_t)(d->new_kernel_at - now) * 1000 < next_ms)
 		next_ms = (int64_t)(d->new_kernel_at - now) * 1000;
+	time_t crash_at = crash_next(&d->cfg, &d->cr);
+	if (crash_at && (crash_at <= now || (int64_t)(crash_at - now) * 1000 < next_ms))
+		next_ms = crash_at <= now ? 0 : (int64_t)(crash_at - now) * 1000;
 	/* retries, the spread start and keepalives are in milliseconds */
 	fleet_ms = coord_next_ms(&d->co);
 	if (fleet_ms) {
@@ -303,6 +332,8 @@ static void evaluate_soon(struct daemon *d)
 {
 	uint64_t usec;
 
+	if (!d->timer)
+		return;                    /* a crash boot: nothing to evaluate */
 	sd_event_now(d->ev, CLOCK_MONOTONIC, &usec);
 	sd_event_source_set_time(d->timer, usec);
 	sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
@@ -339,6 +370,22 @@ static int on_boot_change(sd_event_source *s, const struct inotify_event *ev, vo
 		return 0;
 	/* Package scripts write the initrd after the kernel: let them settle. */
 	d->new_kernel_at = time(NULL) + d->cfg.new_kernel_settle;
+	crash_request(&d->cr, time(NULL), d->cfg.new_kernel_settle);
+	evaluate_soon(d);
+	return 0;
+}
+
+static int on_uevent(sd_event_source *s, int fd, uint32_t revents, void *ud)
+{
+	struct daemon *d = ud;
+	enum rr_hotplug k = crash_uevent_drain(&d->cr);
+
+	if (k == RR_HP_NONE || d->cfg.crash_mode == RR_CRASH_OFF)
+		return 0;
+	/* the crash memory map and CPU count are fixed when it is loaded */
+	rr_log(RR_LOG_INFO, "%s hotplug: reloading the crash kernel once it settles",
+	       k == RR_HP_MEMORY ? "memory" : "CPU");
+	crash_request(&d->cr, time(NULL), d->cfg.hotplug_settle);
 	evaluate_soon(d);
 	return 0;
 }
@@ -363,6 +410,11 @@ static int on_control(sd_event_source *s, int fd, uint32_t revents, void *ud)
 		control_reply(cfd, true, body);
 		break;
 	case RR_CTL_NOW:
+		if (d->crash_boot) {
+			control_reply(cfd, false, "this is a crash kernel boot: rerandd does not "
+				      "rerandomize from it\n");
+			break;
+		}
 		d->st.trig_now = true;
 		save_state(d);
 		rr_log(RR_LOG_NOTICE, "rerandomization requested over the control socket");
@@ -416,6 +468,18 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 			rr_log(RR_LOG_WARNING, "directory, socket and kmsg changes take effect on restart");
 		bool restage = strcmp(c->kernel, d->cfg.kernel) || strcmp(c->initrd, d->cfg.initrd) ||
 			       strcmp(c->cmdline, d->cfg.cmdline) || c->cmdline_set != d->cfg.cmdline_set;
+		bool recrash = restage || c->crash_mode != d->cfg.crash_mode ||
+			       strcmp(c->crash_kernel, d->cfg.crash_kernel) ||
+			       strcmp(c->crash_initrd, d->cfg.crash_initrd) ||
+			       strcmp(c->crash_cmdline, d->cfg.crash_cmdline) ||
+			       c->crash_cmdline_set != d->cfg.crash_cmdline_set ||
+			       c->crash_file_syscall != d->cfg.crash_file_syscall ||
+			       c->crash_file_syscall_set != d->cfg.crash_file_syscall_set ||
+			       c->file_syscall != d->cfg.file_syscall ||
+			       strcmp(c->kexec_crash_size, d->cfg.kexec_crash_size);
+		if (strcmp(c->uevents, d->cfg.uevents))
+			rr_log(RR_LOG_WARNING, "Uevents= changes take effect on restart");
+		memcpy(c->uevents, d->cfg.uevents, sizeof(c->uevents));
 		/* keep what only a restart may change */
 		memcpy(c->state_dir, d->cfg.state_dir, sizeof(c->state_dir));
 		memcpy(c->run_dir, d->cfg.run_dir, sizeof(c->run_dir));
@@ -426,6 +490,11 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 		rr_log(RR_LOG_INFO, "configuration reloaded");
 		if (restage)
 			d->staged = false, d->stage_failed_at = 0;
+		/* Mode=off leaves a loaded crash kernel alone, ours or not */
+		if (recrash && !d->crash_boot && d->cfg.crash_mode == RR_CRASH_AUTO)
+			d->cr.state = RR_CS_PENDING;
+		else if (recrash)
+			crash_refresh(&d->cfg, &d->cr);
 	} else if (errs) {
 		print_errs(errs);
 		rr_log(RR_LOG_ERR, "configuration has errors: keeping the previous one");
@@ -511,6 +580,39 @@ static enum rr_outcome first_look(struct daemon *d)
 	return out;
 }
 
+/* A crash kernel's boot (kdump): count it, and stay idle.  Staging from
+ * here would load a kernel into a machine that is about to be reset after
+ * the dump, and a reboot from here would lose the dump. */
+static bool crash_boot_check(struct daemon *d)
+{
+	struct rr_err e;
+	struct stat st;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	char *text = NULL;
+
+	read_verify(d);
+	if (rr_read_file(d->cfg.proc_cmdline, 1u << 16, &buf, &len, NULL) == 0 &&
+	    (text = realloc(buf, len + 1)))
+		text[len] = 0;
+	else
+		free(buf);
+	d->crash_boot = crash_boot_detect(d->have_status, d->status_flags,
+					  stat(d->cfg.proc_vmcore, &st) == 0, text);
+	free(text);
+	if (!d->crash_boot)
+		return false;
+	if (state_load(d->state_path, &d->st, &e) < 0)
+		rr_log(RR_LOG_WARNING, "%s", e.msg);
+	if (state_account_crash_boot(&d->st, d->boot_id, time(NULL)))
+		save_state(d);
+	d->cr.state = RR_CS_CRASH_BOOT;
+	d->boot_time = boot_started(&d->cfg, time(NULL));
+	rr_log(RR_LOG_NOTICE, "this is a crash kernel's boot (crash boot %llu): not a rerandomization; "
+	       "rerandd stays idle (no staging, no reboots)", (unsigned long long)d->st.crash_boots);
+	return true;
+}
+
 static void usage(FILE *f)
 {
 	fputs("Usage: rerandd [--check-config] [--config FILE] [--config-dir DIR] [--debug]\n"
@@ -582,11 +684,15 @@ static int run(int argc, char **argv)
 		rr_log(RR_LOG_ERR, "%s: cannot read the boot id: %s", d->cfg.boot_id, strerror(-r));
 		return 1;
 	}
-	/* the boot is accounted for first: its verdict decides what happens to a
-	 * fleet slot held across the reboot */
-	enum rr_outcome out = first_look(d);
-	coord_open(&d->co, &d->cfg.fleet, d->state_path);
-	coord_startup(&d->co, &d->st, out);
+	crash_init(&d->cr);
+	d->cr.state = d->cfg.crash_mode == RR_CRASH_OFF ? RR_CS_OFF : RR_CS_PENDING;
+	if (!crash_boot_check(d)) {
+		/* the boot is accounted for first: its verdict decides what happens
+		 * to a fleet slot held across the reboot */
+		enum rr_outcome out = first_look(d);
+		coord_open(&d->co, &d->cfg.fleet, d->state_path);
+		coord_startup(&d->co, &d->st, out);
+	}
 
 	d->ctl_fd = control_listen(d->cfg.control_socket, &e);
 	if (d->ctl_fd < 0) {
@@ -603,8 +709,16 @@ static int run(int argc, char **argv)
 	    (r = sd_event_add_signal(d->ev, NULL, SIGINT, NULL, NULL)) < 0 ||
 	    (r = sd_event_add_signal(d->ev, NULL, SIGHUP, on_sighup, d)) < 0 ||
 	    (r = sd_event_add_io(d->ev, NULL, d->ctl_fd, EPOLLIN, on_control, d)) < 0 ||
-	    (r = sd_event_add_time(d->ev, &d->timer, CLOCK_MONOTONIC, 0, 0, on_timer, d)) < 0 ||
 	    (r = sd_event_set_watchdog(d->ev, true)) < 0) {
+		rr_log(RR_LOG_ERR, "sd-event setup: %s", strerror(-r));
+		return 1;
+	}
+	if (d->crash_boot) {
+		/* only the control socket: `rerand status` says what this boot is */
+		publish(d);
+		goto loop;
+	}
+	if ((r = sd_event_add_time(d->ev, &d->timer, CLOCK_MONOTONIC, 0, 0, on_timer, d)) < 0) {
 		rr_log(RR_LOG_ERR, "sd-event setup: %s", strerror(-r));
 		return 1;
 	}
@@ -613,11 +727,17 @@ static int run(int argc, char **argv)
 	if (sd_event_add_inotify(d->ev, NULL, d->cfg.boot_dir,
 				 IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE, on_boot_change, d) < 0)
 		rr_log(RR_LOG_WARNING, "%s: cannot watch for new kernels", d->cfg.boot_dir);
+	/* opened with Mode=off too: a reload may turn it on */
+	if (crash_uevent_open(&d->cfg, &d->cr, &e) < 0 ||
+	    sd_event_add_io(d->ev, NULL, d->cr.uevent_fd, EPOLLIN, on_uevent, d) < 0)
+		rr_log(RR_LOG_WARNING, "%s; the crash kernel is not reloaded on memory or CPU hotplug",
+		       d->cr.uevent_fd < 0 ? e.msg : "cannot watch uevents");
 
 	if (d->kmsg_fd >= 0)
 		on_kmsg(NULL, d->kmsg_fd, 0, d);    /* records from before we started */
 	stage(d, NULL);
 	evaluate(d);
+loop:
 	sd_notify(0, "READY=1");
 	rr_log(RR_LOG_INFO, "rerandd running: state %s, control %s", d->state_path,
 	       d->cfg.control_socket);

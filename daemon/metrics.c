@@ -38,10 +38,29 @@ int metrics_format(const struct rr_view *v, char *buf, size_t len)
 		"# HELP rerand_reboots_total Rerandomizing reboots by result.\n"
 		"# TYPE rerand_reboots_total counter\n"
 		"rerand_reboots_total{result=\"success\"} %llu\n"
-		"rerand_reboots_total{result=\"failure\"} %llu\n",
+		"rerand_reboots_total{result=\"failure\"} %llu\n"
+		"# HELP rerand_crash_kernel_loaded 1 if a crash (kdump) kernel is loaded.\n"
+		"# TYPE rerand_crash_kernel_loaded gauge\n"
+		"rerand_crash_kernel_loaded %d\n"
+		"# HELP rerand_crash_kernel_error 1 if the last crash kernel load failed.\n"
+		"# TYPE rerand_crash_kernel_error gauge\n"
+		"rerand_crash_kernel_error %d\n"
+		"# HELP rerand_crash_kernel_loads_total Crash kernel loads by result.\n"
+		"# TYPE rerand_crash_kernel_loads_total counter\n"
+		"rerand_crash_kernel_loads_total{result=\"success\"} %llu\n"
+		"rerand_crash_kernel_loads_total{result=\"failure\"} %llu\n"
+		"# HELP rerand_crash_boots_total Boots of a crash kernel (not rerandomizations).\n"
+		"# TYPE rerand_crash_boots_total counter\n"
+		"rerand_crash_boots_total %llu\n"
+		"# HELP rerand_crash_boot 1 if this boot is a crash kernel's.\n"
+		"# TYPE rerand_crash_boot gauge\n"
+		"rerand_crash_boot %d\n",
 		(long long)v->layout_age, v->verify == RR_V_RANDOMIZED, v->entropy_bits,
 		v->failures, v->stopped, v->hold, v->staged, (long long)v->plan.when,
-		(unsigned long long)v->successes, (unsigned long long)v->total_failures);
+		(unsigned long long)v->successes, (unsigned long long)v->total_failures,
+		v->crash_loaded, v->crash_state == RR_CS_ERROR,
+		(unsigned long long)v->crash_loads, (unsigned long long)v->crash_failures,
+		(unsigned long long)v->crash_boots, v->crash_boot);
 	if (n < 0 || (size_t)n >= len)
 		return -ENOBUFS;
 	/* rerand_fleet_lock_state and rerand_fleet_errors_total, from fleet.c */

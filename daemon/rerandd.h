@@ -25,6 +25,7 @@ void rr_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3))
 /* ---- config.c ------------------------------------------------------------ */
 enum rr_when { RR_WHEN_IGNORE = 0, RR_WHEN_WINDOW, RR_WHEN_IMMEDIATE };
 enum rr_method { RR_RM_AUTO = 0, RR_RM_LOGIND, RR_RM_SYSTEMD, RR_RM_SYSCALL, RR_RM_COMMAND };
+enum rr_crash_mode { RR_CRASH_AUTO = 0, RR_CRASH_OFF };
 
 struct rr_window {
 	char     name[64];
@@ -46,6 +47,11 @@ struct rr_config {
 	char kmsg[RR_PATH], tainted[RR_PATH], boot_id[RR_PATH], pre_reboot_dir[RR_PATH];
 	char proc_stat[RR_PATH];            /* its btime line: when this boot began */
 	char post_boot_dir[RR_PATH];        /* health hooks before the fleet slot is freed */
+	char kexec_crash_size[RR_PATH];     /* bytes reserved by crashkernel= */
+	char kexec_crash_loaded[RR_PATH];   /* 1 while a crash kernel is loaded */
+	char proc_vmcore[RR_PATH];          /* exists only inside a crash kernel */
+	char uevents[RR_PATH];              /* "" = the kernel's uevent netlink socket;
+					     * a path = a FIFO of uevents (tests) */
 	/* [Stage] */
 	char kernel[RR_PATH];               /* "" = <boot>/vmlinuz-$(uname -r) */
 	char initrd[RR_PATH];               /* "" = guess from the kernel; "none" */
@@ -63,6 +69,14 @@ struct rr_config {
 	enum rr_method method;
 	char reboot_cmd[RR_CMD];
 	int64_t hook_timeout;
+	/* [Crash]: the rerandomizing crash (kdump) kernel */
+	enum rr_crash_mode crash_mode;
+	char crash_kernel[RR_PATH];         /* "" = the kernel [Stage] stages */
+	char crash_initrd[RR_PATH];         /* "" = as [Stage]; "none" */
+	char crash_cmdline[RR_CMD];
+	bool crash_cmdline_set;             /* else kdump-tools-style from ProcCmdline */
+	bool crash_file_syscall, crash_file_syscall_set;  /* unset = as [Stage] */
+	int64_t hotplug_settle;             /* after memory/CPU hotplug, before reloading */
 	/* [Window NAME] */
 	struct rr_window win[RR_MAX_WINDOWS];
 	unsigned nr_win;
@@ -177,6 +191,10 @@ struct rr_state {
 	 * given back.  The token lets the next boot take an etcd lease back. */
 	bool     fleet_held;
 	char     fleet_token[FLEET_TOKEN_MAX];
+	/* Crash (kdump) kernel boots: counted apart, never settling an attempt. */
+	uint64_t crash_boots;
+	time_t   last_crash_boot;
+	char     crash_boot_id[RR_BOOT_ID];   /* the crash boot already counted */
 };
 
 void state_init(struct rr_state *s);
@@ -192,6 +210,10 @@ int state_save(const char *path, const struct rr_state *s, struct rr_err *e);
 /* First look at the state in a boot: settle a pending attempt. */
 enum rr_outcome state_account_boot(struct rr_state *s, const char *boot_id,
 				   enum rr_verify verify, time_t now);
+/* A crash kernel's boot: counted once per boot id in crash_boots; a pending
+ * attempt, the failure count and the boot id stay for the next normal boot.
+ * True if this call counted it. */
+bool state_account_crash_boot(struct rr_state *s, const char *boot_id, time_t now);
 void state_record_attempt(struct rr_state *s, enum rr_reason why, time_t now);
 /* The reboot call itself failed: same boot, counted as a failure. */
 void state_record_failed_reboot(struct rr_state *s, time_t now);
@@ -209,6 +231,10 @@ enum rr_child_caps { RR_CHILD_NO_CAPS = 0, RR_CHILD_KEXEC_CAPS };
 /* Returns the exit status (0-255), 128+signal, -ETIMEDOUT after killing the
  * child's process group, or another negative errno. */
 int run_argv(char *const argv[], int64_t timeout_sec, enum rr_child_caps caps);
+/* The same, with the child's stderr captured: the last out_len - 1 bytes of
+ * it, NUL-terminated, in out. */
+int run_argv_capture(char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
+		     char *out, size_t out_len);
 /* Split a command line (quotes allowed, no shell expansion) and run it. */
 int run_command(const char *cmdline, int64_t timeout_sec, enum rr_child_caps caps,
 		struct rr_err *e);
@@ -239,8 +265,66 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e);
 /* `rerand load` with a fresh seed. */
 int stage_load(const struct rr_config *c, const struct rr_stage_plan *p, struct rr_err *e);
-/* Remove cached images other than keep_sha. */
-void stage_prune(const struct rr_config *c, const char *keep_sha);
+/* Remove cached images other than keep_sha and keep_sha2 (may be NULL or ""). */
+void stage_prune(const struct rr_config *c, const char *keep_sha, const char *keep_sha2);
+
+/* ---- crash.c: the rerandomizing crash kernel ------------------------------ */
+enum rr_crash_state { RR_CS_OFF = 0, RR_CS_NOT_RESERVED, RR_CS_PENDING, RR_CS_LOADED,
+		      RR_CS_ERROR, RR_CS_CRASH_BOOT };
+enum rr_hotplug { RR_HP_NONE = 0, RR_HP_MEMORY, RR_HP_CPU };
+/* What kdump-tools appends for the dump-capture kernel (Debian, amd64). */
+#define RR_CRASH_APPEND "reset_devices systemd.unit=kdump-tools-dump.service nr_cpus=1 irqpoll nousb"
+
+struct rr_crash {
+	enum rr_crash_state state;
+	bool     loaded;               /* a crash kernel is in memory (ours or not) */
+	bool     ours;                 /* ... and rerandd loaded it */
+	uint64_t reserved;             /* bytes in the crash region */
+	char     kernel[RR_PATH];
+	char     sha[65];              /* kernel hash of the loaded image */
+	time_t   loaded_at, failed_at;
+	time_t   reload_at;            /* a reload is wanted from then on; 0 = none */
+	time_t   first_request;        /* of the pending reload: caps the settling */
+	uint64_t loads, failures;
+	char     error[RR_ERR_MAX];
+	int      uevent_fd;            /* -1 = none */
+	bool     uevent_fifo;
+};
+const char *crash_state_name(enum rr_crash_state s);
+/* The crash kernel's command line.  custom NULL: the running command line
+ * without loader words, crashkernel=, what kdump-tools drops and what
+ * conflicts with RR_CRASH_APPEND, then RR_CRASH_APPEND (before any "--").
+ * Loader-owned words go from a custom line too.  -EINVAL on nokaslr. */
+int crash_build_cmdline(const char *running, const char *custom, char *out, size_t len,
+			struct rr_err *e);
+/* nokaslr as a kernel parameter (before any "--"). */
+bool crash_cmdline_has_nokaslr(const char *s);
+/* One raw kernel uevent ("ACTION@DEVPATH\0KEY=VALUE\0..."): memory or CPU
+ * hotplug (add, remove, online, offline) or nothing. */
+enum rr_hotplug crash_uevent_classify(const void *buf, size_t len);
+/* A crash kernel's boot: the stage's record says so, /proc/vmcore exists, or
+ * the command line has elfcorehdr=. */
+bool crash_boot_detect(bool have_status, uint32_t status_flags, bool vmcore_exists,
+		       const char *cmdline);
+int crash_read_u64(const char *path, uint64_t *ret);
+void crash_init(struct rr_crash *cr);
+/* Open the uevent source ([Paths] Uevents=). */
+int crash_uevent_open(const struct rr_config *c, struct rr_crash *cr, struct rr_err *e);
+/* Read what is pending; RR_HP_MEMORY/CPU if any of it was hotplug. */
+enum rr_hotplug crash_uevent_drain(struct rr_crash *cr);
+/* Ask for a reload at `at`; repeated requests push it back, by at most
+ * 4 settle delays after the first. */
+void crash_request(struct rr_crash *cr, time_t at, int64_t settle);
+/* Whether crash_reload() should run now. */
+bool crash_due(const struct rr_config *c, const struct rr_crash *cr, time_t now);
+/* When crash_due() next becomes true; 0 = not planned. */
+time_t crash_next(const struct rr_config *c, const struct rr_crash *cr);
+/* Check the region, plan (base: the plan [Stage] staged, may be NULL), build
+ * and `rerand load --crash`.  Updates cr, logs; 0 once loaded. */
+int crash_reload(const struct rr_config *c, struct rr_crash *cr, const struct rr_stage_plan *base,
+		 time_t now);
+/* Mode=off, or a fresh look at kexec_crash_loaded for the status. */
+void crash_refresh(const struct rr_config *c, struct rr_crash *cr);
 
 /* ---- reboot.c ------------------------------------------------------------ */
 int reboot_run_hooks(const char *dir, int64_t timeout, struct rr_err *e);
@@ -274,6 +358,16 @@ struct rr_view {
 	uint64_t fleet_errors;
 	time_t   fleet_next_try;            /* next attempt at the backend, 0 = none */
 	char     fleet_metrics[1024];       /* fleet_metrics_format() */
+	/* the crash kernel */
+	const char *crash_mode;
+	enum rr_crash_state crash_state;
+	bool     crash_loaded, crash_ours;
+	uint64_t crash_reserved, crash_loads, crash_failures;
+	time_t   crash_loaded_at;
+	char     crash_kernel[RR_PATH];
+	char     crash_error[RR_ERR_MAX];
+	bool     crash_boot;                /* this boot is a crash kernel's */
+	uint64_t crash_boots;
 };
 enum rr_ctl_cmd { RR_CTL_BAD = 0, RR_CTL_STATUS, RR_CTL_STATUS_JSON, RR_CTL_NOW, RR_CTL_HOLD,
 		  RR_CTL_RELEASE, RR_CTL_FLEET_STATUS, RR_CTL_FLEET_STATUS_JSON,

@@ -247,19 +247,23 @@ int stage_load(const struct rr_config *c, const struct rr_stage_plan *p, struct 
 	return 0;
 }
 
-void stage_prune(const struct rr_config *c, const char *keep_sha)
+void stage_prune(const struct rr_config *c, const char *keep_sha, const char *keep_sha2)
 {
-	char dir[RR_PATH + 16], keep[80];
+	char dir[RR_PATH + 16], keep[80], keep2[80] = "";
 	struct dirent *de;
 	DIR *d;
 
 	snprintf(dir, sizeof(dir), "%s/images", c->state_dir);
 	snprintf(keep, sizeof(keep), "%s.img", keep_sha);
+	/* the crash kernel may run another kernel's image */
+	if (keep_sha2 && *keep_sha2)
+		snprintf(keep2, sizeof(keep2), "%s.img", keep_sha2);
 	d = opendir(dir);
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.' || !strcmp(de->d_name, keep))
+		if (de->d_name[0] == '.' || !strcmp(de->d_name, keep) ||
+		    (*keep2 && !strcmp(de->d_name, keep2)))
 			continue;
 		if (unlinkat(dirfd(d), de->d_name, 0) == 0)
 			rr_log(RR_LOG_INFO, "removed cached image %s/%s", dir, de->d_name);

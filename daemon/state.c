@@ -58,14 +58,17 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		"staged_sha256=%s\n"
 		"staged_time=%lld\n"
 		"fleet_held=%d\n"
-		"fleet_token=%s\n",
+		"fleet_token=%s\n"
+		"crash_boots=%" PRIu64 "\n"
+		"last_crash_boot=%lld\n"
+		"crash_boot_id=%s\n",
 		s->boot_id, s->attempt, s->attempt_boot_id, (long long)s->attempt_time,
 		policy_reason_name(s->attempt_reason), s->failures, s->successes, s->total_failures,
 		(long long)s->last_success, (long long)s->last_failure, (long long)s->last_reboot,
 		state_verify_name(s->last_verify), (long long)s->last_verify_time,
 		(long long)s->jitter, s->hold, s->trig_oops, s->trig_new_kernel, s->trig_now,
 		s->taint_handled, s->staged_sha, (long long)s->staged_time, s->fleet_held,
-		s->fleet_token);
+		s->fleet_token, s->crash_boots, (long long)s->last_crash_boot, s->crash_boot_id);
 	if (n < 0 || (size_t)n >= len)
 		return -ENOBUFS;
 	return n;
@@ -121,6 +124,8 @@ static int set_key(struct rr_state *s, const char *k, const char *v, bool *versi
 		return hexid(v, s->boot_id, sizeof(s->boot_id));
 	if (!strcmp(k, "attempt_boot_id"))
 		return hexid(v, s->attempt_boot_id, sizeof(s->attempt_boot_id));
+	if (!strcmp(k, "crash_boot_id"))
+		return hexid(v, s->crash_boot_id, sizeof(s->crash_boot_id));
 	if (!strcmp(k, "staged_sha256"))
 		return hexid(v, s->staged_sha, sizeof(s->staged_sha));
 	if (!strcmp(k, "fleet_token")) {
@@ -156,6 +161,7 @@ static int set_key(struct rr_state *s, const char *k, const char *v, bool *versi
 	COUNT("successes", successes, INT64_MAX)
 	COUNT("total_failures", total_failures, INT64_MAX)
 	COUNT("taint_handled", taint_handled, INT64_MAX)
+	COUNT("crash_boots", crash_boots, INT64_MAX)
 	RANGE("jitter", jitter, -1, INT64_C(1) << 40)   /* -1: not drawn yet this boot */
 	TIME("attempt_time", attempt_time)
 	TIME("last_success", last_success)
@@ -163,6 +169,7 @@ static int set_key(struct rr_state *s, const char *k, const char *v, bool *versi
 	TIME("last_reboot", last_reboot)
 	TIME("last_verify_time", last_verify_time)
 	TIME("staged_time", staged_time)
+	TIME("last_crash_boot", last_crash_boot)
 #undef TIME
 #undef FLAG
 #undef COUNT
@@ -292,6 +299,19 @@ enum rr_outcome state_account_boot(struct rr_state *s, const char *boot_id,
 		s->last_verify_time = now;
 	}
 	return out;
+}
+
+bool state_account_crash_boot(struct rr_state *s, const char *boot_id, time_t now)
+{
+	/* Nothing else moves: the crash kernel was not planned, and whether
+	 * the kernel it replaced was randomized is for the next normal boot,
+	 * which settles a pending attempt against its own record. */
+	if (!strcmp(s->crash_boot_id, boot_id))
+		return false;               /* rerandd restarted in the same crash boot */
+	snprintf(s->crash_boot_id, sizeof(s->crash_boot_id), "%s", boot_id);
+	s->crash_boots++;
+	s->last_crash_boot = now;
+	return true;
 }
 
 void state_record_attempt(struct rr_state *s, enum rr_reason why, time_t now)

@@ -12,11 +12,13 @@ run_pkgs="qemu-system-x86 ovmf seabios kexec-tools busybox-static cpio xz-utils 
 bzip2 gzip lzop python3 coreutils util-linux"
 test_pkgs="clang libclang-rt-14-dev etcd-server etcd-client openssl curl iproute2 gnuplot-nox"
 demo_pkgs="ca-certificates"
+bench_pkgs="valgrind gnuplot-nox time"
 
 case "$what" in
 check) want="$build_pkgs $run_pkgs $test_pkgs" ;;
 demo)  want="$build_pkgs $run_pkgs $demo_pkgs" ;;
-*) echo "usage: $0 check|demo" >&2; exit 2 ;;
+bench) want="$build_pkgs $run_pkgs $bench_pkgs" ;;
+*) echo "usage: $0 check|demo|bench" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -20,14 +20,16 @@ static inline void copy8(uint8_t *d, const uint8_t *s)
 	__builtin_memcpy(d, &v, 8);
 }
 
-/* Copy n bytes in 8-byte steps; may write up to 7 bytes past d + n. */
+/* Copy n bytes 16 at a time; may write up to 15 bytes past d + n.  Each
+ * 8-byte move reads only bytes written before it when s < d (s <= d - 8). */
 static inline void wild_copy(uint8_t *d, const uint8_t *s, uint64_t n)
 {
 	uint8_t *e = d + n;
 	do {
 		copy8(d, s);
-		d += 8;
-		s += 8;
+		copy8(d + 8, s + 8);
+		d += 16;
+		s += 16;
 	} while (d < e);
 }
 
@@ -55,6 +57,29 @@ int64_t rr_lz4_decode_block(const uint8_t *src, uint64_t src_len, uint8_t *dst, 
 	if (src_len == 0)
 		return -1;
 	for (;;) {
+		/* Fast path for the common sequence, far from both ends: at most
+		 * 14 literals and a match of at most 18 bytes at offset >= 8.
+		 * Fixed-size moves; every check of the careful path below holds
+		 * here by construction (31 input and 64 output bytes of room). */
+		if (iend - ip >= 32 && oend - op >= 64 && (*ip >> 4) < 15 && (*ip & 15) < 15) {
+			uint64_t lit = *ip >> 4;
+			const uint8_t *p = ip + 1 + lit;
+			uint8_t *o = op + lit;
+			uint64_t off = (uint64_t)p[0] | (uint64_t)p[1] << 8;
+
+			if (off >= 8 && off <= (uint64_t)(o - dst)) {
+				const uint8_t *m = o - off;
+				copy8(op, ip + 1);
+				copy8(op + 8, ip + 9);
+				copy8(o, m);
+				copy8(o + 8, m + 8);
+				copy8(o + 16, m + 16);
+				op = o + (*ip & 15) + MIN_MATCH;
+				ip = p + 2;
+				continue;
+			}
+		}
+
 		if (ip >= iend)
 			return -1;
 		uint8_t token = *ip++;

@@ -136,12 +136,18 @@ fi
 koff=none
 if [ "$notesz" -gt 0 ] && [ "$notesz" -le 1048576 ]; then
 	koff=$(dd if=$v bs=4096 skip=$((noteoff / 4096)) count=$(((noteoff % 4096 + notesz) / 4096 + 1)) 2>/dev/null |
-		tr -c '[:print:]' '\n' | sed -n 's/^KERNELOFFSET=//p' | head -n1)
+		strings -n 8 | sed -n 's/^KERNELOFFSET=//p' | head -n1)
 	[ -n "$koff" ] || koff=missing
 fi
 echo
 echo "E2E-CRASH text=$text code=0x$code loadflags=0x$lf ram=$ram passed=$pass vmcore=$vsize ident=$ident etype=$etype emach=$emach phent=$phent phnum=$phnum nload=$nload nnote=$nnote loadsz=$loadsz phend=$phend koff=$koff verify=rc=$vrc $(echo "$json" | tr '\n' ' ')"
-# Read all of it; cat's own status, not the pipe's.
+# The rate first (reading old memory is slow under TCG), then all of it,
+# with cat's own status, not the pipe's.
+t0=$(date +%s)
+dd if=$v of=/dev/null bs=1M count=32 2>/dev/null
+t1=$(date +%s)
+echo "E2E-RATE mib=32 secs=$((t1 - t0))"
+i=0; while [ $i -lt 52 ]; do t0=$(date +%s); dd if=$v of=/dev/null bs=16M skip=$i count=1 2>/dev/null; echo "E2E-DIAG chunk=$i rc=$? secs=$(($(date +%s)-t0))"; i=$((i+1)); done
 t0=$(date +%s)
 bytes=$({ cat $v; echo $? >/tmp/cat.rc; } | wc -c)
 t1=$(date +%s)

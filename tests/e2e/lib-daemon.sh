@@ -41,7 +41,7 @@ rrd_initrd() {
 	done
 	key=$(echo "$key" | sha256sum | cut -c1-16)
 	local out="$E2E_CACHE/initrd-daemon-$key.cpio"
-	if [ -s "$out" ]; then touch "$out"; echo "$out"; return 0; fi
+	if [ -s "$out" ] && [ -x "$out.rerand" ]; then touch "$out" "$out.rerand"; echo "$out"; return 0; fi
 	find "$E2E_CACHE" -maxdepth 1 -type f -name 'initrd-daemon-*' -mtime +0 -delete 2>/dev/null
 	if ldd "$E2E_BUSYBOX" >/dev/null 2>&1; then
 		e2e_die "$E2E_BUSYBOX is not static: install busybox-static"
@@ -62,6 +62,9 @@ rrd_initrd() {
 	mknod -m 0600 "$r/dev/console" c 5 1 2>/dev/null || true
 	(cd "$r" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$tmp/initrd.cpio" ||
 		e2e_die "cpio failed"
+	# The very rerand that went in: the host rebuilds the guest's cached
+	# image with it, even if build/ changed since.
+	install -m 0755 "$E2E_RERAND" "$out.rerand" || e2e_die "cannot write $out.rerand"
 	mv "$tmp/initrd.cpio" "$out" || e2e_die "cannot write $out"
 	rm -rf "$tmp"
 	echo "$out"

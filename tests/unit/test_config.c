@@ -158,6 +158,56 @@ static void test_files(void)
 	free(e);
 }
 
+/* [Crash] and its [Paths]: defaults, values, and the refusals. */
+static void test_crash(void)
+{
+	struct rr_cfg_errs *e = calloc(1, sizeof(*e));
+	struct rr_config c;
+	char main_path[512];
+	int r;
+
+	config_defaults(&c);
+	T_OK(c.crash_mode == RR_CRASH_AUTO && !*c.crash_kernel && !*c.crash_initrd &&
+	     !c.crash_cmdline_set && !c.crash_file_syscall_set && c.hotplug_settle == 10 &&
+	     !strcmp(c.kexec_crash_size, "/sys/kernel/kexec_crash_size") &&
+	     !strcmp(c.kexec_crash_loaded, "/sys/kernel/kexec_crash_loaded") &&
+	     !strcmp(c.proc_vmcore, "/proc/vmcore") && !*c.uevents,
+	     "[Crash] defaults: auto, as [Stage], kdump-tools-style line, netlink uevents");
+	snprintf(main_path, sizeof(main_path), "%s/crash.conf", dir);
+	put("crash.conf", "[Crash]\nMode=off\nKernel=/boot/vmlinuz-crash\nInitrd=none\n"
+	    "CommandLine=root=/dev/vda1 console=ttyS0\nFileSyscall=yes\nHotplugSettle=30s\n"
+	    "[Paths]\nKexecCrashSize=/tmp/size\nKexecCrashLoaded=/tmp/loaded\nProcVmcore=/tmp/vmcore\n"
+	    "Uevents=/tmp/uevents.fifo\n");
+	r = config_load(main_path, NULL, &c, e);
+	T_OK(r == 0 && c.crash_mode == RR_CRASH_OFF && !strcmp(c.crash_kernel, "/boot/vmlinuz-crash") &&
+	     !strcmp(c.crash_initrd, "none") && c.crash_cmdline_set &&
+	     !strcmp(c.crash_cmdline, "root=/dev/vda1 console=ttyS0") && c.crash_file_syscall &&
+	     c.crash_file_syscall_set && !c.file_syscall && c.hotplug_settle == 30 &&
+	     !strcmp(c.kexec_crash_size, "/tmp/size") && !strcmp(c.uevents, "/tmp/uevents.fifo"),
+	     "every [Crash] key and the crash [Paths] keys are read (%u errors)", e->n);
+	put("crash.conf", "[Crash]\n"                       /* 1 */
+	    "Mode=kdump\n"                                  /* 2 */
+	    "CommandLine=root=/dev/vda1 nokaslr\n"          /* 3 */
+	    "Initrd=relative.img\n"                         /* 4 */
+	    "Kernel=vmlinuz\n"                              /* 5 */
+	    "HotplugSettle=2h\n"                            /* 6 */
+	    "Colour=red\n");                                /* 7 */
+	memset(e, 0, sizeof(*e));
+	r = config_load(main_path, NULL, &c, e);
+	for (unsigned i = 0; i < e->n; i++)
+		printf("#   %s\n", e->msg[i]);
+	T_OK(r < 0 && has_err(e, "crash.conf:2: Mode=kdump: want auto or off"), "a bad Mode= at :2");
+	T_OK(has_err(e, "[Crash] CommandLine= has nokaslr"), "nokaslr in [Crash] CommandLine= is refused");
+	T_OK(has_err(e, "[Crash] Initrd= wants an absolute path"), "a relative crash initrd is refused");
+	T_OK(has_err(e, "crash.conf:5: Kernel=vmlinuz: want an absolute path"), "a relative crash kernel at :5");
+	T_OK(has_err(e, "HotplugSettle= must be at most 1h"), "a settle delay over 1h is refused");
+	T_OK(has_err(e, "crash.conf:7: [Crash]: unknown key Colour"), "an unknown [Crash] key at :7");
+	put("crash.conf", "[Crash]\nCommandLine=root=/dev/vda1 -- nokaslr\n");
+	memset(e, 0, sizeof(*e));
+	T_OK(config_load(main_path, NULL, &c, e) == 0, "nokaslr after -- (init's) is allowed");
+	free(e);
+}
+
 int main(void)
 {
 	char cmd[300];
@@ -167,6 +217,7 @@ int main(void)
 		return 1;
 	test_values();
 	test_files();
+	test_crash();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		printf("# could not remove %s\n", dir);

@@ -1,0 +1,570 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* rerandd's rerandomizing crash (kdump) kernel: its command line, the uevents
+ * that call for a reload (memory and CPU hotplug), crash-boot detection, and
+ * `rerand load --crash` with the refusal's reason kept for the status. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/netlink.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "image.h"
+#include "rerandd.h"
+
+#define CRASH_RETRY 300              /* seconds between attempts after a failure */
+#define CRASH_CMDLINE_MAX 4096
+#define CRASH_OUT_MAX 4096           /* captured stderr of `rerand load --crash` */
+
+static const char *state_names[] = { "off", "not-reserved", "pending", "loaded", "error",
+				     "crash-boot" };
+
+const char *crash_state_name(enum rr_crash_state s)
+{
+	return (unsigned)s < sizeof(state_names) / sizeof(state_names[0]) ? state_names[s] : "unknown";
+}
+
+/* ---- the command line ----------------------------------------------------- */
+
+/* The next word of a kernel command line (blanks outside double quotes end
+ * it, as the kernel splits); NULL at the end. */
+static const char *next_word(const char **pp, size_t *len)
+{
+	const char *p = *pp, *w;
+	bool quoted = false;
+
+	while (*p == ' ' || *p == '\t' || *p == '\n')
+		p++;
+	if (!*p)
+		return NULL;
+	w = p;
+	while (*p && (quoted || (*p != ' ' && *p != '\t' && *p != '\n'))) {
+		if (*p == '"')
+			quoted = !quoted;
+		p++;
+	}
+	*len = (size_t)(p - w);
+	*pp = p;
+	return w;
+}
+
+/* Whether the word's parameter name (before '=') is one of names. */
+static bool word_is(const char *w, size_t n, const char *const *names)
+{
+	const char *eq = memchr(w, '=', n);
+	size_t kl = eq ? (size_t)(eq - w) : n;
+
+	for (; *names; names++)
+		if (strlen(*names) == kl && !memcmp(w, *names, kl))
+			return true;
+	return false;
+}
+
+/* The loader's: kexec-tools adds elfcorehdr= itself, rerand load the initrd. */
+static const char *const loader_words[] = { "BOOT_IMAGE", "initrd", "crashkernel", "elfcorehdr",
+					    NULL };
+/* Dropped from the running command line: what kdump-tools drops (crashkernel=,
+ * hugepages, abm=), memory layout options that would fight the crash memory
+ * map, and whatever RR_CRASH_APPEND sets. */
+static const char *const default_drop[] = {
+	"hugepages", "hugepagesz", "default_hugepagesz", "hugetlb_cma", "cma", "abm",
+	"mem", "memmap", "nr_cpus", "maxcpus", "reset_devices", "irqpoll", "nousb",
+	"usbcore.nousb", "systemd.unit", "nokaslr", NULL
+};
+
+bool crash_cmdline_has_nokaslr(const char *s)
+{
+	const char *w;
+	size_t n;
+
+	while ((w = next_word(&s, &n))) {
+		if (n == 2 && !memcmp(w, "--", 2))
+			return false;               /* the rest is init's */
+		if (n == 7 && !memcmp(w, "nokaslr", 7))
+			return true;
+	}
+	return false;
+}
+
+static int put_word(char *out, size_t len, size_t *used, const char *w, size_t n,
+		    struct rr_err *e)
+{
+	if (*used + (*used ? 1 : 0) + n + 1 > len)
+		return rr_errf(e, E2BIG, "the crash kernel's command line is longer than %zu bytes",
+			       len - 1);
+	if (*used)
+		out[(*used)++] = ' ';
+	memcpy(out + *used, w, n);
+	*used += n;
+	out[*used] = 0;
+	return 0;
+}
+
+int crash_build_cmdline(const char *running, const char *custom, char *out, size_t len,
+			struct rr_err *e)
+{
+	const char *s = custom ? custom : running ? running : "", *w, *rest = NULL;
+	size_t used = 0, n;
+	int r;
+
+	if (!len)
+		return rr_errf(e, ENOBUFS, "command line buffer too small");
+	out[0] = 0;
+	if (custom && crash_cmdline_has_nokaslr(custom))
+		return rr_errf(e, EINVAL, "[Crash] CommandLine= has nokaslr: the crash kernel "
+			       "must be randomized");
+	while ((w = next_word(&s, &n))) {
+		if (n == 2 && !memcmp(w, "--", 2)) {
+			rest = w;
+			break;
+		}
+		if (word_is(w, n, loader_words) || (!custom && word_is(w, n, default_drop)))
+			continue;
+		if ((r = put_word(out, len, &used, w, n, e)) < 0)
+			return r;
+	}
+	if (!custom) {
+		const char *a = RR_CRASH_APPEND;
+		while ((w = next_word(&a, &n)))
+			if ((r = put_word(out, len, &used, w, n, e)) < 0)
+				return r;
+	}
+	/* init's arguments stay last, unchanged */
+	while (rest && (w = next_word(&rest, &n)))
+		if ((r = put_word(out, len, &used, w, n, e)) < 0)
+			return r;
+	return 0;
+}
+
+/* ---- uevents ---------------------------------------------------------------- */
+
+enum rr_hotplug crash_uevent_classify(const void *buf, size_t len)
+{
+	const char *p = buf, *end = p + len, *action = NULL, *subsystem = NULL;
+	size_t alen = 0, slen = 0;
+	bool first = true;
+
+	/* udev's own messages start "libudev\0" and a binary header: not ours */
+	if (len >= 8 && !memcmp(p, "libudev", 8))
+		return RR_HP_NONE;
+	while (p < end) {
+		const char *z = memchr(p, 0, (size_t)(end - p));
+		size_t n = z ? (size_t)(z - p) : (size_t)(end - p);
+
+		if (first) {
+			/* the kernel's header: "ACTION@DEVPATH" */
+			const char *at = memchr(p, '@', n);
+			if (!at || at == p)
+				return RR_HP_NONE;
+			if (!action) {
+				action = p;
+				alen = (size_t)(at - p);
+			}
+			first = false;
+		} else if (n > 7 && !memcmp(p, "ACTION=", 7)) {
+			action = p + 7;
+			alen = n - 7;
+		} else if (n > 10 && !memcmp(p, "SUBSYSTEM=", 10)) {
+			subsystem = p + 10;
+			slen = n - 10;
+		}
+		p += n + 1;
+	}
+	if (!action || !subsystem)
+		return RR_HP_NONE;
+#define IS(s, l, lit) ((l) == sizeof(lit) - 1 && !memcmp((s), lit, (l)))
+	if (!IS(action, alen, "add") && !IS(action, alen, "remove") &&
+	    !IS(action, alen, "online") && !IS(action, alen, "offline"))
+		return RR_HP_NONE;
+	if (IS(subsystem, slen, "memory"))
+		return RR_HP_MEMORY;
+	if (IS(subsystem, slen, "cpu"))
+		return RR_HP_CPU;
+#undef IS
+	return RR_HP_NONE;
+}
+
+void crash_init(struct rr_crash *cr)
+{
+	memset(cr, 0, sizeof(*cr));
+	cr->state = RR_CS_PENDING;
+	cr->uevent_fd = -1;
+}
+
+int crash_uevent_open(const struct rr_config *c, struct rr_crash *cr, struct rr_err *e)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = 1 };
+	int fd, size = 1 << 20;
+
+	if (*c->uevents) {
+		/* O_RDWR: the FIFO never reports EOF when a writer goes away */
+		fd = open(c->uevents, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			return rr_errf(e, errno, "%s: cannot open the uevent FIFO: %s", c->uevents,
+				       strerror(errno));
+		cr->uevent_fd = fd;
+		cr->uevent_fifo = true;
+		return 0;
+	}
+	/* Group 1 is the kernel's own broadcast; it needs no privilege. */
+	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_KOBJECT_UEVENT);
+	if (fd < 0)
+		return rr_errf(e, errno, "uevent socket: %s", strerror(errno));
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int r = errno;
+		close(fd);
+		return rr_errf(e, r, "uevent socket: bind: %s", strerror(r));
+	}
+	cr->uevent_fd = fd;
+	cr->uevent_fifo = false;
+	return 0;
+}
+
+static enum rr_hotplug worse(enum rr_hotplug a, enum rr_hotplug b)
+{
+	return a != RR_HP_NONE ? a : b;
+}
+
+enum rr_hotplug crash_uevent_drain(struct rr_crash *cr)
+{
+	enum rr_hotplug k = RR_HP_NONE;
+	char buf[8192];
+
+	for (unsigned guard = 0; guard < 10000; guard++) {
+		ssize_t n;
+
+		if (cr->uevent_fifo) {
+			/* tests: one uevent per line, its fields NUL-separated, each
+			 * written whole (below PIPE_BUF, so never split) */
+			n = read(cr->uevent_fd, buf, sizeof(buf));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			for (char *p = buf, *end = buf + n; p < end;) {
+				char *nl = memchr(p, '\n', (size_t)(end - p));
+				size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+				k = worse(k, crash_uevent_classify(p, l));
+				p += l + 1;
+			}
+			continue;
+		}
+		struct sockaddr_nl from;
+		struct iovec iov = { buf, sizeof(buf) };
+		struct msghdr mh = { .msg_name = &from, .msg_namelen = sizeof(from),
+				     .msg_iov = &iov, .msg_iovlen = 1 };
+		n = recvmsg(cr->uevent_fd, &mh, MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == ENOBUFS) {
+			/* the queue overflowed: what was lost may have been hotplug */
+			k = worse(k, RR_HP_MEMORY);
+			continue;
+		}
+		if (n <= 0)
+			break;
+		if (from.nl_pid != 0 || (mh.msg_flags & MSG_TRUNC))
+			continue;              /* only the kernel speaks for the kernel */
+		k = worse(k, crash_uevent_classify(buf, (size_t)n));
+	}
+	return k;
+}
+
+/* ---- boots and sysfs ---------------------------------------------------------- */
+
+bool crash_boot_detect(bool have_status, uint32_t status_flags, bool vmcore_exists,
+		       const char *cmdline)
+{
+	const char *s = cmdline ? cmdline : "", *w;
+	size_t n;
+
+	if ((have_status && (status_flags & RERAND_ST_CRASH)) || vmcore_exists)
+		return true;
+	while ((w = next_word(&s, &n))) {
+		if (n == 2 && !memcmp(w, "--", 2))
+			break;
+		if (n >= 11 && !memcmp(w, "elfcorehdr=", 11))
+			return true;
+	}
+	return false;
+}
+
+int crash_read_u64(const char *path, uint64_t *ret)
+{
+	char buf[64];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -errno : -EINVAL;
+	buf[n] = 0;
+	return watch_parse_taint(buf, (size_t)n, ret);   /* a decimal number and blanks */
+}
+
+/* ---- reloading ---------------------------------------------------------------- */
+
+void crash_request(struct rr_crash *cr, time_t now, int64_t settle)
+{
+	/* A hotplug of many blocks is a burst of events: wait until it is
+	 * quiet, but not forever. */
+	if (!cr->reload_at)
+		cr->first_request = now;
+	cr->reload_at = now + settle;
+	if (cr->reload_at > cr->first_request + 4 * settle)
+		cr->reload_at = cr->first_request + 4 * settle;
+}
+
+time_t crash_next(const struct rr_config *c, const struct rr_crash *cr)
+{
+	time_t t = 0;
+
+	if (c->crash_mode == RR_CRASH_OFF || cr->state == RR_CS_CRASH_BOOT)
+		return 0;
+	if (cr->state == RR_CS_PENDING)
+		return 1;
+	if (cr->state == RR_CS_ERROR)
+		t = cr->failed_at + CRASH_RETRY;
+	else if (cr->state == RR_CS_LOADED && cr->ours)
+		t = cr->loaded_at + c->restage_interval;   /* a fresh seed, as for staging */
+	if (cr->reload_at && (!t || cr->reload_at < t))
+		t = cr->reload_at;
+	return t;
+}
+
+bool crash_due(const struct rr_config *c, const struct rr_crash *cr, time_t now)
+{
+	time_t t = crash_next(c, cr);
+	return t && now >= t;
+}
+
+void crash_refresh(const struct rr_config *c, struct rr_crash *cr)
+{
+	uint64_t v;
+
+	if (cr->state == RR_CS_CRASH_BOOT)
+		return;
+	if (c->crash_mode == RR_CRASH_OFF) {
+		cr->state = RR_CS_OFF;
+		cr->reload_at = 0;
+		cr->error[0] = 0;
+	}
+	if (crash_read_u64(c->kexec_crash_size, &v) == 0)
+		cr->reserved = v;
+	/* the kernel's word on it: someone may have unloaded it meanwhile */
+	if (crash_read_u64(c->kexec_crash_loaded, &v) == 0) {
+		cr->loaded = v != 0;
+		if (!cr->loaded)
+			cr->ours = false;
+	}
+}
+
+static int crash_plan(const struct rr_config *c, const struct rr_stage_plan *base,
+		      struct rr_stage_plan *p, struct rr_err *e)
+{
+	struct rr_config *t;
+	int r = 0;
+
+	if (!*c->crash_kernel && base && *base->kernel && *base->image) {
+		*p = *base;                    /* the very image [Stage] staged */
+	} else {
+		t = malloc(sizeof(*t));
+		if (!t)
+			return rr_errf(e, ENOMEM, "out of memory");
+		*t = *c;
+		if (*c->crash_kernel)
+			snprintf(t->kernel, sizeof(t->kernel), "%s", c->crash_kernel);
+		/* the command line is built below; nokaslr in the running one
+		 * must not stop the crash kernel */
+		t->cmdline_set = true;
+		t->cmdline[0] = 0;
+		r = stage_plan(t, NULL, p, e);
+		free(t);
+		if (r < 0)
+			return r;
+	}
+	if (!strcmp(c->crash_initrd, "none")) {
+		p->initrd[0] = 0;
+	} else if (*c->crash_initrd) {
+		struct stat st;
+		if (stat(c->crash_initrd, &st) < 0 || !S_ISREG(st.st_mode))
+			return rr_errf(e, ENOENT, "%s: no such initrd (Initrd= in [Crash])",
+				       c->crash_initrd);
+		snprintf(p->initrd, sizeof(p->initrd), "%s", c->crash_initrd);
+	}
+	if (c->crash_cmdline_set)
+		return crash_build_cmdline(NULL, c->crash_cmdline, p->cmdline, sizeof(p->cmdline), e);
+	uint8_t *buf;
+	size_t len;
+	r = rr_read_file(c->proc_cmdline, CRASH_CMDLINE_MAX, &buf, &len, e);
+	if (r < 0)
+		return r;
+	char *text = realloc(buf, len + 1);
+	if (!text) {
+		free(buf);
+		return rr_errf(e, ENOMEM, "out of memory");
+	}
+	text[len] = 0;
+	r = crash_build_cmdline(text, NULL, p->cmdline, sizeof(p->cmdline), e);
+	free(text);
+	return r;
+}
+
+/* rerand's own last message ("rerand: ..."), else the last line. */
+static void reason_from(const char *out, int status, char *msg, size_t len)
+{
+	const char *best = NULL, *last = NULL, *p = out;
+	size_t best_n = 0, last_n = 0;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		if (n) {
+			last = p;
+			last_n = n;
+			if (n > 8 && !memcmp(p, "rerand: ", 8)) {
+				best = p + 8;
+				best_n = n - 8;
+			}
+		}
+		p += n + (nl ? 1 : 0);
+	}
+	if (best)
+		snprintf(msg, len, "%.*s", (int)best_n, best);
+	else if (last)
+		snprintf(msg, len, "rerand load --crash failed (%s %d): %.*s",
+			 status < 0 ? "error" : "status", status < 0 ? -status : status, (int)last_n, last);
+	else
+		snprintf(msg, len, "rerand load --crash failed (%s %d)", status < 0 ? "error" : "status",
+			 status < 0 ? -status : status);
+}
+
+static void log_lines(int prio, const char *out)
+{
+	const char *p = out;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		int n = nl ? (int)(nl - p) : (int)strlen(p);
+		if (n)
+			rr_log(prio, "rerand load --crash: %.*s", n, p);
+		p += n + (nl ? 1 : 0);
+	}
+}
+
+static int load(const struct rr_config *c, const struct rr_stage_plan *p, char *msg, size_t len)
+{
+	char *argv[16], initrd_arg[RR_PATH + 16], append_arg[RR_CMD + 16], kexec_arg[RR_PATH + 16];
+	char *out = malloc(CRASH_OUT_MAX);
+	bool fsys = c->crash_file_syscall_set ? c->crash_file_syscall : c->file_syscall;
+	int n = 0, r;
+
+	if (!out) {
+		snprintf(msg, len, "out of memory");
+		return -ENOMEM;
+	}
+	argv[n++] = (char *)c->rerand_bin;
+	argv[n++] = "load";
+	argv[n++] = (char *)p->image;
+	argv[n++] = "--crash";
+	if (*p->initrd) {
+		snprintf(initrd_arg, sizeof(initrd_arg), "--initrd=%s", p->initrd);
+		argv[n++] = initrd_arg;
+	}
+	snprintf(append_arg, sizeof(append_arg), "--append=%s", p->cmdline);
+	argv[n++] = append_arg;
+	snprintf(kexec_arg, sizeof(kexec_arg), "--kexec=%s", c->kexec_bin);
+	argv[n++] = kexec_arg;
+	if (fsys)
+		argv[n++] = "--file-syscall";
+	argv[n] = NULL;
+	/* `rerand load` must measure the region rerandd looked at */
+	setenv("RERAND_KEXEC_CRASH_SIZE_FILE", c->kexec_crash_size, 1);
+	r = run_argv_capture(argv, 300, RR_CHILD_KEXEC_CAPS, out, CRASH_OUT_MAX);
+	log_lines(r == 0 ? RR_LOG_INFO : RR_LOG_NOTICE, out);
+	if (r != 0)
+		reason_from(out, r, msg, len);
+	free(out);
+	return r == 0 ? 0 : r < 0 ? r : -EIO;
+}
+
+static void fail(const struct rr_config *c, struct rr_crash *cr, const char *msg, time_t now)
+{
+	uint64_t v;
+
+	if (strcmp(cr->error, msg) || cr->state != RR_CS_ERROR)
+		rr_log(RR_LOG_ERR, "crash kernel not loaded: %s", msg);
+	snprintf(cr->error, sizeof(cr->error), "%s", msg);
+	cr->state = RR_CS_ERROR;
+	cr->failures++;
+	cr->failed_at = now;
+	/* kexec -p replaces the old crash kernel only once the new one is
+	 * accepted; what the kernel says beats that assumption */
+	if (crash_read_u64(c->kexec_crash_loaded, &v) == 0) {
+		cr->loaded = v != 0;
+		if (!cr->loaded)
+			cr->ours = false;
+	}
+	if (cr->loaded)
+		rr_log(RR_LOG_WARNING, "the crash kernel loaded before stays in place");
+}
+
+int crash_reload(const struct rr_config *c, struct rr_crash *cr, const struct rr_stage_plan *base,
+		 time_t now)
+{
+	struct rr_stage_plan p;
+	struct rr_err e;
+	char msg[RR_ERR_MAX];
+	uint64_t v;
+	int r;
+
+	cr->reload_at = 0;
+	cr->first_request = 0;
+	if (cr->state == RR_CS_CRASH_BOOT)
+		return 0;
+	if (c->crash_mode == RR_CRASH_OFF) {
+		crash_refresh(c, cr);
+		return 0;
+	}
+	r = crash_read_u64(c->kexec_crash_size, &cr->reserved);
+	if (r < 0 || cr->reserved == 0) {
+		if (cr->state != RR_CS_NOT_RESERVED)
+			rr_log(RR_LOG_INFO, "no crash region reserved (%s: %s): no crash kernel to load; "
+			       "boot with crashkernel= to have one", c->kexec_crash_size,
+			       r < 0 ? strerror(-r) : "0");
+		cr->reserved = 0;
+		cr->state = RR_CS_NOT_RESERVED;
+		cr->error[0] = 0;
+		return 0;
+	}
+	if ((r = crash_plan(c, base, &p, &e)) < 0 || (r = stage_build(c, &p, &e)) < 0) {
+		fail(c, cr, e.msg, now);
+		return r;
+	}
+	if ((r = load(c, &p, msg, sizeof(msg))) < 0) {
+		fail(c, cr, msg, now);
+		return r;
+	}
+	cr->loaded = cr->ours = true;
+	if (crash_read_u64(c->kexec_crash_loaded, &v) == 0 && !v) {
+		cr->loaded = cr->ours = false;
+		fail(c, cr, "kexec -p reported success but the kernel has no crash kernel loaded", now);
+		return -EIO;
+	}
+	cr->state = RR_CS_LOADED;
+	cr->loaded_at = now;
+	cr->loads++;
+	cr->error[0] = 0;
+	snprintf(cr->kernel, sizeof(cr->kernel), "%s", p.kernel);
+	snprintf(cr->sha, sizeof(cr->sha), "%s", p.sha);
+	rr_log(RR_LOG_INFO, "crash kernel loaded: %s (sha256 %.16s) in a %llu MiB crash region, "
+	       "command line: %s", p.kernel, p.sha, (unsigned long long)(cr->reserved >> 20), p.cmdline);
+	return 0;
+}
