@@ -520,6 +520,10 @@ static int handler(void *user, const char *section, const char *name, const char
 			perr(x, "%s=%s: want a duration such as 90s, 30min, 24h, 1d 12h", name, value);
 		break;
 	case K_BOOL:
+		if (f == &x->c->crash_file_syscall && !*value) {
+			x->c->crash_file_syscall_set = false;    /* back to "as [Stage]" */
+			break;
+		}
 		if (parse_bool(value, f) < 0)
 			perr(x, "%s=%s: want yes or no", name, value);
 		else if (f == &x->c->crash_file_syscall)

@@ -240,9 +240,12 @@ int cmd_load(int argc, char **argv)
 	close(fd);
 	free(append_arg);
 	if (r != 0) {
-		cli_err("%s: %s %s%s failed (%s %d); any kernel staged before is unchanged", path,
-			kexec, file_syscall ? "-s " : "", crash ? "-p" : "-l",
-			r < 0 ? "error" : "exit status", r < 0 ? -r : r);
+		/* kexec_load replaces a normal image only on success, but the
+		 * kernel drops the old crash image before loading a new one. */
+		cli_err("%s: %s %s%s failed (%s %d); %s", path, kexec, file_syscall ? "-s " : "",
+			crash ? "-p" : "-l", r < 0 ? "error" : "exit status", r < 0 ? -r : r,
+			crash ? "check /sys/kernel/kexec_crash_loaded: the previous crash kernel may be gone"
+			      : "any kernel staged before is unchanged");
 		return EXIT_FAILURE_RR;
 	}
 	return 0;

@@ -1,14 +1,16 @@
 #!/bin/bash
 # rerandd with fleet coordination, end to end: real build/rerandd instances as
 # simulated hosts (separate state, runtime dirs, boot ids, machine ids) against a
-# real etcd on loopback (Debian's etcd-server, 127.0.0.1:2411-2412, data in a temp
-# dir) and against the FleetLock test server (tests/fleet/fleetlock-server.py;
-# Debian ships no FleetLock server).
+# real etcd on loopback (Debian's etcd-server, data in temp dirs): a single member
+# on 127.0.0.1:2411-2412 and a 3-member cluster on 127.0.0.1:2421-2426; and against
+# the FleetLock test server (tests/fleet/fleetlock-server.py, Debian ships no
+# FleetLock server).  Nothing listens or connects anywhere but 127.0.0.1.
 # SIMULATED: only the reboot.  kexec-tools is /bin/true and the RebootCommand only
 # asks the host's runner (tests/fleet/daemon-lib.sh host_run) to stop rerandd,
 # wait, write a new boot id and start it again.  The daemon, its policy and lock
 # logic, etcd, its leases, and the timing are real.  Every instance's config is
-# checked to be harmless before it starts.  RERAND_MODE=long: more hosts.
+# checked to be harmless before it starts.  RERAND_MODE=long: more hosts, longer
+# outages.  However the test ends, every process it started is killed (see cleanup).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/rerand-fleetd.XXXXXX)
@@ -24,18 +26,48 @@ nok() { n=$((n + 1)); echo "not ok $n - $*"; }
 check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
 bail() { nok "$*"; echo "1..$n"; exit 1; }
 bg_pids=()
+# Every process this test starts inherits this tag (rerandd passes its environment
+# on to hooks and to the RebootCommand, the observer to its etcdctl), so the
+# clean-up finds each one by its id, orphans included, whatever way the test ends.
+export RERAND_FLEETD_TEST=$tmp
+ours=()
+scan_ours() { # fills ours=() with the pids carrying the tag; builtins only, no fork
+	local d p x e
+	ours=()
+	for d in /proc/[0-9]*; do
+		p=${d#/proc/}
+		[ "$p" = "$$" ] || [ "$p" = "$BASHPID" ] && continue
+		e=()
+		mapfile -d '' e 2>/dev/null <"$d/environ" || continue
+		for x in "${e[@]}"; do
+			if [ "$x" = "RERAND_FLEETD_TEST=$tmp" ]; then ours+=("$p"); break; fi
+		done
+	done
+}
+kill_ours() { # SIGKILL them all, again until none is left (a runner may just have forked)
+	local i
+	for ((i = 0; i < 50; i++)); do
+		scan_ours
+		[ ${#ours[@]} -eq 0 ] && return 0
+		kill -KILL "${ours[@]}" 2>/dev/null
+		sleep 0.1
+	done
+	return 1
+}
 cleanup() {
-	local p f
+	local f
 	exec 2>/dev/null
+	trap - INT TERM HUP
 	for f in "$tmp"/h/*; do [ -d "$f" ] && touch "$f/stop"; done
 	sleep 0.3
-	for p in "${bg_pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	for f in "$tmp"/h/*/pid; do [ -e "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null; done
-	for f in "$tmp"/etcd-*.pid; do [ -e "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null; done
-	wait 2>/dev/null
+	kill_ours
+	wait
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 129' HUP
+# nap S: a sleep a signal interrupts at once (bash runs traps only between commands)
+nap() { sleep "$1" & wait $!; }
 . "$top/tests/fleet/lib.sh"
 . "$top/tests/fleet/daemon-lib.sh"
 T0=$(now_ms)
@@ -43,13 +75,16 @@ elapsed() { echo $(( ($(now_ms) - T0) / 1000 ))s; }
 
 mode=${RERAND_MODE:-short}
 if [ "$mode" = long ]; then HOSTS=12; OUTAGE=20; WLEN=150; else HOSTS=6; OUTAGE=8; WLEN=60; fi
+# Q: how long all three cluster members stay down after the hosts became due
+if [ "$mode" = long ]; then QOUT=20; else QOUT=6; fi
 
 for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
 command -v etcd >/dev/null && command -v etcdctl >/dev/null || bail "etcd/etcdctl missing (Debian: etcd-server etcd-client)"
 kdir=${RERAND_KERNELS:-$top/../shared/kernels}
 KERNEL=$kdir/vmlinuz-6.1.0-57-cloud-amd64
 [ -r "$KERNEL" ] || bail "$KERNEL: a kernel to stage is needed"
-for p in 2411 2412; do port_free "$p" || bail "port 127.0.0.1:$p is in use"; done
+PORTS="2411 2412 2421 2422 2423 2424 2425 2426"
+for p in $PORTS; do port_free "$p" || bail "port 127.0.0.1:$p is in use"; done
 
 # one image for every host (the daemon's cache is keyed by the kernel's hash)
 KSHA=$(sha256sum "$KERNEL" | cut -d' ' -f1)
@@ -66,7 +101,9 @@ cat >"$SIMREBOOT" <<EOF
 #!/bin/sh
 # SIMULATED reboot for test-fleet-daemon.sh: no kexec, no reboot; the host's
 # runner stops this rerandd, waits, and boots it again with a new boot id.
-echo "\$(date +%s%3N) \$(basename "\$1") REBOOT" >>"$EVENTS"
+t=\$(date +%s%3N)
+echo "\$t \$(basename "\$1") REBOOT" >>"$EVENTS"
+echo "\$t REBOOT" >>"\$1/reboot.log"
 touch "\$1/reboot-requested"
 EOF
 chmod +x "$SIMREBOOT"
@@ -109,9 +146,9 @@ python3 "$top/tests/fleet/fleetlock-server.py" 2 "$tmp/fl.port" 2>"$tmp/fl.log" 
 bg_pids+=($!)
 wait_for 10 test -s "$tmp/fl.port" || bail "the FleetLock server did not start"
 FL=http://127.0.0.1:$(cat "$tmp/fl.port")
-fleet_etcd() { # FILE GROUP K TTL
+fleet_etcd() { # FILE GROUP K TTL [ENDPOINTS]
 	printf '[Fleet]\nBackend=etcd\nGroup=%s\nEndpoints=%s\nMaxConcurrent=%s\nLockTTL=%s\nTimeout=1\nRetryBaseMSec=200\nRetryMaxMSec=2000\n' \
-		"$2" "$E" "$3" "$4" >"$1"
+		"$2" "${5:-$E}" "$3" "$4" >"$1"
 }
 
 # ---- W: a maintenance window across a FleetLock fleet (runs while the etcd parts do) ----
@@ -259,7 +296,7 @@ done
 etcd_kill s1
 tdown=$(now_ms)
 for id in $cids; do host_run "$id" & bg_pids+=($!); done
-sleep "$OUTAGE"
+nap "$OUTAGE"
 check "C: etcd down ${OUTAGE}s: no host rebooted" eval '! grep -qE "^[0-9]+ c[0-9]+ REBOOT" "$EVENTS"'
 bad=0
 for id in $cids; do
@@ -293,6 +330,153 @@ check "C: and never more than 2 at once (observer max $cmax)" eval '[ "$cmax" -l
 check "C: after recovery the fleet state is idle again" eval 'ctl c1 status --json | grep -q "\"state\":\"idle\""'
 hosts_stop $cids
 echo "# C: outage ${OUTAGE}s, recovery of $HOSTS hosts in $((tcd - tup)) ms ($(elapsed))"
+
+# ---- Q: a 3-member etcd cluster (127.0.0.1:2421-2426, data in temp dirs) -------------
+# Q1: one member (the raft leader, and the first endpoint of every host) is killed
+# while a holder is in its reboot: nothing changes.  Q2: all three are killed while
+# one host drains and the others are about to become due: no reboot happens until
+# the members are back, then every host completes.
+QCL=m1=http://127.0.0.1:2422,m2=http://127.0.0.1:2424,m3=http://127.0.0.1:2426
+QEP=127.0.0.1:2421,127.0.0.1:2423,127.0.0.1:2425
+qport() { echo $((2419 + 2 * ${1#m})); }    # m1 -> 2421 (client), 2422 (peer)
+qstart() { local m; for m in "$@"; do etcd_member "$m" "$(qport "$m")" $(($(qport "$m") + 1)) "$QCL"; done; }
+qstart m1 m2 m3
+etcd_healthy "$QEP" 30 || bail "the 3-member etcd cluster did not start on $QEP"
+qleader() { # the member name of the raft leader, as the members report it
+	etcdctl --endpoints="$QEP" --dial-timeout=1s --command-timeout=2s endpoint status -w json 2>/dev/null |
+		python3 -c 'import json,sys
+for s in json.load(sys.stdin):
+    if s["Status"]["header"]["member_id"] == s["Status"]["leader"]:
+        print("m%d" % ((int(s["Endpoint"].rsplit(":", 1)[1]) - 2419) // 2)); break'
+}
+lead=$(qleader)
+[ -n "$lead" ] || bail "the cluster reports no leader"
+# every host lists all three members, the leader first: killing it takes away both
+# the raft leader and the endpoint each host talks to
+qeps="127.0.0.1:$(qport "$lead")"
+for m in m1 m2 m3; do [ "$m" = "$lead" ] || qeps="$qeps, 127.0.0.1:$(qport "$m")"; done
+fleet_etcd "$tmp/q1.fleet" quorum 2 6 "$qeps"
+python3 "$top/tests/fleet/observer.py" "$QEP" /rerand/fleet/quorum/ "$tmp/obs-q1.log" & bg_pids+=($!)
+obs_q1=$!
+wait_for 10 test -s "$tmp/obs-q1.log"
+kids=$(seq -f 'k%g' 1 "$HOSTS")
+for id in $kids; do host_new "$id" "$tmp/q1.fleet"; outside_windows "$id"; done
+unsafe=0; for id in $kids; do conf_harmless "$id" || unsafe=1; done
+check "Q1: every instance's config is harmless and lists the 3 members ($qeps)" \
+	eval '[ $unsafe = 0 ] && [ "$(grep -hx "Endpoints=$qeps" "$tmp"/h/k*/rerand.conf | wc -l)" -eq $HOSTS ]'
+tq=$(now_ms)
+for id in $kids; do host_run "$id" & bg_pids+=($!); done
+# mid-run: the first holder has just asked for its reboot and is "down" with its lease
+wait_for 60 grep -qE '^[0-9]+ k[0-9]+ REBOOT$' "$EVENTS"
+etcd_kill "$lead"; tkill=$(now_ms)
+left=$(( HOSTS - $(hosts_count_done $kids) ))
+# the sockets of everything running now (etcd x3 then x2, 2N+ rerandd, observers, the
+# FleetLock server and its hosts) must be on 127.0.0.1 only
+ss -Htuanp >"$tmp/ss.txt" 2>/dev/null; scan_ours
+sock=$(python3 - "$tmp/ss.txt" "${ours[@]}" <<'EOP'
+import re, sys
+ours = set(sys.argv[2:]); n = bad = 0; procs = set()
+for line in open(sys.argv[1]):
+    f = line.split()
+    pids = set(re.findall(r"pid=(\d+)", line)) & ours
+    if len(f) < 6 or not pids:
+        continue
+    n += 1; procs |= set(re.findall(r'\("([^"]+)",pid=(?:%s),' % "|".join(pids), line))
+    local, peer = f[4].rsplit(":", 1)[0], f[5].rsplit(":", 1)[0]
+    idle = f[1] in ("LISTEN", "UNCONN") and peer in ("0.0.0.0", "*", "[::]")
+    if local != "127.0.0.1" or not (idle or peer == "127.0.0.1"):
+        bad += 1; print("# not loopback:", line.strip(), file=sys.stderr)
+print(n, bad, ",".join(sorted(procs)))
+EOP
+)
+read -r nsock nbad socknames <<<"$sock"
+check "loopback only: $nsock TCP/UDP sockets of this test's processes ($socknames), all 127.0.0.1 on both ends" \
+	eval '[ "${nbad:-1}" = 0 ] && [ "${nsock:-0}" -ge 10 ] && [[ ",$socknames," == *,etcd,* ]] && [[ ",$socknames," == *,rerandd,* ]]'
+wait_for 120 hosts_done $kids
+tqd=$(now_ms)
+sleep 0.5; kill "$obs_q1" 2>/dev/null
+q1max=$(obs_max "$tmp/obs-q1.log")
+q1after=$(awk -v t="$tkill" '$1 > t && $4 == "PUT"' "$tmp/obs-q1.log" | wc -l)
+check "Q1: member $lead (leader, first endpoint) killed with $left of $HOSTS hosts unfinished; all completed $((tqd - tkill)) ms later" \
+	eval 'hosts_done $kids && [ "$left" -ge 2 ]'
+check "Q1: the two survivors kept serving: $q1after slots taken after the kill" test "$q1after" -ge 1
+check "Q1: the etcd observer never saw more than 2 holders (max $q1max)" eval '[ "$q1max" -le 2 ] && [ "$q1max" -ge 1 ]'
+check "Q1: each host rebooted exactly once" test "$(grep -cE '^[0-9]+ k[0-9]+ REBOOT$' "$EVENTS")" -eq "$HOSTS"
+took=0; for id in $kids; do grep -q 'fleet: took slot .* back after the reboot' "$tmp/h/$id/log" && took=$((took + 1)); done
+check "Q1: every host took its slot back after its reboot ($took of $HOSTS), none lost one" \
+	eval '[ $took -eq $HOSTS ] && ! grep -q "slot from before the reboot is gone\|slot is not confirmed" "$tmp"/h/k*/log'
+check "Q1: every slot was given back (group empty on the survivors)" \
+	test "$(etcd_keys "$QEP" /rerand/fleet/quorum/)" -eq 0
+q1err=$(for id in $kids; do ctl "$id" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["fleet"]["errors"])'; done | tr '\n' ' ')
+echo "# Q1: leader $lead killed; max concurrency $q1max of 2; $HOSTS hosts done $((tqd - tq)) ms after start, $((tqd - tkill)) ms after the kill; fleet errors per host: $q1err($(elapsed))"
+hosts_stop $kids
+qstart "$lead"
+etcd_healthy "$QEP" 30 || bail "member $lead did not rejoin"
+
+# Q2: all members down
+fleet_etcd "$tmp/q2.fleet" dark3 2 6 "$QEP"
+python3 "$top/tests/fleet/observer.py" "$QEP" /rerand/fleet/dark3/ "$tmp/obs-q2.log" & bg_pids+=($!)
+obs_q2=$!
+wait_for 10 test -s "$tmp/obs-q2.log"
+oids=$(seq -f 'o%g' 1 "$HOSTS")
+for id in $oids; do host_new "$id" "$tmp/q2.fleet"; outside_windows "$id"; done
+# o1 is due now and drains slowly: its pre-reboot hook waits for the test
+printf '#!/bin/sh\ntouch %s/in-hook\nfor i in $(seq 150); do [ -e %s/go ] && exit 0; sleep 0.1; done\nexit 0\n' \
+	"$tmp/h/o1" "$tmp/h/o1" >"$tmp/h/o1/pre-reboot.d/10-drain"
+chmod +x "$tmp/h/o1/pre-reboot.d/10-drain"
+unsafe=0; for id in $oids; do conf_harmless "$id" || unsafe=1; done
+check "Q2: every instance's config is harmless" test $unsafe = 0
+host_run o1 & bg_pids+=($!)
+wait_for 30 test -e "$tmp/h/o1/in-hook"
+# the others start while etcd answers (their start-up release succeeds) and become
+# due 4 s later, inside the outage
+odue=0
+for id in $(seq -f 'o%g' 2 "$HOSTS"); do odue=$(host_due_in "$id" 4); done
+for id in $(seq -f 'o%g' 2 "$HOSTS"); do host_run "$id" & bg_pids+=($!); done
+for id in $oids; do wait_for 10 test -S "$tmp/h/$id/run/control"; done
+nap 0.5
+etcd_kill m1; etcd_kill m2; etcd_kill m3
+tdown=$(now_ms)
+check "Q2: all three members down ($((odue - tdown)) ms before the hosts became due) while o1 holds a slot and drains" \
+	eval '[ $tdown -lt $odue ] && [ "$(grep -c "^fleet_held=1" "$tmp/h/o1/state/state")" -eq 1 ]'
+touch "$tmp/h/o1/go"
+nap $(( (odue - $(now_ms)) / 1000 + QOUT ))
+tup=$(now_ms)
+bad=0
+for id in $oids; do
+	ctl "$id" status --json >"$tmp/q2-$id.json" 2>/dev/null || bad=1
+	grep -qx "rerand_fleet_lock_state{backend=\"etcd\",group=\"dark3\"} 4" "$tmp/h/$id/run/rerand.prom" || bad=1
+done
+rb=$(for id in $oids; do host_reboots "$id"; done | wc -l)
+check "Q2: down $((tup - tdown)) ms: no host's reboot command ran (reboot logs: $rb entries)" test "$rb" -eq 0
+check "Q2: the draining host did not reboot: its last keepalive failed (fail closed)" \
+	grep -q 'slot is not confirmed (backend unreachable): not rebooting (fail closed)' "$tmp/h/o1/log"
+check "Q2: every host says why: fleet state error, fail closed, all 3 endpoints tried; metrics lock state 4" \
+	eval '[ $bad = 0 ] && python3 - "$tmp"/q2-o*.json <<"EOP"
+import json, sys
+for p in sys.argv[1:]:
+    f = json.load(open(p))["fleet"]
+    assert f["state"] == "error" and "fail closed" in f["waiting_because"], (p, f)
+    assert "no endpoint answered (3 tried" in f["waiting_because"] and f["errors"] >= 2, (p, f)
+EOP'
+qstart m1 m2 m3
+etcd_healthy "$QEP" 30; thealthy=$(now_ms)
+wait_for 120 hosts_done $oids
+trec=$(now_ms)
+sleep 0.5; kill "$obs_q2" 2>/dev/null
+q2max=$(obs_max "$tmp/obs-q2.log")
+check "Q2: members back: all $HOSTS hosts completed $((trec - tup)) ms after the restart (cluster healthy after $((thealthy - tup)) ms)" \
+	hosts_done $oids
+early=$(for id in $oids; do host_reboots "$id"; done | awk -v t="$tup" '$1 < t' | wc -l)
+first=$(for id in $oids; do host_reboots "$id"; done | sort -n | head -1)
+check "Q2: the reboot logs: one reboot per host, none before the members came back (first $(( ${first:-0} - tup )) ms after)" \
+	eval '[ "$early" -eq 0 ] && [ "$(for id in $oids; do host_reboots "$id"; done | wc -l)" -eq $HOSTS ]'
+check "Q2: never more than 2 holders, outage included (observer max $q2max, saw all $HOSTS hosts take a slot)" \
+	eval '[ "$q2max" -le 2 ] && [ "$q2max" -ge 1 ] && [ "$(awk '"'"'$4 == "PUT" { print $6 }'"'"' "$tmp/obs-q2.log" | sort -u | wc -l)" -eq $HOSTS ]'
+check "Q2: after recovery the fleet state is idle again and the group is empty" \
+	eval 'ctl o1 status --json | grep -q "\"state\":\"idle\"" && [ "$(etcd_keys "$QEP" /rerand/fleet/dark3/)" -eq 0 ]'
+hosts_stop $oids
+echo "# Q2: outage $((tup - tdown)) ms, max concurrency $q2max of 2; recovery of $HOSTS hosts in $((trec - tup)) ms after the restart ($(elapsed))"
 
 # ---- W: results ----------------------------------------------------------------------
 wait_for $(( wopen + WLEN + 40 - $(date +%s) )) hosts_done $wids

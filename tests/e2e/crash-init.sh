@@ -147,7 +147,10 @@ t0=$(date +%s)
 dd if=$v of=/dev/null bs=1M count=32 2>/dev/null
 t1=$(date +%s)
 echo "E2E-RATE mib=32 secs=$((t1 - t0))"
-i=0; while [ $i -lt 52 ]; do t0=$(date +%s); dd if=$v of=/dev/null bs=16M skip=$i count=1 2>/dev/null; echo "E2E-DIAG chunk=$i rc=$? secs=$(($(date +%s)-t0))"; i=$((i+1)); done
+t0=$(date +%s); b=$(timeout 40 cat $v | wc -c); echo "E2E-DIAG catpipe bytes=$b secs=$(($(date +%s)-t0))"
+t0=$(date +%s); b=$(timeout 40 dd if=$v bs=4k 2>/dev/null | wc -c); echo "E2E-DIAG dd4k bytes=$b secs=$(($(date +%s)-t0))"
+t0=$(date +%s); b=$(timeout 40 dd if=$v bs=1M 2>/dev/null | wc -c); echo "E2E-DIAG dd1m bytes=$b secs=$(($(date +%s)-t0))"
+t0=$(date +%s); timeout 40 cat $v >/dev/null; echo "E2E-DIAG catnull rc=$? secs=$(($(date +%s)-t0))"
 t0=$(date +%s)
 bytes=$({ cat $v; echo $? >/tmp/cat.rc; } | wc -c)
 t1=$(date +%s)

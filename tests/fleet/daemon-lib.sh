@@ -127,6 +127,19 @@ host_run() {
 	done
 }
 
+# host_due_in ID SECONDS: this "boot" began MaxLayoutAge (1 h) minus SECONDS ago, so
+# the host becomes due SECONDS after now (rerandd reads btime when it starts).
+# Prints the unix ms at which it becomes due.
+host_due_in() {
+	local b=$(( $(date +%s) - 3600 + $2 ))
+	echo "btime $b" >"$tmp/h/$1/stat"
+	echo $(( b * 1000 + 3600000 ))
+}
+
+# host_reboots ID: the unix ms of every reboot the host's RebootCommand logged,
+# one a line (the simulator writes $hd/reboot.log)
+host_reboots() { cut -d' ' -f1 "$tmp/h/$1/reboot.log" 2>/dev/null; }
+
 # outside_windows ID: no windows needed, the host may reboot whenever due
 outside_windows() { sed -i 's/^\[Policy\]$/[Policy]\nRebootOutsideWindows=yes/' "$tmp/h/$1/rerand.conf"; }
 

@@ -5,6 +5,7 @@
 # seen in revision order) and logs "<unix ms> <revision> <count> <PUT|DELETE> <key> <value>"
 # for each event.  The count is the number of keys under the prefix after it.
 import base64
+import ctypes
 import json
 import os
 import signal
@@ -12,12 +13,18 @@ import subprocess
 import sys
 import time
 
+def die_with_parent():
+    # a watch left behind by an observer that was SIGKILLed would retry forever:
+    # PR_SET_PDEATHSIG (1) makes the kernel kill it with its parent
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+
 def main():
     if len(sys.argv) != 4:
         print("usage: observer.py ENDPOINTS PREFIX LOG", file=sys.stderr)
         return 2
     endpoints, prefix, log_path = sys.argv[1:]
-    env = {"ETCDCTL_API": "3", "PATH": "/usr/bin:/bin:/usr/local/bin"}
+    # the caller's environment goes on (a test tags its processes through it)
+    env = dict(os.environ, ETCDCTL_API="3")
     ctl = ["etcdctl", "--endpoints=" + endpoints, "--dial-timeout=1s", "--command-timeout=2s"]
     log = open(log_path, "a", buffering=1)
     keys = {}
@@ -50,7 +57,8 @@ def main():
     # the watch, restarted from the last revision seen if etcdctl ever exits
     while not stop:
         w = subprocess.Popen(ctl + ["watch", "--prefix", prefix, "--rev=%d" % (rev + 1), "-w", "json"],
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                             preexec_fn=die_with_parent)
         child[:] = [w]
         try:
             for line in w.stdout:
