@@ -26,6 +26,7 @@
 
 struct daemon {
 	char conf_main[RR_PATH], conf_dir[RR_PATH];
+	char blocked_why[512];          /* last blocker reason logged */
 	struct rr_config cfg;
 	struct rr_state st;
 	char state_path[RR_PATH + 16];
@@ -227,6 +228,7 @@ static void do_reboot(struct daemon *d)
 		coord_abort(&d->co);
 		return;
 	}
+	publish(d);                 /* hooks see this tick's status and metrics */
 	if (reboot_run_hooks(d->cfg.pre_reboot_dir, d->cfg.hook_timeout, &e) < 0) {
 		rr_log(RR_LOG_ERR, "%s; not rebooting now", e.msg);
 		coord_abort(&d->co);
@@ -291,12 +293,17 @@ static void evaluate(struct daemon *d)
 	in.staged = d->staged;
 	policy_decide(&d->cfg, &in, &d->out);
 	if (d->out.action == RR_ACT_REBOOT) {
-		char who[256] = "";
+		char who[256] = "", why[sizeof(d->blocked_why)] = "";
 		/* The expensive blockers are asked only when a reboot is due. */
 		in.inhibited = d->cfg.honor_inhibitors && reboot_inhibited(who, sizeof(who)) > 0;
 		if (in.inhibited)
-			rr_log(RR_LOG_NOTICE, "reboot blocked by a logind inhibitor: %s", who);
-		in.command_blocks = !in.inhibited && reboot_command_blocks(&d->cfg) > 0;
+			snprintf(why, sizeof(why), "reboot blocked by a logind inhibitor: %s", who);
+		in.command_blocks = !in.inhibited &&
+				    reboot_command_blocks(&d->cfg, why, sizeof(why)) > 0;
+		/* Say so when the reason changes, not at every tick. */
+		if (*why && strcmp(why, d->blocked_why))
+			rr_log(RR_LOG_NOTICE, "%s", why);
+		snprintf(d->blocked_why, sizeof(d->blocked_why), "%s", why);
 		policy_decide(&d->cfg, &in, &d->out);
 	}
 	if (d->out.action == RR_ACT_REBOOT)
@@ -670,6 +677,7 @@ static int run(int argc, char **argv)
 	mkdir(d->cfg.state_dir, 0700);
 	mkdir(d->cfg.run_dir, 0755);
 	snprintf(d->state_path, sizeof(d->state_path), "%s/state", d->cfg.state_dir);
+	state_remove_stale_temps(d->state_path);
 
 	/* Before the capability drop: /dev/kmsg may need CAP_SYSLOG. */
 	d->kmsg_fd = open(d->cfg.kmsg, O_RDONLY | O_NONBLOCK | O_CLOEXEC);

@@ -97,7 +97,7 @@ out:
 	return found;
 }
 
-int reboot_command_blocks(const struct rr_config *c)
+int reboot_command_blocks(const struct rr_config *c, char *why, size_t len)
 {
 	struct rr_err e;
 	int r;
@@ -106,7 +106,7 @@ int reboot_command_blocks(const struct rr_config *c)
 		return 0;
 	r = run_command(c->blocker_cmd, c->blocker_timeout, RR_CHILD_NO_CAPS, &e);
 	if (r != 0)
-		rr_log(RR_LOG_NOTICE, "reboot blocked by BlockerCommand: %s", e.msg);
+		snprintf(why, len, "reboot blocked by BlockerCommand: %s", e.msg);
 	return r != 0;
 }
 

@@ -207,6 +207,8 @@ int state_parse(const char *text, size_t len, struct rr_state *s);
 int state_load(const char *path, struct rr_state *s, struct rr_err *e);
 /* write, fsync, rename, fsync the directory */
 int state_save(const char *path, const struct rr_state *s, struct rr_err *e);
+/* Remove temporary files a kill -9 during state_save left beside path. */
+void state_remove_stale_temps(const char *path);
 /* First look at the state in a boot: settle a pending attempt. */
 enum rr_outcome state_account_boot(struct rr_state *s, const char *boot_id,
 				   enum rr_verify verify, time_t now);
@@ -331,7 +333,7 @@ int reboot_run_hooks(const char *dir, int64_t timeout, struct rr_err *e);
 /* 1 if a logind block-mode shutdown inhibitor is held (who in *who), 0 if not. */
 int reboot_inhibited(char *who, size_t len);
 /* 1 if the blocker command says no (non-zero exit or timeout). */
-int reboot_command_blocks(const struct rr_config *c);
+int reboot_command_blocks(const struct rr_config *c, char *why, size_t len);
 /* Ask for a reboot into the staged kernel: 0 once the request is accepted
  * (the end comes as SIGTERM), <0 if it was refused. */
 int reboot_kexec(const struct rr_config *c, struct rr_err *e);

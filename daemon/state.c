@@ -3,6 +3,7 @@
  * written atomically (write, fsync, rename, fsync dir), and the accounting
  * of each reboot attempt once the next boot looks at it. */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -238,6 +239,24 @@ int state_load(const char *path, struct rr_state *s, struct rr_err *e)
 			       path, aside);
 	}
 	return 0;
+}
+
+void state_remove_stale_temps(const char *path)
+{
+	char dir[PATH_MAX], base[PATH_MAX], prefix[PATH_MAX + 8];
+	struct dirent *de;
+	DIR *dp;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	snprintf(base, sizeof(base), "%s", path);
+	snprintf(prefix, sizeof(prefix), "%s.tmp", basename(base));
+	dp = opendir(dirname(dir));
+	if (!dp)
+		return;
+	while ((de = readdir(dp)))
+		if (!strncmp(de->d_name, prefix, strlen(prefix)))
+			unlinkat(dirfd(dp), de->d_name, 0);
+	closedir(dp);
 }
 
 int state_save(const char *path, const struct rr_state *s, struct rr_err *e)

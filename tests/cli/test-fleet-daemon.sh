@@ -501,5 +501,14 @@ echo "# W: window $(date -u -d "@$wopen" +%H:%M) UTC; all done $(( twd - wopen *
 hosts_stop $wids
 
 check "no instance was started with an unsafe config" test "$(grep -c UNSAFE_CONFIG "$EVENTS")" -eq 0
+
+# ---- teardown: the clean-up the EXIT trap also runs leaves nothing behind ------------
+nstarted=$(grep -c ' BOOT ' "$EVENTS")
+kill_ours; krc=$?
+ps -eo pid=,comm=,args= >"$tmp/ps.txt"
+leftover=$(grep -F "$tmp" "$tmp/ps.txt" | awk '$2 == "etcd" || $2 == "rerandd" || $2 == "etcdctl"' | wc -l)
+busy=""; for p in $PORTS; do port_free "$p" || busy="$busy $p"; done
+check "teardown: of $nstarted rerandd starts and every etcd member, none is left (ps: $leftover); ports free (busy:${busy:- none})" \
+	eval '[ $krc = 0 ] && [ "$leftover" -eq 0 ] && [ -z "$busy" ]'
 echo "# total $(elapsed)"
 echo "1..$n"

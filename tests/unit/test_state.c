@@ -197,6 +197,29 @@ static void test_helpers(void)
 	T_OK(control_format_text(&v, body, 40) == -ENOBUFS, "a short buffer is reported, not overrun");
 }
 
+/* A kill -9 inside state_save leaves state.tmpXXXXXX: removed at start-up,
+ * and nothing else is. */
+static void test_stale_temps(void)
+{
+	char tmp[400], other[400], keep[400];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmpAbC123", path);
+	snprintf(other, sizeof(other), "%s/images.tmpXYZ", dir);
+	snprintf(keep, sizeof(keep), "%s", path);
+	if ((f = fopen(tmp, "w")))
+		fclose(f);
+	if ((f = fopen(other, "w")))
+		fclose(f);
+	if ((f = fopen(keep, "a")))
+		fclose(f);
+	state_remove_stale_temps(path);
+	T_OK(access(tmp, F_OK) != 0, "a stale state temp file is removed at start-up");
+	T_OK(access(other, F_OK) == 0 && access(keep, F_OK) == 0,
+	     "other files and the state itself are left alone");
+	unlink(other);
+}
+
 int main(void)
 {
 	char cmd[300];
@@ -208,6 +231,7 @@ int main(void)
 	test_file();
 	test_accounting();
 	test_helpers();
+	test_stale_temps();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		printf("# could not remove %s\n", dir);
