@@ -236,8 +236,12 @@ __attribute__((noreturn)) void stage_main(uint64_t bp, uint64_t tsc0)
 		stage_fatal("relocation entry outside the kernel (corrupt image)");
 	say("rerand: stage: relocated\n");
 
+	/* Like the decompressor: KASLR_FLAG means "randomization is on", not
+	 * "the base moved".  Virtual slot 0 is the default base and a fair draw;
+	 * clearing the flag there would also turn off the kernel's own
+	 * randomization of its memory regions for that boot. */
 	uint8_t *bpp = (uint8_t *)(uintptr_t)bp;
-	if (ch.virt != RERAND_LOAD_PHYSICAL_ADDR)
+	if (!cl.nokaslr)
 		bpp[RR_BP_LOADFLAGS] |= RERAND_KASLR_FLAG;
 	else
 		bpp[RR_BP_LOADFLAGS] &= (uint8_t)~RERAND_KASLR_FLAG;

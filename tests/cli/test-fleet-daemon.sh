@@ -12,6 +12,12 @@
 # checked to be harmless before it starts.  RERAND_MODE=long: more hosts, longer
 # outages.  However the test ends, every process it started is killed (see cleanup).
 set -u
+# Every process this test starts, forked subshells included, must carry a tag of
+# this run in its environment (see cleanup): /proc/PID/environ shows what a process
+# was exec'ed with, so the shell itself is started again with the tag.
+if [ "${RERAND_FLEETD_SELF:-}" != "$$" ]; then
+	exec env RERAND_FLEETD_SELF=$$ RERAND_FLEETD_TEST="rerand-fleetd-$$-$(date +%s%N)" "$BASH" "$0" "$@"
+fi
 top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/rerand-fleetd.XXXXXX)
 R=$top/build/rerand
@@ -23,13 +29,13 @@ DOWN=1
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
 nok() { n=$((n + 1)); echo "not ok $n - $*"; }
-check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
+check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; return 1; fi; }
 bail() { nok "$*"; echo "1..$n"; exit 1; }
 bg_pids=()
-# Every process this test starts inherits this tag (rerandd passes its environment
-# on to hooks and to the RebootCommand, the observer to its etcdctl), so the
-# clean-up finds each one by its id, orphans included, whatever way the test ends.
-export RERAND_FLEETD_TEST=$tmp
+# Every process this test starts inherits RERAND_FLEETD_TEST (rerandd passes its
+# environment on to hooks and to the RebootCommand, the observer to its etcdctl),
+# so the clean-up finds each one by its id, orphans included, however the test ends.
+TAG=RERAND_FLEETD_TEST=$RERAND_FLEETD_TEST
 ours=()
 scan_ours() { # fills ours=() with the pids carrying the tag; builtins only, no fork
 	local d p x e
@@ -40,7 +46,7 @@ scan_ours() { # fills ours=() with the pids carrying the tag; builtins only, no 
 		e=()
 		mapfile -d '' e 2>/dev/null <"$d/environ" || continue
 		for x in "${e[@]}"; do
-			if [ "$x" = "RERAND_FLEETD_TEST=$tmp" ]; then ours+=("$p"); break; fi
+			if [ "$x" = "$TAG" ]; then ours+=("$p"); break; fi
 		done
 	done
 }
@@ -49,6 +55,8 @@ kill_ours() { # SIGKILL them all, again until none is left (a runner may just ha
 	for ((i = 0; i < 50; i++)); do
 		scan_ours
 		[ ${#ours[@]} -eq 0 ] && return 0
+		# stopped first, so that no runner can start anything or report a death
+		kill -STOP "${ours[@]}" 2>/dev/null
 		kill -KILL "${ours[@]}" 2>/dev/null
 		sleep 0.1
 	done
@@ -141,6 +149,12 @@ check "config: Backend=etcd without Endpoints= and a TTL under 3 timeouts are re
 # ---- etcd and the FleetLock server -----------------------------------------------------
 E=127.0.0.1:2411
 etcd_member s1 2411 2412 s1=http://127.0.0.1:2412
+# the 3-member cluster for Q starts now and is ready by then
+QCL=m1=http://127.0.0.1:2422,m2=http://127.0.0.1:2424,m3=http://127.0.0.1:2426
+QEP=127.0.0.1:2421,127.0.0.1:2423,127.0.0.1:2425
+qport() { echo $((2419 + 2 * ${1#m})); }    # m1 -> 2421 (client), 2422 (peer)
+qstart() { local m; for m in "$@"; do etcd_member "$m" "$(qport "$m")" $(($(qport "$m") + 1)) "$QCL"; done; }
+qstart m1 m2 m3
 etcd_healthy "$E" 20 || bail "etcd did not start on $E"
 python3 "$top/tests/fleet/fleetlock-server.py" 2 "$tmp/fl.port" 2>"$tmp/fl.log" &
 bg_pids+=($!)
@@ -330,17 +344,13 @@ check "C: and never more than 2 at once (observer max $cmax)" eval '[ "$cmax" -l
 check "C: after recovery the fleet state is idle again" eval 'ctl c1 status --json | grep -q "\"state\":\"idle\""'
 hosts_stop $cids
 echo "# C: outage ${OUTAGE}s, recovery of $HOSTS hosts in $((tcd - tup)) ms ($(elapsed))"
+etcd_kill s1
 
 # ---- Q: a 3-member etcd cluster (127.0.0.1:2421-2426, data in temp dirs) -------------
 # Q1: one member (the raft leader, and the first endpoint of every host) is killed
 # while a holder is in its reboot: nothing changes.  Q2: all three are killed while
 # one host drains and the others are about to become due: no reboot happens until
 # the members are back, then every host completes.
-QCL=m1=http://127.0.0.1:2422,m2=http://127.0.0.1:2424,m3=http://127.0.0.1:2426
-QEP=127.0.0.1:2421,127.0.0.1:2423,127.0.0.1:2425
-qport() { echo $((2419 + 2 * ${1#m})); }    # m1 -> 2421 (client), 2422 (peer)
-qstart() { local m; for m in "$@"; do etcd_member "$m" "$(qport "$m")" $(($(qport "$m") + 1)) "$QCL"; done; }
-qstart m1 m2 m3
 etcd_healthy "$QEP" 30 || bail "the 3-member etcd cluster did not start on $QEP"
 qleader() { # the member name of the raft leader, as the members report it
 	etcdctl --endpoints="$QEP" --dial-timeout=1s --command-timeout=2s endpoint status -w json 2>/dev/null |
@@ -359,15 +369,15 @@ fleet_etcd "$tmp/q1.fleet" quorum 2 6 "$qeps"
 python3 "$top/tests/fleet/observer.py" "$QEP" /rerand/fleet/quorum/ "$tmp/obs-q1.log" & bg_pids+=($!)
 obs_q1=$!
 wait_for 10 test -s "$tmp/obs-q1.log"
-kids=$(seq -f 'k%g' 1 "$HOSTS")
+kids=$(seq -f 'q%g' 1 "$HOSTS")
 for id in $kids; do host_new "$id" "$tmp/q1.fleet"; outside_windows "$id"; done
 unsafe=0; for id in $kids; do conf_harmless "$id" || unsafe=1; done
 check "Q1: every instance's config is harmless and lists the 3 members ($qeps)" \
-	eval '[ $unsafe = 0 ] && [ "$(grep -hx "Endpoints=$qeps" "$tmp"/h/k*/rerand.conf | wc -l)" -eq $HOSTS ]'
+	eval '[ $unsafe = 0 ] && [ "$(grep -hx "Endpoints=$qeps" "$tmp"/h/q*/rerand.conf | wc -l)" -eq $HOSTS ]'
 tq=$(now_ms)
 for id in $kids; do host_run "$id" & bg_pids+=($!); done
 # mid-run: the first holder has just asked for its reboot and is "down" with its lease
-wait_for 60 grep -qE '^[0-9]+ k[0-9]+ REBOOT$' "$EVENTS"
+wait_for 60 grep -qE '^[0-9]+ q[0-9]+ REBOOT$' "$EVENTS"
 etcd_kill "$lead"; tkill=$(now_ms)
 left=$(( HOSTS - $(hosts_count_done $kids) ))
 # the sockets of everything running now (etcd x3 then x2, 2N+ rerandd, observers, the
@@ -401,10 +411,14 @@ check "Q1: member $lead (leader, first endpoint) killed with $left of $HOSTS hos
 	eval 'hosts_done $kids && [ "$left" -ge 2 ]'
 check "Q1: the two survivors kept serving: $q1after slots taken after the kill" test "$q1after" -ge 1
 check "Q1: the etcd observer never saw more than 2 holders (max $q1max)" eval '[ "$q1max" -le 2 ] && [ "$q1max" -ge 1 ]'
-check "Q1: each host rebooted exactly once" test "$(grep -cE '^[0-9]+ k[0-9]+ REBOOT$' "$EVENTS")" -eq "$HOSTS"
+check "Q1: each host rebooted exactly once" test "$(grep -cE '^[0-9]+ q[0-9]+ REBOOT$' "$EVENTS")" -eq "$HOSTS"
 took=0; for id in $kids; do grep -q 'fleet: took slot .* back after the reboot' "$tmp/h/$id/log" && took=$((took + 1)); done
 check "Q1: every host took its slot back after its reboot ($took of $HOSTS), none lost one" \
-	eval '[ $took -eq $HOSTS ] && ! grep -q "slot from before the reboot is gone\|slot is not confirmed" "$tmp"/h/k*/log'
+	eval '[ $took -eq $HOSTS ] && ! grep -q "slot from before the reboot is gone\|slot is not confirmed" "$tmp"/h/q*/log' ||
+	for id in $kids; do
+		grep -q 'fleet: took slot .* back' "$tmp/h/$id/log" && ! grep -q 'slot from before the reboot is gone\|slot is not confirmed' "$tmp/h/$id/log" ||
+			grep 'fleet\|reboot\|boot id' "$tmp/h/$id/log" | sed "s/^/#   $id: /"
+	done
 check "Q1: every slot was given back (group empty on the survivors)" \
 	test "$(etcd_keys "$QEP" /rerand/fleet/quorum/)" -eq 0
 q1err=$(for id in $kids; do ctl "$id" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["fleet"]["errors"])'; done | tr '\n' ' ')
@@ -429,15 +443,17 @@ check "Q2: every instance's config is harmless" test $unsafe = 0
 host_run o1 & bg_pids+=($!)
 wait_for 30 test -e "$tmp/h/o1/in-hook"
 # the others start while etcd answers (their start-up release succeeds) and become
-# due 4 s later, inside the outage
+# due a few seconds later, inside the outage; the members go down when all are up,
+# or at the latest a second before they become due
 odue=0
-for id in $(seq -f 'o%g' 2 "$HOSTS"); do odue=$(host_due_in "$id" 4); done
+for id in $(seq -f 'o%g' 2 "$HOSTS"); do odue=$(host_due_in "$id" $((2 + HOSTS / 2))); done
 for id in $(seq -f 'o%g' 2 "$HOSTS"); do host_run "$id" & bg_pids+=($!); done
-for id in $oids; do wait_for 10 test -S "$tmp/h/$id/run/control"; done
-nap 0.5
+oup() { local id; for id in $oids; do [ -S "$tmp/h/$id/run/control" ] || return 1; done; }
+while ! oup && [ "$(now_ms)" -lt $((odue - 1500)) ]; do sleep 0.1; done
+nup=0; for id in $oids; do [ -S "$tmp/h/$id/run/control" ] && nup=$((nup + 1)); done
 etcd_kill m1; etcd_kill m2; etcd_kill m3
 tdown=$(now_ms)
-check "Q2: all three members down ($((odue - tdown)) ms before the hosts became due) while o1 holds a slot and drains" \
+check "Q2: all three members down ($((odue - tdown)) ms before the hosts became due; $nup of $HOSTS up) while o1 holds a slot and drains" \
 	eval '[ $tdown -lt $odue ] && [ "$(grep -c "^fleet_held=1" "$tmp/h/o1/state/state")" -eq 1 ]'
 touch "$tmp/h/o1/go"
 nap $(( (odue - $(now_ms)) / 1000 + QOUT ))
@@ -459,6 +475,14 @@ for p in sys.argv[1:]:
     assert f["state"] == "error" and "fail closed" in f["waiting_because"], (p, f)
     assert "no endpoint answered (3 tried" in f["waiting_because"] and f["errors"] >= 2, (p, f)
 EOP'
+errs=$(for id in $oids; do sed -n 's/^rerand_fleet_errors_total{backend="etcd"} //p' "$tmp/h/$id/run/rerand.prom"; done | sort -n | tr '\n' ' ')
+# 200 ms doubling to a 2 s cap with jitter: a handful of tries, never one a tick
+check "Q2: retries back off: errors per host: $errs" \
+	eval '( for e in $errs; do [ "$e" -ge 2 ] && [ "$e" -le $(( (tup - tdown) / 1000 + 6 )) ] || exit 1; done )'
+ctl o2 status >"$tmp/o2.txt" 2>&1
+check "Q2: rerand status names the unreachable backend" \
+	grep -q 'fleet wait: .*backend unreachable, not rebooting (fail closed): .*etcd: no endpoint answered (3 tried' "$tmp/o2.txt" ||
+	{ sed 's/^/#   /' "$tmp/o2.txt"; grep fleet "$tmp/h/o2/log" | tail -5 | sed 's/^/#   /'; }
 qstart m1 m2 m3
 etcd_healthy "$QEP" 30; thealthy=$(now_ms)
 wait_for 120 hosts_done $oids
@@ -480,8 +504,8 @@ echo "# Q2: outage $((tup - tdown)) ms, max concurrency $q2max of 2; recovery of
 
 # ---- W: results ----------------------------------------------------------------------
 wait_for $(( wopen + WLEN + 40 - $(date +%s) )) hosts_done $wids
-twd=$(now_ms)
 curl -s "$FL/debug/state" >"$tmp/fl.json"
+twd=$(python3 -c "import json; print(max([t for t,k,i in json.load(open('$tmp/fl.json'))['log'] if k=='unlock' and i.startswith('machine-w')] or [0]))")
 check "W: all $HOSTS FleetLock hosts completed inside the window ($(hosts_count_done $wids) done)" hosts_done $wids
 first=$(grep -hE '^[0-9]+ w[0-9]+ REBOOT' "$EVENTS" | sort -n | head -1 | cut -d' ' -f1)
 check "W: no host rebooted before the window opened (first reboot $(( ${first:-0} - wopen * 1000 )) ms after it)" \
@@ -497,14 +521,14 @@ check "W: every host gave its FleetLock slot back (steady-state)" \
 	python3 -c "import json,sys; s=json.load(open('$tmp/fl.json')); assert s['holders'].get('edge')==[], s"
 j=$(ctl w1 fleet status)
 check "W: rerand fleet status on FleetLock explains the protocol cannot list holders" grep -q 'cannot list holders; this host (machine-w1) is idle' <<<"$j"
-echo "# W: window $(date -u -d "@$wopen" +%H:%M) UTC; all done $(( twd - wopen * 1000 )) ms after it opened ($(elapsed))"
+echo "# W: window $(date -u -d "@$wopen" +%H:%M) UTC; last slot given back $(( twd - wopen * 1000 )) ms after it opened ($(elapsed))"
 hosts_stop $wids
 
 check "no instance was started with an unsafe config" test "$(grep -c UNSAFE_CONFIG "$EVENTS")" -eq 0
 
 # ---- teardown: the clean-up the EXIT trap also runs leaves nothing behind ------------
 nstarted=$(grep -c ' BOOT ' "$EVENTS")
-kill_ours; krc=$?
+{ kill_ours; krc=$?; wait; } 2>/dev/null
 ps -eo pid=,comm=,args= >"$tmp/ps.txt"
 leftover=$(grep -F "$tmp" "$tmp/ps.txt" | awk '$2 == "etcd" || $2 == "rerandd" || $2 == "etcdctl"' | wc -l)
 busy=""; for p in $PORTS; do port_free "$p" || busy="$busy $p"; done
