@@ -401,17 +401,10 @@ static int crash_plan(const struct rr_config *c, const struct rr_stage_plan *bas
 	}
 	if (c->crash_cmdline_set)
 		return crash_build_cmdline(NULL, c->crash_cmdline, p->cmdline, sizeof(p->cmdline), e);
-	uint8_t *buf;
-	size_t len;
-	r = rr_read_file(c->proc_cmdline, CRASH_CMDLINE_MAX, &buf, &len, e);
+	char *text;
+	r = read_text_file(c->proc_cmdline, CRASH_CMDLINE_MAX, &text, e);
 	if (r < 0)
 		return r;
-	char *text = realloc(buf, len + 1);
-	if (!text) {
-		free(buf);
-		return rr_errf(e, ENOMEM, "out of memory");
-	}
-	text[len] = 0;
 	r = crash_build_cmdline(text, NULL, p->cmdline, sizeof(p->cmdline), e);
 	free(text);
 	return r;

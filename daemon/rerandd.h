@@ -261,6 +261,8 @@ struct rr_stage_plan {
 int stage_clean_cmdline(const char *in, char *out, size_t len, struct rr_err *e);
 /* The newest <boot>/vmlinuz-* by version order. */
 int stage_newest_kernel(const char *boot_dir, char *out, size_t len);
+/* Read a whole file of at most max bytes as a NUL-terminated string. */
+int read_text_file(const char *path, size_t max, char **ret, struct rr_err *e);
 int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr_stage_plan *p,
 	       struct rr_err *e);
 /* Build the image into the cache unless it is there already. */
