@@ -140,6 +140,14 @@ host_due_in() {
 # one a line (the simulator writes $hd/reboot.log)
 host_reboots() { cut -d' ' -f1 "$tmp/h/$1/reboot.log" 2>/dev/null; }
 
+# reboots_held IDS...: "H of N": of the N reboots these hosts asked for, H came while
+# etcd said the host held a slot (held=yes in reboot.log, written by the simulator)
+reboots_held() {
+	local id
+	for id in "$@"; do cat "$tmp/h/$id/reboot.log" 2>/dev/null; done |
+		awk '{ n++ } $3 == "held=yes" { h++ } END { printf "%d of %d\n", h, n }'
+}
+
 # outside_windows ID: no windows needed, the host may reboot whenever due
 outside_windows() { sed -i 's/^\[Policy\]$/[Policy]\nRebootOutsideWindows=yes/' "$tmp/h/$1/rerand.conf"; }
 
@@ -156,6 +164,13 @@ hosts_count_done() { local h c=0; for h in "$@"; do host_done "$h" && c=$((c + 1
 
 # ctl ID ARGS...: rerand ARGS against the host's control socket
 ctl() { local id=$1; shift; RERAND_CONTROL_SOCKET=$tmp/h/$id/run/control "$R" "$@"; }
+
+# obs_caught_up LOG N: the observer has seen N hosts take a slot and the group empty
+# again (wait for it before stopping the observer: after an outage it lags a little)
+obs_caught_up() {
+	awk -v n="$2" '$4 == "PUT" && !($6 in s) { s[$6] = 1; c++ } NF >= 3 { last = $3 }
+		END { exit !(c >= n && last == 0) }' "$1"
+}
 
 # obs_max LOG: most keys under the prefix the observer ever saw
 obs_max() { awk 'NF >= 3 && $3 ~ /^[0-9]+$/ && $3 > m { m = $3 } END { print m + 0 }' "$1"; }

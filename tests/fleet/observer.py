@@ -8,15 +8,32 @@ import base64
 import ctypes
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
 import time
 
+IDLE_RESTART_S = 3.0
+
 def die_with_parent():
     # a watch left behind by an observer that was SIGKILLed would retry forever:
     # PR_SET_PDEATHSIG (1) makes the kernel kill it with its parent
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+
+def record(msg, keys, rev, log):
+    """Apply one watch response to keys, log each event; the new last revision."""
+    for e in msg.get("Events") or []:
+        kv = e["kv"]
+        k = base64.b64decode(kv["key"]).decode()
+        kind = "DELETE" if e.get("type", 0) == 1 else "PUT"
+        if kind == "PUT":
+            keys[k] = base64.b64decode(kv.get("value", "")).decode()
+        else:
+            keys.pop(k, None)
+        rev = max(rev, kv.get("mod_revision", rev))
+        log.write("%d %d %d %s %s %s\n" % (time.time() * 1000, rev, len(keys), kind, k, keys.get(k, "-")))
+    return rev
 
 def main():
     if len(sys.argv) != 4:
@@ -54,33 +71,37 @@ def main():
             time.sleep(0.2)
     log.write("%d %d %d SNAPSHOT - -\n" % (time.time() * 1000, rev or 0, len(keys)))
 
-    # the watch, restarted from the last revision seen if etcdctl ever exits
+    # The watch, restarted from the last revision seen if etcdctl exits, and also
+    # after IDLE_RESTART_S without a word: a watch whose members all died reconnects
+    # with a growing back-off and would report the changes after an outage late.
+    # The restart replays everything after the last revision, so nothing is lost.
     while not stop:
         w = subprocess.Popen(ctl + ["watch", "--prefix", prefix, "--rev=%d" % (rev + 1), "-w", "json"],
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                              preexec_fn=die_with_parent)
         child[:] = [w]
+        fd = w.stdout.fileno()
+        buf = b""
+        heard = time.monotonic()
         try:
-            for line in w.stdout:
-                if stop:
-                    break
-                line = line.strip()
-                if not line.startswith("{"):
+            while not stop:
+                ready, _, _ = select.select([fd], [], [], 0.5)
+                if not ready:
+                    if time.monotonic() - heard > IDLE_RESTART_S:
+                        break
                     continue
-                msg = json.loads(line)
-                for e in msg.get("Events") or []:
-                    kv = e["kv"]
-                    k = base64.b64decode(kv["key"]).decode()
-                    kind = "DELETE" if e.get("type", 0) == 1 else "PUT"
-                    if kind == "PUT":
-                        keys[k] = base64.b64decode(kv.get("value", "")).decode()
-                    else:
-                        keys.pop(k, None)
-                    rev = max(rev, kv.get("mod_revision", rev))
-                    log.write("%d %d %d %s %s %s\n" % (time.time() * 1000, rev, len(keys), kind, k,
-                                                        keys.get(k, "-")))
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    break
+                heard = time.monotonic()
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    line = line.strip()
+                    if line.startswith(b"{"):
+                        rev = record(json.loads(line), keys, rev, log)
         finally:
-            w.terminate()
+            w.kill()
             w.wait()
         if not stop:
             time.sleep(0.2)
