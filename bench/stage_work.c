@@ -36,7 +36,7 @@ static uint64_t fake_tsc(void)
 }
 
 /* Like kexec/stage/stage.c decode_kernel(): each segment straight to its
- * place, LZ4 or stored (the stage copies stored segments with rr_memcpy). */
+ * place, LZ4 or stored (the stage copies stored segments with rr_copy_bulk). */
 static int decode(const struct bench_work *w, uint8_t *dest)
 {
 	for (unsigned i = 0; i < w->nr_seg; i++) {
@@ -44,7 +44,7 @@ static int decode(const struct bench_work *w, uint8_t *dest)
 		uint8_t *d = dest + s->mem_offset;
 
 		if (w->codec == RERAND_CODEC_NONE)
-			rr_memcpy(d, s->data, s->file_size);
+			rr_copy_bulk(d, s->data, s->file_size);
 		else if (rr_lz4_decode_block(s->data, s->data_size, d, s->file_size) !=
 			 (int64_t)s->file_size)
 			return -1;

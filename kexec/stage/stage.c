@@ -93,7 +93,7 @@ static void decode_kernel(const struct rerand_image_header *h, uint64_t pm, uint
 		if (h->codec == RERAND_CODEC_NONE) {
 			if (s->data_size != s->file_size)
 				stage_fatal("stored segment size mismatch");
-			rr_memcpy(dst, src, s->file_size);
+			rr_copy_bulk(dst, src, s->file_size);
 		} else if (rr_lz4_decode_block(src, s->data_size, dst, s->file_size) !=
 			   (int64_t)s->file_size) {
 			stage_fatal("kernel segment does not decode (corrupt image)");
