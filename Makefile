@@ -75,7 +75,7 @@ FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	$(CPPFLAGS) $(LIB_CFLAGS)
 
-.PHONY: histogram all deps check check-unit check-fuzz check-e2e check-long demo fuzz bench install clean
+.PHONY: FORCE vm histogram all deps check check-unit check-fuzz check-e2e check-long demo fuzz bench install clean
 all: $(RERAND) $(STAGE_BIN) $(RERANDD)
 
 $(O)/host/%.o: %.c
@@ -127,6 +127,13 @@ $(RERANDD): $(O)/host/daemon/main.o $(LIBDAEMON) $(LIBRERAND) $(O)/host/kexec/st
 		$(DAEMON_LIBS) $(LIB_LIBS)
 
 $(O)/host/daemon/config.o: CPPFLAGS += -DRR_RERAND_BIN='"$(BINDIR)/rerand"'
+# rerandd's built-in RerandBinary= follows BINDIR: `make install PREFIX=/usr`
+# after a plain `make` rebuilds it (the stamp changes only with BINDIR).
+$(O)/host/daemon/config.o: $(O)/bindir.stamp
+$(O)/bindir.stamp: FORCE
+	@mkdir -p $(O)
+	@echo '$(BINDIR)' | cmp -s - $@ || echo '$(BINDIR)' > $@
+FORCE:
 $(O)/host/daemon/%.o: HOST_CFLAGS += $(DAEMON_CFLAGS)
 
 $(O)/tests/%: tests/unit/%.c $(LIBRERAND) $(LIBDAEMON) tests/unit/test.h
@@ -178,6 +185,14 @@ $(O)/tools/slotdist: tools/slotdist.c $(LIBRERAND)
 histogram: $(LIBRERAND)
 	$(Q)scripts/entropy-histogram.sh
 
+# A throwaway Debian 12 VM (QEMU TCG, serial console) with rerand installed
+# by `make install` and rerandd running under systemd.  KERNEL= a cloud
+# kernel with NVMe and ext4 built in (default: a test kernel, or fetched).
+vm:
+	$(Q)scripts/deps.sh vm
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tests/e2e/debian-vm.sh $(if $(KERNEL),--kernel $(KERNEL))
+
 bench:
 	$(Q)scripts/deps.sh bench
 	$(Q)$(MAKE) --no-print-directory all
@@ -194,9 +209,9 @@ install: all
 	sed 's|/usr/local/sbin|$(SBINDIR)|g; s|/usr/local/bin|$(BINDIR)|g' systemd/rerandd.service \
 		> $(DESTDIR)$(UNITDIR)/rerandd.service
 	test -e $(DESTDIR)$(SYSCONFDIR)/rerand/rerand.conf || \
-		install -m 0644 etc/rerand.conf $(DESTDIR)$(SYSCONFDIR)/rerand/rerand.conf
+		sed 's|/usr/local/bin|$(BINDIR)|g' etc/rerand.conf > $(DESTDIR)$(SYSCONFDIR)/rerand/rerand.conf
 
 clean:
 	rm -rf $(O)
 
--include $(shell find $(O) -name '*.d' 2>/dev/null)
+-include $(shell find $(O) -path $(O)/e2e -prune -o -name '*.d' -type f -print 2>/dev/null)

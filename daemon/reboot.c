@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/reboot.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,44 +111,40 @@ int reboot_command_blocks(const struct rr_config *c, char *why, size_t len)
 	return r != 0;
 }
 
-static int via_logind(struct rr_err *e)
+/* One method call on the system bus; `what` names it in the error. */
+static int bus_call(struct rr_err *e, const char *what, const char *dest, const char *path,
+		    const char *iface, const char *method, const char *types, ...)
 {
 	sd_bus_error err = SD_BUS_ERROR_NULL;
 	sd_bus *bus = NULL;
+	va_list ap;
 	int r;
 
 	r = sd_bus_open_system(&bus);
 	if (r < 0)
 		return rr_errf(e, r, "system bus: %s", strerror(-r));
-	r = sd_bus_call_method(bus, "org.freedesktop.login1", "/org/freedesktop/login1",
-			       "org.freedesktop.login1.Manager", "RebootWithFlags", &err, NULL, "t",
-			       RR_LOGIND_KEXEC_REBOOT);
+	va_start(ap, types);
+	r = sd_bus_call_methodv(bus, dest, path, iface, method, &err, NULL, types, ap);
+	va_end(ap);
 	if (r < 0)
-		rr_errf(e, r, "logind RebootWithFlags(kexec): %s",
-			err.message ? err.message : strerror(-r));
+		rr_errf(e, r, "%s: %s", what, err.message ? err.message : strerror(-r));
 	sd_bus_error_free(&err);
 	sd_bus_flush_close_unref(bus);
 	return r < 0 ? r : 0;
 }
 
+static int via_logind(struct rr_err *e)
+{
+	return bus_call(e, "logind RebootWithFlags(kexec)", "org.freedesktop.login1",
+			"/org/freedesktop/login1", "org.freedesktop.login1.Manager",
+			"RebootWithFlags", "t", (uint64_t)RR_LOGIND_KEXEC_REBOOT);
+}
+
 static int via_systemd(struct rr_err *e)
 {
-	sd_bus_error err = SD_BUS_ERROR_NULL;
-	sd_bus *bus = NULL;
-	int r;
-
-	r = sd_bus_open_system(&bus);
-	if (r < 0)
-		return rr_errf(e, r, "system bus: %s", strerror(-r));
-	r = sd_bus_call_method(bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-			       "org.freedesktop.systemd1.Manager", "StartUnit", &err, NULL, "ss",
-			       "kexec.target", "replace-irreversibly");
-	if (r < 0)
-		rr_errf(e, r, "systemd StartUnit(kexec.target): %s",
-			err.message ? err.message : strerror(-r));
-	sd_bus_error_free(&err);
-	sd_bus_flush_close_unref(bus);
-	return r < 0 ? r : 0;
+	return bus_call(e, "systemd StartUnit(kexec.target)", "org.freedesktop.systemd1",
+			"/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
+			"StartUnit", "ss", "kexec.target", "replace-irreversibly");
 }
 
 static int via_syscall(struct rr_err *e)

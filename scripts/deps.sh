@@ -1,5 +1,6 @@
 #!/bin/bash
-# Install the Debian packages that `make check` (check) or `make demo` (demo)
+# Install the Debian packages that `make check` (check), `make demo` (demo),
+# `make vm` (vm) or `make bench` (bench)
 # need and that are missing, and say so.  Needs root for apt-get when
 # anything is missing; does nothing when everything is there.
 set -eu
@@ -11,14 +12,18 @@ libjson-c-dev"
 run_pkgs="qemu-system-x86 ovmf seabios kexec-tools busybox-static cpio xz-utils zstd lz4
 bzip2 gzip lzop python3 coreutils util-linux"
 test_pkgs="clang libclang-rt-14-dev etcd-server etcd-client openssl curl iproute2 gnuplot-nox"
+# The Debian guest (tests/e2e/lib-systemd.sh, make vm): debootstrap, an ext4
+# image made from a directory, systemctl --root for enabling units.
+vm_pkgs="debootstrap e2fsprogs systemd ca-certificates"
 demo_pkgs="ca-certificates"
 bench_pkgs="valgrind gnuplot-nox time"
 
 case "$what" in
-check) want="$build_pkgs $run_pkgs $test_pkgs" ;;
+check) want="$build_pkgs $run_pkgs $test_pkgs $vm_pkgs" ;;
+vm)    want="$build_pkgs $run_pkgs $vm_pkgs" ;;
 demo)  want="$build_pkgs $run_pkgs $demo_pkgs" ;;
 bench) want="$build_pkgs $run_pkgs $bench_pkgs" ;;
-*) echo "usage: $0 check|demo|bench" >&2; exit 2 ;;
+*) echo "usage: $0 check|demo|vm|bench" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -1,0 +1,222 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# The test agent of the Debian e2e guest (rerand-e2e-agent.service), run at
+# every boot.  It checks rerandd as systemd runs it and reports TAP-style
+# lines on the second serial port (/dev/ttyS1), which the host turns into
+# TAP (tests/e2e/check-systemd.sh):
+#   RRS n=N ok - NAME            RRS n=N not ok - NAME (why)
+#   RRS-BOOT n=N boot_id=ID text=_TEXT code=PHYS-RANGE   (test only: the
+#       secret, read from /proc/kallsyms and /proc/iomem for the leak search)
+#   RRS-INFO n=N key=value       RRS-DONE n=N
+# Boot 0 is the cold boot QEMU made; each later one followed a rerandomizing
+# kexec that rerandd decided on its own.  The last boot powers the guest off.
+set -u
+D=/var/lib/rerand-e2e
+R=/run/rerand-e2e
+mkdir -p "$D/out" "$R"
+exec 3>/dev/ttyS1 || exec 3>/dev/console
+n=$(cat "$D/boots" 2>/dev/null || echo 0)
+echo $((n + 1)) >"$D/boots.tmp" && mv "$D/boots.tmp" "$D/boots" && sync "$D/boots" "$D"
+target=$(cat "$D/target")
+mode=$(cat "$D/mode")
+security_max=$(cat "$D/security-max")
+
+say() { echo "$*" >&3; echo "$*"; }
+tap() { # tap STATUS NAME [WHY]
+	if [ "$1" -eq 0 ]; then say "RRS n=$n ok - $2"; else say "RRS n=$n not ok - $2${3:+ ($3)}"; fi
+}
+prop() { systemctl show -P "$1" rerandd.service; }
+jval() { # jval JSON KEY: a scalar of a flat JSON object
+	grep -o "\"$2\":\(\"[^\"]*\"\|[^,}]*\)" <<<"$1" | head -n 1 | sed 's/^[^:]*://; s/"//g'
+}
+wait_for() { # wait_for SECONDS CMD...: until CMD succeeds
+	local end=$((SECONDS + $1)); shift
+	until "$@"; do [ $SECONDS -lt $end ] || return 1; sleep 2; done
+}
+
+# The system must have finished booting (every unit started or failed).
+state=$(timeout 900 systemctl is-system-running --wait 2>&1)
+tap "$([ "$state" = running ]; echo $?)" "system reached running (not degraded)" \
+	"$state: $(systemctl --failed --no-legend --plain 2>&1 | awk '{print $1}' | tr '\n' ' ')"
+
+boot_id=$(cat /proc/sys/kernel/random/boot_id)
+btime=$(sed -n 's/^btime //p' /proc/stat)
+text=$(awk '$3 == "_text" { print $1; exit }' /proc/kallsyms)
+code=$(awk -F' : ' '/Kernel code/ { gsub(/ /, "", $1); print $1; exit }' /proc/iomem)
+# The secret goes to the host only (never to the journal: the leak search
+# reads the journal).
+echo "RRS-BOOT n=$n boot_id=$boot_id text=$text code=$code" >&3
+say "RRS-INFO n=$n kernel=$(uname -r) cmdline=$(cat /proc/cmdline)"
+
+# ---- rerandd as systemd runs it ---------------------------------------------
+pid=$(prop MainPID)
+tap "$([ "$(prop ActiveState)/$(prop SubState)" = active/running ]; echo $?)" \
+	"rerandd.service is active (running)" "$(prop ActiveState)/$(prop SubState)"
+# Type=notify: the unit turns active only on READY=1, after the main process
+# started (for Type=simple the two would be the same instant).
+start_us=$(prop ExecMainStartTimestampMonotonic); active_us=$(prop ActiveEnterTimestampMonotonic)
+tap "$([ "$(prop Type)" = notify ] && [ "${active_us:-0}" -gt "${start_us:-0}" ]; echo $?)" \
+	"rerandd reached READY (Type=notify, active $(( (${active_us:-0} - ${start_us:-0}) / 1000 )) ms after exec)" \
+	"Type=$(prop Type) exec=$start_us active=$active_us"
+st=/proc/$pid/status
+caps=$(grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' "$st" 2>/dev/null | tr -s '\t ' ' ' | tr '\n' ' ')
+say "RRS-INFO n=$n caps=$caps"
+# docs/design.md, "Privileges": effective CAP_SYS_BOOT (22) only; permitted
+# and inheritable CAP_SYS_BOOT + CAP_SYS_ADMIN (21); bounding set as the unit
+# leaves it (plus CAP_SYSLOG, 34, which rerandd cannot drop without
+# CAP_SETPCAP); no ambient capability.
+want="CapInh: 0000000000600000 CapPrm: 0000000000600000 CapEff: 0000000000400000 CapBnd: 0000000400600000 CapAmb: 0000000000000000 NoNewPrivs: 1 "
+tap "$([ "$caps" = "$want" ]; echo $?)" "rerandd capabilities as designed: CapEff 0x400000 (CAP_SYS_BOOT), NoNewPrivs 1" "got: $caps"
+score=$(systemd-analyze security rerandd.service --no-pager 2>/dev/null |
+	sed -n 's/.*Overall exposure level for rerandd.service: \([0-9.]*\).*/\1/p')
+say "RRS-INFO n=$n exposure=${score:-none}"
+systemd-analyze security rerandd.service --no-pager >"$D/out/security.$n.txt" 2>&1
+tap "$(awk -v s="${score:-99}" -v m="$security_max" 'BEGIN { exit !(s + 0 <= m + 0) }'; echo $?)" \
+	"systemd-analyze security rerandd: exposure ${score:-none} <= $security_max"
+
+# ---- what the previous boot left ----------------------------------------------
+if [ "$n" -gt 0 ]; then
+	prev=$(cat "$D/last-boot-id")
+	tap "$([ "$prev" != "$boot_id" ]; echo $?)" "a new boot id after the rerandomizing reboot"
+	# The writer's ExecStop fsyncs a marker with the last record number.
+	m="$D/marker.$prev"
+	last=$(cut -d' ' -f2 "$m" 2>/dev/null)
+	tap "$([ -n "$last" ]; echo $?)" "ExecStop marker of the previous boot is on disk" "$m: $(cat "$m" 2>&1)"
+	# Every record the running writer appended (never fsynced) up to the
+	# reboot is there, in order, and the file has no hole of zeros.
+	seqs=$(awk -v b="$prev" '$1 == b { print $2 }' "$D/data")
+	count=$(wc -l <<<"$seqs"); maxs=$(tail -n 1 <<<"$seqs")
+	holes=$(tr -d '\000' <"$D/data" | cmp -s - "$D/data"; echo $?)
+	ok=1
+	[ -n "$last" ] && [ "$count" = "${maxs:-x}" ] && [ "${maxs:-0}" -ge "$last" ] && [ "$holes" = 0 ] && ok=0
+	tap "$ok" "data written by a running service before the reboot is intact ($count records, marker at ${last:-none})" \
+		"records=$count max=$maxs marker=$last zero-bytes=$holes"
+	# The persistent journal of the previous boot.
+	pj=$(journalctl -b -1 -o short-monotonic --no-pager 2>&1)
+	echo "$pj" >"$D/out/journal.boot$((n - 1)).txt"
+	grep -q 'rerandd\[[0-9]*\]: rerandomizing reboot (' <<<"$pj"
+	tap $? "previous boot's journal is readable and shows rerandd's decision" \
+		"$(grep -c . <<<"$pj") lines; rerandd: $(grep 'rerandd\[' <<<"$pj" | tail -n 2 | tr '\n' '|')"
+	# logind's RebootWithFlags(kexec) starts kexec.target itself and says
+	# so; Method=systemd starts kexec.target directly.  Either way systemd
+	# runs systemd-kexec.service after the clean shutdown.
+	path=""
+	if grep -q 'Starting systemd-kexec.service' <<<"$pj"; then
+		path=kexec.target
+		grep -q 'System is rebooting with kexec' <<<"$pj" && path=logind
+	fi
+	expect=$(cat "$D/expect-path" 2>/dev/null || echo logind)
+	say "RRS-INFO n=$n reboot_path=${path:-unknown}"
+	tap "$([ "$path" = "$expect" ] && ! grep -q 'reboot(LINUX_REBOOT_CMD_KEXEC)' <<<"$pj"; echo $?)" \
+		"the reboot went through $expect (seen: ${path:-neither}), not a raw reboot(2)"
+	grep -q 'rerand-e2e writer: stop marker' <<<"$pj" &&
+		grep -Eq 'Stopped (rerand-e2e-writer.service|rerand e2e)' <<<"$pj"
+	tap $? "previous boot's journal shows the clean shutdown (writer's ExecStop, unit stopped)" \
+		"$(grep -E 'writer|Stopped|kexec' <<<"$pj" | tail -n 3 | tr '\n' '|')"
+	# rerandd verified this boot and says so.
+	wait_for 120 sh -c 'rerand status --json 2>/dev/null | grep -q "\"verify\":\"randomized\""'
+	js=$(rerand status --json 2>&1)
+	echo "$js" >"$D/out/status.$n.json"
+	ok=1
+	[ "$(jval "$js" verify)" = randomized ] && [ "$(jval "$js" randomized)" = true ] &&
+		[ "$(jval "$js" successes)" = "$n" ] && [ "$(jval "$js" verified_at)" -ge "$btime" ] && ok=0
+	tap "$ok" "rerand status --json: this boot verified randomized, success $n" "$js"
+	say "RRS-INFO n=$n verified boot_id=$boot_id entropy_bits=$(jval "$js" entropy_bits) successes=$(jval "$js" successes)"
+	prom=/run/rerand/rerand.prom
+	cp "$prom" "$D/out/metrics.$n.prom" 2>/dev/null
+	ok=1
+	[ "$(stat -c %Y "$prom" 2>/dev/null || echo 0)" -ge "$btime" ] &&
+		grep -qx 'rerand_boot_randomized 1' "$prom" &&
+		grep -qx "rerand_reboots_total{result=\"success\"} $n" "$prom" && ok=0
+	tap "$ok" "Prometheus textfile updated this boot (randomized, $n successes)" "$(grep -v '^#' "$prom" 2>&1 | tr '\n' ' ')"
+fi
+echo "$boot_id" >"$D/last-boot-id"
+sync "$D/last-boot-id"
+
+# ---- boot 0: reload and watchdog ----------------------------------------------
+if [ "$n" -eq 0 ]; then
+	conf=/etc/rerand/rerand.conf.d
+	before=$(jval "$(rerand status --json)" next_reboot)
+	t0=$(date '+%Y-%m-%d %H:%M:%S')
+	printf '[Policy]\nMaxLayoutAge=soon\n' >"$conf/90-broken.conf"
+	systemctl reload rerandd.service 2>/dev/null
+	rc=$?
+	tap "$([ "$rc" -ne 0 ]; echo $?)" "systemctl reload with a broken drop-in fails (exit $rc)"
+	# The daemon's own check, as a bare SIGHUP (no ExecReload check first).
+	kill -HUP "$pid"
+	wait_for 30 sh -c "journalctl -u rerandd --since '$t0' -o cat | grep -q 'keeping the previous one'"
+	log=$(journalctl -u rerandd --since "$t0" -o cat --no-pager)
+	grep -q "$conf/90-broken.conf:2: MaxLayoutAge=soon" <<<"$log" &&
+		grep -q 'configuration has errors: keeping the previous one' <<<"$log"
+	tap $? "the error is logged with its file and line, and the old configuration kept" \
+		"$(tail -n 4 <<<"$log" | tr '\n' '|')"
+	after=$(jval "$(rerand status --json)" next_reboot)
+	tap "$([ "$(prop MainPID)" = "$pid" ] && [ "$(prop ActiveState)" = active ] && [ "$after" = "$before" ]; echo $?)" \
+		"rerandd still runs (same PID) on the old policy" "pid $(prop MainPID) was $pid; next_reboot $after was $before"
+	rm -f "$conf/90-broken.conf"
+
+	if [ "$mode" = long ]; then
+		# The watchdog, with the interval shortened by a runtime drop-in so
+		# that minutes cover many periods (rerandd takes it from
+		# WATCHDOG_USEC either way).
+		mkdir -p /run/systemd/system/rerandd.service.d
+		printf '[Service]\nWatchdogSec=20s\nRestartSec=5s\n' \
+			>/run/systemd/system/rerandd.service.d/50-e2e-watchdog.conf
+		systemctl daemon-reload && systemctl restart rerandd.service
+		wait_for 120 sh -c '[ "$(systemctl show -P ActiveState rerandd)" = active ]'
+		pid=$(prop MainPID); nr=$(prop NRestarts); wd=$(prop WatchdogUSec)
+		say "RRS-INFO n=$n watchdog=$wd pid=$pid"
+		end=$((SECONDS + 180)); same=0
+		while [ $SECONDS -lt $end ]; do
+			[ "$(prop MainPID)" = "$pid" ] || { same=1; break; }
+			sleep 10
+		done
+		tap "$([ "$same" = 0 ] && [ "$(prop NRestarts)" = "$nr" ]; echo $?)" \
+			"watchdog fed: not restarted in 180 s with WatchdogSec=20s" \
+			"pid $(prop MainPID) was $pid, NRestarts $(prop NRestarts) was $nr"
+		t1=$(date '+%Y-%m-%d %H:%M:%S')
+		kill -STOP "$pid"
+		wait_for 120 sh -c "p=\$(systemctl show -P MainPID rerandd); [ \"\$p\" != $pid ] && [ \"\$p\" != 0 ] && [ \"\$(systemctl show -P ActiveState rerandd)\" = active ]"
+		log=$(journalctl -u rerandd --since "$t1" -o cat --no-pager)
+		tap "$([ "$(prop NRestarts)" = $((nr + 1)) ] && grep -q 'Watchdog timeout' <<<"$log"; echo $?)" \
+			"SIGSTOP: systemd's watchdog killed rerandd and restarted it" \
+			"NRestarts $(prop NRestarts) was $nr; $(grep -E 'Watchdog|Main process' <<<"$log" | tr '\n' '|')"
+		pid=$(prop MainPID)
+	fi
+
+	# Now the fast policy: rerandomize after a minute of layout age.
+	t2=$(date '+%Y-%m-%d %H:%M:%S')
+	printf '[Policy]\nMaxLayoutAge=1min\n' >"$conf/60-e2e-fast.conf"
+	systemctl reload rerandd.service
+	rc=$?
+	wait_for 30 sh -c "journalctl -u rerandd --since '$t2' -o cat | grep -q 'configuration reloaded'"
+	tap "$([ "$rc" = 0 ] && [ "$(prop MainPID)" = "$pid" ]; echo $?)" "a valid drop-in reloads (exit $rc, same PID)"
+fi
+
+# Long: the second reboot goes through Method=systemd (kexec.target without
+# logind), the path auto falls back to.
+if [ "$mode" = long ] && [ "$n" -eq 1 ]; then
+	t3=$(date '+%Y-%m-%d %H:%M:%S')
+	printf '[Reboot]\nMethod=systemd\n' >/etc/rerand/rerand.conf.d/61-e2e-method.conf
+	echo kexec.target >"$D/expect-path"
+	sync "$D/expect-path"
+	systemctl reload rerandd.service
+	rc=$?
+	wait_for 30 sh -c "journalctl -u rerandd --since '$t3' -o cat | grep -q 'configuration reloaded'"
+	tap "$rc" "reload with Method=systemd for the next reboot"
+fi
+
+# ---- hand over to rerandd ------------------------------------------------------
+journalctl -b -o export --no-pager >"$D/out/journal.boot$n.export" 2>/dev/null
+cp /var/lib/rerand/* "$D/out/" 2>/dev/null
+sync -f "$D"
+if [ "$n" -ge "$target" ]; then
+	say "RRS-DONE n=$n"
+	systemctl poweroff
+else
+	# rerandd's BlockerCommand waits for this file: no reboot before the
+	# checks above are done.
+	touch "$R/checked"
+	say "RRS-INFO n=$n handed over: rerandd reboots when the layout is 1 min old"
+fi
+exit 0

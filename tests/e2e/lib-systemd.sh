@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# A real Debian 12 machine in a box: the guest builder behind check-systemd.sh
+# and `make debian-vm`.  Sourced; builds on lib-daemon.sh (kernel choice, the
+# address-leak search) and lib.sh (QEMU, TAP).
+#
+#   rrs_rootfs        debootstrap a minimal Debian 12 (systemd as PID 1,
+#                     udev, dbus, kexec-tools and the libraries rerand links
+#                     against) once; cached as a tarball keyed by its inputs.
+#   rrs_disk          that root + `make install DESTDIR=` of this tree +
+#                     the test services, as an ext4 image (mkfs.ext4 -d).
+#   rrs_qemu          boot a cloud kernel (NVMe and ext4 built in) with
+#                     root=/dev/nvme0n1 under TCG; no network.
+#
+# Nothing here needs root inside the sandbox but debootstrap itself.
+
+. "$(dirname "${BASH_SOURCE[0]}")/lib-daemon.sh"
+
+RRS_SUITE=${RRS_SUITE:-bookworm}
+RRS_MIRROR=${RRS_MIRROR:-http://deb.debian.org/debian}
+# Survives `make clean` and fresh clones on the same machine: the base root
+# only depends on the suite, the mirror and the package list.
+RRS_CACHE=${RRS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rerand-e2e}
+RRS_DISK_MIB=${RRS_DISK_MIB:-1536}
+# The guest's own systemd stack plus what the tests use in the guest.
+RRS_BASE_PKGS="systemd systemd-sysv udev dbus kexec-tools procps"
+# Bump when the way the base root is made changes (part of its cache key).
+RRS_ROOTFS_VERSION=1
+
+# rrs_lib_pkgs BIN...: the Debian packages that hold the shared libraries
+# BIN... link against (so the guest runs the very binaries `make` built).
+rrs_lib_pkgs() {
+	local lib real
+	for lib in $(ldd "$@" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && $1 !~ /:$/ { print $1 }' | sort -u); do
+		real=$(readlink -f "$lib")
+		dpkg -S "$real" 2>/dev/null || dpkg -S "$lib" 2>/dev/null ||
+			dpkg -S "/usr$lib" 2>/dev/null || dpkg -S "${lib#/usr}" 2>/dev/null ||
+			{ echo "e2e: no Debian package holds $lib" >&2; return 1; }
+	done | cut -d: -f1 | sort -u | tr '\n' ' '
+}
+
+# rrs_rootfs: print the path of the cached base root tarball, building it
+# with debootstrap when its inputs changed.  Needs root and the mirror.
+rrs_rootfs() {
+	local libpkgs pkgs key out tmp
+	libpkgs=$(rrs_lib_pkgs "$E2E_RERAND" "$RRD_RERANDD") || return 1
+	pkgs=$(echo $RRS_BASE_PKGS $libpkgs | tr ' ' '\n' | sort -u | tr '\n' ',' | sed 's/,$//')
+	key=$(printf '%s|%s|%s|%s' "$RRS_SUITE" "$RRS_MIRROR" "$pkgs" "$RRS_ROOTFS_VERSION" |
+		sha256sum | cut -c1-16)
+	out="$RRS_CACHE/rootfs-$RRS_SUITE-$key.tar"
+	if [ -s "$out" ]; then touch "$out"; echo "$out"; return 0; fi
+	command -v debootstrap >/dev/null || e2e_die "debootstrap is missing (scripts/deps.sh check)"
+	[ "$(id -u)" -eq 0 ] || e2e_die "debootstrap needs root"
+	mkdir -p "$RRS_CACHE" || return 1
+	find "$RRS_CACHE" -maxdepth 1 -name 'rootfs-*.tar' -mtime +30 -delete 2>/dev/null
+	tmp=$(mktemp -d "$RRS_CACHE/debootstrap.XXXXXX") || return 1
+	echo "# debootstrap $RRS_SUITE from $RRS_MIRROR into $tmp (cached in $out)" >&2
+	# minbase: no "required"-priority extras; the listed packages pull
+	# their dependencies.  Debconf defaults everywhere (no stdin).
+	if ! DEBIAN_FRONTEND=noninteractive debootstrap --variant=minbase --include="$pkgs" \
+		"$RRS_SUITE" "$tmp/root" "$RRS_MIRROR" >"$tmp.log" 2>&1; then
+		tail -n 20 "$tmp.log" >&2
+		e2e_die "debootstrap failed (log: $tmp.log)"
+	fi
+	# Nothing of the build host's mounts may stay behind.
+	grep -q " $tmp/root" /proc/mounts && e2e_die "debootstrap left mounts under $tmp/root"
+	rm -rf "$tmp/root/var/cache/apt/archives/"*.deb "$tmp/root/var/lib/apt/lists/"*_Packages
+	tar -C "$tmp/root" --numeric-owner -cf "$out.tmp" . || e2e_die "cannot write $out"
+	mv "$out.tmp" "$out" && rm -rf "$tmp" "$tmp.log"
+	echo "$out"
+}
+
+# rrs_conf MODE: the drop-in for rerandd.  Only what a small test machine
+# needs differently from the defaults: no initrd, short ticks, reboots
+# outside windows, no jitter.  Tests (short, long): the layout age starts
+# long (boot 0 shortens it with `systemctl reload`), and BlockerCommand holds
+# every reboot until the agent has checked the boot.  vm: a 10-minute age.
+rrs_conf() {
+	local age=1d
+	[ "$1" = vm ] && age=10min
+	cat <<CONF
+# rerandd drop-in of the Debian guest (tests/e2e/lib-systemd.sh, mode $1)
+[Daemon]
+CheckInterval=5s
+
+[Stage]
+Initrd=none
+
+[Policy]
+MaxLayoutAge=$age
+Jitter=0
+MinRebootInterval=0
+RebootOutsideWindows=yes
+CONF
+	[ "$1" = vm ] && return 0
+	cat <<'CONF'
+BlockerCommand=/usr/local/libexec/rerand-e2e/ready
+BlockerTimeout=10s
+CONF
+}
+
+# rrs_disk KERNEL DISK MODE TARGET: the guest's root disk.  The cached base
+# root, this tree installed by `make install DESTDIR=` (PREFIX /usr/local,
+# units in /etc/systemd/system's view as the distro's), rerandd enabled, the
+# writer and agent services, KERNEL as /boot/vmlinuz-VERSION, a persistent
+# journal, a fixed machine id; then mkfs.ext4 -d.  MODE short|long|vm,
+# TARGET the number of rerandomizing reboots the agent waits for.
+rrs_disk() {
+	local kernel=$1 disk=$2 mode=$3 target=$4 base v d libexec
+	base=$(rrs_rootfs) || return 1
+	v=$("$E2E_RERAND" inspect "$kernel" 2>/dev/null | sed -n 's/^ *kernel version: *\([^ ]*\).*/\1/p')
+	[ -n "$v" ] || v=${kernel##*/vmlinuz-}
+	d=$(mktemp -d "${disk}.root.XXXXXX") || return 1
+	tar -C "$d" --numeric-owner -xpf "$base" || { rm -rf "$d"; return 1; }
+	make -s -C "$E2E_TOP" install DESTDIR="$d" UNITDIR=/lib/systemd/system >"$d.install.log" 2>&1 ||
+		{ cat "$d.install.log" >&2; rm -rf "$d" "$d.install.log"; return 1; }
+	rm -f "$d.install.log"
+	systemctl --root="$d" enable rerandd.service >/dev/null 2>&1 || return 1
+	libexec="$d/usr/local/libexec/rerand-e2e"
+	install -d "$libexec" "$d/var/lib/rerand-e2e" "$d/var/log/journal"
+	install -m 0755 "$E2E_DIR/debian/agent.sh" "$libexec/agent"
+	install -m 0755 "$E2E_DIR/debian/writer.sh" "$libexec/writer"
+	install -m 0755 "$E2E_DIR/debian/ready.sh" "$libexec/ready"
+	install -m 0644 "$E2E_DIR/debian/rerand-e2e-writer.service" \
+		"$E2E_DIR/debian/rerand-e2e-agent.service" "$d/etc/systemd/system/"
+	systemctl --root="$d" enable rerand-e2e-writer.service >/dev/null 2>&1 || return 1
+	[ "$mode" = vm ] || systemctl --root="$d" enable rerand-e2e-agent.service >/dev/null 2>&1 || return 1
+	rrs_conf "$mode" >"$d/etc/rerand/rerand.conf.d/50-e2e.conf"
+	echo "$target" >"$d/var/lib/rerand-e2e/target"
+	echo "$mode" >"$d/var/lib/rerand-e2e/mode"
+	echo "${RRS_SECURITY_MAX:-2.0}" >"$d/var/lib/rerand-e2e/security-max"
+	cp "$kernel" "$d/boot/vmlinuz-$v" || return 1
+	echo "/dev/nvme0n1 / ext4 defaults 0 1" >"$d/etc/fstab"
+	echo rerand-e2e >"$d/etc/hostname"
+	printf '127.0.0.1 localhost\n127.0.1.1 rerand-e2e\n' >"$d/etc/hosts"
+	rm -f "$d/etc/machine-id"
+	systemd-machine-id-setup --root="$d" >/dev/null 2>&1 || return 1
+	# A root shell on the serial console for `make debian-vm` (no network,
+	# no password: a throwaway machine).
+	install -d "$d/etc/systemd/system/serial-getty@ttyS0.service.d"
+	printf '[Service]\nExecStart=\nExecStart=-/sbin/agetty -o "-p -f -- \\\\u" --keep-baud --autologin root 115200,57600,38400,9600 - $TERM\n' \
+		>"$d/etc/systemd/system/serial-getty@ttyS0.service.d/autologin.conf"
+	rm -f "$disk"
+	truncate -s "${RRS_DISK_MIB}M" "$disk" &&
+		mkfs.ext4 -q -F -L rrroot -E root_owner=0:0 -d "$d" "$disk" >/dev/null 2>"$disk.mkfs.err" ||
+		{ cat "$disk.mkfs.err" >&2; rm -rf "$d"; return 1; }
+	rm -rf "$d" "$disk.mkfs.err"
+}
+
+# rrs_qemu KERNEL DISK LOG AGENTLOG TIMEOUT [interactive]: boot the disk
+# (SeaBIOS, q35, TCG, NVMe root, no network).  ttyS0 (console) time-stamped
+# to LOG, ttyS1 (the agent's lines) to AGENTLOG.  Interactive: the console
+# on this terminal instead.
+rrs_qemu() {
+	local kernel=$1 disk=$2 log=$3 alog=$4 tmo=$5 inter=${6:-}
+	local args=(-accel tcg -machine q35 -m "${RRS_MEM:-1}G" -smp "${RRS_SMP:-1}" -cpu max
+		-nographic -no-reboot -nic none
+		-drive "file=$disk,if=none,id=root,format=raw,cache=writeback"
+		-device "nvme,drive=root,serial=rrroot0"
+		-kernel "$kernel"
+		-append "root=/dev/nvme0n1 rw console=ttyS0,115200 panic=-1 ${RRS_APPEND:-quiet}")
+	if [ -n "$inter" ]; then
+		exec qemu-system-x86_64 "${args[@]}" -serial mon:stdio -serial "file:$alog"
+	fi
+	echo "qemu-system-x86_64 ${args[*]}" >"$log.cmd"
+	timeout -k 5 "$tmo" qemu-system-x86_64 "${args[@]}" -monitor none -serial stdio -serial "file:$alog" \
+		</dev/null 2>"$log.stderr" | e2e_stamp >"$log"
+	return "${PIPESTATUS[0]}"
+}
