@@ -141,10 +141,17 @@ sync
 exit 0
 EOF
 	chmod 0755 "$d/etc/rerand/pre-reboot.d/10-save-metrics"
+	e2e_mkfs "$d" "$disk" "$RRD_DISK_MIB" rrstate
+}
+
+# e2e_mkfs DIR DISK MIB LABEL: an ext4 image of MIB MiB holding DIR (made on
+# the host by mkfs.ext4 -d, no mount); DIR is removed either way.
+e2e_mkfs() {
+	local d=$1 disk=$2 mib=$3 label=$4
 	rm -f "$disk"
-	truncate -s "${RRD_DISK_MIB}M" "$disk" &&
-		mkfs.ext4 -q -F -L rrstate -E root_owner=0:0 -d "$d" "$disk" >/dev/null 2>"$disk.mkfs.err" ||
-		{ cat "$disk.mkfs.err" >&2; rm -rf "$d"; return 1; }
+	truncate -s "${mib}M" "$disk" &&
+		mkfs.ext4 -q -F -L "$label" -E root_owner=0:0 -d "$d" "$disk" >/dev/null 2>"$disk.mkfs.err" ||
+		{ cat "$disk.mkfs.err" >&2; rm -rf "$d" "$disk.mkfs.err"; return 1; }
 	rm -rf "$d" "$disk.mkfs.err"
 }
 

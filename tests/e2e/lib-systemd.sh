@@ -19,7 +19,7 @@ RRS_SUITE=${RRS_SUITE:-bookworm}
 RRS_MIRROR=${RRS_MIRROR:-http://deb.debian.org/debian}
 # Survives `make clean` and fresh clones on the same machine: the base root
 # only depends on the suite, the mirror and the package list.
-RRS_CACHE=${RRS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rerand-e2e}
+RRS_CACHE=${RRS_CACHE:-${XDG_CACHE_HOME:-${HOME:-/var/tmp}/.cache}/rerand-e2e}
 RRS_DISK_MIB=${RRS_DISK_MIB:-1536}
 # The guest's own systemd stack plus what the tests use in the guest.
 RRS_BASE_PKGS="systemd systemd-sysv udev dbus kexec-tools procps"
@@ -105,25 +105,33 @@ CONF
 # journal, a fixed machine id; then mkfs.ext4 -d.  MODE short|long|vm,
 # TARGET the number of rerandomizing reboots the agent waits for.
 rrs_disk() {
-	local kernel=$1 disk=$2 mode=$3 target=$4 base v d libexec
+	local kernel=$1 disk=$2 mode=$3 target=$4 base d
 	base=$(rrs_rootfs) || return 1
+	d=$(mktemp -d "${disk}.root.XXXXXX") || return 1
+	rrs_fill "$d" "$base" "$kernel" "$mode" "$target" || { rm -rf "$d"; return 1; }
+	e2e_mkfs "$d" "$disk" "$RRS_DISK_MIB" rrroot
+}
+
+# rrs_fill ROOT BASE KERNEL MODE TARGET: everything rrs_disk puts in ROOT.
+rrs_fill() {
+	local d=$1 base=$2 kernel=$3 mode=$4 target=$5 v libexec u
 	v=$("$E2E_RERAND" inspect "$kernel" 2>/dev/null | sed -n 's/^ *kernel version: *\([^ ]*\).*/\1/p')
 	[ -n "$v" ] || v=${kernel##*/vmlinuz-}
-	d=$(mktemp -d "${disk}.root.XXXXXX") || return 1
-	tar -C "$d" --numeric-owner -xpf "$base" || { rm -rf "$d"; return 1; }
+	tar -C "$d" --numeric-owner -xpf "$base" || return 1
 	make -s -C "$E2E_TOP" install DESTDIR="$d" UNITDIR=/lib/systemd/system >"$d.install.log" 2>&1 ||
-		{ cat "$d.install.log" >&2; rm -rf "$d" "$d.install.log"; return 1; }
+		{ cat "$d.install.log" >&2; rm -f "$d.install.log"; return 1; }
 	rm -f "$d.install.log"
-	systemctl --root="$d" enable rerandd.service >/dev/null 2>&1 || return 1
 	libexec="$d/usr/local/libexec/rerand-e2e"
-	install -d "$libexec" "$d/var/lib/rerand-e2e" "$d/var/log/journal"
-	install -m 0755 "$E2E_DIR/debian/agent.sh" "$libexec/agent"
-	install -m 0755 "$E2E_DIR/debian/writer.sh" "$libexec/writer"
-	install -m 0755 "$E2E_DIR/debian/ready.sh" "$libexec/ready"
-	install -m 0644 "$E2E_DIR/debian/rerand-e2e-writer.service" \
-		"$E2E_DIR/debian/rerand-e2e-agent.service" "$d/etc/systemd/system/"
-	systemctl --root="$d" enable rerand-e2e-writer.service >/dev/null 2>&1 || return 1
-	[ "$mode" = vm ] || systemctl --root="$d" enable rerand-e2e-agent.service >/dev/null 2>&1 || return 1
+	install -d "$libexec" "$d/var/lib/rerand-e2e" "$d/var/log/journal" || return 1
+	install -m 0755 "$E2E_DIR/debian/agent.sh" "$libexec/agent" &&
+		install -m 0755 "$E2E_DIR/debian/writer.sh" "$libexec/writer" &&
+		install -m 0755 "$E2E_DIR/debian/ready.sh" "$libexec/ready" &&
+		install -m 0644 "$E2E_DIR/debian/rerand-e2e-writer.service" \
+			"$E2E_DIR/debian/rerand-e2e-agent.service" "$d/etc/systemd/system/" || return 1
+	for u in rerandd rerand-e2e-writer $([ "$mode" = vm ] || echo rerand-e2e-agent); do
+		systemctl --root="$d" enable "$u.service" >/dev/null 2>&1 ||
+			{ echo "e2e: systemctl --root enable $u failed" >&2; return 1; }
+	done
 	rrs_conf "$mode" >"$d/etc/rerand/rerand.conf.d/50-e2e.conf"
 	echo "$target" >"$d/var/lib/rerand-e2e/target"
 	echo "$mode" >"$d/var/lib/rerand-e2e/mode"
@@ -134,16 +142,11 @@ rrs_disk() {
 	printf '127.0.0.1 localhost\n127.0.1.1 rerand-e2e\n' >"$d/etc/hosts"
 	rm -f "$d/etc/machine-id"
 	systemd-machine-id-setup --root="$d" >/dev/null 2>&1 || return 1
-	# A root shell on the serial console for `make debian-vm` (no network,
-	# no password: a throwaway machine).
+	# A root shell on the serial console for `make vm` (no network, no
+	# password: a throwaway machine).
 	install -d "$d/etc/systemd/system/serial-getty@ttyS0.service.d"
 	printf '[Service]\nExecStart=\nExecStart=-/sbin/agetty -o "-p -f -- \\\\u" --keep-baud --autologin root 115200,57600,38400,9600 - $TERM\n' \
 		>"$d/etc/systemd/system/serial-getty@ttyS0.service.d/autologin.conf"
-	rm -f "$disk"
-	truncate -s "${RRS_DISK_MIB}M" "$disk" &&
-		mkfs.ext4 -q -F -L rrroot -E root_owner=0:0 -d "$d" "$disk" >/dev/null 2>"$disk.mkfs.err" ||
-		{ cat "$disk.mkfs.err" >&2; rm -rf "$d"; return 1; }
-	rm -rf "$d" "$disk.mkfs.err"
 }
 
 # rrs_qemu KERNEL DISK LOG AGENTLOG TIMEOUT [interactive]: boot the disk
