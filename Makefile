@@ -214,4 +214,5 @@ install: all
 clean:
 	rm -rf $(O)
 
--include $(shell find $(O) -path $(O)/e2e -prune -o -name '*.d' -type f -print 2>/dev/null)
+# Only the object trees: build/e2e and build/vm hold whole root file systems.
+-include $(shell find $(O)/host $(O)/stage $(O)/tests $(O)/fuzz $(O)/fuzzobj -name '*.d' -type f 2>/dev/null)
