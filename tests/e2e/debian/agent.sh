@@ -84,13 +84,15 @@ if [ "$n" -gt 0 ]; then
 	tap "$([ -n "$last" ]; echo $?)" "ExecStop marker of the previous boot is on disk" "$m: $(cat "$m" 2>&1)"
 	# Every record the running writer appended (never fsynced) up to the
 	# reboot is there, in order, and the file has no hole of zeros.
-	seqs=$(awk -v b="$prev" '$1 == b { print $2 }' "$D/data")
+	# This boot's writer keeps appending: look at one snapshot.
+	cp "$D/data" "$R/data.snap"
+	seqs=$(awk -v b="$prev" '$1 == b { print $2 }' "$R/data.snap")
 	count=$(wc -l <<<"$seqs"); maxs=$(tail -n 1 <<<"$seqs")
-	holes=$(tr -d '\000' <"$D/data" | cmp -s - "$D/data"; echo $?)
+	zeros=$(tr -cd '\000' <"$R/data.snap" | wc -c)
 	ok=1
-	[ -n "$last" ] && [ "$count" = "${maxs:-x}" ] && [ "${maxs:-0}" -ge "$last" ] && [ "$holes" = 0 ] && ok=0
+	[ -n "$last" ] && [ "$count" = "${maxs:-x}" ] && [ "${maxs:-0}" -ge "$last" ] && [ "$zeros" = 0 ] && ok=0
 	tap "$ok" "data written by a running service before the reboot is intact ($count records, marker at ${last:-none})" \
-		"records=$count max=$maxs marker=$last zero-bytes=$holes"
+		"records=$count max=$maxs marker=$last zero-bytes=$zeros"
 	# The persistent journal of the previous boot.
 	pj=$(journalctl -b -1 -o short-monotonic --no-pager 2>&1)
 	echo "$pj" >"$D/out/journal.boot$((n - 1)).txt"
