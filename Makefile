@@ -60,7 +60,9 @@ RERAND      := $(O)/rerand
 # the unit tests through libdaemon.a.
 DAEMON_PKGS := libsystemd libcap inih libcurl json-c
 DAEMON_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS) 2>/dev/null)
-DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) 2>/dev/null)
+# libcurl is dlopen()ed when a fleet backend is configured (daemon/fleet.c):
+# only its headers are needed at build time.
+DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(filter-out libcurl,$(DAEMON_PKGS)) 2>/dev/null)
 DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
 DAEMON_LIB_SRCS := $(filter-out daemon/main.c,$(DAEMON_SRCS))
 DAEMON_LIB_OBJS := $(DAEMON_LIB_SRCS:%.c=$(O)/host/%.o)

@@ -179,6 +179,12 @@ for k in kernels:
          "wall (instructions {}: glibc memcpy uses AVX, the stage may not)".format(
              fr(ratio(d["cg"].get("stage"), d["cg"].get("memcpy")), 1)))
 for k in kernels:
+    d = K[k]
+    if d["wall"].get("stage-none"):
+        goal("stage cost ÷ memcpy with `--codec none`, {}".format(k),
+             med(paired(d, "stage-none", "memcpy")), 2.0,
+             "wall; not the default codec (section 5: larger image, slower staging)")
+for k in kernels:
     g = G.get(k)
     if g and g["reboot"].get("s") and g["reboot"].get("l"):
         pr = pair_ratios(g["seq"], "l", "s", 1)

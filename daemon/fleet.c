@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <json-c/json.h>
 
 #include "fleet.h"
@@ -403,6 +404,61 @@ int fleet_b64_decode(const char *in, void *out, size_t outlen, size_t *ret_n)
 	*ret_n = o;
 	return 0;
 }
+/* libcurl, loaded only when a fleet backend is configured: linked in, it
+ * and its TLS, Kerberos and LDAP libraries would more than double rerandd's
+ * resident memory on the many hosts that never use a fleet lock. */
+static struct {
+	CURLcode (*global_init)(long flags);
+	CURL *(*easy_init)(void);
+	void (*easy_reset)(CURL *curl);
+	CURLcode (*easy_setopt)(CURL *curl, CURLoption option, ...);
+	CURLcode (*easy_perform)(CURL *curl);
+	CURLcode (*easy_getinfo)(CURL *curl, CURLINFO info, ...);
+	const char *(*easy_strerror)(CURLcode code);
+	void (*easy_cleanup)(CURL *curl);
+	struct curl_slist *(*slist_append)(struct curl_slist *list, const char *s);
+	void (*slist_free_all)(struct curl_slist *list);
+} cu;
+
+#define CURL_SONAME "libcurl.so.4"
+
+static int curl_load(char *err, size_t errlen)
+{
+	static bool ready;
+	void *h;
+
+	if (ready)
+		return 0;
+	h = dlopen(CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(err, errlen, "cannot load %s (Debian: libcurl4): %s", CURL_SONAME, dlerror());
+		return -ENOENT;
+	}
+#define SYM(field, name)                                                                      \
+	if (!(*(void **)&cu.field = dlsym(h, name))) {                                        \
+		snprintf(err, errlen, "%s has no %s", CURL_SONAME, name);                     \
+		dlclose(h);                                                                   \
+		return -ENOENT;                                                               \
+	}
+	SYM(global_init, "curl_global_init")
+	SYM(easy_init, "curl_easy_init")
+	SYM(easy_reset, "curl_easy_reset")
+	SYM(easy_setopt, "curl_easy_setopt")
+	SYM(easy_perform, "curl_easy_perform")
+	SYM(easy_getinfo, "curl_easy_getinfo")
+	SYM(easy_strerror, "curl_easy_strerror")
+	SYM(easy_cleanup, "curl_easy_cleanup")
+	SYM(slist_append, "curl_slist_append")
+	SYM(slist_free_all, "curl_slist_free_all")
+#undef SYM
+	if (cu.global_init(CURL_GLOBAL_DEFAULT)) {
+		snprintf(err, errlen, "libcurl failed to initialize");
+		return -EIO;   /* the library stays loaded: it may not unload cleanly */
+	}
+	ready = true;
+	return 0;
+}
+
 
 /* ---- transport ---------------------------------------------------------------- */
 
@@ -440,41 +496,41 @@ int fleet_http_post(struct fleet *f, const char *base, const char *path, const c
 	snprintf(url, sizeof(url), "%s%.*s%s",
 		 strstr(base, "://") ? "" : (*c->ca_cert ? "https://" : "http://"),
 		 (int)bl, base, path);
-	curl_easy_reset(f->curl);
-	h = curl_slist_append(h, "Content-Type: application/json");
+	cu.easy_reset(f->curl);
+	h = cu.slist_append(h, "Content-Type: application/json");
 	if (fleetlock_header)
-		h = curl_slist_append(h, "fleet-lock-protocol: true");
+		h = cu.slist_append(h, "fleet-lock-protocol: true");
 	if (!h)
 		return -ENOMEM;
-	curl_easy_setopt(f->curl, CURLOPT_URL, url);
-	curl_easy_setopt(f->curl, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(f->curl, CURLOPT_POST, 1L);
-	curl_easy_setopt(f->curl, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(f->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-	curl_easy_setopt(f->curl, CURLOPT_WRITEFUNCTION, http_sink);
-	curl_easy_setopt(f->curl, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(f->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(f->curl, CURLOPT_TIMEOUT, (long)c->timeout);
-	curl_easy_setopt(f->curl, CURLOPT_CONNECTTIMEOUT, (long)(c->timeout > 2 ? 2 : c->timeout));
+	cu.easy_setopt(f->curl, CURLOPT_URL, url);
+	cu.easy_setopt(f->curl, CURLOPT_HTTPHEADER, h);
+	cu.easy_setopt(f->curl, CURLOPT_POST, 1L);
+	cu.easy_setopt(f->curl, CURLOPT_POSTFIELDS, body);
+	cu.easy_setopt(f->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	cu.easy_setopt(f->curl, CURLOPT_WRITEFUNCTION, http_sink);
+	cu.easy_setopt(f->curl, CURLOPT_WRITEDATA, r);
+	cu.easy_setopt(f->curl, CURLOPT_NOSIGNAL, 1L);
+	cu.easy_setopt(f->curl, CURLOPT_TIMEOUT, (long)c->timeout);
+	cu.easy_setopt(f->curl, CURLOPT_CONNECTTIMEOUT, (long)(c->timeout > 2 ? 2 : c->timeout));
 	/* a redirect could carry the lock request somewhere unintended */
-	curl_easy_setopt(f->curl, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(f->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	cu.easy_setopt(f->curl, CURLOPT_FOLLOWLOCATION, 0L);
+	cu.easy_setopt(f->curl, CURLOPT_PROTOCOLS_STR, "http,https");
 	if (*c->ca_cert)
-		curl_easy_setopt(f->curl, CURLOPT_CAINFO, c->ca_cert);
+		cu.easy_setopt(f->curl, CURLOPT_CAINFO, c->ca_cert);
 	if (*c->cert)
-		curl_easy_setopt(f->curl, CURLOPT_SSLCERT, c->cert);
+		cu.easy_setopt(f->curl, CURLOPT_SSLCERT, c->cert);
 	if (*c->key)
-		curl_easy_setopt(f->curl, CURLOPT_SSLKEY, c->key);
-	cc = curl_easy_perform(f->curl);
-	curl_slist_free_all(h);
+		cu.easy_setopt(f->curl, CURLOPT_SSLKEY, c->key);
+	cc = cu.easy_perform(f->curl);
+	cu.slist_free_all(h);
 	if (cc != CURLE_OK) {
-		fleet_set_error(f, false, "%s%s: %s", base, path, curl_easy_strerror(cc));
+		fleet_set_error(f, false, "%s%s: %s", base, path, cu.easy_strerror(cc));
 		free(r->body);
 		r->body = NULL;
 		r->len = 0;
 		return cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
 	}
-	curl_easy_getinfo(f->curl, CURLINFO_RESPONSE_CODE, &r->status);
+	cu.easy_getinfo(f->curl, CURLINFO_RESPONSE_CODE, &r->status);
 	if (!r->body) {
 		r->body = strdup("");
 		if (!r->body)
@@ -503,7 +559,6 @@ const struct fleet_config *fleet_config_of(const struct fleet *f)
 
 int fleet_open(const struct fleet_config *c, struct fleet **ret, char *err, size_t errlen)
 {
-	static bool curl_ready;
 	struct fleet *f;
 	int r;
 
@@ -527,15 +582,12 @@ int fleet_open(const struct fleet_config *c, struct fleet **ret, char *err, size
 		}
 	}
 	if (c->backend != FLEET_BACKEND_NONE) {
-		if (!curl_ready) {
-			if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
-				snprintf(err, errlen, "libcurl failed to initialize");
-				free(f);
-				return -EIO;
-			}
-			curl_ready = true;
+		r = curl_load(err, errlen);
+		if (r) {
+			free(f);
+			return r;
 		}
-		f->curl = curl_easy_init();
+		f->curl = cu.easy_init();
 		if (c->backend == FLEET_BACKEND_ETCD)
 			f->etcd = fleet_etcd_new();
 		if (!f->curl || (c->backend == FLEET_BACKEND_ETCD && !f->etcd)) {
@@ -553,7 +605,7 @@ void fleet_close(struct fleet *f)
 	if (!f)
 		return;
 	if (f->curl)
-		curl_easy_cleanup(f->curl);
+		cu.easy_cleanup(f->curl);
 	fleet_etcd_free(f->etcd);
 	free(f);
 }
