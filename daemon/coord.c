@@ -75,6 +75,7 @@ int coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *s
 	co->open_error[0] = 0;
 	co->next_try_ms = co->spread_at_ms = co->last_keepalive_ms = 0;
 	co->attempts = 0;
+	co->resume_pending = false;
 	if (!co->want)
 		return 0;
 	r = fleet_open(fc, &co->f, err, sizeof(err));
@@ -97,9 +98,27 @@ void coord_close(struct rr_coord *co)
 	co->f = NULL;
 }
 
+/* Take the persisted slot back.  0 done (taken back, or gone), <0 not yet. */
+static int resume_step(struct rr_coord *co, const struct rr_state *st)
+{
+	int r = fleet_resume(co->f, st->fleet_token);
+
+	if (r < 0) {
+		set_why(co, RR_LOG_WARNING, "cannot take the slot from before the reboot back "
+			"yet: %s", fleet_last_error(co->f));
+		return r;
+	}
+	if (r == 1)
+		rr_log(RR_LOG_NOTICE, "fleet: took slot %s back after the reboot", st->fleet_token);
+	else
+		rr_log(RR_LOG_WARNING, "fleet: the slot from before the reboot is gone: %s",
+		       fleet_last_error(co->f));
+	co->resume_pending = false;
+	return 0;
+}
+
 void coord_startup(struct rr_coord *co, struct rr_state *st, enum rr_outcome out)
 {
-	int r;
 
 	if (!co->want) {
 		if (st->fleet_held) {
@@ -119,18 +138,12 @@ void coord_startup(struct rr_coord *co, struct rr_state *st, enum rr_outcome out
 	co->release_pending = true;
 	if (!co->f)
 		return;
-	if (st->fleet_held && *st->fleet_token) {
-		r = fleet_resume(co->f, st->fleet_token);
-		if (r == 1)
-			rr_log(RR_LOG_NOTICE, "fleet: took slot %s back after the reboot",
-			       st->fleet_token);
-		else if (r == 0)
-			rr_log(RR_LOG_WARNING, "fleet: the slot from before the reboot is gone: %s",
-			       fleet_last_error(co->f));
-		else
-			rr_log(RR_LOG_WARNING, "fleet: cannot take the slot back yet: %s",
-			       fleet_last_error(co->f));
-	}
+	/* Taken back, its lease is kept alive while the health hooks fail: a sick
+	 * host keeps the group paused.  With the backend down, retried before
+	 * every release step (see release_step). */
+	co->resume_pending = st->fleet_held && *st->fleet_token;
+	if (co->resume_pending)
+		(void)resume_step(co, st);
 }
 
 /* Give back what we hold once the health hooks pass.  1 done, 0 not yet. */
@@ -139,6 +152,10 @@ static int release_step(struct rr_coord *co, const struct rr_config *c, struct r
 	struct rr_err e;
 	int r;
 
+	if (co->resume_pending && resume_step(co, st) < 0) {
+		retry_later(co);
+		return 0;
+	}
 	if (co->health_needed) {
 		if (reboot_run_hooks(c->post_boot_dir, c->hook_timeout, &e) < 0) {
 			set_why(co, RR_LOG_WARNING, "post-boot health check failed, keeping the slot "

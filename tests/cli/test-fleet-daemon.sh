@@ -316,6 +316,34 @@ check "D: the restarted daemon gave the old slot back at start-up before taking 
 	test "$dseq" = "PUT DELETE PUT DELETE "
 hosts_stop k9
 
+# ---- R: etcd down across a host's reboot; its health check fails after it --------------
+# The slot must be taken back once etcd answers again and kept alive while the
+# post-boot hook fails (a sick host keeps the group paused), not left to expire.
+fleet_etcd "$tmp/r.fleet" resume 1 6
+host_new r1 "$tmp/r.fleet"
+outside_windows r1
+printf '#!/bin/sh\n[ -e %s/sick ] && { echo "health: sick"; exit 1; }\nexit 0\n' "$tmp/h/r1" \
+	>"$tmp/h/r1/post-boot.d/10-health"
+chmod +x "$tmp/h/r1/post-boot.d/10-health"; touch "$tmp/h/r1/sick"
+host_run r1 2>/dev/null & bg_pids+=($!)
+wait_for 30 test -e "$tmp/h/r1/reboot-requested"
+etcd_kill s1
+wait_for 20 grep -q 'cannot take the slot from before the reboot back yet' "$tmp/h/r1/log"
+check "R: etcd down at boot: the slot cannot be taken back yet, and says so" \
+	grep -q 'cannot take the slot from before the reboot back yet' "$tmp/h/r1/log"
+etcd_member s1 2411 2412 s1=http://127.0.0.1:2412
+etcd_healthy "$E" 20 || bail "etcd did not restart on $E"
+wait_for 30 grep -q 'took slot .* back after the reboot' "$tmp/h/r1/log"
+nap 15
+check "R: etcd back: slot taken back and still held 15 s later (TTL 6 s) while the health hook fails" \
+	eval 'grep -q "took slot .* back after the reboot" "$tmp/h/r1/log" && [ "$(etcd_keys "$E" /rerand/fleet/resume/)" -eq 1 ] &&
+	      grep -qx fleet_held=1 "$tmp/h/r1/state/state"'
+rm -f "$tmp/h/r1/sick"
+wait_for 30 host_done r1
+check "R: healthy again: the slot is given back and the host completes" \
+	eval 'host_done r1 && [ "$(etcd_keys "$E" /rerand/fleet/resume/)" -eq 0 ]'
+hosts_stop r1
+
 # ---- C: every etcd member down: nobody reboots; all recover when etcd returns -------
 fleet_etcd "$tmp/c.fleet" dark 2 6
 cids=$(seq -f 'c%g' 1 "$HOSTS")
