@@ -17,15 +17,8 @@ if [ -z "${RERAND_KERNELS:-}" ] || [ ! -d "$RERAND_KERNELS" ]; then
 	echo "ok - e2e rerandd # SKIP no test kernels"
 	exit 0
 fi
-for tool in qemu-system-x86_64 mkfs.ext4 debugfs cpio; do
-	command -v "$tool" >/dev/null ||
-		{ echo "not ok - e2e rerandd: $tool missing (scripts/deps.sh check)"; exit 0; }
-done
-for f in "$E2E_RERAND" "$RRD_RERANDD"; do
-	[ -x "$f" ] || { echo "not ok - e2e rerandd: $f not built"; exit 0; }
-done
-kernel=$(rrd_kernel) ||
-	{ echo "not ok - e2e rerandd: no kernel in $RERAND_KERNELS with NVMe and ext4 built in"; exit 0; }
+kernel=$(rrd_preflight "e2e rerandd" qemu-system-x86_64 mkfs.ext4 debugfs cpio) ||
+	{ echo "$kernel"; exit 0; }
 
 # ---- log parsing -----------------------------------------------------------
 

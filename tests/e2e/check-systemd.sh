@@ -24,15 +24,8 @@ tap() { e2e_tap "$@"; }
 if [ -z "${RERAND_KERNELS:-}" ] || [ ! -d "$RERAND_KERNELS" ]; then
 	[ -n "${RRD_KERNEL:-}" ] || { echo "ok - $name # SKIP no test kernels (RERAND_KERNELS or RRD_KERNEL)"; exit 0; }
 fi
-for tool in qemu-system-x86_64 mkfs.ext4 debugfs debootstrap systemctl; do
-	command -v "$tool" >/dev/null ||
-		{ echo "not ok - $name: $tool missing (scripts/deps.sh check)"; exit 0; }
-done
-for f in "$E2E_RERAND" "$RRD_RERANDD"; do
-	[ -x "$f" ] || { echo "not ok - $name: $f not built"; exit 0; }
-done
-kernel=$(rrd_kernel) ||
-	{ echo "not ok - $name: no kernel with NVMe and ext4 built in"; exit 0; }
+kernel=$(rrd_preflight "$name" qemu-system-x86_64 mkfs.ext4 debugfs debootstrap systemctl) ||
+	{ echo "$kernel"; exit 0; }
 
 dir="$E2E_BUILD/runs/$name"
 rm -rf "$dir"; mkdir -p "$dir"

@@ -28,6 +28,21 @@ rrd_kernel() {
 	echo "$best"
 }
 
+# rrd_preflight NAME TOOL...: the tools, build/rerand and build/rerandd, and a
+# kernel (rrd_kernel, printed).  On a miss prints one "not ok" and fails.
+rrd_preflight() {
+	local name=$1 tool f; shift
+	for tool in "$@"; do
+		command -v "$tool" >/dev/null ||
+			{ echo "not ok - $name: $tool missing (scripts/deps.sh check)"; return 1; }
+	done
+	for f in "$E2E_RERAND" "$RRD_RERANDD"; do
+		[ -x "$f" ] || { echo "not ok - $name: $f not built"; return 1; }
+	done
+	rrd_kernel ||
+		{ echo "not ok - $name: no kernel in ${RERAND_KERNELS:-?} with NVMe and ext4 built in"; return 1; }
+}
+
 # rrd_initrd: build (or reuse) the guest initramfs and print its path:
 # static busybox, kexec-tools, rerand and rerandd with the libraries ldd
 # names, /init.  Everything that must survive a kexec lives on the disk.
