@@ -119,7 +119,6 @@ static int resume_step(struct rr_coord *co, const struct rr_state *st)
 
 void coord_startup(struct rr_coord *co, struct rr_state *st, enum rr_outcome out)
 {
-
 	if (!co->want) {
 		if (st->fleet_held) {
 			rr_log(RR_LOG_NOTICE, "fleet: coordination is off now; forgetting the old slot");

@@ -404,6 +404,7 @@ int fleet_b64_decode(const char *in, void *out, size_t outlen, size_t *ret_n)
 	*ret_n = o;
 	return 0;
 }
+
 /* libcurl, loaded only when a fleet backend is configured: linked in, it
  * and its TLS, Kerberos and LDAP libraries would more than double rerandd's
  * resident memory on the many hosts that never use a fleet lock. */
@@ -458,7 +459,6 @@ static int curl_load(char *err, size_t errlen)
 	ready = true;
 	return 0;
 }
-
 
 /* ---- transport ---------------------------------------------------------------- */
 
