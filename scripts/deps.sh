@@ -11,7 +11,8 @@ zlib1g-dev libbz2-dev liblzo2-dev libsystemd-dev libcap-dev libinih-dev libcurl4
 libjson-c-dev"
 run_pkgs="qemu-system-x86 ovmf seabios kexec-tools busybox-static cpio xz-utils zstd lz4
 bzip2 gzip lzop python3 coreutils util-linux"
-test_pkgs="clang libclang-rt-14-dev etcd-server etcd-client openssl curl iproute2 gnuplot-nox"
+test_pkgs="clang libclang-rt-14-dev etcd-server etcd-client openssl curl iproute2 gnuplot-nox
+sbsigntool osslsigncode libssl-dev"
 # The Debian guest (tests/e2e/lib-systemd.sh, make vm): debootstrap, an ext4
 # image made from a directory, systemctl --root for enabling units.
 vm_pkgs="debootstrap e2fsprogs systemd ca-certificates"
