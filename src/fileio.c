@@ -12,11 +12,16 @@
 #include "image.h"
 #include "kernel.h"
 
+/*
+ * Reads to EOF, never by st_size: procfs and sysfs files report size 0 in
+ * stat() (6.1's /proc/cmdline and /proc/stat), and a file may grow while it
+ * is read.  More than max bytes is an error, not a truncation.
+ */
 int rr_read_file(const char *path, size_t max, uint8_t **ret_buf, size_t *ret_len, struct rr_err *e)
 {
 	struct stat st;
-	uint8_t *buf;
-	size_t got = 0;
+	uint8_t *buf = NULL;
+	size_t got = 0, cap;
 	int fd, r;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -35,32 +40,55 @@ int rr_read_file(const char *path, size_t max, uint8_t **ret_buf, size_t *ret_le
 			    (long long)st.st_size, max);
 		goto out_close;
 	}
-	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
-	if (!buf) {
-		r = rr_errf(e, ENOMEM, "%s: out of memory", path);
-		goto out_close;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+	/* st_size is a hint (0 on procfs); one byte more detects EOF or growth. */
+	cap = (size_t)st.st_size + 1;
+	if (cap < 4096)
+		cap = 4096;
+	if (cap > max + 1)
+		cap = max + 1;
+	for (;;) {
+		ssize_t n;
 
+		if (got == cap) {
+			/* got <= max here: larger reads fail below. */
+			size_t ncap = cap > (max + 1) / 2 ? max + 1 : cap * 2;
+			uint8_t *nb = realloc(buf, ncap);
+
+			if (!nb) {
+				r = rr_errf(e, ENOMEM, "%s: out of memory", path);
+				goto out_free;
+			}
+			buf = nb;
+			cap = ncap;
+		}
+		if (!buf) {
+			buf = malloc(cap);
+			if (!buf) {
+				r = rr_errf(e, ENOMEM, "%s: out of memory", path);
+				goto out_close;
+			}
+		}
+		n = read(fd, buf + got, cap - got);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
 			r = rr_errf(e, errno, "%s: read error: %s", path, strerror(errno));
-			free(buf);
-			goto out_close;
+			goto out_free;
 		}
-		if (n == 0) {
-			r = rr_errf(e, EIO, "%s: file shrank while being read (%zu of %lld bytes)",
-				    path, got, (long long)st.st_size);
-			free(buf);
-			goto out_close;
-		}
+		if (n == 0)
+			break;
 		got += (size_t)n;
+		if (got > max) {
+			r = rr_errf(e, EFBIG, "%s: larger than the %zu-byte limit", path, max);
+			goto out_free;
+		}
 	}
 	*ret_buf = buf;
 	*ret_len = got;
 	r = 0;
+	goto out_close;
+out_free:
+	free(buf);
 out_close:
 	close(fd);
 	return r;

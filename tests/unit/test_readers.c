@@ -740,6 +740,48 @@ static void test_codecs_and_refusals(const struct rr_kernel *refp, const uint8_t
 	}
 }
 
+
+/* procfs files report size 0 in stat() (6.1's /proc/cmdline): the reader
+ * must read to EOF.  Checked against the real /proc, and against stdio. */
+static void test_read_procfs(void)
+{
+	static const char *const files[] = { "/proc/cmdline", "/proc/self/stat", "/proc/stat" };
+	struct rr_err e = { "" };
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		uint8_t *buf = NULL;
+		size_t len = 0, ref = 0;
+		char tmp[8192];
+		FILE *f = fopen(files[i], "re");
+		size_t n;
+
+		if (!f) {
+			T_OK(0, "%s opens with stdio", files[i]);
+			continue;
+		}
+		while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
+			ref += n;
+		fclose(f);
+		int r = rr_read_file(files[i], 1u << 20, &buf, &len, &e);
+		T_OK(r == 0 && len > 0, "rr_read_file reads %s to EOF: %zu bytes (stdio: %zu)",
+		     files[i], len, ref);
+		/* /proc/self/stat is another process's view each open: compare
+		 * sizes only for the files that do not change between reads. */
+		if (i == 0)
+			T_EQ_U64(len, ref, "%s: same length as stdio", files[i]);
+		free(buf);
+	}
+	uint8_t *buf = (uint8_t *)"x";
+	size_t len = 7;
+	int r = rr_read_file("/proc/cmdline", 4, &buf, &len, &e);
+	T_OK(r == -EFBIG && strstr(e.msg, "/proc/cmdline") && len == 7,
+	     "a procfs file over the limit is an error naming the file, outputs untouched (%s)", e.msg);
+	/* /proc/stat reports size 0 on every kernel: the limit must hold while reading. */
+	r = rr_read_file("/proc/stat", 16, &buf, &len, &e);
+	T_OK(r == -EFBIG && strstr(e.msg, "/proc/stat") && len == 7,
+	     "a size-0 procfs file past the limit is an error while reading (%s)", e.msg);
+}
+
 int main(void)
 {
 	char cmd[600];
@@ -748,6 +790,7 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
+	test_read_procfs();
 	test_synthetic_elf_relocs();
 	test_not_a_kernel();
 	test_codecs_small();
