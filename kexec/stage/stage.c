@@ -169,6 +169,7 @@ __attribute__((noreturn)) void stage_main(uint64_t bp)
 		stage_fatal("cannot read boot_params");
 	rr_cmdline_parse(bi.cmdline ? bi.cmdline : "", bi.cmdline ? bi.cmdline_len : 0, &cl);
 	debug = cl.debug;
+	stage_set_debug(debug);
 	if (debug) {
 		serial_init();
 		serial_puts("rerand: stage " STAGE_VERSION ": entered, ");
