@@ -80,6 +80,18 @@ good_log rerand | sed 's/\(gen=3 .*verify=\)rc=0 \(.*\)"randomized": true/\1rc=1
 	expect "verify not randomized fails in rerand mode" not-ok "rerand verify randomized" 0 rerand 0 5
 good_log rerand | sed 's/\(gen=1 .*verify=\).*/\1rc=1 (no output: rerand: not found)/' |
 	expect "verify without output fails in rerand mode" not-ok "rerand verify randomized" 0 rerand 0 5
+# Entropy sources (-cpu qemu64): kernel-seed exactly when rngseed=N > 0.
+KSV='rc=0 {"randomized":true,"result":"randomized","sources":"seed+kernel-seed+rdtsc"}'
+NSV='rc=0 {"randomized":true,"result":"randomized","sources":"seed+rdtsc"}'
+ks_log() { # RNGSEED VERIFY
+	good_log rerand | sed "s/ verify=.*/ rngseed=$1 verify=$2/"
+}
+ks_log 1 "$KSV" | E2E_RUN_CPU=qemu64 expect "kernel-seed named with a node passes" ok "entropy sources" 0 rerand 0 5
+ks_log 0 "$NSV" | E2E_RUN_CPU=qemu64 expect "no node, no kernel-seed passes" ok "entropy sources" 0 rerand 0 5
+ks_log 1 "$NSV" | E2E_RUN_CPU=qemu64 expect "a node but no kernel-seed fails" not-ok "entropy sources" 0 rerand 0 5
+ks_log 0 "$KSV" | E2E_RUN_CPU=qemu64 expect "kernel-seed without a node fails" not-ok "entropy sources" 0 rerand 0 5
+good_log rerand | sed "s/ verify=.*/ verify=$KSV/" |
+	E2E_RUN_CPU=qemu64 expect "a guest line without rngseed= fails" not-ok "entropy sources" 0 rerand 0 5
 good_log stock | grep -v 'gen=[2345] ' | sed 's/E2E-DONE gen=5/E2E-DONE gen=1/; s/gen=1 text=[0-9a-f]*/gen=1 text=ffffffff81000000/' |
 	expect "nokaslr at ffffffff81000000 passes" ok "nokaslr keeps" 0 stock 1 1
 good_log stock | grep -v 'gen=[2345] ' | sed 's/E2E-DONE gen=5/E2E-DONE gen=1/' |

@@ -56,6 +56,13 @@ ram=$(grep '^[0-9a-f]*-[0-9a-f]* : System RAM$' /proc/iomem | cut -d' ' -f1 |
 lf=$(od -An -tx1 -j 529 -N 1 /sys/kernel/boot_params/data | tr -d ' \n')
 [ -n "$lf" ] || fail "cannot read loadflags"
 
+# SETUP_RNG_SEED nodes handed to this kernel (kexec-tools >= 2.0.25 and
+# kexec_file_load add one): the stage must then name kernel-seed.
+rngseed=0
+for t in /sys/kernel/boot_params/setup_data/*/type; do
+	[ -r "$t" ] && [ "$(cat "$t")" = 0x9 ] && rngseed=$((rngseed + 1))
+done
+
 verify=none
 if [ "$mode" = rerand ]; then
 	# Its exit status is judged by the host: it is 1 after a stock boot.
@@ -66,7 +73,7 @@ if [ "$mode" = rerand ]; then
 fi
 
 echo
-echo "E2E-GEN gen=$gen text=$text code=0x$code loadflags=0x$lf ram=$ram verify=$verify"
+echo "E2E-GEN gen=$gen text=$text code=0x$code loadflags=0x$lf ram=$ram rngseed=$rngseed verify=$verify"
 
 if [ "$gen" -ge "$target" ]; then
 	echo "E2E-DONE gen=$gen"

@@ -266,20 +266,31 @@ e2e_check() {
 			grep -Eq '"randomized" *: *true' <<<"$ver" || bad+=" gen$gen:not-randomized"
 		done <<<"$rows"
 		e2e_tap "$([ -z "$bad" ]; echo $?)" "$name: KASLR_FLAG set and rerand verify randomized after every kexec" "${bad# }"
-		# 5. The entropy sources the stage trusted match the CPU: -cpu
-		# qemu64 has no RDRAND/RDSEED, so only the seed and RDTSC remain.
-		local want="" srcbad="" got
+		# 5. The entropy sources the stage trusted match the CPU (-cpu
+		# qemu64 has no RDRAND/RDSEED, so only the seeds and RDTSC
+		# remain) and the kernel: kernel-seed exactly when the guest saw
+		# a SETUP_RNG_SEED node (rngseed=N on its line).
+		local want="" srcbad="" got rs w withks nks=0 nkexec=0
 		case "${E2E_RUN_CPU:-}" in
 		qemu64) want="seed+rdtsc" ;;
 		max) want="seed+rdrand+rdtsc seed+rdseed+rdrand+rdtsc" ;;
 		esac
 		if [ -n "$want" ]; then
+			withks=""
+			for w in $want; do withks+=" ${w/seed+/seed+kernel-seed+}"; done
 			while IFS=$'\t' read -r gen secs text cs ce lf ram ver; do
 				[ -n "$gen" ] && [ "$gen" -gt 0 ] || continue
+				nkexec=$((nkexec + 1))
 				got=$(grep -o '"sources":"[^"]*"' <<<"$ver" | cut -d'"' -f4)
-				case " $want " in *" $got "*) ;; *) srcbad+=" gen$gen:${got:-none}" ;; esac
+				rs=$(grep -o "E2E-GEN gen=$gen .* rngseed=[0-9]*" "$log" | head -n1 | sed 's/.* rngseed=//')
+				case "$rs" in
+				''|*[!0-9]*) srcbad+=" gen$gen:no-rngseed-count"; continue ;;
+				0) w=$want ;;
+				*) w=$withks; nks=$((nks + 1)) ;;
+				esac
+				case " $w " in *" $got "*) ;; *) srcbad+=" gen$gen:${got:-none}(rngseed=$rs)" ;; esac
 			done <<<"$rows"
-			e2e_tap "$([ -z "$srcbad" ]; echo $?)" "$name: rerand verify reports the entropy sources of -cpu $E2E_RUN_CPU ($want)" "${srcbad# }"
+			e2e_tap "$([ -z "$srcbad" ]; echo $?)" "$name: rerand verify reports the entropy sources of -cpu $E2E_RUN_CPU ($want), with kernel-seed exactly when a SETUP_RNG_SEED node was passed ($nks of $nkexec kexecs)" "${srcbad# }"
 		fi
 	else
 		# Stock kexec is known to lose physical randomization on UEFI
