@@ -23,7 +23,7 @@ endif
 WARN        := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 CFLAGS      ?= -O2 -g
 CPPFLAGS    += -Iinclude -Isrc -Isrc/shared -D_GNU_SOURCE
-LIBS_PKG    := libelf liblzma libzstd liblz4 zlib lzo2
+LIBS_PKG    := libelf liblzma libzstd liblz4 zlib lzo2 libcrypto
 LIB_CFLAGS  := $(shell $(PKG_CONFIG) --cflags $(LIBS_PKG) 2>/dev/null)
 LIB_LIBS    := $(shell $(PKG_CONFIG) --libs $(LIBS_PKG) 2>/dev/null) \
                $(shell $(PKG_CONFIG) --libs bzip2 2>/dev/null || echo -lbz2) -lm
