@@ -10,6 +10,7 @@
 #include "image.h"
 #include "kernel.h"
 #include "select.h"
+#include "sign.h"
 #include "status.h"
 
 #define MAX_KERNEL_FILE (512u << 20)
@@ -21,11 +22,16 @@ int cmd_image(int argc, char **argv)
 		{ "relocs", required_argument, NULL, 'r' },
 		{ "codec", required_argument, NULL, 'c' },
 		{ "lz4-level", required_argument, NULL, 'l' },
+		{ "sign-key", required_argument, NULL, 'K' },
+		{ "sign-cert", required_argument, NULL, 'C' },
+		{ "sign-engine", required_argument, NULL, 'E' },
+		{ "sign-addcert", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *out = NULL, *relocs = NULL;
 	struct rr_image_opts o = { .codec = RERAND_CODEC_LZ4 };
+	struct rr_sign_opts so = { .sbsign = getenv("RERAND_SBSIGN") };
 	struct rr_kernel k;
 	struct rr_err e;
 	uint8_t *img;
@@ -56,15 +62,27 @@ int cmd_image(int argc, char **argv)
 			o.lz4_level = (int)v;
 			break;
 		}
+		case 'K': so.key = optarg; break;
+		case 'C': so.cert = optarg; break;
+		case 'E': so.engine = optarg; break;
+		case 'A': so.addcert = optarg; break;
 		case 'h':
-			puts("Usage: rerand image KERNEL -o IMAGE [--relocs FILE] [--codec lz4|none] [--lz4-level N]");
+			puts("Usage: rerand image KERNEL -o IMAGE [--relocs FILE] [--codec lz4|none] [--lz4-level N]\n"
+			     "                    [--sign-key KEY --sign-cert CERT [--sign-engine ENGINE]\n"
+			     "                     [--sign-addcert CERTS]]");
 			return 0;
 		default:
 			return EXIT_USAGE;
 		}
 	}
 	if (optind != argc - 1 || !out) {
-		cli_err("image: usage: rerand image KERNEL -o IMAGE [--relocs FILE] [--codec lz4|none]");
+		cli_err("image: usage: rerand image KERNEL -o IMAGE [--relocs FILE] [--codec lz4|none] "
+			"[--sign-key KEY --sign-cert CERT]");
+		return EXIT_USAGE;
+	}
+	if (!so.key != !so.cert || ((so.engine || so.addcert) && !so.key)) {
+		cli_err("image: --sign-key and --sign-cert go together (--sign-engine and "
+			"--sign-addcert need both)");
 		return EXIT_USAGE;
 	}
 	r = rr_kernel_load(argv[optind], relocs, &k, &e);
@@ -79,7 +97,10 @@ int cmd_image(int argc, char **argv)
 		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;
 	}
-	r = rr_write_file_atomic(out, img, len, &e);
+	if (so.key)
+		r = rr_sign_image_file(img, len, out, &so, &e);
+	else
+		r = rr_write_file_atomic(out, img, len, &e);
 	free(img);
 	if (r < 0) {
 		cli_err("%s", e.msg);

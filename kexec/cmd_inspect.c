@@ -65,8 +65,9 @@ static void print_kernel(const char *path, const struct rr_kernel *k, bool json)
 		printf("{\"file\":\"%s\",\"type\":\"%s\",\"codec\":\"%s\",\"file_size\":%zu,",
 		       path, k->is_bzimage ? "bzImage" : "vmlinux", rr_kcodec_name(k->codec), k->file_size);
 		if (k->is_bzimage)
-			printf("\"protocol\":\"%u.%02u\",\"payload_size\":%llu,\"kernel_version\":\"%s\",",
-			       k->bz.version >> 8, k->bz.version & 0xff,
+			printf("\"protocol\":\"%u.%02u\",\"xloadflags\":%u,\"payload_size\":%llu,"
+			       "\"kernel_version\":\"%s\",", k->bz.version >> 8, k->bz.version & 0xff,
+			       k->bz.xloadflags,
 			       (unsigned long long)k->bz.payload_length, k->bz.kernel_version);
 		printf("\"decoded_size\":%zu,\"mem_size\":%llu,\"entry_offset\":%llu,\"segments\":[",
 		       k->payload_len, (unsigned long long)v->mem_size,
@@ -85,7 +86,9 @@ static void print_kernel(const char *path, const struct rr_kernel *k, bool json)
 	printf("%s: %s kernel\n", path, k->is_bzimage ? "bzImage" : "vmlinux");
 	if (k->is_bzimage) {
 		printf("  version:        %s\n", k->bz.kernel_version[0] ? k->bz.kernel_version : "(none)");
-		printf("  boot protocol:  %u.%02u\n", k->bz.version >> 8, k->bz.version & 0xff);
+		printf("  boot protocol:  %u.%02u, xloadflags 0x%x (%s 5-level paging)\n",
+		       k->bz.version >> 8, k->bz.version & 0xff, k->bz.xloadflags,
+		       k->bz.xloadflags & RERAND_XLF_5LEVEL ? "supports" : "no");
 		printf("  payload:        %s, %llu bytes -> %zu bytes\n", rr_kcodec_name(k->codec),
 		       (unsigned long long)k->bz.payload_length, k->payload_len);
 	}
@@ -106,21 +109,26 @@ static void print_image(const char *path, size_t len, const struct rr_image *im,
 {
 	const struct rerand_image_header *h = &im->hdr;
 	uint64_t vs = rr_virt_slot_count(h->mem_size), stored = 0, decoded = 0;
-	char vb[16];
+	char vb[16], stage_hex[65];
 
 	for (unsigned i = 0; i < h->nr_segments; i++) {
 		stored += h->seg[i].data_size;
 		decoded += h->seg[i].file_size;
 	}
 	rr_bits_text(vs, vb, sizeof(vb));
+	for (unsigned i = 0; i < 32; i++)
+		snprintf(stage_hex + 2 * i, 3, "%02x", h->stage_sha256[i]);
 	if (json) {
-		printf("{\"file\":\"%s\",\"type\":\"rerand-image\",\"image_version\":%u,"
+		printf("{\"file\":\"%s\",\"type\":\"rerand-image\",\"stage_sha256\":\"%s\","
+		       "\"xlf_5level\":%s,\"signature_size\":%u,", path, stage_hex,
+		       im->xloadflags & RERAND_XLF_5LEVEL ? "true" : "false", im->cert_size);
+		printf("\"image_version\":%u,"
 		       "\"kernel_version\":\"%s\",\"protocol\":\"%u.%02u\",\"xloadflags\":%u,"
 		       "\"file_size\":%zu,\"init_size\":%u,\"kernel_alignment\":%u,\"codec\":\"%s\","
 		       "\"stored_size\":%llu,\"decoded_size\":%llu,\"mem_size\":%llu,"
 		       "\"entry_offset\":%llu,\"segments\":%u,\"reloc_layout\":%u,\"relocs64\":%u,"
 		       "\"inverse32\":%u,\"relocs32\":%u,\"virt_slots\":%llu,\"virt_bits\":%s",
-		       path, h->version, im->kernel_version, im->protocol >> 8, im->protocol & 0xff,
+		       h->version, im->kernel_version, im->protocol >> 8, im->protocol & 0xff,
 		       im->xloadflags, len, im->init_size, im->kernel_alignment,
 		       h->codec == RERAND_CODEC_LZ4 ? "lz4" : "none", (unsigned long long)stored,
 		       (unsigned long long)decoded, (unsigned long long)h->mem_size,
@@ -128,11 +136,14 @@ static void print_image(const char *path, size_t len, const struct rr_image *im,
 		       h->nr_reloc64, h->nr_inverse32, h->nr_reloc32, (unsigned long long)vs, vb);
 		return;
 	}
-	printf("%s: rerand image, format %u\n", path, h->version);
+	printf("%s: rerand image, format %u%s\n", path, h->version,
+	       im->cert_size ? ", with a signature appended" : "");
 	printf("  kernel version: %s\n", im->kernel_version[0] ? im->kernel_version : "(none)");
-	printf("  boot protocol:  %u.%02u, xloadflags 0x%x, init_size %u, alignment %u\n",
-	       im->protocol >> 8, im->protocol & 0xff, im->xloadflags, im->init_size,
-	       im->kernel_alignment);
+	printf("  boot protocol:  %u.%02u, xloadflags 0x%x (%s), init_size %u, alignment %u\n",
+	       im->protocol >> 8, im->protocol & 0xff, im->xloadflags,
+	       im->xloadflags & RERAND_XLF_5LEVEL ? "64-bit, above 4G, 5-level paging" :
+	       "64-bit, above 4G, no 5-level paging", im->init_size, im->kernel_alignment);
+	printf("  stage:          SHA-256 %s\n", stage_hex);
 	printf("  segments:       %u, %s, %llu bytes stored -> %llu bytes\n", h->nr_segments,
 	       h->codec == RERAND_CODEC_LZ4 ? "lz4" : "uncompressed", (unsigned long long)stored,
 	       (unsigned long long)decoded);
