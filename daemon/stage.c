@@ -328,10 +328,15 @@ int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_er
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return rr_errf(e, errno, "%s: cannot create: %s", dir, strerror(errno));
 	if (p->source == RR_IMG_SIGNED_HERE) {
-		/* sbsign's work, in `rerand image`: no capability needed */
+		/* sbsign's work, in `rerand image`: no capability needed.  A
+		 * pkcs11: URI is a key on a token, through OpenSSL's pkcs11 engine. */
 		char *argv[] = { (char *)c->rerand_bin, "image", p->kernel, "-o", p->image,
 				 "--sign-key", (char *)c->sign_key, "--sign-cert", (char *)c->sign_cert,
-				 NULL };
+				 NULL, NULL, NULL };
+		if (!strncmp(c->sign_key, "pkcs11:", 7)) {
+			argv[9] = "--sign-engine";
+			argv[10] = "pkcs11";
+		}
 		r = run_argv(argv, 600, RR_CHILD_NO_CAPS);
 		if (r != 0)
 			return rr_errf(e, r < 0 ? -r : EIO, "%s image %s --sign-key %s --sign-cert %s "
