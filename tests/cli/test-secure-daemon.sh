@@ -152,7 +152,7 @@ sleep 4                         # several CheckInterval=1s evaluations
 reason="the kernel is locked down (lockdown: integrity, Secure Boot: on) and there is no signed image of $KERNEL for release $REL: put one at $tmp/blocked/signed/$REL.img (made with 'rerand image --sign-key KEY --sign-cert CERT' on a build host), or set SignKey= and SignCert= in [Stage] (signing on this machine weakens lockdown); see docs/secure-boot.md"
 echo "# blocked: $(st blocked | grep '^stage error:')"
 check "no signed image: status gives the reason" status_has blocked "stage error:       $reason"
-check "no signed image: not staged, and the reboot is held back (blocked: not staged)" \
+check "no signed image: not staged; json says locked down, Secure Boot on, integrity" \
 	eval 'status_has blocked "staged:            no" && st blocked --json | python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(not (d[\"staged\"] is False and d[\"locked_down\"] is True and d[\"secure_boot\"]==\"on\" and d[\"lockdown\"]==\"integrity\"))"'
 check "no signed image: the reason is logged once, not at every check ($(grep -c 'staging failed' "$tmp/blocked/log") lines)" \
 	test "$(grep -cF "staging failed: $reason" "$tmp/blocked/log")" = 1
