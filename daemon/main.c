@@ -479,7 +479,8 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 		    strcmp(c->run_dir, d->cfg.run_dir) || strcmp(c->kmsg, d->cfg.kmsg))
 			rr_log(RR_LOG_WARNING, "directory, socket and kmsg changes take effect on restart");
 		bool restage = strcmp(c->kernel, d->cfg.kernel) || strcmp(c->initrd, d->cfg.initrd) ||
-			       strcmp(c->cmdline, d->cfg.cmdline) || c->cmdline_set != d->cfg.cmdline_set;
+			       strcmp(c->cmdline, d->cfg.cmdline) || c->cmdline_set != d->cfg.cmdline_set ||
+			       stage_secure_changed(c, &d->cfg);
 		bool recrash = restage || c->crash_mode != d->cfg.crash_mode ||
 			       strcmp(c->crash_kernel, d->cfg.crash_kernel) ||
 			       strcmp(c->crash_initrd, d->cfg.crash_initrd) ||

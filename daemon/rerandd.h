@@ -306,6 +306,8 @@ int stage_load_run(const struct rr_config *c, const struct rr_stage_plan *p, boo
 		   char *msg, size_t len);
 /* The same for staging, the message in e. */
 int stage_load(const struct rr_config *c, const struct rr_stage_plan *p, struct rr_err *e);
+/* A reload changed where signed images come from: stage again. */
+bool stage_secure_changed(const struct rr_config *a, const struct rr_config *b);
 struct rr_view;
 /* The view's Secure Boot fields: the state now, the staged plan's signer. */
 void stage_view_secure(const struct rr_config *c, const struct rr_stage_plan *staged,

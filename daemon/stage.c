@@ -474,6 +474,13 @@ void stage_view_secure(const struct rr_config *c, const struct rr_stage_plan *st
 	snprintf(v->signer, sizeof(v->signer), "%s", staged ? staged->signer : "");
 }
 
+bool stage_secure_changed(const struct rr_config *a, const struct rr_config *b)
+{
+	return strcmp(a->signed_dir, b->signed_dir) || strcmp(a->sign_key, b->sign_key) ||
+	       strcmp(a->sign_cert, b->sign_cert) || strcmp(a->lockdown_file, b->lockdown_file) ||
+	       strcmp(a->secureboot_file, b->secureboot_file);
+}
+
 /* <sha>.img or <sha>.signed.img */
 static bool image_of(const char *name, const char *sha)
 {

@@ -163,6 +163,12 @@ check "no signed image: status shows Secure Boot on, lockdown integrity" \
 check "no signed image: metrics say locked down, nothing signed staged" \
 	eval 'grep -qx "rerand_locked_down 1" "$tmp/blocked/run/rerand.prom" && grep -qx "rerand_staged_image_signed 0" "$tmp/blocked/run/rerand.prom" && grep -qx "rerand_secure_boot_info{state=\"on\"} 1" "$tmp/blocked/run/rerand.prom"'
 
+# a reload that gives it a key ends the block at once (not at the next retry)
+printf '[Stage]\nSignKey=%s\nSignCert=%s\n' "$tmp/db.key" "$tmp/db.crt" >"$tmp/blocked/conf.d/key.conf"
+kill -HUP "$(cat "$tmp/blocked/pid")"
+check "blocked, then SignKey= by a reload: staged within 30 s, signed here" \
+	eval 'wait_for 30 staged blocked && status_has blocked "staged image:      signed-here, signed by \"$SUBJECT\"" && ! status_has blocked "stage error:"'
+
 # ---- a pre-signed image: staged byte for byte through kexec_file_load ------------------------
 wait_for 30 staged presigned
 check "pre-signed: staged, status names the source and the signer" \
