@@ -130,7 +130,7 @@ check "integrity + Secure Boot, unsigned image: refused before kexec runs (exit 
 load integ-crash RERAND_LOCKDOWN_FILE="$tmp/ld-integrity" RERAND_SECUREBOOT_FILE="$tmp/sb-on" -- --crash
 check "the same for a crash kernel (no kexec -p, so the loaded one is not dropped)" \
 	bash -c "[ $rc -eq 1 ] && [ $(calls integ-crash) -eq 0 ] && grep -qF 'not signed, and the kernel is locked down' '$tmp/integ-crash.err'"
-load conf RERAND_LOCKDOWN_FILE="$tmp/ld-conf" RERAND_SECUREBOOT_FILE="$tmp/absent" --
+load conf RERAND_LOCKDOWN_FILE="$tmp/ld-conf" RERAND_SECUREBOOT_FILE=/nonexistent/efivars/SecureBoot --
 check "confidentiality without EFI: refused, names the mode" \
 	bash -c "[ $rc -eq 1 ] && [ $(calls conf) -eq 0 ] && grep -qF '(lockdown: confidentiality, Secure Boot: unsupported)' '$tmp/conf.err'"
 load nold RERAND_LOCKDOWN_FILE="$tmp/absent" RERAND_SECUREBOOT_FILE="$tmp/sb-on" --

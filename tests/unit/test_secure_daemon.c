@@ -272,6 +272,7 @@ static void test_view(void)
 	     strstr(buf, "rerand_staged_image_info{source=\"pre-signed\",signer=\"CN=Fleet \\\"db\\\" key\"} 1\n"),
 	     "metrics: Secure Boot, lockdown, signed, signer label escaped");
 	set_state(NULL, -1);
+	snprintf(c.secureboot_file, sizeof(c.secureboot_file), "/nonexistent/efivars/SecureBoot-x");
 	stage_view_secure(&c, NULL, &v);
 	v.staged = false;
 	T_OK(!strcmp(v.secure_boot, "unsupported") && !strcmp(v.lockdown, "unknown") && !v.locked &&
