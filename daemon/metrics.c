@@ -34,7 +34,7 @@ static int format_secure(const struct rr_view *v, char *buf, size_t len)
 
 	label(signer, sizeof(signer), v->signer);
 	n = snprintf(buf, len,
-		"# HELP rerand_secure_boot_info The firmware's Secure Boot state (on, off, unsupported).\n"
+		"# HELP rerand_secure_boot_info The firmware's Secure Boot state (on, off, unsupported, unknown).\n"
 		"# TYPE rerand_secure_boot_info gauge\n"
 		"rerand_secure_boot_info{state=\"%s\"} 1\n"
 		"# HELP rerand_lockdown_info The kernel's lockdown mode (none, integrity, confidentiality, unknown).\n"
