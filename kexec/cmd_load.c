@@ -157,9 +157,15 @@ static void report_failure(const char *path, const char *kexec, bool file_syscal
 	size_t n;
 
 	line = file_syscall ? rr_kexec_sig_refusal(out, &n) : NULL;
+	/* EPERM has two causes besides a signature */
 	if (line && strstr(line, strerror(EPERM)) && !kexec_have_cap_sys_boot()) {
 		cli_err("%s: kexec said \"%.*s\": this process lacks CAP_SYS_BOOT (run it as root); %s",
 			path, (int)n, line, after);
+		return;
+	}
+	if (line && strstr(line, strerror(EPERM)) && kexec_disabled()) {
+		cli_err("%s: kexec said \"%.*s\": kexec is disabled until the next boot "
+			"(/proc/sys/kernel/kexec_load_disabled is 1); %s", path, (int)n, line, after);
 		return;
 	}
 	if (line && sig->is_signed) {
