@@ -168,13 +168,22 @@ static void report_failure(const char *path, const char *kexec, bool file_syscal
 			"(/proc/sys/kernel/kexec_load_disabled is 1); %s", path, (int)n, line, after);
 		return;
 	}
+	if (line && sig->is_signed &&
+	    (strstr(line, strerror(EBADMSG)) || strstr(line, strerror(ELIBBAD)))) {
+		cli_err("%s: the kernel could not use the image's signature (kexec said \"%.*s\"): the "
+			"signature or the PE header is malformed, or the file changed after it was signed "
+			"by \"%s\". Sign it again with 'rerand image --sign-key KEY --sign-cert CERT' and "
+			"ship it unchanged; %s", path, (int)n, line, sig->subject, after);
+		return;
+	}
 	if (line && sig->is_signed) {
 		cli_err("%s: the kernel refused the image's signature (kexec said \"%.*s\"): it is signed "
 			"by \"%s\" (issuer \"%s\"), a key in none of the keyrings kexec_file_load trusts: "
 			".secondary_trusted_keys, .machine (MOK) and .platform (UEFI db)%s. Enroll the "
 			"signing certificate with 'mokutil --import CERT', or sign with a key the kernel "
-			"trusts; %s", path, (int)n, line, sig->subject, sig->issuer,
+			"trusts%s; %s", path, (int)n, line, sig->subject, sig->issuer,
 			ld->locked ? "" : " (the kernel enforces signatures although it is not locked down)",
+			strstr(line, strerror(EPERM)) ? " (the kernel's log has its own reason: dmesg)" : "",
 			after);
 		return;
 	}
