@@ -110,6 +110,18 @@ bool kexec_crng_ready(void)
 	do
 		n = getrandom(&b, 1, GRND_NONBLOCK);
 	while (n < 0 && errno == EINTR);
+	if (n == 1)
+		return true;
+	/*
+	 * The kernel (kexec_file_load) and kexec-tools (kexec_load) add their
+	 * SETUP_RNG_SEED only once the CRNG is ready.  Early in a boot on a CPU
+	 * without RDRAND it may not be yet: a blocking getrandom() makes the
+	 * kernel gather jitter entropy (Linux >= 5.4), which takes about a
+	 * second, instead of staging a weaker boot.
+	 */
+	do
+		n = getrandom(&b, 1, 0);
+	while (n < 0 && errno == EINTR);
 	return n == 1;
 }
 

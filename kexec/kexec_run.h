@@ -16,8 +16,8 @@ int kexec_run_capture(const char *kexec, char *const args[], int which, char *ou
 void kexec_tools_version(const char *kexec, int ret[3]);
 /* The running kernel's major.minor from uname(); -1s if unreadable. */
 void kexec_running_release(int ret[2]);
-/* getrandom(GRND_NONBLOCK) succeeds: the CRNG is ready, the condition
- * under which the kernel and kexec-tools add a SETUP_RNG_SEED node. */
+/* The CRNG is ready, the condition under which the kernel and kexec-tools
+ * add a SETUP_RNG_SEED node; waits for it (blocking getrandom) if not. */
 bool kexec_crng_ready(void);
 /* kernel.kexec_load_disabled is 1: no kexec at all until the next boot. */
 bool kexec_disabled(void);
