@@ -141,7 +141,7 @@ sb_images() {
 
 # sb_root DIR: busybox, rerand (when built), /init = sb-init.sh, and
 # /sbin/kexec as a wrapper logging the options of each call before running
-# the real one (/sbin/kexec.real).
+# the real one (/sbin/kexec.real), as "kexec,-s,-l,--initrd,...".
 sb_root() {
 	local r=$1 a
 	mkdir -p "$r"/{bin,sbin,proc,sys,dev,tmp,boot,etc}
@@ -153,7 +153,7 @@ sb_root() {
 	cat >"$r/sbin/kexec" <<'EOF'
 #!/bin/sh
 f=
-for a in "$@"; do case "$a" in -*) f="$f ${a%%=*}" ;; esac; done
+for a in "$@"; do case "$a" in -*) f="$f,${a%%=*}" ;; esac; done
 echo "kexec${f}" >>/tmp/kexec.calls
 exec /sbin/kexec.real "$@"
 EOF
@@ -268,8 +268,8 @@ sb_check_fw() {
 # the Secure Boot firmware, -cpu max.
 sb_qemu() { e2e_qemu "$1" "$2" "$3" "$4" ovmf-sb max "$5" "$6" q35; }
 
-# sb_lines LOG TAG: the guest's TAG lines, without time stamps.
-sb_lines() { grep -a -o "$2 .*" "$1"; }
+# sb_lines LOG PREFIX: the guest's lines starting with PREFIX, without time stamps.
+sb_lines() { grep -a -o "$2.*" "$1"; }
 
 # sb_field LINE KEY: like crash_field, but the value of msg= runs to the end.
 sb_field() {
@@ -277,6 +277,17 @@ sb_field() {
 	msg) case "$1" in *" msg="*) echo "${1#* msg=}" ;; *) return 1 ;; esac ;;
 	*) crash_field "${1%% msg=*}" "$2" ;;
 	esac
+}
+
+# sb_calls_file CALLS OP: the kexec calls a load made (kexec,-s,-l,...;...)
+# were all kexec_file_load (-s) with OP (-l or -p), and there was one.
+sb_calls_file() {
+	local c
+	[ "$1" != none ] && [ -n "$1" ] || return 1
+	for c in ${1//;/ }; do
+		case ",$c," in *,-s,*) ;; *) return 1 ;; esac
+		case ",$c," in *,"$2",*) ;; *) return 1 ;; esac
+	done
 }
 
 # sb_check_lockdown NAME LOG ROLE N: generations 0..N of ROLE report a
@@ -291,7 +302,7 @@ sb_check_lockdown() {
 		case "$ld" in integrity|confidentiality) ;; *) bad+=" gen$g:lockdown=$ld" ;; esac
 		[ "$(sb_field "$line" bp_secure_boot)" = 3 ] || bad+=" gen$g:bp_secure_boot=$(sb_field "$line" bp_secure_boot)"
 	done
-	e2e_tap "$([ -z "$bad" ]; echo $?)" "$name: locked down in every boot ($(echo $levels | tr ' ' '\n' | sort | uniq -c | awk '{printf "%s%s x%s", NR > 1 ? ", " : "", $2, $1}'))" "${bad# }"
+	e2e_tap "$([ -z "$bad" ]; echo $?)" "$name: locked down in every boot ($(echo $levels | tr ' ' '\n' | sort | uniq -c | awk '{printf "%s%s x%s", (NR > 1 ? ", " : ""), $2, $1}'))" "${bad# }"
 }
 
 # sb_check_base NAME LOG: generation 0's stock kexec: kexec_load refused,
@@ -308,7 +319,7 @@ sb_check_base() {
 	[ "$(sb_field "$l" rc)" != 0 ] || bad+=" kexec -l exited 0"
 	[ "$(sb_field "$l" loaded)" = 0 ] || bad+=" kexec_loaded=$(sb_field "$l" loaded) after kexec -l"
 	e2e_tap "$([ -z "$bad" ]; echo $?)" "$name: stock kexec -l (kexec_load) refused under lockdown" "${bad# }"
-	e2e_note "$name: kexec -l said: $(sb_field "$l" msg | cut -c1-160)"
+	e2e_note "$name: kexec -l said: $(sb_field "$l" msg | sed 's/ entry *=.*//' | cut -c1-160)"
 	bad=""
 	[ "$(sb_field "$s" rc)" = 0 ] || bad+=" kexec -s -l exited $(sb_field "$s" rc): $(sb_field "$s" msg | cut -c1-160)"
 	[ "$(sb_field "$s" loaded)" = 1 ] || bad+=" kexec_loaded=$(sb_field "$s" loaded)"
@@ -339,11 +350,7 @@ sb_check_chain() {
 		calls=$(sb_field "$line" calls)
 		[ "$(sb_field "$line" rc)" = 0 ] || bad+=" gen$g:rc=$(sb_field "$line" rc)($(sb_field "$line" msg | cut -c1-120))"
 		[ "$(sb_field "$line" loaded)" = 1 ] || bad+=" gen$g:kexec_loaded=$(sb_field "$line" loaded)"
-		case ";$calls;" in
-		*";kexec -s -l"*) ;;
-		*) bad+=" gen$g:calls=$calls" ;;
-		esac
-		grep -q ';kexec -l' <<<";$calls" && bad+=" gen$g:kexec_load-tried"
+		sb_calls_file "$calls" -l || bad+=" gen$g:calls=$calls"
 		seen=$calls
 	done
 	local who="stock kexec -s -l"
@@ -380,10 +387,10 @@ sb_table() {
 		*) v="rc=${ver%% *}"; v=${v#rc=rc=}; v="rc=$v" ;;
 		esac
 		d=""
-		for k in $seenv; do [ "${k#*:}" = "$text" ] && d+="virtual=gen${k%%:*} "; done
-		for k in $seenp; do [ "${k#*:}" = "$cs" ] && d+="physical=gen${k%%:*} "; done
+		for k in $seenv; do [ "${k#*:}" = "$text" ] && { d+="virtual as gen${k%%:*} "; break; }; done
+		for k in $seenp; do [ "${k#*:}" = "$cs" ] && { d+="physical as gen${k%%:*}"; break; }; done
 		seenv+=" $gen:$text"; seenp+=" $gen:$cs"
-		printf '# %s: %-3s %-10s %-22s %-34s %s\n' "$name" "$gen" "${ld:-?}" "$v" "$(sb_sources "$ver" | sed 's/^$/-/')" "${d:-yes (virtual and physical new)}"
+		printf '# %s: %-3s %-10s %-22s %-34s %s\n' "$name" "$gen" "${ld:-?}" "$v" "$(sb_sources "$ver" | sed 's/^$/-/')" "${d:+no: }${d:-yes}"
 	done <<<"$rows"
 }
 
@@ -445,8 +452,8 @@ sb_crash_boot() {
 sb_check_crash() {
 	local name=$1 dir=$2 loader=$3 log=$2/serial.log
 	local first crash load why="" bad=""
-	first=$(sb_lines "$log" E2E-FIRST | head -n1)
-	crash=$(sb_lines "$log" E2E-CRASH | head -n1)
+	first=$(sb_lines "$log" "E2E-FIRST " | head -n1)
+	crash=$(sb_lines "$log" "E2E-CRASH " | head -n1)
 	load=$(sb_lines "$log" 'E2E-SB-LOAD gen=0 crash=1 ' | head -n1)
 	[ -n "$first" ] && [ -n "$crash" ] || why=$(crash_why_dead "$log" "$(cat "$dir/rc")")
 	e2e_tap "$([ -z "$why" ]; echo $?)" "$name: panic, crash kernel booted and reported ($(cat "$dir/secs") s)" "$why"
@@ -458,7 +465,7 @@ sb_check_crash() {
 	local calls=$(sb_field "$load" calls)
 	[ "$(sb_field "$load" rc)" = 0 ] || bad+=" exit $(sb_field "$load" rc): $(sb_field "$load" msg | cut -c1-160)"
 	[ "$(sb_field "$load" loaded)" = 1 ] || bad+=" kexec_crash_loaded=$(sb_field "$load" loaded)"
-	case ";$calls;" in *";kexec -s -p"*) ;; *) bad+=" kexec calls: $calls" ;; esac
+	sb_calls_file "$calls" -p || bad+=" kexec calls: $calls"
 	local who="kexec -s -p"
 	[ "$loader" = rerand ] && who="rerand load --crash picked kexec -s -p by itself"
 	e2e_tap "$([ -z "$bad" ]; echo $?)" "$name: $who and the crash kernel is loaded" "${bad# }"

@@ -22,7 +22,6 @@ export PATH=/bin:/sbin
 mount -t proc proc /proc || { echo "E2E-FAIL cannot mount /proc"; poweroff -f; }
 mount -t sysfs sysfs /sys
 mount -t securityfs securityfs /sys/kernel/security 2>/dev/null
-mount -t efivarfs efivarfs /sys/firmware/efi/efivars 2>/dev/null
 echo 1 >/proc/sys/kernel/printk
 echo 0 >/proc/sys/kernel/kptr_restrict
 
@@ -61,14 +60,13 @@ calls() {
 	rm -f /tmp/kexec.calls
 }
 
-# What this kernel says about Secure Boot: the lockdown level in force, the
-# firmware's SecureBoot variable (byte 4 after the attributes) and the
-# boot_params secure_boot byte at 0x1ec (3 = enabled) that kexec hands on.
+# What this kernel says about Secure Boot: the lockdown level in force and
+# the boot_params secure_boot byte at 0x1ec (3 = enabled) that kexec hands
+# on from the first kernel's EFI stub.
 lockdown=$(sed -n 's/.*\[\([a-z]*\)\].*/\1/p' /sys/kernel/security/lockdown 2>/dev/null)
-efivar=$(od -An -tu1 -j 4 -N 1 /sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c 2>/dev/null | tr -d ' \n')
 bpsb=$(od -An -tu1 -j 492 -N 1 /sys/kernel/boot_params/data 2>/dev/null | tr -d ' \n')
 echo
-echo "E2E-SB role=$role gen=$gen lockdown=${lockdown:-none} efivar=${efivar:-absent} bp_secure_boot=${bpsb:-?} loader=$loader"
+echo "E2E-SB role=$role gen=$gen lockdown=${lockdown:-none} bp_secure_boot=${bpsb:-?} loader=$loader"
 
 text=$(sed -n '/ [Tt] _text$/{s/ .*//p;q}' /proc/kallsyms)
 [ -n "$text" ] || fail "no _text in /proc/kallsyms"
