@@ -23,7 +23,7 @@ endif
 WARN        := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 CFLAGS      ?= -O2 -g
 CPPFLAGS    += -Iinclude -Isrc -Isrc/shared -D_GNU_SOURCE
-LIBS_PKG    := libelf liblzma libzstd liblz4 zlib lzo2
+LIBS_PKG    := libelf liblzma libzstd liblz4 zlib lzo2 libcrypto
 LIB_CFLAGS  := $(shell $(PKG_CONFIG) --cflags $(LIBS_PKG) 2>/dev/null)
 LIB_LIBS    := $(shell $(PKG_CONFIG) --libs $(LIBS_PKG) 2>/dev/null) \
                $(shell $(PKG_CONFIG) --libs bzip2 2>/dev/null || echo -lbz2) -lm
@@ -32,7 +32,9 @@ HOST_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(LIB_CFLAGS) -MMD -MP
 # ---- shared code (built twice) and the hosted library ----------------------
 SHARED_SRCS := $(sort $(wildcard src/shared/*.c))
 LIB_SRCS    := $(sort $(wildcard src/*.c))
-LIB_OBJS    := $(LIB_SRCS:%.c=$(O)/host/%.o) $(SHARED_SRCS:%.c=$(O)/host/%.o)
+# src/efistub.S: the bytes of the EFI entry stub the writer copies into images.
+LIB_ASM_OBJS := $(O)/host/src/efistub.o
+LIB_OBJS    := $(LIB_SRCS:%.c=$(O)/host/%.o) $(SHARED_SRCS:%.c=$(O)/host/%.o) $(LIB_ASM_OBJS)
 LIBRERAND   := $(O)/librerand.a
 
 # ---- the purgatory stage -----------------------------------------------------
@@ -84,6 +86,11 @@ $(O)/host/%.o: %.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(HOST_CFLAGS) -c -o $@ $<
+
+$(O)/host/%.o: %.S
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  AS      $<")
+	$(Q)$(CC) -c -o $@ $<
 
 $(LIBRERAND): $(LIB_OBJS)
 	@$(if $(Q),echo "  AR      $@")
@@ -147,7 +154,7 @@ $(O)/tests/%: tests/unit/%.c $(LIBRERAND) $(LIBDAEMON) tests/unit/test.h
 # Fuzzers link the real parsers, compiled once with the sanitizers
 # (fuzzer-no-link) into their own objects.
 FUZZ_LIB_SRCS := $(LIB_SRCS) $(SHARED_SRCS) $(DAEMON_LIB_SRCS)
-FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.c=$(O)/fuzzobj/%.o)
+FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.c=$(O)/fuzzobj/%.o) $(LIB_ASM_OBJS)
 .SECONDARY: $(FUZZ_LIB_OBJS)
 
 $(O)/fuzzobj/%.o: %.c

@@ -10,6 +10,7 @@
 #include "image.h"
 #include "kernel.h"
 #include "select.h"
+#include "sign.h"
 #include "status.h"
 
 #define MAX_KERNEL_FILE (512u << 20)
@@ -21,11 +22,16 @@ int cmd_image(int argc, char **argv)
 		{ "relocs", required_argument, NULL, 'r' },
 		{ "codec", required_argument, NULL, 'c' },
 		{ "lz4-level", required_argument, NULL, 'l' },
+		{ "sign-key", required_argument, NULL, 'K' },
+		{ "sign-cert", required_argument, NULL, 'C' },
+		{ "sign-engine", required_argument, NULL, 'E' },
+		{ "sign-addcert", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *out = NULL, *relocs = NULL;
 	struct rr_image_opts o = { .codec = RERAND_CODEC_LZ4 };
+	struct rr_sign_opts so = { .sbsign = getenv("RERAND_SBSIGN") };
 	struct rr_kernel k;
 	struct rr_err e;
 	uint8_t *img;
@@ -56,15 +62,27 @@ int cmd_image(int argc, char **argv)
 			o.lz4_level = (int)v;
 			break;
 		}
+		case 'K': so.key = optarg; break;
+		case 'C': so.cert = optarg; break;
+		case 'E': so.engine = optarg; break;
+		case 'A': so.addcert = optarg; break;
 		case 'h':
-			puts("Usage: rerand image KERNEL -o IMAGE [--relocs FILE] [--codec lz4|none] [--lz4-level N]");
+			puts("Usage: rerand image KERNEL -o IMAGE [--relocs FILE] [--codec lz4|none] [--lz4-level N]\n"
+			     "                    [--sign-key KEY --sign-cert CERT [--sign-engine ENGINE]\n"
+			     "                     [--sign-addcert CERTS]]");
 			return 0;
 		default:
 			return EXIT_USAGE;
 		}
 	}
 	if (optind != argc - 1 || !out) {
-		cli_err("image: usage: rerand image KERNEL -o IMAGE [--relocs FILE] [--codec lz4|none]");
+		cli_err("image: usage: rerand image KERNEL -o IMAGE [--relocs FILE] [--codec lz4|none] "
+			"[--sign-key KEY --sign-cert CERT]");
+		return EXIT_USAGE;
+	}
+	if (!so.key != !so.cert || ((so.engine || so.addcert) && !so.key)) {
+		cli_err("image: --sign-key and --sign-cert go together (--sign-engine and "
+			"--sign-addcert need both)");
 		return EXIT_USAGE;
 	}
 	r = rr_kernel_load(argv[optind], relocs, &k, &e);
@@ -79,159 +97,11 @@ int cmd_image(int argc, char **argv)
 		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;
 	}
-	r = rr_write_file_atomic(out, img, len, &e);
+	if (so.key)
+		r = rr_sign_image_file(img, len, out, &so, &e);
+	else
+		r = rr_write_file_atomic(out, img, len, &e);
 	free(img);
-	if (r < 0) {
-		cli_err("%s", e.msg);
-		return EXIT_FAILURE_RR;
-	}
-	return 0;
-}
-
-static void print_kernel(const char *path, const struct rr_kernel *k, bool json)
-{
-	const struct rr_vmlinux *v = &k->elf;
-	uint64_t vs = rr_virt_slot_count(v->mem_size);
-	char vb[16];
-
-	rr_bits_text(vs, vb, sizeof(vb));
-	if (json) {
-		printf("{\"file\":\"%s\",\"type\":\"%s\",\"codec\":\"%s\",\"file_size\":%zu,",
-		       path, k->is_bzimage ? "bzImage" : "vmlinux", rr_kcodec_name(k->codec), k->file_size);
-		if (k->is_bzimage)
-			printf("\"protocol\":\"%u.%02u\",\"payload_size\":%llu,\"kernel_version\":\"%s\",",
-			       k->bz.version >> 8, k->bz.version & 0xff,
-			       (unsigned long long)k->bz.payload_length, k->bz.kernel_version);
-		printf("\"decoded_size\":%zu,\"mem_size\":%llu,\"entry_offset\":%llu,\"segments\":[",
-		       k->payload_len, (unsigned long long)v->mem_size,
-		       (unsigned long long)(v->entry - v->link_paddr));
-		for (unsigned i = 0; i < v->nr_seg; i++)
-			printf("%s{\"paddr\":%llu,\"vaddr\":%llu,\"filesz\":%llu,\"memsz\":%llu}",
-			       i ? "," : "", (unsigned long long)v->seg[i].paddr,
-			       (unsigned long long)v->seg[i].vaddr, (unsigned long long)v->seg[i].filesz,
-			       (unsigned long long)v->seg[i].memsz);
-		printf("],\"reloc_layout\":%u,\"relocs64\":%zu,\"inverse32\":%zu,\"relocs32\":%zu,"
-		       "\"virt_slots\":%llu,\"virt_bits\":%s}\n", k->relocs.layout,
-		       k->relocs.nr_reloc64, k->relocs.nr_inverse32, k->relocs.nr_reloc32,
-		       (unsigned long long)vs, vb);
-		return;
-	}
-	printf("%s: %s kernel\n", path, k->is_bzimage ? "bzImage" : "vmlinux");
-	if (k->is_bzimage) {
-		printf("  version:        %s\n", k->bz.kernel_version[0] ? k->bz.kernel_version : "(none)");
-		printf("  boot protocol:  %u.%02u\n", k->bz.version >> 8, k->bz.version & 0xff);
-		printf("  payload:        %s, %llu bytes -> %zu bytes\n", rr_kcodec_name(k->codec),
-		       (unsigned long long)k->bz.payload_length, k->payload_len);
-	}
-	printf("  in-memory size: %llu bytes (%.1f MiB)\n", (unsigned long long)v->mem_size,
-	       v->mem_size / 1048576.0);
-	printf("  entry:          link base + 0x%llx\n", (unsigned long long)(v->entry - v->link_paddr));
-	printf("  segments:       %u\n", v->nr_seg);
-	for (unsigned i = 0; i < v->nr_seg; i++)
-		printf("    paddr 0x%08llx vaddr 0x%016llx filesz %10llu memsz %10llu\n",
-		       (unsigned long long)v->seg[i].paddr, (unsigned long long)v->seg[i].vaddr,
-		       (unsigned long long)v->seg[i].filesz, (unsigned long long)v->seg[i].memsz);
-	printf("  relocations:    %u lists: %zu 64-bit, %zu inverse 32-bit, %zu 32-bit\n",
-	       k->relocs.layout, k->relocs.nr_reloc64, k->relocs.nr_inverse32, k->relocs.nr_reloc32);
-	printf("  virtual slots:  %llu (%s bits)\n", (unsigned long long)vs, vb);
-}
-
-static void print_image(const char *path, size_t len, const struct rr_image *im, bool json)
-{
-	const struct rerand_image_header *h = &im->hdr;
-	uint64_t vs = rr_virt_slot_count(h->mem_size), stored = 0, decoded = 0;
-	char vb[16];
-
-	for (unsigned i = 0; i < h->nr_segments; i++) {
-		stored += h->seg[i].data_size;
-		decoded += h->seg[i].file_size;
-	}
-	rr_bits_text(vs, vb, sizeof(vb));
-	if (json) {
-		printf("{\"file\":\"%s\",\"type\":\"rerand-image\",\"image_version\":%u,"
-		       "\"kernel_version\":\"%s\",\"protocol\":\"%u.%02u\",\"xloadflags\":%u,"
-		       "\"file_size\":%zu,\"init_size\":%u,\"kernel_alignment\":%u,\"codec\":\"%s\","
-		       "\"stored_size\":%llu,\"decoded_size\":%llu,\"mem_size\":%llu,"
-		       "\"entry_offset\":%llu,\"segments\":%u,\"reloc_layout\":%u,\"relocs64\":%u,"
-		       "\"inverse32\":%u,\"relocs32\":%u,\"virt_slots\":%llu,\"virt_bits\":%s}\n",
-		       path, h->version, im->kernel_version, im->protocol >> 8, im->protocol & 0xff,
-		       im->xloadflags, len, im->init_size, im->kernel_alignment,
-		       h->codec == RERAND_CODEC_LZ4 ? "lz4" : "none", (unsigned long long)stored,
-		       (unsigned long long)decoded, (unsigned long long)h->mem_size,
-		       (unsigned long long)h->entry_offset, h->nr_segments, h->reloc_layout,
-		       h->nr_reloc64, h->nr_inverse32, h->nr_reloc32, (unsigned long long)vs, vb);
-		return;
-	}
-	printf("%s: rerand image, format %u\n", path, h->version);
-	printf("  kernel version: %s\n", im->kernel_version[0] ? im->kernel_version : "(none)");
-	printf("  boot protocol:  %u.%02u, xloadflags 0x%x, init_size %u, alignment %u\n",
-	       im->protocol >> 8, im->protocol & 0xff, im->xloadflags, im->init_size,
-	       im->kernel_alignment);
-	printf("  segments:       %u, %s, %llu bytes stored -> %llu bytes\n", h->nr_segments,
-	       h->codec == RERAND_CODEC_LZ4 ? "lz4" : "uncompressed", (unsigned long long)stored,
-	       (unsigned long long)decoded);
-	printf("  in-memory size: %llu bytes (%.1f MiB)\n", (unsigned long long)h->mem_size,
-	       h->mem_size / 1048576.0);
-	printf("  entry:          link base + 0x%llx\n", (unsigned long long)h->entry_offset);
-	printf("  relocations:    %u lists: %u 64-bit, %u inverse 32-bit, %u 32-bit\n",
-	       h->reloc_layout, h->nr_reloc64, h->nr_inverse32, h->nr_reloc32);
-	printf("  virtual slots:  %llu (%s bits)\n", (unsigned long long)vs, vb);
-}
-
-int cmd_inspect(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "relocs", required_argument, NULL, 'r' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
-	const char *relocs = NULL;
-	bool json = false;
-	struct rr_err e;
-	uint8_t *buf;
-	size_t len;
-	int c, r;
-
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j': json = true; break;
-		case 'r': relocs = optarg; break;
-		case 'h':
-			puts("Usage: rerand inspect FILE [--relocs FILE] [--json]");
-			return 0;
-		default:
-			return EXIT_USAGE;
-		}
-	}
-	if (optind != argc - 1) {
-		cli_err("inspect: usage: rerand inspect FILE [--json]");
-		return EXIT_USAGE;
-	}
-	const char *path = argv[optind];
-	if (rr_read_file(path, MAX_KERNEL_FILE, &buf, &len, &e) < 0) {
-		cli_err("%s", e.msg);
-		return EXIT_FAILURE_RR;
-	}
-	if (rr_image_probe(buf, len)) {
-		struct rr_image im;
-		r = rr_image_parse(buf, len, path, &im, &e);
-		if (r == 0)
-			print_image(path, len, &im, json);
-	} else {
-		struct rr_kernel k;
-		uint8_t *rbuf = NULL;
-		size_t rlen = 0;
-		r = relocs ? rr_read_file(relocs, MAX_KERNEL_FILE, &rbuf, &rlen, &e) : 0;
-		if (r == 0)
-			r = rr_kernel_load_mem(buf, len, path, rbuf, rlen, relocs, &k, &e);
-		if (r == 0) {
-			print_kernel(path, &k, json);
-			rr_kernel_free(&k);
-		}
-		free(rbuf);
-	}
-	free(buf);
 	if (r < 0) {
 		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;

@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The image writer and reader.  An image is a bzImage-format file: a
- * two-sector setup part holding only a truthful setup header, then the
- * protected-mode part: stage (+0x200 entry), header, segments, relocations.
+ * two-sector setup part holding a PE/COFF header (so the file can be signed
+ * like a kernel) and a truthful setup header, then the protected-mode part:
+ * stage (+0x200 entry), header, segments, relocations.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <lz4.h>
 #include <lz4hc.h>
+#include <openssl/evp.h>
 
 #include "image.h"
+#include "pesig.h"
 #include "reloc.h"
 #include "select.h"
 #include "util.h"
@@ -67,9 +70,91 @@ static int compress_segment(const struct rr_image_opts *o, const uint8_t *src, s
 	return 0;
 }
 
+/* PE/COFF fields (PE Format, "Optional Header Image Only"), at offsets
+ * from the start of each header. */
+#define PE_OFFSET          0x40         /* e_lfanew: right after the DOS header */
+#define PE_OPT             (PE_OFFSET + 24)
+#define PE_OPT_SIZE        (112 + 8 * RR_IMAGE_PE_DATA_DIRS)
+#define PE_SECTION         (PE_OPT + PE_OPT_SIZE)
+#define PE_END             (PE_SECTION + 40)
+#define PE_IMAGE_BASE      0x10000000ULL
+#define PE_SECTION_RVA     RR_IMAGE_SECTION_ALIGN
+_Static_assert(PE_END <= H_SETUP_SECTS, "the PE header must end before the setup header");
+
+/* The headers the kernel's verify_pefile, sbsign, pesign and firmware read;
+ * the certificate directory stays zero until the file is signed. */
+static void write_pe(uint8_t *img, size_t pm_len)
+{
+	uint8_t *coff = img + PE_OFFSET + 4, *opt = img + PE_OPT, *sec = img + PE_SECTION;
+
+	img[0] = 'M';
+	img[1] = 'Z';
+	rr_put32(img + 0x3c, PE_OFFSET);
+	memcpy(img + PE_OFFSET, "PE\0\0", 4);
+	put16(coff + 0, 0x8664);                 /* Machine: AMD64 */
+	put16(coff + 2, 1);                      /* NumberOfSections */
+	/* TimeDateStamp, symbol table: 0 (reproducible output) */
+	put16(coff + 16, PE_OPT_SIZE);           /* SizeOfOptionalHeader */
+	put16(coff + 18, 0x0206);                /* EXECUTABLE_IMAGE | LINE_NUMS_STRIPPED |
+						    DEBUG_STRIPPED */
+	put16(opt + 0, 0x20b);                   /* PE32+ */
+	rr_put32(opt + 4, (uint32_t)pm_len);     /* SizeOfCode */
+	rr_put32(opt + 16, PE_SECTION_RVA + RR_IMAGE_EFI_STUB_OFFSET); /* AddressOfEntryPoint */
+	rr_put32(opt + 20, PE_SECTION_RVA);      /* BaseOfCode */
+	rr_put64(opt + 24, PE_IMAGE_BASE);
+	rr_put32(opt + 32, RR_IMAGE_SECTION_ALIGN);
+	rr_put32(opt + 36, RR_IMAGE_FILE_ALIGN);
+	rr_put32(opt + 56, (uint32_t)(PE_SECTION_RVA + RR_ALIGN_UP(pm_len, RR_IMAGE_SECTION_ALIGN)));
+	rr_put32(opt + 60, RR_IMAGE_PM_OFFSET);  /* SizeOfHeaders: the setup part */
+	/* CheckSum: write_pe_checksum(), once the file is complete. */
+	put16(opt + 68, 10);                     /* Subsystem: EFI application */
+	put16(opt + 70, 0x0100);                 /* DllCharacteristics: NX_COMPAT */
+	rr_put32(opt + 108, RR_IMAGE_PE_DATA_DIRS);
+	memcpy(sec, ".text\0\0\0", 8);
+	rr_put32(sec + 8, (uint32_t)pm_len);     /* VirtualSize */
+	rr_put32(sec + 12, PE_SECTION_RVA);
+	rr_put32(sec + 16, (uint32_t)pm_len);    /* SizeOfRawData: a multiple of FileAlignment */
+	rr_put32(sec + 20, RR_IMAGE_PM_OFFSET);  /* PointerToRawData */
+	rr_put32(sec + 36, 0x60000020);          /* CODE | EXECUTE | READ */
+}
+
+/* The PE CheckSum (16-bit one's-complement-style sum of the file with the
+ * field itself as zero, plus the length), as sbsign and osslsigncode compute
+ * it: firmware and the kernel ignore it, signing tools warn when it is off. */
+static void write_pe_checksum(uint8_t *img, size_t len)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i + 1 < len; i += 2) {
+		sum += (uint32_t)img[i] | (uint32_t)img[i + 1] << 8;
+		sum = (sum & 0xffff) + (sum >> 16);
+	}
+	if (len & 1)
+		sum += img[len - 1];
+	sum = (sum & 0xffff) + (sum >> 16);
+	rr_put32(img + PE_OPT + 64, (uint32_t)(sum + len));
+}
+
+int rr_stage_sha256(const uint8_t *stage, size_t len, uint8_t out[32])
+{
+	unsigned n = 0;
+
+	if (!EVP_Digest(stage, len, out, &n, EVP_sha256(), NULL) || n != 32)
+		return -EIO;
+	return 0;
+}
+
 static void write_setup(uint8_t *img, size_t pm_len, uint32_t init_size, const struct rr_kernel *k)
 {
 	uint32_t cmdline_size = k->is_bzimage && k->bz.cmdline_size ? k->bz.cmdline_size : 2047;
+	/* XLF_5LEVEL tells kexec the kernel can run under 5-level paging: pass on
+	 * the kernel's own claim.  A bare vmlinux carries no such claim, so it is
+	 * left off (kexec then refuses the image on an LA57 machine rather than
+	 * boot a kernel that might not cope). */
+	uint16_t xlf = RERAND_XLF_KERNEL_64 | RERAND_XLF_CAN_BE_LOADED_ABOVE_4G;
+
+	if (k->is_bzimage)
+		xlf |= k->bz.xloadflags & RERAND_XLF_5LEVEL;
 
 	img[H_SETUP_SECTS] = RR_IMAGE_SETUP_SECTS;
 	rr_put32(img + H_SYSSIZE, (uint32_t)((pm_len + 15) / 16));
@@ -91,8 +176,7 @@ static void write_setup(uint8_t *img, size_t pm_len, uint32_t init_size, const s
 	rr_put32(img + H_KALIGN, RR_IMAGE_ALIGNMENT);
 	img[H_RELOCATABLE] = 1;
 	img[H_MIN_ALIGN] = 12;
-	put16(img + H_XLOADFLAGS, RERAND_XLF_KERNEL_64 | RERAND_XLF_CAN_BE_LOADED_ABOVE_4G |
-				  RERAND_XLF_5LEVEL);
+	put16(img + H_XLOADFLAGS, xlf);
 	rr_put32(img + H_CMDLINE_SIZE, cmdline_size);
 	rr_put64(img + H_PREF_ADDRESS, RERAND_LOAD_PHYSICAL_ADDR);
 	rr_put32(img + H_INIT_SIZE, init_size);
@@ -115,9 +199,20 @@ int rr_image_build(const struct rr_kernel *k, const uint8_t *stage, size_t stage
 	uint8_t *img, *pm;
 	int r;
 
+	size_t stub_len = (size_t)(rr_efi_stub_end - rr_efi_stub);
+
 	if (stage_len < RERAND_ENTRY64_OFFSET + 16 ||
 	    memcmp(stage + RERAND_LOCATOR_OFFSET, RERAND_LOCATOR_MAGIC, 8))
 		return rr_errf(e, EINVAL, "%s: the built-in stage is malformed", name);
+	/* The EFI stub goes into the stage's padding before the 64-bit entry. */
+	if (RR_IMAGE_EFI_STUB_OFFSET + stub_len > RERAND_ENTRY64_OFFSET)
+		return rr_errf(e, EINVAL, "%s: the EFI stub (%zu bytes) does not fit before the "
+			       "stage entry", name, stub_len);
+	for (size_t i = 0; i < stub_len; i++)
+		if (stage[RR_IMAGE_EFI_STUB_OFFSET + i])
+			return rr_errf(e, EINVAL, "%s: the built-in stage uses bytes 0x%x-0x%zx that "
+				       "the EFI stub needs", name, RR_IMAGE_EFI_STUB_OFFSET,
+				       RR_IMAGE_EFI_STUB_OFFSET + stub_len);
 	if (v->nr_seg == 0 || v->nr_seg > RERAND_MAX_SEGMENTS)
 		return rr_errf(e, EINVAL, "%s: %u loadable segments (1 to %d supported)", name,
 			       v->nr_seg, RERAND_MAX_SEGMENTS);
@@ -129,7 +224,8 @@ int rr_image_build(const struct rr_kernel *k, const uint8_t *stage, size_t stage
 			       (unsigned long long)(v->mem_size >> 20));
 
 	/* Worst case: every segment stored raw or LZ4-expanded, plus the table. */
-	cap = RR_IMAGE_PM_OFFSET + RR_ALIGN_UP(stage_len, RERAND_HDR_ALIGN) + sizeof(h) + nrel * 4 + 64;
+	cap = RR_IMAGE_PM_OFFSET + RR_ALIGN_UP(stage_len, RERAND_HDR_ALIGN) + sizeof(h) + nrel * 4 +
+	      64 + RR_IMAGE_FILE_ALIGN;
 	for (unsigned i = 0; i < v->nr_seg; i++)
 		cap += (size_t)LZ4_compressBound((int)v->seg[i].filesz) + 16;
 	img = calloc(1, cap);
@@ -152,6 +248,10 @@ int rr_image_build(const struct rr_kernel *k, const uint8_t *stage, size_t stage
 	h.nr_reloc64 = (uint32_t)k->relocs.nr_reloc64;
 	h.nr_inverse32 = (uint32_t)k->relocs.nr_inverse32;
 	h.nr_reloc32 = (uint32_t)k->relocs.nr_reloc32;
+	if (rr_stage_sha256(stage, stage_len, h.stage_sha256) < 0) {
+		free(img);
+		return rr_errf(e, EIO, "%s: cannot hash the stage (libcrypto SHA-256 failed)", name);
+	}
 
 	off = hdr_off + sizeof(h);
 	for (unsigned i = 0; i < v->nr_seg; i++) {
@@ -180,8 +280,11 @@ int rr_image_build(const struct rr_kernel *k, const uint8_t *stage, size_t stage
 	off += k->relocs.nr_inverse32 * 4;
 	memcpy(pm + off, k->relocs.reloc32, k->relocs.nr_reloc32 * 4);
 	off += k->relocs.nr_reloc32 * 4;
+	/* Zero padding to the PE file alignment: the one section then ends where
+	 * the file does, and a signature is appended right after it. */
+	off = RR_ALIGN_UP(off, RR_IMAGE_FILE_ALIGN);
 	h.file_size = off;
-	h.scratch_offset = RR_ALIGN_UP(off, 4096);
+	h.scratch_offset = RR_ALIGN_UP(off + RR_IMAGE_SIG_ROOM, 4096);
 	h.scratch_size = RR_IMAGE_SCRATCH_SIZE;
 	if (h.scratch_offset + h.scratch_size > UINT32_MAX) {
 		free(img);
@@ -193,8 +296,11 @@ int rr_image_build(const struct rr_kernel *k, const uint8_t *stage, size_t stage
 	loc.header_offset = (uint32_t)hdr_off;
 	loc.stage_size = (uint32_t)stage_len;
 	memcpy(pm + RERAND_LOCATOR_OFFSET, &loc, sizeof(loc));
+	memcpy(pm + RR_IMAGE_EFI_STUB_OFFSET, rr_efi_stub, stub_len);
 
+	write_pe(img, off);
 	write_setup(img, off, (uint32_t)(h.scratch_offset + h.scratch_size), k);
+	write_pe_checksum(img, RR_IMAGE_PM_OFFSET + off);
 	*ret_buf = img;
 	*ret_len = RR_IMAGE_PM_OFFSET + off;
 	return 0;
@@ -237,9 +343,21 @@ int rr_image_parse(const uint8_t *buf, size_t len, const char *name,
 		return rr_errf(e, EINVAL, "%s: image header version %u (size %u) is not supported "
 			       "(this rerand writes version %u)", name, h->version, h->header_size,
 			       RERAND_IMAGE_VERSION);
-	if (h->file_size != pm_len)
-		return rr_errf(e, EINVAL, "%s: image is %zu bytes past the setup part, header says %llu "
-			       "(truncated or padded)", name, pm_len, (unsigned long long)h->file_size);
+	if (h->file_size != pm_len) {
+		/* Signed: the extra bytes must be exactly the certificate table. */
+		struct rr_pe_info pi;
+		struct rr_err pe_e;
+
+		if (h->file_size > pm_len || rr_pe_parse(buf, len, name, &pi, &pe_e) < 0 ||
+		    !pi.cert_size || pi.cert_offset != im.pm_offset + h->file_size ||
+		    pi.cert_size != pm_len - h->file_size)
+			return rr_errf(e, EINVAL, "%s: image is %zu bytes past the setup part, header "
+				       "says %llu and no signature accounts for the difference "
+				       "(truncated or padded)", name, pm_len,
+				       (unsigned long long)h->file_size);
+		im.cert_size = pi.cert_size;
+		pm_len = h->file_size;
+	}
 	if (h->codec > RERAND_CODEC_LZ4)
 		return rr_errf(e, EINVAL, "%s: unknown segment codec %u", name, h->codec);
 	if (h->nr_segments == 0 || h->nr_segments > RERAND_MAX_SEGMENTS)
@@ -264,6 +382,12 @@ int rr_image_parse(const uint8_t *buf, size_t len, const char *name,
 	if (h->scratch_offset < h->file_size || h->scratch_offset % 4096 ||
 	    h->scratch_size < 8 * 4096)
 		return rr_errf(e, EINVAL, "%s: scratch area is inconsistent", name);
+	/* The loader zero-fills past the file only: a signature running into the
+	 * scratch area would leave it dirty for the stage. */
+	if (h->file_size + im.cert_size > h->scratch_offset)
+		return rr_errf(e, EINVAL, "%s: the %u-byte signature runs into the stage's scratch "
+			       "area (%llu bytes of room)", name, im.cert_size,
+			       (unsigned long long)(h->scratch_offset - h->file_size));
 
 	im.protocol = rr_get16(buf + H_VERSION);
 	im.xloadflags = rr_get16(buf + H_XLOADFLAGS);

@@ -15,13 +15,32 @@
 #define RR_IMAGE_SCRATCH_SIZE  (4096 + RR_IMAGE_PT_PAGES * 4096)
 #define RR_IMAGE_ALIGNMENT     0x1000     /* what the stage really needs */
 #define RR_IMAGE_PROTOCOL      0x020f
+/* PE/COFF view of the same file: the setup part is SizeOfHeaders, one
+ * section holds the protected-mode part, padded to the file alignment. */
+#define RR_IMAGE_FILE_ALIGN    0x200
+#define RR_IMAGE_SECTION_ALIGN 0x1000
+#define RR_IMAGE_PE_DATA_DIRS  16
+#define RR_IMAGE_EFI_STUB_OFFSET 0x40     /* in the protected-mode part */
+/* kexec_file_load copies the file from the protected-mode part to its end,
+ * appended signature included, into PAGE_ALIGN(init_size): this much room
+ * is kept between the file and the stage's scratch area. */
+#define RR_IMAGE_SIG_ROOM      (64u << 10)
 
 struct rr_image_opts {
 	enum rerand_codec codec;
 	int lz4_level;                      /* 0: LZ4 fast; >0: LZ4 HC level */
 };
 
-/* Build an image in memory from a loaded kernel and the stage blob. */
+/* The EFI stub's bytes (src/efistub.S). */
+extern const uint8_t rr_efi_stub[];
+extern const uint8_t rr_efi_stub_end[];
+
+/* SHA-256 of a stage blob, as recorded in the image header. */
+int rr_stage_sha256(const uint8_t *stage, size_t len, uint8_t out[32]);
+
+/* Build an image in memory from a loaded kernel and the stage blob.  The
+ * output depends only on the kernel, the stage and the options (no time
+ * stamp, no randomness): the same inputs give the same bytes. */
 int rr_image_build(const struct rr_kernel *k, const uint8_t *stage, size_t stage_len,
 		   const struct rr_image_opts *o, uint8_t **ret_buf, size_t *ret_len,
 		   const char *name, struct rr_err *e);
@@ -35,12 +54,15 @@ struct rr_image {
 	uint16_t xloadflags;
 	uint32_t init_size;
 	uint32_t kernel_alignment;
+	uint32_t cert_size;                 /* appended certificate table, 0 if unsigned */
 	char     kernel_version[128];
 };
 
 /* Is this a rerand image at all (locator present)?  Cheap check. */
 int rr_image_probe(const uint8_t *buf, size_t len);
-/* Parse and validate every offset and size in an image. */
+/* Parse and validate every offset and size in an image.  A signed image is
+ * the written file plus exactly the certificate table its PE header points
+ * to; anything else past header.file_size is refused. */
 int rr_image_parse(const uint8_t *buf, size_t len, const char *name,
 		   struct rr_image *ret, struct rr_err *e);
 

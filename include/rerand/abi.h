@@ -33,10 +33,13 @@
  * the loader placed it at):
  *   0x000  32-bit entry stub (halts: the image is entered only in 64-bit mode)
  *   0x010  struct rerand_locator
+ *   0x040  EFI stub, the PE entry point (written by `rerand image` into the
+ *          stage's zero padding: prints one line, returns EFI_UNSUPPORTED)
  *   0x200  stage entry (64-bit, RSI = boot_params)
  *   ...    rest of the stage
  *   hdr    struct rerand_image_header (RERAND_HDR_ALIGN aligned)
- *   ...    segment payloads, then the relocation table
+ *   ...    segment payloads, then the relocation table, zero-padded to 512
+ *   ...    (signed images) the Authenticode certificate table, < 64 KiB
  *   scratch (not in the file; inside init_size): page tables, status record
  */
 #define RERAND_LOCATOR_OFFSET     0x10
@@ -51,7 +54,7 @@ struct rerand_locator {
 };
 
 #define RERAND_IMAGE_MAGIC        "RERANDIH"
-#define RERAND_IMAGE_VERSION      1
+#define RERAND_IMAGE_VERSION      2          /* 2: stage_sha256 */
 #define RERAND_MAX_SEGMENTS       8
 #define RERAND_SEED_SIZE          32
 
@@ -88,12 +91,17 @@ struct rerand_image_header {
 	uint64_t scratch_size;
 	uint8_t  seed[RERAND_SEED_SIZE];/* zero on disk; filled by `rerand load` in memory */
 	struct rerand_segment seg[RERAND_MAX_SEGMENTS];
+	/* SHA-256 of the stage blob as built (build/stage.bin: locator and the
+	 * EFI stub's bytes not yet filled in), so that caches and fleets can tell
+	 * which stage an image carries. */
+	uint8_t  stage_sha256[32];
 };
 
 _Static_assert(sizeof(struct rerand_locator) == 16, "locator size");
 _Static_assert(sizeof(struct rerand_segment) == 40, "segment size");
 _Static_assert(offsetof(struct rerand_image_header, seed) == 96, "seed offset");
-_Static_assert(sizeof(struct rerand_image_header) == 448, "header size");
+_Static_assert(offsetof(struct rerand_image_header, stage_sha256) == 448, "stage hash offset");
+_Static_assert(sizeof(struct rerand_image_header) == 480, "header size");
 
 /*
  * The status record: a setup_data node the stage appends to the chain, shown

@@ -50,14 +50,17 @@ e2e_image() {
 	fi
 	[ -x "$E2E_RERAND" ] || e2e_die "rerand mode needs $E2E_RERAND"
 	local key out
-	key=$(printf '%s %s' "$(e2e_sha "$kernel")" "$(e2e_sha "$E2E_RERAND")" | sha256sum | cut -c1-16)
+	# E2E_IMAGE_ARGS: more `rerand image` options (e.g. --sign-key/--sign-cert).
+	key=$(printf '%s %s%s' "$(e2e_sha "$kernel")" "$(e2e_sha "$E2E_RERAND")" \
+		"${E2E_IMAGE_ARGS:+ $E2E_IMAGE_ARGS}" | sha256sum | cut -c1-16)
 	out="$E2E_CACHE/image-$key"
 	mkdir -p "$E2E_CACHE"
 	if [ -s "$out" ]; then
 		touch "$out"
 	else
 		local tmp="$out.$BASHPID.tmp"
-		"$E2E_RERAND" image "$kernel" -o "$tmp" >&2 ||
+		# shellcheck disable=SC2086 # options are words
+		"$E2E_RERAND" image "$kernel" -o "$tmp" ${E2E_IMAGE_ARGS:-} >&2 ||
 			{ rm -f "$tmp"; e2e_die "$E2E_RERAND image $kernel failed"; }
 		mv "$tmp" "$out"
 	fi

@@ -17,8 +17,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rr_image_parse(data, size, "fuzz", &im, &e) < 0)
 		return 0;
 	const struct rerand_image_header *h = &im.hdr;
-	size_t pm_len = size - im.pm_offset;
-	if (h->file_size != pm_len)
+	/* A signed image's certificate table follows file_size. */
+	size_t pm_len = size - im.pm_offset - im.cert_size;
+	if (h->file_size != pm_len || (uint64_t)h->file_size + im.cert_size > h->scratch_offset)
 		abort();
 	for (unsigned i = 0; i < h->nr_segments; i++)
 		if (h->seg[i].data_offset + h->seg[i].data_size > pm_len ||

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* `rerand inspect`: what a kernel or rerand image holds, and who signed it. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "image.h"
+#include "kernel.h"
+#include "pesig.h"
+#include "select.h"
+#include "status.h"
+
+#define MAX_KERNEL_FILE (512u << 20)
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", (unsigned char)*s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+/* Closes the JSON object the kernel or image printer opened. */
+static void print_sig(const struct rr_pe_sig *sig, bool json)
+{
+	if (json) {
+		printf(",\"pe\":%s,\"signed\":%s,\"signatures\":%u", sig->is_pe ? "true" : "false",
+		       sig->is_signed ? "true" : "false", sig->nr_signatures);
+		if (sig->is_signed) {
+			printf(",\"signer_subject\":");
+			json_str(sig->subject);
+			printf(",\"signer_issuer\":");
+			json_str(sig->issuer);
+		}
+		printf("}\n");
+		return;
+	}
+	if (sig->is_signed)
+		printf("  signature:      signed by \"%s\" (issuer \"%s\")%s\n", sig->subject,
+		       sig->issuer, sig->nr_signatures > 1 ? ", and more signatures the kernel "
+		       "will not accept" : "");
+	else
+		printf("  signature:      none (%s)\n", sig->is_pe ? "unsigned PE image" :
+		       "not a PE image");
+}
+
+static void print_kernel(const char *path, const struct rr_kernel *k, bool json)
+{
+	const struct rr_vmlinux *v = &k->elf;
+	uint64_t vs = rr_virt_slot_count(v->mem_size);
+	char vb[16];
+
+	rr_bits_text(vs, vb, sizeof(vb));
+	if (json) {
+		printf("{\"file\":\"%s\",\"type\":\"%s\",\"codec\":\"%s\",\"file_size\":%zu,",
+		       path, k->is_bzimage ? "bzImage" : "vmlinux", rr_kcodec_name(k->codec), k->file_size);
+		if (k->is_bzimage)
+			printf("\"protocol\":\"%u.%02u\",\"xloadflags\":%u,\"payload_size\":%llu,"
+			       "\"kernel_version\":\"%s\",", k->bz.version >> 8, k->bz.version & 0xff,
+			       k->bz.xloadflags,
+			       (unsigned long long)k->bz.payload_length, k->bz.kernel_version);
+		printf("\"decoded_size\":%zu,\"mem_size\":%llu,\"entry_offset\":%llu,\"segments\":[",
+		       k->payload_len, (unsigned long long)v->mem_size,
+		       (unsigned long long)(v->entry - v->link_paddr));
+		for (unsigned i = 0; i < v->nr_seg; i++)
+			printf("%s{\"paddr\":%llu,\"vaddr\":%llu,\"filesz\":%llu,\"memsz\":%llu}",
+			       i ? "," : "", (unsigned long long)v->seg[i].paddr,
+			       (unsigned long long)v->seg[i].vaddr, (unsigned long long)v->seg[i].filesz,
+			       (unsigned long long)v->seg[i].memsz);
+		printf("],\"reloc_layout\":%u,\"relocs64\":%zu,\"inverse32\":%zu,\"relocs32\":%zu,"
+		       "\"virt_slots\":%llu,\"virt_bits\":%s", k->relocs.layout,
+		       k->relocs.nr_reloc64, k->relocs.nr_inverse32, k->relocs.nr_reloc32,
+		       (unsigned long long)vs, vb);
+		return;
+	}
+	printf("%s: %s kernel\n", path, k->is_bzimage ? "bzImage" : "vmlinux");
+	if (k->is_bzimage) {
+		printf("  version:        %s\n", k->bz.kernel_version[0] ? k->bz.kernel_version : "(none)");
+		printf("  boot protocol:  %u.%02u, xloadflags 0x%x (%s 5-level paging)\n",
+		       k->bz.version >> 8, k->bz.version & 0xff, k->bz.xloadflags,
+		       k->bz.xloadflags & RERAND_XLF_5LEVEL ? "supports" : "no");
+		printf("  payload:        %s, %llu bytes -> %zu bytes\n", rr_kcodec_name(k->codec),
+		       (unsigned long long)k->bz.payload_length, k->payload_len);
+	}
+	printf("  in-memory size: %llu bytes (%.1f MiB)\n", (unsigned long long)v->mem_size,
+	       v->mem_size / 1048576.0);
+	printf("  entry:          link base + 0x%llx\n", (unsigned long long)(v->entry - v->link_paddr));
+	printf("  segments:       %u\n", v->nr_seg);
+	for (unsigned i = 0; i < v->nr_seg; i++)
+		printf("    paddr 0x%08llx vaddr 0x%016llx filesz %10llu memsz %10llu\n",
+		       (unsigned long long)v->seg[i].paddr, (unsigned long long)v->seg[i].vaddr,
+		       (unsigned long long)v->seg[i].filesz, (unsigned long long)v->seg[i].memsz);
+	printf("  relocations:    %u lists: %zu 64-bit, %zu inverse 32-bit, %zu 32-bit\n",
+	       k->relocs.layout, k->relocs.nr_reloc64, k->relocs.nr_inverse32, k->relocs.nr_reloc32);
+	printf("  virtual slots:  %llu (%s bits)\n", (unsigned long long)vs, vb);
+}
+
+static void print_image(const char *path, size_t len, const struct rr_image *im, bool json)
+{
+	const struct rerand_image_header *h = &im->hdr;
+	uint64_t vs = rr_virt_slot_count(h->mem_size), stored = 0, decoded = 0;
+	char vb[16], stage_hex[65];
+
+	for (unsigned i = 0; i < h->nr_segments; i++) {
+		stored += h->seg[i].data_size;
+		decoded += h->seg[i].file_size;
+	}
+	rr_bits_text(vs, vb, sizeof(vb));
+	for (unsigned i = 0; i < 32; i++)
+		snprintf(stage_hex + 2 * i, 3, "%02x", h->stage_sha256[i]);
+	if (json) {
+		printf("{\"file\":\"%s\",\"type\":\"rerand-image\",\"stage_sha256\":\"%s\","
+		       "\"xlf_5level\":%s,\"signature_size\":%u,", path, stage_hex,
+		       im->xloadflags & RERAND_XLF_5LEVEL ? "true" : "false", im->cert_size);
+		printf("\"image_version\":%u,"
+		       "\"kernel_version\":\"%s\",\"protocol\":\"%u.%02u\",\"xloadflags\":%u,"
+		       "\"file_size\":%zu,\"init_size\":%u,\"kernel_alignment\":%u,\"codec\":\"%s\","
+		       "\"stored_size\":%llu,\"decoded_size\":%llu,\"mem_size\":%llu,"
+		       "\"entry_offset\":%llu,\"segments\":%u,\"reloc_layout\":%u,\"relocs64\":%u,"
+		       "\"inverse32\":%u,\"relocs32\":%u,\"virt_slots\":%llu,\"virt_bits\":%s",
+		       h->version, im->kernel_version, im->protocol >> 8, im->protocol & 0xff,
+		       im->xloadflags, len, im->init_size, im->kernel_alignment,
+		       h->codec == RERAND_CODEC_LZ4 ? "lz4" : "none", (unsigned long long)stored,
+		       (unsigned long long)decoded, (unsigned long long)h->mem_size,
+		       (unsigned long long)h->entry_offset, h->nr_segments, h->reloc_layout,
+		       h->nr_reloc64, h->nr_inverse32, h->nr_reloc32, (unsigned long long)vs, vb);
+		return;
+	}
+	printf("%s: rerand image, format %u%s\n", path, h->version,
+	       im->cert_size ? ", with a signature appended" : "");
+	printf("  kernel version: %s\n", im->kernel_version[0] ? im->kernel_version : "(none)");
+	printf("  boot protocol:  %u.%02u, xloadflags 0x%x (%s), init_size %u, alignment %u\n",
+	       im->protocol >> 8, im->protocol & 0xff, im->xloadflags,
+	       im->xloadflags & RERAND_XLF_5LEVEL ? "64-bit, above 4G, 5-level paging" :
+	       "64-bit, above 4G, no 5-level paging", im->init_size, im->kernel_alignment);
+	printf("  stage:          SHA-256 %s\n", stage_hex);
+	printf("  segments:       %u, %s, %llu bytes stored -> %llu bytes\n", h->nr_segments,
+	       h->codec == RERAND_CODEC_LZ4 ? "lz4" : "uncompressed", (unsigned long long)stored,
+	       (unsigned long long)decoded);
+	printf("  in-memory size: %llu bytes (%.1f MiB)\n", (unsigned long long)h->mem_size,
+	       h->mem_size / 1048576.0);
+	printf("  entry:          link base + 0x%llx\n", (unsigned long long)h->entry_offset);
+	printf("  relocations:    %u lists: %u 64-bit, %u inverse 32-bit, %u 32-bit\n",
+	       h->reloc_layout, h->nr_reloc64, h->nr_inverse32, h->nr_reloc32);
+	printf("  virtual slots:  %llu (%s bits)\n", (unsigned long long)vs, vb);
+}
+
+int cmd_inspect(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "relocs", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	const char *relocs = NULL;
+	struct rr_pe_sig sig;
+	bool json = false;
+	struct rr_err e;
+	uint8_t *buf;
+	size_t len;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = true; break;
+		case 'r': relocs = optarg; break;
+		case 'h':
+			puts("Usage: rerand inspect FILE [--relocs FILE] [--json]");
+			return 0;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		cli_err("inspect: usage: rerand inspect FILE [--json]");
+		return EXIT_USAGE;
+	}
+	const char *path = argv[optind];
+	if (rr_read_file(path, MAX_KERNEL_FILE, &buf, &len, &e) < 0) {
+		cli_err("%s", e.msg);
+		return EXIT_FAILURE_RR;
+	}
+	if (rr_image_probe(buf, len)) {
+		struct rr_image im;
+		r = rr_image_parse(buf, len, path, &im, &e);
+		if (r == 0)
+			r = rr_pe_sig_read(buf, len, path, &sig, &e);
+		if (r == 0) {
+			print_image(path, len, &im, json);
+			print_sig(&sig, json);
+		}
+	} else {
+		struct rr_kernel k;
+		bool k_loaded;
+		uint8_t *rbuf = NULL;
+		size_t rlen = 0;
+		r = relocs ? rr_read_file(relocs, MAX_KERNEL_FILE, &rbuf, &rlen, &e) : 0;
+		if (r == 0)
+			r = rr_kernel_load_mem(buf, len, path, rbuf, rlen, relocs, &k, &e);
+		k_loaded = r == 0;
+		if (r == 0)
+			r = rr_pe_sig_read(buf, len, path, &sig, &e);
+		if (r == 0)
+			print_kernel(path, &k, json);
+		if (r == 0)
+			print_sig(&sig, json);
+		if (k_loaded)
+			rr_kernel_free(&k);
+		free(rbuf);
+	}
+	free(buf);
+	if (r < 0) {
+		cli_err("%s", e.msg);
+		return EXIT_FAILURE_RR;
+	}
+	return 0;
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Reading PE/COFF headers and Authenticode signatures: is a file a PE image
+ * the kernel's verify_pefile would parse, is it signed, and by whom.  Only
+ * reads; signing goes through sbsign (kexec/sign.c).  Library code: no
+ * logging, errors in struct rr_err naming the file and the problem.
+ */
+#ifndef RERAND_PESIG_H
+#define RERAND_PESIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "kernel.h"
+
+/* The layout facts of a PE32+ file, checked with the kernel's rules
+ * (crypto/asymmetric_keys/verify_pefile.c: pefile_parse_binary). */
+struct rr_pe_info {
+	uint32_t pe_offset;            /* e_lfanew: "PE\0\0" */
+	uint16_t machine;
+	uint16_t nr_sections;
+	uint32_t size_of_headers;
+	uint32_t nr_data_dirs;
+	uint32_t checksum_offset;      /* file offsets of the two fields the */
+	uint32_t cert_dir_offset;      /* Authenticode digest leaves out */
+	uint32_t sections_offset;      /* first section header */
+	uint32_t cert_offset;          /* certificate table; 0 if unsigned */
+	uint32_t cert_size;
+};
+
+/* What `rerand inspect` and the loader need to know about a signature. */
+struct rr_pe_sig {
+	bool is_pe;                    /* the kernel's PE parser accepts the headers */
+	bool is_signed;                /* a certificate table with a PKCS#7 SignedData */
+	unsigned nr_signatures;        /* WIN_CERTIFICATE entries (the kernel takes exactly 1) */
+	char subject[256];             /* first signer certificate, RFC 2253 text, */
+	char issuer[256];              /* control and non-ASCII bytes escaped */
+};
+
+/*
+ * Parse the DOS, PE and optional headers with every read bounded.  Returns 0
+ * and fills ret for a PE32+ file, -ENOEXEC when there is no "MZ"/"PE\0\0"
+ * (not a PE file at all: e has a message too), another negative errno for
+ * a PE file whose headers or certificate directory are inconsistent.
+ */
+int rr_pe_parse(const uint8_t *buf, size_t len, const char *name,
+		struct rr_pe_info *ret, struct rr_err *e);
+
+/*
+ * Read the Authenticode signature of buf.  A file that is not PE at all, or
+ * a PE file without a certificate table, is not an error (is_pe / is_signed
+ * say so).  A damaged header, WIN_CERTIFICATE or PKCS#7 is: negative errno
+ * and a message naming the file.  The signature is parsed, not verified:
+ * that is for sbverify and the kernel's keyrings.
+ */
+int rr_pe_sig_read(const uint8_t *buf, size_t len, const char *name,
+		   struct rr_pe_sig *ret, struct rr_err *e);
+
+#endif

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Signing through sbsign: write the unsigned image next to the output, run
+ * sbsign on it, check what it wrote, rename it into place.  A failed or
+ * interrupted signing leaves no output file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "image.h"
+#include "pesig.h"
+#include "sign.h"
+
+#define SBSIGN_OUTPUT_MAX 4096
+#define MAX_SIGNED_FILE   (512u << 20)
+
+/* The last non-empty line sbsign printed, control bytes replaced: it is
+ * quoted in our message and may hold anything. */
+static void last_line(const char *out, size_t n, char *line, size_t size)
+{
+	size_t end = n, start;
+
+	while (end > 0 && (out[end - 1] == '\n' || out[end - 1] == '\r' || out[end - 1] == ' '))
+		end--;
+	start = end;
+	while (start > 0 && out[start - 1] != '\n')
+		start--;
+	size_t o = 0;
+	for (size_t i = start; i < end && o + 1 < size; i++)
+		line[o++] = (out[i] >= 0x20 && out[i] < 0x7f) ? out[i] : '?';
+	line[o] = 0;
+}
+
+/* Run sbsign; its stdout and stderr go to a pipe (quoted on failure), its
+ * stdin and terminal stay ours for a passphrase prompt. */
+static int run_sbsign(const struct rr_sign_opts *o, const char *in, const char *out,
+		      const char *path, struct rr_err *e)
+{
+	const char *prog = o->sbsign ? o->sbsign : "sbsign";
+	const char *argv[16];
+	char buf[SBSIGN_OUTPUT_MAX], line[256];
+	size_t n = 0;
+	int a = 0, p[2], status;
+	pid_t pid;
+
+	argv[a++] = prog;
+	if (o->engine) {
+		argv[a++] = "--engine";
+		argv[a++] = o->engine;
+	}
+	argv[a++] = "--key";
+	argv[a++] = o->key;
+	argv[a++] = "--cert";
+	argv[a++] = o->cert;
+	if (o->addcert) {
+		argv[a++] = "--addcert";
+		argv[a++] = o->addcert;
+	}
+	argv[a++] = "--output";
+	argv[a++] = out;
+	argv[a++] = in;
+	argv[a] = NULL;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return rr_errf(e, errno, "%s: cannot create a pipe for sbsign: %s", path,
+			       strerror(errno));
+	pid = fork();
+	if (pid < 0) {
+		int r = errno;
+		close(p[0]);
+		close(p[1]);
+		return rr_errf(e, r, "%s: cannot fork for sbsign: %s", path, strerror(r));
+	}
+	if (pid == 0) {
+		if (dup2(p[1], STDOUT_FILENO) < 0 || dup2(p[1], STDERR_FILENO) < 0)
+			_exit(127);
+		execvp(prog, (char *const *)argv);
+		dprintf(STDERR_FILENO, "cannot run %s: %s\n", prog, strerror(errno));
+		_exit(127);
+	}
+	close(p[1]);
+	for (;;) {
+		char drop[512];
+		ssize_t r = n < sizeof(buf) ? read(p[0], buf + n, sizeof(buf) - n)
+					    : read(p[0], drop, sizeof(drop));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		if (n < sizeof(buf))
+			n += (size_t)r;
+	}
+	close(p[0]);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return rr_errf(e, errno, "%s: waiting for sbsign: %s", path, strerror(errno));
+	last_line(buf, n, line, sizeof(line));
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && !strncmp(line, "cannot run", 10))
+		return rr_errf(e, ENOENT, "%s: %s (install sbsigntool)", path, line);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return rr_errf(e, EIO, "%s: sbsign failed (%s %d)%s%s%s", path,
+			       WIFEXITED(status) ? "exit status" : "signal",
+			       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+			       line[0] ? ": " : "", line,
+			       strstr(line, "bad password read") ?
+			       " (the key is encrypted: run on a terminal to be asked for its "
+			       "passphrase)" : "");
+	return 0;
+}
+
+static int write_all(int fd, const uint8_t *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* What sbsign wrote must be our image with one signature that fits. */
+static int check_signed(const char *out, size_t unsigned_len, const char *path, struct rr_err *e)
+{
+	struct rr_image im;
+	struct rr_pe_sig sig;
+	uint8_t *buf;
+	size_t len;
+	int r;
+
+	r = rr_read_file(out, MAX_SIGNED_FILE, &buf, &len, e);
+	if (r < 0)
+		return r;
+	r = rr_image_parse(buf, len, path, &im, e);
+	if (r == 0)
+		r = rr_pe_sig_read(buf, len, path, &sig, e);
+	if (r == 0 && (!sig.is_signed || sig.nr_signatures != 1 || len != unsigned_len + im.cert_size))
+		r = rr_errf(e, EBADMSG, "%s: sbsign's output is not the image with one signature "
+			    "appended", path);
+	free(buf);
+	return r;
+}
+
+int rr_sign_image_file(const uint8_t *buf, size_t len, const char *path,
+		       const struct rr_sign_opts *o, struct rr_err *e)
+{
+	char in[PATH_MAX], out[PATH_MAX];
+	int fd = -1, fo = -1, r;
+
+	if (!o->key || !o->cert)
+		return rr_errf(e, EINVAL, "%s: signing needs a key and a certificate", path);
+	if (snprintf(in, sizeof(in), "%s.unsignedXXXXXX", path) >= (int)sizeof(in) ||
+	    snprintf(out, sizeof(out), "%s.signedXXXXXX", path) >= (int)sizeof(out))
+		return rr_errf(e, ENAMETOOLONG, "%s: path too long", path);
+	fd = mkostemp(in, O_CLOEXEC);
+	if (fd < 0)
+		return rr_errf(e, errno, "%s: cannot create a temporary file: %s", path,
+			       strerror(errno));
+	fo = mkostemp(out, O_CLOEXEC);
+	if (fo < 0) {
+		r = rr_errf(e, errno, "%s: cannot create a temporary file: %s", path, strerror(errno));
+		out[0] = 0;
+		goto done;
+	}
+	r = write_all(fd, buf, len);
+	if (r == 0 && close(fd) < 0)
+		r = -errno;
+	fd = -1;
+	if (r < 0) {
+		r = rr_errf(e, r, "%s: cannot write the unsigned image to %s: %s", path, in,
+			    strerror(-r));
+		goto done;
+	}
+	r = run_sbsign(o, in, out, path, e);
+	if (r < 0)
+		goto done;
+	r = check_signed(out, len, path, e);
+	if (r < 0)
+		goto done;
+	/* sbsign rewrote the file by name: make the new one durable, then swap. */
+	close(fo);
+	fo = open(out, O_RDONLY | O_CLOEXEC);
+	if (fo < 0 || fchmod(fo, 0644) < 0 || fsync(fo) < 0) {
+		r = rr_errf(e, errno, "%s: cannot sync the signed image: %s", path, strerror(errno));
+		goto done;
+	}
+	if (rename(out, path) < 0) {
+		r = rr_errf(e, errno, "%s: cannot rename into place: %s", path, strerror(errno));
+		goto done;
+	}
+	out[0] = 0;
+	r = 0;
+done:
+	if (fd >= 0)
+		close(fd);
+	if (fo >= 0)
+		close(fo);
+	unlink(in);
+	if (out[0])
+		unlink(out);
+	return r;
+}

@@ -1,0 +1,129 @@
+#!/bin/bash
+# `rerand image --sign-*` as a user meets it: sbsign with a PEM key (plain,
+# and encrypted with a passphrase typed on a terminal), with a PKCS#11 key
+# through OpenSSL's pkcs11 engine (SoftHSM), sbverify's verdict, what
+# inspect says, byte-identical unsigned output, and failed signings that
+# leave nothing behind (not even a stale temporary file) and say why.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+R=$top/build/rerand
+K=${RERAND_KERNELS:-}
+KEY=/usr/share/ovmf/PkKek-1-snakeoil.key
+CERT=/usr/share/ovmf/PkKek-1-snakeoil.pem
+SUBJ="O=SnakeOil,L=Fort Collins,ST=Colorado,C=US"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+nok() { n=$((n + 1)); echo "not ok $n - $*"; }
+skip() { n=$((n + 1)); echo "ok $n - # SKIP $*"; }
+check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
+done_() { echo "1..$n"; exit 0; }
+
+if [ -z "$K" ]; then skip "RERAND_KERNELS not set: signing tests need a kernel"; done_; fi
+for t in sbsign sbverify openssl; do
+	command -v $t >/dev/null || { skip "$t not installed (sbsigntool, openssl)"; done_; }
+done
+[ -r $KEY ] || { skip "$KEY missing (ovmf)"; done_; }
+k=$K/vmlinuz-6.1.0-57-cloud-amd64
+openssl rsa -passin pass:snakeoil -in $KEY -out "$tmp/snake.key" 2>/dev/null
+
+# No temporary file of ours may remain in the output directory.
+no_leftovers() { ! ls -A "$tmp/out" | grep -qE '\.(unsigned|signed|tmp)'; }
+mkdir "$tmp/out"
+
+# --- reproducible unsigned output --------------------------------------------
+"$R" image "$k" -o "$tmp/out/a.img" && "$R" image "$k" -o "$tmp/out/b.img"
+check "two unsigned builds of the same kernel are byte-identical ($(sha256sum <"$tmp/out/a.img" | cut -c1-16)...)" \
+	cmp -s "$tmp/out/a.img" "$tmp/out/b.img"
+"$R" image "$k" --codec none -o "$tmp/out/c.img"
+check "a different option gives a different file (the comparison can fail)" \
+	bash -c "! cmp -s '$tmp/out/a.img' '$tmp/out/c.img'"
+
+# --- PEM key --------------------------------------------------------------
+if "$R" image "$k" -o "$tmp/out/s.img" --sign-key "$tmp/snake.key" --sign-cert $CERT \
+	>"$tmp/log" 2>&1; then ok "signed with a PEM key: exit 0"; else nok "signed with a PEM key"; sed 's/^/#   /' "$tmp/log"; fi
+check "sbverify --cert snakeoil accepts it" bash -c "sbverify --cert $CERT '$tmp/out/s.img' >/dev/null"
+check "inspect names the signer: $("$R" inspect "$tmp/out/s.img" | grep signature:)" \
+	bash -c "'$R' inspect '$tmp/out/s.img' | grep -qF 'signed by \"$SUBJ\"'"
+check "inspect --json: signed, signer_subject" bash -c "'$R' inspect --json '$tmp/out/s.img' |
+	python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"signed\"] and d[\"signer_subject\"]==\"$SUBJ\" and d[\"signature_size\"]>0, d'"
+check "inspect --json of the unsigned image: signed false" bash -c "'$R' inspect --json '$tmp/out/a.img' |
+	python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"pe\"] and not d[\"signed\"], d'"
+"$R" image "$k" -o "$tmp/out/s2.img" --sign-key "$tmp/snake.key" --sign-cert $CERT 2>/dev/null
+sz=$(stat -c %s "$tmp/out/a.img")
+check "signed file = the unsigned image's bytes (checksum and certificate entry aside) + signature" \
+	bash -c "cmp -s <(head -c $sz '$tmp/out/s.img' | tail -c +$((0x200))) <(tail -c +$((0x200)) '$tmp/out/a.img') &&
+		 [ \$(stat -c %s '$tmp/out/s.img') -gt $sz ]"
+cp "$tmp/out/s.img" "$tmp/flip.img"
+printf '\x55' | dd of="$tmp/flip.img" bs=1 seek=$((0x400 + 0x4000)) conv=notrunc status=none
+check "a changed byte in the signed range: sbverify refuses" \
+	bash -c "! sbverify --cert $CERT '$tmp/flip.img' >/dev/null 2>&1"
+check "no temporary files left after signing" no_leftovers
+
+# --- failed signings leave nothing and say why ---------------------------
+# expect_fail DESC PATTERN ARGS...: non-zero exit, message names the output
+# and matches PATTERN, the old output untouched, no leftovers.
+expect_fail() {
+	local desc=$1 pat=$2; shift 2
+	echo old >"$tmp/out/f.img"
+	"$@" -o "$tmp/out/f.img" >"$tmp/stdout" 2>"$tmp/stderr" </dev/null
+	local rc=$?
+	if [ $rc -ne 0 ] && grep -qF "$tmp/out/f.img" "$tmp/stderr" && grep -qiE -- "$pat" "$tmp/stderr" &&
+	   [ "$(cat "$tmp/out/f.img")" = old ] && no_leftovers; then
+		ok "$desc: exit $rc, '$(head -1 "$tmp/stderr")'"
+	else
+		nok "$desc (exit $rc)"; sed 's/^/#   /' "$tmp/stderr"
+	fi
+}
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$tmp/other.key" -out "$tmp/other.pem" \
+	-days 3650 -subj "/CN=rerand test other signer" 2>/dev/null
+expect_fail "key and certificate that do not match" "sbsign failed" \
+	"$R" image "$k" --sign-key "$tmp/snake.key" --sign-cert "$tmp/other.pem"
+expect_fail "missing key file" "sbsign failed" \
+	"$R" image "$k" --sign-key "$tmp/nope.key" --sign-cert $CERT
+expect_fail "encrypted key without a terminal: says so" "passphrase" \
+	setsid "$R" image "$k" --sign-key $KEY --sign-cert $CERT
+expect_fail "sbsign not installed" "cannot run.*sbsigntool" \
+	env RERAND_SBSIGN=/nonexistent/sbsign "$R" image "$k" --sign-key "$tmp/snake.key" --sign-cert $CERT
+"$R" image "$k" -o "$tmp/out/u.img" --sign-key "$tmp/snake.key" 2>"$tmp/stderr"
+check "--sign-key without --sign-cert: usage error (exit $?)" test $? -eq 2
+
+# --- another signer: sbverify against snakeoil fails, inspect names it -----
+"$R" image "$k" -o "$tmp/out/o.img" --sign-key "$tmp/other.key" --sign-cert "$tmp/other.pem" 2>/dev/null
+check "signed by another key: sbverify --cert snakeoil refuses" \
+	bash -c "! sbverify --cert $CERT '$tmp/out/o.img' >/dev/null 2>&1"
+check "signed by another key: inspect names CN=rerand test other signer" \
+	bash -c "'$R' inspect '$tmp/out/o.img' | grep -qF 'signed by \"CN=rerand test other signer\"'"
+
+# --- encrypted PEM key, passphrase typed on a terminal ---------------------
+if command -v script >/dev/null; then
+	rm -f "$tmp/out/p.img"
+	(sleep 3; printf 'snakeoil\n') | timeout 120 script -qec \
+		"'$R' image '$k' -o '$tmp/out/p.img' --sign-key $KEY --sign-cert $CERT" /dev/null >"$tmp/log" 2>&1
+	check "encrypted PEM key: sbsign asks on the terminal, signs with the typed passphrase" \
+		bash -c "grep -q 'pass phrase' '$tmp/log' && sbverify --cert $CERT '$tmp/out/p.img' >/dev/null 2>&1"
+else
+	skip "script (util-linux) not installed: no terminal for the passphrase test"
+fi
+
+# --- PKCS#11 key through the engine (SoftHSM token) ---------------------
+if command -v softhsm2-util >/dev/null && [ -e /usr/lib/x86_64-linux-gnu/engines-3/pkcs11.so ]; then
+	mkdir -p "$tmp/hsm"
+	printf 'directories.tokendir = %s\nobjectstore.backend = file\n' "$tmp/hsm" >"$tmp/softhsm2.conf"
+	export SOFTHSM2_CONF=$tmp/softhsm2.conf
+	openssl pkcs8 -topk8 -nocrypt -in "$tmp/snake.key" -out "$tmp/snake.pk8"
+	softhsm2-util --init-token --free --label rerand-test --pin 1234 --so-pin 5678 >/dev/null &&
+		softhsm2-util --import "$tmp/snake.pk8" --token rerand-test --label snake --id 01 \
+			--pin 1234 >/dev/null
+	uri='pkcs11:token=rerand-test;object=snake;type=private;pin-value=1234'
+	"$R" image "$k" -o "$tmp/out/h.img" --sign-engine pkcs11 --sign-key "$uri" --sign-cert $CERT \
+		>"$tmp/log" 2>&1
+	check "PKCS#11 key (SoftHSM through the pkcs11 engine): sbverify accepts" \
+		bash -c "sbverify --cert $CERT '$tmp/out/h.img' >/dev/null"
+	expect_fail "PKCS#11 key that is not on the token" "sbsign failed" \
+		"$R" image "$k" --sign-engine pkcs11 --sign-key 'pkcs11:token=rerand-test;object=nope;type=private;pin-value=1234' --sign-cert $CERT
+else
+	skip "softhsm2 or the pkcs11 engine (libengine-pkcs11-openssl) not installed"
+fi
+done_
