@@ -68,13 +68,15 @@ e2e_image() {
 }
 
 # e2e_initrd MODE IMAGE: build (or reuse) the guest initramfs and print its
-# path.  Layout: an inner newc archive (busybox, kexec and its libraries,
-# rerand in rerand mode, /init, /boot/image) followed by a second archive
+# path.  E2E_INIT names another /init (default guest-init.sh).  Layout: an
+# inner newc archive (busybox, kexec and its libraries, rerand in rerand
+# mode, /init, /boot/image) followed by a second archive
 # holding /self.cpio, a copy of the inner one, so that the guest can hand the
 # very same initrd to the next kernel.
 e2e_initrd() {
 	local mode=$1 image=$2
-	local inputs=("$E2E_BUSYBOX" "$E2E_KEXEC" "$E2E_DIR/guest-init.sh" "$E2E_DIR/lib.sh" "$image")
+	local init=${E2E_INIT:-$E2E_DIR/guest-init.sh}
+	local inputs=("$E2E_BUSYBOX" "$E2E_KEXEC" "$init" "$E2E_DIR/lib.sh" "$image")
 	[ "$mode" = rerand ] && inputs+=("$E2E_RERAND")
 	local f key=$mode
 	for f in "${inputs[@]}"; do
@@ -105,7 +107,7 @@ e2e_initrd() {
 	if [ "$mode" = rerand ]; then
 		e2e_copy_bin "$E2E_RERAND" "$r" /bin/rerand || e2e_die "cannot copy $E2E_RERAND"
 	fi
-	install -m 0755 "$E2E_DIR/guest-init.sh" "$r/init"
+	install -m 0755 "$init" "$r/init"
 	cp "$image" "$r/boot/image"
 	# Without /dev/console in the archive the kernel gives init no stdio;
 	# the init redirects by itself too, so a failing mknod is harmless.
