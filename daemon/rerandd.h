@@ -267,7 +267,21 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 	       struct rr_err *e);
 /* Build the image into the cache unless it is there already. */
 int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e);
-/* `rerand load` with a fresh seed. */
+/* The `rerand load` command line for p (crash: `--crash`, [Crash]
+ * FileSyscall=): the one place it is built.  Also exports the [Paths]
+ * files `rerand load` reads, so it sees what rerandd saw. */
+struct rr_load_argv {
+	char *argv[16];
+	char initrd[RR_PATH + 16], append[RR_CMD + 16], kexec[RR_PATH + 16];
+};
+void stage_load_argv(const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
+		     struct rr_load_argv *ret);
+/* Run `rerand load` (crash: `--crash`) for p, its stderr logged line by
+ * line; on failure 0 > return and rerand's own message (else the last
+ * line) in msg. */
+int stage_load_run(const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
+		   char *msg, size_t len);
+/* The same for staging, the message in e. */
 int stage_load(const struct rr_config *c, const struct rr_stage_plan *p, struct rr_err *e);
 /* Remove cached images other than keep_sha and keep_sha2 (may be NULL or ""). */
 void stage_prune(const struct rr_config *c, const char *keep_sha, const char *keep_sha2);

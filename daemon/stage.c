@@ -19,6 +19,7 @@
 #endif
 
 #define CMDLINE_MAX 4096
+#define LOAD_OUT_MAX 4096          /* captured stderr of `rerand load` */
 
 /* Weak: rerandd builds the image in-process when the stage blob is linked
  * in, and asks `rerand image` otherwise. */
@@ -232,30 +233,102 @@ int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_er
 	return 0;
 }
 
+void stage_load_argv(const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
+		     struct rr_load_argv *a)
+{
+	bool fsys = crash && c->crash_file_syscall_set ? c->crash_file_syscall : c->file_syscall;
+	int n = 0;
+
+	a->argv[n++] = (char *)c->rerand_bin;
+	a->argv[n++] = "load";
+	a->argv[n++] = (char *)p->image;
+	if (crash)
+		a->argv[n++] = "--crash";
+	if (*p->initrd) {
+		snprintf(a->initrd, sizeof(a->initrd), "--initrd=%s", p->initrd);
+		a->argv[n++] = a->initrd;
+	}
+	snprintf(a->append, sizeof(a->append), "--append=%s", p->cmdline);
+	a->argv[n++] = a->append;
+	snprintf(a->kexec, sizeof(a->kexec), "--kexec=%s", c->kexec_bin);
+	a->argv[n++] = a->kexec;
+	if (fsys)
+		a->argv[n++] = "--file-syscall";
+	a->argv[n] = NULL;
+	/* `rerand load` must look at the very files rerandd looked at ([Paths]
+	 * points them at fixtures in tests); rerandd is single-threaded. */
+	setenv("RERAND_KEXEC_CRASH_SIZE_FILE", c->kexec_crash_size, 1);
+}
+
+/* rerand's own last message ("rerand: ..."), else the last line. */
+static void reason_from(const char *out, int status, bool crash, char *msg, size_t len)
+{
+	const char *best = NULL, *last = NULL, *p = out;
+	const char *what = crash ? "rerand load --crash" : "rerand load";
+	size_t best_n = 0, last_n = 0;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		if (n) {
+			last = p;
+			last_n = n;
+			if (n > 8 && !memcmp(p, "rerand: ", 8)) {
+				best = p + 8;
+				best_n = n - 8;
+			}
+		}
+		p += n + (nl ? 1 : 0);
+	}
+	if (best)
+		snprintf(msg, len, "%.*s", (int)best_n, best);
+	else if (last)
+		snprintf(msg, len, "%s failed (%s %d): %.*s", what, status < 0 ? "error" : "status",
+			 status < 0 ? -status : status, (int)last_n, last);
+	else
+		snprintf(msg, len, "%s failed (%s %d)", what, status < 0 ? "error" : "status",
+			 status < 0 ? -status : status);
+}
+
+static void log_lines(int prio, bool crash, const char *out)
+{
+	const char *p = out;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		int n = nl ? (int)(nl - p) : (int)strlen(p);
+		if (n)
+			rr_log(prio, "rerand load%s: %.*s", crash ? " --crash" : "", n, p);
+		p += n + (nl ? 1 : 0);
+	}
+}
+
+int stage_load_run(const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
+		   char *msg, size_t len)
+{
+	struct rr_load_argv a;
+	char *out = malloc(LOAD_OUT_MAX);
+	int r;
+
+	if (!out) {
+		snprintf(msg, len, "out of memory");
+		return -ENOMEM;
+	}
+	stage_load_argv(c, p, crash, &a);
+	r = run_argv_capture(a.argv, 300, RR_CHILD_KEXEC_CAPS, out, LOAD_OUT_MAX);
+	log_lines(r == 0 ? RR_LOG_INFO : RR_LOG_NOTICE, crash, out);
+	if (r != 0)
+		reason_from(out, r, crash, msg, len);
+	free(out);
+	return r == 0 ? 0 : r < 0 ? r : -EIO;
+}
+
 int stage_load(const struct rr_config *c, const struct rr_stage_plan *p, struct rr_err *e)
 {
-	char *argv[16], initrd_arg[RR_PATH + 16], append_arg[RR_CMD + 16], kexec_arg[RR_PATH + 16];
-	int n = 0, r;
+	char msg[RR_ERR_MAX];
+	int r = stage_load_run(c, p, false, msg, sizeof(msg));
 
-	argv[n++] = (char *)c->rerand_bin;
-	argv[n++] = "load";
-	argv[n++] = (char *)p->image;
-	if (*p->initrd) {
-		snprintf(initrd_arg, sizeof(initrd_arg), "--initrd=%s", p->initrd);
-		argv[n++] = initrd_arg;
-	}
-	snprintf(append_arg, sizeof(append_arg), "--append=%s", p->cmdline);
-	argv[n++] = append_arg;
-	snprintf(kexec_arg, sizeof(kexec_arg), "--kexec=%s", c->kexec_bin);
-	argv[n++] = kexec_arg;
-	if (c->file_syscall)
-		argv[n++] = "--file-syscall";
-	argv[n] = NULL;
-	r = run_argv(argv, 300, RR_CHILD_KEXEC_CAPS);
-	if (r != 0)
-		return rr_errf(e, r < 0 ? -r : EIO, "%s load %s failed (%s %d)", c->rerand_bin,
-			       p->image, r < 0 ? "error" : "status", r < 0 ? -r : r);
-	return 0;
+	return r < 0 ? rr_errf(e, -r, "%s", msg) : 0;
 }
 
 void stage_prune(const struct rr_config *c, const char *keep_sha, const char *keep_sha2)
