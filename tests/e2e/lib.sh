@@ -133,8 +133,9 @@ e2e_stamp() {
 }
 
 # e2e_qemu KERNEL INITRD APPEND LOG FIRMWARE CPU MEM_GIB TIMEOUT [MACHINE]
-# FIRMWARE: seabios, ovmf, or ovmf-sb (Secure Boot, lib-sb.sh).  Boot under TCG with -no-reboot (a triple fault or a panic ends QEMU); the
-# serial console goes, time-stamped, to LOG.  Returns QEMU's status (124 on
+# FIRMWARE: seabios, ovmf, or ovmf-sb (Secure Boot, lib-sb.sh).  Boot under
+# TCG with -no-reboot (a triple fault or a panic ends QEMU); the serial
+# console goes, time-stamped, to LOG.  Returns QEMU's status (124 on
 # the timeout).
 e2e_qemu() {
 	local kernel=$1 initrd=$2 append=$3 log=$4 fw=$5 cpu=$6 mem=$7 tmo=$8
