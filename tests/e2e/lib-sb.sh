@@ -434,14 +434,15 @@ sb_check_refusals() {
 	e2e_tap "$([ -z "$bad" ]; echo $?)" "$name: an image signed by a key not in db is refused, naming the signer and the keyrings; the signed one stays staged" "${bad# }"
 }
 
-# sb_crash_boot NAME KERNEL INITRD LOADER DIR: one QEMU run: first boot with
-# crashkernel=256M, stage, panic, crash kernel.  QEMU's status in DIR/rc.
+# sb_crash_boot NAME KERNEL INITRD LOADER DIR BASE: one QEMU run: first boot
+# with crashkernel=256M, stage, panic, crash kernel; BASE 1 adds the stock
+# kexec tries and the refusal before the panic.  QEMU's status in DIR/rc.
 sb_crash_boot() {
-	local name=$1 kernel=$2 initrd=$3 loader=$4 dir=$5 rc=0 t0=$EPOCHSECONDS
+	local name=$1 kernel=$2 initrd=$3 loader=$4 dir=$5 base=$6 rc=0 t0=$EPOCHSECONDS
 	rm -rf "$dir"
 	mkdir -p "$dir"
 	e2e_note "$name: $(basename "$kernel") under Secure Boot, crashkernel=256M, loader $loader"
-	sb_qemu "$kernel" "$initrd" "console=ttyS0,115200 panic=-1 crashkernel=256M e2e.role=first e2e.loader=$loader" \
+	sb_qemu "$kernel" "$initrd" "console=ttyS0,115200 panic=-1 crashkernel=256M e2e.role=first e2e.loader=$loader e2e.base=$base" \
 		"$dir/serial.log" 1 "${E2E_CRASH_TIMEOUT:-300}" || rc=$?
 	echo "$rc" >"$dir/rc"
 	echo $((EPOCHSECONDS - t0)) >"$dir/secs"
@@ -461,6 +462,7 @@ sb_check_crash() {
 		e2e_note "$name: serial log: $log"
 		grep -aE 'Kernel panic|BUG:|Oops|rerand|E2E-' "$log" | tail -n 6 | cut -c1-300 | sed 's/^/#   /'
 	fi
+	sb_lines "$log" 'E2E-SB-BASE ' | grep -q . && sb_check_base "$name" "$log"
 	[ -n "$load" ] || { e2e_tap 1 "$name: crash kernel staged" "no E2E-SB-LOAD line"; return 0; }
 	local calls=$(sb_field "$load" calls)
 	[ "$(sb_field "$load" rc)" = 0 ] || bad+=" exit $(sb_field "$load" rc): $(sb_field "$load" msg | cut -c1-160)"

@@ -4,7 +4,8 @@
 # reports; the host judges.
 #
 # Command-line keys: e2e.role=chain|first|crash, e2e.gen=N, e2e.target=T,
-# e2e.loader=rerand|stock.
+# e2e.loader=rerand|stock, e2e.base=0 (skip the stock kexec tries and the
+# refusals in generation 0).
 #   chain: report this generation (E2E-SB, E2E-GEN), stage the next one with
 #     `rerand load` (or stock `kexec -s -l` of the signed kernel) and kexec;
 #     generation 0 also tries stock kexec both ways and, after staging, the
@@ -25,13 +26,14 @@ mount -t securityfs securityfs /sys/kernel/security 2>/dev/null
 echo 1 >/proc/sys/kernel/printk
 echo 0 >/proc/sys/kernel/kptr_restrict
 
-role=chain gen=0 target=0 loader=rerand
+role=chain gen=0 target=0 loader=rerand base=1
 for w in $(cat /proc/cmdline); do
 	case "$w" in
 	e2e.role=*) role=${w#e2e.role=} ;;
 	e2e.gen=*) gen=${w#e2e.gen=} ;;
 	e2e.target=*) target=${w#e2e.target=} ;;
 	e2e.loader=*) loader=${w#e2e.loader=} ;;
+	e2e.base=*) base=${w#e2e.base=} ;;
 	esac
 done
 
@@ -92,7 +94,7 @@ fi
 
 # Stock kexec on a locked-down kernel: kexec_load must be refused, and
 # kexec_file_load of the signed kernel must work (then it is unloaded).
-if [ "$gen" = 0 ]; then
+if [ "$gen" = 0 ] && [ "$base" = 1 ]; then
 	k=/boot/image
 	[ -f /gen0/kernel.signed ] && k=/gen0/kernel.signed
 	[ "$loader" = stock ] || [ -f /gen0/kernel.signed ] || k=
@@ -121,7 +123,7 @@ if [ "$role" = first ]; then
 	fi
 	rc=$?
 	echo "E2E-SB-LOAD gen=0 crash=1 rc=$rc loaded=$(cat /sys/kernel/kexec_crash_loaded) calls=$(calls) msg=$(oneline "$out")"
-	if [ -f /gen0/image.untrusted ]; then
+	if [ "$base" = 1 ] && [ -f /gen0/image.untrusted ]; then
 		out=$(rerand load --crash /gen0/image.untrusted --initrd /crash.cpio --append "$cmd" 2>&1); rc=$?
 		loaded=$(cat /sys/kernel/kexec_crash_loaded)
 		echo "E2E-SB-REFUSE kind=crash-untrusted rc=$rc loaded=$loaded calls=$(calls) msg=$(oneline "$out")"
