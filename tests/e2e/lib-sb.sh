@@ -249,7 +249,12 @@ sb_check_fw() {
 	t0=$EPOCHSECONDS
 	sb_fw_boot "$signed" "$dir/signed.log"
 	sb_fw_boot "$unsigned" "$dir/unsigned.log"
-	local s u bad=""
+	sb_fw_judge "$name" "$dir" "$((EPOCHSECONDS - t0))"
+}
+
+# sb_fw_judge NAME DIR SECS: TAP lines for DIR/signed.log, DIR/unsigned.log.
+sb_fw_judge() {
+	local name=$1 dir=$2 secs=$3 s u bad=""
 	s=$(sb_fw_clean "$dir/signed.log")
 	u=$(sb_fw_clean "$dir/unsigned.log")
 	grep -qE '^BdsDxe: starting Boot[0-9A-F]+ "UEFI Misc Device"' <<<"$s" || bad+=" signed: no 'BdsDxe: starting' for the ESP"
@@ -259,7 +264,7 @@ sb_check_fw() {
 	grep -qE '^BdsDxe: failed to load Boot[0-9A-F]+ "UEFI Misc Device".*: Access Denied' <<<"$u" ||
 		bad+=" no 'failed to load ... Access Denied' for the ESP"
 	grep -q 'EFI stub' <<<"$u" && bad+=" the unsigned kernel's EFI stub ran"
-	e2e_tap "$([ -z "$bad" ]; echo $?)" "$name: Secure Boot firmware refuses the unsigned kernel ($(($EPOCHSECONDS - t0)) s for both)" "${bad# }"
+	e2e_tap "$([ -z "$bad" ]; echo $?)" "$name: Secure Boot firmware refuses the unsigned kernel ($secs s for both)" "${bad# }"
 	e2e_note "$name: signed:   $(grep -m1 -E 'Misc Device|EFI stub' <<<"$s" | cut -c1-110)"
 	e2e_note "$name: unsigned: $(grep -m1 'Misc Device.*:' <<<"$u" | sed 's/ from .*)://' | cut -c1-110)"
 }
