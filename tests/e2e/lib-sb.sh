@@ -214,7 +214,7 @@ sb_initrd() {
 # test of the firmware: OVMF falls back to its legacy loader for a -kernel
 # image that fails verification.)
 sb_fw_boot() {
-	local efi=$1 log=$2 esp pid i
+	local efi=$1 log=$2 esp pid
 	esp=$(mktemp -d) || return 1
 	mkdir -p "$esp/EFI/BOOT" && cp "$efi" "$esp/EFI/BOOT/BOOTX64.EFI" || { rm -rf "$esp"; return 1; }
 	cp "$E2E_OVMF_SB_VARS" "$log.vars.fd" || { rm -rf "$esp"; return 1; }
@@ -226,7 +226,7 @@ sb_fw_boot() {
 		-m 1G -smp 1 -cpu max -nographic -monitor none -serial "file:$log" -no-reboot \
 		-net none -drive "file=fat:$esp,format=raw,if=virtio,readonly=on" </dev/null 2>"$log.stderr" &
 	pid=$!
-	for i in $(seq 1 "${SB_FW_TIMEOUT:-120}"); do
+	for _ in $(seq 1 "${SB_FW_TIMEOUT:-120}"); do
 		grep -aqE 'EFI stub: |No bootable option' "$log" && break
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 1
@@ -469,7 +469,8 @@ sb_check_crash() {
 	fi
 	sb_lines "$log" 'E2E-SB-BASE ' | grep -q . && sb_check_base "$name" "$log"
 	[ -n "$load" ] || { e2e_tap 1 "$name: crash kernel staged" "no E2E-SB-LOAD line"; return 0; }
-	local calls=$(sb_field "$load" calls)
+	local calls
+	calls=$(sb_field "$load" calls)
 	[ "$(sb_field "$load" rc)" = 0 ] || bad+=" exit $(sb_field "$load" rc): $(sb_field "$load" msg | cut -c1-160)"
 	[ "$(sb_field "$load" loaded)" = 1 ] || bad+=" kexec_crash_loaded=$(sb_field "$load" loaded)"
 	sb_calls_file "$calls" -p || bad+=" kexec calls: $calls"
