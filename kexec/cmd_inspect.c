@@ -54,6 +54,12 @@ static void print_sig(const struct rr_pe_sig *sig, bool json)
 		       "not a PE image");
 }
 
+static bool is_bzimage_or_elf(const uint8_t *buf, size_t len)
+{
+	return (len >= 0x206 && !memcmp(buf + 0x202, "HdrS", 4)) ||
+	       (len >= 4 && !memcmp(buf, "\177ELF", 4));
+}
+
 static void print_kernel(const char *path, const struct rr_kernel *k, bool json)
 {
 	const struct rr_vmlinux *v = &k->elf;
@@ -62,13 +68,17 @@ static void print_kernel(const char *path, const struct rr_kernel *k, bool json)
 
 	rr_bits_text(vs, vb, sizeof(vb));
 	if (json) {
-		printf("{\"file\":\"%s\",\"type\":\"%s\",\"codec\":\"%s\",\"file_size\":%zu,",
-		       path, k->is_bzimage ? "bzImage" : "vmlinux", rr_kcodec_name(k->codec), k->file_size);
-		if (k->is_bzimage)
+		printf("{\"file\":");
+		json_str(path);
+		printf(",\"type\":\"%s\",\"codec\":\"%s\",\"file_size\":%zu,",
+		       k->is_bzimage ? "bzImage" : "vmlinux", rr_kcodec_name(k->codec), k->file_size);
+		if (k->is_bzimage) {
 			printf("\"protocol\":\"%u.%02u\",\"xloadflags\":%u,\"payload_size\":%llu,"
-			       "\"kernel_version\":\"%s\",", k->bz.version >> 8, k->bz.version & 0xff,
-			       k->bz.xloadflags,
-			       (unsigned long long)k->bz.payload_length, k->bz.kernel_version);
+			       "\"kernel_version\":", k->bz.version >> 8, k->bz.version & 0xff,
+			       k->bz.xloadflags, (unsigned long long)k->bz.payload_length);
+			json_str(k->bz.kernel_version);
+			putchar(',');
+		}
 		printf("\"decoded_size\":%zu,\"mem_size\":%llu,\"entry_offset\":%llu,\"segments\":[",
 		       k->payload_len, (unsigned long long)v->mem_size,
 		       (unsigned long long)(v->entry - v->link_paddr));
@@ -119,16 +129,19 @@ static void print_image(const char *path, size_t len, const struct rr_image *im,
 	for (unsigned i = 0; i < 32; i++)
 		snprintf(stage_hex + 2 * i, 3, "%02x", h->stage_sha256[i]);
 	if (json) {
-		printf("{\"file\":\"%s\",\"type\":\"rerand-image\",\"stage_sha256\":\"%s\","
-		       "\"xlf_5level\":%s,\"signature_size\":%u,", path, stage_hex,
+		printf("{\"file\":");
+		json_str(path);
+		printf(",\"type\":\"rerand-image\",\"stage_sha256\":\"%s\","
+		       "\"xlf_5level\":%s,\"signature_size\":%u,", stage_hex,
 		       im->xloadflags & RERAND_XLF_5LEVEL ? "true" : "false", im->cert_size);
-		printf("\"image_version\":%u,"
-		       "\"kernel_version\":\"%s\",\"protocol\":\"%u.%02u\",\"xloadflags\":%u,"
+		printf("\"image_version\":%u,\"kernel_version\":", h->version);
+		json_str(im->kernel_version);
+		printf(",\"protocol\":\"%u.%02u\",\"xloadflags\":%u,"
 		       "\"file_size\":%zu,\"init_size\":%u,\"kernel_alignment\":%u,\"codec\":\"%s\","
 		       "\"stored_size\":%llu,\"decoded_size\":%llu,\"mem_size\":%llu,"
 		       "\"entry_offset\":%llu,\"segments\":%u,\"reloc_layout\":%u,\"relocs64\":%u,"
 		       "\"inverse32\":%u,\"relocs32\":%u,\"virt_slots\":%llu,\"virt_bits\":%s",
-		       h->version, im->kernel_version, im->protocol >> 8, im->protocol & 0xff,
+		       im->protocol >> 8, im->protocol & 0xff,
 		       im->xloadflags, len, im->init_size, im->kernel_alignment,
 		       h->codec == RERAND_CODEC_LZ4 ? "lz4" : "none", (unsigned long long)stored,
 		       (unsigned long long)decoded, (unsigned long long)h->mem_size,
@@ -200,6 +213,22 @@ int cmd_inspect(int argc, char **argv)
 			print_image(path, len, &im, json);
 			print_sig(&sig, json);
 		}
+	} else if (!is_bzimage_or_elf(buf, len) && len >= 2 && buf[0] == 'M' && buf[1] == 'Z') {
+		/* Any other PE file (a boot loader, a unified kernel image): only
+		 * who signed it. */
+		r = rr_pe_sig_read(buf, len, path, &sig, &e);
+		if (r == 0 && !sig.is_pe)
+			r = rr_errf(&e, ENOEXEC, "%s: neither a kernel nor a PE file (\"MZ\" without "
+				    "a PE header)", path);
+		if (r == 0 && json) {
+			printf("{\"file\":");
+			json_str(path);
+			printf(",\"type\":\"pe\"");
+		} else if (r == 0) {
+			printf("%s: PE image, neither a kernel nor a rerand image\n", path);
+		}
+		if (r == 0)
+			print_sig(&sig, json);
 	} else {
 		struct rr_kernel k;
 		bool k_loaded;

@@ -12,7 +12,7 @@ libjson-c-dev libssl-dev"
 run_pkgs="qemu-system-x86 ovmf seabios kexec-tools busybox-static cpio xz-utils zstd lz4
 bzip2 gzip lzop python3 coreutils util-linux"
 test_pkgs="clang libclang-rt-14-dev etcd-server etcd-client openssl curl iproute2 gnuplot-nox
-sbsigntool osslsigncode softhsm2 libengine-pkcs11-openssl"
+sbsigntool osslsigncode pesign softhsm2 libengine-pkcs11-openssl"
 # The Debian guest (tests/e2e/lib-systemd.sh, make vm): debootstrap, an ext4
 # image made from a directory, systemctl --root for enabling units.
 vm_pkgs="debootstrap e2fsprogs systemd ca-certificates"

@@ -20,6 +20,14 @@ skip() { n=$((n + 1)); echo "ok $n - # SKIP $*"; }
 check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
 done_() { echo "1..$n"; exit 0; }
 
+# --- inspect on PE files that are not kernels (committed corpus) -----------
+C=$top/tests/fuzz/corpus/pesig
+check "inspect of a small sbsign-signed PE file names its signer" \
+	bash -c "'$R' inspect '$C/signed-snakeoil' | grep -qF 'signed by \"$SUBJ\"'"
+"$R" inspect "$C/bad-pkcs7" >/dev/null 2>"$tmp/stderr"; rc=$?
+check "inspect of a PE file with a damaged PKCS#7: exit $rc, '$(cat "$tmp/stderr")'" \
+	bash -c "[ $rc -eq 1 ] && grep -qF '$C/bad-pkcs7: the PE signature is not a PKCS#7 message' '$tmp/stderr'"
+
 if [ -z "$K" ]; then skip "RERAND_KERNELS not set: signing tests need a kernel"; done_; fi
 for t in sbsign sbverify openssl; do
 	command -v $t >/dev/null || { skip "$t not installed (sbsigntool, openssl)"; done_; }

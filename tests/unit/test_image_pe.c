@@ -145,6 +145,23 @@ static void signing(const char *name, const uint8_t *img, size_t len)
 		in) == 0, "%s: sbsign signs it", name);
 	T_OK(sh("sbverify --cert %s %s >/dev/null 2>&1", SNAKEOIL_CERT, out) == 0,
 	     "%s: sbverify --cert snakeoil accepts the signature", name);
+	/* Three Authenticode implementations agree on the digest: pesign's of
+	 * the unsigned file, osslsigncode's of the signed one, and the digest
+	 * sbsign put into the signature. */
+	if (have("pesign") && have("osslsigncode")) {
+		char digests[600];
+		snprintf(digests, sizeof(digests), "%s/digests", tmpdir);
+		T_OK(sh("pesign -h -i %s | sed -n 's/^hash: //p' > %s", in, digests) == 0 &&
+		     sh("osslsigncode verify -in %s 2>/dev/null | sed -n 's/^Current message digest *: *//p;"
+			" s/^Calculated message digest *: *//p' | tr 'A-F' 'a-f' | tr -d ' ' >> %s",
+			out, digests) == 0 &&
+		     sh("[ $(wc -l < %s) -eq 3 ] && [ $(sort -u %s | wc -l) -eq 1 ] && "
+			"[ $(head -c 64 %s | tr -cd 0-9a-f | wc -c) -eq 64 ]", digests, digests, digests) == 0,
+		     "%s: pesign's digest of the unsigned image = the signature's = osslsigncode's", name);
+		unlink(digests);
+	} else {
+		T_OK(1, "# SKIP pesign or osslsigncode not installed");
+	}
 	if (rr_read_file(out, 512u << 20, &s, &slen, &e) < 0) {
 		T_OK(0, "%s: signed image read back: %s", name, e.msg);
 		return;

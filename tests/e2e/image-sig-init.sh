@@ -1,0 +1,28 @@
+#!/bin/busybox sh
+# /init of the image-signature guest (check-image-sig.sh): under lockdown,
+# ask the running kernel to load (never execute) each image with
+# kexec_file_load, and once with kexec_load; one SIG-RESULT line each.
+export PATH=/bin:/sbin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev 2>/dev/null
+mount -t securityfs none /sys/kernel/security 2>/dev/null
+exec >/dev/ttyS0 2>&1
+echo "SIG-LOCKDOWN $(cat /sys/kernel/security/lockdown 2>&1)"
+# try NAME KEXEC-ARGS...: load, report, unload.
+try() {
+	name=$1; shift
+	out=$(kexec "$@" --command-line=console=ttyS0 2>&1)
+	rc=$?
+	# First line only: kexec_load's failure report goes on to list segments.
+	echo "SIG-RESULT $name rc=$rc $(echo "$out" | head -1)"
+	kexec -s -u >/dev/null 2>&1
+	kexec -u >/dev/null 2>&1
+}
+try signed-file -s -l /img/signed.img
+try unsigned-file -s -l /img/unsigned.img
+try tampered-file -s -l /img/tampered.img
+try other-key-file -s -l /img/other.img
+try signed-kexec_load -l /img/signed.img
+echo SIG-DONE
+poweroff -f
