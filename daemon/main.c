@@ -108,7 +108,11 @@ static int stage(struct daemon *d, const struct rr_stage_plan *given)
 	d->st.staged_time = time(NULL);
 	stage_prune(&d->cfg, p.sha, d->cr.sha);
 	save_state(d);
-	rr_log(RR_LOG_INFO, "staged %s (kernel sha256 %.16s) with a fresh seed", p.kernel, p.sha);
+	if (*p.signer)
+		rr_log(RR_LOG_INFO, "staged %s (kernel sha256 %.16s), %s image %s signed by \"%s\"",
+		       p.kernel, p.sha, stage_source_name(p.source), p.image, p.signer);
+	else
+		rr_log(RR_LOG_INFO, "staged %s (kernel sha256 %.16s)", p.kernel, p.sha);
 	return 0;
 fail:
 	d->stage_failed_at = time(NULL);
@@ -180,6 +184,7 @@ static void fill_view(struct daemon *d, struct rr_view *v)
 	snprintf(v->kernel, sizeof(v->kernel), "%s", d->plan.kernel);
 	snprintf(v->image_sha, sizeof(v->image_sha), "%s", d->plan.sha);
 	snprintf(v->stage_error, sizeof(v->stage_error), "%s", d->stage_error);
+	stage_view_secure(&d->cfg, d->staged ? &d->plan : NULL, v);
 	coord_view(&d->co, v);
 	v->crash_mode = d->cfg.crash_mode == RR_CRASH_OFF ? "off" : "auto";
 	v->crash_state = d->cr.state;
@@ -474,7 +479,8 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 		    strcmp(c->run_dir, d->cfg.run_dir) || strcmp(c->kmsg, d->cfg.kmsg))
 			rr_log(RR_LOG_WARNING, "directory, socket and kmsg changes take effect on restart");
 		bool restage = strcmp(c->kernel, d->cfg.kernel) || strcmp(c->initrd, d->cfg.initrd) ||
-			       strcmp(c->cmdline, d->cfg.cmdline) || c->cmdline_set != d->cfg.cmdline_set;
+			       strcmp(c->cmdline, d->cfg.cmdline) || c->cmdline_set != d->cfg.cmdline_set ||
+			       stage_secure_changed(c, &d->cfg);
 		bool recrash = restage || c->crash_mode != d->cfg.crash_mode ||
 			       strcmp(c->crash_kernel, d->cfg.crash_kernel) ||
 			       strcmp(c->crash_initrd, d->cfg.crash_initrd) ||

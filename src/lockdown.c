@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "lockdown.h"
 
@@ -52,6 +53,24 @@ int rr_secureboot_parse(const uint8_t *buf, size_t len, const char *name,
 	return 0;
 }
 
+/* .../efi of .../efi/efivars/SecureBoot-...: EFI booted, variables unseen */
+static bool firmware_dir_exists(const char *var)
+{
+	char dir[4096];
+	struct stat st;
+	char *slash;
+
+	if (snprintf(dir, sizeof(dir), "%s", var) >= (int)sizeof(dir))
+		return false;
+	for (int up = 0; up < 2; up++) {
+		slash = strrchr(dir, '/');
+		if (!slash || slash == dir)
+			return false;
+		*slash = 0;
+	}
+	return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 int rr_lockdown_probe(const char *lockdown_path, const char *secureboot_path,
 		      struct rr_lockdown_state *ret, struct rr_err *e)
 {
@@ -75,7 +94,10 @@ int rr_lockdown_probe(const char *lockdown_path, const char *secureboot_path,
 		free(buf);
 		if (r < 0)
 			return r;
-	} else if (r != -ENOENT) {
+	} else if (r == -ENOENT) {
+		if (firmware_dir_exists(secureboot_path))
+			s.secureboot = RR_SB_UNKNOWN;
+	} else {
 		return r;
 	}
 	s.locked = s.lockdown == RR_LD_INTEGRITY || s.lockdown == RR_LD_CONFIDENTIALITY ||
@@ -94,7 +116,13 @@ const char *rr_lockdown_name(enum rr_lockdown l)
 
 const char *rr_secureboot_name(enum rr_secureboot s)
 {
-	return s == RR_SB_ON ? "on" : s == RR_SB_OFF ? "off" : "unsupported";
+	switch (s) {
+	case RR_SB_ON: return "on";
+	case RR_SB_OFF: return "off";
+	case RR_SB_UNKNOWN: return "unknown";
+	case RR_SB_ABSENT: break;
+	}
+	return "unsupported";
 }
 
 /* ---- the seed rule -------------------------------------------------------- */

@@ -25,9 +25,10 @@ enum rr_lockdown {
 };
 
 enum rr_secureboot {
-	RR_SB_ABSENT = 0,        /* not booted by EFI, or no SecureBoot variable */
+	RR_SB_ABSENT = 0,        /* not booted by EFI (no firmware directory) */
 	RR_SB_OFF,
 	RR_SB_ON,
+	RR_SB_UNKNOWN,           /* EFI, but no variable: efivarfs not mounted */
 };
 
 struct rr_lockdown_state {
@@ -46,12 +47,14 @@ int rr_lockdown_parse(const char *text, size_t len, const char *name, enum rr_lo
 int rr_secureboot_parse(const uint8_t *buf, size_t len, const char *name,
 			enum rr_secureboot *ret, struct rr_err *e);
 /* Read both files (read to EOF: sysfs reports size 0).  A missing file is a
- * state (absent), not an error; an unreadable or malformed one is. */
+ * state, not an error; an unreadable or malformed one is.  A missing
+ * SecureBoot variable means no EFI when the directory two levels up
+ * (/sys/firmware/efi) is missing too, else unknown. */
 int rr_lockdown_probe(const char *lockdown_path, const char *secureboot_path,
 		      struct rr_lockdown_state *ret, struct rr_err *e);
 /* "none", "integrity", "confidentiality"; "unknown" when absent. */
 const char *rr_lockdown_name(enum rr_lockdown l);
-/* "on", "off"; "unsupported" when absent. */
+/* "on", "off", "unknown"; "unsupported" when absent. */
 const char *rr_secureboot_name(enum rr_secureboot s);
 
 /* ---- the seed rule -------------------------------------------------------- */

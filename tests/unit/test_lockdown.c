@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lockdown.h"
@@ -87,6 +88,16 @@ static void test_probe(void)
 	/* a directory in place of the file: unreadable, not "absent" */
 	r = rr_lockdown_probe(dir, "/nonexistent", &s, &e);
 	T_OK(r < 0 && r != -ENOENT && strstr(e.msg, dir), "a directory as the lockdown file: %s", e.msg);
+
+	/* EFI booted but efivarfs not mounted: unknown, not "unsupported" */
+	char efi[300], var[400];
+	snprintf(efi, sizeof(efi), "%s/efi", dir);
+	snprintf(var, sizeof(var), "%s/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c", efi);
+	mkdir(efi, 0755);
+	r = rr_lockdown_probe("/nonexistent", var, &s, &e);
+	T_OK(r == 0 && s.secureboot == RR_SB_UNKNOWN && !strcmp(rr_secureboot_name(s.secureboot), "unknown") &&
+	     !s.locked, "EFI directory without the variable (efivarfs not mounted): Secure Boot unknown");
+	rmdir(efi);
 
 	/* the real files of this machine read without error (absent is fine) */
 	r = rr_lockdown_probe(RR_LOCKDOWN_PATH, RR_SECUREBOOT_PATH, &s, &e);
