@@ -341,13 +341,25 @@ sb_sources() { grep -o '"sources" *: *"[^"]*"' <<<"$1" | cut -d'"' -f4; }
 # generation was staged, the kernel seed among the sources, the table, and
 # the stock baseline of generation 0.
 sb_check_chain() {
-	local name=$1 log=$2 qrc=$3 gens=$4 loader=$5 mem=$6 mode=stock
+	local name=$1 log=$2 qrc=$3 gens=$4 loader=$5 mem=$6 mode=stock rows
 	[ "$loader" = rerand ] && mode=rerand
-	E2E_RUN_MEM=$mem e2e_check "$name" "$log" "$qrc" "$gens" "$mode" 0
+	# -cpu max: lib.sh then also checks the sources against the CPU, with
+	# kernel-seed exactly when a SETUP_RNG_SEED node came, and "weak".  A
+	# signed image is staged unchanged, its header seed zero, as under
+	# E2E_LOADER=kexec: "seed" must not be named.
+	E2E_RUN_MEM=$mem E2E_RUN_CPU=max E2E_LOADER=kexec e2e_check "$name" "$log" "$qrc" "$gens" "$mode" 0
 	sb_check_lockdown "$name" "$log" chain "$gens"
 	sb_check_base "$name" "$log"
+	sb_check_staging "$name" "$log" "$gens" "$loader"
+	rows=$(e2e_parse "$log")
+	[ "$loader" = rerand ] && sb_check_kseed "$name" "$rows"
+	sb_table "$name" "$log" "$rows"
+}
 
-	# How every generation staged the next: kexec_file_load (-s) only.
+# sb_check_staging NAME LOG GENS LOADER: every generation before the last
+# staged the next with kexec_file_load (-s) only, and it is loaded.
+sb_check_staging() {
+	local name=$1 log=$2 gens=$3 loader=$4
 	local g line calls bad="" seen=""
 	for g in $(seq 0 $((gens - 1))); do
 		line=$(sb_lines "$log" "E2E-SB-LOAD gen=$g " | head -n1)
@@ -361,21 +373,20 @@ sb_check_chain() {
 	local who="stock kexec -s -l"
 	[ "$loader" = rerand ] && who="rerand load (no --file-syscall) picked kexec_file_load"
 	e2e_tap "$([ -z "$bad" ]; echo $?)" "$name: $who in every generation (kexec ran: ${seen:-nothing})" "${bad# }"
+}
 
-	local rows
-	rows=$(e2e_parse "$log")
-	if [ "$loader" = rerand ]; then
-		bad=""
-		local gen secs text cs ce lf ram ver src
-		while IFS=$'\t' read -r gen secs text cs ce lf ram ver; do
-			[ -n "$gen" ] && [ "$gen" -gt 0 ] || continue
-			src=$(sb_sources "$ver")
-			case "+$src+" in *+kernel-seed+*) ;; *) bad+=" gen$gen:${src:-none}" ;; esac
-		done <<<"$rows"
-		[ -n "$rows" ] || bad=" no generation reported"
-		e2e_tap "$([ -z "$bad" ]; echo $?)" "$name: the kernel's SETUP_RNG_SEED (kernel-seed) among the sources after every kexec" "${bad# }"
-	fi
-	sb_table "$name" "$log" "$rows"
+# sb_check_kseed NAME ROWS: kernel-seed among the sources after every kexec
+# (ROWS from e2e_parse).
+sb_check_kseed() {
+	local name=$1 rows=$2 bad=""
+	local gen secs text cs ce lf ram ver src
+	while IFS=$'\t' read -r gen secs text cs ce lf ram ver; do
+		[ -n "$gen" ] && [ "$gen" -gt 0 ] || continue
+		src=$(sb_sources "$ver")
+		case "+$src+" in *+kernel-seed+*) ;; *) bad+=" gen$gen:${src:-none}" ;; esac
+	done <<<"$rows"
+	[ -n "$rows" ] || bad=" no generation reported"
+	e2e_tap "$([ -z "$bad" ]; echo $?)" "$name: the kernel's SETUP_RNG_SEED (kernel-seed) among the sources after every kexec" "${bad# }"
 }
 
 # sb_table NAME LOG ROWS: generation, lockdown, verify, sources, distinct.
