@@ -97,6 +97,20 @@ expect_fail "sbsign not installed" "cannot run.*sbsigntool" \
 "$R" image "$k" -o "$tmp/out/u.img" --sign-key "$tmp/snake.key" 2>"$tmp/stderr"
 check "--sign-key without --sign-cert: usage error (exit $?)" test $? -eq 2
 
+# --- intermediate certificates, and a signature too big for the room -------
+"$R" image "$k" -o "$tmp/out/ac.img" --sign-key "$tmp/snake.key" --sign-cert $CERT \
+	--sign-addcert "$tmp/other.pem" 2>"$tmp/stderr"
+check "--sign-addcert: signed, sbverify accepts, the signature carries 2 certificates" \
+	bash -c "sbverify --cert $CERT '$tmp/out/ac.img' >/dev/null 2>&1 &&
+		 sbverify --list '$tmp/out/ac.img' 2>/dev/null | grep -c 'subject:' | grep -qx 2"
+openssl genrsa -out "$tmp/bulk.key" 4096 2>/dev/null
+for i in $(seq 1 60); do
+	openssl req -x509 -key "$tmp/bulk.key" -subj "/CN=rerand bulk $i" -set_serial "$i" -days 1 2>/dev/null
+done >"$tmp/bulk.pem"
+expect_fail "60 intermediate certificates: the signature does not fit the image's room" \
+	"signature runs into the stage's scratch area" \
+	"$R" image "$k" --sign-key "$tmp/snake.key" --sign-cert $CERT --sign-addcert "$tmp/bulk.pem"
+
 # --- another signer: sbverify against snakeoil fails, inspect names it -----
 "$R" image "$k" -o "$tmp/out/o.img" --sign-key "$tmp/other.key" --sign-cert "$tmp/other.pem" 2>/dev/null
 check "signed by another key: sbverify --cert snakeoil refuses" \
