@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define STAGE_VERSION "1"
+#define STAGE_VERSION "2"   /* 2: kernel seed, reset on failure, record v2 */
 
 /* serial.c: COM1, polled; never blocks forever. */
 void serial_init(void);
