@@ -387,6 +387,23 @@ static int on_boot_change(sd_event_source *s, const struct inotify_event *ev, vo
 	return 0;
 }
 
+/* A signed image arrived (SignedImageDirectory=): maybe the one a locked-down
+ * machine waits for; plan again as for a new kernel. */
+static int on_signed_change(sd_event_source *s, const struct inotify_event *ev, void *ud)
+{
+	struct daemon *d = ud;
+	size_t n = ev->len ? strlen(ev->name) : 0;
+
+	if (n < 5 || strcmp(ev->name + n - 4, ".img"))
+		return 0;
+	d->new_kernel_at = time(NULL) + d->cfg.new_kernel_settle;
+	if (!d->staged)
+		d->stage_failed_at = 0;        /* no need to wait for the retry */
+	crash_request(&d->cr, time(NULL), d->cfg.new_kernel_settle);
+	evaluate_soon(d);
+	return 0;
+}
+
 static int on_uevent(sd_event_source *s, int fd, uint32_t revents, void *ud)
 {
 	struct daemon *d = ud;
@@ -741,6 +758,11 @@ static int run(int argc, char **argv)
 	if (sd_event_add_inotify(d->ev, NULL, d->cfg.boot_dir,
 				 IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE, on_boot_change, d) < 0)
 		rr_log(RR_LOG_WARNING, "%s: cannot watch for new kernels", d->cfg.boot_dir);
+	if (*d->cfg.signed_dir && (mkdir(d->cfg.signed_dir, 0755) == 0 || errno == EEXIST) &&
+	    sd_event_add_inotify(d->ev, NULL, d->cfg.signed_dir, IN_CLOSE_WRITE | IN_MOVED_TO,
+				 on_signed_change, d) < 0)
+		rr_log(RR_LOG_INFO, "%s: cannot watch for signed images; looking every 5 minutes",
+		       d->cfg.signed_dir);
 	/* opened with Mode=off too: a reload may turn it on */
 	if (crash_uevent_open(&d->cfg, &d->cr, &e) < 0 ||
 	    sd_event_add_io(d->ev, NULL, d->cr.uevent_fd, EPOLLIN, on_uevent, d) < 0)

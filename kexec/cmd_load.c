@@ -157,9 +157,23 @@ static void report_failure(const char *path, const char *kexec, bool file_syscal
 	size_t n;
 
 	line = file_syscall ? rr_kexec_sig_refusal(out, &n) : NULL;
+	/* EPERM has two causes besides a signature */
 	if (line && strstr(line, strerror(EPERM)) && !kexec_have_cap_sys_boot()) {
 		cli_err("%s: kexec said \"%.*s\": this process lacks CAP_SYS_BOOT (run it as root); %s",
 			path, (int)n, line, after);
+		return;
+	}
+	if (line && strstr(line, strerror(EPERM)) && kexec_disabled()) {
+		cli_err("%s: kexec said \"%.*s\": kexec is disabled until the next boot "
+			"(/proc/sys/kernel/kexec_load_disabled is 1); %s", path, (int)n, line, after);
+		return;
+	}
+	if (line && sig->is_signed &&
+	    (strstr(line, strerror(EBADMSG)) || strstr(line, strerror(ELIBBAD)))) {
+		cli_err("%s: the kernel could not use the image's signature (kexec said \"%.*s\"): the "
+			"signature or the PE header is malformed, or the file changed after it was signed "
+			"by \"%s\". Sign it again with 'rerand image --sign-key KEY --sign-cert CERT' and "
+			"ship it unchanged; %s", path, (int)n, line, sig->subject, after);
 		return;
 	}
 	if (line && sig->is_signed) {
@@ -167,8 +181,9 @@ static void report_failure(const char *path, const char *kexec, bool file_syscal
 			"by \"%s\" (issuer \"%s\"), a key in none of the keyrings kexec_file_load trusts: "
 			".secondary_trusted_keys, .machine (MOK) and .platform (UEFI db)%s. Enroll the "
 			"signing certificate with 'mokutil --import CERT', or sign with a key the kernel "
-			"trusts; %s", path, (int)n, line, sig->subject, sig->issuer,
+			"trusts%s; %s", path, (int)n, line, sig->subject, sig->issuer,
 			ld->locked ? "" : " (the kernel enforces signatures although it is not locked down)",
+			strstr(line, strerror(EPERM)) ? " (the kernel's log has its own reason: dmesg)" : "",
 			after);
 		return;
 	}

@@ -113,6 +113,19 @@ bool kexec_crng_ready(void)
 	return n == 1;
 }
 
+bool kexec_disabled(void)
+{
+	uint8_t *buf;
+	size_t len;
+	bool off;
+
+	if (rr_read_file("/proc/sys/kernel/kexec_load_disabled", 64, &buf, &len, NULL) < 0)
+		return false;
+	off = len >= 1 && buf[0] == '1';
+	free(buf);
+	return off;
+}
+
 bool kexec_have_cap_sys_boot(void)
 {
 	uint8_t *buf;

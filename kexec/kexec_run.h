@@ -19,6 +19,8 @@ void kexec_running_release(int ret[2]);
 /* getrandom(GRND_NONBLOCK) succeeds: the CRNG is ready, the condition
  * under which the kernel and kexec-tools add a SETUP_RNG_SEED node. */
 bool kexec_crng_ready(void);
+/* kernel.kexec_load_disabled is 1: no kexec at all until the next boot. */
+bool kexec_disabled(void);
 /* CAP_SYS_BOOT is in this process's effective set (/proc/self/status). */
 bool kexec_have_cap_sys_boot(void);
 

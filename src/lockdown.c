@@ -259,8 +259,8 @@ const char *rr_kexec_sig_refusal(const char *out, size_t *ret_len)
 
 const char *rr_last_line(const char *out, size_t *ret_len)
 {
-	const char *p = out, *last = NULL;
-	size_t last_n = 0;
+	const char *p = out, *last = NULL, *verdict = NULL;
+	size_t last_n = 0, verdict_n = 0;
 
 	while (p && *p) {
 		const char *nl = strchr(p, '\n');
@@ -270,8 +270,13 @@ const char *rr_last_line(const char *out, size_t *ret_len)
 			last = p;
 			last_n = n;
 		}
+		/* kexec-tools dumps its segments after "kexec_load failed: ..." */
+		if (line_has(p, n, "failed") || line_has(p, n, "Cannot ")) {
+			verdict = p;
+			verdict_n = n;
+		}
 		p = nl ? nl + 1 : NULL;
 	}
-	*ret_len = last_n;
-	return last;
+	*ret_len = verdict ? verdict_n : last_n;
+	return verdict ? verdict : last;
 }

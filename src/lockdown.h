@@ -90,7 +90,8 @@ int rr_parse_kexec_version(const char *s, int ret[3]);
  * kernel's "signature verification failed" line; *ret_len its length.  NULL
  * when there is none. */
 const char *rr_kexec_sig_refusal(const char *out, size_t *ret_len);
-/* The last non-empty line of out, or NULL. */
+/* kexec's verdict in out: the last line saying "failed" or "Cannot ", else
+ * the last non-empty line; NULL when out is empty. */
 const char *rr_last_line(const char *out, size_t *ret_len);
 
 #endif

@@ -141,8 +141,9 @@ inst signhere "SignKey=$tmp/db.key
 SignCert=$tmp/db.crt"
 inst wrongrel
 cp "$tmp/other.img" "$tmp/wrongrel/signed/$REL.img"
-for id in blocked presigned signhere wrongrel; do run "$id"; done
-for id in blocked presigned signhere wrongrel; do
+inst late
+for id in blocked presigned signhere wrongrel late; do run "$id"; done
+for id in blocked presigned signhere wrongrel late; do
 	wait_for 30 test -S "$tmp/$id/run/control" || bail "$id: rerandd did not come up: $(tail -3 "$tmp/$id/log")"
 done
 
@@ -198,6 +199,15 @@ check "another release's image: refused, nothing staged: $(st wrongrel | grep '^
 	eval 'status_has wrongrel "stage error:       $tmp/wrongrel/signed/$REL.img: an image of release \"6.12.118+deb12-cloud-amd64\", not of $KERNEL'"'"'s $REL" &&
 	      test ! -e "$tmp/wrongrel/kexec.log"'
 
+# ---- the signed image arrives after the kernel (shipped separately) -------------------------
+wait_for 20 status_has late "stage error:"
+cp "$tmp/presigned.img" "$tmp/late/$REL.img.part" && mv "$tmp/late/$REL.img.part" "$tmp/late/signed/$REL.img"
+t0=$(date +%s%3N)
+wait_for 20 staged late
+t1=$(date +%s%3N)
+check "a signed image dropped into SignedImageDirectory= is staged at once ($((t1 - t0)) ms), not at the 5-minute retry" \
+	eval 'staged late && status_has late "staged image:      pre-signed, signed by \"$SUBJECT\"" && [ $((t1 - t0)) -lt 15000 ]'
+
 check "no instance ever asked for a reboot" eval '! ls "$tmp"/*/reboot-called >/dev/null 2>&1'
-check "no 0x number in any status or log" eval '! { for i in blocked presigned signhere wrongrel; do st $i; st $i --json; cat "$tmp/$i/log"; done; } | grep -qi "0x"'
+check "no 0x number in any status or log" eval '! { for i in blocked presigned signhere wrongrel late; do st $i; st $i --json; cat "$tmp/$i/log"; done; } | grep -qi "0x"'
 echo "1..$n"

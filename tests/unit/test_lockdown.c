@@ -170,6 +170,10 @@ static void test_refusal_lines(void)
 	l = rr_last_line("a\nlast one\n\n", &n);
 	T_OK(l && n == 8 && !memcmp(l, "last one", 8), "last non-empty line");
 	T_OK(rr_last_line("", &n) == NULL, "no line in empty output");
+	l = rr_last_line("kexec_load failed: Operation not permitted\nentry       = 0x1000\n"
+			 "segment[0].memsz = 0x1000\n", &n);
+	T_OK(l && n == 42 && !memcmp(l, "kexec_load failed: Operation not permitted", 42),
+	     "kexec's verdict, not its segment dump after it: \"%.*s\"", (int)n, l ? l : "");
 }
 
 int main(void)
