@@ -143,13 +143,15 @@ expect not-ok 'inside the crash region' judge_crash '/E2E-CRASH/s/loadflags=0x02
 expect not-ok 'inside the crash region' judge_crash '/E2E-FIRST/s/crash=10000000-1fffffff/crash=30000000-3fffffff/'
 expect not-ok 'kexec -l \(kexec_load\) refused' judge_crash '/what=kexec-l /s/rc=255/rc=0/'
 
-judge_distinct() {
+judge_distinct() { # PHYS2 [SED-EXPR for run 2]
 	crash_dir "$tmp/d1" 0x12000000; sb_check_crash t "$tmp/d1" rerand >/dev/null
-	crash_dir "$tmp/d2" "$1"; sb_check_crash t "$tmp/d2" rerand >/dev/null
+	crash_dir "$tmp/d2" "$1" "${2:-}"; sb_check_crash t "$tmp/d2" rerand >/dev/null
 	sb_check_crash_distinct t rerand "$tmp/d1" "$tmp/d2"
 }
 expect ok 'physical bases distinct' judge_distinct 0x1d400000
 expect not-ok 'physical bases distinct' judge_distinct 0x12000000
+# The region moved by 32 MiB and the crash kernel with it: same offset.
+expect not-ok 'physical bases distinct' judge_distinct 0x14000000 '/E2E-FIRST/s/crash=10000000-1fffffff/crash=12000000-21ffffff/'
 judge_distinct_missing() { rm -f "$tmp/d2/row"; sb_check_crash_distinct t rerand "$tmp/d1" "$tmp/d2"; }
 expect not-ok 'physical bases distinct' judge_distinct_missing
 

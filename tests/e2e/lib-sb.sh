@@ -538,28 +538,35 @@ sb_check_crash() {
 		case "+$src+" in *+kernel-seed+*) ;; *) bad+=" sources '${src:-none}' without kernel-seed" ;; esac
 	fi
 	e2e_tap "$([ -z "$bad" ]; echo $?)" "$name: crash kernel inside the crash region$([ "$loader" = rerand ] && echo ", rerand verify randomized with crash=true and kernel-seed")" "${bad# }"
-	e2e_note "$name: crash region=$region crash kernel _text=$text physical=$cs sources=${src:--} verify=${ver:0:60}"
-	echo "$text $cs $(grep -o '"phys_slots" *: *[0-9]*' <<<"$ver" | grep -o '[0-9]*$')" >"$dir/row"
+	# The region itself moves with the first kernel's placement: the
+	# offset inside it shows whether the crash kernel was placed anew.
+	local off="?"
+	[ "$region" != none ] && off=$(printf '0x%x' $(( $(e2e_hex2dec "$cs") - $(e2e_hex2dec "${region%%-*}") )))
+	e2e_note "$name: crash region=$region crash kernel _text=$text physical=$cs (region +$off) sources=${src:--} verify=${ver:0:60}"
+	echo "$text $cs $(grep -o '"phys_slots" *: *[0-9]*' <<<"$ver" | grep -o '[0-9]*$') $off" >"$dir/row"
 }
 
 # sb_check_crash_distinct NAME LOADER DIR...: the crash kernels' physical
-# bases all differ (no repeat allowed: with two panics, one allowed repeat
-# could never fail).  Stock kexec is only reported.
+# bases all differ, and so do their offsets inside the crash region (which
+# moves with the first kernel: stock kexec -s -p lands at one offset every
+# time).  No repeat allowed: with two panics, one could never fail.  Stock
+# kexec is only reported.
 sb_check_crash_distinct() {
 	local name=$1 loader=$2; shift 2
-	local d rows="" n=0 prep vrep
+	local d rows="" n=0 prep orep vrep
 	for d in "$@"; do [ -s "$d/row" ] && rows+="$(cat "$d/row")"$'\n'; done
 	rows=${rows%$'\n'}
 	[ -n "$rows" ] && n=$(wc -l <<<"$rows")
-	prep=$((n - $(cut -d' ' -f2 <<<"$rows" | sed '/^$/d' | sort -u | wc -l)))
 	vrep=$((n - $(cut -d' ' -f1 <<<"$rows" | sed '/^$/d' | sort -u | wc -l)))
-	e2e_note "$name: crash kernel bases (virtual/physical) over $n panics: $(cut -d' ' -f1,2 <<<"$rows" | tr ' \n' '/ ')"
+	prep=$((n - $(cut -d' ' -f2 <<<"$rows" | sed '/^$/d' | sort -u | wc -l)))
+	orep=$((n - $(cut -d' ' -f4 <<<"$rows" | sed '/^$/d' | sort -u | wc -l)))
+	e2e_note "$name: crash kernel virtual/physical/offset in the region over $n panics: $(cut -d' ' -f1,2,4 <<<"$rows" | tr ' \n' '/ ')"
 	if [ "$loader" = stock ]; then
-		e2e_note "$name: stock kexec -s -p: physical repeats $prep, virtual repeats $vrep (not asserted)"
+		e2e_note "$name: stock kexec -s -p: repeats: physical $prep, offset $orep, virtual $vrep (not asserted)"
 		return 0
 	fi
 	local why=""
 	[ "$n" -ge $# ] || why="only $n of $# panics reported"
-	e2e_tap "$([ -z "$why" ] && [ "$prep" -eq 0 ]; echo $?)" \
-		"$name: crash kernel physical bases distinct across $n panics (repeats $prep; virtual repeats $vrep, not asserted)" "$why"
+	e2e_tap "$([ -z "$why" ] && [ "$prep" -eq 0 ] && [ "$orep" -eq 0 ]; echo $?)" \
+		"$name: crash kernel physical bases distinct across $n panics, and their offsets in the crash region (repeats $prep and $orep; virtual repeats $vrep, not asserted)" "$why"
 }
