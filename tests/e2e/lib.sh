@@ -17,9 +17,18 @@ E2E_NOKASLR_TEXT=ffffffff81000000
 e2e_die() { echo "e2e: $*" >&2; exit 2; }
 e2e_note() { echo "# $*"; }
 
-# e2e_mode_auto: "rerand" when the CLI is built, else "stock".
+# e2e_mode_auto: what "auto" means: "rerand", which needs the CLI built.
+# A missing build/rerand is an error, never a quiet switch to stock kexec
+# (that would test the kernel's KASLR instead of this project): stock mode
+# is only for a caller that asks for it by name (--mode stock,
+# E2E_FORCE_MODE=stock).
 e2e_mode_auto() {
-	if [ -x "$E2E_RERAND" ]; then echo rerand; else echo stock; fi
+	if [ -x "$E2E_RERAND" ]; then
+		echo rerand
+	else
+		echo "e2e: $E2E_RERAND is not built (make all), and stock kexec is only run when asked for (--mode stock)" >&2
+		return 1
+	fi
 }
 
 e2e_sha() { sha256sum "$1" | cut -c1-64; }
