@@ -141,7 +141,7 @@ $(O)/host/daemon/%.o: HOST_CFLAGS += $(DAEMON_CFLAGS)
 $(O)/tests/%: tests/unit/%.c $(LIBRERAND) $(LIBDAEMON) tests/unit/test.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(CPPFLAGS) -Itests/unit -Idaemon $(HOST_CFLAGS) $(DAEMON_CFLAGS) -o $@ $< \
+	$(Q)$(CC) $(CPPFLAGS) -Itests/unit -Idaemon -DT_TOP='"$(CURDIR)"' $(HOST_CFLAGS) $(DAEMON_CFLAGS) -o $@ $< \
 		$(LIBDAEMON) $(LIBRERAND) $(DAEMON_LIBS) $(LIB_LIBS)
 
 # Fuzzers link the real parsers, compiled once with the sanitizers
