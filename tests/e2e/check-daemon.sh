@@ -12,11 +12,7 @@ set -u
 what=${1:-short}
 case "$what" in short|long) ;; *) echo "usage: $0 short|long" >&2; exit 2 ;; esac
 
-if [ -z "${RERAND_KERNELS:-}" ] || [ ! -d "$RERAND_KERNELS" ]; then
-	e2e_note "RERAND_KERNELS is not set (no ../shared/kernels): no kernels to boot"
-	echo "ok - e2e rerandd # SKIP no test kernels"
-	exit 0
-fi
+e2e_kernels "e2e rerandd" || exit 0
 kernel=$(rrd_preflight "e2e rerandd" qemu-system-x86_64 mkfs.ext4 debugfs cpio) ||
 	{ echo "$kernel"; exit 0; }
 

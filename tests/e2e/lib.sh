@@ -31,6 +31,28 @@ e2e_mode_auto() {
 	fi
 }
 
+# e2e_kernels NAME: set RERAND_KERNELS when the caller did not (scripts/
+# kernels.sh: ../shared/kernels, or Debian's packages fetched once).  Without
+# kernels prints "not ok - NAME: ..." and fails: never a skip.
+e2e_kernels() {
+	local err
+	if [ -n "${RERAND_KERNELS:-}" ] && [ -d "$RERAND_KERNELS" ]; then return 0; fi
+	err=$(mktemp) || return 1
+	if RERAND_KERNELS=$(RERAND_KERNELS="" "$E2E_TOP/scripts/kernels.sh" 2>"$err"); then
+		export RERAND_KERNELS
+		rm -f "$err"
+		return 0
+	fi
+	echo "not ok - $1: no test kernels: $(tail -n1 "$err")"
+	rm -f "$err"
+	return 1
+}
+
+# e2e_pick ROLE: a kernel of $RERAND_KERNELS by role (scripts/kernels.sh
+# pick: cloud61 generic61 cloud612 twolists newest), so that a suite adapts to
+# the builds it is given.
+e2e_pick() { "$E2E_TOP/scripts/kernels.sh" pick "$1" 2>/dev/null; }
+
 e2e_sha() { sha256sum "$1" | cut -c1-64; }
 
 # e2e_copy_bin BIN ROOT DEST: copy BIN to ROOT/DEST plus every shared library
