@@ -59,6 +59,10 @@ kernels_dir() {
 		pkgs+=("$(dirname "$k")")
 	done
 	set="$cache/set-$(printf '%s\n' "${pkgs[@]##*/}" | sha256sum | cut -c1-16)"
+	# One writer of the set at a time (the fetches above took and released
+	# the same lock one by one).
+	exec 9>"$cache/.lock"
+	flock 9
 	if [ ! -s "$set/SHA256SUMS" ]; then
 		rm -rf "$set.tmp" && mkdir -p "$set.tmp" || die "$set.tmp: cannot create"
 		for k in "${pkgs[@]}"; do
@@ -70,6 +74,7 @@ kernels_dir() {
 		(cd "$set.tmp" && sha256sum vmlinuz-* config-* >SHA256SUMS) &&
 			rm -rf "$set" && mv "$set.tmp" "$set" || die "$set: cannot write"
 	fi
+	exec 9>&-
 	check_sums "$set"
 	echo "$set"
 }
