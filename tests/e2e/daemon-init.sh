@@ -223,6 +223,8 @@ scenario_events() {
 		for c in /sys/class/nvme/nvme*; do
 			[ "$(cat "$c/serial" 2>/dev/null)" = rrslow0 ] && slow=/dev/${c##*/}n1
 		done
+		i=0
+		while [ -n "$slow" ] && [ ! -b "$slow" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 		mkdir -p /var/lib/rerand/images
 		[ -n "$slow" ] && mount -t ext4 "$slow" /var/lib/rerand/images
 		check slow-disk $? "no throttled disk to write the image to (${slow:-none})"
