@@ -39,9 +39,11 @@ fail() {
 # state disk is rrstate0; the events run adds rrslow0, and the controllers
 # are not numbered in the order QEMU lists them).
 nvme_serial() {
-	local c
+	local c s
 	for c in /sys/class/nvme/nvme*; do
-		[ "$(cat "$c/serial" 2>/dev/null)" = "$1" ] && { echo "/dev/${c##*/}n1"; return 0; }
+		# the serial is space-padded to 20 bytes: read trims it
+		read -r s <"$c/serial" 2>/dev/null || continue
+		[ "$s" = "$1" ] && { echo "/dev/${c##*/}n1"; return 0; }
 	done
 	return 1
 }
