@@ -35,15 +35,27 @@ fail() {
 	exit 1
 }
 
+# nvme_serial SERIAL: the namespace of the controller with that serial (the
+# state disk is rrstate0; the events run adds rrslow0, and the controllers
+# are not numbered in the order QEMU lists them).
+nvme_serial() {
+	local c s
+	for c in /sys/class/nvme/nvme*; do
+		# the serial is space-padded to 20 bytes: read trims it
+		read -r s <"$c/serial" 2>/dev/null || continue
+		[ "$s" = "$1" ] && { echo "/dev/${c##*/}n1"; return 0; }
+	done
+	return 1
+}
 # The NVMe namespace is probed asynchronously.
 i=0
-while [ ! -b /dev/nvme0n1 ]; do
+until sd=$(nvme_serial rrstate0) && [ -b "$sd" ]; do
 	i=$((i + 1))
-	[ $i -le 200 ] || fail "no /dev/nvme0n1 after 20 s"
+	[ $i -le 200 ] || fail "no NVMe namespace with serial rrstate0 after 20 s"
 	sleep 0.1
 done
 mkdir -p /persist
-mount -t ext4 /dev/nvme0n1 /persist || fail "cannot mount the state disk"
+mount -t ext4 "$sd" /persist || fail "cannot mount the state disk $sd"
 mkdir -p /boot /var/lib/rerand /etc
 mount --bind /persist/boot /boot || fail "bind /boot"
 mount --bind /persist/var/lib/rerand /var/lib/rerand || fail "bind /var/lib/rerand"
@@ -164,6 +176,8 @@ kill_when() { # TAG SECONDS COND...
 }
 
 image_tmp() { set -- /var/lib/rerand/images/*.img.tmp*; [ -e "$1" ]; }
+# the temporary image exists and the image itself does not yet
+image_writing() { image_tmp && { set -- /var/lib/rerand/images/*.img; [ ! -e "$1" ]; }; }
 state_exists() { [ -f "$state" ]; }
 loading() { child_running rerand; }
 elapsed() { [ "$el" -ge "$kill_at" ]; }
@@ -214,7 +228,23 @@ scenario_events() {
 	0)
 		kill_when first-state-write 120 state_exists
 		rm -rf /var/lib/rerand/images
-		kill_when image-write 400 image_tmp
+		# The images directory on the second disk, whose writes QEMU
+		# throttles (lib-daemon.sh rrd_qemu): the fsync of the image
+		# takes tens of seconds, so the kill lands mid-write every time.
+		slow=$(nvme_serial rrslow0)
+		i=0
+		while [ -n "$slow" ] && [ ! -b "$slow" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+		mkdir -p /var/lib/rerand/images
+		[ -n "$slow" ] && mount -t ext4 "$slow" /var/lib/rerand/images
+		check slow-disk $? "no throttled disk to write the image to (${slow:-none})"
+		kill_when image-write 400 image_writing
+		set -- /var/lib/rerand/images/*.img.tmp*; t=no; [ -e "$1" ] && t=yes
+		set -- /var/lib/rerand/images/*.img; f=no; [ -e "$1" ] && f=yes
+		echo "RRD-KILLSEEN boot=$boot tag=image-write tmp=$t final=$f"
+		# Dropping the orphan's dirty pages spares the slow writeback.
+		rm -f /var/lib/rerand/images/*.img.tmp*
+		umount /var/lib/rerand/images 2>/dev/null
+		rm -rf /var/lib/rerand/images
 		kill_when rerand-load 400 loading
 		for n in 1 2 3; do
 			rm -rf /var/lib/rerand/images
