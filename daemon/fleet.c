@@ -16,6 +16,7 @@
 #include <json-c/json.h>
 
 #include "fleet.h"
+#include "kernel.h"          /* rr_read_text() */
 
 #define FLEET_REPLY_MAX (1u << 20)
 
@@ -274,23 +275,16 @@ int fleet_config_validate(const struct fleet_config *c, char *err, size_t errlen
 
 int fleet_read_identity(const char *path, char *out, size_t len, char *err, size_t errlen)
 {
-	char buf[256];
-	ssize_t n;
+	struct rr_err re;
+	char *buf;
 	size_t i, b, e;
-	int fd;
+	int r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -errno;
+	r = rr_read_text(path, 4096, &buf, &re);
+	if (r < 0) {
+		snprintf(err, errlen, "%s", re.msg);
+		return r;
 	}
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n < 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -EIO;
-	}
-	buf[n] = 0;
 	for (b = 0; buf[b] == ' ' || buf[b] == '\t'; b++)
 		;
 	for (e = b; buf[e] && buf[e] != '\n'; e++)
@@ -299,15 +293,18 @@ int fleet_read_identity(const char *path, char *out, size_t len, char *err, size
 		e--;
 	if (e == b || e - b >= len || e - b >= FLEET_ID_MAX) {
 		snprintf(err, errlen, "%s: no usable machine id on the first line", path);
+		free(buf);
 		return -EINVAL;
 	}
 	for (i = b; i < e; i++)
 		if (!isgraph((unsigned char)buf[i]) || buf[i] == '"' || buf[i] == '\\') {
 			snprintf(err, errlen, "%s: the machine id has an unusable character", path);
+			free(buf);
 			return -EINVAL;
 		}
 	memcpy(out, buf + b, e - b);
 	out[e - b] = 0;
+	free(buf);
 	return 0;
 }
 

@@ -518,27 +518,9 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 static time_t boot_started(const struct rr_config *c, time_t now)
 {
 	struct timespec bt;
-	uint8_t *buf;
-	size_t len;
-	time_t t = 0;
+	time_t t;
 
-	if (*c->proc_stat && rr_read_file(c->proc_stat, 1u << 20, &buf, &len, NULL) == 0) {
-		char *text = realloc(buf, len + 1), *p;
-		if (text) {
-			text[len] = 0;
-			p = strstr(text, "\nbtime ");
-			p = p ? p + 1 : !strncmp(text, "btime ", 6) ? text : NULL;
-			if (p) {
-				long long v = strtoll(p + 6, NULL, 10);
-				if (v > 0 && v <= (long long)now)
-					t = (time_t)v;
-			}
-			free(text);
-		} else {
-			free(buf);
-		}
-	}
-	if (t)
+	if (*c->proc_stat && watch_read_btime(c->proc_stat, now, &t) == 0)
 		return t;
 	clock_gettime(CLOCK_BOOTTIME, &bt);
 	return now - bt.tv_sec;
@@ -594,16 +576,11 @@ static bool crash_boot_check(struct daemon *d)
 {
 	struct rr_err e;
 	struct stat st;
-	uint8_t *buf = NULL;
-	size_t len = 0;
 	char *text = NULL;
 
 	read_verify(d);
-	if (rr_read_file(d->cfg.proc_cmdline, 1u << 16, &buf, &len, NULL) == 0 &&
-	    (text = realloc(buf, len + 1)))
-		text[len] = 0;
-	else
-		free(buf);
+	if (rr_read_text(d->cfg.proc_cmdline, 1u << 16, &text, NULL) < 0)
+		text = NULL;
 	d->crash_boot = crash_boot_detect(d->have_status, d->status_flags,
 					  stat(d->cfg.proc_vmcore, &st) == 0, text);
 	free(text);

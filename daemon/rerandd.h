@@ -163,6 +163,8 @@ int watch_parse_taint(const char *s, size_t len, uint64_t *ret);
 enum rr_kmsg_kind watch_kmsg_drain(int fd);
 int watch_read_taint(const char *path, uint64_t *ret);
 int watch_read_boot_id(const char *path, char ret[RR_BOOT_ID]);
+/* When this boot began: the btime line of /proc/stat (not after now). */
+int watch_read_btime(const char *path, time_t now, time_t *ret);
 
 /* ---- state.c ------------------------------------------------------------- */
 enum rr_verify { RR_V_UNKNOWN = 0, RR_V_RANDOMIZED, RR_V_NOT_RANDOMIZED, RR_V_ABSENT,
@@ -261,8 +263,6 @@ struct rr_stage_plan {
 int stage_clean_cmdline(const char *in, char *out, size_t len, struct rr_err *e);
 /* The newest <boot>/vmlinuz-* by version order. */
 int stage_newest_kernel(const char *boot_dir, char *out, size_t len);
-/* Read a whole file of at most max bytes as a NUL-terminated string. */
-int read_text_file(const char *path, size_t max, char **ret, struct rr_err *e);
 int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr_stage_plan *p,
 	       struct rr_err *e);
 /* Build the image into the cache unless it is there already. */

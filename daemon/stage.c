@@ -105,24 +105,6 @@ static bool readable(const char *p)
 	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-int read_text_file(const char *path, size_t max, char **ret, struct rr_err *e)
-{
-	uint8_t *buf;
-	size_t len;
-	int r = rr_read_file(path, max, &buf, &len, e);
-
-	if (r < 0)
-		return r;
-	char *text = realloc(buf, len + 1);
-	if (!text) {
-		free(buf);
-		return rr_errf(e, ENOMEM, "%s: out of memory", path);
-	}
-	text[len] = 0;
-	*ret = text;
-	return 0;
-}
-
 int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr_stage_plan *p,
 	       struct rr_err *e)
 {
@@ -166,7 +148,7 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 		r = stage_clean_cmdline(c->cmdline, p->cmdline, sizeof(p->cmdline), e);
 	} else {
 		char *text;
-		r = read_text_file(c->proc_cmdline, CMDLINE_MAX, &text, e);
+		r = rr_read_text(c->proc_cmdline, CMDLINE_MAX, &text, e);
 		if (r < 0)
 			return r;
 		r = stage_clean_cmdline(text, p->cmdline, sizeof(p->cmdline), e);

@@ -134,8 +134,12 @@ int rr_kernel_load_mem(const uint8_t *buf, size_t len, const char *name,
 		       struct rr_kernel *ret, struct rr_err *e);
 void rr_kernel_free(struct rr_kernel *k);
 
-/* Read a whole regular file of at most max bytes (src/fileio.c). */
+/* Read a whole regular file of at most max bytes, to EOF (src/fileio.c). */
 int rr_read_file(const char *path, size_t max, uint8_t **ret_buf, size_t *ret_len,
 		 struct rr_err *e);
+/* The same as a NUL-terminated string (procfs, sysfs, small configs): the
+ * text ends at its first NUL byte.  The one way tools and rerandd read a
+ * whole text file. */
+int rr_read_text(const char *path, size_t max, char **ret, struct rr_err *e);
 
 #endif

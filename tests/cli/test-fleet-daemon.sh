@@ -77,6 +77,7 @@ trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 129' HUP
 # nap S: a sleep a signal interrupts at once (bash runs traps only between commands)
 nap() { sleep "$1" & wait $!; }
 . "$top/tests/fleet/lib.sh"
+. "$top/tests/cli/procfs-fixture.sh"
 . "$top/tests/fleet/daemon-lib.sh"
 T0=$(now_ms)
 elapsed() { echo $(( ($(now_ms) - T0) / 1000 ))s; }

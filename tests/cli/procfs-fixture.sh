@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Fixtures that behave like procfs, sourced by the daemon's cli tests.
+#
+# Debian 12's 6.1 kernel reports size 0 in stat() for /proc/cmdline and
+# /proc/stat, and a reader that trusted st_size read them empty.  A plain file
+# with the same text has its true size and cannot catch that, so a fixture here
+# is a real procfs file: /proc/PID/cmdline of a process (cat, blocked on a FIFO
+# that never delivers) whose whole argument list is the text.  Its stat() size
+# is 0 and reading it to EOF gives the text and a final NUL, which text readers
+# take as the end of the string.  LINK is a symlink to it, replaced atomically
+# when the text changes, so a configured path stays the same.
+
+# procfs_fixture LINK TEXT
+procfs_fixture() {
+	local link=$1 text=$2 pid i
+	[ -p "$link.hold" ] || mkfifo "$link.hold"
+	( exec -a "$text" cat ) <>"$link.hold" >/dev/null 2>&1 &
+	pid=$!
+	procfs_fixture_pids+=("$pid")
+	# until the exec is done, /proc/PID/cmdline is the shell's
+	for ((i = 0; i < 200; i++)); do
+		case $(readlink "/proc/$pid/exe" 2>/dev/null) in */cat) break ;; esac
+		sleep 0.02
+	done
+	ln -sfn "/proc/$pid/cmdline" "$link.new" && mv -Tf "$link.new" "$link"
+	# the older process stays until the test ends: a reader may still hold it open
+}
+
+# procfs_text LINK: the fixture's text without its NUL
+procfs_text() { tr -d '\0' <"$1"; }
+
+# procfs_size LINK: what stat() says (0 for procfs)
+procfs_size() { stat -L -c %s "$1"; }
+
+procfs_fixture_pids=()
