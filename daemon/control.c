@@ -74,8 +74,22 @@ static void put(struct out *o, const char *fmt, ...)
 		o->used += (size_t)n;
 }
 
-static void put_json_str(struct out *o, const char *s)
+/* Text from outside (paths, a server's words, a child's output): escaped, so
+ * it can neither add a line to the status nor reach the terminal raw. */
+static void put_ext(struct out *o, const char *s)
 {
+	char esc[4 * RR_ERR_MAX];
+
+	put(o, "%s", rr_escape_str(esc, sizeof(esc), s));
+}
+
+/* Escaped as above first: JSON must be valid UTF-8, and a reader should see
+ * what `rerand status` shows. */
+static void put_json_str(struct out *o, const char *raw)
+{
+	char esc[4 * RR_ERR_MAX];
+	const char *s = rr_escape_str(esc, sizeof(esc), raw);
+
 	put(o, "\"");
 	for (; *s; s++) {
 		unsigned char ch = (unsigned char)*s;
@@ -130,14 +144,16 @@ static void put_crash_text(struct out *o, const struct rr_view *v)
 		put(o, "pending (crash region %llu MiB)", (unsigned long long)(v->crash_reserved >> 20));
 		break;
 	case RR_CS_LOADED:
-		put(o, "%s (kernel %s, loaded ", v->crash_loaded ? "loaded" : "unloaded by someone else",
-		    v->crash_kernel);
+		put(o, "%s (kernel ", v->crash_loaded ? "loaded" : "unloaded by someone else");
+		put_ext(o, v->crash_kernel);
+		put(o, ", loaded ");
 		put_time(o, v->crash_loaded_at);
 		put(o, ", crash region %llu MiB)", (unsigned long long)(v->crash_reserved >> 20));
 		break;
 	case RR_CS_ERROR:
-		put(o, "error: %s; %s", v->crash_error,
-		    v->crash_loaded ? "the crash kernel loaded before stays in place"
+		put(o, "error: ");
+		put_ext(o, v->crash_error);
+		put(o, "; %s", v->crash_loaded ? "the crash kernel loaded before stays in place"
 				    : "no crash kernel is loaded");
 		break;
 	default:
@@ -192,22 +208,31 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 	    (unsigned long long)v->successes, (unsigned long long)v->total_failures);
 	put(&o, "staged:            %s", v->staged ? "yes" : "no");
 	if (v->staged) {
-		put(&o, " (kernel %s, sha256 %.16s, staged ", v->kernel, v->image_sha);
+		put(&o, " (kernel ");
+		put_ext(&o, v->kernel);
+		put(&o, ", sha256 %.16s, staged ", v->image_sha);
 		put_time(&o, v->staged_time);
 		put(&o, ")");
 	}
 	put(&o, "\n");
-	if (*v->stage_error)
-		put(&o, "stage error:       %s\n", v->stage_error);
+	if (*v->stage_error) {
+		put(&o, "stage error:       ");
+		put_ext(&o, v->stage_error);
+		put(&o, "\n");
+	}
 	put_crash_text(&o, v);
 	if (v->fleet_backend && strcmp(v->fleet_backend, "none")) {
-		put(&o, "fleet:             %s, group %s as %s: %s", v->fleet_backend, v->fleet_group,
-		    v->fleet_id, v->fleet_state);
+		put(&o, "fleet:             %s, group ", v->fleet_backend);
+		put_ext(&o, v->fleet_group);
+		put(&o, " as ");
+		put_ext(&o, v->fleet_id);
+		put(&o, ": %s", v->fleet_state);
 		if (v->fleet_errors)
 			put(&o, " (%llu errors)", (unsigned long long)v->fleet_errors);
 		put(&o, "\n");
 		if (*v->fleet_why) {
-			put(&o, "fleet wait:        %s", v->fleet_why);
+			put(&o, "fleet wait:        ");
+			put_ext(&o, v->fleet_why);
 			if (v->fleet_next_try) {
 				put(&o, "; next try ");
 				put_time(&o, v->fleet_next_try);

@@ -410,29 +410,37 @@ void coord_view(const struct rr_coord *co, struct rr_view *v)
 		v->fleet_metrics[0] = 0;
 }
 
+/* A server's words on their way to the operator's terminal. */
+static const char *ext(const char *s, char *esc, size_t len)
+{
+	return rr_escape_str(esc, len, s);
+}
+
 int coord_status(struct rr_coord *co, bool json, char *buf, size_t len)
 {
+	char esc[4 * RR_ERR_MAX];
 	struct fleet_status fs;
 	int r;
 
 	if (!co->want)
 		return snprintf(buf, len, "fleet coordination is off ([Fleet] Backend=none)\n"), -EINVAL;
 	if (!co->f)
-		return snprintf(buf, len, "%s\n", co->open_error), -EIO;
+		return snprintf(buf, len, "%s\n", ext(co->open_error, esc, sizeof(esc))), -EIO;
 	if (co->cfg.backend == FLEET_BACKEND_FLEETLOCK) {
 		/* the protocol has no read call: say what this host knows */
 		r = json ? snprintf(buf, len, "{\"group\":\"%s\",\"backend\":\"fleetlock\",\"url\":\"%s\","
 				    "\"holders\":null,\"self\":{\"id\":\"%s\",\"state\":\"%s\"}}\n",
-				    co->cfg.group, co->cfg.url, fleet_identity(co->f),
+				    co->cfg.group, ext(co->cfg.url, esc, sizeof(esc)), fleet_identity(co->f),
 				    fleet_state_name(fleet_state(co->f)))
 			 : snprintf(buf, len, "group %s (fleetlock, %s): the FleetLock protocol cannot "
-				    "list holders; this host (%s) is %s\n", co->cfg.group, co->cfg.url,
+				    "list holders; this host (%s) is %s\n", co->cfg.group,
+				    ext(co->cfg.url, esc, sizeof(esc)),
 				    fleet_identity(co->f), fleet_state_name(fleet_state(co->f)));
 		return r < 0 || (size_t)r >= len ? -ENOBUFS : 0;
 	}
 	r = fleet_status(co->f, &fs);
 	if (r < 0)
-		return snprintf(buf, len, "%s\n", fleet_last_error(co->f)), r;
+		return snprintf(buf, len, "%s\n", ext(fleet_last_error(co->f), esc, sizeof(esc))), r;
 	r = json ? fleet_status_format_json(&fs, co->cfg.group, buf, len)
 		 : fleet_status_format_text(&fs, co->cfg.group, buf, len);
 	return r < 0 ? (snprintf(buf, len, "fleet status does not fit\n"), r) : 0;
@@ -440,15 +448,16 @@ int coord_status(struct rr_coord *co, bool json, char *buf, size_t len)
 
 int coord_release_host(struct rr_coord *co, const char *host, char *buf, size_t len)
 {
+	char esc[4 * RR_ERR_MAX];
 	int r;
 
 	if (!co->want)
 		return snprintf(buf, len, "fleet coordination is off ([Fleet] Backend=none)\n"), -EINVAL;
 	if (!co->f)
-		return snprintf(buf, len, "%s\n", co->open_error), -EIO;
+		return snprintf(buf, len, "%s\n", ext(co->open_error, esc, sizeof(esc))), -EIO;
 	r = fleet_release_host(co->f, host);
 	if (r < 0)
-		return snprintf(buf, len, "%s\n", fleet_last_error(co->f)), r;
+		return snprintf(buf, len, "%s\n", ext(fleet_last_error(co->f), esc, sizeof(esc))), r;
 	rr_log(RR_LOG_NOTICE, "fleet: operator freed %d slot%s of %s", r, r == 1 ? "" : "s", host);
 	snprintf(buf, len, "freed %d slot%s held by %s in group %s\n", r, r == 1 ? "" : "s", host,
 		 co->cfg.group);

@@ -15,8 +15,7 @@
 #include <dlfcn.h>
 #include <json-c/json.h>
 
-#include "fleet.h"
-#include "kernel.h"          /* rr_read_text() */
+#include "rerandd.h"         /* fleet.h, rr_read_text(), rr_escape() */
 
 #define FLEET_REPLY_MAX (1u << 20)
 
@@ -790,8 +789,9 @@ int fleet_status_format_text(const struct fleet_status *st, const char *group, c
 	o = (size_t)n;
 	for (unsigned i = 0; i < st->nr_holders; i++) {
 		const struct fleet_holder *h = &st->holders[i];
+		char id[4 * FLEET_ID_MAX];   /* another host's word, from etcd */
 		n = snprintf(buf + o, len - o, "  slot %d: %s (lease %" PRIx64 ", ttl %llds)%s\n",
-			     h->slot, h->id, (uint64_t)h->lease, (long long)h->ttl,
+			     h->slot, rr_escape_str(id, sizeof(id), h->id), (uint64_t)h->lease, (long long)h->ttl,
 			     h->slot >= (int)k ? " outside MaxConcurrent" : "");
 		if (n < 0 || (size_t)n >= len - o)
 			return -ENOBUFS;
@@ -819,7 +819,9 @@ int fleet_status_format_json(const struct fleet_status *st, const char *group, c
 				0 : (int)(st->max_concurrent - in_range)));
 	for (unsigned i = 0; i < st->nr_holders; i++) {
 		json_object *h = json_object_new_object();
-		json_object_object_add(h, "id", json_object_new_string(st->holders[i].id));
+		char id[4 * FLEET_ID_MAX];
+		json_object_object_add(h, "id", json_object_new_string(rr_escape_str(id, sizeof(id),
+										  st->holders[i].id)));
 		json_object_object_add(h, "slot", json_object_new_int(st->holders[i].slot));
 		json_object_object_add(h, "lease", json_object_new_int64(st->holders[i].lease));
 		json_object_object_add(h, "ttl", json_object_new_int64(st->holders[i].ttl));

@@ -636,8 +636,11 @@ static int run(int argc, char **argv)
 	}
 	r = config_load(d->conf_main, d->conf_dir, &d->cfg, errs);
 	if (check) {
-		for (unsigned i = 0; i < errs->n; i++)
-			fprintf(stderr, "rerandd: %s\n", errs->msg[i]);
+		/* the values quoted are the file's: escaped for the terminal */
+		for (unsigned i = 0; i < errs->n; i++) {
+			char esc[4 * sizeof(errs->msg[0])];
+			fprintf(stderr, "rerandd: %s\n", rr_escape_str(esc, sizeof(esc), errs->msg[i]));
+		}
 		if (errs->dropped)
 			fprintf(stderr, "rerandd: ... and %u more errors\n", errs->dropped);
 		if (!r)

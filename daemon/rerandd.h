@@ -20,7 +20,16 @@
 /* ---- log.c: journald-friendly stderr ("<N>message") ------------------- */
 enum { RR_LOG_ERR = 3, RR_LOG_WARNING = 4, RR_LOG_NOTICE = 5, RR_LOG_INFO = 6, RR_LOG_DEBUG = 7 };
 extern int rr_log_level;
+/* One event, one line: the message is escaped (rr_escape) before it is written. */
 void rr_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- escape.c: text from outside, safe for the journal, status, terminals - */
+/* in[0..inlen) with control characters, C1 controls, bad UTF-8 and '\' as C
+ * escapes (\n, \t, \r, \\, \xNN) into out, NUL-terminated, truncated
+ * between characters.  Returns the length written. */
+size_t rr_escape(char *out, size_t outlen, const void *in, size_t inlen);
+/* The same for a string (NULL = ""); returns out. */
+const char *rr_escape_str(char *out, size_t outlen, const char *in);
 
 /* ---- config.c ------------------------------------------------------------ */
 enum rr_when { RR_WHEN_IGNORE = 0, RR_WHEN_WINDOW, RR_WHEN_IMMEDIATE };
@@ -233,10 +242,11 @@ int sha256_file_hex(const char *path, char hex[65], struct rr_err *e);
 /* ---- run.c: children with a timeout -------------------------------------- */
 enum rr_child_caps { RR_CHILD_NO_CAPS = 0, RR_CHILD_KEXEC_CAPS };
 /* Returns the exit status (0-255), 128+signal, -ETIMEDOUT after killing the
- * child's process group, or another negative errno. */
+ * child's process group, or another negative errno.  The child's stdout and
+ * stderr are logged, escaped, a line at a time under its name. */
 int run_argv(char *const argv[], int64_t timeout_sec, enum rr_child_caps caps);
-/* The same, with the child's stderr captured: the last out_len - 1 bytes of
- * it, NUL-terminated, in out. */
+/* The same, with the child's output captured instead of logged: the last
+ * out_len - 1 bytes of it, NUL-terminated, in out (the caller logs it). */
 int run_argv_capture(char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
 		     char *out, size_t out_len);
 /* Split a command line (quotes allowed, no shell expansion) and run it. */

@@ -17,9 +17,11 @@ procfs_fixture() {
 	( exec -a "$text" cat ) <>"$link.hold" >/dev/null 2>&1 &
 	pid=$!
 	procfs_fixture_pids+=("$pid")
-	# until the exec is done, /proc/PID/cmdline is the shell's
-	for ((i = 0; i < 200; i++)); do
-		case $(readlink "/proc/$pid/exe" 2>/dev/null) in */cat) break ;; esac
+	# until exec has set up cat's argument area, /proc/PID/cmdline is the
+	# shell's or empty ($(...) drops trailing newlines on both sides)
+	for ((i = 0; i < 250; i++)); do
+		[ "$(tr -d '\0' <"/proc/$pid/cmdline" 2>/dev/null)" = "$(printf %s "$text")" ] &&
+			[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" != "$BASH" ] && break
 		sleep 0.02
 	done
 	ln -sfn "/proc/$pid/cmdline" "$link.new" && mv -Tf "$link.new" "$link"
