@@ -179,9 +179,12 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 		put(&o, "crash boots:       %llu\n", (unsigned long long)v->crash_boots);
 		return o.full ? -ENOBUFS : (int)o.used;
 	}
-	put(&o, "\nthis boot:         %s (verified ", state_verify_name(v->verify));
+	put(&o, "\nthis boot:         %s (%s ", state_verify_name(v->verify),
+	    v->verify == RR_V_WEAK ? "randomized from the TSC alone: no seed, no RDSEED or RDRAND; "
+				     "not verified; checked" : "verified");
 	put_time(&o, v->last_verify_time);
-	put(&o, ")\nentropy:           %.1f bits\n", v->entropy_bits);
+	put(&o, ")\nentropy:           %.1f bits%s\n", v->entropy_bits,
+	    v->verify == RR_V_WEAK ? " of slots, drawn from a guessable source" : "");
 	put(&o, "next rerandomize:  ");
 	switch (v->plan.action) {
 	case RR_ACT_WAIT:
@@ -204,8 +207,9 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 	put(&o, "\nhold:              %s\n", v->hold ? "yes" : "no");
 	put(&o, "failures in a row: %u of %u%s\n", v->failures, v->max_failures,
 	    v->stopped ? "  ALERT: stopped rerandomizing" : "");
-	put(&o, "reboots:           %llu verified, %llu failed\n",
-	    (unsigned long long)v->successes, (unsigned long long)v->total_failures);
+	put(&o, "reboots:           %llu verified, %llu failed, %llu weak\n",
+	    (unsigned long long)v->successes, (unsigned long long)v->total_failures,
+	    (unsigned long long)v->weak_boots);
 	put(&o, "staged:            %s", v->staged ? "yes" : "no");
 	if (v->staged) {
 		put(&o, " (kernel ");
@@ -247,19 +251,21 @@ int control_format_json(const struct rr_view *v, char *buf, size_t len)
 {
 	struct out o = { buf, len, 0, false };
 
-	put(&o, "{\"layout_age_seconds\":%lld,\"verify\":\"%s\",\"randomized\":%s,"
+	put(&o, "{\"layout_age_seconds\":%lld,\"verify\":\"%s\",\"randomized\":%s,\"weak\":%s,"
 		"\"verified_at\":%lld,\"entropy_bits\":%.1f,\"action\":\"%s\",\"reason\":\"%s\","
 		"\"blocker\":\"%s\",\"next_reboot\":%lld,\"hold\":%s,\"consecutive_failures\":%u,"
-		"\"max_failures\":%u,\"stopped\":%s,\"successes\":%llu,\"failures_total\":%llu,"
+		"\"max_failures\":%u,\"stopped\":%s,\"successes\":%llu,\"weak_total\":%llu,"
+		"\"failures_total\":%llu,"
 		"\"last_success\":%lld,\"last_failure\":%lld,\"staged\":%s,\"staged_at\":%lld,"
 		"\"kernel\":",
 	    (long long)v->layout_age, state_verify_name(v->verify),
-	    v->verify == RR_V_RANDOMIZED ? "true" : "false", (long long)v->last_verify_time,
+	    v->verify == RR_V_RANDOMIZED ? "true" : "false", v->verify == RR_V_WEAK ? "true" : "false",
+	    (long long)v->last_verify_time,
 	    v->entropy_bits, policy_action_name(v->plan.action), policy_reason_name(v->plan.reason),
 	    policy_blocker_name(v->plan.blocker), (long long)v->plan.when,
 	    v->hold ? "true" : "false", v->failures, v->max_failures,
 	    v->stopped ? "true" : "false", (unsigned long long)v->successes,
-	    (unsigned long long)v->total_failures, (long long)v->last_success,
+	    (unsigned long long)v->weak_boots, (unsigned long long)v->total_failures, (long long)v->last_success,
 	    (long long)v->last_failure, v->staged ? "true" : "false", (long long)v->staged_time);
 	put_json_str(&o, v->kernel);
 	put(&o, ",\"kernel_sha256\":");

@@ -130,7 +130,7 @@ void coord_startup(struct rr_coord *co, struct rr_state *st, enum rr_outcome out
 	}
 	/* The machine came back from our reboot: the slot stays ours until this
 	 * boot has been checked and the post-boot health hooks pass. */
-	co->health_needed = out == RR_OUT_SUCCESS || out == RR_OUT_FAILURE;
+	co->health_needed = out == RR_OUT_SUCCESS || out == RR_OUT_FAILURE || out == RR_OUT_WEAK;
 	/* Whatever else happened (a restart mid-drain, a kill -9 between taking the
 	 * slot and writing it down, a FleetLock slot from an older boot), nothing of
 	 * ours may stay in the group: release at start-up, as Zincati does. */

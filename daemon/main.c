@@ -68,16 +68,12 @@ static void read_verify(struct daemon *d)
 	d->entropy_bits = 0;
 	d->have_status = r == 0;
 	d->status_flags = r == 0 ? s.flags : 0;
-	if (r == -ENOENT) {
-		d->verify = RR_V_ABSENT;
-	} else if (r < 0) {
-		d->verify = RR_V_MALFORMED;
+	d->verify = state_verify_record(r, &s);
+	if (r < 0 && r != -ENOENT)
 		rr_log(RR_LOG_WARNING, "%s", e.msg);
-	} else {
-		d->verify = s.result == RERAND_RES_RANDOMIZED ? RR_V_RANDOMIZED : RR_V_NOT_RANDOMIZED;
+	if (r == 0)
 		d->entropy_bits = (s.phys_slots ? log2((double)s.phys_slots) : 0) +
 				  (s.virt_slots ? log2((double)s.virt_slots) : 0);
-	}
 }
 
 static void set_stage_error(struct daemon *d, const char *msg)
@@ -173,6 +169,7 @@ static void fill_view(struct daemon *d, struct rr_view *v)
 	v->plan = d->out;
 	v->successes = d->st.successes;
 	v->total_failures = d->st.total_failures;
+	v->weak_boots = d->st.weak_boots;
 	v->last_success = d->st.last_success;
 	v->last_failure = d->st.last_failure;
 	v->last_verify_time = d->st.last_verify_time;
@@ -544,6 +541,11 @@ static enum rr_outcome first_look(struct daemon *d)
 	case RR_OUT_FAILURE:
 		rr_log(RR_LOG_ERR, "rerandomizing reboot failed: this boot is %s (%u in a row)",
 		       state_verify_name(d->verify), d->st.failures);
+		break;
+	case RR_OUT_WEAK:
+		rr_log(RR_LOG_ERR, "rerandomizing reboot was weak: the stage drew the bases from the "
+		       "TSC alone (no seed, no RDSEED or RDRAND); not verified, counted with the "
+		       "failures (%u in a row)", d->st.failures);
 		break;
 	case RR_OUT_ABORTED:
 		rr_log(RR_LOG_WARNING, "a planned reboot did not happen before rerandd restarted");

@@ -176,10 +176,12 @@ int watch_read_boot_id(const char *path, char ret[RR_BOOT_ID]);
 int watch_read_btime(const char *path, time_t now, time_t *ret);
 
 /* ---- state.c ------------------------------------------------------------- */
+/* RR_V_WEAK: the stage randomized, but from the TSC alone (RERAND_ST_WEAK:
+ * no seed, no RDSEED or RDRAND), so the layout may be guessed: not verified. */
 enum rr_verify { RR_V_UNKNOWN = 0, RR_V_RANDOMIZED, RR_V_NOT_RANDOMIZED, RR_V_ABSENT,
-		 RR_V_MALFORMED };
+		 RR_V_MALFORMED, RR_V_WEAK };
 enum rr_outcome { RR_OUT_SAME_BOOT = 0, RR_OUT_UNPLANNED, RR_OUT_ABORTED, RR_OUT_SUCCESS,
-		  RR_OUT_FAILURE };
+		  RR_OUT_FAILURE, RR_OUT_WEAK };
 
 struct rr_state {
 	char     boot_id[RR_BOOT_ID];         /* the boot the fields below belong to */
@@ -187,8 +189,9 @@ struct rr_state {
 	char     attempt_boot_id[RR_BOOT_ID]; /* ... from this boot */
 	time_t   attempt_time;
 	enum rr_reason attempt_reason;
-	unsigned failures;                    /* consecutive */
+	unsigned failures;                    /* consecutive, weak boots included */
 	uint64_t successes, total_failures;
+	uint64_t weak_boots;                  /* attempts that booted weak (RR_V_WEAK) */
 	time_t   last_success, last_failure, last_reboot;
 	enum rr_verify last_verify;
 	time_t   last_verify_time;
@@ -220,7 +223,12 @@ int state_load(const char *path, struct rr_state *s, struct rr_err *e);
 int state_save(const char *path, const struct rr_state *s, struct rr_err *e);
 /* Remove temporary files a kill -9 during state_save left beside path. */
 void state_remove_stale_temps(const char *path);
-/* First look at the state in a boot: settle a pending attempt. */
+/* What this boot's record says: r is rr_status_read()'s result, s the record. */
+struct rerand_status;
+enum rr_verify state_verify_record(int r, const struct rerand_status *s);
+/* First look at the state in a boot: settle a pending attempt.  Only
+ * RR_V_RANDOMIZED is a success; a weak boot is RR_OUT_WEAK and, like a
+ * failure, counts towards failures in a row (back-off, MaxFailures). */
 enum rr_outcome state_account_boot(struct rr_state *s, const char *boot_id,
 				   enum rr_verify verify, time_t now);
 /* A crash kernel's boot: counted once per boot id in crash_boots; a pending
@@ -359,7 +367,7 @@ struct rr_view {
 	unsigned failures, max_failures;
 	bool     stopped, hold, staged;
 	struct rr_policy_out plan;
-	uint64_t successes, total_failures;
+	uint64_t successes, total_failures, weak_boots;
 	time_t   last_success, last_failure, last_verify_time, staged_time;
 	char     kernel[RR_PATH];
 	char     image_sha[65];
