@@ -240,12 +240,9 @@ void state_record_attempt(struct rr_state *s, enum rr_reason why, time_t now);
 void state_record_failed_reboot(struct rr_state *s, time_t now);
 const char *state_verify_name(enum rr_verify v);
 
-/* ---- sha256.c ------------------------------------------------------------ */
-struct rr_sha256 { uint32_t h[8]; uint8_t buf[64]; uint64_t total; size_t fill; };
-void sha256_init(struct rr_sha256 *s);
-void sha256_update(struct rr_sha256 *s, const void *p, size_t n);
-void sha256_final(struct rr_sha256 *s, uint8_t out[32]);
-int sha256_file_hex(const char *path, char hex[65], struct rr_err *e);
+/* ---- digest.c: SHA-256 (libcrypto) as 64 hex digits ----------------------- */
+int digest_hex(const void *p, size_t n, char hex[65]);
+int digest_file_hex(const char *path, char hex[65], struct rr_err *e);
 
 /* ---- run.c: children with a timeout -------------------------------------- */
 enum rr_child_caps { RR_CHILD_NO_CAPS = 0, RR_CHILD_KEXEC_CAPS };
@@ -274,9 +271,14 @@ struct rr_stage_plan {
 	char kernel[RR_PATH];
 	char initrd[RR_PATH];                /* "" = none */
 	char cmdline[RR_CMD];
-	char sha[65];
-	char image[RR_PATH];                 /* cached image in the state dir */
+	char sha[65];                        /* the kernel file's SHA-256 */
+	char stage_sha[65];                  /* the stage's: stage_blob_sha() */
+	char image[RR_PATH];                 /* <state>/images/<sha>.<stage_sha>.img */
 };
+/* SHA-256 of the stage rerandd links in (kexec/stage_blob.S) and builds into
+ * every image: with the kernel's, the image cache key, so a new rerand (a new
+ * stage) never boots an image the old one cached. */
+const char *stage_blob_sha(void);
 /* Drop loader-only words (BOOT_IMAGE=, initrd=); -EINVAL on nokaslr. */
 int stage_clean_cmdline(const char *in, char *out, size_t len, struct rr_err *e);
 /* The newest <boot>/vmlinuz-* by version order. */
@@ -287,7 +289,8 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e);
 /* `rerand load` with a fresh seed. */
 int stage_load(const struct rr_config *c, const struct rr_stage_plan *p, struct rr_err *e);
-/* Remove cached images other than keep_sha and keep_sha2 (may be NULL or ""). */
+/* Remove cached images other than those of kernels keep_sha and keep_sha2 (may
+ * be NULL or "") with this rerandd's stage: images of an older stage go too. */
 void stage_prune(const struct rr_config *c, const char *keep_sha, const char *keep_sha2);
 
 /* ---- crash.c: the rerandomizing crash kernel ------------------------------ */

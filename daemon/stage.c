@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* What rerandd stages: the kernel, its initrd and command line; the image
- * cache under the state dir keyed by the kernel's SHA-256; `rerand load`. */
+ * cache under the state dir keyed by the SHA-256 of the kernel and of the
+ * stage; `rerand load`. */
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -20,10 +21,18 @@
 
 #define CMDLINE_MAX 4096
 
-/* Weak: rerandd builds the image in-process when the stage blob is linked
- * in, and asks `rerand image` otherwise. */
-extern const uint8_t rr_stage_blob[] __attribute__((weak));
-extern const uint8_t rr_stage_blob_end[] __attribute__((weak));
+/* The stage, linked in (kexec/stage_blob.S): rerandd builds images itself. */
+extern const uint8_t rr_stage_blob[];
+extern const uint8_t rr_stage_blob_end[];
+
+const char *stage_blob_sha(void)
+{
+	static char hex[65];
+
+	if (!*hex && digest_hex(rr_stage_blob, (size_t)(rr_stage_blob_end - rr_stage_blob), hex) < 0)
+		hex[0] = 0;
+	return hex;
+}
 
 int stage_clean_cmdline(const char *in, char *out, size_t len, struct rr_err *e)
 {
@@ -157,10 +166,14 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 	if (r < 0)
 		return r;
 
-	r = sha256_file_hex(p->kernel, p->sha, e);
+	r = digest_file_hex(p->kernel, p->sha, e);
 	if (r < 0)
 		return r;
-	snprintf(p->image, sizeof(p->image), "%s/images/%s.img", c->state_dir, p->sha);
+	if (!*stage_blob_sha())
+		return rr_errf(e, EIO, "cannot hash the built-in stage (libcrypto)");
+	snprintf(p->stage_sha, sizeof(p->stage_sha), "%s", stage_blob_sha());
+	snprintf(p->image, sizeof(p->image), "%s/images/%s.%s.img", c->state_dir, p->sha,
+		 p->stage_sha);
 	return 0;
 }
 
@@ -203,15 +216,7 @@ int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_er
 	snprintf(dir, sizeof(dir), "%s/images", c->state_dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return rr_errf(e, errno, "%s: cannot create: %s", dir, strerror(errno));
-	if (rr_stage_blob && rr_stage_blob_end)
-		return build_in_process(p, e);
-
-	char *argv[] = { (char *)c->rerand_bin, "image", p->kernel, "-o", p->image, NULL };
-	r = run_argv(argv, 600, RR_CHILD_NO_CAPS);
-	if (r != 0)
-		return rr_errf(e, r < 0 ? -r : EIO, "%s image %s failed (%s %d)", c->rerand_bin,
-			       p->kernel, r < 0 ? "error" : "status", r < 0 ? -r : r);
-	return 0;
+	return build_in_process(p, e);
 }
 
 int stage_load(const struct rr_config *c, const struct rr_stage_plan *p, struct rr_err *e)
@@ -242,15 +247,15 @@ int stage_load(const struct rr_config *c, const struct rr_stage_plan *p, struct 
 
 void stage_prune(const struct rr_config *c, const char *keep_sha, const char *keep_sha2)
 {
-	char dir[RR_PATH + 16], keep[80], keep2[80] = "";
+	char dir[RR_PATH + 16], keep[160], keep2[160] = "";
 	struct dirent *de;
 	DIR *d;
 
 	snprintf(dir, sizeof(dir), "%s/images", c->state_dir);
-	snprintf(keep, sizeof(keep), "%s.img", keep_sha);
+	snprintf(keep, sizeof(keep), "%s.%s.img", keep_sha, stage_blob_sha());
 	/* the crash kernel may run another kernel's image */
 	if (keep_sha2 && *keep_sha2)
-		snprintf(keep2, sizeof(keep2), "%s.img", keep_sha2);
+		snprintf(keep2, sizeof(keep2), "%s.%s.img", keep_sha2, stage_blob_sha());
 	d = opendir(dir);
 	if (!d)
 		return;

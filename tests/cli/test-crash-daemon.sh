@@ -43,7 +43,9 @@ kdir=${RERAND_KERNELS:-$top/../shared/kernels}
 KERNEL=$kdir/vmlinuz-6.1.0-57-cloud-amd64
 [ -r "$KERNEL" ] || bail "$KERNEL: a kernel to stage is needed"
 KSHA=$(sha256sum "$KERNEL" | cut -d' ' -f1)
-IMAGE=$tmp/$KSHA.img
+# rerandd's cache key: the kernel's SHA-256 and that of the stage it links in
+SSHA=$(sha256sum "$top/build/stage.bin" | cut -d' ' -f1)
+IMAGE=$tmp/$KSHA.$SSHA.img
 "$R" image "$KERNEL" -o "$IMAGE" >/dev/null 2>"$tmp/image.err" || bail "rerand image: $(cat "$tmp/image.err")"
 head -c 65536 /dev/urandom >"$tmp/kdump-initrd.img"
 
@@ -72,7 +74,7 @@ inst() {
 	local id=$1 size=$2 extra=${3:-} hd=$tmp/$1
 	mkdir -p "$hd/state/images" "$hd/run" "$hd/boot" "$hd/conf.d" "$hd/bin" "$hd/pre" "$hd/post"
 	cp "$tmp/fake-kexec" "$hd/bin/kexec"
-	ln -f "$IMAGE" "$hd/state/images/$KSHA.img"
+	ln -f "$IMAGE" "$hd/state/images/$KSHA.$SSHA.img"
 	# procfs-like fixtures: size 0 in stat(), as on Debian 12's 6.1
 	procfs_fixture "$hd/boot_id" "$(cat /proc/sys/kernel/random/uuid)"$'\n'
 	procfs_fixture "$hd/stat" "btime $(date +%s)"$'\n'
@@ -181,6 +183,9 @@ echo "# crash command line: $cl"
 check "reserved: command line is the running one minus BOOT_IMAGE=, crashkernel=, hugepages=, nr_cpus=8, plus kdump-tools' words, init's args last" \
 	test "$cl" = "--append=root=/dev/vda1 ro console=ttyS0 quiet reset_devices systemd.unit=kdump-tools-dump.service nr_cpus=1 irqpoll nousb -- single"
 check "reserved: the normal staging (-l) went on as before" grep -qE -- '(^| )-l( |$)' "$tmp/big/kexec.log"
+check "cache: the image under <kernel sha256>.<stage sha256>.img was used, not rebuilt" \
+	eval 'test "$(stat -c %i "$IMAGE")" = "$(stat -c %i "$tmp/big/state/images/$KSHA.$SSHA.img")" &&
+	      [ "$(ls "$tmp/big/state/images" | wc -l)" = 1 ]'
 check "reserved: metrics rerand_crash_kernel_loaded 1" grep -qx 'rerand_crash_kernel_loaded 1' "$tmp/big/run/rerand.prom"
 check "reserved: status --json parses, crash.state loaded, loaded true, the region's size" \
 	eval 'st big --json | python3 -c "import json,sys; c=json.load(sys.stdin)[\"crash\"]; sys.exit(not (c[\"state\"]==\"loaded\" and c[\"loaded\"] and c[\"reserved_bytes\"]==512<<20))"'

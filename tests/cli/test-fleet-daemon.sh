@@ -95,9 +95,11 @@ KERNEL=$kdir/vmlinuz-6.1.0-57-cloud-amd64
 PORTS="2411 2412 2421 2422 2423 2424 2425 2426"
 for p in $PORTS; do port_free "$p" || bail "port 127.0.0.1:$p is in use"; done
 
-# one image for every host (the daemon's cache is keyed by the kernel's hash)
+# one image for every host (the daemon's cache is keyed by the kernel's and the stage's hashes)
 KSHA=$(sha256sum "$KERNEL" | cut -d' ' -f1)
-IMAGE=$tmp/$KSHA.img
+# rerandd's cache key: the kernel's SHA-256 and that of the stage it links in
+SSHA=$(sha256sum "$top/build/stage.bin" | cut -d' ' -f1)
+IMAGE=$tmp/$KSHA.$SSHA.img
 "$R" image "$KERNEL" -o "$IMAGE" >/dev/null 2>"$tmp/image.err" || bail "rerand image: $(cat "$tmp/image.err")"
 # the boot record the stage would leave: a randomized boot (format as in test-cli.sh)
 mkdir -p "$SD/0" "$SD/1"

@@ -21,8 +21,9 @@ host_new() {
 	procfs_fixture "$hd/tainted" $'0\n'
 	procfs_fixture "$hd/cmdline" $'console=ttyS0 quiet\n'
 	echo "machine-$id" >"$hd/machine-id"
-	# the image cache is keyed by the kernel's hash: share the one built image
-	ln -f "$IMAGE" "$hd/state/images/$KSHA.img"
+	# the image cache is keyed by the kernel's and the stage's hashes: share
+	# the one built image
+	ln -f "$IMAGE" "$hd/state/images/$KSHA.$SSHA.img"
 	cat >"$hd/rerand.conf" <<EOF
 [Daemon]
 StateDirectory=$hd/state
