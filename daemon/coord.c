@@ -312,11 +312,10 @@ int coord_confirm(struct rr_coord *co)
 		return 0;
 	/* the last word before the reboot: anything but "still ours" means no */
 	r = fleet_refresh(co->f);
-	if (r != 1) {
-		set_why(co, RR_LOG_ERR, "the slot is not confirmed (%s): not rebooting (fail closed)",
-			r == 0 ? "lost" : "backend unreachable");
-		rr_log(RR_LOG_ERR, "fleet: %s", fleet_last_error(co->f));
-	}
+	if (r != 1)
+		/* one event, one line: the reason with the backend's words */
+		set_why(co, RR_LOG_ERR, "the slot is not confirmed (%s): not rebooting (fail closed): %s",
+			r == 0 ? "lost" : "backend unreachable", fleet_last_error(co->f));
 	co->last_keepalive_ms = coord_now_ms();
 	return r == 1;
 }
