@@ -286,6 +286,7 @@ static void evaluate(struct daemon *d)
 	in.oops = d->st.trig_oops;
 	in.new_kernel = d->st.trig_new_kernel;
 	in.now_requested = d->st.trig_now;
+	in.weak = d->verify == RR_V_WEAK;
 	in.hold = d->st.hold;
 	in.staged = d->staged;
 	policy_decide(&d->cfg, &in, &d->out);

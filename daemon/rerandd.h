@@ -119,7 +119,9 @@ bool config_tz_valid(const char *zone);
 
 /* ---- policy.c: pure decisions ------------------------------------------- */
 enum rr_action { RR_ACT_NONE = 0, RR_ACT_WAIT, RR_ACT_REBOOT, RR_ACT_BLOCKED, RR_ACT_STOPPED };
-enum rr_reason { RR_WHY_NONE = 0, RR_WHY_AGE, RR_WHY_NEW_KERNEL, RR_WHY_OOPS, RR_WHY_NOW };
+/* In order of urgency (a tie is reported as the more urgent); stored by name. */
+enum rr_reason { RR_WHY_NONE = 0, RR_WHY_AGE, RR_WHY_NEW_KERNEL, RR_WHY_WEAK, RR_WHY_OOPS,
+		 RR_WHY_NOW };
 enum rr_blocker { RR_BLK_NONE = 0, RR_BLK_HOLD, RR_BLK_NOT_STAGED, RR_BLK_INHIBITOR,
 		  RR_BLK_COMMAND };
 
@@ -131,6 +133,7 @@ struct rr_policy_in {
 	time_t   last_failure;
 	unsigned failures;           /* consecutive */
 	bool     oops, new_kernel, now_requested;
+	bool     weak;               /* this boot is weak: its layout may be guessed */
 	bool     hold, staged, inhibited, command_blocks;
 };
 

@@ -100,6 +100,8 @@ Initrd=none
 MaxLayoutAge=30d
 Jitter=0
 HonorInhibitors=no
+RebootOutsideWindows=yes
+BackoffBase=30min
 
 [Reboot]
 Method=command
@@ -152,6 +154,8 @@ check "status: this boot is weak, not verified" \
 check "status: counted as weak, not as verified or failed" \
 	eval 'st "$R" status | grep -q "^reboots:           0 verified, 0 failed, 1 weak"'
 check "status: it counts towards failures in a row" eval 'st "$R" status | grep -q "^failures in a row: 1 of 3"'
+check "policy: a new layout is planned for the weak boot, after the 30 min back-off" \
+	eval 'st "$R" status --json | python3 -c "import json,sys,time; j=json.load(sys.stdin); sys.exit(not (j[\"reason\"]==\"weak-boot\" and j[\"action\"]==\"wait\" and 1700 < j[\"next_reboot\"] - time.time() <= 1800))"'
 check "status --json: verify weak, randomized false, weak true, weak_total 1, successes 0" \
 	eval 'st "$R" status --json | python3 -c "import json,sys; j=json.load(sys.stdin); sys.exit(not (j[\"verify\"]==\"weak\" and j[\"randomized\"] is False and j[\"weak\"] is True and j[\"weak_total\"]==1 and j[\"successes\"]==0 and j[\"consecutive_failures\"]==1))"'
 m=$hd/run/rerand.prom
