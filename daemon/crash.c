@@ -296,7 +296,7 @@ bool crash_boot_detect(bool have_status, uint32_t status_flags, bool vmcore_exis
 int crash_read_u64(const char *path, uint64_t *ret)
 {
 	char *text;
-	int r = rr_read_text(path, 64, &text, NULL);
+	int r = rr_read_text(path, RR_SYSFS_MAX, &text, NULL);
 
 	if (r < 0)
 		return r;

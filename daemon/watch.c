@@ -94,7 +94,7 @@ enum rr_kmsg_kind watch_kmsg_drain(int fd)
 int watch_read_taint(const char *path, uint64_t *ret)
 {
 	char *text;
-	int r = rr_read_text(path, 64, &text, NULL);
+	int r = rr_read_text(path, RR_SYSFS_MAX, &text, NULL);
 
 	if (r < 0)
 		return r;
@@ -107,7 +107,7 @@ int watch_read_boot_id(const char *path, char ret[RR_BOOT_ID])
 {
 	char *text;
 	size_t l = 0;
-	int r = rr_read_text(path, 256, &text, NULL);
+	int r = rr_read_text(path, RR_SYSFS_MAX, &text, NULL);
 
 	if (r < 0)
 		return r;

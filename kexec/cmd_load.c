@@ -53,7 +53,7 @@ static int check_crash_fit(const char *path, const struct rr_image *im, const ch
 
 	if (!f)
 		f = "/sys/kernel/kexec_crash_size";
-	if (rr_read_text(f, 64, &text, &e) < 0) {
+	if (rr_read_text(f, RR_SYSFS_MAX, &text, &e) < 0) {
 		cli_err("%s", e.msg);
 		return -1;
 	}

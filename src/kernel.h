@@ -140,6 +140,9 @@ int rr_read_file(const char *path, size_t max, uint8_t **ret_buf, size_t *ret_le
 /* The same as a NUL-terminated string (procfs, sysfs, small configs): the
  * text ends at its first NUL byte.  The one way tools and rerandd read a
  * whole text file. */
+/* The limit for a sysfs attribute: its text fits a page, and stat() says
+ * 4096 whatever it holds (procfs says 0), so a smaller max refuses them all. */
+#define RR_SYSFS_MAX 4096
 int rr_read_text(const char *path, size_t max, char **ret, struct rr_err *e);
 
 #endif

@@ -315,15 +315,19 @@ int rr_msrc_sysfs_entry(const char *start, size_t start_len, const char *end, si
 	return 0;
 }
 
-/* A small sysfs attribute, bounded (sysfs says 4096 bytes in stat). */
+/* A small sysfs attribute, bounded (stat() says 4096 bytes whatever it holds). */
 static int read_small(const char *path, char *buf, size_t cap, size_t *ret_len, struct rr_err *e)
 {
 	uint8_t *data;
 	size_t len;
-	int r = rr_read_file(path, cap - 1, &data, &len, e);
+	int r = rr_read_file(path, RR_SYSFS_MAX, &data, &len, e);
 
 	if (r < 0)
 		return r;
+	if (len >= cap) {
+		free(data);
+		return rr_errf(e, EFBIG, "%s: line 1: longer than %zu bytes", path, cap - 1);
+	}
 	memcpy(buf, data, len);
 	free(data);
 	*ret_len = len;

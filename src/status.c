@@ -52,7 +52,7 @@ int rr_status_read(const char *dir, struct rerand_status *ret, struct rr_err *e)
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/type", dir, de->d_name);
-		if (rr_read_text(path, 64, &type, NULL) < 0)
+		if (rr_read_text(path, RR_SYSFS_MAX, &type, NULL) < 0)
 			continue;
 		t = strtoul(type, NULL, 0);
 		free(type);
@@ -60,7 +60,7 @@ int rr_status_read(const char *dir, struct rerand_status *ret, struct rr_err *e)
 			continue;
 		/* the node's own data: ours is one record, anything larger is not */
 		snprintf(path, sizeof(path), "%s/%s/data", dir, de->d_name);
-		r = rr_read_file(path, 4096, &data, &n, e);
+		r = rr_read_file(path, RR_SYSFS_MAX, &data, &n, e);
 		if (r < 0)
 			break;
 		r = rr_status_parse(data, n, path, ret, e);
