@@ -11,22 +11,33 @@
 # when the text changes, so a configured path stays the same.
 
 # procfs_fixture LINK TEXT
+# Cheap on purpose (one fork for the process, builtins to wait, ln and mv):
+# the fleet tests time their simulated reboots.
 procfs_fixture() {
 	local link=$1 text=$2 pid i got
-	[ -p "$link.hold" ] || mkfifo "$link.hold"
-	( exec -a "$text" cat ) <>"$link.hold" >/dev/null 2>&1 &
+	if [ -z "${procfs_fd:-}" ]; then
+		# one FIFO nobody writes to: the processes' stdin, and a builtin nap
+		[ -p "${link%/*}/.procfs-hold" ] || mkfifo "${link%/*}/.procfs-hold"
+		exec {procfs_fd}<>"${link%/*}/.procfs-hold"
+	fi
+	( exec -a "$text" cat ) <&"$procfs_fd" >/dev/null 2>&1 &
 	pid=$!
 	procfs_fixture_pids+=("$pid")
 	# until exec has set up cat's argument area, /proc/PID/cmdline is the
-	# shell's or empty (builtins only: the fleet tests time their reboots)
-	for ((i = 0; i < 250; i++)); do
+	# shell's or empty
+	for ((i = 0; i < 1000; i++)); do
 		got=
 		IFS= read -r -d '' got <"/proc/$pid/cmdline" 2>/dev/null
 		[ "$got" = "$text" ] && break
-		sleep 0.01
+		read -r -t 0.005 -u "$procfs_fd" got 2>/dev/null
 	done
-	ln -sfn "/proc/$pid/cmdline" "$link.new" && mv -Tf "$link.new" "$link"
-	# the older process stays until the test ends: a reader may still hold it open
+	if [ -L "$link" ]; then
+		# replaced atomically; the older process stays until the test ends,
+		# a reader may still hold it open
+		ln -sfn "/proc/$pid/cmdline" "$link.new" && mv -Tf "$link.new" "$link"
+	else
+		ln -s "/proc/$pid/cmdline" "$link"
+	fi
 }
 
 # procfs_text LINK: the fixture's text without its NUL
