@@ -59,8 +59,9 @@ RERAND      := $(O)/rerand
 
 # ---- rerandd ---------------------------------------------------------------
 # daemon/main.c holds main(); everything else in daemon/ is also linked into
-# the unit tests through libdaemon.a.
-DAEMON_PKGS := libsystemd libcap inih libcurl json-c
+# the unit tests through libdaemon.a, with the stage blob (daemon/stage.c
+# builds images with it and keys its cache by its SHA-256).
+DAEMON_PKGS := libsystemd libcap inih libcurl json-c libcrypto
 DAEMON_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS) 2>/dev/null)
 # libcurl is dlopen()ed when a fleet backend is configured (daemon/fleet.c):
 # only its headers are needed at build time.
@@ -145,11 +146,11 @@ $(O)/bindir.stamp: FORCE
 FORCE:
 $(O)/host/daemon/%.o: HOST_CFLAGS += $(DAEMON_CFLAGS)
 
-$(O)/tests/%: tests/unit/%.c $(LIBRERAND) $(LIBDAEMON) tests/unit/test.h
+$(O)/tests/%: tests/unit/%.c $(LIBRERAND) $(LIBDAEMON) $(O)/host/kexec/stage_blob.o tests/unit/test.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) -Itests/unit -Idaemon -DT_TOP='"$(CURDIR)"' $(HOST_CFLAGS) $(DAEMON_CFLAGS) -o $@ $< \
-		$(LIBDAEMON) $(LIBRERAND) $(DAEMON_LIBS) $(LIB_LIBS)
+		$(LIBDAEMON) $(O)/host/kexec/stage_blob.o $(LIBRERAND) $(DAEMON_LIBS) $(LIB_LIBS)
 
 # Fuzzers link the real parsers, compiled once with the sanitizers
 # (fuzzer-no-link) into their own objects.
@@ -162,11 +163,11 @@ $(O)/fuzzobj/%.o: %.c
 	@$(if $(Q),echo "  CC [fuzz] $<")
 	$(Q)$(CLANG) $(subst fuzzer$(comma),fuzzer-no-link$(comma),$(FUZZ_CFLAGS)) -Idaemon $(DAEMON_CFLAGS) -c -o $@ $<
 
-$(O)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJS)
+$(O)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJS) $(O)/host/kexec/stage_blob.o
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ    $<")
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -Idaemon $(DAEMON_CFLAGS) -o $@ $< $(FUZZ_LIB_OBJS) \
-		$(DAEMON_LIBS) $(LIB_LIBS)
+		$(O)/host/kexec/stage_blob.o $(DAEMON_LIBS) $(LIB_LIBS)
 
 deps:
 	$(Q)scripts/deps.sh check

@@ -74,8 +74,22 @@ static void put(struct out *o, const char *fmt, ...)
 		o->used += (size_t)n;
 }
 
-static void put_json_str(struct out *o, const char *s)
+/* Text from outside (paths, a server's words, a child's output): escaped, so
+ * it can neither add a line to the status nor reach the terminal raw. */
+static void put_ext(struct out *o, const char *s)
 {
+	char esc[4 * RR_ERR_MAX];
+
+	put(o, "%s", rr_escape_str(esc, sizeof(esc), s));
+}
+
+/* Escaped as above first: JSON must be valid UTF-8, and a reader should see
+ * what `rerand status` shows. */
+static void put_json_str(struct out *o, const char *raw)
+{
+	char esc[4 * RR_ERR_MAX];
+	const char *s = rr_escape_str(esc, sizeof(esc), raw);
+
 	put(o, "\"");
 	for (; *s; s++) {
 		unsigned char ch = (unsigned char)*s;
@@ -130,14 +144,16 @@ static void put_crash_text(struct out *o, const struct rr_view *v)
 		put(o, "pending (crash region %llu MiB)", (unsigned long long)(v->crash_reserved >> 20));
 		break;
 	case RR_CS_LOADED:
-		put(o, "%s (kernel %s, loaded ", v->crash_loaded ? "loaded" : "unloaded by someone else",
-		    v->crash_kernel);
+		put(o, "%s (kernel ", v->crash_loaded ? "loaded" : "unloaded by someone else");
+		put_ext(o, v->crash_kernel);
+		put(o, ", loaded ");
 		put_time(o, v->crash_loaded_at);
 		put(o, ", crash region %llu MiB)", (unsigned long long)(v->crash_reserved >> 20));
 		break;
 	case RR_CS_ERROR:
-		put(o, "error: %s; %s", v->crash_error,
-		    v->crash_loaded ? "the crash kernel loaded before stays in place"
+		put(o, "error: ");
+		put_ext(o, v->crash_error);
+		put(o, "; %s", v->crash_loaded ? "the crash kernel loaded before stays in place"
 				    : "no crash kernel is loaded");
 		break;
 	default:
@@ -155,9 +171,17 @@ static void put_secure_text(struct out *o, const struct rr_view *v)
 {
 	put(o, "secure boot:       %s, lockdown %s%s\n", v->secure_boot ? v->secure_boot : "unknown",
 	    v->lockdown ? v->lockdown : "unknown", v->locked ? " (signed images only)" : "");
-	if (v->staged)
-		put(o, "staged image:      %s, %s%s%s\n", v->image_source ? v->image_source : "built",
-		    *v->signer ? "signed by \"" : "unsigned", v->signer, *v->signer ? "\"" : "");
+	if (!v->staged)
+		return;
+	put(o, "staged image:      %s, ", v->image_source ? v->image_source : "built");
+	if (*v->signer) {
+		/* a certificate subject: text from outside */
+		put(o, "signed by \"");
+		put_ext(o, v->signer);
+		put(o, "\"\n");
+	} else {
+		put(o, "unsigned\n");
+	}
 }
 
 int control_format_text(const struct rr_view *v, char *buf, size_t len)
@@ -172,9 +196,12 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 		put(&o, "crash boots:       %llu\n", (unsigned long long)v->crash_boots);
 		return o.full ? -ENOBUFS : (int)o.used;
 	}
-	put(&o, "\nthis boot:         %s (verified ", state_verify_name(v->verify));
+	put(&o, "\nthis boot:         %s (%s ", state_verify_name(v->verify),
+	    v->verify == RR_V_WEAK ? "randomized from the TSC alone: no seed, no RDSEED or RDRAND; "
+				     "not verified; checked" : "verified");
 	put_time(&o, v->last_verify_time);
-	put(&o, ")\nentropy:           %.1f bits\n", v->entropy_bits);
+	put(&o, ")\nentropy:           %.1f bits%s\n", v->entropy_bits,
+	    v->verify == RR_V_WEAK ? " of slots, drawn from a guessable source" : "");
 	put(&o, "next rerandomize:  ");
 	switch (v->plan.action) {
 	case RR_ACT_WAIT:
@@ -197,27 +224,37 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 	put(&o, "\nhold:              %s\n", v->hold ? "yes" : "no");
 	put(&o, "failures in a row: %u of %u%s\n", v->failures, v->max_failures,
 	    v->stopped ? "  ALERT: stopped rerandomizing" : "");
-	put(&o, "reboots:           %llu verified, %llu failed\n",
-	    (unsigned long long)v->successes, (unsigned long long)v->total_failures);
+	put(&o, "reboots:           %llu verified, %llu failed, %llu weak\n",
+	    (unsigned long long)v->successes, (unsigned long long)v->total_failures,
+	    (unsigned long long)v->weak_boots);
 	put(&o, "staged:            %s", v->staged ? "yes" : "no");
 	if (v->staged) {
-		put(&o, " (kernel %s, sha256 %.16s, staged ", v->kernel, v->image_sha);
+		put(&o, " (kernel ");
+		put_ext(&o, v->kernel);
+		put(&o, ", sha256 %.16s, staged ", v->image_sha);
 		put_time(&o, v->staged_time);
 		put(&o, ")");
 	}
 	put(&o, "\n");
-	if (*v->stage_error)
-		put(&o, "stage error:       %s\n", v->stage_error);
+	if (*v->stage_error) {
+		put(&o, "stage error:       ");
+		put_ext(&o, v->stage_error);
+		put(&o, "\n");
+	}
 	put_secure_text(&o, v);
 	put_crash_text(&o, v);
 	if (v->fleet_backend && strcmp(v->fleet_backend, "none")) {
-		put(&o, "fleet:             %s, group %s as %s: %s", v->fleet_backend, v->fleet_group,
-		    v->fleet_id, v->fleet_state);
+		put(&o, "fleet:             %s, group ", v->fleet_backend);
+		put_ext(&o, v->fleet_group);
+		put(&o, " as ");
+		put_ext(&o, v->fleet_id);
+		put(&o, ": %s", v->fleet_state);
 		if (v->fleet_errors)
 			put(&o, " (%llu errors)", (unsigned long long)v->fleet_errors);
 		put(&o, "\n");
 		if (*v->fleet_why) {
-			put(&o, "fleet wait:        %s", v->fleet_why);
+			put(&o, "fleet wait:        ");
+			put_ext(&o, v->fleet_why);
 			if (v->fleet_next_try) {
 				put(&o, "; next try ");
 				put_time(&o, v->fleet_next_try);
@@ -232,19 +269,21 @@ int control_format_json(const struct rr_view *v, char *buf, size_t len)
 {
 	struct out o = { buf, len, 0, false };
 
-	put(&o, "{\"layout_age_seconds\":%lld,\"verify\":\"%s\",\"randomized\":%s,"
+	put(&o, "{\"layout_age_seconds\":%lld,\"verify\":\"%s\",\"randomized\":%s,\"weak\":%s,"
 		"\"verified_at\":%lld,\"entropy_bits\":%.1f,\"action\":\"%s\",\"reason\":\"%s\","
 		"\"blocker\":\"%s\",\"next_reboot\":%lld,\"hold\":%s,\"consecutive_failures\":%u,"
-		"\"max_failures\":%u,\"stopped\":%s,\"successes\":%llu,\"failures_total\":%llu,"
+		"\"max_failures\":%u,\"stopped\":%s,\"successes\":%llu,\"weak_total\":%llu,"
+		"\"failures_total\":%llu,"
 		"\"last_success\":%lld,\"last_failure\":%lld,\"staged\":%s,\"staged_at\":%lld,"
 		"\"kernel\":",
 	    (long long)v->layout_age, state_verify_name(v->verify),
-	    v->verify == RR_V_RANDOMIZED ? "true" : "false", (long long)v->last_verify_time,
+	    v->verify == RR_V_RANDOMIZED ? "true" : "false", v->verify == RR_V_WEAK ? "true" : "false",
+	    (long long)v->last_verify_time,
 	    v->entropy_bits, policy_action_name(v->plan.action), policy_reason_name(v->plan.reason),
 	    policy_blocker_name(v->plan.blocker), (long long)v->plan.when,
 	    v->hold ? "true" : "false", v->failures, v->max_failures,
 	    v->stopped ? "true" : "false", (unsigned long long)v->successes,
-	    (unsigned long long)v->total_failures, (long long)v->last_success,
+	    (unsigned long long)v->weak_boots, (unsigned long long)v->total_failures, (long long)v->last_success,
 	    (long long)v->last_failure, v->staged ? "true" : "false", (long long)v->staged_time);
 	put_json_str(&o, v->kernel);
 	put(&o, ",\"kernel_sha256\":");

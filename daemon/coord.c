@@ -130,7 +130,7 @@ void coord_startup(struct rr_coord *co, struct rr_state *st, enum rr_outcome out
 	}
 	/* The machine came back from our reboot: the slot stays ours until this
 	 * boot has been checked and the post-boot health hooks pass. */
-	co->health_needed = out == RR_OUT_SUCCESS || out == RR_OUT_FAILURE;
+	co->health_needed = out == RR_OUT_SUCCESS || out == RR_OUT_FAILURE || out == RR_OUT_WEAK;
 	/* Whatever else happened (a restart mid-drain, a kill -9 between taking the
 	 * slot and writing it down, a FleetLock slot from an older boot), nothing of
 	 * ours may stay in the group: release at start-up, as Zincati does. */
@@ -312,11 +312,10 @@ int coord_confirm(struct rr_coord *co)
 		return 0;
 	/* the last word before the reboot: anything but "still ours" means no */
 	r = fleet_refresh(co->f);
-	if (r != 1) {
-		set_why(co, RR_LOG_ERR, "the slot is not confirmed (%s): not rebooting (fail closed)",
-			r == 0 ? "lost" : "backend unreachable");
-		rr_log(RR_LOG_ERR, "fleet: %s", fleet_last_error(co->f));
-	}
+	if (r != 1)
+		/* one event, one line: the reason with the backend's words */
+		set_why(co, RR_LOG_ERR, "the slot is not confirmed (%s): not rebooting (fail closed): %s",
+			r == 0 ? "lost" : "backend unreachable", fleet_last_error(co->f));
 	co->last_keepalive_ms = coord_now_ms();
 	return r == 1;
 }
@@ -410,29 +409,37 @@ void coord_view(const struct rr_coord *co, struct rr_view *v)
 		v->fleet_metrics[0] = 0;
 }
 
+/* A server's words on their way to the operator's terminal. */
+static const char *ext(const char *s, char *esc, size_t len)
+{
+	return rr_escape_str(esc, len, s);
+}
+
 int coord_status(struct rr_coord *co, bool json, char *buf, size_t len)
 {
+	char esc[4 * RR_ERR_MAX];
 	struct fleet_status fs;
 	int r;
 
 	if (!co->want)
 		return snprintf(buf, len, "fleet coordination is off ([Fleet] Backend=none)\n"), -EINVAL;
 	if (!co->f)
-		return snprintf(buf, len, "%s\n", co->open_error), -EIO;
+		return snprintf(buf, len, "%s\n", ext(co->open_error, esc, sizeof(esc))), -EIO;
 	if (co->cfg.backend == FLEET_BACKEND_FLEETLOCK) {
 		/* the protocol has no read call: say what this host knows */
 		r = json ? snprintf(buf, len, "{\"group\":\"%s\",\"backend\":\"fleetlock\",\"url\":\"%s\","
 				    "\"holders\":null,\"self\":{\"id\":\"%s\",\"state\":\"%s\"}}\n",
-				    co->cfg.group, co->cfg.url, fleet_identity(co->f),
+				    co->cfg.group, ext(co->cfg.url, esc, sizeof(esc)), fleet_identity(co->f),
 				    fleet_state_name(fleet_state(co->f)))
 			 : snprintf(buf, len, "group %s (fleetlock, %s): the FleetLock protocol cannot "
-				    "list holders; this host (%s) is %s\n", co->cfg.group, co->cfg.url,
+				    "list holders; this host (%s) is %s\n", co->cfg.group,
+				    ext(co->cfg.url, esc, sizeof(esc)),
 				    fleet_identity(co->f), fleet_state_name(fleet_state(co->f)));
 		return r < 0 || (size_t)r >= len ? -ENOBUFS : 0;
 	}
 	r = fleet_status(co->f, &fs);
 	if (r < 0)
-		return snprintf(buf, len, "%s\n", fleet_last_error(co->f)), r;
+		return snprintf(buf, len, "%s\n", ext(fleet_last_error(co->f), esc, sizeof(esc))), r;
 	r = json ? fleet_status_format_json(&fs, co->cfg.group, buf, len)
 		 : fleet_status_format_text(&fs, co->cfg.group, buf, len);
 	return r < 0 ? (snprintf(buf, len, "fleet status does not fit\n"), r) : 0;
@@ -440,15 +447,16 @@ int coord_status(struct rr_coord *co, bool json, char *buf, size_t len)
 
 int coord_release_host(struct rr_coord *co, const char *host, char *buf, size_t len)
 {
+	char esc[4 * RR_ERR_MAX];
 	int r;
 
 	if (!co->want)
 		return snprintf(buf, len, "fleet coordination is off ([Fleet] Backend=none)\n"), -EINVAL;
 	if (!co->f)
-		return snprintf(buf, len, "%s\n", co->open_error), -EIO;
+		return snprintf(buf, len, "%s\n", ext(co->open_error, esc, sizeof(esc))), -EIO;
 	r = fleet_release_host(co->f, host);
 	if (r < 0)
-		return snprintf(buf, len, "%s\n", fleet_last_error(co->f)), r;
+		return snprintf(buf, len, "%s\n", ext(fleet_last_error(co->f), esc, sizeof(esc))), r;
 	rr_log(RR_LOG_NOTICE, "fleet: operator freed %d slot%s of %s", r, r == 1 ? "" : "s", host);
 	snprintf(buf, len, "freed %d slot%s held by %s in group %s\n", r, r == 1 ? "" : "s", host,
 		 co->cfg.group);

@@ -294,18 +294,14 @@ bool crash_boot_detect(bool have_status, uint32_t status_flags, bool vmcore_exis
 
 int crash_read_u64(const char *path, uint64_t *ret)
 {
-	char buf[64];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *text;
+	int r = rr_read_text(path, RR_SYSFS_MAX, &text, NULL);
 
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return n < 0 ? -errno : -EINVAL;
-	buf[n] = 0;
-	return watch_parse_taint(buf, (size_t)n, ret);   /* a decimal number and blanks */
+	if (r < 0)
+		return r;
+	r = watch_parse_taint(text, strlen(text), ret);   /* a decimal number and blanks */
+	free(text);
+	return r;
 }
 
 /* ---- reloading ---------------------------------------------------------------- */
@@ -401,7 +397,7 @@ static int crash_plan(const struct rr_config *c, const struct rr_stage_plan *bas
 	if (c->crash_cmdline_set)
 		return crash_build_cmdline(NULL, c->crash_cmdline, p->cmdline, sizeof(p->cmdline), e);
 	char *text;
-	r = read_text_file(c->proc_cmdline, CRASH_CMDLINE_MAX, &text, e);
+	r = rr_read_text(c->proc_cmdline, CRASH_CMDLINE_MAX, &text, e);
 	if (r < 0)
 		return r;
 	r = crash_build_cmdline(text, NULL, p->cmdline, sizeof(p->cmdline), e);

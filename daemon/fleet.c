@@ -15,7 +15,7 @@
 #include <dlfcn.h>
 #include <json-c/json.h>
 
-#include "fleet.h"
+#include "rerandd.h"         /* fleet.h, rr_read_text(), rr_escape() */
 
 #define FLEET_REPLY_MAX (1u << 20)
 
@@ -274,23 +274,16 @@ int fleet_config_validate(const struct fleet_config *c, char *err, size_t errlen
 
 int fleet_read_identity(const char *path, char *out, size_t len, char *err, size_t errlen)
 {
-	char buf[256];
-	ssize_t n;
+	struct rr_err re;
+	char *buf;
 	size_t i, b, e;
-	int fd;
+	int r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -errno;
+	r = rr_read_text(path, 4096, &buf, &re);
+	if (r < 0) {
+		snprintf(err, errlen, "%s", re.msg);
+		return r;
 	}
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n < 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -EIO;
-	}
-	buf[n] = 0;
 	for (b = 0; buf[b] == ' ' || buf[b] == '\t'; b++)
 		;
 	for (e = b; buf[e] && buf[e] != '\n'; e++)
@@ -299,15 +292,18 @@ int fleet_read_identity(const char *path, char *out, size_t len, char *err, size
 		e--;
 	if (e == b || e - b >= len || e - b >= FLEET_ID_MAX) {
 		snprintf(err, errlen, "%s: no usable machine id on the first line", path);
+		free(buf);
 		return -EINVAL;
 	}
 	for (i = b; i < e; i++)
 		if (!isgraph((unsigned char)buf[i]) || buf[i] == '"' || buf[i] == '\\') {
 			snprintf(err, errlen, "%s: the machine id has an unusable character", path);
+			free(buf);
 			return -EINVAL;
 		}
 	memcpy(out, buf + b, e - b);
 	out[e - b] = 0;
+	free(buf);
 	return 0;
 }
 
@@ -793,8 +789,9 @@ int fleet_status_format_text(const struct fleet_status *st, const char *group, c
 	o = (size_t)n;
 	for (unsigned i = 0; i < st->nr_holders; i++) {
 		const struct fleet_holder *h = &st->holders[i];
+		char id[4 * FLEET_ID_MAX];   /* another host's word, from etcd */
 		n = snprintf(buf + o, len - o, "  slot %d: %s (lease %" PRIx64 ", ttl %llds)%s\n",
-			     h->slot, h->id, (uint64_t)h->lease, (long long)h->ttl,
+			     h->slot, rr_escape_str(id, sizeof(id), h->id), (uint64_t)h->lease, (long long)h->ttl,
 			     h->slot >= (int)k ? " outside MaxConcurrent" : "");
 		if (n < 0 || (size_t)n >= len - o)
 			return -ENOBUFS;
@@ -822,7 +819,9 @@ int fleet_status_format_json(const struct fleet_status *st, const char *group, c
 				0 : (int)(st->max_concurrent - in_range)));
 	for (unsigned i = 0; i < st->nr_holders; i++) {
 		json_object *h = json_object_new_object();
-		json_object_object_add(h, "id", json_object_new_string(st->holders[i].id));
+		char id[4 * FLEET_ID_MAX];
+		json_object_object_add(h, "id", json_object_new_string(rr_escape_str(id, sizeof(id),
+										  st->holders[i].id)));
 		json_object_object_add(h, "slot", json_object_new_int(st->holders[i].slot));
 		json_object_object_add(h, "lease", json_object_new_int64(st->holders[i].lease));
 		json_object_object_add(h, "ttl", json_object_new_int64(st->holders[i].ttl));

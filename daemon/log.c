@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Logging for rerandd: one line per message on stderr with a "<N>" priority
- * prefix, which journald (and any syslog-style collector) understands. */
+ * prefix, which journald (and any syslog-style collector) understands.  The
+ * message is escaped as a whole, so text from outside (a server's error, a
+ * child's output, a file name) can neither split it nor forge a priority. */
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -10,14 +12,18 @@ int rr_log_level = RR_LOG_INFO;
 
 void rr_log(int prio, const char *fmt, ...)
 {
+	char msg[2048], line[4 * sizeof(msg)];
 	va_list ap;
+	int n;
 
 	if (prio > rr_log_level)
 		return;
-	fprintf(stderr, "<%d>", prio);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	if (n < 0)
+		return;
+	rr_escape(line, sizeof(line), msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+	fprintf(stderr, "<%d>%s%s\n", prio, line, (size_t)n >= sizeof(msg) ? "..." : "");
 	fflush(stderr);
 }

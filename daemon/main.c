@@ -68,16 +68,12 @@ static void read_verify(struct daemon *d)
 	d->entropy_bits = 0;
 	d->have_status = r == 0;
 	d->status_flags = r == 0 ? s.flags : 0;
-	if (r == -ENOENT) {
-		d->verify = RR_V_ABSENT;
-	} else if (r < 0) {
-		d->verify = RR_V_MALFORMED;
+	d->verify = state_verify_record(r, &s);
+	if (r < 0 && r != -ENOENT)
 		rr_log(RR_LOG_WARNING, "%s", e.msg);
-	} else {
-		d->verify = s.result == RERAND_RES_RANDOMIZED ? RR_V_RANDOMIZED : RR_V_NOT_RANDOMIZED;
+	if (r == 0)
 		d->entropy_bits = (s.phys_slots ? log2((double)s.phys_slots) : 0) +
 				  (s.virt_slots ? log2((double)s.virt_slots) : 0);
-	}
 }
 
 static void set_stage_error(struct daemon *d, const char *msg)
@@ -177,6 +173,7 @@ static void fill_view(struct daemon *d, struct rr_view *v)
 	v->plan = d->out;
 	v->successes = d->st.successes;
 	v->total_failures = d->st.total_failures;
+	v->weak_boots = d->st.weak_boots;
 	v->last_success = d->st.last_success;
 	v->last_failure = d->st.last_failure;
 	v->last_verify_time = d->st.last_verify_time;
@@ -294,6 +291,7 @@ static void evaluate(struct daemon *d)
 	in.oops = d->st.trig_oops;
 	in.new_kernel = d->st.trig_new_kernel;
 	in.now_requested = d->st.trig_now;
+	in.weak = d->verify == RR_V_WEAK;
 	in.hold = d->st.hold;
 	in.staged = d->staged;
 	policy_decide(&d->cfg, &in, &d->out);
@@ -541,27 +539,9 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 static time_t boot_started(const struct rr_config *c, time_t now)
 {
 	struct timespec bt;
-	uint8_t *buf;
-	size_t len;
-	time_t t = 0;
+	time_t t;
 
-	if (*c->proc_stat && rr_read_file(c->proc_stat, 1u << 20, &buf, &len, NULL) == 0) {
-		char *text = realloc(buf, len + 1), *p;
-		if (text) {
-			text[len] = 0;
-			p = strstr(text, "\nbtime ");
-			p = p ? p + 1 : !strncmp(text, "btime ", 6) ? text : NULL;
-			if (p) {
-				long long v = strtoll(p + 6, NULL, 10);
-				if (v > 0 && v <= (long long)now)
-					t = (time_t)v;
-			}
-			free(text);
-		} else {
-			free(buf);
-		}
-	}
-	if (t)
+	if (*c->proc_stat && watch_read_btime(c->proc_stat, now, &t) == 0)
 		return t;
 	clock_gettime(CLOCK_BOOTTIME, &bt);
 	return now - bt.tv_sec;
@@ -585,6 +565,11 @@ static enum rr_outcome first_look(struct daemon *d)
 	case RR_OUT_FAILURE:
 		rr_log(RR_LOG_ERR, "rerandomizing reboot failed: this boot is %s (%u in a row)",
 		       state_verify_name(d->verify), d->st.failures);
+		break;
+	case RR_OUT_WEAK:
+		rr_log(RR_LOG_ERR, "rerandomizing reboot was weak: the stage drew the bases from the "
+		       "TSC alone (no seed, no RDSEED or RDRAND); not verified, counted with the "
+		       "failures (%u in a row)", d->st.failures);
 		break;
 	case RR_OUT_ABORTED:
 		rr_log(RR_LOG_WARNING, "a planned reboot did not happen before rerandd restarted");
@@ -617,16 +602,11 @@ static bool crash_boot_check(struct daemon *d)
 {
 	struct rr_err e;
 	struct stat st;
-	uint8_t *buf = NULL;
-	size_t len = 0;
 	char *text = NULL;
 
 	read_verify(d);
-	if (rr_read_file(d->cfg.proc_cmdline, 1u << 16, &buf, &len, NULL) == 0 &&
-	    (text = realloc(buf, len + 1)))
-		text[len] = 0;
-	else
-		free(buf);
+	if (rr_read_text(d->cfg.proc_cmdline, 1u << 16, &text, NULL) < 0)
+		text = NULL;
 	d->crash_boot = crash_boot_detect(d->have_status, d->status_flags,
 					  stat(d->cfg.proc_vmcore, &st) == 0, text);
 	free(text);
@@ -682,8 +662,11 @@ static int run(int argc, char **argv)
 	}
 	r = config_load(d->conf_main, d->conf_dir, &d->cfg, errs);
 	if (check) {
-		for (unsigned i = 0; i < errs->n; i++)
-			fprintf(stderr, "rerandd: %s\n", errs->msg[i]);
+		/* the values quoted are the file's: escaped for the terminal */
+		for (unsigned i = 0; i < errs->n; i++) {
+			char esc[4 * sizeof(errs->msg[0])];
+			fprintf(stderr, "rerandd: %s\n", rr_escape_str(esc, sizeof(esc), errs->msg[i]));
+		}
 		if (errs->dropped)
 			fprintf(stderr, "rerandd: ... and %u more errors\n", errs->dropped);
 		if (!r)

@@ -71,6 +71,9 @@ int metrics_format(const struct rr_view *v, char *buf, size_t len)
 		"# HELP rerand_boot_randomized 1 if this boot was verified as randomized by rerand.\n"
 		"# TYPE rerand_boot_randomized gauge\n"
 		"rerand_boot_randomized %d\n"
+		"# HELP rerand_boot_weak 1 if this boot was randomized from the TSC alone (no seed, no RDSEED or RDRAND): not verified.\n"
+		"# TYPE rerand_boot_weak gauge\n"
+		"rerand_boot_weak %d\n"
 		"# HELP rerand_entropy_bits Bits of entropy in this boot's base choice.\n"
 		"# TYPE rerand_entropy_bits gauge\n"
 		"rerand_entropy_bits %.1f\n"
@@ -92,6 +95,7 @@ int metrics_format(const struct rr_view *v, char *buf, size_t len)
 		"# HELP rerand_reboots_total Rerandomizing reboots by result.\n"
 		"# TYPE rerand_reboots_total counter\n"
 		"rerand_reboots_total{result=\"success\"} %llu\n"
+		"rerand_reboots_total{result=\"weak\"} %llu\n"
 		"rerand_reboots_total{result=\"failure\"} %llu\n"
 		"# HELP rerand_crash_kernel_loaded 1 if a crash (kdump) kernel is loaded.\n"
 		"# TYPE rerand_crash_kernel_loaded gauge\n"
@@ -109,9 +113,11 @@ int metrics_format(const struct rr_view *v, char *buf, size_t len)
 		"# HELP rerand_crash_boot 1 if this boot is a crash kernel's.\n"
 		"# TYPE rerand_crash_boot gauge\n"
 		"rerand_crash_boot %d\n",
-		(long long)v->layout_age, v->verify == RR_V_RANDOMIZED, v->entropy_bits,
+		(long long)v->layout_age, v->verify == RR_V_RANDOMIZED, v->verify == RR_V_WEAK,
+		v->entropy_bits,
 		v->failures, v->stopped, v->hold, v->staged, (long long)v->plan.when,
-		(unsigned long long)v->successes, (unsigned long long)v->total_failures,
+		(unsigned long long)v->successes, (unsigned long long)v->weak_boots,
+		(unsigned long long)v->total_failures,
 		v->crash_loaded, v->crash_state == RR_CS_ERROR,
 		(unsigned long long)v->crash_loads, (unsigned long long)v->crash_failures,
 		(unsigned long long)v->crash_boots, v->crash_boot);

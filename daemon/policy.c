@@ -186,10 +186,12 @@ static time_t max_t(time_t a, time_t b)
  *  1. Stopped after MaxFailures consecutive failures: nothing automatic
  *     happens; only `rerand now` still plans a reboot.
  *  2. Among triggers the earliest planned time wins; on a tie the more
- *     urgent reason is reported (now > oops > new kernel > age).
+ *     urgent reason is reported (now > oops > weak boot > new kernel > age).
  *     - now: at once, ignoring windows, the minimum interval and back-off;
  *     - oops / new kernel: "immediate" at the earliest allowed time,
  *       "window" at the first window opening at or after it;
+ *     - weak boot: at the first window opening at or after the earliest
+ *       allowed time;
  *     - age: born + MaxLayoutAge + jitter, then into a window.
  *     The earliest allowed time is the latest of now, last reboot +
  *     MinRebootInterval and last failure + back-off.
@@ -200,7 +202,7 @@ static time_t max_t(time_t a, time_t b)
 void policy_decide(const struct rr_config *c, const struct rr_policy_in *in,
 		   struct rr_policy_out *out)
 {
-	struct { enum rr_reason why; time_t due; bool windowed; } cand[4];
+	struct { enum rr_reason why; time_t due; bool windowed; } cand[5];
 	unsigned n = 0;
 	bool stopped = policy_stopped(c, in->failures);
 	time_t earliest = in->now;
@@ -217,6 +219,11 @@ void policy_decide(const struct rr_config *c, const struct rr_policy_in *in,
 		if (in->oops && c->on_oops != RR_WHEN_IGNORE)
 			cand[n++] = (typeof(cand[0])){ RR_WHY_OOPS, earliest,
 						       c->on_oops == RR_WHEN_WINDOW };
+		/* a layout drawn from the TSC alone is replaced at the next
+		 * window; the weak boot counted as a failure, so back-off and
+		 * MaxFailures hold back a machine that keeps booting weak */
+		if (in->weak)
+			cand[n++] = (typeof(cand[0])){ RR_WHY_WEAK, earliest, true };
 		if (in->new_kernel && c->on_new_kernel != RR_WHEN_IGNORE)
 			cand[n++] = (typeof(cand[0])){ RR_WHY_NEW_KERNEL, earliest,
 						       c->on_new_kernel == RR_WHEN_WINDOW };
@@ -262,6 +269,7 @@ const char *policy_reason_name(enum rr_reason r)
 	switch (r) {
 	case RR_WHY_AGE:        return "layout-age";
 	case RR_WHY_NEW_KERNEL: return "new-kernel";
+	case RR_WHY_WEAK:       return "weak-boot";
 	case RR_WHY_OOPS:       return "kernel-oops";
 	case RR_WHY_NOW:        return "requested";
 	default:                return "none";

@@ -20,7 +20,16 @@
 /* ---- log.c: journald-friendly stderr ("<N>message") ------------------- */
 enum { RR_LOG_ERR = 3, RR_LOG_WARNING = 4, RR_LOG_NOTICE = 5, RR_LOG_INFO = 6, RR_LOG_DEBUG = 7 };
 extern int rr_log_level;
+/* One event, one line: the message is escaped (rr_escape) before it is written. */
 void rr_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- escape.c: text from outside, safe for the journal, status, terminals - */
+/* in[0..inlen) with control characters, C1 controls, bad UTF-8 and '\' as C
+ * escapes (\n, \t, \r, \\, \xNN) into out, NUL-terminated, truncated
+ * between characters.  Returns the length written. */
+size_t rr_escape(char *out, size_t outlen, const void *in, size_t inlen);
+/* The same for a string (NULL = ""); returns out. */
+const char *rr_escape_str(char *out, size_t outlen, const char *in);
 
 /* ---- config.c ------------------------------------------------------------ */
 enum rr_when { RR_WHEN_IGNORE = 0, RR_WHEN_WINDOW, RR_WHEN_IMMEDIATE };
@@ -118,7 +127,9 @@ bool config_tz_valid(const char *zone);
 
 /* ---- policy.c: pure decisions ------------------------------------------- */
 enum rr_action { RR_ACT_NONE = 0, RR_ACT_WAIT, RR_ACT_REBOOT, RR_ACT_BLOCKED, RR_ACT_STOPPED };
-enum rr_reason { RR_WHY_NONE = 0, RR_WHY_AGE, RR_WHY_NEW_KERNEL, RR_WHY_OOPS, RR_WHY_NOW };
+/* In order of urgency (a tie is reported as the more urgent); stored by name. */
+enum rr_reason { RR_WHY_NONE = 0, RR_WHY_AGE, RR_WHY_NEW_KERNEL, RR_WHY_WEAK, RR_WHY_OOPS,
+		 RR_WHY_NOW };
 enum rr_blocker { RR_BLK_NONE = 0, RR_BLK_HOLD, RR_BLK_NOT_STAGED, RR_BLK_INHIBITOR,
 		  RR_BLK_COMMAND };
 
@@ -130,6 +141,7 @@ struct rr_policy_in {
 	time_t   last_failure;
 	unsigned failures;           /* consecutive */
 	bool     oops, new_kernel, now_requested;
+	bool     weak;               /* this boot is weak: its layout may be guessed */
 	bool     hold, staged, inhibited, command_blocks;
 };
 
@@ -171,12 +183,16 @@ int watch_parse_taint(const char *s, size_t len, uint64_t *ret);
 enum rr_kmsg_kind watch_kmsg_drain(int fd);
 int watch_read_taint(const char *path, uint64_t *ret);
 int watch_read_boot_id(const char *path, char ret[RR_BOOT_ID]);
+/* When this boot began: the btime line of /proc/stat (not after now). */
+int watch_read_btime(const char *path, time_t now, time_t *ret);
 
 /* ---- state.c ------------------------------------------------------------- */
+/* RR_V_WEAK: the stage randomized, but from the TSC alone (RERAND_ST_WEAK:
+ * no seed, no RDSEED or RDRAND), so the layout may be guessed: not verified. */
 enum rr_verify { RR_V_UNKNOWN = 0, RR_V_RANDOMIZED, RR_V_NOT_RANDOMIZED, RR_V_ABSENT,
-		 RR_V_MALFORMED };
+		 RR_V_MALFORMED, RR_V_WEAK };
 enum rr_outcome { RR_OUT_SAME_BOOT = 0, RR_OUT_UNPLANNED, RR_OUT_ABORTED, RR_OUT_SUCCESS,
-		  RR_OUT_FAILURE };
+		  RR_OUT_FAILURE, RR_OUT_WEAK };
 
 struct rr_state {
 	char     boot_id[RR_BOOT_ID];         /* the boot the fields below belong to */
@@ -184,8 +200,9 @@ struct rr_state {
 	char     attempt_boot_id[RR_BOOT_ID]; /* ... from this boot */
 	time_t   attempt_time;
 	enum rr_reason attempt_reason;
-	unsigned failures;                    /* consecutive */
+	unsigned failures;                    /* consecutive, weak boots included */
 	uint64_t successes, total_failures;
+	uint64_t weak_boots;                  /* attempts that booted weak (RR_V_WEAK) */
 	time_t   last_success, last_failure, last_reboot;
 	enum rr_verify last_verify;
 	time_t   last_verify_time;
@@ -217,7 +234,12 @@ int state_load(const char *path, struct rr_state *s, struct rr_err *e);
 int state_save(const char *path, const struct rr_state *s, struct rr_err *e);
 /* Remove temporary files a kill -9 during state_save left beside path. */
 void state_remove_stale_temps(const char *path);
-/* First look at the state in a boot: settle a pending attempt. */
+/* What this boot's record says: r is rr_status_read()'s result, s the record. */
+struct rerand_status;
+enum rr_verify state_verify_record(int r, const struct rerand_status *s);
+/* First look at the state in a boot: settle a pending attempt.  Only
+ * RR_V_RANDOMIZED is a success; a weak boot is RR_OUT_WEAK and, like a
+ * failure, counts towards failures in a row (back-off, MaxFailures). */
 enum rr_outcome state_account_boot(struct rr_state *s, const char *boot_id,
 				   enum rr_verify verify, time_t now);
 /* A crash kernel's boot: counted once per boot id in crash_boots; a pending
@@ -229,20 +251,18 @@ void state_record_attempt(struct rr_state *s, enum rr_reason why, time_t now);
 void state_record_failed_reboot(struct rr_state *s, time_t now);
 const char *state_verify_name(enum rr_verify v);
 
-/* ---- sha256.c ------------------------------------------------------------ */
-struct rr_sha256 { uint32_t h[8]; uint8_t buf[64]; uint64_t total; size_t fill; };
-void sha256_init(struct rr_sha256 *s);
-void sha256_update(struct rr_sha256 *s, const void *p, size_t n);
-void sha256_final(struct rr_sha256 *s, uint8_t out[32]);
-int sha256_file_hex(const char *path, char hex[65], struct rr_err *e);
+/* ---- digest.c: SHA-256 (libcrypto) as 64 hex digits ----------------------- */
+int digest_hex(const void *p, size_t n, char hex[65]);
+int digest_file_hex(const char *path, char hex[65], struct rr_err *e);
 
 /* ---- run.c: children with a timeout -------------------------------------- */
 enum rr_child_caps { RR_CHILD_NO_CAPS = 0, RR_CHILD_KEXEC_CAPS };
 /* Returns the exit status (0-255), 128+signal, -ETIMEDOUT after killing the
- * child's process group, or another negative errno. */
+ * child's process group, or another negative errno.  The child's stdout and
+ * stderr are logged, escaped, a line at a time under its name. */
 int run_argv(char *const argv[], int64_t timeout_sec, enum rr_child_caps caps);
-/* The same, with the child's stderr captured: the last out_len - 1 bytes of
- * it, NUL-terminated, in out. */
+/* The same, with the child's output captured instead of logged: the last
+ * out_len - 1 bytes of it, NUL-terminated, in out (the caller logs it). */
 int run_argv_capture(char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
 		     char *out, size_t out_len);
 /* Split a command line (quotes allowed, no shell expansion) and run it. */
@@ -267,8 +287,10 @@ struct rr_stage_plan {
 	char kernel[RR_PATH];
 	char initrd[RR_PATH];                /* "" = none */
 	char cmdline[RR_CMD];
-	char sha[65];
-	char image[RR_PATH + 80];            /* cached image in the state dir, or a pre-signed one */
+	char sha[65];                        /* the kernel file's SHA-256 */
+	char stage_sha[65];                  /* the stage's: stage_blob_sha() */
+	/* <state>/images/<sha>.<stage_sha>[.signed].img, or a pre-signed one */
+	char image[RR_PATH + 160];
 	enum rr_image_source source;
 	bool locked;                         /* planned under lockdown: signed images only */
 	char release[128];                   /* the kernel's, when locked */
@@ -278,12 +300,14 @@ const char *stage_source_name(enum rr_image_source s);
 /* The release (uname -r) a kernel file says it is: the first word of its
  * bzImage version string. */
 int stage_kernel_release(const char *kernel, char *ret, size_t len, struct rr_err *e);
+/* SHA-256 of the stage rerandd links in (kexec/stage_blob.S) and builds into
+ * every image: with the kernel's, the image cache key, so a new rerand (a new
+ * stage) never boots an image the old one cached. */
+const char *stage_blob_sha(void);
 /* Drop loader-only words (BOOT_IMAGE=, initrd=); -EINVAL on nokaslr. */
 int stage_clean_cmdline(const char *in, char *out, size_t len, struct rr_err *e);
 /* The newest <boot>/vmlinuz-* by version order. */
 int stage_newest_kernel(const char *boot_dir, char *out, size_t len);
-/* Read a whole file of at most max bytes as a NUL-terminated string. */
-int read_text_file(const char *path, size_t max, char **ret, struct rr_err *e);
 int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr_stage_plan *p,
 	       struct rr_err *e);
 /* Build the image into the cache unless it is there already (signed with
@@ -312,7 +336,8 @@ struct rr_view;
 /* The view's Secure Boot fields: the state now, the staged plan's signer. */
 void stage_view_secure(const struct rr_config *c, const struct rr_stage_plan *staged,
 		       struct rr_view *v);
-/* Remove cached images other than keep_sha and keep_sha2 (may be NULL or ""). */
+/* Remove cached images other than those of kernels keep_sha and keep_sha2 (may
+ * be NULL or "") with this rerandd's stage: images of an older stage go too. */
 void stage_prune(const struct rr_config *c, const char *keep_sha, const char *keep_sha2);
 
 /* ---- crash.c: the rerandomizing crash kernel ------------------------------ */
@@ -392,7 +417,7 @@ struct rr_view {
 	unsigned failures, max_failures;
 	bool     stopped, hold, staged;
 	struct rr_policy_out plan;
-	uint64_t successes, total_failures;
+	uint64_t successes, total_failures, weak_boots;
 	time_t   last_success, last_failure, last_verify_time, staged_time;
 	char     kernel[RR_PATH];
 	char     image_sha[65];

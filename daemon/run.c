@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Running rerandd's children (rerand load, hooks, the blocker and reboot
  * commands) with a timeout, a clean signal mask and exactly the capabilities
- * each needs. */
+ * each needs; their output reaches the journal through rr_log, a line each. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -15,8 +15,63 @@
 
 #include "rerandd.h"
 
-/* Append what the pipe holds to out, keeping its last cap - 1 bytes. */
-static void capture_read(int fd, char *out, size_t cap, size_t *used)
+/* A child's output on its way to the journal: split into lines, each logged
+ * (escaped) by rr_log under the child's name, so a child can neither forge
+ * a priority prefix nor write terminal controls into the journal. */
+struct relay {
+	const char *name;
+	char line[1024];
+	size_t n;
+	char *tail;                   /* run_argv_capture: the last tail_len - 1 bytes */
+	size_t tail_len, tail_used;
+};
+
+static void relay_flush(struct relay *rl)
+{
+	size_t nl = strlen(rl->name);
+
+	if (!rl->n)
+		return;
+	/* "rerand: ..." from rerand is not "rerand: rerand: ..." */
+	if (rl->n > nl + 1 && !memcmp(rl->line, rl->name, nl) && rl->line[nl] == ':')
+		rr_log(RR_LOG_INFO, "%.*s", (int)rl->n, rl->line);
+	else
+		rr_log(RR_LOG_INFO, "%s: %.*s", rl->name, (int)rl->n, rl->line);
+	rl->n = 0;
+}
+
+static void relay_bytes(struct relay *rl, const char *p, size_t n)
+{
+	if (rl->tail) {
+		size_t cap = rl->tail_len - 1;
+		if (n >= cap) {
+			memcpy(rl->tail, p + n - cap, cap);
+			rl->tail_used = cap;
+		} else {
+			if (rl->tail_used + n > cap) {
+				size_t drop = rl->tail_used + n - cap;
+				memmove(rl->tail, rl->tail + drop, rl->tail_used - drop);
+				rl->tail_used -= drop;
+			}
+			memcpy(rl->tail + rl->tail_used, p, n);
+			rl->tail_used += n;
+		}
+		rl->tail[rl->tail_used] = 0;
+		return;                   /* the caller logs what it captured */
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] == '\n') {
+			relay_flush(rl);
+			continue;
+		}
+		if (rl->n == sizeof(rl->line))
+			relay_flush(rl);
+		rl->line[rl->n++] = p[i];
+	}
+}
+
+/* Pass on what the pipe holds. */
+static void relay_read(int fd, struct relay *rl)
 {
 	char buf[1024];
 
@@ -26,75 +81,57 @@ static void capture_read(int fd, char *out, size_t cap, size_t *used)
 			continue;
 		if (n <= 0)
 			return;
-		if ((size_t)n >= cap - 1) {
-			memcpy(out, buf + (size_t)n - (cap - 1), cap - 1);
-			*used = cap - 1;
-		} else {
-			if (*used + (size_t)n > cap - 1) {
-				size_t drop = *used + (size_t)n - (cap - 1);
-				memmove(out, out + drop, *used - drop);
-				*used -= drop;
-			}
-			memcpy(out + *used, buf, (size_t)n);
-			*used += (size_t)n;
-		}
-		out[*used] = 0;
+		relay_bytes(rl, buf, (size_t)n);
 	}
 }
 
 static int run_impl(char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
 		    char *out, size_t out_len)
 {
+	struct relay rl = { .tail = out, .tail_len = out_len };
 	struct timespec start, now;
-	size_t used = 0;
 	int status, pfd[2] = { -1, -1 };
 	pid_t pid;
 
-	if (out && out_len) {
+	rl.name = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	if (out)
 		out[0] = 0;
-		if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK) < 0)
-			return -errno;
-	}
+	if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
 	pid = fork();
 	if (pid < 0) {
 		int r = -errno;
-		if (pfd[0] >= 0) {
-			close(pfd[0]);
-			close(pfd[1]);
-		}
+		close(pfd[0]);
+		close(pfd[1]);
 		return r;
 	}
 	if (pid == 0) {
 		sigset_t none;
+		/* dup2 clears O_CLOEXEC on the copies; the child blocks as usual */
+		int fl = fcntl(pfd[1], F_GETFL);
 
 		setpgid(0, 0);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		if (pfd[1] >= 0) {
-			/* dup2 clears O_CLOEXEC on the copy; the child blocks as usual */
-			int fl = fcntl(pfd[1], F_GETFL);
-			fcntl(pfd[1], F_SETFL, fl & ~O_NONBLOCK);
-			if (dup2(pfd[1], STDERR_FILENO) < 0)
-				_exit(126);
-		}
+		fcntl(pfd[1], F_SETFL, fl & ~O_NONBLOCK);
+		if (dup2(pfd[1], STDOUT_FILENO) < 0 || dup2(pfd[1], STDERR_FILENO) < 0)
+			_exit(126);
 		if ((caps == RR_CHILD_KEXEC_CAPS ? caps_child_kexec() : caps_child_none()) < 0)
 			_exit(126);
 		if (strchr(argv[0], '/'))
 			execv(argv[0], argv);
 		else
 			execvp(argv[0], argv);
-		fprintf(stderr, "<3>cannot run %s: %s\n", argv[0], strerror(errno));
+		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
-	if (pfd[1] >= 0)
-		close(pfd[1]);
+	close(pfd[1]);
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
 		pid_t w = waitpid(pid, &status, WNOHANG);
 		if (w < 0 && errno != EINTR) {
 			int r = -errno;
-			if (pfd[0] >= 0)
-				close(pfd[0]);
+			close(pfd[0]);
 			return r;
 		}
 		if (w == pid)
@@ -105,24 +142,19 @@ static int run_impl(char *const argv[], int64_t timeout_sec, enum rr_child_caps 
 			kill(pid, SIGKILL);
 			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 				;
-			if (pfd[0] >= 0)
-				close(pfd[0]);
+			relay_read(pfd[0], &rl);
+			relay_flush(&rl);
+			close(pfd[0]);
 			return -ETIMEDOUT;
 		}
-		if (pfd[0] >= 0) {
-			/* a full pipe would stall the child: drain it while waiting */
-			struct pollfd p = { .fd = pfd[0], .events = POLLIN };
-			if (poll(&p, 1, 20) > 0)
-				capture_read(pfd[0], out, out_len, &used);
-		} else {
-			struct timespec nap = { 0, 20 * 1000 * 1000 };
-			nanosleep(&nap, NULL);
-		}
+		/* a full pipe would stall the child: drain it while waiting */
+		struct pollfd p = { .fd = pfd[0], .events = POLLIN };
+		if (poll(&p, 1, 20) > 0)
+			relay_read(pfd[0], &rl);
 	}
-	if (pfd[0] >= 0) {
-		capture_read(pfd[0], out, out_len, &used);
-		close(pfd[0]);
-	}
+	relay_read(pfd[0], &rl);
+	relay_flush(&rl);
+	close(pfd[0]);
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);

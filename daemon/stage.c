@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* What rerandd stages: the kernel, its initrd and command line; the image
- * cache under the state dir keyed by the kernel's SHA-256; under lockdown a
- * signed image (pre-signed, or signed here); `rerand load`. */
+ * cache under the state dir keyed by the SHA-256 of the kernel and of the
+ * stage; under lockdown a signed image (pre-signed, or signed here);
+ * `rerand load`. */
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -24,10 +25,18 @@
 #define CMDLINE_MAX 4096
 #define LOAD_OUT_MAX 4096          /* captured stderr of `rerand load` */
 
-/* Weak: rerandd builds the image in-process when the stage blob is linked
- * in, and asks `rerand image` otherwise. */
-extern const uint8_t rr_stage_blob[] __attribute__((weak));
-extern const uint8_t rr_stage_blob_end[] __attribute__((weak));
+/* The stage, linked in (kexec/stage_blob.S): rerandd builds images itself. */
+extern const uint8_t rr_stage_blob[];
+extern const uint8_t rr_stage_blob_end[];
+
+const char *stage_blob_sha(void)
+{
+	static char hex[65];
+
+	if (!*hex && digest_hex(rr_stage_blob, (size_t)(rr_stage_blob_end - rr_stage_blob), hex) < 0)
+		hex[0] = 0;
+	return hex;
+}
 
 int stage_clean_cmdline(const char *in, char *out, size_t len, struct rr_err *e)
 {
@@ -109,24 +118,6 @@ static bool readable(const char *p)
 	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-int read_text_file(const char *path, size_t max, char **ret, struct rr_err *e)
-{
-	uint8_t *buf;
-	size_t len;
-	int r = rr_read_file(path, max, &buf, &len, e);
-
-	if (r < 0)
-		return r;
-	char *text = realloc(buf, len + 1);
-	if (!text) {
-		free(buf);
-		return rr_errf(e, ENOMEM, "%s: out of memory", path);
-	}
-	text[len] = 0;
-	*ret = text;
-	return 0;
-}
-
 const char *stage_source_name(enum rr_image_source s)
 {
 	switch (s) {
@@ -188,7 +179,8 @@ static int plan_signed(const struct rr_config *c, struct rr_stage_plan *p, struc
 		return 0;
 	}
 	if (*c->sign_key && *c->sign_cert) {
-		snprintf(p->image, sizeof(p->image), "%s/images/%s.signed.img", c->state_dir, p->sha);
+		snprintf(p->image, sizeof(p->image), "%s/images/%s.%s.signed.img", c->state_dir, p->sha,
+			 p->stage_sha);
 		p->source = RR_IMG_SIGNED_HERE;
 		return 0;
 	}
@@ -243,7 +235,7 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 		r = stage_clean_cmdline(c->cmdline, p->cmdline, sizeof(p->cmdline), e);
 	} else {
 		char *text;
-		r = read_text_file(c->proc_cmdline, CMDLINE_MAX, &text, e);
+		r = rr_read_text(c->proc_cmdline, CMDLINE_MAX, &text, e);
 		if (r < 0)
 			return r;
 		r = stage_clean_cmdline(text, p->cmdline, sizeof(p->cmdline), e);
@@ -252,10 +244,14 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 	if (r < 0)
 		return r;
 
-	r = sha256_file_hex(p->kernel, p->sha, e);
+	r = digest_file_hex(p->kernel, p->sha, e);
 	if (r < 0)
 		return r;
-	snprintf(p->image, sizeof(p->image), "%s/images/%s.img", c->state_dir, p->sha);
+	if (!*stage_blob_sha())
+		return rr_errf(e, EIO, "cannot hash the built-in stage (libcrypto)");
+	snprintf(p->stage_sha, sizeof(p->stage_sha), "%s", stage_blob_sha());
+	snprintf(p->image, sizeof(p->image), "%s/images/%s.%s.img", c->state_dir, p->sha,
+		 p->stage_sha);
 	return plan_signed(c, p, e);
 }
 
@@ -344,15 +340,7 @@ int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_er
 				       c->sign_cert, r < 0 ? "error" : "status", r < 0 ? -r : r);
 		return check_image(p, true, e);
 	}
-	if (rr_stage_blob && rr_stage_blob_end) {
-		r = build_in_process(p, e);
-	} else {
-		char *argv[] = { (char *)c->rerand_bin, "image", p->kernel, "-o", p->image, NULL };
-		r = run_argv(argv, 600, RR_CHILD_NO_CAPS);
-		if (r != 0)
-			return rr_errf(e, r < 0 ? -r : EIO, "%s image %s failed (%s %d)", c->rerand_bin,
-				       p->kernel, r < 0 ? "error" : "status", r < 0 ? -r : r);
-	}
+	r = build_in_process(p, e);
 	if (r < 0)
 		return r;
 	p->signer[0] = 0;
@@ -481,29 +469,33 @@ bool stage_secure_changed(const struct rr_config *a, const struct rr_config *b)
 	       strcmp(a->secureboot_file, b->secureboot_file);
 }
 
-/* <sha>.img or <sha>.signed.img */
-static bool image_of(const char *name, const char *sha)
+/* <key>.img or <key>.signed.img */
+static bool image_of(const char *name, const char *key)
 {
-	size_t n = strlen(sha);
+	size_t n = strlen(key);
 
-	return *sha && !strncmp(name, sha, n) &&
+	return *key && !strncmp(name, key, n) &&
 	       (!strcmp(name + n, ".img") || !strcmp(name + n, ".signed.img"));
 }
 
 void stage_prune(const struct rr_config *c, const char *keep_sha, const char *keep_sha2)
 {
-	char dir[RR_PATH + 16];
+	char dir[RR_PATH + 16], keep[160], keep2[160] = "";
 	struct dirent *de;
 	DIR *d;
 
 	snprintf(dir, sizeof(dir), "%s/images", c->state_dir);
+	/* cache names start with <kernel sha>.<stage sha> */
+	snprintf(keep, sizeof(keep), "%s.%s", keep_sha ? keep_sha : "", stage_blob_sha());
+	if (keep_sha2 && *keep_sha2)
+		snprintf(keep2, sizeof(keep2), "%s.%s", keep_sha2, stage_blob_sha());
 	d = opendir(dir);
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
 		/* the crash kernel may run another kernel's image */
-		if (de->d_name[0] == '.' || image_of(de->d_name, keep_sha) ||
-		    (keep_sha2 && image_of(de->d_name, keep_sha2)))
+		if (de->d_name[0] == '.' || (keep_sha && *keep_sha && image_of(de->d_name, keep)) ||
+		    image_of(de->d_name, keep2))
 			continue;
 		if (unlinkat(dirfd(d), de->d_name, 0) == 0)
 			rr_log(RR_LOG_INFO, "removed cached image %s/%s", dir, de->d_name);

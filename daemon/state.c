@@ -16,6 +16,7 @@
 
 #include "image.h"
 #include "rerandd.h"
+#include "status.h"
 
 #define STATE_MAX (64u << 10)
 
@@ -26,11 +27,23 @@ void state_init(struct rr_state *s)
 }
 
 static const char *verify_names[] = { "unknown", "randomized", "not-randomized", "absent",
-				      "malformed" };
+				      "malformed", "weak" };
+#define NR_VERIFY (sizeof(verify_names) / sizeof(verify_names[0]))
 
 const char *state_verify_name(enum rr_verify v)
 {
-	return (unsigned)v < 5 ? verify_names[v] : "unknown";
+	return (unsigned)v < NR_VERIFY ? verify_names[v] : "unknown";
+}
+
+enum rr_verify state_verify_record(int r, const struct rerand_status *s)
+{
+	if (r == -ENOENT)
+		return RR_V_ABSENT;
+	if (r < 0)
+		return RR_V_MALFORMED;
+	if (s->result != RERAND_RES_RANDOMIZED)
+		return RR_V_NOT_RANDOMIZED;
+	return s->flags & RERAND_ST_WEAK ? RR_V_WEAK : RR_V_RANDOMIZED;
 }
 
 int state_format(const struct rr_state *s, char *buf, size_t len)
@@ -45,6 +58,7 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		"failures=%u\n"
 		"successes=%" PRIu64 "\n"
 		"total_failures=%" PRIu64 "\n"
+		"weak_boots=%" PRIu64 "\n"
 		"last_success=%lld\n"
 		"last_failure=%lld\n"
 		"last_reboot=%lld\n"
@@ -65,6 +79,7 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		"crash_boot_id=%s\n",
 		s->boot_id, s->attempt, s->attempt_boot_id, (long long)s->attempt_time,
 		policy_reason_name(s->attempt_reason), s->failures, s->successes, s->total_failures,
+		s->weak_boots,
 		(long long)s->last_success, (long long)s->last_failure, (long long)s->last_reboot,
 		state_verify_name(s->last_verify), (long long)s->last_verify_time,
 		(long long)s->jitter, s->hold, s->trig_oops, s->trig_new_kernel, s->trig_now,
@@ -145,7 +160,7 @@ static int set_key(struct rr_state *s, const char *k, const char *v, bool *versi
 		return -EINVAL;
 	}
 	if (!strcmp(k, "last_verify")) {
-		for (int r = 0; r < 5; r++)
+		for (unsigned r = 0; r < NR_VERIFY; r++)
 			if (!strcmp(v, verify_names[r])) {
 				s->last_verify = r;
 				return 0;
@@ -161,6 +176,7 @@ static int set_key(struct rr_state *s, const char *k, const char *v, bool *versi
 	COUNT("failures", failures, 1000000)
 	COUNT("successes", successes, INT64_MAX)
 	COUNT("total_failures", total_failures, INT64_MAX)
+	COUNT("weak_boots", weak_boots, INT64_MAX)
 	COUNT("taint_handled", taint_handled, INT64_MAX)
 	COUNT("crash_boots", crash_boots, INT64_MAX)
 	RANGE("jitter", jitter, -1, INT64_C(1) << 40)   /* -1: not drawn yet this boot */
@@ -295,6 +311,13 @@ enum rr_outcome state_account_boot(struct rr_state *s, const char *boot_id,
 			s->failures = 0;
 			s->successes++;
 			s->last_success = now;
+		} else if (verify == RR_V_WEAK) {
+			/* randomized from the TSC alone: not a success, and not
+			 * the same thing as a boot that was not randomized */
+			out = RR_OUT_WEAK;
+			s->failures++;
+			s->weak_boots++;
+			s->last_failure = now;
 		} else {
 			out = RR_OUT_FAILURE;
 			s->failures++;

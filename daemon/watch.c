@@ -90,54 +90,52 @@ enum rr_kmsg_kind watch_kmsg_drain(int fd)
 	return worst;
 }
 
-static ssize_t read_small(const char *path, char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	size_t got = 0;
-
-	if (fd < 0)
-		return -errno;
-	while (got < cap - 1) {
-		ssize_t n = read(fd, buf + got, cap - 1 - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int r = -errno;
-			close(fd);
-			return r;
-		}
-		if (!n)
-			break;
-		got += (size_t)n;
-	}
-	close(fd);
-	buf[got] = 0;
-	return (ssize_t)got;
-}
-
+/* procfs reports size 0 in stat(): rr_read_text reads to EOF. */
 int watch_read_taint(const char *path, uint64_t *ret)
 {
-	char buf[64];
-	ssize_t n = read_small(path, buf, sizeof(buf));
+	char *text;
+	int r = rr_read_text(path, RR_SYSFS_MAX, &text, NULL);
 
-	if (n < 0)
-		return (int)n;
-	return watch_parse_taint(buf, (size_t)n, ret);
+	if (r < 0)
+		return r;
+	r = watch_parse_taint(text, strlen(text), ret);
+	free(text);
+	return r;
 }
 
 int watch_read_boot_id(const char *path, char ret[RR_BOOT_ID])
 {
-	char buf[RR_BOOT_ID + 8];
-	ssize_t n = read_small(path, buf, sizeof(buf));
+	char *text;
 	size_t l = 0;
+	int r = rr_read_text(path, RR_SYSFS_MAX, &text, NULL);
 
-	if (n < 0)
-		return (int)n;
-	while (l < (size_t)n && (isxdigit((unsigned char)buf[l]) || buf[l] == '-'))
+	if (r < 0)
+		return r;
+	while (isxdigit((unsigned char)text[l]) || text[l] == '-')
 		l++;
-	if (l < 8 || l >= RR_BOOT_ID)
+	r = l < 8 || l >= RR_BOOT_ID || (text[l] && text[l] != '\n') ? -EINVAL : 0;
+	if (r == 0) {
+		memcpy(ret, text, l);
+		ret[l] = 0;
+	}
+	free(text);
+	return r;
+}
+
+int watch_read_btime(const char *path, time_t now, time_t *ret)
+{
+	char *text, *p;
+	long long v;
+	int r = rr_read_text(path, 1u << 20, &text, NULL);
+
+	if (r < 0)
+		return r;
+	p = strstr(text, "\nbtime ");
+	p = p ? p + 1 : !strncmp(text, "btime ", 6) ? text : NULL;
+	v = p ? strtoll(p + 6, NULL, 10) : 0;
+	free(text);
+	if (v <= 0 || v > (long long)now)
 		return -EINVAL;
-	memcpy(ret, buf, l);
-	ret[l] = 0;
+	*ret = (time_t)v;
 	return 0;
 }

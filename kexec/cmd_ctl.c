@@ -37,7 +37,16 @@ static int ctl(const char *line)
 		return EXIT_FAILURE_RR;
 	}
 	if (send(fd, line, strlen(line), MSG_NOSIGNAL) != (ssize_t)strlen(line)) {
-		cli_err("%s: send failed: %s", path, strerror(errno));
+		int err = errno;
+		/* rerandd answers a peer it refuses (not root) before reading
+		 * the request, and closes: its answer is still there to read */
+		ssize_t n = err == EPIPE || err == ECONNRESET ? read(fd, buf, sizeof(buf) - 1) : -1;
+		if (n > 0) {
+			buf[n] = 0;
+			cli_err("rerandd: %s", buf);
+		} else {
+			cli_err("%s: send failed: %s", path, strerror(err));
+		}
 		close(fd);
 		return EXIT_FAILURE_RR;
 	}

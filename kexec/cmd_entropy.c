@@ -97,14 +97,15 @@ static void rerand_figures(const struct rr_memmap *map, const struct rr_cmdline 
 
 static int read_cmdline(const char *path, char *buf, size_t cap, struct rr_err *e)
 {
-	FILE *f = fopen(path, "re");
+	char *text;
 	size_t n;
+	int r = rr_read_text(path, cap - 1, &text, e);
 
-	if (!f)
-		return rr_errf(e, errno, "%s: %s", path, strerror(errno));
-	n = fread(buf, 1, cap - 1, f);
-	fclose(f);
-	buf[n] = 0;
+	if (r < 0)
+		return r;
+	n = strlen(text);
+	memcpy(buf, text, n + 1);
+	free(text);
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
 		buf[--n] = 0;
 	return 0;

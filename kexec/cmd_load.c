@@ -53,19 +53,24 @@ static int check_crash_fit(const char *path, const struct rr_image *im, const ch
 {
 	const char *f = getenv("RERAND_KEXEC_CRASH_SIZE_FILE");
 	unsigned long long have = 0, need, initrd_size = 0;
+	struct rr_err e;
 	struct stat st;
-	FILE *fp;
+	char *text, *end;
 
 	if (!f)
 		f = "/sys/kernel/kexec_crash_size";
-	fp = fopen(f, "re");
-	if (!fp || fscanf(fp, "%llu", &have) != 1) {
-		cli_err("%s: cannot read the crash region size", f);
-		if (fp)
-			fclose(fp);
+	if (rr_read_text(f, RR_SYSFS_MAX, &text, &e) < 0) {
+		cli_err("%s", e.msg);
 		return -1;
 	}
-	fclose(fp);
+	errno = 0;
+	have = strtoull(text, &end, 10);
+	if (errno || end == text || (*end && *end != '\n')) {
+		cli_err("%s: not a size in bytes", f);
+		free(text);
+		return -1;
+	}
+	free(text);
 	if (initrd && stat(initrd, &st) == 0)
 		initrd_size = (unsigned long long)st.st_size;
 	need = RR_ALIGN_UP(im->init_size, 4096) + RR_ALIGN_UP(im->hdr.mem_size, RERAND_SLOT_ALIGN) +

@@ -6,6 +6,7 @@
 set -eu
 what=${1:-check}
 
+# libssl-dev: rerandd's SHA-256 comes from libcrypto
 build_pkgs="gcc make pkg-config binutils libelf-dev liblzma-dev libzstd-dev liblz4-dev
 zlib1g-dev libbz2-dev liblzo2-dev libsystemd-dev libcap-dev libinih-dev libcurl4-openssl-dev
 libjson-c-dev libssl-dev"

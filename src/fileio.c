@@ -94,6 +94,26 @@ out_close:
 	return r;
 }
 
+int rr_read_text(const char *path, size_t max, char **ret, struct rr_err *e)
+{
+	uint8_t *buf;
+	size_t len;
+	char *text;
+	int r;
+
+	r = rr_read_file(path, max, &buf, &len, e);
+	if (r < 0)
+		return r;
+	text = realloc(buf, len + 1);
+	if (!text) {
+		free(buf);
+		return rr_errf(e, ENOMEM, "%s: out of memory", path);
+	}
+	text[len] = 0;
+	*ret = text;
+	return 0;
+}
+
 int rr_write_file_atomic(const char *path, const uint8_t *buf, size_t len, struct rr_err *e)
 {
 	char tmp[PATH_MAX];

@@ -134,8 +134,15 @@ int rr_kernel_load_mem(const uint8_t *buf, size_t len, const char *name,
 		       struct rr_kernel *ret, struct rr_err *e);
 void rr_kernel_free(struct rr_kernel *k);
 
-/* Read a whole regular file of at most max bytes (src/fileio.c). */
+/* Read a whole regular file of at most max bytes, to EOF (src/fileio.c). */
 int rr_read_file(const char *path, size_t max, uint8_t **ret_buf, size_t *ret_len,
 		 struct rr_err *e);
+/* The same as a NUL-terminated string (procfs, sysfs, small configs): the
+ * text ends at its first NUL byte.  The one way tools and rerandd read a
+ * whole text file. */
+/* The limit for a sysfs attribute: its text fits a page, and stat() says
+ * 4096 whatever it holds (procfs says 0), so a smaller max refuses them all. */
+#define RR_SYSFS_MAX 4096
+int rr_read_text(const char *path, size_t max, char **ret, struct rr_err *e);
 
 #endif

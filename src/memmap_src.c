@@ -315,21 +315,22 @@ int rr_msrc_sysfs_entry(const char *start, size_t start_len, const char *end, si
 	return 0;
 }
 
-/* A small sysfs attribute, bounded. */
+/* A small sysfs attribute, bounded (stat() says 4096 bytes whatever it holds). */
 static int read_small(const char *path, char *buf, size_t cap, size_t *ret_len, struct rr_err *e)
 {
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint8_t *data;
+	size_t len;
+	int r = rr_read_file(path, RR_SYSFS_MAX, &data, &len, e);
 
-	if (fd < 0)
-		return rr_errf(e, errno, "%s: %s", path, strerror(errno));
-	n = read(fd, buf, cap);
-	close(fd);
-	if (n < 0)
-		return rr_errf(e, errno, "%s: %s", path, strerror(errno));
-	if ((size_t)n == cap)
+	if (r < 0)
+		return r;
+	if (len >= cap) {
+		free(data);
 		return rr_errf(e, EFBIG, "%s: line 1: longer than %zu bytes", path, cap - 1);
-	*ret_len = (size_t)n;
+	}
+	memcpy(buf, data, len);
+	free(data);
+	*ret_len = len;
 	return 0;
 }
 
@@ -392,57 +393,6 @@ static int read_sysfs_tree(const char *dir, struct rr_memmap *m, struct rr_msrc_
 	return 0;
 }
 
-static int read_text_file(const char *path, char **ret_buf, size_t *ret_len, struct rr_err *e)
-{
-	size_t cap = 65536, len = 0;
-	char *buf = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return rr_errf(e, errno, "%s: %s", path, strerror(errno));
-	/* Grown as it goes: /proc files report size 0. */
-	for (;;) {
-		ssize_t n;
-
-		if (!buf || len == cap) {
-			char *nb;
-
-			if (buf)
-				cap *= 2;
-			if (cap > RR_MSRC_MAX_TEXT + 1)
-				cap = RR_MSRC_MAX_TEXT + 1;
-			if (len == cap) {
-				free(buf);
-				close(fd);
-				return rr_errf(e, EFBIG, "%s: larger than %u bytes", path,
-					       RR_MSRC_MAX_TEXT);
-			}
-			nb = realloc(buf, cap);
-			if (!nb) {
-				free(buf);
-				close(fd);
-				return rr_errf(e, ENOMEM, "%s: out of memory", path);
-			}
-			buf = nb;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0) {
-			int err = errno;
-
-			free(buf);
-			close(fd);
-			return rr_errf(e, err, "%s: %s", path, strerror(err));
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	*ret_buf = buf;
-	*ret_len = len;
-	return 0;
-}
-
 int rr_msrc_read(const char *path, struct rr_memmap *m, struct rr_msrc_info *ret,
 		 struct rr_err *e)
 {
@@ -457,7 +407,8 @@ int rr_msrc_read(const char *path, struct rr_memmap *m, struct rr_msrc_info *ret
 		return rr_errf(e, errno, "%s: %s", path, strerror(errno));
 	if (S_ISDIR(st.st_mode))
 		return read_sysfs_tree(path, m, ret, e);
-	r = read_text_file(path, &buf, &len, e);
+	/* /proc/iomem reports size 0 in stat: rr_read_file reads to EOF */
+	r = rr_read_file(path, RR_MSRC_MAX_TEXT, (uint8_t **)&buf, &len, e);
 	if (r < 0)
 		return r;
 	r = rr_msrc_parse_text(buf, len, path, m, ret, e);

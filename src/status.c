@@ -12,30 +12,6 @@
 
 #include "status.h"
 
-static ssize_t read_small(const char *path, void *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	size_t got = 0;
-
-	if (fd < 0)
-		return -errno;
-	while (got < cap) {
-		ssize_t n = read(fd, (char *)buf + got, cap - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int r = -errno;
-			close(fd);
-			return r;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fd);
-	return (ssize_t)got;
-}
-
 int rr_status_parse(const void *data, size_t len, const char *name,
 		    struct rerand_status *ret, struct rr_err *e)
 {
@@ -78,26 +54,27 @@ int rr_status_read(const char *dir, struct rerand_status *ret, struct rr_err *e)
 		return rr_errf(e, errno, "%s: cannot open: %s", dir, strerror(errno));
 	}
 	while ((de = readdir(d))) {
-		char path[512], buf[64];
-		uint8_t data[256];
-		ssize_t n;
+		char path[512], *type;
+		uint8_t *data;
+		size_t n;
+		unsigned long t;
 
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/type", dir, de->d_name);
-		n = read_small(path, buf, sizeof(buf) - 1);
-		if (n <= 0)
+		if (rr_read_text(path, RR_SYSFS_MAX, &type, NULL) < 0)
 			continue;
-		buf[n] = 0;
-		if (strtoul(buf, NULL, 0) != RERAND_SETUP_TYPE)
+		t = strtoul(type, NULL, 0);
+		free(type);
+		if (t != RERAND_SETUP_TYPE)
 			continue;
+		/* the node's own data: ours is one record, anything larger is not */
 		snprintf(path, sizeof(path), "%s/%s/data", dir, de->d_name);
-		n = read_small(path, data, sizeof(data));
-		if (n < 0) {
-			r = rr_errf(e, (int)-n, "%s: cannot read: %s", path, strerror((int)-n));
+		r = rr_read_file(path, RR_SYSFS_MAX, &data, &n, e);
+		if (r < 0)
 			break;
-		}
-		r = rr_status_parse(data, (size_t)n, path, ret, e);
+		r = rr_status_parse(data, n, path, ret, e);
+		free(data);
 		break;
 	}
 	closedir(d);

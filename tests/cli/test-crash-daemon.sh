@@ -21,13 +21,14 @@ bail() { nok "$*"; echo "1..$n"; exit 1; }
 pids=()
 cleanup() {
 	local p
-	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	for p in "${pids[@]}" "${procfs_fixture_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
 	sleep 0.2
-	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	for p in "${pids[@]}" "${procfs_fixture_pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	[ -n "${KEEP:-}" ] || rm -rf "$tmp"
 }
 trap cleanup EXIT
+. "$top/tests/cli/procfs-fixture.sh"
 wait_for() {
 	local until=$(($(date +%s%3N) + $1 * 1000)); shift
 	while [ "$(date +%s%3N)" -le "$until" ]; do
@@ -44,7 +45,9 @@ KERNEL=$("$top/scripts/kernels.sh" pick cloud61 2>"$tmp/kernels.err") ||
 	bail "a 6.1 cloud kernel to stage is needed: $(tail -n1 "$tmp/kernels.err")"
 [ -r "$KERNEL" ] || bail "$KERNEL: a kernel to stage is needed"
 KSHA=$(sha256sum "$KERNEL" | cut -d' ' -f1)
-IMAGE=$tmp/$KSHA.img
+# rerandd's cache key: the kernel's SHA-256 and that of the stage it links in
+SSHA=$(sha256sum "$top/build/stage.bin" | cut -d' ' -f1)
+IMAGE=$tmp/$KSHA.$SSHA.img
 "$R" image "$KERNEL" -o "$IMAGE" >/dev/null 2>"$tmp/image.err" || bail "rerand image: $(cat "$tmp/image.err")"
 head -c 65536 /dev/urandom >"$tmp/kdump-initrd.img"
 
@@ -73,13 +76,14 @@ inst() {
 	local id=$1 size=$2 extra=${3:-} hd=$tmp/$1
 	mkdir -p "$hd/state/images" "$hd/run" "$hd/boot" "$hd/conf.d" "$hd/bin" "$hd/pre" "$hd/post"
 	cp "$tmp/fake-kexec" "$hd/bin/kexec"
-	ln -f "$IMAGE" "$hd/state/images/$KSHA.img"
-	cat /proc/sys/kernel/random/uuid >"$hd/boot_id"
-	echo "btime $(date +%s)" >"$hd/stat"
-	echo 0 >"$hd/tainted"
+	ln -f "$IMAGE" "$hd/state/images/$KSHA.$SSHA.img"
+	# procfs-like fixtures: size 0 in stat(), as on Debian 12's 6.1
+	procfs_fixture "$hd/boot_id" "$(cat /proc/sys/kernel/random/uuid)"$'\n'
+	procfs_fixture "$hd/stat" "btime $(date +%s)"$'\n'
+	procfs_fixture "$hd/tainted" $'0\n'
 	echo "$size" >"$hd/crash_size"
 	echo 0 >"$hd/crash_loaded"
-	echo "BOOT_IMAGE=/vmlinuz-6.1 root=/dev/vda1 ro crashkernel=256M console=ttyS0 hugepages=16 nr_cpus=8 quiet -- single" >"$hd/cmdline"
+	procfs_fixture "$hd/cmdline" $'BOOT_IMAGE=/vmlinuz-6.1 root=/dev/vda1 ro crashkernel=256M console=ttyS0 hugepages=16 nr_cpus=8 quiet -- single\n'
 	mkfifo "$hd/uevents"
 	cat >"$hd/rerand.conf" <<EOF
 [Daemon]
@@ -129,6 +133,14 @@ st() { RERAND_CONTROL_SOCKET=$tmp/$1/run/control "$R" status ${2:-}; }
 crash_loads() { grep -cE -- '(^| )-p( |$)' "$tmp/$1/kexec.log" 2>/dev/null || true; }
 status_has() { st "$1" 2>/dev/null | grep -q -- "$2"; }
 
+# ---- the fixtures are procfs files -----------------------------------------------------
+inst probe 0
+check "fixtures: /proc-like ProcCmdline= says size 0 in stat() but holds the command line" \
+	eval 'test "$(procfs_size "$tmp/probe/cmdline")" = 0 && procfs_text "$tmp/probe/cmdline" | grep -q "root=/dev/vda1"'
+check "fixtures: so do ProcStat= (btime), BootId= and Tainted=" \
+	eval 'test "$(procfs_size "$tmp/probe/stat")$(procfs_size "$tmp/probe/boot_id")$(procfs_size "$tmp/probe/tainted")" = 000 &&
+	      procfs_text "$tmp/probe/stat" | grep -q "^btime [0-9]"'
+
 # ---- configuration ----------------------------------------------------------------
 inst cfg 0 "CommandLine=root=/dev/vda1 nokaslr"
 "$RERANDD" --check-config --config "$tmp/cfg/rerand.conf" --config-dir "$tmp/cfg/conf.d" 2>"$tmp/cfg/err"
@@ -141,6 +153,8 @@ check "config: Mode= other than auto/off is refused with file:line" grep -q "bad
 inst big $((512 << 20)) "Initrd=$tmp/kdump-initrd.img"
 inst small $((16 << 20))
 inst none 0
+# this boot began 12345 s ago: the layout age must come from ProcStat='s btime
+procfs_fixture "$tmp/none/stat" "btime $(($(date +%s) - 12345))"$'\n'
 inst off $((512 << 20)) "Mode=off"
 inst crashboot $((512 << 20))
 touch "$tmp/crashboot/no-vmcore"          # /proc/vmcore exists: this is a crash kernel
@@ -171,6 +185,9 @@ echo "# crash command line: $cl"
 check "reserved: command line is the running one minus BOOT_IMAGE=, crashkernel=, hugepages=, nr_cpus=8, plus kdump-tools' words, init's args last" \
 	test "$cl" = "--append=root=/dev/vda1 ro console=ttyS0 quiet reset_devices systemd.unit=kdump-tools-dump.service nr_cpus=1 irqpoll nousb -- single"
 check "reserved: the normal staging (-l) went on as before" grep -qE -- '(^| )-l( |$)' "$tmp/big/kexec.log"
+check "cache: the image under <kernel sha256>.<stage sha256>.img was used, not rebuilt" \
+	eval 'test "$(stat -c %i "$IMAGE")" = "$(stat -c %i "$tmp/big/state/images/$KSHA.$SSHA.img")" &&
+	      [ "$(ls "$tmp/big/state/images" | wc -l)" = 1 ]'
 check "reserved: metrics rerand_crash_kernel_loaded 1" grep -qx 'rerand_crash_kernel_loaded 1' "$tmp/big/run/rerand.prom"
 check "reserved: status --json parses, crash.state loaded, loaded true, the region's size" \
 	eval 'st big --json | python3 -c "import json,sys; c=json.load(sys.stdin)[\"crash\"]; sys.exit(not (c[\"state\"]==\"loaded\" and c[\"loaded\"] and c[\"reserved_bytes\"]==512<<20))"'
@@ -204,6 +221,8 @@ check "too small: the normal staging is not affected" eval 'st small | grep -q "
 
 # ---- nothing reserved; Mode=off ------------------------------------------------------------
 check "not reserved: status says so" wait_for 10 status_has none "crash kernel:      not reserved"
+age=$(st none --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["layout_age_seconds"])')
+check "btime from a size-0 ProcStat=: layout age ${age}s is 12345 s and a little" eval '[ "$age" -ge 12345 ] && [ "$age" -lt 12645 ]'
 check "Mode=off: status says off" wait_for 10 status_has off "crash kernel:      off (Mode=off"
 printf 'add@/devices/system/memory/memory41\0ACTION=add\0DEVPATH=/devices/system/memory/memory41\0SUBSYSTEM=memory\0SEQNUM=10\0\n' | tee "$tmp/none/uevents" >"$tmp/off/uevents"
 sleep 2

@@ -77,6 +77,7 @@ trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 129' HUP
 # nap S: a sleep a signal interrupts at once (bash runs traps only between commands)
 nap() { sleep "$1" & wait $!; }
 . "$top/tests/fleet/lib.sh"
+. "$top/tests/cli/procfs-fixture.sh"
 . "$top/tests/fleet/daemon-lib.sh"
 T0=$(now_ms)
 elapsed() { echo $(( ($(now_ms) - T0) / 1000 ))s; }
@@ -96,9 +97,11 @@ KERNEL=$("$top/scripts/kernels.sh" pick cloud61 2>"$tmp/kernels.err") ||
 PORTS="2411 2412 2421 2422 2423 2424 2425 2426"
 for p in $PORTS; do port_free "$p" || bail "port 127.0.0.1:$p is in use"; done
 
-# one image for every host (the daemon's cache is keyed by the kernel's hash)
+# one image for every host (the daemon's cache is keyed by the kernel's and the stage's hashes)
 KSHA=$(sha256sum "$KERNEL" | cut -d' ' -f1)
-IMAGE=$tmp/$KSHA.img
+# rerandd's cache key: the kernel's SHA-256 and that of the stage it links in
+SSHA=$(sha256sum "$top/build/stage.bin" | cut -d' ' -f1)
+IMAGE=$tmp/$KSHA.$SSHA.img
 "$R" image "$KERNEL" -o "$IMAGE" >/dev/null 2>"$tmp/image.err" || bail "rerand image: $(cat "$tmp/image.err")"
 # the boot record the stage would leave: a randomized boot (format as in test-cli.sh)
 mkdir -p "$SD/0" "$SD/1"

@@ -2,7 +2,8 @@
 # Helpers for tests/cli/test-fleet-daemon.sh: real rerandd instances as simulated
 # hosts.  Each host has its own directory $tmp/h/ID with its state, runtime dir,
 # boot id, /proc/stat (btime) and configuration; fixtures stand in for the kernel
-# interfaces.  The reboot is the one simulated step (see host_run).
+# interfaces, the procfs ones as real procfs files (tests/cli/procfs-fixture.sh).
+# The reboot is the one simulated step (see host_run).
 # Expects $tmp, $top, $RERANDD, $R, $KERNEL, $SD (setup_data fixture), $EVENTS.
 
 # ev HOST EVENT [DETAIL]: one line in the shared event log, unix ms first
@@ -13,14 +14,16 @@ ev() { echo "$(date +%s%3N) $*" >>"$EVENTS"; }
 host_new() {
 	local id=$1 fleet=$2 extra=${3:-} hd=$tmp/h/$1
 	mkdir -p "$hd/state/images" "$hd/run" "$hd/boot" "$hd/conf.d" "$hd/pre-reboot.d" "$hd/post-boot.d"
-	cat /proc/sys/kernel/random/uuid >"$hd/boot_id"
+	# procfs-like fixtures (tests/cli/procfs-fixture.sh): size 0 in stat()
+	procfs_fixture "$hd/boot_id" "$(cat /proc/sys/kernel/random/uuid)"$'\n'
 	# due at once: this "boot" began two hours ago, MaxLayoutAge is one hour
-	echo "btime $(($(date +%s) - 7200))" >"$hd/stat"
-	echo 0 >"$hd/tainted"
-	echo "console=ttyS0 quiet" >"$hd/cmdline"
+	procfs_fixture "$hd/stat" "btime $(($(date +%s) - 7200))"$'\n'
+	procfs_fixture "$hd/tainted" $'0\n'
+	procfs_fixture "$hd/cmdline" $'console=ttyS0 quiet\n'
 	echo "machine-$id" >"$hd/machine-id"
-	# the image cache is keyed by the kernel's hash: share the one built image
-	ln -f "$IMAGE" "$hd/state/images/$KSHA.img"
+	# the image cache is keyed by the kernel's and the stage's hashes: share
+	# the one built image
+	ln -f "$IMAGE" "$hd/state/images/$KSHA.$SSHA.img"
 	cat >"$hd/rerand.conf" <<EOF
 [Daemon]
 StateDirectory=$hd/state
@@ -96,7 +99,7 @@ host_run() {
 		"$RERANDD" --config "$hd/rerand.conf" --config-dir "$hd/conf.d" >>"$hd/log" 2>&1 &
 		pid=$!
 		echo "$pid" >"$hd/pid"
-		ev "$id" BOOT "$(cat "$hd/boot_id")"
+		ev "$id" BOOT "$(procfs_text "$hd/boot_id")"
 		while kill -0 "$pid" 2>/dev/null && [ ! -e "$hd/reboot-requested" ] && [ ! -e "$hd/stop" ]; do
 			sleep 0.1
 		done
@@ -109,8 +112,8 @@ host_run() {
 			kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 			ev "$id" DOWN
 			sleep "$DOWN"
-			cat /proc/sys/kernel/random/uuid >"$hd/boot_id"
-			echo "btime $(date +%s)" >"$hd/stat"
+			procfs_fixture "$hd/boot_id" "$(cat /proc/sys/kernel/random/uuid)"$'\n'
+			procfs_fixture "$hd/stat" "btime $(date +%s)"$'\n'
 			rm -f "$hd/reboot-requested"
 			continue
 		fi
@@ -132,7 +135,7 @@ host_run() {
 # Prints the unix ms at which it becomes due.
 host_due_in() {
 	local b=$(( $(date +%s) - 3600 + $2 ))
-	echo "btime $b" >"$tmp/h/$1/stat"
+	procfs_fixture "$tmp/h/$1/stat" "btime $b"$'\n'
 	echo $(( b * 1000 + 3600000 ))
 }
 

@@ -278,6 +278,29 @@ static void test_decide(void)
 	policy_decide(&c, &in, &o);
 	T_OK(o.action == RR_ACT_REBOOT && o.reason == RR_WHY_NOW, "stopped: `rerand now` still works");
 
+	/* a weak boot (bases from the TSC alone): replaced at the next window,
+	 * after the back-off its failure count asks for; never once stopped */
+	base(&c, &in, outside);
+	in.layout_born = outside - 60;                       /* young: age is not due */
+	in.weak = true;
+	in.failures = 1;
+	in.last_failure = outside - 60;
+	policy_decide(&c, &in, &o);
+	T_OK(o.action == RR_ACT_WAIT && o.reason == RR_WHY_WEAK && o.when == utc(2026, 2, 11, 2, 0),
+	     "weak boot: a new layout at the next window, reported as weak-boot");
+	base(&c, &in, inside);
+	in.layout_born = inside - 60;
+	in.weak = true;
+	in.failures = 2;
+	in.last_failure = inside - 100;
+	policy_decide(&c, &in, &o);
+	T_OK(o.action == RR_ACT_WAIT && o.reason == RR_WHY_WEAK && o.when == inside - 100 + 3600,
+	     "weak boot, 2 in a row: waits out the back-off");
+	in.failures = 3;
+	policy_decide(&c, &in, &o);
+	T_OK(o.action == RR_ACT_STOPPED, "3 weak boots in a row (MaxFailures=3): stopped, no weak trigger");
+	T_OK(!strcmp(policy_reason_name(RR_WHY_WEAK), "weak-boot"), "the reason's name");
+
 	base(&c, &in, outside);
 	c.nr_win = 0;
 	policy_decide(&c, &in, &o);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "rerandd.h"
+#include "status.h"
 #include "test.h"
 
 static char dir[256], path[300];
@@ -94,6 +95,69 @@ static void test_file(void)
 	unlink(corrupt);
 }
 
+/* A boot whose record says RERAND_ST_WEAK (bases from the TSC alone) is
+ * counted and shown as weak, never as a verified success. */
+static void test_weak(void)
+{
+	const char *b1 = "11111111-1111-4111-8111-111111111111";
+	const char *b2 = "22222222-2222-4222-8222-222222222222";
+	struct rerand_status rec = { .result = RERAND_RES_RANDOMIZED,
+				     .flags = RERAND_ST_WEAK | RERAND_ST_LA57 };
+	struct rr_config c;
+	struct rr_state s, t;
+	struct rr_view v;
+	char buf[16384];
+
+	T_OK(state_verify_record(0, &rec) == RR_V_WEAK, "a randomized record with RERAND_ST_WEAK is weak");
+	rec.flags = RERAND_ST_LA57;
+	T_OK(state_verify_record(0, &rec) == RR_V_RANDOMIZED, "without it, randomized");
+	rec.result = RERAND_RES_NOKASLR;
+	rec.flags = RERAND_ST_WEAK;
+	T_OK(state_verify_record(0, &rec) == RR_V_NOT_RANDOMIZED &&
+	     state_verify_record(-ENOENT, NULL) == RR_V_ABSENT &&
+	     state_verify_record(-EINVAL, NULL) == RR_V_MALFORMED, "the other verdicts stay");
+
+	config_defaults(&c);                    /* MaxFailures=3 */
+	state_init(&s);
+	state_account_boot(&s, b1, RR_V_ABSENT, 100);
+	state_record_attempt(&s, RR_WHY_AGE, 200);
+	T_OK(state_account_boot(&s, b2, RR_V_WEAK, 300) == RR_OUT_WEAK && s.successes == 0 &&
+	     s.weak_boots == 1 && s.failures == 1 && s.total_failures == 0 && s.last_failure == 300 &&
+	     s.last_verify == RR_V_WEAK, "a weak boot: not a success; weak 1, 1 in a row, not a failure");
+	state_record_attempt(&s, RR_WHY_AGE, 400);
+	state_account_boot(&s, b1, RR_V_WEAK, 500);
+	state_record_attempt(&s, RR_WHY_AGE, 600);
+	state_account_boot(&s, b2, RR_V_WEAK, 700);
+	T_OK(s.failures == 3 && policy_stopped(&c, s.failures) && policy_backoff(&c, s.failures) > 0,
+	     "three weak boots in a row stop rerandd (MaxFailures=3), with back-off before");
+	T_OK(state_format(&s, buf, sizeof(buf)) > 0 && strstr(buf, "\nweak_boots=3\n") &&
+	     strstr(buf, "\nlast_verify=weak\n") && state_parse(buf, strlen(buf), &t) == 0 &&
+	     t.weak_boots == 3 && t.last_verify == RR_V_WEAK, "weak_boots and last_verify=weak persist");
+	state_record_attempt(&s, RR_WHY_NOW, 800);
+	T_OK(state_account_boot(&s, b1, RR_V_RANDOMIZED, 900) == RR_OUT_SUCCESS && s.failures == 0 &&
+	     s.weak_boots == 3, "a verified boot afterwards resets the count in a row");
+
+	memset(&v, 0, sizeof(v));
+	v.verify = RR_V_WEAK;
+	v.weak_boots = 3;
+	v.successes = 1;
+	v.fleet_backend = "none";
+	T_OK(control_format_text(&v, buf, sizeof(buf)) > 0 &&
+	     strstr(buf, "this boot:         weak (randomized from the TSC alone") &&
+	     strstr(buf, "reboots:           1 verified, 0 failed, 3 weak"),
+	     "rerand status: this boot weak, weak boots counted apart");
+	T_OK(control_format_json(&v, buf, sizeof(buf)) > 0 &&
+	     strstr(buf, "\"verify\":\"weak\",\"randomized\":false,\"weak\":true") &&
+	     strstr(buf, "\"weak_total\":3"), "rerand status --json: randomized false, weak true");
+	T_OK(metrics_format(&v, buf, sizeof(buf)) > 0 && strstr(buf, "\nrerand_boot_randomized 0\n") &&
+	     strstr(buf, "\nrerand_boot_weak 1\n") &&
+	     strstr(buf, "\nrerand_reboots_total{result=\"weak\"} 3\n"),
+	     "metrics: rerand_boot_randomized 0, rerand_boot_weak 1, reboots_total{result=weak}");
+	v.verify = RR_V_RANDOMIZED;
+	T_OK(metrics_format(&v, buf, sizeof(buf)) > 0 && strstr(buf, "\nrerand_boot_randomized 1\n") &&
+	     strstr(buf, "\nrerand_boot_weak 0\n"), "metrics: a verified boot is randomized, not weak");
+}
+
 static void test_accounting(void)
 {
 	const char *b1 = "11111111-1111-4111-8111-111111111111";
@@ -142,8 +206,6 @@ static void test_helpers(void)
 {
 	char out[256];
 	struct rr_err e;
-	struct rr_sha256 h;
-	uint8_t d[32];
 	char hex[65];
 
 	T_OK(stage_clean_cmdline("BOOT_IMAGE=/vmlinuz-6.1 root=/dev/sda1 initrd=/initrd.img ro quiet\n",
@@ -156,23 +218,9 @@ static void test_helpers(void)
 	     "nokaslr inside quotes or after -- is not the kernel's");
 	T_OK(stage_clean_cmdline("abcdef ghijkl", out, 8, &e) == -E2BIG, "too long for the buffer");
 
-	sha256_init(&h);
-	sha256_update(&h, "abc", 3);
-	sha256_final(&h, d);
-	for (int i = 0; i < 32; i++)
-		snprintf(hex + 2 * i, 3, "%02x", d[i]);
-	T_OK(!strcmp(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
-	     "SHA-256(\"abc\") (FIPS 180-4 example)");
-	sha256_init(&h);
-	for (int i = 0; i < 1000; i++)
-		sha256_update(&h, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-				  "aaaaaaaaaaaaaaaaaaaaaaaaaaa", 100);
-	sha256_final(&h, d);
-	for (int i = 0; i < 32; i++)
-		snprintf(hex + 2 * i, 3, "%02x", d[i]);
-	/* expected value from coreutils sha256sum */
-	T_OK(!strcmp(hex, "6d1cf22d7cc09b085dfc25ee1a1f3ae0265804c607bc2074ad253bcc82fd81ee"),
-	     "SHA-256 of 100000 'a' in 100-byte pieces (crosses block edges)");
+	T_OK(digest_hex("abc", 3, hex) == 0 &&
+	     !strcmp(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+	     "SHA-256(\"abc\") through libcrypto (FIPS 180-4 example)");
 
 	T_OK(control_parse("status\n", 7) == RR_CTL_STATUS && control_parse("status json", 11) == RR_CTL_STATUS_JSON &&
 	     control_parse("now", 3) == RR_CTL_NOW && control_parse("hold\r\n", 6) == RR_CTL_HOLD &&
@@ -230,6 +278,7 @@ int main(void)
 	snprintf(path, sizeof(path), "%s/state", dir);
 	test_file();
 	test_accounting();
+	test_weak();
 	test_helpers();
 	test_stale_temps();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

@@ -1,0 +1,173 @@
+#!/bin/bash
+# rerandd's control socket and what it reports, against a real build/rerandd
+# with fixtures (the /proc ones are procfs files, tests/cli/procfs-fixture.sh):
+#  - SO_PEERCRED: a peer that is not uid 0 is refused even when the socket's
+#    mode lets it connect, and its command has no effect; root is served;
+#  - a weak boot (the stage's record says RERAND_ST_WEAK: bases from the TSC
+#    alone) is counted and shown as weak, not as a verified rerandomization.
+# Nothing is staged (Kernel= does not exist) and nothing reboots (the
+# RebootCommand only records a call, which fails the test).
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d /tmp/rerand-ctl.XXXXXX)
+R=$top/build/rerand
+RERANDD=$top/build/rerandd
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+nok() { n=$((n + 1)); echo "not ok $n - $*"; }
+check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
+bail() { nok "$*"; echo "1..$n"; exit 1; }
+skip() { n=$((n + 1)); echo "ok $n # SKIP $*"; }
+pid=
+cleanup() {
+	local p
+	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null
+	sleep 0.2
+	for p in $pid "${procfs_fixture_pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	[ -n "${KEEP:-}" ] || rm -rf "$tmp"
+}
+trap cleanup EXIT
+. "$top/tests/cli/procfs-fixture.sh"
+wait_for() {
+	local until=$(($(date +%s%3N) + $1 * 1000)); shift
+	while [ "$(date +%s%3N)" -le "$until" ]; do
+		"$@" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
+[ "$(id -u)" = 0 ] || bail "run as root: the test compares a root peer with an unprivileged one"
+command -v setpriv >/dev/null || bail "setpriv (util-linux) is missing"
+NOBODY=$(id -u nobody) || bail "no user nobody"
+
+hd=$tmp/h
+mkdir -p "$hd/state" "$hd/run" "$hd/boot" "$hd/conf.d" "$hd/pre" "$hd/post" "$hd/sd/0"
+old_boot=0123abcd-0000-4000-8000-00000000abcd
+procfs_fixture "$hd/boot_id" "$(cat /proc/sys/kernel/random/uuid)"$'\n'
+procfs_fixture "$hd/stat" "btime $(date +%s)"$'\n'
+procfs_fixture "$hd/tainted" $'0\n'
+procfs_fixture "$hd/cmdline" $'BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro\n'
+# the stage's record of this boot: randomized, but weak (no seed, RDTSC only)
+echo 0x52520001 >"$hd/sd/0/type"
+python3 -c "import struct,sys; sys.stdout.buffer.write(b'RERANDST'+struct.pack('<HHIIIIIIIQQQ',1,64,1,0x10,0x08,0x06,3,5,1,480,470,0))" >"$hd/sd/0/data"
+"$R" verify --setup-data "$hd/sd" 2>/dev/null | grep -q "weak" || bail "the weak setup_data fixture does not read as weak"
+# rerandd rebooted the machine from the boot before
+cat >"$hd/state/state" <<EOF
+version=1
+boot_id=$old_boot
+attempt=1
+attempt_boot_id=$old_boot
+attempt_time=1000
+attempt_reason=layout-age
+EOF
+cat >"$hd/no-reboot" <<'EOF'
+#!/bin/sh
+echo REBOOT >>"$(dirname "$0")/reboot-called"
+exit 1
+EOF
+chmod +x "$hd/no-reboot"
+cat >"$hd/rerand.conf" <<EOF
+[Daemon]
+StateDirectory=$hd/state
+RuntimeDirectory=$hd/run
+MetricsFile=$hd/run/rerand.prom
+RerandBinary=$R
+KexecBinary=/bin/false
+CheckInterval=1s
+
+[Paths]
+Boot=$hd/boot
+ProcCmdline=$hd/cmdline
+SetupData=$hd/sd
+Kmsg=$hd/no-kmsg
+Tainted=$hd/tainted
+BootId=$hd/boot_id
+ProcStat=$hd/stat
+PreRebootDirectory=$hd/pre
+PostBootDirectory=$hd/post
+KexecCrashSize=$hd/no-crash-size
+KexecCrashLoaded=$hd/no-crash-loaded
+ProcVmcore=$hd/no-vmcore
+
+[Stage]
+Kernel=$hd/no-such-kernel
+Initrd=none
+
+[Policy]
+MaxLayoutAge=30d
+Jitter=0
+HonorInhibitors=no
+RebootOutsideWindows=yes
+BackoffBase=30min
+
+[Reboot]
+Method=command
+RebootCommand=$hd/no-reboot
+
+[Crash]
+Mode=off
+EOF
+"$RERANDD" --config "$hd/rerand.conf" --config-dir "$hd/conf.d" >"$hd/log" 2>&1 &
+pid=$!
+wait_for 30 test -S "$hd/run/control" || bail "rerandd did not come up: $(tail -3 "$hd/log")"
+sock=$hd/run/control
+st() { RERAND_CONTROL_SOCKET=$sock "$@"; }
+
+# ---- SO_PEERCRED ---------------------------------------------------------------------
+check "root is served" eval 'st "$R" status >"$tmp/root.out" 2>&1 && grep -q "^layout age:" "$tmp/root.out"'
+check "the socket is created 0600" test "$(stat -c %a "$sock")" = 600
+# nobody needs to reach the socket and run the client
+chmod 755 "$tmp" "$hd" "$hd/run"
+cp "$R" "$tmp/rerand" && chmod 755 "$tmp/rerand"
+as_nobody() { setpriv --reuid="$NOBODY" --regid="$(id -g nobody)" --clear-groups env RERAND_CONTROL_SOCKET="$sock" "$@"; }
+as_nobody "$tmp/rerand" status >"$tmp/nobody0.out" 2>&1
+rc=$?
+check "nobody, socket 0600: cannot even connect (exit $rc: $(head -1 "$tmp/nobody0.out"))" \
+	eval '[ $rc -ne 0 ] && grep -q "Permission denied" "$tmp/nobody0.out"'
+# now let the file mode allow it: what remains is rerandd's own check of the peer
+chmod 666 "$sock"
+as_nobody "$tmp/rerand" status >"$tmp/nobody1.out" 2>&1
+rc=$?
+echo "# nobody: $(head -1 "$tmp/nobody1.out")"
+check "nobody, socket 0666: connected, refused by SO_PEERCRED (exit $rc)" \
+	eval '[ $rc -ne 0 ] && grep -q "permission denied: root only" "$tmp/nobody1.out" && ! grep -q "^layout age:" "$tmp/nobody1.out"'
+as_nobody "$tmp/rerand" hold >"$tmp/nobody2.out" 2>&1
+rc=$?
+sleep 0.3
+check "nobody's \`rerand hold\` is refused and has no effect (exit $rc, state hold=0)" \
+	eval '[ $rc -ne 0 ] && grep -q "root only" "$tmp/nobody2.out" && grep -qx hold=0 "$hd/state/state"'
+setpriv --reuid="$NOBODY" --regid=0 --groups=0 env RERAND_CONTROL_SOCKET="$sock" "$tmp/rerand" hold >"$tmp/gid0.out" 2>&1
+rc=$?
+check "uid nobody with gid 0 and group root is refused too (exit $rc)" \
+	eval '[ $rc -ne 0 ] && grep -q "root only" "$tmp/gid0.out" && grep -qx hold=0 "$hd/state/state"'
+check "root's \`rerand hold\` takes effect (so the refusals above are real)" \
+	eval 'st "$R" hold >/dev/null 2>&1 && wait_for 5 grep -qx hold=1 "$hd/state/state"'
+st "$R" release >/dev/null 2>&1
+check "rerandd still serves root after the refusals" eval 'st "$R" status | grep -q "^hold:              no"'
+
+# ---- a weak boot -------------------------------------------------------------------------
+check "status: this boot is weak, not verified" \
+	eval 'st "$R" status | grep -q "^this boot:         weak (randomized from the TSC alone"'
+check "status: counted as weak, not as verified or failed" \
+	eval 'st "$R" status | grep -q "^reboots:           0 verified, 0 failed, 1 weak"'
+check "status: it counts towards failures in a row" eval 'st "$R" status | grep -q "^failures in a row: 1 of 3"'
+check "policy: a new layout is planned for the weak boot, after the 30 min back-off" \
+	eval 'st "$R" status --json | python3 -c "import json,sys,time; j=json.load(sys.stdin); sys.exit(not (j[\"reason\"]==\"weak-boot\" and j[\"action\"]==\"wait\" and 1700 < j[\"next_reboot\"] - time.time() <= 1800))"'
+check "status --json: verify weak, randomized false, weak true, weak_total 1, successes 0" \
+	eval 'st "$R" status --json | python3 -c "import json,sys; j=json.load(sys.stdin); sys.exit(not (j[\"verify\"]==\"weak\" and j[\"randomized\"] is False and j[\"weak\"] is True and j[\"weak_total\"]==1 and j[\"successes\"]==0 and j[\"consecutive_failures\"]==1))"'
+m=$hd/run/rerand.prom
+check "metrics: rerand_boot_randomized 0, rerand_boot_weak 1, reboots_total{result=weak} 1, success 0" \
+	eval 'wait_for 5 grep -qx "rerand_boot_weak 1" "$m" && grep -qx "rerand_boot_randomized 0" "$m" &&
+	      grep -qx "rerand_reboots_total{result=\"weak\"} 1" "$m" && grep -qx "rerand_reboots_total{result=\"success\"} 0" "$m"'
+check "state: weak_boots=1, failures=1, successes=0, last_verify=weak" \
+	eval 'grep -qx weak_boots=1 "$hd/state/state" && grep -qx failures=1 "$hd/state/state" &&
+	      grep -qx successes=0 "$hd/state/state" && grep -qx last_verify=weak "$hd/state/state"'
+check "journal: one error line says the reboot was weak" \
+	eval '[ "$(grep -c "^<3>rerandomizing reboot was weak: " "$hd/log")" = 1 ]'
+check "journal: every line of rerandd's output is one <N>-prefixed event" \
+	eval '! grep -qv "^<[0-7]>" "$hd/log"'
+check "rerandd never asked for a reboot" test ! -e "$hd/reboot-called"
+echo "1..$n"

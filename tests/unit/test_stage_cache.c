@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* rerandd's image cache is keyed by the kernel's SHA-256 and the SHA-256 of
+ * the stage it links in: after an upgrade of rerand (a new stage), an image
+ * the old rerandd cached is rebuilt, never booted, and pruned. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "image.h"
+#include "rerandd.h"
+#include "test.h"
+
+extern const uint8_t rr_stage_blob[], rr_stage_blob_end[];
+
+/* sha256sum's word on a file: an implementation apart from libcrypto's */
+static int sha256sum(const char *path, char hex[65])
+{
+	char cmd[600];
+	FILE *p;
+	int ok;
+
+	snprintf(cmd, sizeof(cmd), "sha256sum '%s'", path);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	ok = fscanf(p, "%64s", hex) == 1;
+	pclose(p);
+	return ok && strlen(hex) == 64 ? 0 : -1;
+}
+
+static int write_image(const struct rr_kernel *k, const uint8_t *stage, size_t len,
+		       const char *path)
+{
+	struct rr_image_opts o = { .codec = RERAND_CODEC_LZ4 };
+	struct rr_err e;
+	uint8_t *buf;
+	size_t n;
+	int r = rr_image_build(k, stage, len, &o, &buf, &n, path, &e);
+
+	if (r < 0)
+		return r;
+	r = rr_write_file_atomic(path, buf, n, &e);
+	free(buf);
+	return r;
+}
+
+/* Whether the image at path carries this rerandd's stage (the locator at
+ * RERAND_LOCATOR_OFFSET is the writer's, not the blob's). */
+static bool has_our_stage(const char *path)
+{
+	size_t len = (size_t)(rr_stage_blob_end - rr_stage_blob), n;
+	uint8_t *buf;
+	bool same;
+
+	if (rr_read_file(path, 512u << 20, &buf, &n, NULL) < 0)
+		return false;
+	same = n >= RR_IMAGE_PM_OFFSET + len &&
+	       !memcmp(buf + RR_IMAGE_PM_OFFSET, rr_stage_blob, RERAND_LOCATOR_OFFSET) &&
+	       !memcmp(buf + RR_IMAGE_PM_OFFSET + RERAND_LOCATOR_OFFSET + 16,
+		       rr_stage_blob + RERAND_LOCATOR_OFFSET + 16, len - RERAND_LOCATOR_OFFSET - 16);
+	free(buf);
+	return same;
+}
+
+int main(void)
+{
+	const char *kdir = t_kernels_dir();
+	char dir[] = "/tmp/rerand-test-cache-XXXXXX", kernel[600], hex[65], ksha[65];
+	char old_key[RR_PATH + 100], other_stage[RR_PATH + 200], cmd[700];
+	size_t blen = (size_t)(rr_stage_blob_end - rr_stage_blob);
+	struct rr_stage_plan p;
+	struct rr_config c;
+	struct rr_kernel k;
+	struct rr_err e = { "" };
+	struct stat st1, st2;
+	uint8_t *other;
+
+	T_OK(sha256sum("build/stage.bin", hex) == 0 && !strcmp(stage_blob_sha(), hex),
+	     "stage_blob_sha() is sha256sum of build/stage.bin: %.16s", stage_blob_sha());
+	if (!kdir) {
+		printf("ok %d # SKIP RERAND_KERNELS not set: the cache tests need a kernel\n", ++t_run);
+		return t_done();
+	}
+	snprintf(kernel, sizeof(kernel), "%s/vmlinuz-6.1.0-57-cloud-amd64", kdir);
+	if (!mkdtemp(dir) || sha256sum(kernel, ksha) < 0 || rr_kernel_load(kernel, NULL, &k, &e) < 0) {
+		T_OK(0, "setup: %s %s", kernel, e.msg);
+		return t_done();
+	}
+	config_defaults(&c);
+	snprintf(c.state_dir, sizeof(c.state_dir), "%s", dir);
+	snprintf(c.kernel, sizeof(c.kernel), "%.480s", kernel);
+	snprintf(c.initrd, sizeof(c.initrd), "none");
+	c.cmdline_set = true;
+	snprintf(c.cmdline, sizeof(c.cmdline), "root=/dev/vda1");
+	T_OK(stage_plan(&c, NULL, &p, &e) == 0 && !strcmp(p.sha, ksha) &&
+	     !strcmp(p.stage_sha, stage_blob_sha()), "the plan carries both hashes %s", e.msg);
+	snprintf(cmd, sizeof(cmd), "%s/images/%s.%s.img", dir, ksha, stage_blob_sha());
+	T_OK(!strcmp(p.image, cmd), "the cache key is <kernel sha256>.<stage sha256>: %s",
+	     strrchr(p.image, '/') + 1);
+
+	/* What an older rerandd left: an image of this kernel with another stage,
+	 * under the old key (kernel hash alone) and under its own stage's key. */
+	other = malloc(blen);
+	memcpy(other, rr_stage_blob, blen);
+	other[blen - 1] ^= 0x5a;                  /* "the previous release's stage" */
+	snprintf(cmd, sizeof(cmd), "%s/images", dir);
+	mkdir(cmd, 0700);
+	snprintf(old_key, sizeof(old_key), "%s/images/%s.img", dir, ksha);
+	char osha[65];
+	digest_hex(other, blen, osha);
+	snprintf(other_stage, sizeof(other_stage), "%s/images/%s.%s.img", dir, ksha, osha);
+	T_OK(write_image(&k, other, blen, old_key) == 0 && write_image(&k, other, blen, other_stage) == 0 &&
+	     !has_our_stage(old_key), "images of the old stage in the cache");
+	T_OK(strcmp(osha, stage_blob_sha()) && strcmp(other_stage, p.image),
+	     "another stage, another key");
+
+	T_OK(stage_build(&c, &p, &e) == 0 && has_our_stage(p.image),
+	     "stage_build builds an image with this rerandd's stage, not the cached old one %s", e.msg);
+	stat(p.image, &st1);
+	T_OK(stage_build(&c, &p, &e) == 0 && stat(p.image, &st2) == 0 && st1.st_ino == st2.st_ino &&
+	     st1.st_mtime == st2.st_mtime, "the next stage_build uses the cached image (same file)");
+	stage_prune(&c, p.sha, NULL);
+	T_OK(access(p.image, F_OK) == 0 && access(old_key, F_OK) < 0 && access(other_stage, F_OK) < 0,
+	     "stage_prune keeps this stage's image and removes the old stage's");
+
+	free(other);
+	rr_kernel_free(&k);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		printf("# could not remove %s\n", dir);
+	return t_done();
+}
