@@ -137,7 +137,7 @@ static void test_plan(const char *kernel)
 
 	set_state("[none] integrity confidentiality\n", 0);
 	r = stage_plan(&c, NULL, &p, &e);
-	snprintf(want, sizeof(want), "%s/images/%s.img", c.state_dir, p.sha);
+	snprintf(want, sizeof(want), "%s/images/%s.%s.img", c.state_dir, p.sha, stage_blob_sha());
 	T_OK(r == 0 && !p.locked && p.source == RR_IMG_BUILT && !strcmp(p.image, want),
 	     "not locked down: the unsigned image in the cache (%s)", r ? e.msg : stage_source_name(p.source));
 
@@ -160,9 +160,9 @@ static void test_plan(const char *kernel)
 	snprintf(c.sign_key, sizeof(c.sign_key), "/etc/rerand/db.key");
 	snprintf(c.sign_cert, sizeof(c.sign_cert), "/etc/rerand/db.crt");
 	r = stage_plan(&c, NULL, &p, &e);
-	snprintf(want, sizeof(want), "%s/images/%s.signed.img", c.state_dir, p.sha);
+	snprintf(want, sizeof(want), "%s/images/%s.%s.signed.img", c.state_dir, p.sha, stage_blob_sha());
 	T_OK(r == 0 && p.locked && p.source == RR_IMG_SIGNED_HERE && !strcmp(p.image, want),
-	     "SignKey= set: signed here, cached apart as <sha>.signed.img");
+	     "SignKey= set: signed here, cached apart as <sha>.<stage sha>.signed.img");
 
 	/* a pre-signed file wins over signing here */
 	put("signed/" REL ".img", "not an image", 12);
@@ -197,15 +197,16 @@ static void test_plan(const char *kernel)
 
 	/* pruning keeps both forms of the kept kernel's image */
 	char a[1024], b[1024], o[1024], cp2[4200];
-	snprintf(a, sizeof(a), "%s/images/%s.img", plain.state_dir, pp.sha);
-	snprintf(b, sizeof(b), "%s/images/%s.signed.img", plain.state_dir, pp.sha);
-	snprintf(o, sizeof(o), "%s/images/%064d.signed.img", plain.state_dir, 7);
+	snprintf(a, sizeof(a), "%s/images/%s.%s.img", plain.state_dir, pp.sha, stage_blob_sha());
+	snprintf(b, sizeof(b), "%s/images/%s.%s.signed.img", plain.state_dir, pp.sha,
+		 stage_blob_sha());
+	snprintf(o, sizeof(o), "%s/images/%064d.%s.signed.img", plain.state_dir, 7, stage_blob_sha());
 	snprintf(cp2, sizeof(cp2), "cp '%s' '%s' && cp '%s' '%s'", a, b, a, o);
 	if (system(cp2) != 0)
 		printf("# cp failed\n");
 	stage_prune(&plain, pp.sha, NULL);
 	T_OK(access(a, F_OK) == 0 && access(b, F_OK) == 0 && access(o, F_OK) < 0,
-	     "pruning keeps <sha>.img and <sha>.signed.img, removes other kernels' images");
+	     "pruning keeps <sha>.<stage>.img and .signed.img, removes other kernels' images");
 }
 
 static void test_load_argv(void)

@@ -47,20 +47,21 @@ static int write_image(const struct rr_kernel *k, const uint8_t *stage, size_t l
 	return r;
 }
 
-/* Whether the image at path carries this rerandd's stage (the locator at
- * RERAND_LOCATOR_OFFSET is the writer's, not the blob's). */
+/* The image records the SHA-256 of the stage it carries (image format 2):
+ * the one rerandd links in?  (The bytes differ: the writer fills in the
+ * locator and the EFI stub.) */
 static bool has_our_stage(const char *path)
 {
-	size_t len = (size_t)(rr_stage_blob_end - rr_stage_blob), n;
-	uint8_t *buf;
+	uint8_t want[32], *buf;
+	struct rr_image im;
+	size_t n;
 	bool same;
 
-	if (rr_read_file(path, 512u << 20, &buf, &n, NULL) < 0)
+	if (rr_stage_sha256(rr_stage_blob, (size_t)(rr_stage_blob_end - rr_stage_blob), want) < 0 ||
+	    rr_read_file(path, 512u << 20, &buf, &n, NULL) < 0)
 		return false;
-	same = n >= RR_IMAGE_PM_OFFSET + len &&
-	       !memcmp(buf + RR_IMAGE_PM_OFFSET, rr_stage_blob, RERAND_LOCATOR_OFFSET) &&
-	       !memcmp(buf + RR_IMAGE_PM_OFFSET + RERAND_LOCATOR_OFFSET + 16,
-		       rr_stage_blob + RERAND_LOCATOR_OFFSET + 16, len - RERAND_LOCATOR_OFFSET - 16);
+	same = rr_image_parse(buf, n, path, &im, NULL) == 0 &&
+	       !memcmp(im.hdr.stage_sha256, want, sizeof(want));
 	free(buf);
 	return same;
 }
