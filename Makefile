@@ -80,7 +80,7 @@ FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	$(CPPFLAGS) $(LIB_CFLAGS)
 
-.PHONY: FORCE vm histogram all deps kernels check check-unit check-fuzz check-e2e check-long demo fuzz bench install clean
+.PHONY: FORCE vm histogram all deps deb unit-tests kernels check check-unit check-fuzz check-e2e check-long demo fuzz bench install clean
 all: $(RERAND) $(STAGE_BIN) $(RERANDD)
 
 $(O)/host/%.o: %.c
@@ -183,6 +183,8 @@ check: deps all $(UNIT_BINS) $(FUZZ_BINS)
 check-long: deps all $(UNIT_BINS) $(FUZZ_BINS)
 	$(Q)scripts/run-check.sh long
 
+unit-tests: $(UNIT_BINS)
+
 fuzz: $(FUZZ_BINS)
 	$(Q)scripts/fuzz.sh $(FUZZ_BINS)
 
@@ -225,6 +227,23 @@ install: all
 		> $(DESTDIR)$(UNITDIR)/rerandd.service
 	test -e $(DESTDIR)$(SYSCONFDIR)/rerand/rerand.conf || \
 		sed 's|/usr/local/bin|$(BINDIR)|g' etc/rerand.conf > $(DESTDIR)$(SYSCONFDIR)/rerand/rerand.conf
+
+# rerand_VERSION_amd64.deb from debian/ (dh, compat 13), built in a copy of
+# the tree under build/deb so that dpkg-buildpackage's ../ outputs stay in
+# build/; the .deb is copied here.  The version is debian/changelog's, which
+# must match `rerand --version`.
+DEB_VERSION = $(shell dpkg-parsechangelog -S Version 2>/dev/null)
+deb:
+	$(Q)scripts/deps.sh deb
+	$(Q)v=$$(sed -n 's/^#define RERAND_VERSION "\(.*\)"/\1/p' kexec/rerand.c); \
+	if [ "$$v" != "$(DEB_VERSION)" ]; then \
+		echo "deb: debian/changelog says $(DEB_VERSION) but kexec/rerand.c says $$v" >&2; exit 1; fi
+	$(Q)rm -rf $(O)/deb && mkdir -p $(O)/deb/rerand-$(DEB_VERSION)
+	$(Q)tar -c --exclude=./build --exclude=./.git --exclude='./*.deb' . | \
+		tar -x -C $(O)/deb/rerand-$(DEB_VERSION)
+	$(Q)cd $(O)/deb/rerand-$(DEB_VERSION) && dpkg-buildpackage -b -us -uc
+	$(Q)cp $(O)/deb/rerand_$(DEB_VERSION)_amd64.deb .
+	@echo "deb: rerand_$(DEB_VERSION)_amd64.deb"
 
 clean:
 	rm -rf $(O)

@@ -13,6 +13,7 @@
 #include "pesig.h"
 #include "select.h"
 #include "status.h"
+#include "uki.h"
 
 #define MAX_KERNEL_FILE (512u << 20)
 
@@ -168,6 +169,55 @@ static void print_image(const char *path, size_t len, const struct rr_image *im,
 	printf("  virtual slots:  %llu (%s bits)\n", (unsigned long long)vs, vb);
 }
 
+/* A unified kernel image: its parts, the kernel in .linux, the command
+ * line.  Opens the JSON object print_sig() closes. */
+static int print_uki(const char *path, const uint8_t *buf, size_t len, bool json,
+		     struct rr_err *e)
+{
+	struct rr_uki u;
+	struct rr_bzimage bz;
+	char cmdline[4096], sub[4200];
+	int r;
+
+	r = rr_uki_parse(buf, len, path, &u, e);
+	if (r < 0)
+		return r;
+	snprintf(sub, sizeof(sub), "%s (.linux)", path);
+	r = rr_bzimage_parse(buf + u.part[RR_UKI_LINUX].offset, u.part[RR_UKI_LINUX].size, sub,
+			     &bz, e);
+	if (r == 0)
+		r = rr_uki_cmdline(buf, len, &u, cmdline, sizeof(cmdline), path, e);
+	if (r < 0)
+		return r;
+	if (json) {
+		printf("{\"file\":");
+		json_str(path);
+		printf(",\"type\":\"uki\",\"kernel_version\":");
+		json_str(bz.kernel_version);
+		printf(",\"sections\":{");
+		for (int i = 0, n = 0; i < RR_UKI_NR_PARTS; i++)
+			if (u.part[i].present)
+				printf("%s\"%s\":%llu", n++ ? "," : "", rr_uki_part_name(i),
+				       (unsigned long long)u.part[i].size);
+		printf("}");
+		if (u.part[RR_UKI_CMDLINE].present) {
+			printf(",\"cmdline\":");
+			json_str(cmdline);
+		}
+		return 0;
+	}
+	printf("%s: unified kernel image, %u PE sections\n", path, u.nr_sections);
+	printf("  kernel version: %s\n", bz.kernel_version[0] ? bz.kernel_version : "(none)");
+	for (int i = 0; i < RR_UKI_NR_PARTS; i++)
+		if (u.part[i].present)
+			printf("  %-15s %llu bytes%s\n", rr_uki_part_name(i),
+			       (unsigned long long)u.part[i].size,
+			       i == RR_UKI_UCODE ? " (loaded before .initrd)" : "");
+	if (u.part[RR_UKI_CMDLINE].present)
+		printf("  command line:   %s\n", cmdline);
+	return 0;
+}
+
 int cmd_inspect(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -213,6 +263,12 @@ int cmd_inspect(int argc, char **argv)
 			print_image(path, len, &im, json);
 			print_sig(&sig, json);
 		}
+	} else if (rr_uki_probe(buf, len)) {
+		r = rr_pe_sig_read(buf, len, path, &sig, &e);
+		if (r == 0)
+			r = print_uki(path, buf, len, json, &e);
+		if (r == 0)
+			print_sig(&sig, json);
 	} else if (!is_bzimage_or_elf(buf, len) && len >= 2 && buf[0] == 'M' && buf[1] == 'Z') {
 		/* Any other PE file (a boot loader, a unified kernel image): only
 		 * who signed it. */

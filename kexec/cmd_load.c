@@ -25,6 +25,7 @@
 #include "lockdown.h"
 #include "pesig.h"
 #include "rng.h"
+#include "uki.h"
 #include "util.h"
 
 #define MAX_IMAGE_FILE (512u << 20)
@@ -205,6 +206,40 @@ static void report_failure(const char *path, const char *kexec, bool file_syscal
 		line ? ": \"" : "", line ? (int)n : 0, line ? line : "", line ? "\"" : "", after);
 }
 
+/* From the UKI at path: the command line into cmdline (if want_cmdline) and,
+ * if want_initrd and it has one, .ucode + .initrd in a sealed memfd that
+ * kexec inherits.  Returns the fd, -1 for no initrd, < -1 on an error
+ * (reported). */
+static int uki_parts(const char *path, bool want_initrd, bool want_cmdline, char *cmdline,
+		     size_t size)
+{
+	struct rr_uki u;
+	struct rr_err e;
+	uint8_t *buf, *ird = NULL;
+	size_t len, ilen = 0;
+	int fd = -1;
+
+	if (rr_read_file(path, MAX_IMAGE_FILE, &buf, &len, &e) < 0 ||
+	    rr_uki_parse(buf, len, path, &u, &e) < 0 ||
+	    (want_cmdline && rr_uki_cmdline(buf, len, &u, cmdline, size, path, &e) < 0) ||
+	    (want_initrd && rr_uki_initrd(buf, len, &u, &ird, &ilen, path, &e) < 0)) {
+		cli_err("%s", e.msg);
+		free(buf);
+		return -2;
+	}
+	free(buf);
+	if (ilen) {
+		fd = make_memfd(ird, ilen);
+		if (fd < 0 || fcntl(fd, F_SETFD, 0) < 0) {
+			cli_err("%s: cannot put the UKI's initrd in a memfd: %s", path,
+				strerror(fd < 0 ? -fd : errno));
+			fd = -2;
+		}
+	}
+	free(ird);
+	return fd;
+}
+
 int cmd_load(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -214,10 +249,13 @@ int cmd_load(int argc, char **argv)
 		{ "crash", no_argument, NULL, 'p' },
 		{ "file-syscall", no_argument, NULL, 's' },
 		{ "kexec", required_argument, NULL, 'k' },
+		{ "uki", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	const char *initrd = NULL, *append = NULL, *kexec = "kexec";
+	const char *initrd = NULL, *append = NULL, *kexec = "kexec", *uki = NULL;
+	char uki_initrd[64], uki_cmdline[4096];
+	int uki_fd = -1;
 	bool reuse = false, crash = false, file_syscall = false;
 	struct rr_lockdown_state ld;
 	struct rr_pe_sig sig;
@@ -235,9 +273,10 @@ int cmd_load(int argc, char **argv)
 		case 'p': crash = true; break;
 		case 's': file_syscall = true; break;
 		case 'k': kexec = optarg; break;
+		case 'U': uki = optarg; break;
 		case 'h':
 			puts("Usage: rerand load IMAGE [--initrd FILE] [--append S | --reuse-cmdline] "
-			     "[--crash] [--file-syscall] [--kexec PATH]");
+			     "[--crash] [--file-syscall] [--kexec PATH] [--uki FILE]");
 			return 0;
 		default:
 			return EXIT_USAGE;
@@ -256,6 +295,18 @@ int cmd_load(int argc, char **argv)
 	if (initrd && access(initrd, R_OK) < 0) {
 		cli_err("%s: cannot read the initrd: %s", initrd, strerror(errno));
 		return EXIT_FAILURE_RR;
+	}
+	/* A UKI's initrd and command line, unless given here. */
+	if (uki) {
+		uki_fd = uki_parts(uki, !initrd, !append && !reuse, uki_cmdline, sizeof(uki_cmdline));
+		if (uki_fd < -1)
+			return EXIT_FAILURE_RR;
+		if (uki_fd >= 0) {
+			snprintf(uki_initrd, sizeof(uki_initrd), "/proc/self/fd/%d", uki_fd);
+			initrd = uki_initrd;
+		}
+		if (!append && !reuse)
+			append = uki_cmdline;
 	}
 	if (rr_lockdown_probe(env_or("RERAND_LOCKDOWN_FILE", RR_LOCKDOWN_PATH),
 			      env_or("RERAND_SECUREBOOT_FILE", RR_SECUREBOOT_PATH), &ld, &e) < 0) {
@@ -339,11 +390,15 @@ int cmd_load(int argc, char **argv)
 	if (!out) {
 		cli_err("out of memory");
 		close(fd);
+		if (uki_fd >= 0)
+			close(uki_fd);
 		free(append_arg);
 		return EXIT_FAILURE_RR;
 	}
 	r = kexec_run_capture(kexec, args, STDERR_FILENO, out, KEXEC_OUT_MAX);
 	close(fd);
+	if (uki_fd >= 0)
+		close(uki_fd);
 	free(append_arg);
 	fputs(out, stderr);              /* kexec's own words, as they came */
 	if (*out && out[strlen(out) - 1] != '\n')

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Install the Debian packages that `make check` (check), `make demo` (demo),
-# `make vm` (vm) or `make bench` (bench)
+# `make vm` (vm), `make bench` (bench) or `make deb` (deb)
 # need and that are missing, and say so.  Needs root for apt-get when
 # anything is missing; does nothing when everything is there.
 set -eu
@@ -19,13 +19,19 @@ sbsigntool osslsigncode pesign softhsm2 libengine-pkcs11-openssl"
 vm_pkgs="debootstrap e2fsprogs systemd ca-certificates"
 demo_pkgs="ca-certificates"
 bench_pkgs="valgrind gnuplot-nox time"
+# `make deb`: debhelper (dh, compat 13), dpkg-buildpackage, lintian.
+deb_pkgs="debhelper dpkg-dev lintian"
+# Test unified kernel images are built from systemd-boot's stub (tests/unit,
+# tests/e2e/check-uki.sh).
+uki_pkgs="systemd-boot-efi"
 
 case "$what" in
-check) want="$build_pkgs $run_pkgs $test_pkgs $vm_pkgs" ;;
+check) want="$build_pkgs $run_pkgs $test_pkgs $vm_pkgs $uki_pkgs" ;;
+deb)   want="$build_pkgs $deb_pkgs" ;;
 vm)    want="$build_pkgs $run_pkgs $vm_pkgs" ;;
 demo)  want="$build_pkgs $run_pkgs $demo_pkgs" ;;
 bench) want="$build_pkgs $run_pkgs $bench_pkgs" ;;
-*) echo "usage: $0 check|demo|vm|bench" >&2; exit 2 ;;
+*) echo "usage: $0 check|demo|vm|bench|deb" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -3,12 +3,14 @@
  * the relocation table behind it) or a vmlinux plus its relocs file. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "kernel.h"
+#include "uki.h"
 
 /* No kernel image, compressed or not, comes anywhere near this. */
 #define RR_KERNEL_FILE_MAX ((size_t)1 << 30)
@@ -98,8 +100,28 @@ int rr_kernel_load_mem(const uint8_t *buf, size_t len, const char *name,
 		r = load_bzimage(buf, len, name, &k, e);
 	} else if (buf && looks_like_elf(buf, len)) {
 		r = load_vmlinux(buf, len, name, relocs, relocs_len, relocs_name, &k, e);
+	} else if (buf && rr_uki_probe(buf, len)) {
+		/* A unified kernel image: the kernel is its .linux section. */
+		struct rr_uki u;
+		char sub[4096];
+
+		r = rr_uki_parse(buf, len, name, &u, e);
+		if (r == 0 && relocs_name)
+			r = rr_errf(e, EINVAL, "%s: --relocs %s is only for an uncompressed vmlinux",
+				    name, relocs_name);
+		if (r == 0) {
+			const struct rr_uki_section *l = &u.part[RR_UKI_LINUX];
+			snprintf(sub, sizeof(sub), "%s (.linux)", name);
+			if (!looks_like_bzimage(buf + l->offset, l->size))
+				r = rr_errf(e, EINVAL, "%s: not a bzImage", sub);
+			else
+				r = load_bzimage(buf + l->offset, l->size, sub, &k, e);
+			k.is_bzimage = true;
+			k.is_uki = true;
+		}
 	} else {
-		r = rr_errf(e, EINVAL, "%s: not a kernel: neither a bzImage nor an ELF vmlinux", name);
+		r = rr_errf(e, EINVAL, "%s: not a kernel: neither a bzImage, an ELF vmlinux nor a "
+			    "unified kernel image", name);
 	}
 	if (r < 0) {
 		rr_kernel_free(&k);

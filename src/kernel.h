@@ -117,6 +117,7 @@ void rr_relocs_free(struct rr_relocs *r);
 /* A kernel read from disk: bzImage (any codec) or vmlinux + relocs file. */
 struct rr_kernel {
 	bool      is_bzimage;
+	bool      is_uki;            /* the bzImage is a UKI's .linux section */
 	struct rr_bzimage bz;        /* when is_bzimage */
 	enum rr_kcodec codec;
 	size_t    file_size;

@@ -319,7 +319,7 @@ static void test_not_a_kernel(void)
 
 	spit(p, "hello, world\n", 13);
 	r = rr_kernel_load(p, NULL, &k, &e);
-	T_OK(r < 0 && msg_has(&e, p, "not a kernel: neither a bzImage nor an ELF vmlinux"),
+	T_OK(r < 0 && msg_has(&e, p, "not a kernel: neither a bzImage, an ELF vmlinux nor a unified kernel image"),
 	     "a text file is not a kernel");
 	r = rr_kernel_load(tpath("missing"), NULL, &k, &e);
 	T_OK(r == -ENOENT && msg_has(&e, "missing", "cannot open"), "a missing file is reported");

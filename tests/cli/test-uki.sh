@@ -1,0 +1,95 @@
+#!/bin/bash
+# UKIs and the Debian package's kernel hooks as a user meets them:
+#  - rerand image/inspect/load on a UKI made by tests/mkuki.sh from systemd-
+#    boot's stub (load runs a stand-in for kexec that prints what it got:
+#    nothing is ever loaded here);
+#  - debian/hooks: postinst.d builds the image where rerandd caches it
+#    (STATE/images/SHA256.STAGE.img), postrm.d removes it, kernel-install's plugin
+#    does the same, with a bad kernel a warning and exit 0.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+R=$top/build/rerand
+K=${RERAND_KERNELS:-}
+STUB=/usr/lib/systemd/boot/efi/linuxx64.efi.stub
+H=$top/debian/hooks
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+nok() { n=$((n + 1)); echo "not ok $n - $*"; }
+skip() { n=$((n + 1)); echo "ok $n - # SKIP $*"; }
+check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
+done_() { echo "1..$n"; exit 0; }
+
+if [ -z "$K" ]; then skip "RERAND_KERNELS not set: UKI tests need a kernel"; done_; fi
+[ -r "$STUB" ] || { nok "$STUB missing (scripts/deps.sh check: systemd-boot-efi)"; done_; }
+k=$K/vmlinuz-6.1.0-57-cloud-amd64
+
+# --- UKI: image, inspect, load -----------------------------------------------
+printf 'UCODE' > "$tmp/ucode"; printf 'INITRD' > "$tmp/initrd"
+"$top/tests/mkuki.sh" -o "$tmp/k.efi" -k "$k" -u "$tmp/ucode" -i "$tmp/initrd" -c "root=/dev/vda console=ttyS0"
+"$R" image "$k" -o "$tmp/bare.img"
+check "rerand image of a UKI: exit 0" "$R" image "$tmp/k.efi" -o "$tmp/uki.img"
+check "the image from the UKI is byte-identical to the image from its .linux" cmp -s "$tmp/bare.img" "$tmp/uki.img"
+"$R" inspect "$tmp/k.efi" > "$tmp/insp"
+check "inspect: '$(head -1 "$tmp/insp")'" grep -q "unified kernel image" "$tmp/insp"
+check "inspect names the command line" grep -qF "command line:   root=/dev/vda console=ttyS0" "$tmp/insp"
+check "inspect --json: type uki, .ucode 5 bytes" bash -c "'$R' inspect --json '$tmp/k.efi' |
+	python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"type\"]==\"uki\" and d[\"sections\"][\".ucode\"]==5 and d[\"kernel_version\"].startswith(\"6.1.0-57-cloud-amd64\"), d'"
+
+cat > "$tmp/kexec" <<'EOS'
+#!/bin/sh
+# stand-in for kexec: prints its arguments and the initrd's bytes
+for a; do echo "ARG $a"; case $a in --initrd=*) echo "INITRD $(cat "${a#--initrd=}")";; esac; done
+EOS
+chmod +x "$tmp/kexec"
+"$R" load "$tmp/uki.img" --uki "$tmp/k.efi" --kexec "$tmp/kexec" > "$tmp/out" 2>&1
+check "load --uki: the initrd is .ucode then .initrd" grep -qx "INITRD UCODEINITRD" "$tmp/out"
+check "load --uki: the command line is .cmdline" grep -qx "ARG --append=root=/dev/vda console=ttyS0" "$tmp/out"
+"$R" load "$tmp/uki.img" --uki "$tmp/k.efi" --kexec "$tmp/kexec" --initrd "$tmp/ucode" --append "x=1" > "$tmp/out" 2>&1
+check "load --uki with --initrd and --append: those win" \
+	bash -c "grep -qx 'INITRD UCODE' '$tmp/out' && grep -qx 'ARG --append=x=1' '$tmp/out'"
+"$R" load "$tmp/uki.img" --uki "$tmp/k.efi" --kexec "$tmp/kexec" --reuse-cmdline > "$tmp/out" 2>&1
+check "load --uki --reuse-cmdline: no --append" bash -c "! grep -q -- --append '$tmp/out' && grep -qx 'ARG --reuse-cmdline' '$tmp/out'"
+head -c 100000 "$tmp/k.efi" > "$tmp/cut.efi"
+"$R" load "$tmp/uki.img" --uki "$tmp/cut.efi" --kexec "$tmp/kexec" > "$tmp/out" 2>&1; rc=$?
+check "load --uki of a truncated UKI: exit $rc, '$(head -1 "$tmp/out")', kexec not run" \
+	bash -c "[ $rc -eq 1 ] && grep -q '$tmp/cut.efi: PE section .linux' '$tmp/out' && ! grep -q ARG '$tmp/out'"
+"$R" image "$tmp/cut.efi" -o "$tmp/cut.img" 2> "$tmp/err"; rc=$?
+check "image of a truncated UKI: exit $rc, no output: '$(cat "$tmp/err")'" \
+	bash -c "[ $rc -eq 1 ] && [ ! -e '$tmp/cut.img' ] && grep -q 'runs past the end of the file' '$tmp/err'"
+"$R" image "$STUB" -o "$tmp/stub.img" 2> "$tmp/err"; rc=$?
+check "image of the bare stub: exit $rc, '$(cat "$tmp/err")'" \
+	bash -c "[ $rc -eq 1 ] && grep -q 'not a kernel' '$tmp/err'"
+
+# --- kernel hooks (debian/hooks), with a private state directory --------------
+export RERAND_STATE_DIR=$tmp/state RERAND_BIN=$R RERAND_KERNEL_HOOK=$H/kernel-hook
+sha=$(sha256sum "$k" | cut -d' ' -f1)
+st=$("$R" inspect --json "$tmp/bare.img" | grep -o '"stage_sha256":"[0-9a-f]*"' | cut -d'"' -f4)
+DEB_MAINT_PARAMS="'configure' ''" "$H/postinst.d/rerand" 6.1.0-57-cloud-amd64 "$k"; rc=$?
+check "postinst.d/rerand VERSION IMAGE: exit $rc, image at images/SHA256.STAGE.img" \
+	bash -c "[ $rc -eq 0 ] && cmp -s '$tmp/bare.img' '$tmp/state/images/$sha.$st.img'"
+check "the index names the kernel's SHA-256" grep -qx "$sha" "$tmp/state/kernels/6.1.0-57-cloud-amd64"
+check "the state directories are 0700" bash -c "[ \$(stat -c %a '$tmp/state/images') = 700 ]"
+DEB_MAINT_PARAMS="'abort-upgrade' '1'" "$H/postinst.d/rerand" 9.9 "$k"
+check "postinst.d on abort-upgrade does nothing" test ! -e "$tmp/state/kernels/9.9"
+DEB_MAINT_PARAMS="'purge'" "$H/postrm.d/rerand" 6.1.0-57-cloud-amd64
+check "postrm.d on purge (after remove) does nothing" test -e "$tmp/state/images/$sha.$st.img"
+DEB_MAINT_PARAMS="'remove'" "$H/postrm.d/rerand" 6.1.0-57-cloud-amd64; rc=$?
+check "postrm.d/rerand VERSION on remove: exit $rc, image and index gone" \
+	bash -c "[ $rc -eq 0 ] && [ ! -e '$tmp/state/images/$sha.$st.img' ] && [ ! -e '$tmp/state/kernels/6.1.0-57-cloud-amd64' ]"
+"$H/postinst.d/rerand" 2> "$tmp/err"; rc=$?
+check "postinst.d without a version: exit $rc, '$(cat "$tmp/err")'" bash -c "[ $rc -eq 2 ] && grep -q 'did not pass a version' '$tmp/err'"
+head -c 4096 "$k" > "$tmp/vmlinuz-bad"
+"$H/postinst.d/rerand" bad "$tmp/vmlinuz-bad" 2> "$tmp/err"; rc=$?
+check "postinst.d on a kernel rerand cannot use: exit $rc (apt goes on), says why: '$(head -1 "$tmp/err")'" \
+	bash -c "[ $rc -eq 0 ] && grep -q '$tmp/vmlinuz-bad' '$tmp/err' && [ ! -e '$tmp/state/kernels/bad' ] && [ -z \"\$(ls '$tmp/state/images')\" ]"
+
+# kernel-install: COMMAND VERSION ENTRY_DIR KERNEL_IMAGE, a UKI here
+usha=$(sha256sum "$tmp/k.efi" | cut -d' ' -f1)
+"$H/60-rerand.install" add 6.1.0-57-cloud-amd64 "$tmp/entry" "$tmp/k.efi"; rc=$?
+check "60-rerand.install add (a UKI): exit $rc, the image equals the bare kernel's" \
+	bash -c "[ $rc -eq 0 ] && cmp -s '$tmp/bare.img' '$tmp/state/images/$usha.$st.img'"
+"$H/60-rerand.install" remove 6.1.0-57-cloud-amd64 "$tmp/entry"; rc=$?
+check "60-rerand.install remove: exit $rc, image gone" bash -c "[ $rc -eq 0 ] && [ ! -e '$tmp/state/images/$usha.$st.img' ]"
+done_
