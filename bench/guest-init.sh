@@ -49,9 +49,8 @@ echo "BENCH-BOOTED gen=$gen by=$booted uptime=$up0"
 if [ "$booted" != s ] && [ "$booted" != qemu ]; then
 	json=$(rerand verify --json 2>&1)
 	rc=$?
-	cyc=$(echo "$json" | tr -d ' \n' | sed -n 's/.*"stage_cycles":\([0-9]*\).*/\1/p')
 	rnd=$(echo "$json" | tr -d ' \n' | sed -n 's/.*"randomized":\([a-z]*\).*/\1/p')
-	echo "BENCH-VERIFY gen=$gen by=$booted rc=$rc randomized=$rnd stage_cycles=$cyc"
+	echo "BENCH-VERIFY gen=$gen by=$booted rc=$rc randomized=$rnd"
 fi
 
 if [ "$gen" -ge "$nplan" ]; then

@@ -40,6 +40,7 @@ int rr_status_parse(const void *data, size_t len, const char *name,
 		    struct rerand_status *ret, struct rr_err *e)
 {
 	struct rerand_status st;
+	size_t want;
 
 	if (len < sizeof(st))
 		return rr_errf(e, EINVAL, "%s: status record is %zu bytes, expected %zu", name, len,
@@ -47,9 +48,18 @@ int rr_status_parse(const void *data, size_t len, const char *name,
 	memcpy(&st, data, sizeof(st));
 	if (memcmp(st.magic, RERAND_STATUS_MAGIC, 8))
 		return rr_errf(e, EINVAL, "%s: status record has a bad magic", name);
-	if (st.version != RERAND_STATUS_VERSION || st.size != sizeof(st))
+	/* Version 1 (stages before the timing field was dropped) has the same
+	 * fields plus stage_cycles at the end, which is ignored. */
+	if (st.version == RERAND_STATUS_VERSION)
+		want = sizeof(st);
+	else if (st.version == 1)
+		want = RERAND_STATUS_V1_SIZE;
+	else
 		return rr_errf(e, EINVAL, "%s: status record version %u is not supported", name,
 			       st.version);
+	if (st.size != want || len < want)
+		return rr_errf(e, EINVAL, "%s: status record version %u claims %u bytes (%zu read), expected %zu",
+			       name, st.version, st.size, len, want);
 	if (st.result < RERAND_RES_RANDOMIZED || st.result > RERAND_RES_NO_SLOT)
 		return rr_errf(e, EINVAL, "%s: status record has unknown result %u", name, st.result);
 	*ret = st;
@@ -110,7 +120,8 @@ const char *rr_status_result_name(uint32_t result)
 void rr_status_sources(uint32_t mask, char *buf, size_t len)
 {
 	static const struct { uint32_t bit; const char *name; } names[] = {
-		{ RERAND_SRC_SEED, "seed" }, { RERAND_SRC_RDSEED, "rdseed" },
+		{ RERAND_SRC_SEED, "seed" }, { RERAND_SRC_KERNEL_SEED, "kernel-seed" },
+		{ RERAND_SRC_RDSEED, "rdseed" },
 		{ RERAND_SRC_RDRAND, "rdrand" }, { RERAND_SRC_RDTSC, "rdtsc" },
 	};
 	size_t used = 0;
@@ -135,7 +146,7 @@ void rr_bits_text(uint64_t n, char *buf, size_t len)
 
 void rr_status_print(FILE *f, const struct rerand_status *st, bool json)
 {
-	char used[64], rejected[64], pb[16], vb[16], tb[16];
+	char used[96], rejected[96], pb[16], vb[16], tb[16];
 
 	rr_status_sources(st->sources_used, used, sizeof(used));
 	rr_status_sources(st->sources_rejected, rejected, sizeof(rejected));
@@ -147,21 +158,22 @@ void rr_status_print(FILE *f, const struct rerand_status *st, bool json)
 		fprintf(f, "{\"randomized\":%s,\"result\":\"%s\",\"sources\":\"%s\","
 			"\"sources_rejected\":\"%s\",\"weak\":%s,\"phys_slots\":%llu,"
 			"\"virt_slots\":%llu,\"phys_bits\":%s,\"virt_bits\":%s,\"total_bits\":%s,"
-			"\"stage_cycles\":%llu,\"la57\":%s,\"efi_map\":%s,\"crash\":%s,"
-			"\"ram_ranges\":%u,\"avoided_ranges\":%u,\"image_version\":%u}\n",
+			"\"la57\":%s,\"efi_map\":%s,\"crash\":%s,"
+			"\"ram_ranges\":%u,\"avoided_ranges\":%u,\"image_version\":%u,"
+			"\"record_version\":%u}\n",
 			st->result == RERAND_RES_RANDOMIZED ? "true" : "false",
 			rr_status_result_name(st->result), used, rejected,
 			st->flags & RERAND_ST_WEAK ? "true" : "false",
 			(unsigned long long)st->phys_slots, (unsigned long long)st->virt_slots,
-			pb, vb, tb, (unsigned long long)st->stage_cycles,
+			pb, vb, tb,
 			st->flags & RERAND_ST_LA57 ? "true" : "false",
 			st->flags & RERAND_ST_EFI_MAP ? "true" : "false",
 			st->flags & RERAND_ST_CRASH ? "true" : "false",
-			st->ram_ranges, st->avoided_ranges, st->image_version);
+			st->ram_ranges, st->avoided_ranges, st->image_version, st->version);
 		return;
 	}
 	fprintf(f, "result:           %s%s\n", rr_status_result_name(st->result),
-		st->flags & RERAND_ST_WEAK ? " (weak: no seed and no hardware source)" : "");
+		st->flags & RERAND_ST_WEAK ? " (weak: no source but RDTSC)" : "");
 	fprintf(f, "entropy sources:  %s\n", used);
 	if (st->sources_rejected)
 		fprintf(f, "rejected sources: %s\n", rejected);
@@ -172,5 +184,4 @@ void rr_status_print(FILE *f, const struct rerand_status *st, bool json)
 		st->flags & RERAND_ST_EFI_MAP ? "EFI" : "e820", st->ram_ranges, st->avoided_ranges);
 	fprintf(f, "paging:           %s-level\n", st->flags & RERAND_ST_LA57 ? "5" : "4");
 	fprintf(f, "crash kernel:     %s\n", st->flags & RERAND_ST_CRASH ? "yes" : "no");
-	fprintf(f, "stage cycles:     %llu\n", (unsigned long long)st->stage_cycles);
 }

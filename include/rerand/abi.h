@@ -110,7 +110,7 @@ _Static_assert(sizeof(struct rerand_image_header) == 480, "header size");
  */
 #define RERAND_SETUP_TYPE         0x52520001u   /* "RR", 1; bit 31 (INDIRECT) clear */
 #define RERAND_STATUS_MAGIC       "RERANDST"
-#define RERAND_STATUS_VERSION     1
+#define RERAND_STATUS_VERSION     2   /* 1: 64 bytes, ended with stage_cycles */
 
 enum rerand_result {
 	RERAND_RES_RANDOMIZED = 1,      /* both bases drawn from the full slot sets */
@@ -119,17 +119,18 @@ enum rerand_result {
 };
 
 /* Entropy sources (bitmask), used and rejected. */
-#define RERAND_SRC_SEED           0x01   /* staging seed from getrandom() */
+#define RERAND_SRC_SEED           0x01   /* image header seed from `rerand load` */
 #define RERAND_SRC_RDSEED         0x02
 #define RERAND_SRC_RDRAND         0x04
 #define RERAND_SRC_RDTSC          0x08
+#define RERAND_SRC_KERNEL_SEED    0x20   /* SETUP_RNG_SEED node(s) from the old kernel or kexec-tools */
 
 /* Status flags. */
 #define RERAND_ST_LA57            0x01   /* entered with 5-level paging */
 #define RERAND_ST_EFI_MAP         0x02   /* memory map came from the EFI map */
 #define RERAND_ST_DEBUG           0x04   /* rerand.debug was on the command line */
 #define RERAND_ST_CRASH           0x08   /* elfcorehdr= present: a crash kernel boot */
-#define RERAND_ST_WEAK            0x10   /* no seed and no hardware source */
+#define RERAND_ST_WEAK            0x10   /* no source but RDTSC (or none at all) */
 
 struct rerand_status {
 	char     magic[8];              /* RERAND_STATUS_MAGIC */
@@ -144,10 +145,13 @@ struct rerand_status {
 	uint32_t image_version;
 	uint64_t phys_slots;            /* slot counts: sizes of the sets drawn from */
 	uint64_t virt_slots;
-	uint64_t stage_cycles;          /* TSC cycles from entry to the jump */
+	/* Version 1 had a uint64_t stage_cycles here: a timing signal about
+	 * where the slot walk stopped, readable by anyone.  Dropped in 2. */
 };
 
-_Static_assert(sizeof(struct rerand_status) == 64, "status size");
+#define RERAND_STATUS_V1_SIZE     64
+_Static_assert(sizeof(struct rerand_status) == 56, "status size");
+_Static_assert(offsetof(struct rerand_status, virt_slots) == 48, "status layout");
 
 /* Linux's setup_data node header. */
 struct rerand_setup_data {

@@ -31,11 +31,7 @@ stage_locator:
 stage_entry64:
 	cli
 	cld
-	rdtsc
-	shlq	$32, %rdx
-	orq	%rax, %rdx
 	movq	%rsi, %rdi              /* arg 0: boot_params */
-	movq	%rdx, %rsi              /* arg 1: TSC at entry */
 	leaq	stage_stack_top(%rip), %rsp
 	xorl	%ebp, %ebp
 	call	stage_main

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Polled 8250 on COM1 for the stage's progress (rerand.debug) and its
- * last words on a fatal error.  Bounded waits: a missing UART never hangs. */
+ * last words before a reset (reset.c).  Bounded waits: a missing UART
+ * never hangs. */
 #include "stage.h"
 
 #define COM1 0x3f8
@@ -56,14 +57,4 @@ void serial_put_u64(uint64_t v)
 		v /= 10;
 	} while (v);
 	serial_puts(buf + i);
-}
-
-void stage_fatal(const char *msg)
-{
-	serial_init();
-	serial_puts("rerand: stage: ");
-	serial_puts(msg);
-	serial_puts(" (halted)\n");
-	for (;;)
-		__asm__ volatile("cli; hlt");
 }

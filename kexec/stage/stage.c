@@ -121,9 +121,31 @@ static void append_status(uint64_t bp, const struct rr_bootinfo *bi, uint64_t no
 	}
 }
 
-__attribute__((noreturn)) void stage_main(uint64_t bp, uint64_t tsc0);
+/*
+ * Take the kernel's seed nodes into the key, then give the next kernel a
+ * value derived under another domain in their place: its CRNG is still
+ * seeded, but never with bytes that chose the base.
+ */
+static void init_rng(struct rr_rng *rng, const struct rerand_image_header *h,
+		     const struct rr_bootinfo *bi)
+{
+	struct rr_entropy_ops ops = { .rdtsc = cpu_rdtsc };
 
-__attribute__((noreturn)) void stage_main(uint64_t bp, uint64_t tsc0)
+	if (cpu_has_rdseed())
+		ops.rdseed = cpu_rdseed;
+	if (cpu_has_rdrand())
+		ops.rdrand = cpu_rdrand;
+	rr_rng_init_seeds(rng, h->seed, bi->seed, bi->nr_seed, &ops);
+	rr_memzero_explicit((void *)h->seed, sizeof(h->seed));
+	rr_rng_replace_seeds(rng, bi->seed, bi->nr_seed);
+	say_count("rerand: stage: kernel seed nodes taken ", bi->nr_seed);
+	if (bi->seed_skipped)
+		say_count("rerand: stage: kernel seed nodes skipped ", bi->seed_skipped);
+}
+
+__attribute__((noreturn)) void stage_main(uint64_t bp);
+
+__attribute__((noreturn)) void stage_main(uint64_t bp)
 {
 	uint64_t pm = (uint64_t)(uintptr_t)stage_entry32;
 	const struct rerand_image_header *h = find_header(pm);
@@ -147,6 +169,7 @@ __attribute__((noreturn)) void stage_main(uint64_t bp, uint64_t tsc0)
 		stage_fatal("cannot read boot_params");
 	rr_cmdline_parse(bi.cmdline ? bi.cmdline : "", bi.cmdline ? bi.cmdline_len : 0, &cl);
 	debug = cl.debug;
+	stage_set_debug(debug);
 	if (debug) {
 		serial_init();
 		serial_puts("rerand: stage " STAGE_VERSION ": entered, ");
@@ -170,13 +193,7 @@ __attribute__((noreturn)) void stage_main(uint64_t bp, uint64_t tsc0)
 	say_count("rerand: stage: physical slots ", phys_slots);
 	say_count("rerand: stage: virtual slots ", virt_slots);
 
-	struct rr_entropy_ops ops = { .rdtsc = cpu_rdtsc };
-	if (cpu_has_rdseed())
-		ops.rdseed = cpu_rdseed;
-	if (cpu_has_rdrand())
-		ops.rdrand = cpu_rdrand;
-	rr_rng_init(&rng, h->seed, &ops);
-	rr_memzero_explicit((void *)h->seed, sizeof(h->seed));
+	init_rng(&rng, h, &bi);
 
 	rr_memset(&st, 0, sizeof(st));
 	rr_memcpy(st.magic, RERAND_STATUS_MAGIC, 8);
@@ -191,7 +208,7 @@ __attribute__((noreturn)) void stage_main(uint64_t bp, uint64_t tsc0)
 	st.virt_slots = virt_slots;
 	st.flags = (la57 ? RERAND_ST_LA57 : 0) | (bi.efi_map_used ? RERAND_ST_EFI_MAP : 0) |
 		   (debug ? RERAND_ST_DEBUG : 0) | (cl.has_elfcorehdr ? RERAND_ST_CRASH : 0);
-	if (!(rng.sources_used & (RERAND_SRC_SEED | RERAND_SRC_RDSEED | RERAND_SRC_RDRAND)))
+	if (rr_rng_weak(rng.sources_used))
 		st.flags |= RERAND_ST_WEAK;
 
 	if (cl.nokaslr || phys_slots == 0 || virt_slots == 0) {
@@ -248,7 +265,6 @@ __attribute__((noreturn)) void stage_main(uint64_t bp, uint64_t tsc0)
 
 	uint64_t entry = ch.phys + h->entry_offset;
 	rr_memzero_explicit(&ch, sizeof(ch));
-	st.stage_cycles = cpu_rdtsc() - tsc0;
 	append_status(bp, &bi, scratch, &st);
 	say("rerand: stage: entering kernel\n");
 	stage_enter_kernel(entry, bp);

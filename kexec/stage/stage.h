@@ -6,15 +6,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define STAGE_VERSION "1"
+#define STAGE_VERSION "2"   /* 2: kernel seed, reset on failure, record v2 */
 
 /* serial.c: COM1, polled; never blocks forever. */
 void serial_init(void);
 void serial_puts(const char *s);
 void serial_put_u64(uint64_t v);     /* decimal: counts only, never addresses */
 
-/* Print "rerand: stage: MSG" on COM1 and halt.  Never returns. */
+/* reset.c: print "rerand: stage: MSG (resetting)" on COM1 (unless
+ * rerand.debug is known to be off) and reset the machine through the
+ * keyboard controller, port 0xCF9, then a triple fault.  Never returns. */
 __attribute__((noreturn)) void stage_fatal(const char *msg);
+/* Called once the command line is read: rerand.debug on or off. */
+void stage_set_debug(bool on);
 
 /* pgtable.c: identity page tables built from a pool of zeroed pages. */
 struct pgtable {

@@ -148,9 +148,32 @@ static bool parse_indirect(uint64_t node, uint32_t len, rr_phys_map_fn map, void
 	return true;
 }
 
+/* A SETUP_RNG_SEED node: remember where its bytes are, so the stage can mix
+ * them and then give the next kernel a different seed in their place. */
+static void take_seed(uint64_t node, uint32_t len, rr_phys_map_fn map, void *ctx,
+		      struct rr_bootinfo *info)
+{
+	uint32_t take = len < RR_SEED_NODE_MAX ? len : RR_SEED_NODE_MAX;
+	uint8_t *d;
+
+	if (take == 0 || info->nr_seed >= RR_MAX_SEED_NODES) {
+		info->seed_skipped++;
+		return;
+	}
+	d = map(ctx, node + SETUP_HDR_SIZE, take);
+	if (!d) {
+		info->seed_skipped++;
+		return;
+	}
+	info->seed[info->nr_seed].data = d;
+	info->seed[info->nr_seed].len = take;
+	info->nr_seed++;
+}
+
 /*
  * Walk the setup_data chain: every node is kept clear, E820_EXT nodes add
- * RAM (unless the EFI map is the source), indirect targets are kept clear.
+ * RAM (unless the EFI map is the source), indirect targets are kept clear,
+ * RNG seed nodes are listed.
  * A chain we cannot read to its end may hide a node the kernel still
  * needs, so it also marks the map as overflowing: no physical
  * randomization rather than a guess.
@@ -207,6 +230,8 @@ static void walk_setup_data(const uint8_t *bp, rr_phys_map_fn map, void *ctx,
 		} else if (type == RR_SETUP_INDIRECT) {
 			if (!parse_indirect(node, len, map, ctx, m))
 				m->overflow = true;
+		} else if (type == RR_SETUP_RNG_SEED) {
+			take_seed(node, len, map, ctx, info);
 		}
 	}
 }

@@ -12,11 +12,14 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "rng.h"
 #include "select.h"
 
 #define RR_BOOT_PARAMS_SIZE   4096
 #define RR_MAX_SETUP_NODES    64      /* more than this: stop walking, overflow */
 #define RR_CMDLINE_MAX        4096
+#define RR_MAX_SEED_NODES     4       /* SETUP_RNG_SEED nodes taken; more are left alone */
+#define RR_SEED_NODE_MAX      256     /* bytes of one node taken (kexec gives 32) */
 
 /* Boot_params offsets used (Documentation/arch/x86/zero-page.rst). */
 #define RR_BP_EXT_RAMDISK_IMAGE 0x0c0
@@ -36,6 +39,7 @@
 
 #define RR_E820_RAM             1
 #define RR_SETUP_E820_EXT       1
+#define RR_SETUP_RNG_SEED       9
 #define RR_SETUP_INDIRECT       (1u << 31)
 #define RR_EFI_CONVENTIONAL     7
 #define RR_EFI_MORE_RELIABLE    0x10000ULL
@@ -59,6 +63,12 @@ struct rr_bootinfo {
 	unsigned nr_setup_nodes;
 	bool     setup_overflow;      /* chain longer than RR_MAX_SETUP_NODES or loops */
 	uint64_t setup_tail_phys;     /* last node, where a new node is chained; 0: none */
+	/* SETUP_RNG_SEED nodes: mapped (writable) data, len capped at
+	 * RR_SEED_NODE_MAX.  Those with len 0, unmappable data, or beyond
+	 * RR_MAX_SEED_NODES are counted in seed_skipped and not taken. */
+	struct rr_seed_span seed[RR_MAX_SEED_NODES];
+	unsigned nr_seed;
+	unsigned seed_skipped;
 };
 
 /*
@@ -73,7 +83,8 @@ struct rr_bootinfo {
  * offered.  An E820_EXT payload or EFI map that cannot be mapped only loses
  * RAM.  A command line with no NUL within what maps is avoided for
  * RR_CMDLINE_MAX bytes; ret->cmdline may then be unterminated: use
- * cmdline_len.
+ * cmdline_len.  Direct SETUP_RNG_SEED nodes are listed in ret->seed for the
+ * caller to mix and overwrite (the kernel reads only direct ones).
  */
 int rr_bootparams_parse(uint64_t bp_phys, rr_phys_map_fn map, void *ctx,
 			struct rr_memmap *m, struct rr_bootinfo *ret);

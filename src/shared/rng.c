@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* BLAKE2s (RFC 7693) and the stage's random generator built on it: the
- * staging seed and the CPU's sources hashed into a key, then counter mode. */
+ * staging seed, the kernel's seed nodes and the CPU's sources hashed into a
+ * key, then counter mode. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -223,7 +224,38 @@ static void mix_tsc(struct rr_blake2s *hs, const struct rr_entropy_ops *ops, str
 	mix_u64(hs, 'T', now);
 }
 
+/* Each node tagged with its length, so node boundaries are unambiguous. */
+static void mix_kernel_seeds(struct rr_blake2s *hs, struct rr_rng *rng,
+			     const struct rr_seed_span *ks, unsigned n)
+{
+	bool good = false;
+	unsigned i, j;
+
+	for (i = 0; i < n; i++) {
+		bool nonzero = false;
+
+		if (!ks[i].data)
+			continue;
+		for (j = 0; j < ks[i].len; j++)
+			nonzero |= ks[i].data[j] != 0;
+		mix_u64(hs, 'K', ks[i].len);
+		rr_blake2s_update(hs, ks[i].data, ks[i].len);
+		good |= nonzero && ks[i].len >= RR_KERNEL_SEED_MIN;
+	}
+	if (good)
+		rng->sources_used |= RERAND_SRC_KERNEL_SEED;
+	else if (n)
+		rng->sources_rejected |= RERAND_SRC_KERNEL_SEED;
+}
+
 void rr_rng_init(struct rr_rng *rng, const uint8_t seed[32], const struct rr_entropy_ops *ops)
+{
+	rr_rng_init_seeds(rng, seed, NULL, 0, ops);
+}
+
+void rr_rng_init_seeds(struct rr_rng *rng, const uint8_t seed[32],
+		       const struct rr_seed_span *kseed, unsigned nr_kseed,
+		       const struct rr_entropy_ops *ops)
 {
 	static const char domain[] = "rerand rng v1: seed, rdseed, rdrand, rdtsc";
 	struct tsc_state ts = { .last = 0, .reads = 0, .monotonic = true };
@@ -247,6 +279,8 @@ void rr_rng_init(struct rr_rng *rng, const uint8_t seed[32], const struct rr_ent
 	} else {
 		mix_u64(&hs, 'N', 0);
 	}
+	if (kseed && nr_kseed)
+		mix_kernel_seeds(&hs, rng, kseed, nr_kseed);
 	if (ops) {
 		mix_source(&hs, rng, ops->rdseed, 'D', RERAND_SRC_RDSEED);
 		mix_tsc(&hs, ops, &ts);
@@ -263,6 +297,42 @@ void rr_rng_init(struct rr_rng *rng, const uint8_t seed[32], const struct rr_ent
 	mix_u64(&hs, 'U', (uint64_t)rng->sources_used << 32 | rng->sources_rejected);
 	rr_blake2s_final(&hs, rng->key);
 	rr_memzero_explicit(&ts, sizeof(ts));
+}
+
+void rr_rng_derive(const struct rr_rng *rng, uint32_t index, uint8_t *out, uint32_t len)
+{
+	static const char domain[] = "rerand kernel-seed v1: for the next kernel's CRNG";
+	uint8_t blk[32], in[8];
+	uint32_t b, off = 0;
+
+	for (b = 0; off < len; b++) {
+		struct rr_blake2s s;
+		uint32_t take = len - off < sizeof(blk) ? len - off : (uint32_t)sizeof(blk);
+
+		rr_put32(in, index);
+		rr_put32(in + 4, b);
+		rr_blake2s_init(&s, sizeof(blk), rng->key, sizeof(rng->key));
+		rr_blake2s_update(&s, domain, sizeof(domain));
+		rr_blake2s_update(&s, in, sizeof(in));
+		rr_blake2s_final(&s, blk);
+		rr_memcpy(out + off, blk, take);
+		off += take;
+	}
+	rr_memzero_explicit(blk, sizeof(blk));
+}
+
+void rr_rng_replace_seeds(const struct rr_rng *rng, const struct rr_seed_span *kseed, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		if (kseed[i].data)
+			rr_rng_derive(rng, i, kseed[i].data, kseed[i].len);
+}
+
+bool rr_rng_weak(uint32_t sources_used)
+{
+	return (sources_used & ~(uint32_t)RERAND_SRC_RDTSC) == 0;
 }
 
 uint64_t rr_rng_u64(struct rr_rng *rng)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Randomness for the stage: BLAKE2s mixes the staging seed with whatever the
- * CPU offers (RDSEED, RDRAND, RDTSC) into a key, and BLAKE2s in counter mode
- * draws from it.  The CPU sources are behind function pointers so hosted
+ * Randomness for the stage: BLAKE2s mixes the staging seed and the
+ * kernel's SETUP_RNG_SEED bytes with whatever the CPU offers (RDSEED,
+ * RDRAND, RDTSC) into a key, and BLAKE2s in counter mode draws from it.  The CPU sources are behind function pointers so hosted
  * tests can make them absent, stuck or failing.  Built twice.
  */
 #ifndef RERAND_RNG_H
@@ -32,6 +32,15 @@ struct rr_entropy_ops {
 	uint64_t (*rdtsc)(void);
 };
 
+/* Bytes of one SETUP_RNG_SEED node (writable: they are overwritten). */
+struct rr_seed_span {
+	uint8_t *data;
+	uint32_t len;
+};
+
+/* Below this many bytes (or all zero) a kernel seed is mixed, not credited. */
+#define RR_KERNEL_SEED_MIN 16
+
 struct rr_rng {
 	uint8_t  key[32];
 	uint64_t counter;
@@ -47,6 +56,21 @@ struct rr_rng {
  * all-ones or all-zeros, or repeats its previous value. RDTSC is rejected
  * if it does not advance. */
 void rr_rng_init(struct rr_rng *rng, const uint8_t seed[32], const struct rr_entropy_ops *ops);
+/* The same, also mixing kernel seed nodes.  RERAND_SRC_KERNEL_SEED is used
+ * when one node has at least RR_KERNEL_SEED_MIN bytes, not all zero;
+ * rejected when nodes were given but none qualified.  With nr_kseed 0 the
+ * key is exactly rr_rng_init's. */
+void rr_rng_init_seeds(struct rr_rng *rng, const uint8_t seed[32],
+		       const struct rr_seed_span *kseed, unsigned nr_kseed,
+		       const struct rr_entropy_ops *ops);
+/* Fill out with a value for the next kernel's CRNG, in place of kernel seed
+ * node `index`: BLAKE2s(key, domain || index || block), independent of
+ * every draw (whose input is the 8-byte counter alone). */
+void rr_rng_derive(const struct rr_rng *rng, uint32_t index, uint8_t *out, uint32_t len);
+/* Overwrite every node's bytes with rr_rng_derive(rng, i, ...). */
+void rr_rng_replace_seeds(const struct rr_rng *rng, const struct rr_seed_span *kseed, unsigned n);
+/* A choice is weak when nothing but RDTSC (or nothing at all) fed it. */
+bool rr_rng_weak(uint32_t sources_used);
 uint64_t rr_rng_u64(struct rr_rng *rng);
 /* Uniform in [0, n), n > 0, by rejection: no modulo bias. */
 uint64_t rr_rng_uniform(struct rr_rng *rng, uint64_t n);

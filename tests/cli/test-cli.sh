@@ -144,6 +144,29 @@ check "verify --json is JSON with slot counts" python3 -c "import json,sys; d=js
 mkrec "$tmp/sd-nok" 2 0x0d
 "$R" verify --setup-data "$tmp/sd-nok" >/dev/null; rc=$?
 check "verify: nokaslr record exits 1" test $rc -eq 1
+check "verify --json: a version 1 record is read, its stage_cycles not shown" python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert d['record_version']==1 and 'stage_cycles' not in d, d" "$j"
+# Version 2 (56 bytes, no stage_cycles): DIR RESULT FLAGS SOURCES [VERSION SIZE]
+mkrec2() {
+	mkdir -p "$1/0" "$1/1"
+	echo 0x9 >"$1/0/type"; : >"$1/0/data"
+	echo 0x52520001 >"$1/1/type"
+	python3 -c "import struct,sys; sys.stdout.buffer.write(b'RERANDST'+struct.pack('<HHIIIIIIIQQ',${5:-2},${6:-56},$2,$3,$4,0,3,5,1,480,470))" >"$1/1/data"
+}
+mkrec2 "$tmp/sd-ks" 1 0 0x2d
+"$R" verify --setup-data "$tmp/sd-ks" >"$tmp/v.txt"; rc=$?
+check "verify: a version 2 record with the kernel seed names it (exit $rc)" bash -c "[ $rc -eq 0 ] && grep -q 'entropy sources:  seed+kernel-seed+rdrand+rdtsc' '$tmp/v.txt' && ! grep -qi cycles '$tmp/v.txt'"
+j=$("$R" verify --json --setup-data "$tmp/sd-ks")
+check "verify --json: kernel-seed among the sources, record_version 2" python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert d['sources']=='seed+kernel-seed+rdrand+rdtsc' and d['record_version']==2 and d['weak'] is False, d" "$j"
+mkrec2 "$tmp/sd-weak" 1 0x10 0x08
+"$R" verify --setup-data "$tmp/sd-weak" >"$tmp/v.txt"
+j=$("$R" verify --json --setup-data "$tmp/sd-weak")
+check "verify: an RDTSC-only record says weak" bash -c "grep -q 'weak: no source but RDTSC' '$tmp/v.txt' && grep -q '\"weak\":true' <<<'$j'"
+mkrec2 "$tmp/sd-v3" 1 0 0x2d 3 56
+"$R" verify --setup-data "$tmp/sd-v3" >/dev/null 2>"$tmp/stderr"; rc=$?
+check "verify: an unknown record version exits 2 naming the file and version" bash -c "[ $rc -eq 2 ] && grep -q 'sd-v3/1/data: status record version 3 is not supported' '$tmp/stderr'"
+mkrec2 "$tmp/sd-v2big" 1 0 0x2d 2 64
+"$R" verify --setup-data "$tmp/sd-v2big" >/dev/null 2>"$tmp/stderr"; rc=$?
+check "verify: a version 2 record claiming 64 bytes is refused" bash -c "[ $rc -eq 2 ] && grep -q 'claims 64 bytes' '$tmp/stderr'"
 mkdir -p "$tmp/sd-none/0"; echo 0x9 >"$tmp/sd-none/0/type"
 "$R" verify --setup-data "$tmp/sd-none" >/dev/null 2>&1; rc=$?
 check "verify: no record exits 2" test $rc -eq 2

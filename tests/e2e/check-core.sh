@@ -24,7 +24,7 @@ mapfile -t kernels < <(ls "$RERAND_KERNELS"/vmlinuz-* 2>/dev/null | LC_ALL=C sor
 mode=${E2E_FORCE_MODE:-$(e2e_mode_auto)}
 e2e_note "e2e core: $what set, mode=$mode ($([ "$mode" = rerand ] && echo "rerand image + rerand load/verify" || echo "stock kexec of the original vmlinuz: build/rerand not built")), ${#kernels[@]} kernels, $kexecs kexecs per run, $jobs QEMU at a time"
 
-# Runs: "kernel fw cpu syscall kexecs nokaslr".
+# Runs: "kernel fw cpu syscall kexecs nokaslr [loader]".
 runs=()
 if [ "$what" = short ]; then
 	# An orthogonal array over (firmware, cpu, syscall): each value and each
@@ -45,6 +45,11 @@ else
 		done
 	done
 	for k in "${kernels[@]}"; do runs+=("$k ovmf max file 1 1"); done
+	# Staged by stock kexec, header seed zero (as a signed image is):
+	# the kernel seed and the CPU must carry the choice.
+	if [ "$mode" = rerand ]; then
+		for k in "${kernels[@]}"; do runs+=("$k ovmf max file $kexecs 0 kexec"); done
+	fi
 fi
 
 # Build the images and initramfs first, one at a time, so parallel runs
@@ -59,11 +64,12 @@ trap 'rm -rf "$out"' EXIT
 t0=$EPOCHSECONDS
 running=0
 for i in "${!runs[@]}"; do
-	read -r k fw cpu sc n nok <<<"${runs[$i]}"
+	read -r k fw cpu sc n nok ldr <<<"${runs[$i]}"
 	name="$(basename "$k" | sed 's/^vmlinuz-//')-$fw-$cpu-$sc"
 	[ "$nok" = 1 ] && name+="-nokaslr"
+	[ -n "$ldr" ] && name+="-by-$ldr"
 	(
-		e2e_run "$name" "$k" "$fw" "$cpu" "$sc" "$n" "$mode" "$nok" >"$out/$i.out" 2>&1
+		E2E_LOADER=$ldr e2e_run "$name" "$k" "$fw" "$cpu" "$sc" "$n" "$mode" "$nok" >"$out/$i.out" 2>&1
 		echo $? >"$out/$i.rc"
 	) &
 	running=$((running + 1))

@@ -4,7 +4,9 @@
 # kexecs the next generation until the target is reached (tests/e2e/lib.sh).
 #
 # Command-line keys: e2e.gen=N (this generation), e2e.target=T (last one),
-# e2e.mode=stock|rerand, e2e.syscall=load|file.  Prints exactly one
+# e2e.mode=stock|rerand, e2e.syscall=load|file, e2e.loader=rerand|kexec
+# (rerand mode: stage the image with stock kexec instead of rerand load, so
+# its header seed stays zero, as with a signed image).  Prints exactly one
 # "E2E-GEN ..." line per generation, "E2E-DONE" after the last, and
 # "E2E-FAIL reason" on any error; it always ends with poweroff -f.
 
@@ -23,12 +25,14 @@ gen=
 target=
 mode=stock
 syscall=load
+loader=rerand
 for w in $(cat /proc/cmdline); do
 	case "$w" in
 	e2e.gen=*) gen=${w#e2e.gen=} ;;
 	e2e.target=*) target=${w#e2e.target=} ;;
 	e2e.mode=*) mode=${w#e2e.mode=} ;;
 	e2e.syscall=*) syscall=${w#e2e.syscall=} ;;
+	e2e.loader=*) loader=${w#e2e.loader=} ;;
 	esac
 done
 
@@ -56,6 +60,13 @@ ram=$(grep '^[0-9a-f]*-[0-9a-f]* : System RAM$' /proc/iomem | cut -d' ' -f1 |
 lf=$(od -An -tx1 -j 529 -N 1 /sys/kernel/boot_params/data | tr -d ' \n')
 [ -n "$lf" ] || fail "cannot read loadflags"
 
+# SETUP_RNG_SEED nodes handed to this kernel (kexec-tools >= 2.0.25 and
+# kexec_file_load add one): the stage must then name kernel-seed.
+rngseed=0
+for t in /sys/kernel/boot_params/setup_data/*/type; do
+	[ -r "$t" ] && [ "$(cat "$t")" = 0x9 ] && rngseed=$((rngseed + 1))
+done
+
 verify=none
 if [ "$mode" = rerand ]; then
 	# Its exit status is judged by the host: it is 1 after a stock boot.
@@ -66,7 +77,7 @@ if [ "$mode" = rerand ]; then
 fi
 
 echo
-echo "E2E-GEN gen=$gen text=$text code=0x$code loadflags=0x$lf ram=$ram verify=$verify"
+echo "E2E-GEN gen=$gen text=$text code=0x$code loadflags=0x$lf ram=$ram rngseed=$rngseed verify=$verify"
 
 if [ "$gen" -ge "$target" ]; then
 	echo "E2E-DONE gen=$gen"
@@ -85,6 +96,10 @@ echo self.cpio | cpio -o -H newc >/tmp/wrap.cpio 2>/dev/null || fail "cpio -o fa
 cat /self.cpio /tmp/wrap.cpio >/tmp/next.cpio || fail "cannot write /tmp/next.cpio"
 rm -f /tmp/wrap.cpio
 
+# Whether the CRNG was ready when staging: kexec_file_load adds its
+# SETUP_RNG_SEED node only then (kexec-tools' getrandom() waits for it).
+echo "E2E-CRNG gen=$gen ready=$(dmesg | grep -c 'crng init done')"
+
 next=$((gen + 1))
 cmd=
 for w in $(cat /proc/cmdline); do
@@ -95,7 +110,7 @@ for w in $(cat /proc/cmdline); do
 done
 cmd="${cmd# } e2e.gen=$next"
 
-if [ "$mode" = rerand ]; then
+if [ "$mode" = rerand ] && [ "$loader" = rerand ]; then
 	flag=
 	[ "$syscall" = file ] && flag=--file-syscall
 	out=$(rerand load /boot/image --initrd /tmp/next.cpio --append "$cmd" $flag 2>&1) ||

@@ -65,13 +65,15 @@ e2e_image() {
 }
 
 # e2e_initrd MODE IMAGE: build (or reuse) the guest initramfs and print its
-# path.  Layout: an inner newc archive (busybox, kexec and its libraries,
-# rerand in rerand mode, /init, /boot/image) followed by a second archive
+# path.  E2E_INIT names another /init (default guest-init.sh).  Layout: an
+# inner newc archive (busybox, kexec and its libraries, rerand in rerand
+# mode, /init, /boot/image) followed by a second archive
 # holding /self.cpio, a copy of the inner one, so that the guest can hand the
 # very same initrd to the next kernel.
 e2e_initrd() {
 	local mode=$1 image=$2
-	local inputs=("$E2E_BUSYBOX" "$E2E_KEXEC" "$E2E_DIR/guest-init.sh" "$E2E_DIR/lib.sh" "$image")
+	local init=${E2E_INIT:-$E2E_DIR/guest-init.sh}
+	local inputs=("$E2E_BUSYBOX" "$E2E_KEXEC" "$init" "$E2E_DIR/lib.sh" "$image")
 	[ "$mode" = rerand ] && inputs+=("$E2E_RERAND")
 	local f key=$mode
 	for f in "${inputs[@]}"; do
@@ -102,7 +104,7 @@ e2e_initrd() {
 	if [ "$mode" = rerand ]; then
 		e2e_copy_bin "$E2E_RERAND" "$r" /bin/rerand || e2e_die "cannot copy $E2E_RERAND"
 	fi
-	install -m 0755 "$E2E_DIR/guest-init.sh" "$r/init"
+	install -m 0755 "$init" "$r/init"
 	cp "$image" "$r/boot/image"
 	# Without /dev/console in the archive the kernel gives init no stdio;
 	# the init redirects by itself too, so a failing mknod is harmless.
@@ -267,20 +269,45 @@ e2e_check() {
 			grep -Eq '"randomized" *: *true' <<<"$ver" || bad+=" gen$gen:not-randomized"
 		done <<<"$rows"
 		e2e_tap "$([ -z "$bad" ]; echo $?)" "$name: KASLR_FLAG set and rerand verify randomized after every kexec" "${bad# }"
-		# 5. The entropy sources the stage trusted match the CPU: -cpu
-		# qemu64 has no RDRAND/RDSEED, so only the seed and RDTSC remain.
-		local want="" srcbad="" got
+		# 5. The entropy sources the stage trusted match the CPU (-cpu
+		# qemu64 has no RDRAND/RDSEED, so only the seeds and RDTSC
+		# remain) and the kernel: kernel-seed exactly when the guest saw
+		# a SETUP_RNG_SEED node (rngseed=N on its line).
+		# Staged by stock kexec (E2E_LOADER=kexec), the header seed
+		# stays zero and must not be named.
+		local want="" srcbad="" got rs w withks nks=0 nkexec=0
 		case "${E2E_RUN_CPU:-}" in
 		qemu64) want="seed+rdtsc" ;;
 		max) want="seed+rdrand+rdtsc seed+rdseed+rdrand+rdtsc" ;;
 		esac
+		local hs="seed+"
+		[ "${E2E_LOADER:-rerand}" = kexec ] && hs=""
 		if [ -n "$want" ]; then
+			local nw=""
+			withks=""
+			for w in $want; do
+				nw+=" $hs${w#seed+}"
+				withks+=" ${hs}kernel-seed+${w#seed+}"
+			done
+			want=${nw# }
 			while IFS=$'\t' read -r gen secs text cs ce lf ram ver; do
 				[ -n "$gen" ] && [ "$gen" -gt 0 ] || continue
+				nkexec=$((nkexec + 1))
 				got=$(grep -o '"sources":"[^"]*"' <<<"$ver" | cut -d'"' -f4)
-				case " $want " in *" $got "*) ;; *) srcbad+=" gen$gen:${got:-none}" ;; esac
+				rs=$(grep -o "E2E-GEN gen=$gen .* rngseed=[0-9]*" "$log" | head -n1 | sed 's/.* rngseed=//')
+				case "$rs" in
+				''|*[!0-9]*) srcbad+=" gen$gen:no-rngseed-count"; continue ;;
+				0) w=$want ;;
+				*) w=$withks; nks=$((nks + 1)) ;;
+				esac
+				case " $w " in *" $got "*) ;; *) srcbad+=" gen$gen:${got:-none}(rngseed=$rs)" ;; esac
+				# "weak" exactly when RDTSC alone fed the choice.
+				local weak want_weak=false
+				weak=$(grep -o '"weak":[a-z]*' <<<"$ver" | cut -d: -f2)
+				case "$got" in rdtsc|none|'') want_weak=true ;; esac
+				[ "$weak" = "$want_weak" ] || srcbad+=" gen$gen:weak=${weak:-?}(want $want_weak)"
 			done <<<"$rows"
-			e2e_tap "$([ -z "$srcbad" ]; echo $?)" "$name: rerand verify reports the entropy sources of -cpu $E2E_RUN_CPU ($want)" "${srcbad# }"
+			e2e_tap "$([ -z "$srcbad" ]; echo $?)" "$name: rerand verify reports the entropy sources of -cpu $E2E_RUN_CPU ($want), with kernel-seed exactly when a SETUP_RNG_SEED node was passed ($nks of $nkexec kexecs)" "${srcbad# }"
 		fi
 	else
 		# Stock kexec is known to lose physical randomization on UEFI
@@ -302,10 +329,11 @@ e2e_run() {
 	mkdir -p "$dir"
 	local append="console=ttyS0,115200 panic=-1 e2e.gen=0 e2e.target=$gens e2e.mode=$mode e2e.syscall=$syscall"
 	[ "$nokaslr" = 1 ] && append+=" nokaslr"
+	[ -n "${E2E_LOADER:-}" ] && append+=" e2e.loader=$E2E_LOADER"
 	[ -n "${E2E_APPEND:-}" ] && append+=" $E2E_APPEND"
 	# TCG boots take ~10-40 s per generation; firmware adds to the first.
 	local tmo=${E2E_TIMEOUT:-$((90 + 60 * gens))}
-	e2e_note "$name: $(basename "$kernel") fw=$fw cpu=$cpu syscall=$syscall kexecs=$gens mode=$mode mem=${mem}G machine=${E2E_MACHINE:-q35}${E2E_APPEND:+ append='$E2E_APPEND'}"
+	e2e_note "$name: $(basename "$kernel") fw=$fw cpu=$cpu syscall=$syscall kexecs=$gens mode=$mode${E2E_LOADER:+ loader=$E2E_LOADER} mem=${mem}G machine=${E2E_MACHINE:-q35}${E2E_APPEND:+ append='$E2E_APPEND'}"
 	local t0=$EPOCHSECONDS rc=0
 	e2e_qemu "$kernel" "$initrd" "$append" "$dir/serial.log" "$fw" "$cpu" "$mem" "$tmo" \
 		"${E2E_MACHINE:-q35}" || rc=$?

@@ -10,7 +10,8 @@ usage() {
 usage: $0 --kernel PATH [--fw seabios|ovmf] [--cpu max|qemu64] [--syscall load|file]
           [--kexecs N] [--mode auto|stock|rerand] [--mem GIB] [--nokaslr] [--name NAME]
 Environment: E2E_TIMEOUT (seconds), E2E_APPEND (extra kernel arguments),
-E2E_MACHINE (q35 or pc).
+E2E_MACHINE (q35 or pc), E2E_LOADER=kexec (rerand mode: stage the image with
+stock kexec -l / -s -l, header seed zero, as a signed image would be).
 EOF
 	exit 2
 }

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Fuzz target: boot_params parsing over a fake machine built from the input
  * (4096 bytes of boot_params, the rest a blob at FUZZ_BLOB_PHYS), then the
- * command line, the slot count and slot_at, with their invariants checked. */
+ * command line, the slot count and slot_at, with their invariants checked;
+ * SETUP_RNG_SEED nodes mixed and overwritten as the stage does. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bootparams.h"
 #include "rerand/abi.h"
+#include "rng.h"
 #include "select.h"
 
 #define FUZZ_BP_PHYS   0x1000ULL
@@ -78,6 +80,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    bi.nr_setup_nodes > RR_MAX_SETUP_NODES || (bi.nr_setup_nodes == 0) != (bi.setup_tail_phys == 0) ||
 	    (bi.efi_mirror_only && !bi.efi_map_used))
 		__builtin_trap();
+	/* Seed nodes: in bounds (ASan checks the reads and the writes), and
+	 * every byte taken is replaced. */
+	if (bi.nr_seed > RR_MAX_SEED_NODES || bi.nr_seed + bi.seed_skipped > bi.nr_setup_nodes)
+		__builtin_trap();
+	if (bi.nr_seed) {
+		static uint8_t before[RR_MAX_SEED_NODES][RR_SEED_NODE_MAX];
+		struct rr_rng rng;
+
+		for (k = 0; k < bi.nr_seed; k++) {
+			if (!bi.seed[k].data || bi.seed[k].len == 0 || bi.seed[k].len > RR_SEED_NODE_MAX)
+				__builtin_trap();
+			memcpy(before[k], bi.seed[k].data, bi.seed[k].len);
+		}
+		rr_rng_init_seeds(&rng, NULL, bi.seed, bi.nr_seed, NULL);
+		if (!(rng.sources_used & RERAND_SRC_KERNEL_SEED) == !(rng.sources_rejected & RERAND_SRC_KERNEL_SEED))
+			__builtin_trap();
+		rr_rng_replace_seeds(&rng, bi.seed, bi.nr_seed);
+		/* Overlapping nodes may rewrite each other: check only the last,
+		 * and only when it is at least 8 bytes (a chance match of fewer
+		 * is not a bug). */
+		k = bi.nr_seed - 1;
+		if (bi.seed[k].len >= 8) {
+			uint8_t want[RR_SEED_NODE_MAX];
+			rr_rng_derive(&rng, k, want, bi.seed[k].len);
+			if (memcmp(want, bi.seed[k].data, bi.seed[k].len) ||
+			    memcmp(before[k], bi.seed[k].data, bi.seed[k].len) == 0)
+				__builtin_trap();
+		}
+	}
+
 	/* boot_params itself is always kept clear */
 	for (k = 0; k < m.nr_avoid; k++)
 		if (m.avoid[k].start <= FUZZ_BP_PHYS && FUZZ_BP_PHYS + 4096 <= m.avoid[k].end)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* rr_bootparams_parse over hand-built machines: e820 (+E820_EXT), EFI maps
- * (conventional, runtime-only, mirrored), setup_data chains, bad chains. */
+ * (conventional, runtime-only, mirrored), setup_data chains, bad chains,
+ * SETUP_RNG_SEED nodes. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -399,6 +400,75 @@ static void test_setup_data(void)
 	free(m);
 }
 
+/* SETUP_RNG_SEED (type 9) nodes are listed with writable data pointers;
+ * malformed or surplus ones are counted, never read out of bounds. */
+static void test_rng_seed_nodes(void)
+{
+	struct machine mc = { 0 };
+	struct rr_memmap *m = map_new();
+	struct rr_bootinfo bi;
+	int rc;
+	uint8_t *bp = backed(&mc, BP_PHYS, 4096);
+	uint8_t *sd = backed(&mc, SD, 0x10000);
+
+	seabios_1g(bp);
+	/* Absent: an e820 machine with an unrelated node. */
+	put64(bp + RR_BP_SETUP_DATA, SD);
+	node(sd, 0, RR_SETUP_E820_EXT, 0);
+	rc = rr_bootparams_parse(BP_PHYS, fake_map, &mc, m, &bi);
+	T_OK(rc == 0 && bi.nr_seed == 0 && bi.seed_skipped == 0, "rng seed: absent, none listed");
+
+	/* Found: as kexec_file_load leaves it (32 bytes), before a status-like node. */
+	rr_memmap_init(m);
+	node(sd, SD + 0x100, RR_SETUP_RNG_SEED, 32);
+	for (int i = 0; i < 32; i++)
+		sd[16 + i] = (uint8_t)(0xa0 + i);
+	node(sd + 0x100, 0, RERAND_SETUP_TYPE, 64);
+	rc = rr_bootparams_parse(BP_PHYS, fake_map, &mc, m, &bi);
+	T_OK(rc == 0 && bi.nr_seed == 1 && bi.seed[0].data == sd + 16 && bi.seed[0].len == 32 &&
+	     bi.seed_skipped == 0 && bi.nr_setup_nodes == 2, "rng seed: one 32-byte node found with its data");
+	T_OK(avoids(m, SD, SD + 48), "rng seed: the node is kept clear like any node");
+
+	/* Several (kexec-tools' and the kernel's), inside an indirect chain. */
+	rr_memmap_init(m);
+	node(sd, SD + 0x100, RR_SETUP_RNG_SEED, 32);
+	node(sd + 0x100, SD + 0x200, RR_SETUP_INDIRECT, 24);
+	put32(sd + 0x110, RR_SETUP_INDIRECT | RR_SETUP_RNG_SEED);
+	put64(sd + 0x118, 32);
+	put64(sd + 0x120, 0x5000000);
+	node(sd + 0x200, 0, RR_SETUP_RNG_SEED, 64);
+	rc = rr_bootparams_parse(BP_PHYS, fake_map, &mc, m, &bi);
+	T_OK(rc == 0 && bi.nr_seed == 2 && bi.seed[0].data == sd + 16 && bi.seed[1].data == sd + 0x210 &&
+	     bi.seed[1].len == 64 && !m->overflow && avoids(m, 0x5000000, 0x5000020),
+	     "rng seed: two direct nodes listed, the indirect one kept clear but not taken");
+
+	/* Malformed lengths: 0 (as the kernel leaves a consumed one), longer
+	 * than the cap, running past what maps. */
+	rr_memmap_init(m);
+	node(sd, SD + 0x100, RR_SETUP_RNG_SEED, 0);
+	node(sd + 0x100, SD + 0x1000, RR_SETUP_RNG_SEED, 100000);
+	node(sd + 0x1000, SD + 0x10000 - 32, RR_SETUP_RNG_SEED, 0xffffffffu);
+	node(sd + 0x10000 - 32, 0, RR_SETUP_RNG_SEED, 200);
+	rc = rr_bootparams_parse(BP_PHYS, fake_map, &mc, m, &bi);
+	T_OK(rc == 0 && bi.nr_setup_nodes == 4 && bi.nr_seed == 2 && bi.seed_skipped == 2,
+	     "rng seed: len 0 and unmappable data skipped (taken %u, skipped %u)", bi.nr_seed, bi.seed_skipped);
+	T_OK(bi.seed[0].data == sd + 0x110 && bi.seed[0].len == RR_SEED_NODE_MAX &&
+	     bi.seed[1].data == sd + 0x1010 && bi.seed[1].len == RR_SEED_NODE_MAX,
+	     "rng seed: an over-long node is taken up to %u bytes", RR_SEED_NODE_MAX);
+
+	/* More nodes than RR_MAX_SEED_NODES: the rest are counted. */
+	rr_memmap_init(m);
+	for (unsigned i = 0; i < RR_MAX_SEED_NODES + 2; i++)
+		node(sd + 0x100 * i, i == RR_MAX_SEED_NODES + 1 ? 0 : SD + 0x100 * (i + 1),
+		     RR_SETUP_RNG_SEED, 32);
+	rc = rr_bootparams_parse(BP_PHYS, fake_map, &mc, m, &bi);
+	T_OK(rc == 0 && bi.nr_seed == RR_MAX_SEED_NODES && bi.seed_skipped == 2 &&
+	     bi.seed[RR_MAX_SEED_NODES - 1].data == sd + 0x100 * (RR_MAX_SEED_NODES - 1) + 16,
+	     "rng seed: %u nodes taken, the other 2 counted", RR_MAX_SEED_NODES);
+	machine_free(&mc);
+	free(m);
+}
+
 int main(void)
 {
 	test_e820();
@@ -406,5 +476,6 @@ int main(void)
 	test_e820_ext();
 	test_efi();
 	test_setup_data();
+	test_rng_seed_nodes();
 	return t_done();
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* BLAKE2s against RFC 7693 / reference KAT vectors, and the stage RNG with
- * absent, stuck, repeating and failing CPU sources; uniformity of draws. */
+ * absent, stuck, repeating and failing CPU sources, kernel seed nodes (mixed,
+ * credited, replaced), the weak rule; uniformity of draws. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -333,11 +334,124 @@ static void test_uniform(void)
 	T_OK(ok, "uniform: n = 1, 2^63 and 2^64-1 stay in range");
 }
 
+static uint64_t first_draw(const uint8_t *seed, const struct rr_seed_span *ks, unsigned n,
+			   const struct rr_entropy_ops *ops, struct rr_rng *rng)
+{
+	reset_sources(0);
+	rr_rng_init_seeds(rng, seed, ks, n, ops);
+	return rr_rng_u64(rng);
+}
+
+/* SETUP_RNG_SEED bytes: mixed and credited, then replaced by a derived
+ * value that differs from the input and from the draws. */
+static void test_kernel_seed(void)
+{
+	struct rr_entropy_ops tsc_only = { .rdtsc = f_rdtsc };
+	uint8_t zero[32] = { 0 }, hseed[32], k1[32], k2[64], kz[32], ks8[8];
+	uint8_t in1[32], in2[64];
+	struct rr_rng rng, plain;
+	uint64_t d_plain, d_k, d_k2;
+
+	for (int i = 0; i < 32; i++) {
+		hseed[i] = (uint8_t)(i + 1);
+		k1[i] = (uint8_t)(0x55 ^ (i * 13));
+		kz[i] = 0;
+	}
+	for (int i = 0; i < 64; i++)
+		k2[i] = (uint8_t)(i * 29 + 7);
+	memset(ks8, 0x77, sizeof(ks8));
+	tsc_mode = 0;
+
+	/* No nodes: exactly rr_rng_init's key. */
+	reset_sources(0);
+	rr_rng_init(&plain, hseed, &tsc_only);
+	reset_sources(0);
+	rr_rng_init_seeds(&rng, hseed, NULL, 0, &tsc_only);
+	T_OK(memcmp(plain.key, rng.key, 32) == 0 && rng.sources_used == plain.sources_used,
+	     "kernel seed: no nodes, same key as rr_rng_init");
+
+	/* Signed image: zero header seed, a kernel node, only RDTSC besides. */
+	struct rr_seed_span one = { k1, 32 };
+	d_plain = first_draw(zero, NULL, 0, &tsc_only, &rng);
+	T_OK(rng.sources_used == RERAND_SRC_RDTSC && rr_rng_weak(rng.sources_used),
+	     "kernel seed: zero header seed and no node: RDTSC only, weak");
+	d_k = first_draw(zero, &one, 1, &tsc_only, &rng);
+	T_OK(rng.sources_used == (RERAND_SRC_KERNEL_SEED | RERAND_SRC_RDTSC) && rng.sources_rejected == 0 &&
+	     !rr_rng_weak(rng.sources_used),
+	     "kernel seed: a 32-byte node is used (%#x), the zero header seed is not, not weak",
+	     rng.sources_used);
+	T_OK(d_k != d_plain, "kernel seed: the node changes the draws");
+	k1[31] ^= 1;
+	d_k2 = first_draw(zero, &one, 1, &tsc_only, &rng);
+	k1[31] ^= 1;
+	T_OK(d_k2 != d_k, "kernel seed: nodes differing in one bit, different draws");
+
+	/* All-zero or short nodes are mixed but not credited. */
+	struct rr_seed_span zs = { kz, 32 }, shorts = { ks8, 8 };
+	first_draw(hseed, &zs, 1, &tsc_only, &rng);
+	T_OK(!(rng.sources_used & RERAND_SRC_KERNEL_SEED) && (rng.sources_rejected & RERAND_SRC_KERNEL_SEED) &&
+	     (rng.sources_used & RERAND_SRC_SEED), "kernel seed: an all-zero node is rejected");
+	first_draw(hseed, &shorts, 1, &tsc_only, &rng);
+	T_OK(!(rng.sources_used & RERAND_SRC_KERNEL_SEED) && (rng.sources_rejected & RERAND_SRC_KERNEL_SEED),
+	     "kernel seed: an 8-byte node is rejected");
+	struct rr_seed_span mix[2] = { { ks8, 8 }, { k2, 64 } };
+	first_draw(NULL, mix, 2, NULL, &rng);
+	T_OK(rng.sources_used == RERAND_SRC_KERNEL_SEED && rng.sources_rejected == 0,
+	     "kernel seed: one good node of two is enough");
+
+	/* Replacement: each node gets its own derived bytes. */
+	memcpy(in1, k1, 32);
+	memcpy(in2, k2, 64);
+	struct rr_seed_span two[2] = { { k1, 32 }, { k2, 64 } };
+	reset_sources(0);
+	rr_rng_init_seeds(&rng, hseed, two, 2, &tsc_only);
+	struct rr_rng copy = rng;
+	rr_rng_replace_seeds(&rng, two, 2);
+	T_OK(memcmp(k1, in1, 32) != 0 && memcmp(k2, in2, 32) != 0 && memcmp(k2 + 32, in2 + 32, 32) != 0,
+	     "kernel seed: both nodes overwritten, every block");
+	T_OK(memcmp(k1, k2, 32) != 0 && memcmp(k2, k2 + 32, 32) != 0,
+	     "kernel seed: the nodes and their blocks get different values");
+	int nz = 0;
+	for (int i = 0; i < 32; i++)
+		nz |= k1[i];
+	T_OK(nz, "kernel seed: the replacement is not zeros (the next kernel still gets a seed)");
+	/* The replacement is not what was drawn: the first 64 draw bytes. */
+	uint8_t drawn[64];
+	for (int i = 0; i < 8; i++)
+		for (int b = 0; b < 8; b++)
+			drawn[8 * i + b] = (uint8_t)(rr_rng_u64(&copy) >> (8 * b));
+	int overlap = 0;
+	for (int off = 0; off + 8 <= 64; off += 8)
+		for (int w = 0; w + 8 <= 32; w += 8)
+			overlap |= memcmp(drawn + off, k1 + w, 8) == 0 || memcmp(drawn + off, k2 + w, 8) == 0;
+	T_OK(!overlap, "kernel seed: no 8-byte word of the replacement equals a draw");
+	/* The replacement is a function of the key alone: the input bytes
+	 * (now gone) are not needed to reproduce it, and another key gives
+	 * another value. */
+	uint8_t again[32], other[32];
+	rr_rng_derive(&rng, 0, again, 32);
+	T_OK(memcmp(again, k1, 32) == 0, "kernel seed: derived value is deterministic in the key");
+	reset_sources(5);
+	rr_rng_init_seeds(&copy, hseed, NULL, 0, &tsc_only);
+	rr_rng_derive(&copy, 0, other, 32);
+	T_OK(memcmp(other, k1, 32) != 0, "kernel seed: another key, another replacement");
+	uint8_t before[5] = { 9, 9, 9, 9, 9 };
+	rr_rng_derive(&rng, 3, before + 1, 3);
+	T_OK(before[0] == 9 && before[4] == 9, "kernel seed: derive writes exactly len bytes");
+
+	/* The weak rule. */
+	T_OK(rr_rng_weak(0) && rr_rng_weak(RERAND_SRC_RDTSC) && !rr_rng_weak(RERAND_SRC_SEED) &&
+	     !rr_rng_weak(RERAND_SRC_KERNEL_SEED | RERAND_SRC_RDTSC) &&
+	     !rr_rng_weak(RERAND_SRC_RDRAND | RERAND_SRC_RDTSC) && !rr_rng_weak(RERAND_SRC_RDSEED),
+	     "weak: only when nothing but RDTSC was used");
+}
+
 int main(void)
 {
 	test_blake2s();
 	test_sources();
 	test_counter_mode();
+	test_kernel_seed();
 	test_uniform();
 	return t_done();
 }
