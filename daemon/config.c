@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "image.h"
+#include "lockdown.h"
 #include "rerandd.h"
 
 #define CONF_MAX_FILE (1u << 20)
@@ -59,6 +60,9 @@ void config_defaults(struct rr_config *c)
 	snprintf(c->kexec_crash_size, sizeof(c->kexec_crash_size), "/sys/kernel/kexec_crash_size");
 	snprintf(c->kexec_crash_loaded, sizeof(c->kexec_crash_loaded), "/sys/kernel/kexec_crash_loaded");
 	snprintf(c->proc_vmcore, sizeof(c->proc_vmcore), "/proc/vmcore");
+	snprintf(c->lockdown_file, sizeof(c->lockdown_file), "%s", RR_LOCKDOWN_PATH);
+	snprintf(c->secureboot_file, sizeof(c->secureboot_file), "%s", RR_SECUREBOOT_PATH);
+	snprintf(c->signed_dir, sizeof(c->signed_dir), "/var/lib/rerand/signed");
 	c->crash_mode = RR_CRASH_AUTO;
 	c->hotplug_settle = 10;
 	c->restage_interval = 6 * 3600;
@@ -267,12 +271,17 @@ static const struct key {
 	{ "Paths", "KexecCrashLoaded", K_PATH, F(kexec_crash_loaded) },
 	{ "Paths", "ProcVmcore", K_PATH, F(proc_vmcore) },
 	{ "Paths", "Uevents", K_PATH, F(uevents) },
+	{ "Paths", "Lockdown", K_PATH, F(lockdown_file) },
+	{ "Paths", "SecureBoot", K_PATH, F(secureboot_file) },
 	{ "Stage", "Kernel", K_PATH, F(kernel) },
 	{ "Stage", "Initrd", K_STR, F(initrd) },
 	{ "Stage", "CommandLine", K_STR, F(cmdline) },
 	{ "Stage", "FileSyscall", K_BOOL, F(file_syscall) },
 	{ "Stage", "RestageInterval", K_DUR, F(restage_interval) },
 	{ "Stage", "NewKernelSettle", K_DUR, F(new_kernel_settle) },
+	{ "Stage", "SignedImageDirectory", K_PATH, F(signed_dir) },
+	{ "Stage", "SignKey", K_STR, F(sign_key) },
+	{ "Stage", "SignCert", K_PATH, F(sign_cert) },
 	{ "Policy", "MaxLayoutAge", K_DUR, F(max_age) },
 	{ "Policy", "Jitter", K_DUR, F(jitter) },
 	{ "Policy", "MinRebootInterval", K_DUR, F(min_interval) },
@@ -616,6 +625,11 @@ void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_
 	if (c->crash_cmdline_set && crash_cmdline_has_nokaslr(c->crash_cmdline))
 		errs_add(errs, "%s: [Crash] CommandLine= has nokaslr: the crash kernel must be "
 			 "randomized; remove it", name);
+	if (!*c->sign_key != !*c->sign_cert)
+		errs_add(errs, "%s: [Stage] SignKey= and SignCert= go together: set both or neither", name);
+	if (*c->sign_key && *c->sign_key != '/' && strncmp(c->sign_key, "pkcs11:", 7))
+		errs_add(errs, "%s: [Stage] SignKey=%s: want an absolute path or a pkcs11: URI", name,
+			 c->sign_key);
 	if (c->hotplug_settle > 3600)
 		errs_add(errs, "%s: [Crash] HotplugSettle= must be at most 1h", name);
 	char ferr[256];

@@ -151,6 +151,15 @@ static void put_crash_text(struct out *o, const struct rr_view *v)
 		put(o, "crash boots:       %llu\n", (unsigned long long)v->crash_boots);
 }
 
+static void put_secure_text(struct out *o, const struct rr_view *v)
+{
+	put(o, "secure boot:       %s, lockdown %s%s\n", v->secure_boot ? v->secure_boot : "unknown",
+	    v->lockdown ? v->lockdown : "unknown", v->locked ? " (signed images only)" : "");
+	if (v->staged)
+		put(o, "staged image:      %s, %s%s%s\n", v->image_source ? v->image_source : "built",
+		    *v->signer ? "signed by \"" : "unsigned", v->signer, *v->signer ? "\"" : "");
+}
+
 int control_format_text(const struct rr_view *v, char *buf, size_t len)
 {
 	struct out o = { buf, len, 0, false };
@@ -199,6 +208,7 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 	put(&o, "\n");
 	if (*v->stage_error)
 		put(&o, "stage error:       %s\n", v->stage_error);
+	put_secure_text(&o, v);
 	put_crash_text(&o, v);
 	if (v->fleet_backend && strcmp(v->fleet_backend, "none")) {
 		put(&o, "fleet:             %s, group %s as %s: %s", v->fleet_backend, v->fleet_group,
@@ -241,6 +251,14 @@ int control_format_json(const struct rr_view *v, char *buf, size_t len)
 	put_json_str(&o, v->image_sha);
 	put(&o, ",\"stage_error\":");
 	put_json_str(&o, v->stage_error);
+	put(&o, ",\"secure_boot\":");
+	put_json_str(&o, v->secure_boot ? v->secure_boot : "unknown");
+	put(&o, ",\"lockdown\":");
+	put_json_str(&o, v->lockdown ? v->lockdown : "unknown");
+	put(&o, ",\"locked_down\":%s,\"image_source\":", v->locked ? "true" : "false");
+	put_json_str(&o, v->staged && v->image_source ? v->image_source : "");
+	put(&o, ",\"signer\":");
+	put_json_str(&o, v->staged ? v->signer : "");
 	put(&o, ",\"crash\":{\"mode\":");
 	put_json_str(&o, v->crash_mode ? v->crash_mode : "auto");
 	put(&o, ",\"state\":\"%s\",\"loaded\":%s,\"ours\":%s,\"reserved_bytes\":%llu,"

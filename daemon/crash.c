@@ -17,7 +17,6 @@
 
 #define CRASH_RETRY 300              /* seconds between attempts after a failure */
 #define CRASH_CMDLINE_MAX 4096
-#define CRASH_OUT_MAX 4096           /* captured stderr of `rerand load --crash` */
 
 static const char *state_names[] = { "off", "not-reserved", "pending", "loaded", "error",
 				     "crash-boot" };
@@ -410,84 +409,6 @@ static int crash_plan(const struct rr_config *c, const struct rr_stage_plan *bas
 	return r;
 }
 
-/* rerand's own last message ("rerand: ..."), else the last line. */
-static void reason_from(const char *out, int status, char *msg, size_t len)
-{
-	const char *best = NULL, *last = NULL, *p = out;
-	size_t best_n = 0, last_n = 0;
-
-	while (*p) {
-		const char *nl = strchr(p, '\n');
-		size_t n = nl ? (size_t)(nl - p) : strlen(p);
-		if (n) {
-			last = p;
-			last_n = n;
-			if (n > 8 && !memcmp(p, "rerand: ", 8)) {
-				best = p + 8;
-				best_n = n - 8;
-			}
-		}
-		p += n + (nl ? 1 : 0);
-	}
-	if (best)
-		snprintf(msg, len, "%.*s", (int)best_n, best);
-	else if (last)
-		snprintf(msg, len, "rerand load --crash failed (%s %d): %.*s",
-			 status < 0 ? "error" : "status", status < 0 ? -status : status, (int)last_n, last);
-	else
-		snprintf(msg, len, "rerand load --crash failed (%s %d)", status < 0 ? "error" : "status",
-			 status < 0 ? -status : status);
-}
-
-static void log_lines(int prio, const char *out)
-{
-	const char *p = out;
-
-	while (*p) {
-		const char *nl = strchr(p, '\n');
-		int n = nl ? (int)(nl - p) : (int)strlen(p);
-		if (n)
-			rr_log(prio, "rerand load --crash: %.*s", n, p);
-		p += n + (nl ? 1 : 0);
-	}
-}
-
-static int load(const struct rr_config *c, const struct rr_stage_plan *p, char *msg, size_t len)
-{
-	char *argv[16], initrd_arg[RR_PATH + 16], append_arg[RR_CMD + 16], kexec_arg[RR_PATH + 16];
-	char *out = malloc(CRASH_OUT_MAX);
-	bool fsys = c->crash_file_syscall_set ? c->crash_file_syscall : c->file_syscall;
-	int n = 0, r;
-
-	if (!out) {
-		snprintf(msg, len, "out of memory");
-		return -ENOMEM;
-	}
-	argv[n++] = (char *)c->rerand_bin;
-	argv[n++] = "load";
-	argv[n++] = (char *)p->image;
-	argv[n++] = "--crash";
-	if (*p->initrd) {
-		snprintf(initrd_arg, sizeof(initrd_arg), "--initrd=%s", p->initrd);
-		argv[n++] = initrd_arg;
-	}
-	snprintf(append_arg, sizeof(append_arg), "--append=%s", p->cmdline);
-	argv[n++] = append_arg;
-	snprintf(kexec_arg, sizeof(kexec_arg), "--kexec=%s", c->kexec_bin);
-	argv[n++] = kexec_arg;
-	if (fsys)
-		argv[n++] = "--file-syscall";
-	argv[n] = NULL;
-	/* `rerand load` must measure the region rerandd looked at */
-	setenv("RERAND_KEXEC_CRASH_SIZE_FILE", c->kexec_crash_size, 1);
-	r = run_argv_capture(argv, 300, RR_CHILD_KEXEC_CAPS, out, CRASH_OUT_MAX);
-	log_lines(r == 0 ? RR_LOG_INFO : RR_LOG_NOTICE, out);
-	if (r != 0)
-		reason_from(out, r, msg, len);
-	free(out);
-	return r == 0 ? 0 : r < 0 ? r : -EIO;
-}
-
 static void fail(const struct rr_config *c, struct rr_crash *cr, const char *msg, time_t now)
 {
 	uint64_t v;
@@ -541,7 +462,7 @@ int crash_reload(const struct rr_config *c, struct rr_crash *cr, const struct rr
 		fail(c, cr, e.msg, now);
 		return r;
 	}
-	if ((r = load(c, &p, msg, sizeof(msg))) < 0) {
+	if ((r = stage_load_run(c, &p, true, msg, sizeof(msg))) < 0) {
 		fail(c, cr, msg, now);
 		return r;
 	}

@@ -108,7 +108,11 @@ static int stage(struct daemon *d, const struct rr_stage_plan *given)
 	d->st.staged_time = time(NULL);
 	stage_prune(&d->cfg, p.sha, d->cr.sha);
 	save_state(d);
-	rr_log(RR_LOG_INFO, "staged %s (kernel sha256 %.16s) with a fresh seed", p.kernel, p.sha);
+	if (*p.signer)
+		rr_log(RR_LOG_INFO, "staged %s (kernel sha256 %.16s), %s image %s signed by \"%s\"",
+		       p.kernel, p.sha, stage_source_name(p.source), p.image, p.signer);
+	else
+		rr_log(RR_LOG_INFO, "staged %s (kernel sha256 %.16s)", p.kernel, p.sha);
 	return 0;
 fail:
 	d->stage_failed_at = time(NULL);
@@ -180,6 +184,7 @@ static void fill_view(struct daemon *d, struct rr_view *v)
 	snprintf(v->kernel, sizeof(v->kernel), "%s", d->plan.kernel);
 	snprintf(v->image_sha, sizeof(v->image_sha), "%s", d->plan.sha);
 	snprintf(v->stage_error, sizeof(v->stage_error), "%s", d->stage_error);
+	stage_view_secure(&d->cfg, d->staged ? &d->plan : NULL, v);
 	coord_view(&d->co, v);
 	v->crash_mode = d->cfg.crash_mode == RR_CRASH_OFF ? "off" : "auto";
 	v->crash_state = d->cr.state;
@@ -382,6 +387,23 @@ static int on_boot_change(sd_event_source *s, const struct inotify_event *ev, vo
 	return 0;
 }
 
+/* A signed image arrived (SignedImageDirectory=): maybe the one a locked-down
+ * machine waits for; plan again as for a new kernel. */
+static int on_signed_change(sd_event_source *s, const struct inotify_event *ev, void *ud)
+{
+	struct daemon *d = ud;
+	size_t n = ev->len ? strlen(ev->name) : 0;
+
+	if (n < 5 || strcmp(ev->name + n - 4, ".img"))
+		return 0;
+	d->new_kernel_at = time(NULL) + d->cfg.new_kernel_settle;
+	if (!d->staged)
+		d->stage_failed_at = 0;        /* no need to wait for the retry */
+	crash_request(&d->cr, time(NULL), d->cfg.new_kernel_settle);
+	evaluate_soon(d);
+	return 0;
+}
+
 static int on_uevent(sd_event_source *s, int fd, uint32_t revents, void *ud)
 {
 	struct daemon *d = ud;
@@ -474,7 +496,8 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 		    strcmp(c->run_dir, d->cfg.run_dir) || strcmp(c->kmsg, d->cfg.kmsg))
 			rr_log(RR_LOG_WARNING, "directory, socket and kmsg changes take effect on restart");
 		bool restage = strcmp(c->kernel, d->cfg.kernel) || strcmp(c->initrd, d->cfg.initrd) ||
-			       strcmp(c->cmdline, d->cfg.cmdline) || c->cmdline_set != d->cfg.cmdline_set;
+			       strcmp(c->cmdline, d->cfg.cmdline) || c->cmdline_set != d->cfg.cmdline_set ||
+			       stage_secure_changed(c, &d->cfg);
 		bool recrash = restage || c->crash_mode != d->cfg.crash_mode ||
 			       strcmp(c->crash_kernel, d->cfg.crash_kernel) ||
 			       strcmp(c->crash_initrd, d->cfg.crash_initrd) ||
@@ -735,6 +758,11 @@ static int run(int argc, char **argv)
 	if (sd_event_add_inotify(d->ev, NULL, d->cfg.boot_dir,
 				 IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE, on_boot_change, d) < 0)
 		rr_log(RR_LOG_WARNING, "%s: cannot watch for new kernels", d->cfg.boot_dir);
+	if (*d->cfg.signed_dir && (mkdir(d->cfg.signed_dir, 0755) == 0 || errno == EEXIST) &&
+	    sd_event_add_inotify(d->ev, NULL, d->cfg.signed_dir, IN_CLOSE_WRITE | IN_MOVED_TO,
+				 on_signed_change, d) < 0)
+		rr_log(RR_LOG_INFO, "%s: cannot watch for signed images; looking every 5 minutes",
+		       d->cfg.signed_dir);
 	/* opened with Mode=off too: a reload may turn it on */
 	if (crash_uevent_open(&d->cfg, &d->cr, &e) < 0 ||
 	    sd_event_add_io(d->ev, NULL, d->cr.uevent_fd, EPOLLIN, on_uevent, d) < 0)

@@ -8,6 +8,60 @@
 #include "image.h"
 #include "rerandd.h"
 
+/* A label value: backslash, double quote and newline escaped. */
+static void label(char *out, size_t len, const char *s)
+{
+	size_t o = 0;
+
+	for (; *s && o + 3 < len; s++) {
+		if (*s == '\\' || *s == '"') {
+			out[o++] = '\\';
+			out[o++] = *s;
+		} else if (*s == '\n') {
+			out[o++] = '\\';
+			out[o++] = 'n';
+		} else {
+			out[o++] = *s;
+		}
+	}
+	out[o] = 0;
+}
+
+static int format_secure(const struct rr_view *v, char *buf, size_t len)
+{
+	char signer[2 * sizeof(v->signer)];
+	int n;
+
+	label(signer, sizeof(signer), v->signer);
+	n = snprintf(buf, len,
+		"# HELP rerand_secure_boot_info The firmware's Secure Boot state (on, off, unsupported, unknown).\n"
+		"# TYPE rerand_secure_boot_info gauge\n"
+		"rerand_secure_boot_info{state=\"%s\"} 1\n"
+		"# HELP rerand_lockdown_info The kernel's lockdown mode (none, integrity, confidentiality, unknown).\n"
+		"# TYPE rerand_lockdown_info gauge\n"
+		"rerand_lockdown_info{mode=\"%s\"} 1\n"
+		"# HELP rerand_locked_down 1 if only signed images can be staged (kexec_file_load under lockdown).\n"
+		"# TYPE rerand_locked_down gauge\n"
+		"rerand_locked_down %d\n"
+		"# HELP rerand_staged_image_signed 1 if the staged image carries a signature.\n"
+		"# TYPE rerand_staged_image_signed gauge\n"
+		"rerand_staged_image_signed %d\n",
+		v->secure_boot ? v->secure_boot : "unknown", v->lockdown ? v->lockdown : "unknown",
+		v->locked, v->staged && *v->signer);
+	if (n < 0 || (size_t)n >= len)
+		return -ENOBUFS;
+	if (!v->staged)
+		return n;
+	int m = snprintf(buf + n, len - (size_t)n,
+		"# HELP rerand_staged_image_info Where the staged image came from and who signed it.\n"
+		"# TYPE rerand_staged_image_info gauge\n"
+		"rerand_staged_image_info{source=\"%s\",signer=\"%s\"} 1\n",
+		v->image_source ? v->image_source : "built", signer);
+	if (m < 0 || (size_t)m >= len - (size_t)n)
+		return -ENOBUFS;
+	return n + m;
+}
+
 int metrics_format(const struct rr_view *v, char *buf, size_t len)
 {
 	int n = snprintf(buf, len,
@@ -63,6 +117,10 @@ int metrics_format(const struct rr_view *v, char *buf, size_t len)
 		(unsigned long long)v->crash_boots, v->crash_boot);
 	if (n < 0 || (size_t)n >= len)
 		return -ENOBUFS;
+	int s = format_secure(v, buf + n, len - (size_t)n);
+	if (s < 0)
+		return s;
+	n += s;
 	/* rerand_fleet_lock_state and rerand_fleet_errors_total, from fleet.c */
 	int m = snprintf(buf + n, len - (size_t)n, "%s", v->fleet_metrics);
 	if (m < 0 || (size_t)m >= len - (size_t)n)

@@ -52,12 +52,20 @@ struct rr_config {
 	char proc_vmcore[RR_PATH];          /* exists only inside a crash kernel */
 	char uevents[RR_PATH];              /* "" = the kernel's uevent netlink socket;
 					     * a path = a FIFO of uevents (tests) */
+	char lockdown_file[RR_PATH];        /* securityfs lockdown: "[none] integrity ..." */
+	char secureboot_file[RR_PATH];      /* efivarfs SecureBoot variable */
 	/* [Stage] */
 	char kernel[RR_PATH];               /* "" = <boot>/vmlinuz-$(uname -r) */
 	char initrd[RR_PATH];               /* "" = guess from the kernel; "none" */
 	char cmdline[RR_CMD];
 	bool cmdline_set;
 	bool file_syscall;
+	/* Under lockdown only signed images are staged: <dir>/<release>.img made
+	 * on a build host, else signed here with SignKey=/SignCert= (weakens
+	 * lockdown: root could then sign any kernel). */
+	char signed_dir[RR_PATH];
+	char sign_key[RR_PATH];             /* a PEM file or a PKCS#11 URI */
+	char sign_cert[RR_PATH];
 	int64_t restage_interval, new_kernel_settle;
 	/* [Policy] */
 	int64_t max_age, jitter, min_interval, backoff, backoff_max, blocker_timeout;
@@ -250,13 +258,26 @@ int caps_child_kexec(void);
 int caps_child_none(void);
 
 /* ---- stage.c ------------------------------------------------------------- */
+enum rr_image_source {
+	RR_IMG_BUILT = 0,                    /* built here into the cache, unsigned */
+	RR_IMG_PRESIGNED,                    /* SignedImageDirectory=/<release>.img */
+	RR_IMG_SIGNED_HERE,                  /* built and signed here (SignKey=) */
+};
 struct rr_stage_plan {
 	char kernel[RR_PATH];
 	char initrd[RR_PATH];                /* "" = none */
 	char cmdline[RR_CMD];
 	char sha[65];
-	char image[RR_PATH];                 /* cached image in the state dir */
+	char image[RR_PATH + 80];            /* cached image in the state dir, or a pre-signed one */
+	enum rr_image_source source;
+	bool locked;                         /* planned under lockdown: signed images only */
+	char release[128];                   /* the kernel's, when locked */
+	char signer[256];                    /* subject of the image's signer, "" = unsigned */
 };
+const char *stage_source_name(enum rr_image_source s);
+/* The release (uname -r) a kernel file says it is: the first word of its
+ * bzImage version string. */
+int stage_kernel_release(const char *kernel, char *ret, size_t len, struct rr_err *e);
 /* Drop loader-only words (BOOT_IMAGE=, initrd=); -EINVAL on nokaslr. */
 int stage_clean_cmdline(const char *in, char *out, size_t len, struct rr_err *e);
 /* The newest <boot>/vmlinuz-* by version order. */
@@ -265,10 +286,32 @@ int stage_newest_kernel(const char *boot_dir, char *out, size_t len);
 int read_text_file(const char *path, size_t max, char **ret, struct rr_err *e);
 int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr_stage_plan *p,
 	       struct rr_err *e);
-/* Build the image into the cache unless it is there already. */
+/* Build the image into the cache unless it is there already (signed with
+ * SignKey= when the plan says so), or check a pre-signed one: signed, and
+ * of the plan's release.  Sets p->signer. */
 int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e);
-/* `rerand load` with a fresh seed. */
+/* The `rerand load` command line for p (crash: `--crash`, [Crash]
+ * FileSyscall=): the one place it is built.  Also exports the [Paths]
+ * files `rerand load` reads, so it sees what rerandd saw. */
+struct rr_load_argv {
+	char *argv[16];
+	char initrd[RR_PATH + 16], append[RR_CMD + 16], kexec[RR_PATH + 16];
+};
+void stage_load_argv(const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
+		     struct rr_load_argv *ret);
+/* Run `rerand load` (crash: `--crash`) for p, its stderr logged line by
+ * line; on failure 0 > return and rerand's own message (else the last
+ * line) in msg. */
+int stage_load_run(const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
+		   char *msg, size_t len);
+/* The same for staging, the message in e. */
 int stage_load(const struct rr_config *c, const struct rr_stage_plan *p, struct rr_err *e);
+/* A reload changed where signed images come from: stage again. */
+bool stage_secure_changed(const struct rr_config *a, const struct rr_config *b);
+struct rr_view;
+/* The view's Secure Boot fields: the state now, the staged plan's signer. */
+void stage_view_secure(const struct rr_config *c, const struct rr_stage_plan *staged,
+		       struct rr_view *v);
 /* Remove cached images other than keep_sha and keep_sha2 (may be NULL or ""). */
 void stage_prune(const struct rr_config *c, const char *keep_sha, const char *keep_sha2);
 
@@ -354,6 +397,11 @@ struct rr_view {
 	char     kernel[RR_PATH];
 	char     image_sha[65];
 	char     stage_error[RR_ERR_MAX];
+	/* Secure Boot: the state now, and how the staged image is signed */
+	const char *secure_boot, *lockdown;  /* rr_secureboot_name(), rr_lockdown_name() */
+	bool     locked;                    /* only signed images can be staged */
+	const char *image_source;           /* stage_source_name() */
+	char     signer[256];               /* "" = unsigned */
 	/* fleet coordination (backend "none" when off) */
 	const char *fleet_backend, *fleet_state;
 	char     fleet_group[FLEET_GROUP_MAX];

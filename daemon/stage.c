@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* What rerandd stages: the kernel, its initrd and command line; the image
- * cache under the state dir keyed by the kernel's SHA-256; `rerand load`. */
+ * cache under the state dir keyed by the kernel's SHA-256; under lockdown a
+ * signed image (pre-signed, or signed here); `rerand load`. */
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -12,6 +13,8 @@
 #include <unistd.h>
 
 #include "image.h"
+#include "lockdown.h"
+#include "pesig.h"
 #include "rerandd.h"
 
 #ifndef __clang__
@@ -19,6 +22,7 @@
 #endif
 
 #define CMDLINE_MAX 4096
+#define LOAD_OUT_MAX 4096          /* captured stderr of `rerand load` */
 
 /* Weak: rerandd builds the image in-process when the stage blob is linked
  * in, and asks `rerand image` otherwise. */
@@ -123,6 +127,79 @@ int read_text_file(const char *path, size_t max, char **ret, struct rr_err *e)
 	return 0;
 }
 
+const char *stage_source_name(enum rr_image_source s)
+{
+	switch (s) {
+	case RR_IMG_BUILT: return "built";
+	case RR_IMG_PRESIGNED: return "pre-signed";
+	case RR_IMG_SIGNED_HERE: return "signed-here";
+	}
+	return "unknown";
+}
+
+int stage_kernel_release(const char *kernel, char *ret, size_t len, struct rr_err *e)
+{
+	struct rr_bzimage bz;
+	uint8_t *buf;
+	size_t n, w = 0;
+	int r = rr_read_file(kernel, 512u << 20, &buf, &n, e);
+
+	if (r < 0)
+		return r;
+	r = rr_bzimage_parse(buf, n, kernel, &bz, e);
+	free(buf);
+	if (r < 0)
+		return r;
+	while (bz.kernel_version[w] && bz.kernel_version[w] != ' ')
+		w++;
+	if (!w)
+		return rr_errf(e, ENODATA, "%s: no version string: cannot tell its release", kernel);
+	if (w >= len)
+		return rr_errf(e, ENAMETOOLONG, "%s: release longer than %zu bytes", kernel, len - 1);
+	memcpy(ret, bz.kernel_version, w);
+	ret[w] = 0;
+	if (strchr(ret, '/') || ret[0] == '.')
+		return rr_errf(e, EINVAL, "%s: release \"%s\" cannot name a file", kernel, ret);
+	return 0;
+}
+
+/* Under lockdown kexec_file_load takes signed images only: where this
+ * plan's comes from.  Nothing unsigned is ever tried. */
+static int plan_signed(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e)
+{
+	struct rr_lockdown_state ld;
+	char presigned[RR_PATH + 160];
+	int r;
+
+	r = rr_lockdown_probe(c->lockdown_file, c->secureboot_file, &ld, e);
+	if (r < 0)
+		return r;
+	p->locked = ld.locked;
+	p->source = RR_IMG_BUILT;
+	if (!ld.locked)
+		return 0;
+	r = stage_kernel_release(p->kernel, p->release, sizeof(p->release), e);
+	if (r < 0)
+		return r;
+	snprintf(presigned, sizeof(presigned), "%s/%s.img", c->signed_dir, p->release);
+	if (*c->signed_dir && readable(presigned)) {
+		snprintf(p->image, sizeof(p->image), "%s", presigned);
+		p->source = RR_IMG_PRESIGNED;
+		return 0;
+	}
+	if (*c->sign_key && *c->sign_cert) {
+		snprintf(p->image, sizeof(p->image), "%s/images/%s.signed.img", c->state_dir, p->sha);
+		p->source = RR_IMG_SIGNED_HERE;
+		return 0;
+	}
+	return rr_errf(e, ENOKEY, "the kernel is locked down (lockdown: %s, Secure Boot: %s) and there "
+		       "is no signed image of %s for release %s: put one at %s (made with 'rerand image "
+		       "--sign-key KEY --sign-cert CERT' on a build host), or set SignKey= and SignCert= "
+		       "in [Stage] (signing on this machine weakens lockdown); see docs/secure-boot.md",
+		       rr_lockdown_name(ld.lockdown), rr_secureboot_name(ld.secureboot), p->kernel,
+		       p->release, presigned);
+}
+
 int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr_stage_plan *p,
 	       struct rr_err *e)
 {
@@ -179,7 +256,7 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 	if (r < 0)
 		return r;
 	snprintf(p->image, sizeof(p->image), "%s/images/%s.img", c->state_dir, p->sha);
-	return 0;
+	return plan_signed(c, p, e);
 }
 
 static int build_in_process(const struct rr_stage_plan *p, struct rr_err *e)
@@ -203,78 +280,230 @@ static int build_in_process(const struct rr_stage_plan *p, struct rr_err *e)
 	return r;
 }
 
+/* The image at p->image parses, is signed when it must be, and (pre-signed)
+ * is of the plan's release; p->signer from its signature. */
+static int check_image(struct rr_stage_plan *p, bool want_signed, struct rr_err *e)
+{
+	struct rr_image im;
+	struct rr_pe_sig sig;
+	uint8_t *buf;
+	size_t len, w = 0;
+	int r;
+
+	r = rr_read_file(p->image, 512u << 20, &buf, &len, e);
+	if (r < 0)
+		return r;
+	r = rr_image_parse(buf, len, p->image, &im, e);
+	if (r == 0)
+		r = rr_pe_sig_read(buf, len, p->image, &sig, e);
+	free(buf);
+	if (r < 0)
+		return r;
+	if (want_signed && !sig.is_signed)
+		return rr_errf(e, ENOKEY, "%s: not signed, and the kernel is locked down: it accepts "
+			       "only signed images (see docs/secure-boot.md)", p->image);
+	while (im.kernel_version[w] && im.kernel_version[w] != ' ')
+		w++;
+	if (p->source == RR_IMG_PRESIGNED &&
+	    (strlen(p->release) != w || memcmp(im.kernel_version, p->release, w)))
+		return rr_errf(e, EINVAL, "%s: an image of release \"%.*s\", not of %s's %s", p->image,
+			       (int)w, im.kernel_version, p->kernel, p->release);
+	snprintf(p->signer, sizeof(p->signer), "%s", sig.is_signed ? sig.subject : "");
+	return 0;
+}
+
 int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e)
 {
 	char dir[RR_PATH + 16];
-	struct rr_image im;
-	uint8_t *buf;
-	size_t len;
+	bool want_signed = p->source != RR_IMG_BUILT;
 	int r;
 
-	if (rr_read_file(p->image, 512u << 20, &buf, &len, NULL) == 0) {
-		r = rr_image_parse(buf, len, p->image, &im, NULL);
-		free(buf);
-		if (r == 0)
-			return 0;                  /* cached */
-		unlink(p->image);
-	}
+	/* someone else's file: checked, never rebuilt or removed */
+	if (p->source == RR_IMG_PRESIGNED)
+		return check_image(p, true, e);
+	if (check_image(p, want_signed, NULL) == 0)
+		return 0;                          /* cached */
+	unlink(p->image);
 	snprintf(dir, sizeof(dir), "%s/images", c->state_dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return rr_errf(e, errno, "%s: cannot create: %s", dir, strerror(errno));
-	if (rr_stage_blob && rr_stage_blob_end)
-		return build_in_process(p, e);
-
-	char *argv[] = { (char *)c->rerand_bin, "image", p->kernel, "-o", p->image, NULL };
-	r = run_argv(argv, 600, RR_CHILD_NO_CAPS);
-	if (r != 0)
-		return rr_errf(e, r < 0 ? -r : EIO, "%s image %s failed (%s %d)", c->rerand_bin,
-			       p->kernel, r < 0 ? "error" : "status", r < 0 ? -r : r);
+	if (p->source == RR_IMG_SIGNED_HERE) {
+		/* sbsign's work, in `rerand image`: no capability needed.  A
+		 * pkcs11: URI is a key on a token, through OpenSSL's pkcs11 engine. */
+		char *argv[] = { (char *)c->rerand_bin, "image", p->kernel, "-o", p->image,
+				 "--sign-key", (char *)c->sign_key, "--sign-cert", (char *)c->sign_cert,
+				 NULL, NULL, NULL };
+		if (!strncmp(c->sign_key, "pkcs11:", 7)) {
+			argv[9] = "--sign-engine";
+			argv[10] = "pkcs11";
+		}
+		r = run_argv(argv, 600, RR_CHILD_NO_CAPS);
+		if (r != 0)
+			return rr_errf(e, r < 0 ? -r : EIO, "%s image %s --sign-key %s --sign-cert %s "
+				       "failed (%s %d)", c->rerand_bin, p->kernel, c->sign_key,
+				       c->sign_cert, r < 0 ? "error" : "status", r < 0 ? -r : r);
+		return check_image(p, true, e);
+	}
+	if (rr_stage_blob && rr_stage_blob_end) {
+		r = build_in_process(p, e);
+	} else {
+		char *argv[] = { (char *)c->rerand_bin, "image", p->kernel, "-o", p->image, NULL };
+		r = run_argv(argv, 600, RR_CHILD_NO_CAPS);
+		if (r != 0)
+			return rr_errf(e, r < 0 ? -r : EIO, "%s image %s failed (%s %d)", c->rerand_bin,
+				       p->kernel, r < 0 ? "error" : "status", r < 0 ? -r : r);
+	}
+	if (r < 0)
+		return r;
+	p->signer[0] = 0;
 	return 0;
+}
+
+void stage_load_argv(const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
+		     struct rr_load_argv *a)
+{
+	bool fsys = crash && c->crash_file_syscall_set ? c->crash_file_syscall : c->file_syscall;
+	int n = 0;
+
+	a->argv[n++] = (char *)c->rerand_bin;
+	a->argv[n++] = "load";
+	a->argv[n++] = (char *)p->image;
+	if (crash)
+		a->argv[n++] = "--crash";
+	if (*p->initrd) {
+		snprintf(a->initrd, sizeof(a->initrd), "--initrd=%s", p->initrd);
+		a->argv[n++] = a->initrd;
+	}
+	snprintf(a->append, sizeof(a->append), "--append=%s", p->cmdline);
+	a->argv[n++] = a->append;
+	snprintf(a->kexec, sizeof(a->kexec), "--kexec=%s", c->kexec_bin);
+	a->argv[n++] = a->kexec;
+	if (fsys)
+		a->argv[n++] = "--file-syscall";
+	a->argv[n] = NULL;
+	/* `rerand load` must look at the very files rerandd looked at ([Paths]
+	 * points them at fixtures in tests); rerandd is single-threaded. */
+	setenv("RERAND_KEXEC_CRASH_SIZE_FILE", c->kexec_crash_size, 1);
+	setenv("RERAND_LOCKDOWN_FILE", c->lockdown_file, 1);
+	setenv("RERAND_SECUREBOOT_FILE", c->secureboot_file, 1);
+}
+
+/* rerand's own last message ("rerand: ..."), else the last line. */
+static void reason_from(const char *out, int status, bool crash, char *msg, size_t len)
+{
+	const char *best = NULL, *last = NULL, *p = out;
+	const char *what = crash ? "rerand load --crash" : "rerand load";
+	size_t best_n = 0, last_n = 0;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		if (n) {
+			last = p;
+			last_n = n;
+			if (n > 8 && !memcmp(p, "rerand: ", 8)) {
+				best = p + 8;
+				best_n = n - 8;
+			}
+		}
+		p += n + (nl ? 1 : 0);
+	}
+	if (best)
+		snprintf(msg, len, "%.*s", (int)best_n, best);
+	else if (last)
+		snprintf(msg, len, "%s failed (%s %d): %.*s", what, status < 0 ? "error" : "status",
+			 status < 0 ? -status : status, (int)last_n, last);
+	else
+		snprintf(msg, len, "%s failed (%s %d)", what, status < 0 ? "error" : "status",
+			 status < 0 ? -status : status);
+}
+
+static void log_lines(int prio, bool crash, const char *out)
+{
+	const char *p = out;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		int n = nl ? (int)(nl - p) : (int)strlen(p);
+		if (n)
+			rr_log(prio, "rerand load%s: %.*s", crash ? " --crash" : "", n, p);
+		p += n + (nl ? 1 : 0);
+	}
+}
+
+int stage_load_run(const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
+		   char *msg, size_t len)
+{
+	struct rr_load_argv a;
+	char *out = malloc(LOAD_OUT_MAX);
+	int r;
+
+	if (!out) {
+		snprintf(msg, len, "out of memory");
+		return -ENOMEM;
+	}
+	stage_load_argv(c, p, crash, &a);
+	r = run_argv_capture(a.argv, 300, RR_CHILD_KEXEC_CAPS, out, LOAD_OUT_MAX);
+	log_lines(r == 0 ? RR_LOG_INFO : RR_LOG_NOTICE, crash, out);
+	if (r != 0)
+		reason_from(out, r, crash, msg, len);
+	free(out);
+	return r == 0 ? 0 : r < 0 ? r : -EIO;
 }
 
 int stage_load(const struct rr_config *c, const struct rr_stage_plan *p, struct rr_err *e)
 {
-	char *argv[16], initrd_arg[RR_PATH + 16], append_arg[RR_CMD + 16], kexec_arg[RR_PATH + 16];
-	int n = 0, r;
+	char msg[RR_ERR_MAX];
+	int r = stage_load_run(c, p, false, msg, sizeof(msg));
 
-	argv[n++] = (char *)c->rerand_bin;
-	argv[n++] = "load";
-	argv[n++] = (char *)p->image;
-	if (*p->initrd) {
-		snprintf(initrd_arg, sizeof(initrd_arg), "--initrd=%s", p->initrd);
-		argv[n++] = initrd_arg;
-	}
-	snprintf(append_arg, sizeof(append_arg), "--append=%s", p->cmdline);
-	argv[n++] = append_arg;
-	snprintf(kexec_arg, sizeof(kexec_arg), "--kexec=%s", c->kexec_bin);
-	argv[n++] = kexec_arg;
-	if (c->file_syscall)
-		argv[n++] = "--file-syscall";
-	argv[n] = NULL;
-	r = run_argv(argv, 300, RR_CHILD_KEXEC_CAPS);
-	if (r != 0)
-		return rr_errf(e, r < 0 ? -r : EIO, "%s load %s failed (%s %d)", c->rerand_bin,
-			       p->image, r < 0 ? "error" : "status", r < 0 ? -r : r);
-	return 0;
+	return r < 0 ? rr_errf(e, -r, "%s", msg) : 0;
+}
+
+void stage_view_secure(const struct rr_config *c, const struct rr_stage_plan *staged,
+		       struct rr_view *v)
+{
+	struct rr_lockdown_state ld;
+
+	/* unreadable: shown as unknown, staging says why */
+	if (rr_lockdown_probe(c->lockdown_file, c->secureboot_file, &ld, NULL) < 0)
+		ld = (struct rr_lockdown_state){ RR_LD_ABSENT, RR_SB_ABSENT, false };
+	v->secure_boot = rr_secureboot_name(ld.secureboot);
+	v->lockdown = rr_lockdown_name(ld.lockdown);
+	v->locked = ld.locked;
+	v->image_source = staged ? stage_source_name(staged->source) : "";
+	snprintf(v->signer, sizeof(v->signer), "%s", staged ? staged->signer : "");
+}
+
+bool stage_secure_changed(const struct rr_config *a, const struct rr_config *b)
+{
+	return strcmp(a->signed_dir, b->signed_dir) || strcmp(a->sign_key, b->sign_key) ||
+	       strcmp(a->sign_cert, b->sign_cert) || strcmp(a->lockdown_file, b->lockdown_file) ||
+	       strcmp(a->secureboot_file, b->secureboot_file);
+}
+
+/* <sha>.img or <sha>.signed.img */
+static bool image_of(const char *name, const char *sha)
+{
+	size_t n = strlen(sha);
+
+	return *sha && !strncmp(name, sha, n) &&
+	       (!strcmp(name + n, ".img") || !strcmp(name + n, ".signed.img"));
 }
 
 void stage_prune(const struct rr_config *c, const char *keep_sha, const char *keep_sha2)
 {
-	char dir[RR_PATH + 16], keep[80], keep2[80] = "";
+	char dir[RR_PATH + 16];
 	struct dirent *de;
 	DIR *d;
 
 	snprintf(dir, sizeof(dir), "%s/images", c->state_dir);
-	snprintf(keep, sizeof(keep), "%s.img", keep_sha);
-	/* the crash kernel may run another kernel's image */
-	if (keep_sha2 && *keep_sha2)
-		snprintf(keep2, sizeof(keep2), "%s.img", keep_sha2);
 	d = opendir(dir);
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.' || !strcmp(de->d_name, keep) ||
-		    (*keep2 && !strcmp(de->d_name, keep2)))
+		/* the crash kernel may run another kernel's image */
+		if (de->d_name[0] == '.' || image_of(de->d_name, keep_sha) ||
+		    (keep_sha2 && image_of(de->d_name, keep_sha2)))
 			continue;
 		if (unlinkat(dirfd(d), de->d_name, 0) == 0)
 			rr_log(RR_LOG_INFO, "removed cached image %s/%s", dir, de->d_name);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * `rerand load`: stage an image through kexec-tools.  The image goes to
- * kexec in a sealed memfd with a fresh 256-bit seed from getrandom() written
- * into its header, so the seed never touches a disk.
+ * `rerand load`: stage an image through kexec-tools, from a sealed memfd.
+ * Under lockdown it uses kexec_file_load and refuses an unsigned image
+ * before kexec runs.  A fresh seed is written into the header in memory only
+ * where nobody else adds a SETUP_RNG_SEED node and no signature covers the
+ * header (the seed rule, lockdown.c), so it never touches a disk.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,10 +21,14 @@
 
 #include "cli.h"
 #include "image.h"
+#include "kexec_run.h"
+#include "lockdown.h"
+#include "pesig.h"
 #include "rng.h"
 #include "util.h"
 
 #define MAX_IMAGE_FILE (512u << 20)
+#define KEXEC_OUT_MAX  16384
 
 static int fill_seed(uint8_t *seed)
 {
@@ -106,27 +112,92 @@ static int make_memfd(const uint8_t *buf, size_t len)
 	return fd;
 }
 
-static int run_kexec(const char *kexec, char **args)
+/* The state files, overridable for tests (documented as such in rerand(1)). */
+static const char *env_or(const char *name, const char *dflt)
 {
-	pid_t pid = fork();
-	int status;
+	const char *v = getenv(name);
+	return v && *v ? v : dflt;
+}
 
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		if (strchr(kexec, '/'))
-			execv(kexec, args);
-		else
-			execvp(kexec, args);
-		fprintf(stderr, "rerand: cannot run %s: %s\n", kexec, strerror(errno));
-		_exit(127);
+/* Refuse what lockdown would refuse, before kexec runs: a kexec_file_load
+ * of an unsigned image fails anyway, and a failed `kexec -p` takes the
+ * loaded crash kernel with it. */
+static int check_lockdown(const char *path, const struct rr_lockdown_state *ld,
+			  const struct rr_pe_sig *sig)
+{
+	if (!ld->locked)
+		return 0;
+	if (!sig->is_signed) {
+		cli_err("%s: not signed, and the kernel is locked down (lockdown: %s, Secure Boot: %s), "
+			"so kexec_file_load accepts only signed images. Sign it with "
+			"'rerand image --sign-key KEY --sign-cert CERT' and, if the certificate is not in "
+			"db or MOK, enroll it with 'mokutil --import CERT' (then reboot and confirm in "
+			"MokManager). Nothing was staged; any kernel staged before is unchanged",
+			path, rr_lockdown_name(ld->lockdown), rr_secureboot_name(ld->secureboot));
+		return -EKEYREJECTED;
 	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -errno;
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	if (sig->nr_signatures > 1) {
+		cli_err("%s: carries %u signatures, and the locked-down kernel's kexec_file_load accepts "
+			"exactly one; sign the image once. Nothing was staged; any kernel staged before is "
+			"unchanged", path, sig->nr_signatures);
+		return -EKEYREJECTED;
+	}
+	return 0;
+}
+
+/* kexec failed: say why in the user's terms, with kexec's own line. */
+static void report_failure(const char *path, const char *kexec, bool file_syscall, bool crash,
+			   int r, const char *out, const struct rr_lockdown_state *ld,
+			   const struct rr_pe_sig *sig)
+{
+	const char *after = crash ? "the kernel drops the loaded crash kernel before it loads a new "
+				    "one: check /sys/kernel/kexec_crash_loaded"
+				  : "any kernel staged before is unchanged";
+	const char *line;
+	size_t n;
+
+	line = file_syscall ? rr_kexec_sig_refusal(out, &n) : NULL;
+	/* EPERM has two causes besides a signature */
+	if (line && strstr(line, strerror(EPERM)) && !kexec_have_cap_sys_boot()) {
+		cli_err("%s: kexec said \"%.*s\": this process lacks CAP_SYS_BOOT (run it as root); %s",
+			path, (int)n, line, after);
+		return;
+	}
+	if (line && strstr(line, strerror(EPERM)) && kexec_disabled()) {
+		cli_err("%s: kexec said \"%.*s\": kexec is disabled until the next boot "
+			"(/proc/sys/kernel/kexec_load_disabled is 1); %s", path, (int)n, line, after);
+		return;
+	}
+	if (line && sig->is_signed &&
+	    (strstr(line, strerror(EBADMSG)) || strstr(line, strerror(ELIBBAD)))) {
+		cli_err("%s: the kernel could not use the image's signature (kexec said \"%.*s\"): the "
+			"signature or the PE header is malformed, or the file changed after it was signed "
+			"by \"%s\". Sign it again with 'rerand image --sign-key KEY --sign-cert CERT' and "
+			"ship it unchanged; %s", path, (int)n, line, sig->subject, after);
+		return;
+	}
+	if (line && sig->is_signed) {
+		cli_err("%s: the kernel refused the image's signature (kexec said \"%.*s\"): it is signed "
+			"by \"%s\" (issuer \"%s\"), a key in none of the keyrings kexec_file_load trusts: "
+			".secondary_trusted_keys, .machine (MOK) and .platform (UEFI db)%s. Enroll the "
+			"signing certificate with 'mokutil --import CERT', or sign with a key the kernel "
+			"trusts%s; %s", path, (int)n, line, sig->subject, sig->issuer,
+			ld->locked ? "" : " (the kernel enforces signatures although it is not locked down)",
+			strstr(line, strerror(EPERM)) ? " (the kernel's log has its own reason: dmesg)" : "",
+			after);
+		return;
+	}
+	if (line) {
+		cli_err("%s: the kernel refused the image (kexec said \"%.*s\"): it is not signed, and "
+			"this kernel's kexec_file_load wants a signature. Sign it with 'rerand image "
+			"--sign-key KEY --sign-cert CERT' and enroll the certificate with 'mokutil --import "
+			"CERT' if it is not in db or MOK; %s", path, (int)n, line, after);
+		return;
+	}
+	line = rr_last_line(out, &n);
+	cli_err("%s: %s %s%s failed (%s %d)%s%.*s%s; %s", path, kexec, file_syscall ? "-s " : "",
+		crash ? "-p" : "-l", r < 0 ? "error" : "exit status", r < 0 ? -r : r,
+		line ? ": \"" : "", line ? (int)n : 0, line ? line : "", line ? "\"" : "", after);
 }
 
 int cmd_load(int argc, char **argv)
@@ -143,9 +214,11 @@ int cmd_load(int argc, char **argv)
 	};
 	const char *initrd = NULL, *append = NULL, *kexec = "kexec";
 	bool reuse = false, crash = false, file_syscall = false;
+	struct rr_lockdown_state ld;
+	struct rr_pe_sig sig;
 	struct rr_image im;
 	struct rr_err e;
-	uint8_t *buf;
+	uint8_t *buf = NULL;
 	size_t len;
 	int c, r, fd;
 
@@ -179,25 +252,46 @@ int cmd_load(int argc, char **argv)
 		cli_err("%s: cannot read the initrd: %s", initrd, strerror(errno));
 		return EXIT_FAILURE_RR;
 	}
-	if (rr_read_file(path, MAX_IMAGE_FILE, &buf, &len, &e) < 0 ||
-	    rr_image_parse(buf, len, path, &im, &e) < 0) {
-		cli_err("%s", e.msg);
+	if (rr_lockdown_probe(env_or("RERAND_LOCKDOWN_FILE", RR_LOCKDOWN_PATH),
+			      env_or("RERAND_SECUREBOOT_FILE", RR_SECUREBOOT_PATH), &ld, &e) < 0) {
+		cli_err("%s; cannot tell whether the kernel is locked down, so nothing was staged", e.msg);
 		return EXIT_FAILURE_RR;
 	}
-	if (crash && check_crash_fit(path, &im, initrd) < 0) {
+	if (rr_read_file(path, MAX_IMAGE_FILE, &buf, &len, &e) < 0 ||
+	    rr_image_parse(buf, len, path, &im, &e) < 0 ||
+	    rr_pe_sig_read(buf, len, path, &sig, &e) < 0) {
+		cli_err("%s", e.msg);
+		free(buf);
+		return EXIT_FAILURE_RR;
+	}
+	/* kexec_load is refused under lockdown: kexec_file_load by itself */
+	if (ld.locked)
+		file_syscall = true;
+	if (check_lockdown(path, &ld, &sig) < 0 || (crash && check_crash_fit(path, &im, initrd) < 0)) {
 		free(buf);
 		return EXIT_FAILURE_RR;
 	}
 	if (append && (!strncmp(append, "nokaslr", 7) || strstr(append, " nokaslr")))
 		cli_err("warning: nokaslr on the command line: the next boot will not be randomized");
 
+	struct rr_seed_in si = { .file_syscall = file_syscall, .signed_image = sig.is_signed,
+				 .crng_ready = kexec_crng_ready() };
+	kexec_running_release(si.kernel);
+	if (file_syscall)
+		si.kexec_tools[0] = si.kexec_tools[1] = si.kexec_tools[2] = -1;
+	else
+		kexec_tools_version(kexec, si.kexec_tools);
+	enum rr_seed_source src = rr_seed_source(&si);
 	uint8_t *seed = buf + im.header_file_offset + offsetof(struct rerand_image_header, seed);
-	r = fill_seed(seed);
-	if (r < 0) {
+	if (src == RR_SEED_PATCH && (r = fill_seed(seed)) < 0) {
 		cli_err("getrandom failed: %s", strerror(-r));
 		free(buf);
 		return EXIT_FAILURE_RR;
 	}
+	if (src == RR_SEED_NONE)
+		cli_err("warning: %s is signed and staged unchanged, and this kernel adds no "
+			"SETUP_RNG_SEED to a kexec_file_load (Linux >= 6.0 with a ready CRNG does): the "
+			"stage draws from RDSEED, RDRAND and RDTSC only", path);
 	fd = make_memfd(buf, len);
 	rr_memzero_explicit(seed, RERAND_SEED_SIZE);
 	free(buf);
@@ -236,17 +330,21 @@ int cmd_load(int argc, char **argv)
 		args[n++] = "--reuse-cmdline";
 	args[n] = NULL;
 
-	r = run_kexec(kexec, args);
-	close(fd);
-	free(append_arg);
-	if (r != 0) {
-		/* kexec_load replaces a normal image only on success, but the
-		 * kernel drops the old crash image before loading a new one. */
-		cli_err("%s: %s %s%s failed (%s %d); %s", path, kexec, file_syscall ? "-s " : "",
-			crash ? "-p" : "-l", r < 0 ? "error" : "exit status", r < 0 ? -r : r,
-			crash ? "check /sys/kernel/kexec_crash_loaded: the previous crash kernel may be gone"
-			      : "any kernel staged before is unchanged");
+	char *out = malloc(KEXEC_OUT_MAX);
+	if (!out) {
+		cli_err("out of memory");
+		close(fd);
+		free(append_arg);
 		return EXIT_FAILURE_RR;
 	}
-	return 0;
+	r = kexec_run_capture(kexec, args, STDERR_FILENO, out, KEXEC_OUT_MAX);
+	close(fd);
+	free(append_arg);
+	fputs(out, stderr);              /* kexec's own words, as they came */
+	if (*out && out[strlen(out) - 1] != '\n')
+		fputc('\n', stderr);
+	if (r != 0)
+		report_failure(path, kexec, file_syscall, crash, r, out, &ld, &sig);
+	free(out);
+	return r == 0 ? 0 : EXIT_FAILURE_RR;
 }

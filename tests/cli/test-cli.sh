@@ -82,6 +82,8 @@ if [ -n "$K" ]; then
 	cat >"$tmp/fake-kexec" <<'EOS'
 #!/bin/bash
 # Stand-in for kexec-tools: records its arguments and the image it was given.
+# An old version by default, so that kexec_load gets the seed in the header.
+if [ "$1" = --version ]; then echo "kexec-tools ${FAKE_KEXEC_VERSION:-2.0.24}"; exit 0; fi
 out=$FAKE_KEXEC_DIR/call.$$
 printf '%s\n' "$@" >"$out.args"
 for a in "$@"; do case $a in /proc/self/fd/*) cat "$a" >"$out.image";; esac; done
@@ -93,7 +95,10 @@ EOS
 	echo initrd >"$tmp/initrd"
 	"$R" load "$img" --initrd "$tmp/initrd" --append "console=ttyS0 quiet" --kexec "$tmp/fake-kexec"
 	check "load runs kexec -l with the image from a memfd" bash -c "grep -qx -- -l $tmp/calls/*.args && grep -q '^/proc/self/fd/' $tmp/calls/*.args && grep -qx -- '--initrd=$tmp/initrd' $tmp/calls/*.args && grep -qx -- '--append=console=ttyS0 quiet' $tmp/calls/*.args"
-	"$R" load "$img" --file-syscall --reuse-cmdline --kexec "$tmp/fake-kexec"
+	# kexec_file_load: on Linux >= 6.0 the kernel adds the seed (checked in
+	# test-load-lockdown.sh); its copy is kept apart from the two below
+	mkdir -p "$tmp/calls-s"
+	FAKE_KEXEC_DIR=$tmp/calls-s "$R" load "$img" --file-syscall --reuse-cmdline --kexec "$tmp/fake-kexec"
 	echo 268435456 >"$tmp/crash_size"
 	RERAND_KEXEC_CRASH_SIZE_FILE=$tmp/crash_size "$R" load "$img" --crash --kexec "$tmp/fake-kexec"
 	echo 33554432 >"$tmp/crash_small"
@@ -105,8 +110,8 @@ EOS
 	RERAND_KEXEC_CRASH_SIZE_FILE=$tmp/crash_none "$R" load "$img" --crash --kexec "$tmp/fake-kexec" 2>"$tmp/stderr"
 	rc=$?
 	check "no crash region: refused, says crashkernel=" bash -c "[ $rc -ne 0 ] && grep -q 'crashkernel=' '$tmp/stderr'"
-	check "--file-syscall adds -s, --crash uses -p" bash -c "grep -lx -- -s $tmp/calls/*.args | xargs grep -qx -- --reuse-cmdline && grep -qx -- -p $tmp/calls/*.args"
-	check "three staged copies, each a full image" test "$(ls $tmp/calls/*.image | wc -l)" -eq 3
+	check "--file-syscall adds -s, --crash uses -p" bash -c "grep -lx -- -s $tmp/calls-s/*.args | xargs grep -qx -- --reuse-cmdline && grep -qx -- -p $tmp/calls/*.args"
+	check "two staged copies through kexec_load, each a full image" test "$(ls $tmp/calls/*.image | wc -l)" -eq 2
 	python3 - "$img" $tmp/calls/*.image <<'EOP'
 import sys, struct
 ref = open(sys.argv[1], 'rb').read()

@@ -166,12 +166,15 @@ crash_check_panic() {
 	case "$ver" in "rc=0 "*) ;; *) bad+=" verify ${ver%% *}" ;; esac
 	grep -Eq '"randomized":true' <<<"$ver" || bad+=" not randomized"
 	grep -Eq '"crash":true' <<<"$ver" || bad+=" status crash=false"
-	# rerand load --crash writes a fresh seed; plain kexec -p cannot.
+	# rerand load --crash gives every load a fresh seed: kexec-tools >= 2.0.25
+	# (kexec_load) or the kernel >= 6.0 (kexec_file_load) adds a
+	# SETUP_RNG_SEED node (kernel-seed), else rerand load writes one into the
+	# header (seed); docs/secure-boot.md, "The seed".
 	local loader srcs
 	loader=$(crash_field "$(crash_line "$log" E2E-PANIC)" loader)
 	srcs=$(grep -o '"sources":"[^"]*"' <<<"$ver" | cut -d'"' -f4)
 	if [ "$loader" = rerand ]; then
-		case "+$srcs+" in *+seed+*) ;; *) bad+=" sources '$srcs' without the staging seed" ;; esac
+		case "+$srcs+" in *+seed+*|*+kernel-seed+*) ;; *) bad+=" sources '$srcs' without a per-load seed (seed or kernel-seed)" ;; esac
 	fi
 	# (_text at the default base is no failure: virtual slot 0 is a fair
 	# draw; the kernel still expects KASLR_FLAG, as the decompressor sets it.)

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Running kexec-tools with one of its outputs captured, and the small facts
+ * `rerand load` asks of the system (see kexec_run.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kexec_run.h"
+#include "kernel.h"
+#include "lockdown.h"
+
+#define CAP_SYS_BOOT_BIT 22
+
+int kexec_run_capture(const char *kexec, char *const args[], int which, char *out,
+		      size_t out_len)
+{
+	int pfd[2], status;
+	size_t used = 0;
+	pid_t pid;
+
+	if (!out_len)
+		return -EINVAL;
+	out[0] = 0;
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		int r = -errno;
+		close(pfd[0]);
+		close(pfd[1]);
+		return r;
+	}
+	if (pid == 0) {
+		if (dup2(pfd[1], which) < 0)
+			_exit(126);
+		if (which == STDOUT_FILENO) {
+			int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+			if (null >= 0)
+				dup2(null, STDERR_FILENO);
+		}
+		if (strchr(kexec, '/'))
+			execv(kexec, args);
+		else
+			execvp(kexec, args);
+		dprintf(which, "rerand: cannot run %s: %s\n", kexec, strerror(errno));
+		_exit(127);
+	}
+	close(pfd[1]);
+	for (;;) {
+		char buf[1024];
+		ssize_t n = read(pfd[0], buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		/* keep the tail: kexec's verdict comes last */
+		if ((size_t)n >= out_len - 1) {
+			memcpy(out, buf + (size_t)n - (out_len - 1), out_len - 1);
+			used = out_len - 1;
+		} else {
+			if (used + (size_t)n > out_len - 1) {
+				size_t drop = used + (size_t)n - (out_len - 1);
+				memmove(out, out + drop, used - drop);
+				used -= drop;
+			}
+			memcpy(out + used, buf, (size_t)n);
+			used += (size_t)n;
+		}
+		out[used] = 0;
+	}
+	close(pfd[0]);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+void kexec_tools_version(const char *kexec, int ret[3])
+{
+	char out[256], *args[] = { (char *)kexec, "--version", NULL };
+
+	ret[0] = ret[1] = ret[2] = -1;
+	if (kexec_run_capture(kexec, args, STDOUT_FILENO, out, sizeof(out)) == 0)
+		(void)rr_parse_kexec_version(out, ret);
+}
+
+void kexec_running_release(int ret[2])
+{
+	struct utsname u;
+
+	ret[0] = ret[1] = -1;
+	if (uname(&u) == 0)
+		(void)rr_parse_release(u.release, ret);
+}
+
+bool kexec_crng_ready(void)
+{
+	unsigned char b;
+	ssize_t n;
+
+	do
+		n = getrandom(&b, 1, GRND_NONBLOCK);
+	while (n < 0 && errno == EINTR);
+	return n == 1;
+}
+
+bool kexec_disabled(void)
+{
+	uint8_t *buf;
+	size_t len;
+	bool off;
+
+	if (rr_read_file("/proc/sys/kernel/kexec_load_disabled", 64, &buf, &len, NULL) < 0)
+		return false;
+	off = len >= 1 && buf[0] == '1';
+	free(buf);
+	return off;
+}
+
+bool kexec_have_cap_sys_boot(void)
+{
+	uint8_t *buf;
+	size_t len;
+	bool have = false;
+
+	if (rr_read_file("/proc/self/status", 1 << 16, &buf, &len, NULL) < 0)
+		return false;
+	for (size_t i = 0; i + 8 < len; i++)
+		if ((i == 0 || buf[i - 1] == '\n') && !memcmp(buf + i, "CapEff:\t", 8)) {
+			char hex[32];
+			size_t j = 0;
+			for (i += 8; i < len && j < sizeof(hex) - 1 && buf[i] != '\n'; i++)
+				hex[j++] = (char)buf[i];
+			hex[j] = 0;
+			have = (strtoull(hex, NULL, 16) >> CAP_SYS_BOOT_BIT) & 1;
+			break;
+		}
+	free(buf);
+	return have;
+}

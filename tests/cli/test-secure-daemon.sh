@@ -1,0 +1,213 @@
+#!/bin/bash
+# rerandd under lockdown, host side: real build/rerandd and build/rerand,
+# lockdown and SecureBoot from fixture files ([Paths] Lockdown=, SecureBoot=),
+# kexec-tools REPLACED by a stand-in that only records what it was given
+# (nothing is ever loaded on this machine).  Checks: with no signed image
+# rerandd is blocked with the reason, logged once, and never tries an
+# unsigned image; a pre-signed <release>.img is staged byte for byte with
+# kexec -s; SignKey= signs on the machine; a pre-signed image of another
+# release is refused; status and metrics show Secure Boot, lockdown and the
+# signer.  The real thing runs in the Secure Boot guest (sb-e2e).
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d /tmp/rerand-secd.XXXXXX)
+R=$top/build/rerand
+RERANDD=$top/build/rerandd
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+nok() { n=$((n + 1)); echo "not ok $n - $*"; }
+check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
+bail() { nok "$*"; echo "1..$n"; exit 1; }
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	sleep 0.2
+	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	[ -n "${KEEP:-}" ] || rm -rf "$tmp"
+}
+trap cleanup EXIT
+wait_for() {
+	local until=$(($(date +%s%3N) + $1 * 1000)); shift
+	while [ "$(date +%s%3N)" -le "$until" ]; do
+		"$@" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
+kdir=${RERAND_KERNELS:-$top/../shared/kernels}
+KERNEL=$kdir/vmlinuz-6.1.0-57-cloud-amd64
+OTHER=$kdir/vmlinuz-6.12.118+deb12-cloud-amd64
+REL=6.1.0-57-cloud-amd64
+[ -r "$KERNEL" ] && [ -r "$OTHER" ] || bail "$KERNEL, $OTHER: kernels to stage are needed"
+openssl req -x509 -newkey rsa:2048 -nodes -subj "/CN=rerand fleet db/O=rerand tests" -days 30 \
+	-keyout "$tmp/db.key" -out "$tmp/db.crt" 2>/dev/null || bail "openssl req"
+SUBJECT="O=rerand tests,CN=rerand fleet db"
+# the build host's work: one signed image per kernel release
+"$R" image "$KERNEL" -o "$tmp/presigned.img" --sign-key "$tmp/db.key" --sign-cert "$tmp/db.crt" \
+	2>"$tmp/sign.err" || bail "rerand image --sign-key: $(cat "$tmp/sign.err")"
+"$R" image "$OTHER" -o "$tmp/other.img" --sign-key "$tmp/db.key" --sign-cert "$tmp/db.crt" \
+	2>"$tmp/sign.err" || bail "rerand image --sign-key: $(cat "$tmp/sign.err")"
+
+cat >"$tmp/fake-kexec" <<'EOF'
+#!/bin/sh
+# STAND-IN for kexec-tools (test-secure-daemon.sh): records, loads nothing.
+[ "$1" = --version ] && { echo "kexec-tools 2.0.25"; exit 0; }
+d=$(dirname "$(dirname "$0")")
+for a in "$@"; do
+	printf '%s\n' "$a"
+	case $a in /proc/self/fd/*) cat "$a" >"$d/staged.img" ;; esac
+done >"$d/kexec-args.$$"
+printf '%s\n' "$*" >>"$d/kexec.log"
+exit 0
+EOF
+chmod +x "$tmp/fake-kexec"
+cat >"$tmp/no-reboot" <<'EOF'
+#!/bin/sh
+echo REBOOT >>"$1/reboot-called"
+exit 1
+EOF
+chmod +x "$tmp/no-reboot"
+
+# inst ID [extra [Stage] lines]: an instance locked down by its fixtures
+inst() {
+	local id=$1 extra=${2:-} hd=$tmp/$1
+	mkdir -p "$hd/state/images" "$hd/run" "$hd/boot" "$hd/conf.d" "$hd/bin" "$hd/pre" "$hd/post" "$hd/signed"
+	cp "$tmp/fake-kexec" "$hd/bin/kexec"
+	cat /proc/sys/kernel/random/uuid >"$hd/boot_id"
+	echo "btime $(date +%s)" >"$hd/stat"
+	echo 0 >"$hd/tainted"
+	echo 0 >"$hd/crash_size"
+	echo 0 >"$hd/crash_loaded"
+	echo "root=/dev/vda1 ro console=ttyS0" >"$hd/cmdline"
+	printf 'none [integrity] confidentiality\n' >"$hd/lockdown"
+	printf '\x06\x00\x00\x00\x01' >"$hd/SecureBoot"
+	mkfifo "$hd/uevents"
+	cat >"$hd/rerand.conf" <<EOF
+[Daemon]
+StateDirectory=$hd/state
+RuntimeDirectory=$hd/run
+MetricsFile=$hd/run/rerand.prom
+RerandBinary=$R
+KexecBinary=$hd/bin/kexec
+CheckInterval=1s
+
+[Paths]
+Boot=$hd/boot
+ProcCmdline=$hd/cmdline
+SetupData=$hd/no-setup-data
+Kmsg=$hd/no-kmsg
+Tainted=$hd/tainted
+BootId=$hd/boot_id
+ProcStat=$hd/stat
+PreRebootDirectory=$hd/pre
+PostBootDirectory=$hd/post
+KexecCrashSize=$hd/crash_size
+KexecCrashLoaded=$hd/crash_loaded
+ProcVmcore=$hd/no-vmcore
+Uevents=$hd/uevents
+Lockdown=$hd/lockdown
+SecureBoot=$hd/SecureBoot
+
+[Stage]
+Kernel=$KERNEL
+Initrd=none
+CommandLine=console=ttyS0 quiet
+SignedImageDirectory=$hd/signed
+$extra
+
+[Policy]
+MaxLayoutAge=30d
+Jitter=0
+HonorInhibitors=no
+
+[Reboot]
+Method=command
+RebootCommand=$tmp/no-reboot $hd
+EOF
+}
+run() { "$RERANDD" --config "$tmp/$1/rerand.conf" --config-dir "$tmp/$1/conf.d" >>"$tmp/$1/log" 2>&1 & pids+=($!); echo $! >"$tmp/$1/pid"; }
+st() { RERAND_CONTROL_SOCKET=$tmp/$1/run/control "$R" status ${2:-}; }
+status_has() { st "$1" 2>/dev/null | grep -qF -- "$2"; }
+staged() { status_has "$1" "staged:            yes"; }
+
+inst blocked
+inst presigned
+cp "$tmp/presigned.img" "$tmp/presigned/signed/$REL.img"
+inst signhere "SignKey=$tmp/db.key
+SignCert=$tmp/db.crt"
+inst wrongrel
+cp "$tmp/other.img" "$tmp/wrongrel/signed/$REL.img"
+inst late
+for id in blocked presigned signhere wrongrel late; do run "$id"; done
+for id in blocked presigned signhere wrongrel late; do
+	wait_for 30 test -S "$tmp/$id/run/control" || bail "$id: rerandd did not come up: $(tail -3 "$tmp/$id/log")"
+done
+
+# ---- nothing signed: blocked with the reason ---------------------------------------------
+wait_for 20 status_has blocked "stage error:"
+sleep 4                         # several CheckInterval=1s evaluations
+reason="the kernel is locked down (lockdown: integrity, Secure Boot: on) and there is no signed image of $KERNEL for release $REL: put one at $tmp/blocked/signed/$REL.img (made with 'rerand image --sign-key KEY --sign-cert CERT' on a build host), or set SignKey= and SignCert= in [Stage] (signing on this machine weakens lockdown); see docs/secure-boot.md"
+echo "# blocked: $(st blocked | grep '^stage error:')"
+check "no signed image: status gives the reason" status_has blocked "stage error:       $reason"
+check "no signed image: not staged; json says locked down, Secure Boot on, integrity" \
+	eval 'status_has blocked "staged:            no" && st blocked --json | python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(not (d[\"staged\"] is False and d[\"locked_down\"] is True and d[\"secure_boot\"]==\"on\" and d[\"lockdown\"]==\"integrity\"))"'
+check "no signed image: the reason is logged once, not at every check ($(grep -c 'staging failed' "$tmp/blocked/log") lines)" \
+	test "$(grep -cF "staging failed: $reason" "$tmp/blocked/log")" = 1
+check "no signed image: kexec never ran, no unsigned image was built or tried" \
+	eval 'test ! -e "$tmp/blocked/kexec.log" && test -z "$(ls "$tmp/blocked/state/images")"'
+check "no signed image: status shows Secure Boot on, lockdown integrity" \
+	status_has blocked "secure boot:       on, lockdown integrity (signed images only)"
+check "no signed image: metrics say locked down, nothing signed staged" \
+	eval 'grep -qx "rerand_locked_down 1" "$tmp/blocked/run/rerand.prom" && grep -qx "rerand_staged_image_signed 0" "$tmp/blocked/run/rerand.prom" && grep -qx "rerand_secure_boot_info{state=\"on\"} 1" "$tmp/blocked/run/rerand.prom"'
+
+# a reload that gives it a key ends the block at once (not at the next retry)
+printf '[Stage]\nSignKey=%s\nSignCert=%s\n' "$tmp/db.key" "$tmp/db.crt" >"$tmp/blocked/conf.d/key.conf"
+kill -HUP "$(cat "$tmp/blocked/pid")"
+check "blocked, then SignKey= by a reload: staged within 30 s, signed here" \
+	eval 'wait_for 30 staged blocked && status_has blocked "staged image:      signed-here, signed by \"$SUBJECT\"" && ! status_has blocked "stage error:"'
+
+# ---- a pre-signed image: staged byte for byte through kexec_file_load ------------------------
+wait_for 30 staged presigned
+check "pre-signed: staged, status names the source and the signer" \
+	status_has presigned "staged image:      pre-signed, signed by \"$SUBJECT\""
+check "pre-signed: kexec -s -l (kexec_file_load by itself)" \
+	eval 'grep -qx -- -s "$tmp"/presigned/kexec-args.* && grep -qx -- -l "$tmp"/presigned/kexec-args.*'
+check "pre-signed: the staged bytes are the signed file's, unchanged" cmp -s "$tmp/presigned.img" "$tmp/presigned/staged.img"
+check "pre-signed: nothing built in the cache" test -z "$(ls "$tmp/presigned/state/images")"
+check "pre-signed: metrics carry the signer" \
+	grep -qxF "rerand_staged_image_info{source=\"pre-signed\",signer=\"$SUBJECT\"} 1" "$tmp/presigned/run/rerand.prom"
+check "pre-signed: the log names the image and the signer" \
+	grep -qF "pre-signed image $tmp/presigned/signed/$REL.img signed by \"$SUBJECT\"" "$tmp/presigned/log"
+check "pre-signed: status json signer and image_source" \
+	eval 'st presigned --json | python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(not (d[\"signer\"]==\"$SUBJECT\" and d[\"image_source\"]==\"pre-signed\"))"'
+
+# ---- signing on the machine (SignKey=) -----------------------------------------------------------
+wait_for 60 staged signhere
+check "SignKey=: signed here, cached as <sha>.signed.img, staged with -s" \
+	eval 'status_has signhere "staged image:      signed-here, signed by \"$SUBJECT\"" &&
+	      ls "$tmp"/signhere/state/images/*.signed.img >/dev/null && grep -qx -- -s "$tmp"/signhere/kexec-args.*'
+check "SignKey=: the staged bytes are the cached signed image's" \
+	eval 'cmp -s "$tmp"/signhere/state/images/*.signed.img "$tmp/signhere/staged.img"'
+
+# ---- a pre-signed image of another release ----------------------------------------------------------
+wait_for 20 status_has wrongrel "stage error:"
+check "another release's image: refused, nothing staged: $(st wrongrel | grep '^stage error:' | cut -c1-160)..." \
+	eval 'status_has wrongrel "stage error:       $tmp/wrongrel/signed/$REL.img: an image of release \"6.12.118+deb12-cloud-amd64\", not of $KERNEL'"'"'s $REL" &&
+	      test ! -e "$tmp/wrongrel/kexec.log"'
+
+# ---- the signed image arrives after the kernel (shipped separately) -------------------------
+wait_for 20 status_has late "stage error:"
+cp "$tmp/presigned.img" "$tmp/late/$REL.img.part" && mv "$tmp/late/$REL.img.part" "$tmp/late/signed/$REL.img"
+t0=$(date +%s%3N)
+wait_for 20 staged late
+t1=$(date +%s%3N)
+check "a signed image dropped into SignedImageDirectory= is staged at once ($((t1 - t0)) ms), not at the 5-minute retry" \
+	eval 'staged late && status_has late "staged image:      pre-signed, signed by \"$SUBJECT\"" && [ $((t1 - t0)) -lt 15000 ]'
+
+check "no instance ever asked for a reboot" eval '! ls "$tmp"/*/reboot-called >/dev/null 2>&1'
+check "no 0x number in any status or log" eval '! { for i in blocked presigned signhere wrongrel late; do st $i; st $i --json; cat "$tmp/$i/log"; done; } | grep -qi "0x"'
+echo "1..$n"
