@@ -79,7 +79,7 @@ FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	$(CPPFLAGS) $(LIB_CFLAGS)
 
-.PHONY: FORCE vm histogram all deps check check-unit check-fuzz check-e2e check-long demo fuzz bench install clean
+.PHONY: FORCE vm histogram all deps kernels check check-unit check-fuzz check-e2e check-long demo fuzz bench install clean
 all: $(RERAND) $(STAGE_BIN) $(RERANDD)
 
 $(O)/host/%.o: %.c
@@ -148,7 +148,7 @@ $(O)/host/daemon/%.o: HOST_CFLAGS += $(DAEMON_CFLAGS)
 $(O)/tests/%: tests/unit/%.c $(LIBRERAND) $(LIBDAEMON) tests/unit/test.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(CPPFLAGS) -Itests/unit -Idaemon $(HOST_CFLAGS) $(DAEMON_CFLAGS) -o $@ $< \
+	$(Q)$(CC) $(CPPFLAGS) -Itests/unit -Idaemon -DT_TOP='"$(CURDIR)"' $(HOST_CFLAGS) $(DAEMON_CFLAGS) -o $@ $< \
 		$(LIBDAEMON) $(LIBRERAND) $(DAEMON_LIBS) $(LIB_LIBS)
 
 # Fuzzers link the real parsers, compiled once with the sanitizers
@@ -170,6 +170,11 @@ $(O)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJS)
 
 deps:
 	$(Q)scripts/deps.sh check
+
+# The test kernels: ../shared/kernels, or Debian's packages fetched once into
+# ~/.cache/rerand-e2e (scripts/kernels.sh); `make check` does this itself.
+kernels:
+	$(Q)scripts/kernels.sh
 
 check: deps all $(UNIT_BINS) $(FUZZ_BINS)
 	$(Q)scripts/run-check.sh short

@@ -1,17 +1,34 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
-# Fetch a Debian cloud kernel for `make demo` when no test kernel is at hand:
-# resolve linux-image-cloud-amd64 to its versioned package, download it with
-# apt-get into build/kernel-cache, extract it, and print the vmlinuz path.
+# Fetch one Debian kernel package and print the path of its vmlinuz (its
+# config-VERSION beside it), for `make demo`, `make vm` and, through
+# scripts/kernels.sh, `make check` on a machine without ../shared.
+#
+#   scripts/fetch-kernel.sh [PACKAGE]     (default linux-image-cloud-amd64)
+#
+# PACKAGE is a meta-package (resolved with apt-cache to the versioned
+# linux-image-* it depends on) or a versioned package.  `apt-get download`
+# checks the .deb against the archive's signed index (Release signature ->
+# Packages hash), dpkg-deb extracts ./boot only.  Cached, keyed by package and
+# version, in $RERAND_KERNEL_CACHE (default ~/.cache/rerand-e2e/kernels), so
+# that `make clean` and fresh clones on the same machine reuse it; a cached
+# copy is checked against the SHA256SUMS written when it was extracted.
 set -eu
-top=$(cd "$(dirname "$0")/.." && pwd)
 meta=${1:-linux-image-cloud-amd64}
-cache="$top/build/kernel-cache"
-mkdir -p "$cache"
+cache=${RERAND_KERNEL_CACHE:-${XDG_CACHE_HOME:-${HOME:-/var/tmp}/.cache}/rerand-e2e/kernels}
+die() { echo "fetch-kernel: $*" >&2; exit 1; }
 
+# A meta-package (linux-image-cloud-amd64, linux-image-6.12-cloud-amd64)
+# depends on the versioned package; a versioned one depends on none.
 resolve() {
-	apt-cache depends "$meta" 2>/dev/null |
-		sed -n 's/^ *Depends: *\(linux-image-[0-9][^ ]*\).*/\1/p' | head -n1
+	local dep
+	dep=$(apt-cache depends "$meta" 2>/dev/null |
+		sed -n 's/^ *Depends: *\(linux-image-[0-9][^ ]*\).*/\1/p' | head -n1)
+	if [ -n "$dep" ]; then
+		echo "$dep"
+	elif apt-cache show --no-all-versions "$meta" >/dev/null 2>&1; then
+		echo "$meta"
+	fi
 }
 
 pkg=$(resolve)
@@ -20,23 +37,37 @@ if [ -z "$pkg" ]; then
 	apt-get update -qq >&2 || true
 	pkg=$(resolve)
 fi
-[ -n "$pkg" ] || { echo "fetch-kernel: cannot resolve $meta to a kernel package" >&2; exit 1; }
+[ -n "$pkg" ] || die "cannot resolve $meta to a kernel package (apt-cache policy $meta)"
+ver=$(apt-cache show --no-all-versions "$pkg" 2>/dev/null | sed -n 's/^Version: *//p' | head -n1)
+[ -n "$ver" ] || die "$pkg: apt-cache shows no candidate version"
 
-dir="$cache/$pkg"
-found=$(ls "$dir"/boot/vmlinuz-* 2>/dev/null | head -n1 || true)
-if [ -z "$found" ]; then
-	echo "fetch-kernel: downloading $pkg" >&2
-	(cd "$cache" && rm -f "$pkg"_*.deb && apt-get download "$pkg" >&2) ||
-		{ echo "fetch-kernel: apt-get download $pkg failed" >&2; exit 1; }
-	deb=$(ls "$cache/$pkg"_*.deb | head -n1)
-	rm -rf "$dir.tmp"
-	dpkg-deb -x "$deb" "$dir.tmp" ||
-		{ echo "fetch-kernel: $deb: dpkg-deb -x failed" >&2; exit 1; }
-	# Only the kernel is wanted: drop the modules and the package.
-	find "$dir.tmp" -mindepth 1 -maxdepth 1 ! -name boot -exec rm -rf {} +
-	rm -f "$deb"
-	rm -rf "$dir" && mv "$dir.tmp" "$dir"
-	found=$(ls "$dir"/boot/vmlinuz-* 2>/dev/null | head -n1 || true)
-	[ -n "$found" ] || { echo "fetch-kernel: $deb holds no boot/vmlinuz-*" >&2; exit 1; }
+mkdir -p "$cache"
+dir="$cache/${pkg}_${ver//:/%3a}"
+# One fetch at a time per cache, whoever runs it (parallel suites, clones).
+exec 9>"$cache/.lock"
+flock 9
+
+if [ -s "$dir/SHA256SUMS" ] && (cd "$dir" && sha256sum --quiet -c SHA256SUMS >/dev/null 2>&1); then
+	ls "$dir"/vmlinuz-* | head -n1
+	exit 0
 fi
-echo "$found"
+[ -e "$dir" ] && echo "fetch-kernel: $dir: cached copy incomplete or changed: fetching again" >&2
+
+tmp=$(mktemp -d "$cache/fetch.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+echo "fetch-kernel: downloading $pkg $ver (apt-get download, checked against the archive's signed hashes)" >&2
+(cd "$tmp" && apt-get download -q "$pkg=$ver" >&2 2>"$tmp/apt.err") ||
+	{ cat "$tmp/apt.err" >&2; die "apt-get download $pkg=$ver failed"; }
+deb=$(ls "$tmp"/*.deb 2>/dev/null | head -n1)
+[ -n "$deb" ] || die "apt-get download $pkg=$ver left no .deb"
+got=$(dpkg-deb -f "$deb" Package Version | tr '\n' ' ')
+[ "$got" = "Package: $pkg Version: $ver " ] || die "$deb: holds '$got', want $pkg $ver"
+mkdir "$tmp/x"
+dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp/x" --wildcards './boot/vmlinuz-*' './boot/config-*' ||
+	die "$deb: cannot extract ./boot/vmlinuz-* and ./boot/config-*"
+mkdir "$tmp/out"
+mv "$tmp"/x/boot/vmlinuz-* "$tmp"/x/boot/config-* "$tmp/out/" || die "$deb: no vmlinuz or config in ./boot"
+(cd "$tmp/out" && sha256sum vmlinuz-* config-* >SHA256SUMS)
+printf '%s %s %s\n' "$pkg" "$ver" "$(sha256sum "$deb" | cut -c1-64)" >"$tmp/out/PACKAGE"
+rm -rf "$dir" && mv "$tmp/out" "$dir"
+ls "$dir"/vmlinuz-* | head -n1

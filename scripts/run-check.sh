@@ -1,8 +1,11 @@
 #!/bin/bash
 # The test driver behind `make check` (short) and `make check-long` (long).
 # Each unit-test binary speaks TAP; each "ok"/"not ok" line counts as one
-# test.  Fuzz corpus replays and end-to-end runs count one test each.
-# Ends with the line "N passed, N failed" and exits non-zero on any failure.
+# test, an "ok ... # SKIP" line as a skip (never a pass).  Fuzz corpus
+# replays and end-to-end runs count one test each.  A missing prerequisite
+# (a tool, a kernel) is the suite's "not ok", never a skip.
+# Ends with the line "N passed, N failed, N skipped" and exits non-zero on
+# any failure.
 set -u
 mode=${1:-short}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,16 +13,22 @@ cd "$top"
 O=build
 pass=0
 fail=0
+skip=0
 failed_names=()
+skipped_names=()
 
-kernels_dir=""
-if [ -d ../shared/kernels ]; then
-	kernels_dir=$(cd ../shared/kernels && pwd)
-	if ! (cd "$kernels_dir" && sha256sum --quiet -c SHA256SUMS); then
-		echo "not ok - ../shared/kernels: SHA256SUMS does not match" >&2
-		fail=$((fail + 1)); failed_names+=("shared kernels checksum")
-		kernels_dir=""
-	fi
+# The kernels every suite uses: ../shared/kernels (checked against its
+# SHA256SUMS) or, on a machine without it, Debian's kernel packages fetched
+# once into ~/.cache/rerand-e2e (scripts/kernels.sh).  Without kernels the
+# suites that need them fail, each with its own "not ok".
+echo "# --- kernels"
+if kernels_dir=$(scripts/kernels.sh); then
+	echo "ok - kernels: $kernels_dir: $(cd "$kernels_dir" && ls vmlinuz-* | tr '\n' ' ')"
+	pass=$((pass + 1))
+else
+	echo "not ok - kernels: none (scripts/kernels.sh failed)"
+	fail=$((fail + 1)); failed_names+=("kernels")
+	kernels_dir=""
 fi
 export RERAND_KERNELS="$kernels_dir"
 export RERAND_MODE="$mode"
@@ -33,18 +42,23 @@ count_tap() {
 	"$@" >"$log" 2>&1
 	local rc=$?
 	cat "$log"
-	local ok notok
-	ok=$(grep -c '^ok ' "$log")
+	local ok notok skipped
+	# TAP: the SKIP directive is case-insensitive; a "not ok" stays a
+	# failure whatever its directive says.
+	skipped=$(grep -ciE '^ok [^#]*#[[:space:]]*skip' "$log")
+	ok=$(( $(grep -c '^ok ' "$log") - skipped ))
 	notok=$(grep -c '^not ok ' "$log")
 	rm -f "$log"
 	pass=$((pass + ok))
 	fail=$((fail + notok))
+	skip=$((skip + skipped))
 	if [ "$notok" -gt 0 ]; then failed_names+=("$name"); fi
+	if [ "$skipped" -gt 0 ]; then skipped_names+=("$name ($skipped)"); fi
 	if [ "$rc" -ne 0 ] && [ "$notok" -eq 0 ]; then
 		echo "not ok - $name exited with status $rc"
 		fail=$((fail + 1)); failed_names+=("$name (exit $rc)")
 	fi
-	if [ "$ok" -eq 0 ] && [ "$notok" -eq 0 ] && [ "$rc" -eq 0 ]; then
+	if [ "$ok" -eq 0 ] && [ "$notok" -eq 0 ] && [ "$skipped" -eq 0 ] && [ "$rc" -eq 0 ]; then
 		echo "not ok - $name ran no test"
 		fail=$((fail + 1)); failed_names+=("$name (no test)")
 	fi
@@ -70,9 +84,13 @@ for t in tests/e2e/check-*.sh; do
 	count_tap "e2e $(basename "$t")" "$t" "$mode"
 done
 
+if [ ${#skipped_names[@]} -gt 0 ]; then
+	echo "# skipped:"
+	printf '#   %s\n' "${skipped_names[@]}"
+fi
 if [ ${#failed_names[@]} -gt 0 ]; then
 	echo "# failed:"
 	printf '#   %s\n' "${failed_names[@]}"
 fi
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

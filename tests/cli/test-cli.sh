@@ -6,7 +6,9 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 R=$top/build/rerand
-K=${RERAND_KERNELS:-}
+# The kernels: RERAND_KERNELS (run-check sets it), ../shared/kernels, or
+# Debian's packages fetched once (scripts/kernels.sh); none is a failure.
+K=$("$top/scripts/kernels.sh" 2>"${TMPDIR:-/tmp}/test-cli.kernels.$$") || K=""
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0
@@ -29,6 +31,11 @@ expect_fail() {
 	fi
 }
 
+if [ -z "$K" ]; then
+	nok "kernels to read: scripts/kernels.sh: $(tail -n1 "${TMPDIR:-/tmp}/test-cli.kernels.$$")"
+fi
+rm -f "${TMPDIR:-/tmp}/test-cli.kernels.$$"
+
 check "--help exits 0 and lists the commands" bash -c "'$R' --help | grep -q 'image KERNEL'"
 "$R" frobnicate 2>/dev/null; check "unknown command exits 2" test $? -eq 2
 
@@ -38,14 +45,15 @@ expect_fail "random bytes refused" "$tmp/random.bin" "not a kernel" image "$tmp/
 expect_fail "missing file refused" "$tmp/nonexistent" "cannot open" image "$tmp/nonexistent" -o "$tmp/out.img"
 
 if [ -n "$K" ]; then
-	cloud=$K/vmlinuz-6.1.0-57-cloud-amd64
+	# By role, not by build: Debian 12's 6.1 cloud (lz4) and generic (xz) kernels.
+	cloud=$("$top/scripts/kernels.sh" pick cloud61) || nok "a 6.1 cloud kernel in $K"
+	generic=$("$top/scripts/kernels.sh" pick generic61) || nok "a 6.1 generic (xz) kernel in $K"
 	pm=$(( ($(od -An -tu1 -j 0x1f1 -N1 "$cloud") + 1) * 512 ))
 	poff=$(od -An -tu4 -j 0x248 -N4 "$cloud"); plen=$(od -An -tu4 -j 0x24c -N4 "$cloud")
 	head -c $((pm + poff + plen / 2)) "$cloud" >"$tmp/truncated"
 	expect_fail "truncated kernel refused" "$tmp/truncated" "truncat|outside|past the end" image "$tmp/truncated" -o "$tmp/out.img"
 	# xz carries a CRC; the lz4 legacy frame has no checksum at all, so
 	# corruption there is only caught when it breaks the stream's structure.
-	generic=$K/vmlinuz-6.1.0-57-amd64
 	gpm=$(( ($(od -An -tu1 -j 0x1f1 -N1 "$generic") + 1) * 512 ))
 	gpoff=$(od -An -tu4 -j 0x248 -N4 "$generic"); gplen=$(od -An -tu4 -j 0x24c -N4 "$generic")
 	cp "$generic" "$tmp/corrupt"; chmod u+w "$tmp/corrupt"
@@ -71,7 +79,7 @@ if [ -n "$K" ]; then
 		check "inspect $name: relocation counts match the image's" \
 			python3 -c "import json,sys; a=json.loads(sys.argv[1]); b=json.loads(sys.argv[2]); assert all(a[x]==b[x] for x in ('relocs64','inverse32','relocs32','reloc_layout','mem_size','entry_offset','virt_slots')), (a,b)" "$kj" "$j"
 	done
-	img=$tmp/vmlinuz-6.1.0-57-cloud-amd64.img
+	img=$tmp/$(basename "$cloud").img
 	"$R" image "$cloud" --codec none -o "$tmp/none.img"
 	check "--codec none stores the segments raw" \
 		bash -c "'$R' inspect --json '$tmp/none.img' | grep -q '\"codec\":\"none\"'"

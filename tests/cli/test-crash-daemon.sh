@@ -38,8 +38,10 @@ wait_for() {
 }
 
 for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
-kdir=${RERAND_KERNELS:-$top/../shared/kernels}
-KERNEL=$kdir/vmlinuz-6.1.0-57-cloud-amd64
+# Debian 12's default cloud kernel, whatever its build (scripts/kernels.sh:
+# ../shared/kernels, or the Debian package fetched once).
+KERNEL=$("$top/scripts/kernels.sh" pick cloud61 2>"$tmp/kernels.err") ||
+	bail "a 6.1 cloud kernel to stage is needed: $(tail -n1 "$tmp/kernels.err")"
 [ -r "$KERNEL" ] || bail "$KERNEL: a kernel to stage is needed"
 KSHA=$(sha256sum "$KERNEL" | cut -d' ' -f1)
 IMAGE=$tmp/$KSHA.img

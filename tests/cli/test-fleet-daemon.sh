@@ -88,8 +88,10 @@ if [ "$mode" = long ]; then QOUT=20; else QOUT=6; fi
 
 for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
 command -v etcd >/dev/null && command -v etcdctl >/dev/null || bail "etcd/etcdctl missing (Debian: etcd-server etcd-client)"
-kdir=${RERAND_KERNELS:-$top/../shared/kernels}
-KERNEL=$kdir/vmlinuz-6.1.0-57-cloud-amd64
+# Debian 12's default cloud kernel, whatever its build (scripts/kernels.sh:
+# ../shared/kernels, or the Debian package fetched once).
+KERNEL=$("$top/scripts/kernels.sh" pick cloud61 2>"$tmp/kernels.err") ||
+	bail "a 6.1 cloud kernel to stage is needed: $(tail -n1 "$tmp/kernels.err")"
 [ -r "$KERNEL" ] || bail "$KERNEL: a kernel to stage is needed"
 PORTS="2411 2412 2421 2422 2423 2424 2425 2426"
 for p in $PORTS; do port_free "$p" || bail "port 127.0.0.1:$p is in use"; done

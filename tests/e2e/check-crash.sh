@@ -12,14 +12,10 @@ what=${1:-short}
 case "$what" in short|long) ;; *) echo "usage: $0 short|long" >&2; exit 2 ;; esac
 jobs=${E2E_JOBS:-2}
 
-if [ -z "${RERAND_KERNELS:-}" ] || [ ! -d "$RERAND_KERNELS" ]; then
-	e2e_note "RERAND_KERNELS is not set (no ../shared/kernels): no kernels to boot"
-	echo "ok - e2e crash # SKIP no test kernels"
-	exit 0
-fi
+e2e_kernels "e2e crash" || exit 0
 command -v qemu-system-x86_64 >/dev/null ||
 	{ echo "not ok - e2e crash: qemu-system-x86_64 missing (scripts/deps.sh check)"; exit 0; }
-[ "$(e2e_mode_auto)" = rerand ] ||
+e2e_mode_auto >/dev/null 2>&1 ||
 	{ echo "not ok - e2e crash: $E2E_RERAND is not built"; exit 0; }
 
 # E2E_CRASH_KERNELS=SUBSTRING keeps only the kernels whose name holds it.
@@ -38,7 +34,11 @@ HL="crashkernel=256M,high crashkernel=64M,low"
 # 4 GiB: q35 with 3 GiB keeps 2 GiB low and maps 1 GiB at 4 GiB.
 configs=()
 if [ "$what" = short ]; then
-	k12=$(kpick 6.12.); k16=$(kpick 6.16.); k61=$(kpick 6.1.0-57-amd64)
+	# By role (scripts/kernels.sh pick): the 6.12 cloud, a two-list kernel
+	# (6.15+; bookworm's archive has none: then the newest), the 6.1 generic.
+	k12=$(e2e_pick cloud612 || kpick 6.12.)
+	k16=$(e2e_pick twolists || e2e_pick newest || kpick 6.16.)
+	k61=$(e2e_pick generic61 || kpick 6.1.0-)
 	# The slowest (OVMF, 3 GiB to dump) first, for the parallel packing.
 	configs+=("$(basename "$k16")-ovmf-qemu64-highlow|$k16|ovmf|qemu64|file|$HL|3|first|rerand|2")
 	configs+=("$(basename "$k12")-seabios-max-256M|$k12|seabios|max|load|crashkernel=256M|1|first|rerand|4")

@@ -103,3 +103,18 @@ good_log stock | grep -v 'gen=[2345] ' | sed 's/E2E-DONE gen=5/E2E-DONE gen=1/; 
 	expect "nokaslr at ffffffff81000000 passes" ok "nokaslr keeps" 0 stock 1 1
 good_log stock | grep -v 'gen=[2345] ' | sed 's/E2E-DONE gen=5/E2E-DONE gen=1/' |
 	expect "nokaslr elsewhere fails" not-ok "nokaslr keeps" 0 stock 1 1
+
+# Without build/rerand the harness fails: "auto" never turns into stock kexec.
+# The kernel below is never booted: the suites must stop before QEMU.
+mkdir -p "$tmp/k" && : >"$tmp/k/vmlinuz-none"
+out=$(E2E_RERAND="$tmp/no-rerand" e2e_mode_auto 2>&1)
+rc=$?
+e2e_tap "$([ "$rc" -ne 0 ] && grep -qF "$tmp/no-rerand is not built" <<<"$out"; echo $?)" \
+	"harness: auto mode without build/rerand is an error naming it" "rc $rc: $out"
+out=$(E2E_RERAND="$tmp/no-rerand" RERAND_KERNELS="$tmp/k" "$E2E_DIR/check-core.sh" short 2>&1)
+e2e_tap "$(grep -q "^not ok - e2e core: .*$tmp/no-rerand is not built" <<<"$out" && ! grep -q '^ok ' <<<"$out"; echo $?)" \
+	"harness: check-core without build/rerand says not ok and boots nothing" "$(tr '\n' ' ' <<<"$out" | cut -c1-200)"
+out=$(E2E_RERAND="$tmp/no-rerand" "$E2E_DIR/run.sh" --kernel "$tmp/k/vmlinuz-none" 2>&1)
+rc=$?
+e2e_tap "$([ "$rc" -ne 0 ] && grep -qF "is not built" <<<"$out"; echo $?)" \
+	"harness: run.sh without build/rerand exits non-zero" "rc $rc: $out"

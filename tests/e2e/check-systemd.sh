@@ -21,84 +21,104 @@ esac
 name=debian-systemd-$what
 tap() { e2e_tap "$@"; }
 
-if [ -z "${RERAND_KERNELS:-}" ] || [ ! -d "$RERAND_KERNELS" ]; then
-	[ -n "${RRD_KERNEL:-}" ] || { echo "ok - $name # SKIP no test kernels (RERAND_KERNELS or RRD_KERNEL)"; exit 0; }
-fi
-kernel=$(rrd_preflight "$name" qemu-system-x86_64 mkfs.ext4 debugfs debootstrap systemctl) ||
-	{ echo "$kernel"; exit 0; }
-
-dir="$E2E_BUILD/runs/$name"
-rm -rf "$dir"; mkdir -p "$dir"
-log="$dir/serial.log"; alog="$dir/agent.log"
-t0=$EPOCHSECONDS
-if ! rrs_disk "$kernel" "$dir/disk.img" "$what" "$target" 2>"$dir/build.err"; then
-	sed 's/^/# /' "$dir/build.err" | tail -n 20
-	echo "not ok - $name: cannot build the Debian guest disk"
-	exit 0
-fi
-e2e_note "$name: disk built in $((EPOCHSECONDS - t0)) s; $(basename "$kernel"), $target rerandomizing reboot(s)"
-# TCG: a cold boot to multi-user takes 1-3 min, each kexec'd boot as long.
-base=420; [ "$what" = long ] && base=900
-tmo=${RRS_TIMEOUT:-$((base + 300 * target))}
-t0=$EPOCHSECONDS
-rc=0
-rrs_qemu "$kernel" "$dir/disk.img" "$log" "$alog" "$tmo" || rc=$?
-e2e_note "$name: QEMU exit $rc after $((EPOCHSECONDS - t0)) s"
-tr -d '\r' <"$alog" >"$alog.txt" 2>/dev/null
-
-# 1. Every boot came up, reported, and the last one powered off.
-got=$(grep -ao 'RRS-BOOT n=[0-9]*' "$alog.txt" | sed 's/.*=//' | tr '\n' ' ')
-want=$(seq 0 "$target" | tr '\n' ' ')
-why=""
-if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-	why="timeout after ${tmo}s; boots: ${got:-none}"
-elif ! grep -aq "RRS-DONE n=$target" "$alog.txt"; then
-	why="QEMU exit $rc without RRS-DONE; boots: ${got:-none}"
-elif [ "$got" != "$want" ]; then
-	why="boots reported: $got, want: $want"
-fi
-tap "$([ -z "$why" ]; echo $?)" "$name: boots 0..$target came up, the last powered off" "$why"
-[ -z "$why" ] || grep -aE 'Kernel panic|BUG:|Failed|rerandd' "$log" | tail -n 8 | cut -c1-200 | sed 's/^/#   /'
-
-# 2. The agent's own checks, boot by boot.
-while IFS= read -r line; do
-	line=${line#*RRS }
-	b=${line%% *}; b=${b#n=}; rest=${line#* }
-	case "$rest" in
-	"ok - "*) tap 0 "$name: boot $b: ${rest#ok - }" ;;
-	"not ok - "*) tap 1 "$name: boot $b: ${rest#not ok - }" ;;
-	esac
-done < <(grep -a '^RRS n=' "$alog.txt")
-grep -a 'RRS-INFO' "$alog.txt" | cut -c1-300 | sed 's/^/# /'
-
-# 3. The rerandomizations: distinct bases, one verified boot id each.
-rows=$(grep -a '^RRS-BOOT' "$alog.txt")
-nb=$(grep -c . <<<"$rows")
-vrep=$(( nb - $(grep -o 'text=[0-9a-f]*' <<<"$rows" | sort -u | wc -l) ))
-prep=$(( nb - $(grep -o 'code=[0-9a-f]*' <<<"$rows" | sort -u | wc -l) ))
-tap "$([ "$nb" -eq $((target + 1)) ] && [ "$vrep" -eq 0 ] && [ "$prep" -eq 0 ]; echo $?)" \
-	"$name: every boot at a new virtual and physical base ($nb boots)" "virtual repeats $vrep, physical $prep"
-verified=$(grep -ao 'RRS-INFO n=[0-9]* verified boot_id=[0-9a-f-]*' "$alog.txt" | sed 's/.*boot_id=//' | sort -u | wc -l)
-tap "$([ "$verified" -eq "$target" ]; echo $?)" "$name: $target rerandomizing reboot(s) verified, each with its own boot id" "distinct verified boot ids: $verified"
-
-# 4. Nothing the product wrote holds an address: the journals (export
-# format), status, metrics and state the agent copied, read off the disk.
-files="$dir/files"
-rm -rf "$files"; mkdir -p "$files"
-if debugfs -R "rdump /var/lib/rerand-e2e/out $files" "$dir/disk.img" >/dev/null 2>&1 &&
-	debugfs -R "rdump /var/lib/rerand $files" "$dir/disk.img" >/dev/null 2>&1; then
-	sed -n 's/^RRS-BOOT n=\([0-9]*\) boot_id=[^ ]* text=\([0-9a-f]*\) code=\([0-9a-f]*\)-.*/RRD-BOOT n=\1 text=\2 code=\3-/p' \
-		"$alog.txt" >"$dir/addrs.src"
-	rrd_addrs "$dir/addrs.src" >"$dir/addrs.txt"
-	mapfile -t list < <(find "$files" -type f ! -path '*/images/*' | sort)
-	hits=$(rrd_leak_search "$dir/addrs.txt" "${list[@]}")
-	njournal=$(find "$files" -name 'journal.*' | wc -l)
-	tap "$([ -s "$dir/addrs.txt" ] && [ "$njournal" -ge $((target + 1)) ] && [ -z "$hits" ]; echo $?)" \
-		"$name: no base of $nb boots in ${#list[@]} product files ($njournal journals, status, metrics, state)" \
-		"$(head -n 3 <<<"$hits" | tr '\n' ';')"
+# The kernels: RRD_KERNEL alone when given; else Debian 12's own series, the
+# 6.1 cloud kernel (its stat of /proc/cmdline says 0 bytes), and in long mode
+# the 6.12 cloud kernel bookworm also ships (scripts/kernels.sh pick).
+kernels=()
+if [ -n "${RRD_KERNEL:-}" ]; then
+	kernels=("$RRD_KERNEL")
 else
-	tap 1 "$name: read the product files back from the disk" "debugfs failed on $dir/disk.img"
+	e2e_kernels "$name" || exit 0
+	roles=cloud61
+	[ "$what" = long ] && roles="cloud61 cloud612"
+	for r in $roles; do
+		k=$(e2e_pick "$r") || { echo "not ok - $name: no $r kernel in $RERAND_KERNELS"; continue; }
+		kernels+=("$k")
+	done
 fi
-e2e_note "$name: logs in $dir (serial.log, agent.log.txt)"
-rm -f "$dir/disk.img"
+
+# run_one KERNEL: build the disk, boot it, turn the agent's lines into TAP.
+run_one() {
+	local kernel name
+	name=debian-systemd-$what-$(basename "$1" | sed 's/^vmlinuz-//')
+	kernel=$(RRD_KERNEL=$1 rrd_preflight "$name" qemu-system-x86_64 mkfs.ext4 debugfs debootstrap systemctl) ||
+		{ echo "$kernel"; return 0; }
+
+	dir="$E2E_BUILD/runs/$name"
+	rm -rf "$dir"; mkdir -p "$dir"
+	log="$dir/serial.log"; alog="$dir/agent.log"
+	t0=$EPOCHSECONDS
+	if ! rrs_disk "$kernel" "$dir/disk.img" "$what" "$target" 2>"$dir/build.err"; then
+		sed 's/^/# /' "$dir/build.err" | tail -n 20
+		echo "not ok - $name: cannot build the Debian guest disk"
+		return 0
+	fi
+	e2e_note "$name: disk built in $((EPOCHSECONDS - t0)) s; $(basename "$kernel"), $target rerandomizing reboot(s)"
+	# TCG: a cold boot to multi-user takes 1-3 min, each kexec'd boot as long.
+	base=420; [ "$what" = long ] && base=900
+	tmo=${RRS_TIMEOUT:-$((base + 300 * target))}
+	t0=$EPOCHSECONDS
+	rc=0
+	rrs_qemu "$kernel" "$dir/disk.img" "$log" "$alog" "$tmo" || rc=$?
+	e2e_note "$name: QEMU exit $rc after $((EPOCHSECONDS - t0)) s"
+	tr -d '\r' <"$alog" >"$alog.txt" 2>/dev/null
+
+	# 1. Every boot came up, reported, and the last one powered off.
+	got=$(grep -ao 'RRS-BOOT n=[0-9]*' "$alog.txt" | sed 's/.*=//' | tr '\n' ' ')
+	want=$(seq 0 "$target" | tr '\n' ' ')
+	why=""
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		why="timeout after ${tmo}s; boots: ${got:-none}"
+	elif ! grep -aq "RRS-DONE n=$target" "$alog.txt"; then
+		why="QEMU exit $rc without RRS-DONE; boots: ${got:-none}"
+	elif [ "$got" != "$want" ]; then
+		why="boots reported: $got, want: $want"
+	fi
+	tap "$([ -z "$why" ]; echo $?)" "$name: boots 0..$target came up, the last powered off" "$why"
+	[ -z "$why" ] || grep -aE 'Kernel panic|BUG:|Failed|rerandd' "$log" | tail -n 8 | cut -c1-200 | sed 's/^/#   /'
+
+	# 2. The agent's own checks, boot by boot.
+	while IFS= read -r line; do
+		line=${line#*RRS }
+		b=${line%% *}; b=${b#n=}; rest=${line#* }
+		case "$rest" in
+		"ok - "*) tap 0 "$name: boot $b: ${rest#ok - }" ;;
+		"not ok - "*) tap 1 "$name: boot $b: ${rest#not ok - }" ;;
+		esac
+	done < <(grep -a '^RRS n=' "$alog.txt")
+	grep -a 'RRS-INFO' "$alog.txt" | cut -c1-300 | sed 's/^/# /'
+
+	# 3. The rerandomizations: distinct bases, one verified boot id each.
+	rows=$(grep -a '^RRS-BOOT' "$alog.txt")
+	nb=$(grep -c . <<<"$rows")
+	vrep=$(( nb - $(grep -o 'text=[0-9a-f]*' <<<"$rows" | sort -u | wc -l) ))
+	prep=$(( nb - $(grep -o 'code=[0-9a-f]*' <<<"$rows" | sort -u | wc -l) ))
+	tap "$([ "$nb" -eq $((target + 1)) ] && [ "$vrep" -eq 0 ] && [ "$prep" -eq 0 ]; echo $?)" \
+		"$name: every boot at a new virtual and physical base ($nb boots)" "virtual repeats $vrep, physical $prep"
+	verified=$(grep -ao 'RRS-INFO n=[0-9]* verified boot_id=[0-9a-f-]*' "$alog.txt" | sed 's/.*boot_id=//' | sort -u | wc -l)
+	tap "$([ "$verified" -eq "$target" ]; echo $?)" "$name: $target rerandomizing reboot(s) verified, each with its own boot id" "distinct verified boot ids: $verified"
+
+	# 4. Nothing the product wrote holds an address: the journals (export
+	# format), status, metrics and state the agent copied, read off the disk.
+	files="$dir/files"
+	rm -rf "$files"; mkdir -p "$files"
+	if debugfs -R "rdump /var/lib/rerand-e2e/out $files" "$dir/disk.img" >/dev/null 2>&1 &&
+		debugfs -R "rdump /var/lib/rerand $files" "$dir/disk.img" >/dev/null 2>&1; then
+		sed -n 's/^RRS-BOOT n=\([0-9]*\) boot_id=[^ ]* text=\([0-9a-f]*\) code=\([0-9a-f]*\)-.*/RRD-BOOT n=\1 text=\2 code=\3-/p' \
+			"$alog.txt" >"$dir/addrs.src"
+		rrd_addrs "$dir/addrs.src" >"$dir/addrs.txt"
+		mapfile -t list < <(find "$files" -type f ! -path '*/images/*' | sort)
+		hits=$(rrd_leak_search "$dir/addrs.txt" "${list[@]}")
+		njournal=$(find "$files" -name 'journal.*' | wc -l)
+		tap "$([ -s "$dir/addrs.txt" ] && [ "$njournal" -ge $((target + 1)) ] && [ -z "$hits" ]; echo $?)" \
+			"$name: no base of $nb boots in ${#list[@]} product files ($njournal journals, status, metrics, state)" \
+			"$(head -n 3 <<<"$hits" | tr '\n' ';')"
+	else
+		tap 1 "$name: read the product files back from the disk" "debugfs failed on $dir/disk.img"
+	fi
+	e2e_note "$name: logs in $dir (serial.log, agent.log.txt)"
+	rm -f "$dir/disk.img"
+}
+
+for k in "${kernels[@]}"; do run_one "$k"; done
 exit 0

@@ -164,6 +164,8 @@ kill_when() { # TAG SECONDS COND...
 }
 
 image_tmp() { set -- /var/lib/rerand/images/*.img.tmp*; [ -e "$1" ]; }
+# the temporary image exists and the image itself does not yet
+image_writing() { image_tmp && { set -- /var/lib/rerand/images/*.img; [ ! -e "$1" ]; }; }
 state_exists() { [ -f "$state" ]; }
 loading() { child_running rerand; }
 elapsed() { [ "$el" -ge "$kill_at" ]; }
@@ -214,7 +216,26 @@ scenario_events() {
 	0)
 		kill_when first-state-write 120 state_exists
 		rm -rf /var/lib/rerand/images
-		kill_when image-write 400 image_tmp
+		# The images directory on the second disk, whose writes QEMU
+		# throttles (lib-daemon.sh rrd_qemu): the fsync of the image
+		# takes tens of seconds, so the kill lands mid-write every time.
+		slow=""
+		for c in /sys/class/nvme/nvme*; do
+			[ "$(cat "$c/serial" 2>/dev/null)" = rrslow0 ] && slow=/dev/${c##*/}n1
+		done
+		i=0
+		while [ -n "$slow" ] && [ ! -b "$slow" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+		mkdir -p /var/lib/rerand/images
+		[ -n "$slow" ] && mount -t ext4 "$slow" /var/lib/rerand/images
+		check slow-disk $? "no throttled disk to write the image to (${slow:-none})"
+		kill_when image-write 400 image_writing
+		set -- /var/lib/rerand/images/*.img.tmp*; t=no; [ -e "$1" ] && t=yes
+		set -- /var/lib/rerand/images/*.img; f=no; [ -e "$1" ] && f=yes
+		echo "RRD-KILLSEEN boot=$boot tag=image-write tmp=$t final=$f"
+		# Dropping the orphan's dirty pages spares the slow writeback.
+		rm -f /var/lib/rerand/images/*.img.tmp*
+		umount /var/lib/rerand/images 2>/dev/null
+		rm -rf /var/lib/rerand/images
 		kill_when rerand-load 400 loading
 		for n in 1 2 3; do
 			rm -rf /var/lib/rerand/images

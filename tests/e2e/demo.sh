@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-[ "$mode" = auto ] && mode=$(e2e_mode_auto)
+if [ "$mode" = auto ]; then mode=$(e2e_mode_auto) || exit 1; fi
 
 if [ -z "$kernel" ]; then
 	shared="$E2E_TOP/../shared/kernels"
@@ -36,7 +36,7 @@ fi
 
 echo "demo: kernel $kernel"
 echo "demo: $kexecs kexecs in a QEMU TCG guest (fw=$fw cpu=$cpu ${mem}G), mode=$mode"
-[ "$mode" = stock ] && echo "demo: build/rerand is missing: showing stock kexec for comparison"
+[ "$mode" = stock ] && echo "demo: stock kexec (--mode stock), for comparison: no rerand in the guest"
 echo "demo: the bases shown are those of the throwaway guest's kernels"
 image=$(e2e_image "$mode" "$kernel") || exit 1
 initrd=$(e2e_initrd "$mode" "$image") || exit 1

@@ -161,11 +161,14 @@ EOF
 
 # e2e_mkfs DIR DISK MIB LABEL: an ext4 image of MIB MiB holding DIR (made on
 # the host by mkfs.ext4 -d, no mount); DIR is removed either way.
+# Inode tables zeroed here (sparse, instant) rather than by the guest's
+# ext4lazyinit thread, which under TCG on a busy host hogs the one vCPU for
+# minutes (soft lockups) and starves the boot under test.
 e2e_mkfs() {
 	local d=$1 disk=$2 mib=$3 label=$4
 	rm -f "$disk"
 	truncate -s "${mib}M" "$disk" &&
-		mkfs.ext4 -q -F -L "$label" -E root_owner=0:0 -d "$d" "$disk" >/dev/null 2>"$disk.mkfs.err" ||
+		mkfs.ext4 -q -F -L "$label" -E root_owner=0:0,lazy_itable_init=0,lazy_journal_init=0 -d "$d" "$disk" >/dev/null 2>"$disk.mkfs.err" ||
 		{ cat "$disk.mkfs.err" >&2; rm -rf "$d" "$disk.mkfs.err"; return 1; }
 	rm -rf "$d" "$disk.mkfs.err"
 }
@@ -185,12 +188,18 @@ rrd_extract() {
 # rrd_qemu KERNEL INITRD DISK APPEND LOG TIMEOUT: one guest (SeaBIOS, q35,
 # TCG) with DISK as an NVMe namespace.  Serial console time-stamped to LOG.
 rrd_qemu() {
-	local kernel=$1 initrd=$2 disk=$3 append=$4 log=$5 tmo=$6
+	local kernel=$1 initrd=$2 disk=$3 append=$4 log=$5 tmo=$6 slow=${7:-}
 	local args=(-accel tcg -machine q35 -m "${RRD_MEM:-1}G" -smp 1 -cpu max
 		-nographic -monitor none -serial stdio -no-reboot
 		-drive "file=$disk,if=none,id=rrstate,format=raw,cache=writeback"
 		-device "nvme,drive=rrstate,serial=rrstate0"
 		-kernel "$kernel" -initrd "$initrd" -append "$append")
+	# SLOW: a second NVMe disk (after the state disk, so it is nvme1) whose
+	# writes QEMU throttles to RRD_SLOW_BPS: an image fsync'd to it takes
+	# tens of seconds, which holds the "image being written" moment open.
+	[ -n "$slow" ] && args+=(
+		-drive "file=$slow,if=none,id=rrslow,format=raw,cache=writeback,throttling.bps-write=${RRD_SLOW_BPS:-1048576}"
+		-device "nvme,drive=rrslow,serial=rrslow0")
 	echo "qemu-system-x86_64 ${args[*]}" >"$log.cmd"
 	timeout -k 5 "$tmo" qemu-system-x86_64 "${args[@]}" </dev/null 2>"$log.stderr" | e2e_stamp >"$log"
 	return "${PIPESTATUS[0]}"

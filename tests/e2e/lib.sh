@@ -17,10 +17,41 @@ E2E_NOKASLR_TEXT=ffffffff81000000
 e2e_die() { echo "e2e: $*" >&2; exit 2; }
 e2e_note() { echo "# $*"; }
 
-# e2e_mode_auto: "rerand" when the CLI is built, else "stock".
+# e2e_mode_auto: what "auto" means: "rerand", which needs the CLI built.
+# A missing build/rerand is an error, never a quiet switch to stock kexec
+# (that would test the kernel's KASLR instead of this project): stock mode
+# is only for a caller that asks for it by name (--mode stock,
+# E2E_FORCE_MODE=stock).
 e2e_mode_auto() {
-	if [ -x "$E2E_RERAND" ]; then echo rerand; else echo stock; fi
+	if [ -x "$E2E_RERAND" ]; then
+		echo rerand
+	else
+		echo "e2e: $E2E_RERAND is not built (make all), and stock kexec is only run when asked for (--mode stock)" >&2
+		return 1
+	fi
 }
+
+# e2e_kernels NAME: set RERAND_KERNELS when the caller did not (scripts/
+# kernels.sh: ../shared/kernels, or Debian's packages fetched once).  Without
+# kernels prints "not ok - NAME: ..." and fails: never a skip.
+e2e_kernels() {
+	local err
+	if [ -n "${RERAND_KERNELS:-}" ] && [ -d "$RERAND_KERNELS" ]; then return 0; fi
+	err=$(mktemp) || return 1
+	if RERAND_KERNELS=$(RERAND_KERNELS="" "$E2E_TOP/scripts/kernels.sh" 2>"$err"); then
+		export RERAND_KERNELS
+		rm -f "$err"
+		return 0
+	fi
+	echo "not ok - $1: no test kernels: $(tail -n1 "$err")"
+	rm -f "$err"
+	return 1
+}
+
+# e2e_pick ROLE: a kernel of $RERAND_KERNELS by role (scripts/kernels.sh
+# pick: cloud61 generic61 cloud612 twolists newest), so that a suite adapts to
+# the builds it is given.
+e2e_pick() { "$E2E_TOP/scripts/kernels.sh" pick "$1" 2>/dev/null; }
 
 e2e_sha() { sha256sum "$1" | cut -c1-64; }
 

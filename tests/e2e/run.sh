@@ -36,7 +36,7 @@ done
 [ -n "$kernel" ] || usage
 case "$fw" in seabios|ovmf) ;; *) usage ;; esac
 case "$syscall" in load|file) ;; *) usage ;; esac
-case "$mode" in auto) mode=$(e2e_mode_auto) ;; stock|rerand) ;; *) usage ;; esac
+case "$mode" in auto) mode=$(e2e_mode_auto) || exit 1 ;; stock|rerand) ;; *) usage ;; esac
 case "$gens" in ''|*[!0-9]*) usage ;; esac
 [ -n "$name" ] || name="$(basename "$kernel" | sed 's/^vmlinuz-//')-$fw-$cpu-$syscall"
 [ "$nokaslr" = 1 ] && case "$name" in *nokaslr*) ;; *) name+="-nokaslr" ;; esac

@@ -4,6 +4,8 @@
 #ifndef RERAND_TEST_H
 #define RERAND_TEST_H
 
+#include <fnmatch.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +40,50 @@ static inline const char *t_kernels_dir(void)
 {
 	const char *d = getenv("RERAND_KERNELS");
 	return d && *d ? d : NULL;
+}
+
+/* The kernel a test names, or its stand-in: NAME itself when the directory
+ * holds it; else the newest kernel matching GLOB whose name lacks NOT (the
+ * same series and flavour from another build: on a machine without
+ * ../shared the kernels come from whatever Debian's archive serves).
+ * Writes the file name (not the path) to out; 1 exact, 0 stand-in, -1 none. */
+static inline int t_kernel_pick(const char *name, const char *glob_pat, const char *not,
+				char *out, size_t n)
+{
+	char pat[1024];
+	glob_t g;
+	int found = -1;
+
+	snprintf(pat, sizeof(pat), "%s/%s", t_kernels_dir(), name);
+	FILE *f = fopen(pat, "rb");
+	if (f) {
+		fclose(f);
+		snprintf(out, n, "%s", name);
+		return 1;
+	}
+	snprintf(pat, sizeof(pat), "%s/%s", t_kernels_dir(), glob_pat);
+	if (glob(pat, 0, NULL, &g) != 0)
+		return -1;
+	for (size_t i = g.gl_pathc; i-- > 0;) {   /* sorted: newest last, mostly */
+		const char *b = strrchr(g.gl_pathv[i], '/') + 1;
+		if (not && strstr(b, not))
+			continue;
+		snprintf(out, n, "%s", b);
+		found = 0;
+		break;
+	}
+	globfree(&g);
+	return found;
+}
+
+/* The relocation oracle: tests/tools/reloc-oracle.py, a copy of the shared
+ * test tool kept in the tree so that it tests itself without ../shared. */
+#ifndef T_TOP
+#define T_TOP "."
+#endif
+static inline const char *t_oracle(void)
+{
+	return T_TOP "/tests/tools/reloc-oracle.py";
 }
 
 #endif

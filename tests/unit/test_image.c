@@ -69,8 +69,8 @@ static int oracle_compare(const struct rr_kernel *k, const uint8_t *mine, uint64
 		return 0;
 	if (write(fd, k->payload, k->payload_len) != (ssize_t)k->payload_len)
 		goto done;
-	snprintf(cmd, sizeof(cmd), "python3 %s/../tools/reloc-oracle.py %s --virt 0x%llx -o %s >/dev/null",
-		 t_kernels_dir(), payload, (unsigned long long)virt, out);
+	snprintf(cmd, sizeof(cmd), "python3 %s %s --virt 0x%llx -o %s >/dev/null",
+		 t_oracle(), payload, (unsigned long long)virt, out);
 	if (system(cmd) != 0)
 		goto done;
 	FILE *f = fopen(out, "rb");
@@ -152,6 +152,23 @@ static void one_kernel(const char *dir, const char *name, unsigned layout)
 	rr_kernel_free(&k);
 }
 
+/* NAME, or a kernel of its series (t_kernel_pick); a series the directory
+ * lacks (bookworm's archive serves no 6.15+ kernel) is a TAP skip. */
+static void one_series(const char *dir, const char *name, const char *pat, const char *not,
+		       unsigned layout)
+{
+	char file[256];
+	int r = t_kernel_pick(name, pat, not, file, sizeof(file));
+
+	if (r < 0) {
+		T_OK(1, "%s # SKIP no kernel like it (%s) in %s", name, pat, dir);
+		return;
+	}
+	if (r == 0)
+		printf("# %s is not here: %s stands in for it\n", name, file);
+	one_kernel(dir, file, layout);
+}
+
 int main(void)
 {
 	const char *dir = t_kernels_dir();
@@ -162,11 +179,11 @@ int main(void)
 		T_OK(1, "# SKIP no shared kernels");
 		return t_done();
 	}
-	one_kernel(dir, "vmlinuz-6.1.0-57-cloud-amd64", 3);
-	one_kernel(dir, "vmlinuz-6.16.12+deb13-cloud-amd64", 2);
+	one_series(dir, "vmlinuz-6.1.0-57-cloud-amd64", "vmlinuz-6.1.0-*-cloud-amd64", NULL, 3);
+	one_series(dir, "vmlinuz-6.16.12+deb13-cloud-amd64", "vmlinuz-6.1[5-9].*-cloud-amd64", NULL, 2);
 	if (getenv("RERAND_MODE") && !strcmp(getenv("RERAND_MODE"), "long")) {
-		one_kernel(dir, "vmlinuz-6.1.0-57-amd64", 3);
-		one_kernel(dir, "vmlinuz-6.12.118+deb12-cloud-amd64", 3);
+		one_series(dir, "vmlinuz-6.1.0-57-amd64", "vmlinuz-6.1.0-*-amd64", "cloud", 3);
+		one_series(dir, "vmlinuz-6.12.118+deb12-cloud-amd64", "vmlinuz-6.12.*-cloud-amd64", NULL, 3);
 	}
 	return t_done();
 }

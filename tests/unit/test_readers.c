@@ -13,7 +13,6 @@
 #include "kernel.h"
 #include "test.h"
 
-#define ORACLE "/work/shared/tools/reloc-oracle.py"
 
 static char tmpdir[] = "/tmp/rr-test-readers-XXXXXX";
 
@@ -408,17 +407,39 @@ static void test_codecs_small(void)
 
 /* ---- the shared kernels ----------------------------------------------- */
 
-static const struct kspec {
+/* The facts hold for the named builds; another build of the same series and
+ * flavour (t_kernel_pick: a machine without ../shared fetches what Debian's
+ * archive serves) has the same codec and layout, but its entry may move. */
+static struct kspec {
 	const char *file;
+	const char *glob, *not;      /* the series and flavour, for a stand-in */
 	enum rr_kcodec codec;
 	unsigned layout;
 	uint64_t entry_off;          /* e_entry - 0x1000000, as readelf shows */
+	char use[256];               /* the file tested: file, a stand-in, or "" */
+	int exact;
 } kernels[] = {
-	{ "vmlinuz-6.1.0-57-amd64",             RR_KC_XZ,   3, 0 },
-	{ "vmlinuz-6.1.0-57-cloud-amd64",       RR_KC_LZ4,  3, 0 },
-	{ "vmlinuz-6.12.118+deb12-cloud-amd64", RR_KC_ZSTD, 3, 0xb53 },     /* readelf: 0x1000b53 */
-	{ "vmlinuz-6.16.12+deb13-cloud-amd64",  RR_KC_ZSTD, 2, 0x1ffd574 - 0x1000000 },
+	{ "vmlinuz-6.1.0-57-amd64", "vmlinuz-6.1.0-*-amd64", "cloud", RR_KC_XZ, 3, 0, "", 0 },
+	{ "vmlinuz-6.1.0-57-cloud-amd64", "vmlinuz-6.1.0-*-cloud-amd64", NULL, RR_KC_LZ4, 3, 0, "", 0 },
+	{ "vmlinuz-6.12.118+deb12-cloud-amd64", "vmlinuz-6.12.*-cloud-amd64", NULL, RR_KC_ZSTD, 3,
+	  0xb53, "", 0 },                                                   /* readelf: 0x1000b53 */
+	{ "vmlinuz-6.16.12+deb13-cloud-amd64", "vmlinuz-6.1[5-9].*-cloud-amd64", NULL, RR_KC_ZSTD, 2,
+	  0x1ffd574 - 0x1000000, "", 0 },
 };
+
+static void pick_kernels(void)
+{
+	for (size_t i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++) {
+		struct kspec *ks = &kernels[i];
+		int r = t_kernel_pick(ks->file, ks->glob, ks->not, ks->use, sizeof(ks->use));
+
+		ks->exact = r == 1;
+		if (r < 0)
+			ks->use[0] = '\0';
+		else if (r == 0)
+			printf("# %s is not here: %s stands in for it\n", ks->file, ks->use);
+	}
+}
 
 static void kpath(char *buf, size_t n, const char *file)
 {
@@ -435,7 +456,7 @@ static void oracle_check(const struct rr_kernel *k, const char *file)
 		T_OK(0, "%s: payload written for the oracle", file);
 		return;
 	}
-	snprintf(cmd, sizeof(cmd), "python3 %s '%s' --virt 0x1000000 -o '%s'", ORACLE, pp, img);
+	snprintf(cmd, sizeof(cmd), "python3 %s '%s' --virt 0x1000000 -o '%s'", t_oracle(), pp, img);
 	f = popen(cmd, "r");
 	if (!f || !fgets(js, sizeof(js), f))
 		js[0] = '\0';
@@ -463,42 +484,51 @@ static void test_shared_kernel(const struct kspec *ks)
 	double t0, t1;
 	int r;
 
-	kpath(path, sizeof(path), ks->file);
+	if (!ks->use[0]) {
+		T_OK(1, "%s # SKIP no kernel like it (%s) in %s", ks->file, ks->glob, t_kernels_dir());
+		return;
+	}
+	const char *name = ks->use;
+	kpath(path, sizeof(path), name);
 	file = slurp(path, &flen);
-	T_OK(file != NULL, "%s: readable", ks->file);
+	T_OK(file != NULL, "%s: readable", name);
 	if (!file)
 		return;
 	payload_span(file, &start, &len);
 	t0 = now_s();
 	r = rr_kernel_load(path, NULL, &k, &e);
 	t1 = now_s();
-	T_OK(r == 0, "%s: loaded (%s)", ks->file, r ? e.msg : "ok");
+	T_OK(r == 0, "%s: loaded (%s)", name, r ? e.msg : "ok");
 	if (r) {
 		free(file);
 		return;
 	}
-	printf("# %s: %s payload, %zu -> %zu bytes, loaded in %.2f s\n", ks->file,
+	printf("# %s: %s payload, %zu -> %zu bytes, loaded in %.2f s\n", name,
 	       rr_kcodec_name(k.codec), (size_t)len, k.payload_len, t1 - t0);
-	T_OK(k.is_bzimage && k.codec == ks->codec, "%s: codec is %s", ks->file, rr_kcodec_name(ks->codec));
+	T_OK(k.is_bzimage && k.codec == ks->codec, "%s: codec is %s", name, rr_kcodec_name(ks->codec));
 	T_EQ_U64(k.payload_len, get32(file + start + len - 4), "%s: decoded size equals the appended size",
-		 ks->file);
-	T_EQ_U64(k.bz.payload_offset, start, "%s: payload offset", ks->file);
-	T_OK(strncmp(k.bz.kernel_version, ks->file + 8, 4) == 0, "%s: version string \"%.40s\"",
-	     ks->file, k.bz.kernel_version);
-	T_EQ_U64(k.elf.link_paddr, 0x1000000, "%s: link_paddr", ks->file);
-	T_EQ_U64(k.elf.entry - k.elf.link_paddr, ks->entry_off, "%s: entry offset", ks->file);
+		 name);
+	T_EQ_U64(k.bz.payload_offset, start, "%s: payload offset", name);
+	T_OK(strncmp(k.bz.kernel_version, name + 8, 4) == 0, "%s: version string \"%.40s\"",
+	     name, k.bz.kernel_version);
+	T_EQ_U64(k.elf.link_paddr, 0x1000000, "%s: link_paddr", name);
+	if (ks->exact)
+		T_EQ_U64(k.elf.entry - k.elf.link_paddr, ks->entry_off, "%s: entry offset", name);
+	else
+		printf("# %s: entry offset 0x%llx (a stand-in: not compared)\n", name,
+		       (unsigned long long)(k.elf.entry - k.elf.link_paddr));
 	T_OK(k.elf.nr_seg >= 2 && k.elf.mem_size > (16u << 20) && k.elf.mem_size < (1u << 30),
-	     "%s: %u segments, mem_size %llu", ks->file, k.elf.nr_seg, (unsigned long long)k.elf.mem_size);
+	     "%s: %u segments, mem_size %llu", name, k.elf.nr_seg, (unsigned long long)k.elf.mem_size);
 	T_OK(k.elf.elf_end > 0 && k.elf.elf_end < k.payload_len && k.elf.elf_end % 4 == 0,
-	     "%s: table starts at elf_end inside the payload", ks->file);
-	T_EQ_U64(k.relocs.layout, ks->layout, "%s: relocation layout", ks->file);
+	     "%s: table starts at elf_end inside the payload", name);
+	T_EQ_U64(k.relocs.layout, ks->layout, "%s: relocation layout", name);
 	T_OK(k.relocs.nr_reloc64 > 0 && k.relocs.nr_reloc32 > 0 &&
 	     (ks->layout == 2 ? k.relocs.nr_inverse32 == 0 : k.relocs.nr_inverse32 > 0),
-	     "%s: %zu/%zu/%zu relocations", ks->file, k.relocs.nr_reloc64, k.relocs.nr_inverse32,
+	     "%s: %zu/%zu/%zu relocations", name, k.relocs.nr_reloc64, k.relocs.nr_inverse32,
 	     k.relocs.nr_reloc32);
 	T_OK(k.elf.percpu_zero_vaddr == (ks->layout == 3), "%s: per-CPU segment hint matches the layout",
-	     ks->file);
-	oracle_check(&k, ks->file);
+	     name);
+	oracle_check(&k, name);
 	rr_kernel_free(&k);
 	free(file);
 }
@@ -714,7 +744,7 @@ static void test_codecs_and_refusals(const struct rr_kernel *refp, const uint8_t
 	free((void *)rp);
 
 	/* Truncated and corrupt xz payloads (xz carries a CRC). */
-	kpath(xzpath, sizeof(xzpath), kernels[0].file);
+	kpath(xzpath, sizeof(xzpath), kernels[0].use);
 	xzk = slurp(xzpath, &xlen);
 	if (xzk) {
 		uint8_t *pl, *bz;
@@ -737,6 +767,9 @@ static void test_codecs_and_refusals(const struct rr_kernel *refp, const uint8_t
 		     "an xz payload with flipped bytes is refused");
 		free(tmp);
 		free(xzk);
+	} else {
+		T_OK(1, "truncated and corrupt xz payloads # SKIP no xz kernel (%s) in %s", kernels[0].glob,
+		     t_kernels_dir());
 	}
 }
 
@@ -805,10 +838,11 @@ int main(void)
 		FILE *job = NULL;
 
 		/* The reference for the codec tests: the smallest payload. */
-		kpath(path, sizeof(path), kernels[1].file);
-		orig = slurp(path, &olen);
+		pick_kernels();
+		kpath(path, sizeof(path), kernels[1].use);
+		orig = kernels[1].use[0] ? slurp(path, &olen) : NULL;
 		bool have_ref = orig && rr_kernel_load(path, NULL, &ref, &e) == 0;
-		T_OK(have_ref, "reference kernel %s loaded (%s)", kernels[1].file, have_ref ? "ok" : e.msg);
+		T_OK(have_ref, "reference kernel %s loaded (%s)", path, have_ref ? "ok" : e.msg);
 		/* Decode times are printed: measure them on a quiet machine,
 		 * before the compressors start. */
 		for (size_t i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++)

@@ -47,6 +47,8 @@ code=$(awk -F' : ' '/Kernel code/ { gsub(/ /, "", $1); print $1; exit }' /proc/i
 # reads the journal).
 echo "RRS-BOOT n=$n boot_id=$boot_id text=$text code=$code" >&3
 say "RRS-INFO n=$n kernel=$(uname -r) cmdline=$(cat /proc/cmdline)"
+# QEMU gave boot 0 its command line; every later one is what rerandd staged.
+[ "$n" -eq 0 ] && cp /proc/cmdline "$D/cmdline.0"
 
 # ---- rerandd as systemd runs it ---------------------------------------------
 pid=$(prop MainPID)
@@ -124,6 +126,15 @@ if [ "$n" -gt 0 ]; then
 		[ "$(jval "$js" successes)" = "$n" ] && [ "$(jval "$js" verified_at)" -ge "$btime" ] && ok=0
 	tap "$ok" "rerand status --json: this boot verified randomized, success $n" "$js"
 	say "RRS-INFO n=$n verified boot_id=$boot_id entropy_bits=$(jval "$js" entropy_bits) successes=$(jval "$js" successes)"
+	# This kernel runs on the command line rerandd staged (read from the
+	# running kernel's /proc/cmdline, size 0 in stat on 6.1): it must hold
+	# boot 0's root=, or the machine would not have found its disk.
+	root0=$(grep -o 'root=[^ ]*' "$D/cmdline.0" 2>/dev/null | head -n 1)
+	cmd=$(cat /proc/cmdline)
+	ok=1
+	[ -n "$root0" ] && grep -qw -- "$root0" <<<"$cmd" && [ "$(jval "$js" verify)" = randomized ] && ok=0
+	tap "$ok" "the command line rerandd staged holds ${root0:-root=?} (boot verified randomized): $cmd" \
+		"boot 0: $(cat "$D/cmdline.0" 2>&1); verify=$(jval "$js" verify)"
 	prom=/run/rerand/rerand.prom
 	cp "$prom" "$D/out/metrics.$n.prom" 2>/dev/null
 	ok=1

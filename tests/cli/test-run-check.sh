@@ -1,0 +1,51 @@
+#!/bin/bash
+# scripts/run-check.sh counts what it is told: a TAP "# SKIP" is a skip, not
+# a pass; a "not ok" stays a failure whatever its directive; a suite that
+# exits non-zero or prints nothing fails; the closing line carries all three.
+# Run on a made-up tree (fake unit binaries, no kernels needed).
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+nok() { n=$((n + 1)); echo "not ok $n - $*"; }
+
+# tree NAME: a tree holding run-check.sh, kernels.sh and a kernel directory.
+tree() {
+	local t=$tmp/$1
+	mkdir -p "$t/scripts" "$t/build/tests" "$t/tests/cli" "$t/k"
+	cp "$top/scripts/run-check.sh" "$top/scripts/kernels.sh" "$t/scripts/"
+	: >"$t/k/vmlinuz-6.1.0-1-cloud-amd64"
+	echo "$t"
+}
+unit() { # TREE NAME BODY
+	printf '#!/bin/sh\n%s\n' "$3" >"$1/build/tests/$2" && chmod +x "$1/build/tests/$2"
+}
+# run TREE: the closing line, and run-check's exit status appended.
+run() { (cd "$1" && RERAND_KERNELS="$1/k" scripts/run-check.sh short >"$1/out" 2>&1; echo "rc=$?" >>"$1/out"); tail -n 2 "$1/out" | tr '\n' ' '; }
+
+t=$(tree skips)
+unit "$t" test_a 'echo "ok 1 - a"; echo "ok 2 - b # SKIP no x"; echo "ok 3 - c # skip lower case"; echo "1..3"'
+got=$(run "$t")
+# 2 passes: test_a's one and the kernels line.
+[ "$got" = "2 passed, 0 failed, 2 skipped rc=0 " ] && ok "skips counted as skipped: $got" || nok "skips: got '$got'"
+grep -q '^#   unit test_a (2)$' "$t/out" && ok "the skipping suite is named" || nok "no '# skipped:' list naming test_a"
+
+t=$(tree fails)
+unit "$t" test_a 'echo "not ok 1 - a # SKIP not ok is still a failure"; echo "1..1"'
+unit "$t" test_b 'exit 3'
+unit "$t" test_c 'echo "ok 1 - c # SKIP all skipped"; echo "1..1"'
+got=$(run "$t")
+[ "$got" = "1 passed, 2 failed, 1 skipped rc=1 " ] && ok "not ok # SKIP and a silent exit 3 fail, exit 1: $got" ||
+	nok "fails: got '$got'"
+
+t=$(tree nokernels)
+rm -rf "$t/k"
+unit "$t" test_a 'echo "ok 1 - a"'
+got=$(run "$t")
+case "$got" in
+"1 passed, 1 failed, 0 skipped rc=1 ") ok "no kernel directory is a failure, not a skip: $got" ;;
+*) nok "no kernels: got '$got'"; sed 's/^/#   /' "$t/out" ;;
+esac
+echo "1..$n"
