@@ -11,6 +11,9 @@ E2E_BUSYBOX=${E2E_BUSYBOX:-/bin/busybox}
 E2E_KEXEC=${E2E_KEXEC:-$(command -v kexec || echo /usr/sbin/kexec)}
 E2E_OVMF_CODE=${E2E_OVMF_CODE:-/usr/share/OVMF/OVMF_CODE_4M.fd}
 E2E_OVMF_VARS=${E2E_OVMF_VARS:-/usr/share/OVMF/OVMF_VARS_4M.fd}
+# Secure Boot on, Debian's snakeoil key in PK, KEK and db (firmware ovmf-sb).
+E2E_OVMF_SB_CODE=${E2E_OVMF_SB_CODE:-/usr/share/OVMF/OVMF_CODE_4M.snakeoil.fd}
+E2E_OVMF_SB_VARS=${E2E_OVMF_SB_VARS:-/usr/share/OVMF/OVMF_VARS_4M.snakeoil.fd}
 # Virtual base of a kernel that was not moved (LOAD_PHYSICAL_ADDR 16 MiB).
 E2E_NOKASLR_TEXT=ffffffff81000000
 
@@ -161,12 +164,15 @@ e2e_stamp() {
 }
 
 # e2e_qemu KERNEL INITRD APPEND LOG FIRMWARE CPU MEM_GIB TIMEOUT [MACHINE]
-# Boot under TCG with -no-reboot (a triple fault or a panic ends QEMU); the
-# serial console goes, time-stamped, to LOG.  Returns QEMU's status (124 on
+# FIRMWARE: seabios, ovmf, or ovmf-sb (Secure Boot, lib-sb.sh).  Boot under
+# TCG with -no-reboot (a triple fault or a panic ends QEMU); the serial
+# console goes, time-stamped, to LOG.  Returns QEMU's status (124 on
 # the timeout).
 e2e_qemu() {
 	local kernel=$1 initrd=$2 append=$3 log=$4 fw=$5 cpu=$6 mem=$7 tmo=$8
 	local machine=${9:-q35}
+	# The Secure Boot build keeps its variables behind SMM.
+	[ "$fw" = ovmf-sb ] && machine+=",smm=on"
 	local args=(-accel tcg -machine "$machine" -m "${mem}G" -smp 1 -cpu "$cpu"
 		-nographic -monitor none -serial stdio -no-reboot
 		-kernel "$kernel" -initrd "$initrd" -append "$append")
@@ -178,7 +184,14 @@ e2e_qemu() {
 		args+=(-drive "if=pflash,format=raw,readonly=on,file=$E2E_OVMF_CODE"
 			-drive "if=pflash,format=raw,file=$log.vars.fd")
 		;;
-	*) e2e_die "firmware $fw: want seabios or ovmf" ;;
+	ovmf-sb)
+		[ -r "$E2E_OVMF_SB_CODE" ] || e2e_die "$E2E_OVMF_SB_CODE: missing (install ovmf)"
+		cp "$E2E_OVMF_SB_VARS" "$log.vars.fd" || return 1
+		args+=(-global driver=cfi.pflash01,property=secure,value=on
+			-drive "if=pflash,format=raw,unit=0,readonly=on,file=$E2E_OVMF_SB_CODE"
+			-drive "if=pflash,format=raw,unit=1,file=$log.vars.fd")
+		;;
+	*) e2e_die "firmware $fw: want seabios, ovmf or ovmf-sb" ;;
 	esac
 	echo "qemu-system-x86_64 ${args[*]}" >"$log.cmd"
 	timeout -k 5 "$tmo" qemu-system-x86_64 "${args[@]}" </dev/null 2>"$log.stderr" | e2e_stamp >"$log"
