@@ -86,14 +86,23 @@ if [ -n "$sbimg" ]; then
 	ld=$(cat /sys/kernel/security/lockdown 2>&1)
 	say "RRS-INFO n=$n lockdown=$ld"
 	tap "$(grep -Eq '\[(integrity|confidentiality)\]' <<<"$ld"; echo $?)" "the kernel is locked down ($ld)"
+	# The firmware's verdict as the boot stub passed it on: boot_params
+	# secure_boot (0x1ec) 3 = enabled (independent of rerand).
+	bp=$(od -An -t u1 -j $((0x1ec)) -N 1 /sys/kernel/boot_params/data 2>/dev/null | tr -d ' ')
+	tap "$([ "$bp" = 3 ]; echo $?)" "boot_params says Secure Boot enabled (secure_boot=${bp:-unreadable})"
+	# rerand reads the SecureBoot variable from efivarfs; the guest has no
+	# kernel modules (the cloud kernel builds efivarfs as one), so it may
+	# be unmounted: then rerand must say "unknown", never "off".
+	sbw=on
+	ls /sys/firmware/efi/efivars/SecureBoot-* >/dev/null 2>&1 || sbw=unknown
 	wait_for 120 sh -c 'rerand status --json 2>/dev/null | grep -q "\"staged\":true"'
 	js=$(rerand status --json 2>&1)
 	echo "$js" >"$D/out/status-staged.$n.json"
 	ok=1
-	[ "$(jval "$js" secure_boot)" = on ] && [ "$(jval "$js" locked_down)" = true ] &&
+	[ "$(jval "$js" secure_boot)" = "$sbw" ] && [ "$(jval "$js" locked_down)" = true ] &&
 		[ "$(jval "$js" staged)" = true ] && [ "$(jval "$js" image_source)" = pre-signed ] &&
 		[ "$(jval "$js" signer)" = "$signer" ] && [ -z "$(jval "$js" stage_error)" ] && ok=0
-	tap "$ok" "rerand status: Secure Boot on, locked down, staged the pre-signed image signed by \"$(jval "$js" signer)\"" "$js"
+	tap "$ok" "rerand status: Secure Boot $sbw (efivarfs $([ $sbw = on ] && echo mounted || echo absent)), lockdown $(jval "$js" lockdown), staged the pre-signed image signed by \"$(jval "$js" signer)\"" "$js"
 	# The guest signs nothing: no key configured, no image signed here.
 	ok=1
 	! grep -rqs '^ *SignKey *=' /etc/rerand/ && ! ls /var/lib/rerand/images/*.signed.img >/dev/null 2>&1 && ok=0
