@@ -54,7 +54,8 @@ run_guest() {
 	if [ "$scen" = events ]; then
 		slow="$dir/slow.img"
 		rm -f "$slow"
-		mkfs.ext4 -q -F -L rrslow -E lazy_itable_init=0,lazy_journal_init=0 "$slow" 96M || { echo "not ok - $name: cannot make the slow disk"; return 1; }
+		truncate -s 96M "$slow" && mkfs.ext4 -q -F -L rrslow -E lazy_itable_init=0,lazy_journal_init=0 "$slow" >/dev/null ||
+			{ echo "not ok - $name: cannot make the slow disk"; return 1; }
 	fi
 	rrd_qemu "$kernel" "$initrd" "$dir/disk.img" "console=ttyS0,115200 panic=-1 quiet" \
 		"$dir/serial.log" "$tmo" "$slow" || rc=$?

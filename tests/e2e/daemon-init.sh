@@ -35,15 +35,27 @@ fail() {
 	exit 1
 }
 
+# nvme_serial SERIAL: the namespace of the controller with that serial (the
+# state disk is rrstate0; the events run adds rrslow0, and the controllers
+# are not numbered in the order QEMU lists them).
+nvme_serial() {
+	local c s
+	for c in /sys/class/nvme/nvme*; do
+		# the serial is space-padded to 20 bytes: read trims it
+		read -r s <"$c/serial" 2>/dev/null || continue
+		[ "$s" = "$1" ] && { echo "/dev/${c##*/}n1"; return 0; }
+	done
+	return 1
+}
 # The NVMe namespace is probed asynchronously.
 i=0
-while [ ! -b /dev/nvme0n1 ]; do
+until sd=$(nvme_serial rrstate0) && [ -b "$sd" ]; do
 	i=$((i + 1))
-	[ $i -le 200 ] || fail "no /dev/nvme0n1 after 20 s"
+	[ $i -le 200 ] || fail "no NVMe namespace with serial rrstate0 after 20 s"
 	sleep 0.1
 done
 mkdir -p /persist
-mount -t ext4 /dev/nvme0n1 /persist || fail "cannot mount the state disk"
+mount -t ext4 "$sd" /persist || fail "cannot mount the state disk $sd"
 mkdir -p /boot /var/lib/rerand /etc
 mount --bind /persist/boot /boot || fail "bind /boot"
 mount --bind /persist/var/lib/rerand /var/lib/rerand || fail "bind /var/lib/rerand"
@@ -219,10 +231,7 @@ scenario_events() {
 		# The images directory on the second disk, whose writes QEMU
 		# throttles (lib-daemon.sh rrd_qemu): the fsync of the image
 		# takes tens of seconds, so the kill lands mid-write every time.
-		slow=""
-		for c in /sys/class/nvme/nvme*; do
-			[ "$(cat "$c/serial" 2>/dev/null)" = rrslow0 ] && slow=/dev/${c##*/}n1
-		done
+		slow=$(nvme_serial rrslow0)
 		i=0
 		while [ -n "$slow" ] && [ ! -b "$slow" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 		mkdir -p /var/lib/rerand/images

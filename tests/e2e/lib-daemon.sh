@@ -241,7 +241,10 @@ rrd_needles() {
 }
 
 # rrd_leak_search ADDRS PATH...: every file under PATH... searched (as
-# bytes, case-insensitively) for every needle of ADDRS (rrd_addrs output).
+# bytes, case-insensitively) for every needle of ADDRS (rrd_addrs output),
+# as a whole number: not inside a longer run of hex digits, but with any
+# 0x and leading zeros.  (A bare substring search flagged a virtual offset
+# 0xb000000 inside the kernel's own "MMCONFIG at 0xb0000000" line.)
 # Prints one line per hit "FILE: kind of boot N (needle)"; returns 1 if
 # something was found.
 rrd_leak_search() {
@@ -254,7 +257,7 @@ rrd_leak_search() {
 			while IFS= read -r f; do
 				echo "$f: $kind of boot $n ($needle)"
 				found=1
-			done < <(grep -rilaF -e "$needle" "$@" 2>/dev/null)
+			done < <(grep -rilaE -e "(^|[^0-9a-f])(0x)?0*$needle([^0-9a-f]|\$)" "$@" 2>/dev/null)
 		done < <(rrd_needles "$kind" "$hex")
 	done <"$addrs"
 	[ "$found" -eq 0 ]
