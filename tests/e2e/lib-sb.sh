@@ -351,13 +351,25 @@ sb_sources() { grep -o '"sources" *: *"[^"]*"' <<<"$1" | cut -d'"' -f4; }
 # generation was staged, the kernel seed among the sources, the table, and
 # the stock baseline of generation 0.
 sb_check_chain() {
-	local name=$1 log=$2 qrc=$3 gens=$4 loader=$5 mem=$6 mode=stock
+	local name=$1 log=$2 qrc=$3 gens=$4 loader=$5 mem=$6 mode=stock rows
 	[ "$loader" = rerand ] && mode=rerand
-	E2E_RUN_MEM=$mem e2e_check "$name" "$log" "$qrc" "$gens" "$mode" 0
+	# -cpu max: lib.sh then also checks the sources against the CPU, with
+	# kernel-seed exactly when a SETUP_RNG_SEED node came, and "weak".  A
+	# signed image is staged unchanged, its header seed zero, as under
+	# E2E_LOADER=kexec: "seed" must not be named.
+	E2E_RUN_MEM=$mem E2E_RUN_CPU=max E2E_LOADER=kexec e2e_check "$name" "$log" "$qrc" "$gens" "$mode" 0
 	sb_check_lockdown "$name" "$log" chain "$gens"
 	sb_check_base "$name" "$log"
+	sb_check_staging "$name" "$log" "$gens" "$loader"
+	rows=$(e2e_parse "$log")
+	[ "$loader" = rerand ] && sb_check_kseed "$name" "$rows"
+	sb_table "$name" "$log" "$rows"
+}
 
-	# How every generation staged the next: kexec_file_load (-s) only.
+# sb_check_staging NAME LOG GENS LOADER: every generation before the last
+# staged the next with kexec_file_load (-s) only, and it is loaded.
+sb_check_staging() {
+	local name=$1 log=$2 gens=$3 loader=$4
 	local g line calls bad="" seen=""
 	for g in $(seq 0 $((gens - 1))); do
 		line=$(sb_lines "$log" "E2E-SB-LOAD gen=$g " | head -n1)
@@ -371,21 +383,20 @@ sb_check_chain() {
 	local who="stock kexec -s -l"
 	[ "$loader" = rerand ] && who="rerand load (no --file-syscall) picked kexec_file_load"
 	e2e_tap "$([ -z "$bad" ]; echo $?)" "$name: $who in every generation (kexec ran: ${seen:-nothing})" "${bad# }"
+}
 
-	local rows
-	rows=$(e2e_parse "$log")
-	if [ "$loader" = rerand ]; then
-		bad=""
-		local gen secs text cs ce lf ram ver src
-		while IFS=$'\t' read -r gen secs text cs ce lf ram ver; do
-			[ -n "$gen" ] && [ "$gen" -gt 0 ] || continue
-			src=$(sb_sources "$ver")
-			case "+$src+" in *+kernel-seed+*) ;; *) bad+=" gen$gen:${src:-none}" ;; esac
-		done <<<"$rows"
-		[ -n "$rows" ] || bad=" no generation reported"
-		e2e_tap "$([ -z "$bad" ]; echo $?)" "$name: the kernel's SETUP_RNG_SEED (kernel-seed) among the sources after every kexec" "${bad# }"
-	fi
-	sb_table "$name" "$log" "$rows"
+# sb_check_kseed NAME ROWS: kernel-seed among the sources after every kexec
+# (ROWS from e2e_parse).
+sb_check_kseed() {
+	local name=$1 rows=$2 bad=""
+	local gen secs text cs ce lf ram ver src
+	while IFS=$'\t' read -r gen secs text cs ce lf ram ver; do
+		[ -n "$gen" ] && [ "$gen" -gt 0 ] || continue
+		src=$(sb_sources "$ver")
+		case "+$src+" in *+kernel-seed+*) ;; *) bad+=" gen$gen:${src:-none}" ;; esac
+	done <<<"$rows"
+	[ -n "$rows" ] || bad=" no generation reported"
+	e2e_tap "$([ -z "$bad" ]; echo $?)" "$name: the kernel's SETUP_RNG_SEED (kernel-seed) among the sources after every kexec" "${bad# }"
 }
 
 # sb_table NAME LOG ROWS: generation, lockdown, verify, sources, distinct.
@@ -537,28 +548,35 @@ sb_check_crash() {
 		case "+$src+" in *+kernel-seed+*) ;; *) bad+=" sources '${src:-none}' without kernel-seed" ;; esac
 	fi
 	e2e_tap "$([ -z "$bad" ]; echo $?)" "$name: crash kernel inside the crash region$([ "$loader" = rerand ] && echo ", rerand verify randomized with crash=true and kernel-seed")" "${bad# }"
-	e2e_note "$name: crash region=$region crash kernel _text=$text physical=$cs sources=${src:--} verify=${ver:0:60}"
-	echo "$text $cs $(grep -o '"phys_slots" *: *[0-9]*' <<<"$ver" | grep -o '[0-9]*$')" >"$dir/row"
+	# The region itself moves with the first kernel's placement: the
+	# offset inside it shows whether the crash kernel was placed anew.
+	local off="?"
+	[ "$region" != none ] && off=$(printf '0x%x' $(( $(e2e_hex2dec "$cs") - $(e2e_hex2dec "${region%%-*}") )))
+	e2e_note "$name: crash region=$region crash kernel _text=$text physical=$cs (region +$off) sources=${src:--} verify=${ver:0:60}"
+	echo "$text $cs $(grep -o '"phys_slots" *: *[0-9]*' <<<"$ver" | grep -o '[0-9]*$') $off" >"$dir/row"
 }
 
 # sb_check_crash_distinct NAME LOADER DIR...: the crash kernels' physical
-# bases all differ (no repeat allowed: with two panics, one allowed repeat
-# could never fail).  Stock kexec is only reported.
+# bases all differ, and so do their offsets inside the crash region (which
+# moves with the first kernel: stock kexec -s -p lands at one offset every
+# time).  No repeat allowed: with two panics, one could never fail.  Stock
+# kexec is only reported.
 sb_check_crash_distinct() {
 	local name=$1 loader=$2; shift 2
-	local d rows="" n=0 prep vrep
+	local d rows="" n=0 prep orep vrep
 	for d in "$@"; do [ -s "$d/row" ] && rows+="$(cat "$d/row")"$'\n'; done
 	rows=${rows%$'\n'}
 	[ -n "$rows" ] && n=$(wc -l <<<"$rows")
-	prep=$((n - $(cut -d' ' -f2 <<<"$rows" | sed '/^$/d' | sort -u | wc -l)))
 	vrep=$((n - $(cut -d' ' -f1 <<<"$rows" | sed '/^$/d' | sort -u | wc -l)))
-	e2e_note "$name: crash kernel bases (virtual/physical) over $n panics: $(cut -d' ' -f1,2 <<<"$rows" | tr ' \n' '/ ')"
+	prep=$((n - $(cut -d' ' -f2 <<<"$rows" | sed '/^$/d' | sort -u | wc -l)))
+	orep=$((n - $(cut -d' ' -f4 <<<"$rows" | sed '/^$/d' | sort -u | wc -l)))
+	e2e_note "$name: crash kernel virtual/physical/offset in the region over $n panics: $(cut -d' ' -f1,2,4 <<<"$rows" | tr ' \n' '/ ')"
 	if [ "$loader" = stock ]; then
-		e2e_note "$name: stock kexec -s -p: physical repeats $prep, virtual repeats $vrep (not asserted)"
+		e2e_note "$name: stock kexec -s -p: repeats: physical $prep, offset $orep, virtual $vrep (not asserted)"
 		return 0
 	fi
 	local why=""
 	[ "$n" -ge $# ] || why="only $n of $# panics reported"
-	e2e_tap "$([ -z "$why" ] && [ "$prep" -eq 0 ]; echo $?)" \
-		"$name: crash kernel physical bases distinct across $n panics (repeats $prep; virtual repeats $vrep, not asserted)" "$why"
+	e2e_tap "$([ -z "$why" ] && [ "$prep" -eq 0 ] && [ "$orep" -eq 0 ]; echo $?)" \
+		"$name: crash kernel physical bases distinct across $n panics, and their offsets in the crash region (repeats $prep and $orep; virtual repeats $vrep, not asserted)" "$why"
 }

@@ -78,6 +78,11 @@ ram=$(grep '^[0-9a-f]*-[0-9a-f]* : System RAM$' /proc/iomem | cut -d' ' -f1 |
 	tr '\n' ',' | sed 's/,$//')
 lf=$(od -An -tx1 -j 529 -N 1 /sys/kernel/boot_params/data | tr -d ' \n')
 [ -n "$lf" ] || fail "cannot read loadflags"
+# SETUP_RNG_SEED nodes handed to this kernel (kexec_file_load adds one).
+rngseed=0
+for t in /sys/kernel/boot_params/setup_data/*/type; do
+	[ -r "$t" ] && [ "$(cat "$t")" = 0x9 ] && rngseed=$((rngseed + 1))
+done
 verify=none
 if [ -x /bin/rerand ] && { [ "$gen" -gt 0 ] || [ "$role" = crash ]; }; then
 	json=$(rerand verify --json 2>/tmp/verify.err)
@@ -87,7 +92,7 @@ if [ -x /bin/rerand ] && { [ "$gen" -gt 0 ] || [ "$role" = crash ]; }; then
 fi
 
 if [ "$role" = crash ]; then
-	echo "E2E-CRASH text=$text code=0x$code loadflags=0x$lf verify=$verify"
+	echo "E2E-CRASH text=$text code=0x$code loadflags=0x$lf rngseed=$rngseed verify=$verify"
 	echo "E2E-DONE role=crash"
 	finish
 fi
@@ -141,7 +146,7 @@ if [ "$role" = first ]; then
 fi
 
 [ "$role" = chain ] || fail "unknown e2e.role '$role'"
-echo "E2E-GEN gen=$gen text=$text code=0x$code loadflags=0x$lf ram=$ram verify=$verify"
+echo "E2E-GEN gen=$gen text=$text code=0x$code loadflags=0x$lf ram=$ram rngseed=$rngseed verify=$verify"
 if [ "$gen" -ge "$target" ]; then
 	echo "E2E-DONE gen=$gen"
 	finish
