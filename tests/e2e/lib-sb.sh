@@ -269,6 +269,16 @@ sb_fw_judge() {
 	e2e_note "$name: unsigned: $(grep -m1 'Misc Device.*:' <<<"$u" | sed 's/ from .*)://' | cut -c1-110)"
 }
 
+# sb_fw_args VARS: set SB_FW_ARGS to QEMU's Secure Boot firmware arguments,
+# with VARS a fresh private copy of the snakeoil variables (the machine
+# needs smm=on as well).
+sb_fw_args() {
+	cp "$E2E_OVMF_SB_VARS" "$1" || return 1
+	SB_FW_ARGS=(-global driver=cfi.pflash01,property=secure,value=on
+		-drive "if=pflash,format=raw,unit=0,readonly=on,file=$E2E_OVMF_SB_CODE"
+		-drive "if=pflash,format=raw,unit=1,file=$1")
+}
+
 # sb_qemu KERNEL INITRD APPEND LOG MEM TIMEOUT: boot KERNEL (signed) under
 # the Secure Boot firmware, -cpu max.
 sb_qemu() { e2e_qemu "$1" "$2" "$3" "$4" ovmf-sb max "$5" "$6" q35; }

@@ -11,6 +11,12 @@
 #   rrs_qemu          boot a cloud kernel (NVMe and ext4 built in) with
 #                     root=/dev/nvme0n1 under TCG; no network.
 #
+# Secure Boot (check-systemd-sb.sh): RRS_SB_IMAGE names a rerand image signed
+# on this host (the build host); rrs_fill ships it as
+# $RRS_SB_DIR/RELEASE.img with a drop-in setting SignedImageDirectory=, and
+# RRS_FW=ovmf-sb makes rrs_qemu boot OVMF with the snakeoil keys enrolled
+# (lib-sb.sh), so the guest is locked down.
+#
 # Nothing here needs root inside the sandbox but debootstrap itself.
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib-daemon.sh"
@@ -26,6 +32,9 @@ RRS_DISK_MIB=${RRS_DISK_MIB:-1536}
 RRS_BASE_PKGS="systemd systemd-sysv udev dbus kexec-tools procps libcurl4"
 # Bump when the way the base root is made changes (part of its cache key).
 RRS_ROOTFS_VERSION=1
+# Where the Secure Boot guest's pre-signed images live (not rerandd's default
+# /var/lib/rerand/signed, so that the drop-in is what points rerandd there).
+RRS_SB_DIR=${RRS_SB_DIR:-/usr/local/lib/rerand-e2e/signed}
 
 # rrs_lib_pkgs BIN...: the Debian packages that hold the shared libraries
 # BIN... link against (so the guest runs the very binaries `make` built).
@@ -116,7 +125,7 @@ rrs_disk() {
 # rrs_fill ROOT BASE KERNEL MODE TARGET: everything rrs_disk puts in ROOT.
 rrs_fill() {
 	local d=$1 base=$2 kernel=$3 mode=$4 target=$5 v libexec u
-	v=$("$E2E_RERAND" inspect "$kernel" 2>/dev/null | sed -n 's/^ *kernel version: *\([^ ]*\).*/\1/p')
+	v=$("$E2E_RERAND" inspect "$kernel" 2>/dev/null | sed -n 's/^ *\(kernel \)\{0,1\}version: *\([^ ]*\).*/\2/p' | head -n 1)
 	[ -n "$v" ] || v=${kernel##*/vmlinuz-}
 	tar -C "$d" --numeric-owner -xpf "$base" || return 1
 	make -s -C "$E2E_TOP" install DESTDIR="$d" UNITDIR=/lib/systemd/system >"$d.install.log" 2>&1 ||
@@ -137,6 +146,13 @@ rrs_fill() {
 	echo "$target" >"$d/var/lib/rerand-e2e/target"
 	echo "$mode" >"$d/var/lib/rerand-e2e/mode"
 	echo "${RRS_SECURITY_MAX:-2.0}" >"$d/var/lib/rerand-e2e/security-max"
+	if [ -n "${RRS_SB_IMAGE:-}" ]; then
+		# Shipped from the build host: the image only, never the key.
+		install -D -m 0644 "$RRS_SB_IMAGE" "$d$RRS_SB_DIR/$v.img" || return 1
+		printf '# tests/e2e/lib-systemd.sh: pre-signed images (Secure Boot guest)\n[Stage]\nSignedImageDirectory=%s\n' \
+			"$RRS_SB_DIR" >"$d/etc/rerand/rerand.conf.d/40-e2e-signed.conf"
+		printf '%s\n%s\n' "$RRS_SB_DIR/$v.img" "${RRS_SB_SIGNER:-}" >"$d/var/lib/rerand-e2e/secureboot"
+	fi
 	cp "$kernel" "$d/boot/vmlinuz-$v" || return 1
 	echo "/dev/nvme0n1 / ext4 defaults 0 1" >"$d/etc/fstab"
 	echo rerand-e2e >"$d/etc/hostname"
@@ -151,17 +167,24 @@ rrs_fill() {
 }
 
 # rrs_qemu KERNEL DISK LOG AGENTLOG TIMEOUT [interactive]: boot the disk
-# (SeaBIOS, q35, TCG, NVMe root, no network).  ttyS0 (console) time-stamped
+# (SeaBIOS, or with RRS_FW=ovmf-sb OVMF under Secure Boot; q35, TCG, NVMe
+# root, no network).  ttyS0 (console) time-stamped
 # to LOG, ttyS1 (the agent's lines) to AGENTLOG.  Interactive: the console
 # on this terminal instead.
 rrs_qemu() {
 	local kernel=$1 disk=$2 log=$3 alog=$4 tmo=$5 inter=${6:-}
-	local args=(-accel tcg -machine q35 -m "${RRS_MEM:-1}G" -smp "${RRS_SMP:-1}" -cpu max
+	local machine=q35
+	[ "${RRS_FW:-seabios}" = ovmf-sb ] && machine+=",smm=on"
+	local args=(-accel tcg -machine "$machine" -m "${RRS_MEM:-1}G" -smp "${RRS_SMP:-1}" -cpu max
 		-nographic -no-reboot -nic none
 		-drive "file=$disk,if=none,id=root,format=raw,cache=writeback"
 		-device "nvme,drive=root,serial=rrroot0"
 		-kernel "$kernel"
 		-append "root=/dev/nvme0n1 rw console=ttyS0,115200 panic=-1 ${RRS_APPEND:-quiet}")
+	if [ "${RRS_FW:-seabios}" = ovmf-sb ]; then
+		sb_fw_args "$log.vars.fd" || return 1
+		args+=("${SB_FW_ARGS[@]}")
+	fi
 	if [ -n "$inter" ]; then
 		exec qemu-system-x86_64 "${args[@]}" -serial mon:stdio -serial "file:$alog"
 	fi

@@ -8,6 +8,9 @@
 #   RRS-BOOT n=N boot_id=ID text=_TEXT code=PHYS-RANGE   (test only: the
 #       secret, read from /proc/kallsyms and /proc/iomem for the leak search)
 #   RRS-INFO n=N key=value       RRS-DONE n=N
+# Under Secure Boot (check-systemd-sb.sh, $D/secureboot names the pre-signed
+# image and its signer) it also checks lockdown, the kernel seed and the
+# signed image, and at the last boot that rerandd is blocked without one.
 # Boot 0 is the cold boot QEMU made; each later one followed a rerandomizing
 # kexec that rerandd decided on its own.  The last boot powers the guest off.
 set -u
@@ -20,6 +23,8 @@ echo $((n + 1)) >"$D/boots.tmp" && mv "$D/boots.tmp" "$D/boots" && sync "$D/boot
 target=$(cat "$D/target")
 mode=$(cat "$D/mode")
 security_max=$(cat "$D/security-max")
+sbimg="" signer=""
+[ -r "$D/secureboot" ] && { read -r sbimg; read -r signer; } <"$D/secureboot"
 
 say() { echo "$*" >&3; echo "$*"; }
 tap() { # tap STATUS NAME [WHY]
@@ -76,6 +81,34 @@ systemd-analyze security rerandd.service --no-pager >"$D/out/security.$n.txt" 2>
 tap "$(awk -v s="${score:-99}" -v m="$security_max" 'BEGIN { exit !(s + 0 <= m + 0) }'; echo $?)" \
 	"systemd-analyze security rerandd: exposure ${score:-none} <= $security_max"
 
+# ---- Secure Boot: locked down, staged from the pre-signed image -----------------
+if [ -n "$sbimg" ]; then
+	ld=$(cat /sys/kernel/security/lockdown 2>&1)
+	say "RRS-INFO n=$n lockdown=$ld"
+	tap "$(grep -Eq '\[(integrity|confidentiality)\]' <<<"$ld"; echo $?)" "the kernel is locked down ($ld)"
+	# The firmware's verdict as the boot stub passed it on: boot_params
+	# secure_boot (0x1ec) 3 = enabled (independent of rerand).
+	bp=$(od -An -t u1 -j $((0x1ec)) -N 1 /sys/kernel/boot_params/data 2>/dev/null | tr -d ' ')
+	tap "$([ "$bp" = 3 ]; echo $?)" "boot_params says Secure Boot enabled (secure_boot=${bp:-unreadable})"
+	# rerand reads the SecureBoot variable from efivarfs; the guest has no
+	# kernel modules (the cloud kernel builds efivarfs as one), so it may
+	# be unmounted: then rerand must say "unknown", never "off".
+	sbw=on
+	ls /sys/firmware/efi/efivars/SecureBoot-* >/dev/null 2>&1 || sbw=unknown
+	wait_for 120 sh -c 'rerand status --json 2>/dev/null | grep -q "\"staged\":true"'
+	js=$(rerand status --json 2>&1)
+	echo "$js" >"$D/out/status-staged.$n.json"
+	ok=1
+	[ "$(jval "$js" secure_boot)" = "$sbw" ] && [ "$(jval "$js" locked_down)" = true ] &&
+		[ "$(jval "$js" staged)" = true ] && [ "$(jval "$js" image_source)" = pre-signed ] &&
+		[ "$(jval "$js" signer)" = "$signer" ] && [ -z "$(jval "$js" stage_error)" ] && ok=0
+	tap "$ok" "rerand status: Secure Boot $sbw (efivarfs $([ $sbw = on ] && echo mounted || echo absent)), lockdown $(jval "$js" lockdown), staged the pre-signed image signed by \"$(jval "$js" signer)\"" "$js"
+	# The guest signs nothing: no key configured, no image signed here.
+	ok=1
+	! grep -rqs '^ *SignKey *=' /etc/rerand/ && ! ls /var/lib/rerand/images/*.signed.img >/dev/null 2>&1 && ok=0
+	tap "$ok" "no signing key on the machine (no SignKey=, no image signed here)"
+fi
+
 # ---- what the previous boot left ----------------------------------------------
 if [ "$n" -gt 0 ]; then
 	prev=$(cat "$D/last-boot-id")
@@ -126,6 +159,18 @@ if [ "$n" -gt 0 ]; then
 		[ "$(jval "$js" successes)" = "$n" ] && [ "$(jval "$js" verified_at)" -ge "$btime" ] && ok=0
 	tap "$ok" "rerand status --json: this boot verified randomized, success $n" "$js"
 	say "RRS-INFO n=$n verified boot_id=$boot_id entropy_bits=$(jval "$js" entropy_bits) successes=$(jval "$js" successes)"
+	if [ -n "$sbimg" ]; then
+		# The stage's own record: the kernel's SETUP_RNG_SEED node
+		# (added by kexec_file_load) fed the choice.
+		vj=$(rerand verify --json 2>&1)
+		echo "$vj" >"$D/out/verify.$n.json"
+		src=$(jval "$vj" sources)
+		say "RRS-INFO n=$n sources=$src weak=$(jval "$vj" weak)"
+		ok=1
+		[ "$(jval "$vj" randomized)" = true ] && [ "$(jval "$vj" weak)" = false ] &&
+			case "+$src+" in *+kernel-seed+*) true ;; *) false ;; esac && ok=0
+		tap "$ok" "rerand verify: randomized, kernel-seed among the sources ($src)" "$vj"
+	fi
 	# This kernel runs on the command line rerandd staged (read from the
 	# running kernel's /proc/cmdline, size 0 in stat on 6.1): it must hold
 	# boot 0's root=, or the machine would not have found its disk.
@@ -217,6 +262,34 @@ if [ "$mode" = long ] && [ "$n" -eq 1 ]; then
 	rc=$?
 	wait_for 30 sh -c "journalctl -u rerandd --since '$t3' -o cat | grep -q 'configuration reloaded'"
 	tap "$rc" "reload with Method=systemd for the next reboot"
+fi
+
+# ---- Secure Boot, last boot: no signed image, blocked, no loop -----------------
+if [ -n "$sbimg" ] && [ "$n" -ge "$target" ]; then
+	t4=$(date '+%Y-%m-%d %H:%M:%S')
+	mv "$sbimg" "$R/held.img"
+	nimg=$(ls /var/lib/rerand/images 2>/dev/null | wc -l)
+	systemctl restart rerandd.service
+	wait_for 120 sh -c 'rerand status --json 2>/dev/null | grep -q "no signed image"'
+	pid=$(prop MainPID)
+	# Six CheckInterval ticks: a retry loop would show here.
+	sleep 30
+	js=$(rerand status --json 2>&1)
+	echo "$js" >"$D/out/status-blocked.$n.json"
+	log=$(journalctl -u rerandd --since "$t4" -o cat --no-pager)
+	nfail=$(grep -c 'staging failed' <<<"$log")
+	err=$(jval "$js" stage_error)
+	say "RRS-INFO n=$n blocked: $err"
+	ok=1
+	[ "$(jval "$js" staged)" = false ] && grep -q 'locked down' <<<"$err" &&
+		grep -q "no signed image" <<<"$err" && grep -q "$sbimg" <<<"$err" && ok=0
+	tap "$ok" "without the pre-signed image rerandd stages nothing and says why (blocker $(jval "$js" blocker))" "$js"
+	ok=1
+	[ "$nfail" = 1 ] && [ "$(prop MainPID)" = "$pid" ] && [ "$(prop ActiveState)" = active ] &&
+		[ "$(ls /var/lib/rerand/images 2>/dev/null | wc -l)" = "$nimg" ] && ok=0
+	tap "$ok" "blocked without a loop: one 'staging failed' in 30 s, no image built, same PID" \
+		"staging failed x$nfail; pid $(prop MainPID) was $pid; images $(ls /var/lib/rerand/images 2>/dev/null | wc -l) were $nimg"
+	mv "$R/held.img" "$sbimg"
 fi
 
 # ---- hand over to rerandd ------------------------------------------------------

@@ -1,0 +1,16 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# The Debian 12 systemd guest of check-systemd.sh under UEFI Secure Boot
+# (issue 12): OVMF with Debian's snakeoil keys enrolled boots the 6.1 cloud
+# kernel signed with sbsign, so the guest is locked down ([integrity]).  The
+# disk holds a rerand image of the guest's release signed on this host (the
+# build host) with `rerand image --sign-key/--sign-cert`; a drop-in points
+# rerandd's SignedImageDirectory= at it and the guest holds no private key.
+# rerandd, under its shipped unit, rerandomizes from that image on its own.
+#   short (make check): one rerandomizing reboot.
+#   long (make check-long): two, plus the watchdog.
+# The checks are check-systemd.sh's, plus per boot: locked down, rerand
+# verify with kernel-seed among the sources, the pre-signed image and its
+# signer in rerand status; at the last boot, with the image removed, rerandd
+# is blocked with the reason and does not retry in a loop.
+exec env RRS_SB=1 "$(dirname "$0")/check-systemd.sh" "$@"
