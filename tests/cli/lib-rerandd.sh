@@ -45,6 +45,14 @@ EOF
 	} >"$hd/rerand.conf"
 }
 
+# rerandd_no_reboot FILE: a RebootCommand for instances that must never
+# reboot: "FILE DIR" records the call in DIR/reboot-called (which the tests
+# check for) and fails.
+rerandd_no_reboot() {
+	printf '#!/bin/sh\necho REBOOT >>"$1/reboot-called"\nexit 1\n' >"$1"
+	chmod +x "$1"
+}
+
 # rerandd_start DIR: rerandd on DIR/rerand.conf and DIR/conf.d in the
 # background, its output appended to DIR/log, its pid in DIR/pid and in
 # $rerandd_pids (stopped by rerandd_cleanup).

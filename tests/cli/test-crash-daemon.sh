@@ -43,13 +43,7 @@ case " $* " in *" -p "*) echo 1 >"$d/crash_loaded" ;; esac
 exit 0
 EOF
 chmod +x "$tmp/fake-kexec"
-cat >"$tmp/no-reboot" <<'EOF'
-#!/bin/sh
-# never due in these tests; a call is recorded as a test failure
-echo REBOOT >>"$1/reboot-called"
-exit 1
-EOF
-chmod +x "$tmp/no-reboot"
+rerandd_no_reboot "$tmp/no-reboot"
 
 # inst ID CRASH_SIZE [extra [Crash] lines]: an instance directory and its config
 inst() {

@@ -42,12 +42,7 @@ attempt_boot_id=$old_boot
 attempt_time=1000
 attempt_reason=layout-age
 EOF
-cat >"$hd/no-reboot" <<'EOF'
-#!/bin/sh
-echo REBOOT >>"$(dirname "$0")/reboot-called"
-exit 1
-EOF
-chmod +x "$hd/no-reboot"
+rerandd_no_reboot "$hd/no-reboot"
 rerandd_conf "$hd" /bin/false "$hd/sd" <<EOF
 PreRebootDirectory=$hd/pre
 PostBootDirectory=$hd/post
@@ -68,7 +63,7 @@ BackoffBase=30min
 
 [Reboot]
 Method=command
-RebootCommand=$hd/no-reboot
+RebootCommand=$hd/no-reboot $hd
 
 [Crash]
 Mode=off

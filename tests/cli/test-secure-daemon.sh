@@ -45,12 +45,7 @@ printf '%s\n' "$*" >>"$d/kexec.log"
 exit 0
 EOF
 chmod +x "$tmp/fake-kexec"
-cat >"$tmp/no-reboot" <<'EOF'
-#!/bin/sh
-echo REBOOT >>"$1/reboot-called"
-exit 1
-EOF
-chmod +x "$tmp/no-reboot"
+rerandd_no_reboot "$tmp/no-reboot"
 
 # inst ID [extra [Stage] lines]: an instance locked down by its fixtures
 inst() {
