@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <wordexp.h>
 
+#include "child.h"
 #include "rerandd.h"
 
 /* A child's output on its way to the journal: split into lines, each logged
@@ -43,20 +44,7 @@ static void relay_flush(struct relay *rl)
 static void relay_bytes(struct relay *rl, const char *p, size_t n)
 {
 	if (rl->tail) {
-		size_t cap = rl->tail_len - 1;
-		if (n >= cap) {
-			memcpy(rl->tail, p + n - cap, cap);
-			rl->tail_used = cap;
-		} else {
-			if (rl->tail_used + n > cap) {
-				size_t drop = rl->tail_used + n - cap;
-				memmove(rl->tail, rl->tail + drop, rl->tail_used - drop);
-				rl->tail_used -= drop;
-			}
-			memcpy(rl->tail + rl->tail_used, p, n);
-			rl->tail_used += n;
-		}
-		rl->tail[rl->tail_used] = 0;
+		rr_tail_append(rl->tail, rl->tail_len, &rl->tail_used, p, n);
 		return;                   /* the caller logs what it captured */
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -118,10 +106,7 @@ static int run_impl(char *const argv[], int64_t timeout_sec, enum rr_child_caps 
 			_exit(126);
 		if ((caps == RR_CHILD_KEXEC_CAPS ? caps_child_kexec() : caps_child_none()) < 0)
 			_exit(126);
-		if (strchr(argv[0], '/'))
-			execv(argv[0], argv);
-		else
-			execvp(argv[0], argv);
+		rr_child_exec(argv[0], argv);
 		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
@@ -155,9 +140,7 @@ static int run_impl(char *const argv[], int64_t timeout_sec, enum rr_child_caps 
 	relay_read(pfd[0], &rl);
 	relay_flush(&rl);
 	close(pfd[0]);
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	return rr_child_exit_code(status);
 }
 
 int run_argv(char *const argv[], int64_t timeout_sec, enum rr_child_caps caps)

@@ -27,5 +27,7 @@ int cmd_entropy(int argc, char **argv);
 
 /* "rerand: " prefix on stderr. */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* S as a JSON string on stdout (inspect --json, entropy --json). */
+void cli_json_str(const char *s);
 
 #endif

@@ -174,20 +174,6 @@ static enum rr_msrc_firmware detect_firmware(const char *src, const struct rr_ms
 	return RR_FW_BIOS;
 }
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", (unsigned char)*s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
-}
-
 static void json_fig(const char *name, const struct figures *f)
 {
 	printf("\"%s\":{\"phys_slots\":%llu,\"virt_slots\":%llu,\"phys_randomized\":%s,"
@@ -327,18 +313,18 @@ int cmd_entropy(int argc, char **argv)
 	const char *rule = fw == RR_FW_UEFI ? "uefi-runtime-map" : "bios-min-512m";
 	if (json) {
 		printf("{\"memmap\":{\"source\":");
-		json_str(src ? src : RR_MSRC_LIVE);
+		cli_json_str(src ? src : RR_MSRC_LIVE);
 		printf(",\"format\":\"%s\",\"entries\":%u,\"ram_entries\":%u,\"ram_bytes\":%llu},",
 		       rr_msrc_format_name(info.format), info.nr_entries, info.nr_ram,
 		       (unsigned long long)info.ram_bytes);
 		printf("\"firmware\":\"%s\",\"firmware_from\":", fw == RR_FW_UEFI ? "uefi" : "bios");
-		json_str(fw_how);
+		cli_json_str(fw_how);
 		printf(",\"kernel\":");
-		json_str(size_from);
+		cli_json_str(size_from);
 		printf(",\"mem_size\":%llu,\"slot_size\":%llu,\"cmdline_from\":",
 		       (unsigned long long)mem_size,
 		       (unsigned long long)RR_ALIGN_UP(mem_size, RERAND_SLOT_ALIGN));
-		json_str(cmdline_from);
+		cli_json_str(cmdline_from);
 		printf(",\"nokaslr\":%s,", cl.nokaslr ? "true" : "false");
 		json_fig("rerand", &rr);
 		printf(",");

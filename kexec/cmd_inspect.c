@@ -17,20 +17,6 @@
 
 #define MAX_KERNEL_FILE (512u << 20)
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", (unsigned char)*s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
-}
-
 /* Closes the JSON object the kernel or image printer opened. */
 static void print_sig(const struct rr_pe_sig *sig, bool json)
 {
@@ -39,9 +25,9 @@ static void print_sig(const struct rr_pe_sig *sig, bool json)
 		       sig->is_signed ? "true" : "false", sig->nr_signatures);
 		if (sig->is_signed) {
 			printf(",\"signer_subject\":");
-			json_str(sig->subject);
+			cli_json_str(sig->subject);
 			printf(",\"signer_issuer\":");
-			json_str(sig->issuer);
+			cli_json_str(sig->issuer);
 		}
 		printf("}\n");
 		return;
@@ -70,14 +56,14 @@ static void print_kernel(const char *path, const struct rr_kernel *k, bool json)
 	rr_bits_text(vs, vb, sizeof(vb));
 	if (json) {
 		printf("{\"file\":");
-		json_str(path);
+		cli_json_str(path);
 		printf(",\"type\":\"%s\",\"codec\":\"%s\",\"file_size\":%zu,",
 		       k->is_bzimage ? "bzImage" : "vmlinux", rr_kcodec_name(k->codec), k->file_size);
 		if (k->is_bzimage) {
 			printf("\"protocol\":\"%u.%02u\",\"xloadflags\":%u,\"payload_size\":%llu,"
 			       "\"kernel_version\":", k->bz.version >> 8, k->bz.version & 0xff,
 			       k->bz.xloadflags, (unsigned long long)k->bz.payload_length);
-			json_str(k->bz.kernel_version);
+			cli_json_str(k->bz.kernel_version);
 			putchar(',');
 		}
 		printf("\"decoded_size\":%zu,\"mem_size\":%llu,\"entry_offset\":%llu,\"segments\":[",
@@ -131,12 +117,12 @@ static void print_image(const char *path, size_t len, const struct rr_image *im,
 		snprintf(stage_hex + 2 * i, 3, "%02x", h->stage_sha256[i]);
 	if (json) {
 		printf("{\"file\":");
-		json_str(path);
+		cli_json_str(path);
 		printf(",\"type\":\"rerand-image\",\"stage_sha256\":\"%s\","
 		       "\"xlf_5level\":%s,\"signature_size\":%u,", stage_hex,
 		       im->xloadflags & RERAND_XLF_5LEVEL ? "true" : "false", im->cert_size);
 		printf("\"image_version\":%u,\"kernel_version\":", h->version);
-		json_str(im->kernel_version);
+		cli_json_str(im->kernel_version);
 		printf(",\"protocol\":\"%u.%02u\",\"xloadflags\":%u,"
 		       "\"file_size\":%zu,\"init_size\":%u,\"kernel_alignment\":%u,\"codec\":\"%s\","
 		       "\"stored_size\":%llu,\"decoded_size\":%llu,\"mem_size\":%llu,"
@@ -191,9 +177,9 @@ static int print_uki(const char *path, const uint8_t *buf, size_t len, bool json
 		return r;
 	if (json) {
 		printf("{\"file\":");
-		json_str(path);
+		cli_json_str(path);
 		printf(",\"type\":\"uki\",\"kernel_version\":");
-		json_str(bz.kernel_version);
+		cli_json_str(bz.kernel_version);
 		printf(",\"sections\":{");
 		for (int i = 0, n = 0; i < RR_UKI_NR_PARTS; i++)
 			if (u.part[i].present)
@@ -202,7 +188,7 @@ static int print_uki(const char *path, const uint8_t *buf, size_t len, bool json
 		printf("}");
 		if (u.part[RR_UKI_CMDLINE].present) {
 			printf(",\"cmdline\":");
-			json_str(cmdline);
+			cli_json_str(cmdline);
 		}
 		return 0;
 	}
@@ -278,7 +264,7 @@ int cmd_inspect(int argc, char **argv)
 				    "a PE header)", path);
 		if (r == 0 && json) {
 			printf("{\"file\":");
-			json_str(path);
+			cli_json_str(path);
 			printf(",\"type\":\"pe\"");
 		} else if (r == 0) {
 			printf("%s: PE image, neither a kernel nor a rerand image\n", path);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "kexec_run.h"
+#include "child.h"
 #include "kernel.h"
 #include "lockdown.h"
 
@@ -44,10 +45,7 @@ int kexec_run_capture(const char *kexec, char *const args[], int which, char *ou
 			if (null >= 0)
 				dup2(null, STDERR_FILENO);
 		}
-		if (strchr(kexec, '/'))
-			execv(kexec, args);
-		else
-			execvp(kexec, args);
+		rr_child_exec(kexec, args);
 		dprintf(which, "rerand: cannot run %s: %s\n", kexec, strerror(errno));
 		_exit(127);
 	}
@@ -61,27 +59,13 @@ int kexec_run_capture(const char *kexec, char *const args[], int which, char *ou
 		if (n <= 0)
 			break;
 		/* keep the tail: kexec's verdict comes last */
-		if ((size_t)n >= out_len - 1) {
-			memcpy(out, buf + (size_t)n - (out_len - 1), out_len - 1);
-			used = out_len - 1;
-		} else {
-			if (used + (size_t)n > out_len - 1) {
-				size_t drop = used + (size_t)n - (out_len - 1);
-				memmove(out, out + drop, used - drop);
-				used -= drop;
-			}
-			memcpy(out + used, buf, (size_t)n);
-			used += (size_t)n;
-		}
-		out[used] = 0;
+		rr_tail_append(out, out_len, &used, buf, (size_t)n);
 	}
 	close(pfd[0]);
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return -errno;
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	return rr_child_exit_code(status);
 }
 
 void kexec_tools_version(const char *kexec, int ret[3])

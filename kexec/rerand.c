@@ -19,6 +19,20 @@ void cli_err(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+void cli_json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", (unsigned char)*s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
 static void usage(FILE *f)
 {
 	fputs("Usage: rerand COMMAND [OPTIONS]\n"

@@ -11,18 +11,6 @@
 /* -1 until the command line has been read. */
 static int debug_state = -1;
 
-static inline void outb(uint16_t port, uint8_t v)
-{
-	__asm__ volatile("outb %0, %1" : : "a"(v), "Nd"(port));
-}
-
-static inline uint8_t inb(uint16_t port)
-{
-	uint8_t v;
-	__asm__ volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
-	return v;
-}
-
 /* About a microsecond per write to the POST port, like the kernel's
  * io_delay(); there is no calibrated timer here. */
 static void io_delay(unsigned n)

@@ -6,18 +6,6 @@
 
 #define COM1 0x3f8
 
-static inline void outb(uint16_t port, uint8_t v)
-{
-	__asm__ volatile("outb %0, %1" : : "a"(v), "Nd"(port));
-}
-
-static inline uint8_t inb(uint16_t port)
-{
-	uint8_t v;
-	__asm__ volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
-	return v;
-}
-
 void serial_init(void)
 {
 	outb(COM1 + 1, 0x00);   /* no interrupts */

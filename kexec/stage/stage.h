@@ -8,6 +8,19 @@
 
 #define STAGE_VERSION "2"   /* 2: kernel seed, reset on failure, record v2 */
 
+/* Port I/O for the UART (serial.c) and the reset paths (reset.c). */
+static inline void outb(uint16_t port, uint8_t v)
+{
+	__asm__ volatile("outb %0, %1" : : "a"(v), "Nd"(port));
+}
+
+static inline uint8_t inb(uint16_t port)
+{
+	uint8_t v;
+	__asm__ volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
+	return v;
+}
+
 /* serial.c: COM1, polled; never blocks forever. */
 void serial_init(void);
 void serial_puts(const char *s);

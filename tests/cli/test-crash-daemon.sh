@@ -13,30 +13,10 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/rerand-crashd.XXXXXX)
 R=$top/build/rerand
 RERANDD=$top/build/rerandd
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-nok() { n=$((n + 1)); echo "not ok $n - $*"; }
-check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
-bail() { nok "$*"; echo "1..$n"; exit 1; }
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}" "${procfs_fixture_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-	sleep 0.2
-	for p in "${pids[@]}" "${procfs_fixture_pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	[ -n "${KEEP:-}" ] || rm -rf "$tmp"
-}
-trap cleanup EXIT
+. "$top/tests/cli/lib-tap.sh"
+. "$top/tests/cli/lib-rerandd.sh"
+trap rerandd_cleanup EXIT
 . "$top/tests/cli/procfs-fixture.sh"
-wait_for() {
-	local until=$(($(date +%s%3N) + $1 * 1000)); shift
-	while [ "$(date +%s%3N)" -le "$until" ]; do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
 # Debian 12's default cloud kernel, whatever its build (scripts/kernels.sh:
@@ -63,13 +43,7 @@ case " $* " in *" -p "*) echo 1 >"$d/crash_loaded" ;; esac
 exit 0
 EOF
 chmod +x "$tmp/fake-kexec"
-cat >"$tmp/no-reboot" <<'EOF'
-#!/bin/sh
-# never due in these tests; a call is recorded as a test failure
-echo REBOOT >>"$1/reboot-called"
-exit 1
-EOF
-chmod +x "$tmp/no-reboot"
+rerandd_no_reboot "$tmp/no-reboot"
 
 # inst ID CRASH_SIZE [extra [Crash] lines]: an instance directory and its config
 inst() {
@@ -85,23 +59,7 @@ inst() {
 	echo 0 >"$hd/crash_loaded"
 	procfs_fixture "$hd/cmdline" $'BOOT_IMAGE=/vmlinuz-6.1 root=/dev/vda1 ro crashkernel=256M console=ttyS0 hugepages=16 nr_cpus=8 quiet -- single\n'
 	mkfifo "$hd/uevents"
-	cat >"$hd/rerand.conf" <<EOF
-[Daemon]
-StateDirectory=$hd/state
-RuntimeDirectory=$hd/run
-MetricsFile=$hd/run/rerand.prom
-RerandBinary=$R
-KexecBinary=$hd/bin/kexec
-CheckInterval=1s
-
-[Paths]
-Boot=$hd/boot
-ProcCmdline=$hd/cmdline
-SetupData=$hd/no-setup-data
-Kmsg=$hd/no-kmsg
-Tainted=$hd/tainted
-BootId=$hd/boot_id
-ProcStat=$hd/stat
+	rerandd_conf "$hd" "$hd/bin/kexec" "$hd/no-setup-data" <<EOF
 PreRebootDirectory=$hd/pre
 PostBootDirectory=$hd/post
 KexecCrashSize=$hd/crash_size
@@ -128,7 +86,7 @@ HotplugSettle=1s
 $extra
 EOF
 }
-run() { "$RERANDD" --config "$tmp/$1/rerand.conf" --config-dir "$tmp/$1/conf.d" >>"$tmp/$1/log" 2>&1 & pids+=($!); echo $! >"$tmp/$1/pid"; }
+run() { rerandd_start "$tmp/$1"; }
 st() { RERAND_CONTROL_SOCKET=$tmp/$1/run/control "$R" status ${2:-}; }
 crash_loads() { grep -cE -- '(^| )-p( |$)' "$tmp/$1/kexec.log" 2>/dev/null || true; }
 status_has() { st "$1" 2>/dev/null | grep -q -- "$2"; }
@@ -171,7 +129,7 @@ successes=4
 EOF
 for id in big small none off crashboot; do run "$id"; done
 for id in big small none off crashboot; do
-	wait_for 30 test -S "$tmp/$id/run/control" || bail "$id: rerandd did not come up: $(tail -3 "$tmp/$id/log")"
+	rerandd_wait_up "$tmp/$id"
 done
 
 # ---- a reserved region: loaded with -p --------------------------------------------------

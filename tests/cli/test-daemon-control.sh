@@ -12,31 +12,10 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/rerand-ctl.XXXXXX)
 R=$top/build/rerand
 RERANDD=$top/build/rerandd
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-nok() { n=$((n + 1)); echo "not ok $n - $*"; }
-check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
-bail() { nok "$*"; echo "1..$n"; exit 1; }
-skip() { n=$((n + 1)); echo "ok $n # SKIP $*"; }
-pid=
-cleanup() {
-	local p
-	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null
-	sleep 0.2
-	for p in $pid "${procfs_fixture_pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	[ -n "${KEEP:-}" ] || rm -rf "$tmp"
-}
-trap cleanup EXIT
+. "$top/tests/cli/lib-tap.sh"
+. "$top/tests/cli/lib-rerandd.sh"
+trap rerandd_cleanup EXIT
 . "$top/tests/cli/procfs-fixture.sh"
-wait_for() {
-	local until=$(($(date +%s%3N) + $1 * 1000)); shift
-	while [ "$(date +%s%3N)" -le "$until" ]; do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
 [ "$(id -u)" = 0 ] || bail "run as root: the test compares a root peer with an unprivileged one"
@@ -63,29 +42,8 @@ attempt_boot_id=$old_boot
 attempt_time=1000
 attempt_reason=layout-age
 EOF
-cat >"$hd/no-reboot" <<'EOF'
-#!/bin/sh
-echo REBOOT >>"$(dirname "$0")/reboot-called"
-exit 1
-EOF
-chmod +x "$hd/no-reboot"
-cat >"$hd/rerand.conf" <<EOF
-[Daemon]
-StateDirectory=$hd/state
-RuntimeDirectory=$hd/run
-MetricsFile=$hd/run/rerand.prom
-RerandBinary=$R
-KexecBinary=/bin/false
-CheckInterval=1s
-
-[Paths]
-Boot=$hd/boot
-ProcCmdline=$hd/cmdline
-SetupData=$hd/sd
-Kmsg=$hd/no-kmsg
-Tainted=$hd/tainted
-BootId=$hd/boot_id
-ProcStat=$hd/stat
+rerandd_no_reboot "$hd/no-reboot"
+rerandd_conf "$hd" /bin/false "$hd/sd" <<EOF
 PreRebootDirectory=$hd/pre
 PostBootDirectory=$hd/post
 KexecCrashSize=$hd/no-crash-size
@@ -105,14 +63,13 @@ BackoffBase=30min
 
 [Reboot]
 Method=command
-RebootCommand=$hd/no-reboot
+RebootCommand=$hd/no-reboot $hd
 
 [Crash]
 Mode=off
 EOF
-"$RERANDD" --config "$hd/rerand.conf" --config-dir "$hd/conf.d" >"$hd/log" 2>&1 &
-pid=$!
-wait_for 30 test -S "$hd/run/control" || bail "rerandd did not come up: $(tail -3 "$hd/log")"
+rerandd_start "$hd"
+rerandd_wait_up "$hd"
 sock=$hd/run/control
 st() { RERAND_CONTROL_SOCKET=$sock "$@"; }
 

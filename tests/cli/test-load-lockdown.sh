@@ -11,16 +11,11 @@ R=$top/build/rerand
 K=${RERAND_KERNELS:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-nok() { n=$((n + 1)); echo "not ok $n - $*"; }
-skip() { n=$((n + 1)); echo "ok $n # SKIP $*"; }
-check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
+. "$top/tests/cli/lib-tap.sh"
 
 if [ -z "$K" ] || [ ! -e "$K/vmlinuz-6.1.0-57-cloud-amd64" ]; then
 	skip "no test kernels (RERAND_KERNELS)"
-	echo "1..$n"
-	exit 0
+	done_
 fi
 img=$tmp/k.img
 "$R" image "$K/vmlinuz-6.1.0-57-cloud-amd64" -o "$img" || { nok "image"; echo "1..$n"; exit 1; }

@@ -13,29 +13,9 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/rerand-secd.XXXXXX)
 R=$top/build/rerand
 RERANDD=$top/build/rerandd
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-nok() { n=$((n + 1)); echo "not ok $n - $*"; }
-check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
-bail() { nok "$*"; echo "1..$n"; exit 1; }
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-	sleep 0.2
-	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	[ -n "${KEEP:-}" ] || rm -rf "$tmp"
-}
-trap cleanup EXIT
-wait_for() {
-	local until=$(($(date +%s%3N) + $1 * 1000)); shift
-	while [ "$(date +%s%3N)" -le "$until" ]; do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
+. "$top/tests/cli/lib-tap.sh"
+. "$top/tests/cli/lib-rerandd.sh"
+trap rerandd_cleanup EXIT
 
 for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
 kdir=${RERAND_KERNELS:-$top/../shared/kernels}
@@ -65,12 +45,7 @@ printf '%s\n' "$*" >>"$d/kexec.log"
 exit 0
 EOF
 chmod +x "$tmp/fake-kexec"
-cat >"$tmp/no-reboot" <<'EOF'
-#!/bin/sh
-echo REBOOT >>"$1/reboot-called"
-exit 1
-EOF
-chmod +x "$tmp/no-reboot"
+rerandd_no_reboot "$tmp/no-reboot"
 
 # inst ID [extra [Stage] lines]: an instance locked down by its fixtures
 inst() {
@@ -86,23 +61,7 @@ inst() {
 	printf 'none [integrity] confidentiality\n' >"$hd/lockdown"
 	printf '\x06\x00\x00\x00\x01' >"$hd/SecureBoot"
 	mkfifo "$hd/uevents"
-	cat >"$hd/rerand.conf" <<EOF
-[Daemon]
-StateDirectory=$hd/state
-RuntimeDirectory=$hd/run
-MetricsFile=$hd/run/rerand.prom
-RerandBinary=$R
-KexecBinary=$hd/bin/kexec
-CheckInterval=1s
-
-[Paths]
-Boot=$hd/boot
-ProcCmdline=$hd/cmdline
-SetupData=$hd/no-setup-data
-Kmsg=$hd/no-kmsg
-Tainted=$hd/tainted
-BootId=$hd/boot_id
-ProcStat=$hd/stat
+	rerandd_conf "$hd" "$hd/bin/kexec" "$hd/no-setup-data" <<EOF
 PreRebootDirectory=$hd/pre
 PostBootDirectory=$hd/post
 KexecCrashSize=$hd/crash_size
@@ -129,7 +88,7 @@ Method=command
 RebootCommand=$tmp/no-reboot $hd
 EOF
 }
-run() { "$RERANDD" --config "$tmp/$1/rerand.conf" --config-dir "$tmp/$1/conf.d" >>"$tmp/$1/log" 2>&1 & pids+=($!); echo $! >"$tmp/$1/pid"; }
+run() { rerandd_start "$tmp/$1"; }
 st() { RERAND_CONTROL_SOCKET=$tmp/$1/run/control "$R" status ${2:-}; }
 status_has() { st "$1" 2>/dev/null | grep -qF -- "$2"; }
 staged() { status_has "$1" "staged:            yes"; }
@@ -144,7 +103,7 @@ cp "$tmp/other.img" "$tmp/wrongrel/signed/$REL.img"
 inst late
 for id in blocked presigned signhere wrongrel late; do run "$id"; done
 for id in blocked presigned signhere wrongrel late; do
-	wait_for 30 test -S "$tmp/$id/run/control" || bail "$id: rerandd did not come up: $(tail -3 "$tmp/$id/log")"
+	rerandd_wait_up "$tmp/$id"
 done
 
 # ---- nothing signed: blocked with the reason ---------------------------------------------

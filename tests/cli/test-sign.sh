@@ -13,12 +13,7 @@ CERT=/usr/share/ovmf/PkKek-1-snakeoil.pem
 SUBJ="O=SnakeOil,L=Fort Collins,ST=Colorado,C=US"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-nok() { n=$((n + 1)); echo "not ok $n - $*"; }
-skip() { n=$((n + 1)); echo "ok $n - # SKIP $*"; }
-check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
-done_() { echo "1..$n"; exit 0; }
+. "$top/tests/cli/lib-tap.sh"
 
 # --- inspect on PE files that are not kernels (committed corpus) -----------
 C=$top/tests/fuzz/corpus/pesig

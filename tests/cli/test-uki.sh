@@ -14,12 +14,7 @@ STUB=/usr/lib/systemd/boot/efi/linuxx64.efi.stub
 H=$top/debian/hooks
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-nok() { n=$((n + 1)); echo "not ok $n - $*"; }
-skip() { n=$((n + 1)); echo "ok $n - # SKIP $*"; }
-check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
-done_() { echo "1..$n"; exit 0; }
+. "$top/tests/cli/lib-tap.sh"
 
 if [ -z "$K" ]; then skip "RERAND_KERNELS not set: UKI tests need a kernel"; done_; fi
 [ -r "$STUB" ] || { nok "$STUB missing (scripts/deps.sh check: systemd-boot-efi)"; done_; }

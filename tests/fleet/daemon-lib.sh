@@ -6,6 +6,8 @@
 # The reboot is the one simulated step (see host_run).
 # Expects $tmp, $top, $RERANDD, $R, $KERNEL, $SD (setup_data fixture), $EVENTS.
 
+. "$(dirname "${BASH_SOURCE[0]}")/../cli/lib-rerandd.sh"
+
 # ev HOST EVENT [DETAIL]: one line in the shared event log, unix ms first
 ev() { echo "$(date +%s%3N) $*" >>"$EVENTS"; }
 
@@ -24,23 +26,7 @@ host_new() {
 	# the image cache is keyed by the kernel's and the stage's hashes: share
 	# the one built image
 	ln -f "$IMAGE" "$hd/state/images/$KSHA.$SSHA.img"
-	cat >"$hd/rerand.conf" <<EOF
-[Daemon]
-StateDirectory=$hd/state
-RuntimeDirectory=$hd/run
-MetricsFile=$hd/run/rerand.prom
-RerandBinary=$R
-KexecBinary=/bin/true
-CheckInterval=1s
-
-[Paths]
-Boot=$hd/boot
-ProcCmdline=$hd/cmdline
-SetupData=$SD
-Kmsg=$hd/no-kmsg
-Tainted=$hd/tainted
-BootId=$hd/boot_id
-ProcStat=$hd/stat
+	rerandd_conf "$hd" /bin/true "$SD" <<EOF
 PreRebootDirectory=$hd/pre-reboot.d
 PostBootDirectory=$hd/post-boot.d
 
@@ -96,9 +82,8 @@ host_run() {
 			ev "$id" UNSAFE_CONFIG
 			return 1
 		fi
-		"$RERANDD" --config "$hd/rerand.conf" --config-dir "$hd/conf.d" >>"$hd/log" 2>&1 &
-		pid=$!
-		echo "$pid" >"$hd/pid"
+		rerandd_start "$hd"
+		pid=$(<"$hd/pid")
 		ev "$id" BOOT "$(procfs_text "$hd/boot_id")"
 		while kill -0 "$pid" 2>/dev/null && [ ! -e "$hd/reboot-requested" ] && [ ! -e "$hd/stop" ]; do
 			sleep 0.1

@@ -42,15 +42,8 @@ etcd_healthy() {
 	return 1
 }
 
-# wait_for TIMEOUT_S CMD...: poll CMD every 0.1 s until it succeeds.
-wait_for() {
-	local until=$(($(date +%s%3N) + $1 * 1000)); shift
-	while [ "$(date +%s%3N)" -le "$until" ]; do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
+# wait_for TIMEOUT_S CMD...
+. "$(dirname "${BASH_SOURCE[0]}")/../cli/lib-rerandd.sh"
 
 # run_host CONF ID DOWN_MS [sim options...]: one simulated host.  The reboot is the
 # one simulated step: when fleet-sim exits 100 the "host" is down for DOWN_MS and then
