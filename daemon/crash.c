@@ -312,9 +312,11 @@ void crash_request(struct rr_crash *cr, time_t now, int64_t settle)
 	 * quiet, but not forever. */
 	if (!cr->reload_at)
 		cr->first_request = now;
-	cr->reload_at = now + settle;
-	if (cr->reload_at > cr->first_request + 4 * settle)
-		cr->reload_at = cr->first_request + 4 * settle;
+	/* Whole seconds: now may be late in its second, so one more keeps
+	 * the quiet time at least settle seconds (it was as little as 0.1 s). */
+	cr->reload_at = now + settle + 1;
+	if (cr->reload_at > cr->first_request + 4 * settle + 1)
+		cr->reload_at = cr->first_request + 4 * settle + 1;
 }
 
 time_t crash_next(const struct rr_config *c, const struct rr_crash *cr)

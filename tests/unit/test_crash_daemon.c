@@ -154,13 +154,13 @@ static void test_timing(void)
 	T_OK(!crash_due(&c, &cr, 1001) && crash_next(&c, &cr) == 1000 + c.restage_interval,
 	     "loaded: the next load is a fresh seed after RestageInterval=");
 	crash_request(&cr, 2000, 10);
-	T_OK(cr.reload_at == 2010 && !crash_due(&c, &cr, 2009) && crash_due(&c, &cr, 2010),
-	     "a hotplug reload waits for the settle delay");
+	T_OK(cr.reload_at == 2011 && !crash_due(&c, &cr, 2010) && crash_due(&c, &cr, 2011),
+	     "a hotplug reload waits for the settle delay, at least whole seconds");
 	crash_request(&cr, 2008, 10);
-	T_OK(cr.reload_at == 2018, "another event pushes it back");
+	T_OK(cr.reload_at == 2019, "another event pushes it back");
 	for (time_t t = 2016; t < 2100; t += 8)
 		crash_request(&cr, t, 10);
-	T_OK(cr.reload_at == 2040, "... but never more than 4 settle delays after the first (%lld)",
+	T_OK(cr.reload_at == 2041, "... but never more than 4 settle delays after the first (%lld)",
 	     (long long)cr.reload_at);
 	cr.reload_at = 0;
 	cr.state = RR_CS_ERROR;
