@@ -26,7 +26,7 @@ CPPFLAGS    += -Iinclude -Isrc -Isrc/shared -D_GNU_SOURCE
 LIBS_PKG    := libelf liblzma libzstd liblz4 zlib lzo2 libcrypto
 LIB_CFLAGS  := $(shell $(PKG_CONFIG) --cflags $(LIBS_PKG) 2>/dev/null)
 LIB_LIBS    := $(shell $(PKG_CONFIG) --libs $(LIBS_PKG) 2>/dev/null) \
-               $(shell $(PKG_CONFIG) --libs bzip2 2>/dev/null || echo -lbz2) -lm
+               $(shell $(PKG_CONFIG) --libs bzip2 2>/dev/null || echo -lbz2) -lm -pthread
 HOST_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(LIB_CFLAGS) -MMD -MP
 
 # ---- shared code (built twice) and the hosted library ----------------------

@@ -26,9 +26,17 @@
  * is kept between the file and the stage's scratch area. */
 #define RR_IMAGE_SIG_ROOM      (64u << 10)
 
+struct rr_lz4par;
+
 struct rr_image_opts {
 	enum rerand_codec codec;
 	int lz4_level;                      /* 0: LZ4 fast; >0: LZ4 HC level */
+	/* LZ4 compression threads, the caller's included (0 or 1: the caller
+	 * only); the bytes do not depend on it. */
+	unsigned threads;
+	/* A compressor that already saw the payload decode (rr_lz4par_decode_hook),
+	 * NULL for one of `threads` threads here; its level must be lz4_level. */
+	struct rr_lz4par *lz4par;
 };
 
 /* The EFI stub's bytes (src/efistub.S). */
