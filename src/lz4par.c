@@ -44,6 +44,7 @@ struct rr_lz4par {
 	size_t n, cap, next;
 	size_t ready;               /* gated chunks: base[0, ready) is decoded */
 	bool peeked, stop;
+	size_t hooked, early;       /* rr_lz4par_stats() */
 	int level;
 	unsigned nworkers;
 	pthread_t t[RR_LZ4PAR_MAX_THREADS];
@@ -234,11 +235,24 @@ void rr_lz4par_decode_hook(void *arg, const uint8_t *buf, size_t len, size_t tot
 			uint64_t t = off[j]; off[j] = off[j - 1]; off[j - 1] = t;
 			t = size[j]; size[j] = size[j - 1]; size[j - 1] = t;
 		}
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		if (queue_range(p, buf, (size_t)off[i], (size_t)size[i], true) < 0)
 			break;      /* rr_lz4par_block queues what is missing */
+		p->hooked += (size[i] + RR_LZ4PAR_CHUNK - 1) / RR_LZ4PAR_CHUNK;
+	}
+	if (len == total)
+		for (size_t i = 0; i < p->n; i++)
+			p->early += p->c[i].base == buf && p->c[i].state == CH_DONE;
 	p->ready = len;
 	pthread_cond_broadcast(&p->wake);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void rr_lz4par_stats(struct rr_lz4par *p, size_t *ret_hooked, size_t *ret_early)
+{
+	pthread_mutex_lock(&p->lock);
+	*ret_hooked = p->hooked;
+	*ret_early = p->early;
 	pthread_mutex_unlock(&p->lock);
 }
 

@@ -39,6 +39,10 @@ void rr_lz4par_decode_hook(void *p, const uint8_t *buf, size_t len, size_t total
 int rr_lz4par_block(struct rr_lz4par *p, const uint8_t *base, size_t off, size_t len,
 		    uint8_t *dst, size_t cap, size_t *ret_len);
 
+/* How many chunks the decode hook queued, and how many of those were
+ * compressed before the decoder finished (the overlap won). */
+void rr_lz4par_stats(struct rr_lz4par *p, size_t *ret_hooked, size_t *ret_early);
+
 /* Room a block of len bytes may need (the chunks' bounds, summed). */
 size_t rr_lz4par_bound(size_t len);
 

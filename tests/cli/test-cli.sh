@@ -85,6 +85,16 @@ if [ -n "$K" ]; then
 		bash -c "'$R' inspect --json '$tmp/none.img' | grep -q '\"codec\":\"none\"'"
 	"$R" image "$img" -o "$tmp/out.img" 2>"$tmp/stderr"
 	check "an image is not accepted as a kernel" test ! -e "$tmp/out.img"
+	# The bytes of an image do not depend on how many threads compressed it
+	# (test_lz4par checks the library; this is the command, decode overlap included).
+	"$R" image "$cloud" --threads 1 -o "$tmp/t1.img" && "$R" image "$cloud" --threads 3 -o "$tmp/t3.img"
+	check "--threads 1 and --threads 3 write the same bytes" cmp -s "$tmp/t1.img" "$tmp/t3.img"
+	check "--threads 3 writes the default image's bytes" cmp -s "$tmp/t3.img" "$img"
+	rm -f "$tmp/t1.img" "$tmp/t3.img"
+	"$R" image "$cloud" --threads 0 -o "$tmp/out.img" 2>"$tmp/stderr"
+	rc=$?
+	check "--threads 0 refused with exit 2 and says why" \
+		bash -c "[ $rc -eq 2 ] && grep -q -- \"--threads: '0' is not 1 to 64\" '$tmp/stderr' && [ ! -e '$tmp/out.img' ]"
 
 	# --- load with a stand-in kexec -------------------------------------
 	cat >"$tmp/fake-kexec" <<'EOS'
