@@ -43,7 +43,7 @@ def fr(x, nd=2):
 kernels = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(data, "*.wall")))
 K = {}
 for k in kernels:
-    d = {"info": {}, "wall": {}, "cg": {}, "cgfn": {}, "img": {"image": [], "cli": []}}
+    d = {"info": {}, "wall": {}, "cg": {}, "cgfn": {}, "img": {"image": [], "cli": [], "image1": []}}
     for line in rd(os.path.join(data, k + ".wall")).splitlines():
         f = line.split("\t")
         if f[0] == "info":
@@ -58,7 +58,9 @@ for k in kernels:
             d["cgfn"][m.group(2)] = int(m.group(1).replace(",", ""))
     for line in rd(os.path.join(data, k + ".img")).splitlines():
         f = line.split()
-        d["img"][f[0]].append((float(f[1]), int(f[2])))
+        # wall s, peak KiB, CPU s (user + system; older runs lack it)
+        cpu = float(f[3]) + float(f[4]) if len(f) >= 5 else float("nan")
+        d["img"][f[0]].append((float(f[1]), int(f[2]), cpu))
     K[k] = d
 
 
@@ -298,20 +300,28 @@ w("")
 
 # ---- 3. rerand image -----------------------------------------------------------
 w("## 3. `rerand image` against a bare decompression\n")
-w("Wall time and peak RSS (`/usr/bin/time -f '%e %M'`) of `rerand image KERNEL -o FILE` "
-  "(read, decode, ELF and relocation checks, LZ4 compression, atomic write with fsync) "
-  "against the codec's own CLI decoding the same payload to /dev/null (`xz -dc`, "
-  "`zstd -dc`, `lz4 -dc`, the payload cut out of the bzImage), interleaved.\n")
-w("| kernel | codec | rerand image s | CLI s | ratio (per pair) | rerand image peak MiB | CLI peak MiB |")
-w("|---|---|---|---|---|---|---|")
+w("Wall time, CPU time (user + system) and peak RSS (`/usr/bin/time -f '%e %M %U %S'`) of "
+  "`rerand image KERNEL -o FILE` (read, decode, ELF and relocation checks, LZ4 compression, "
+  "atomic write with fsync) on all {} CPUs (the default: 1 MiB chunks compressed by worker "
+  "threads while the payload decodes, src/lz4par.c) and with `--threads 1` (the bench checks "
+  "both write the same bytes), against the codec's own CLI decoding the same payload to "
+  "/dev/null (`xz -dc`, `zstd -dc`, `lz4 -dc`, the payload cut out of the bzImage), "
+  "interleaved.\n".format(rd(os.path.join(data, "nproc")).strip() or "?"))
+w("| kernel | codec | rerand image s | `--threads 1` s | CLI s | ratio (per pair) | ratio `--threads 1` | "
+  "rerand image CPU s | rerand image peak MiB | `--threads 1` peak MiB | CLI peak MiB |")
+w("|---|---|---|---|---|---|---|---|---|---|---|")
 for k in kernels:
     im = K[k]["img"]
     if not im["image"]:
         continue
     r = [a[0] / b[0] for a, b in zip(im["image"], im["cli"]) if b[0] > 0]
-    w("| {} | {} | {} | {} | {} | {} | {} |".format(
-        k, K[k]["info"].get("codec"), mmm([a[0] for a in im["image"]]), mmm([b[0] for b in im["cli"]]),
-        mmm(r), mmm([a[1] / 1024 for a in im["image"]], "{:.0f}"),
+    r1 = [a[0] / b[0] for a, b in zip(im["image1"], im["cli"]) if b[0] > 0]
+    w("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+        k, K[k]["info"].get("codec"), mmm([a[0] for a in im["image"]]),
+        mmm([a[0] for a in im["image1"]]), mmm([b[0] for b in im["cli"]]),
+        mmm(r), mmm(r1), mmm([a[2] for a in im["image"]]),
+        mmm([a[1] / 1024 for a in im["image"]], "{:.0f}"),
+        mmm([a[1] / 1024 for a in im["image1"]], "{:.0f}"),
         mmm([b[1] / 1024 for b in im["cli"]], "{:.0f}")))
 w("\nThe CLI's times are at the resolution of /usr/bin/time (10 ms); a 0.00 s "
   "CLI time makes the ratio unavailable.\n")
@@ -380,7 +390,7 @@ w("## What stands in the way\n")
 w(rd(os.path.join(os.path.dirname(os.path.abspath(__file__)), "findings.md"),
      "(no findings file)") + "\n")
 w("Raw data: `build/bench/` after `make bench` (`BENCH_QUICK=1` for a fast variant; "
-  "`BENCH_ONLY=\"stage image qemu idle\"` for a subset).\n")
+  "`BENCH_ONLY=\"stage image scale qemu idle\"` for a subset).\n")
 
 os.makedirs(docs, exist_ok=True)
 with open(os.path.join(docs, "performance.md"), "w") as f:

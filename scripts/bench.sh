@@ -19,15 +19,17 @@ if [ "$QUICK" = 1 ]; then
 	IDLE_SECS=${BENCH_IDLE_SECS:-60}
 	PAIRS=${BENCH_PAIRS:-2}         # stock/rerand pairs per QEMU kernel
 	CODEC_ROUNDS=${BENCH_CODEC_ROUNDS:-1}
+	ENTROPY_REPS=${BENCH_ENTROPY_REPS:-5}
 else
 	WALL_REPS=${BENCH_WALL_REPS:-7}
 	IMG_REPS=${BENCH_IMG_REPS:-5}
 	IDLE_SECS=${BENCH_IDLE_SECS:-600}
 	PAIRS=${BENCH_PAIRS:-10}
 	CODEC_ROUNDS=${BENCH_CODEC_ROUNDS:-4}
+	ENTROPY_REPS=${BENCH_ENTROPY_REPS:-21}
 fi
 
-# BENCH_ONLY="stage image qemu idle": run only those parts (iteration).
+# BENCH_ONLY="stage image scale qemu idle": run only those parts (iteration).
 want() { [ -z "${BENCH_ONLY:-}" ] || [[ " $BENCH_ONLY " == *" $1 "* ]]; }
 die() { echo "bench: $*" >&2; exit 1; }
 note() { echo "bench: $(date +%T) $*"; }
@@ -197,6 +199,10 @@ want stage && for k in "${KERNELS[@]}"; do
 	done
 done
 
+# ---- scale: placement on 1 GiB..12 TiB maps (bench/scale.sh) --------------
+want scale && { note "scale: placement and rerand entropy on synthetic maps";
+	"$TOP/bench/scale.sh" "$OUT" "$ENTROPY_REPS" || die "bench/scale.sh failed"; }
+
 # ---- rerand image against the codec's own CLI ------------------------------
 want image && for k in "${KERNELS[@]}"; do
 	n=$(kname "$k")
@@ -209,14 +215,21 @@ want image && for k in "${KERNELS[@]}"; do
 	*) die "$k: no CLI for codec $codec" ;;
 	esac
 	note "rerand image vs ${dec[*]}: $n, $IMG_REPS reps"
+	# image: all CPUs (the default); image1: --threads 1, the same bytes.
 	for ((i = 0; i < IMG_REPS; i++)); do
-		/usr/bin/time -o "$OUT/data/t" -f '%e %M' "$RERAND" image "$k" -o "$OUT/data/tmp.img" >/dev/null ||
+		/usr/bin/time -o "$OUT/data/t" -f '%e %M %U %S' "$RERAND" image "$k" -o "$OUT/data/tmp.img" >/dev/null ||
 			die "rerand image $k"
 		printf 'image\t%s\n' "$(cat "$OUT/data/t")" >>"$OUT/data/$n.img"
-		/usr/bin/time -o "$OUT/data/t" -f '%e %M' "${dec[@]}" "$OUT/payload/$n.bin" >/dev/null ||
+		/usr/bin/time -o "$OUT/data/t" -f '%e %M %U %S' "${dec[@]}" "$OUT/payload/$n.bin" >/dev/null ||
 			die "${dec[*]} $n failed"
 		printf 'cli\t%s\n' "$(cat "$OUT/data/t")" >>"$OUT/data/$n.img"
+		/usr/bin/time -o "$OUT/data/t" -f '%e %M %U %S' "$RERAND" image "$k" --threads 1 \
+			-o "$OUT/data/tmp1.img" >/dev/null || die "rerand image --threads 1 $k"
+		printf 'image1\t%s\n' "$(cat "$OUT/data/t")" >>"$OUT/data/$n.img"
+		cmp -s "$OUT/data/tmp.img" "$OUT/data/tmp1.img" ||
+			die "rerand image $k: --threads 1 wrote other bytes than $(nproc) threads"
 	done
+	rm -f "$OUT/data/tmp1.img"
 	rm -f "$OUT/data/tmp.img"
 done
 
@@ -228,4 +241,5 @@ echo $((EPOCHSECONDS - T_START)) >"$OUT/data/elapsed"
 
 note "report"
 python3 "$TOP/bench/report.py" "$OUT" "$TOP/docs" || die "report failed"
+python3 "$TOP/bench/report_scale.py" "$OUT" "$TOP/docs" || die "scale report failed"
 note "done in $((EPOCHSECONDS - T_START)) s: docs/performance.md, docs/performance.png"
