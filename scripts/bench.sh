@@ -81,10 +81,10 @@ for f in src/shared/lz4dec.c src/shared/reloc.c src/shared/select.c src/shared/r
 	gcc $STAGE_FLAGS -Ibench -c -o "$o" "$f" || die "cannot build $f with the stage's flags"
 	objs+=("$o")
 done
-LIBS=$(pkg-config --libs libelf liblzma libzstd liblz4 zlib lzo2) || die "pkg-config failed"
+LIBS=$(pkg-config --libs libelf liblzma libzstd liblz4 zlib lzo2 libcrypto) || die "pkg-config failed"
 gcc -std=gnu11 -O2 -g -Wall -Wextra -Iinclude -Isrc -Isrc/shared -Ibench -D_GNU_SOURCE \
 	$(pkg-config --cflags lzo2) -o "$OUT/stagecost" bench/stagecost.c "${objs[@]}" \
-	build/librerand.a $LIBS -lbz2 -lm -Wl,--trace-symbol=rr_lz4_decode_block \
+	build/librerand.a $LIBS -lbz2 -lm -pthread -Wl,--trace-symbol=rr_lz4_decode_block \
 	>"$OUT/data/link-trace" 2>&1 || { cat "$OUT/data/link-trace" >&2; die "cannot link bench/stagecost.c"; }
 # The stage's decoder must come from the stage-flags object, not librerand.a.
 grep -q 'stage-lz4dec.o: definition of rr_lz4_decode_block' "$OUT/data/link-trace" ||
