@@ -81,6 +81,9 @@ unset multiplot
         sys.exit('report_scale: gnuplot failed: ' + r.stderr)
 
 
+OUT = '.'
+
+
 def section(sel, ent):
     L = []
     L.append(BEGIN)
@@ -100,6 +103,13 @@ def section(sel, ent):
              'as dmesg e820 tables (no setup_data there); its column is the whole command\'s '
              'wall time and CPU time, process start included (`bench/scale.sh`).')
     L.append('')
+    try:
+        load = open(os.path.join(OUT, 'data', 'load-start')).read().split()[0]
+        ncpu = open(os.path.join(OUT, 'data', 'nproc')).read().strip()
+        L.append('Load average %s on %s CPUs when the run started.' % (load, ncpu))
+        L.append('')
+    except OSError:
+        pass
     L.append('![scale](performance-scale.png)')
     L.append('')
     L.append('| RAM | holes | RAM ranges kept | avoided ranges | physical slots | reps | '
@@ -167,7 +177,9 @@ def section(sel, ent):
 
 
 def main():
+    global OUT
     out, docs = sys.argv[1], sys.argv[2]
+    OUT = out
     if not os.path.exists(os.path.join(out, 'data', 'scale.tsv')):
         return
     sel, ent = load(out)

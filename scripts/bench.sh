@@ -29,7 +29,7 @@ else
 	ENTROPY_REPS=${BENCH_ENTROPY_REPS:-21}
 fi
 
-# BENCH_ONLY="stage image scale qemu idle": run only those parts (iteration).
+# BENCH_ONLY="stage image scale qemu idle downtime": run only those parts (iteration).
 want() { [ -z "${BENCH_ONLY:-}" ] || [[ " $BENCH_ONLY " == *" $1 "* ]]; }
 die() { echo "bench: $*" >&2; exit 1; }
 note() { echo "bench: $(date +%T) $*"; }
@@ -207,7 +207,8 @@ want scale && { note "scale: placement and rerand entropy on synthetic maps";
 want image && for k in "${KERNELS[@]}"; do
 	n=$(kname "$k")
 	"$OUT/stagecost" --extract-payload "$OUT/payload/$n.bin" "$k" >/dev/null || die "extract $k"
-	codec=$(awk -F'\t' '$2 == "codec" { print $3 }' "$OUT/data/$n.wall")
+	# From the kernel itself, so that BENCH_ONLY=image runs on its own.
+	codec=$("$RERAND" inspect --json "$k" | python3 -c 'import json,sys; print(json.load(sys.stdin)["codec"])')
 	case "$codec" in
 	xz) dec=(xz -dc) ;;
 	zstd) dec=(zstd -dc) ;;
@@ -236,10 +237,16 @@ done
 note "waiting for the QEMU guests and the rerandd idle run"
 [ -z "$QEMU_PID" ] || wait "$QEMU_PID"
 [ -z "$IDLE_PID" ] || wait "$IDLE_PID"
+# ---- whole-reboot downtime under systemd (bench/downtime.sh) ---------------
+# After the other guests: one QEMU at a time, and its boots are the longest.
+want downtime && { note "downtime: Debian systemd guest, $PAIRS stock/rerand pairs";
+	"$TOP/bench/downtime.sh" "$OUT" "$PAIRS" >"$OUT/data/downtime.out" 2>&1 ||
+		{ tail -n 20 "$OUT/data/downtime.out" >&2; die "bench/downtime.sh failed"; }; }
 cut -d' ' -f1-3 /proc/loadavg >"$OUT/data/load-end"
 echo $((EPOCHSECONDS - T_START)) >"$OUT/data/elapsed"
 
 note "report"
 python3 "$TOP/bench/report.py" "$OUT" "$TOP/docs" || die "report failed"
 python3 "$TOP/bench/report_scale.py" "$OUT" "$TOP/docs" || die "scale report failed"
+python3 "$TOP/bench/report_downtime.py" "$OUT" "$TOP/docs" || die "downtime report failed"
 note "done in $((EPOCHSECONDS - T_START)) s: docs/performance.md, docs/performance.png"
