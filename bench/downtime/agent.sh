@@ -21,6 +21,10 @@ plan=$(cat "$D/plan")                       # e.g. "s r r s ..."
 read -r -a steps <<<"$plan"
 kernel=$(cat "$D/kernel")
 echo "RRB up $n $(cat /proc/sys/kernel/random/boot_id)" >&3
+# After the marker, so that it costs the measurement nothing: was this boot
+# randomized (rerand verify exits 0) or stock (1)?
+rerand verify >/dev/null 2>&1
+echo "RRB verify $n rc=$?" >&3
 
 if [ "$n" -ge "${#steps[@]}" ]; then
 	echo "RRB done $n" >&3
