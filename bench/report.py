@@ -148,6 +148,10 @@ w("Machine: {} CPUs, shared with other QEMU users; load average (1, 5, 15 min) "
   "{} at the start and {} at the end; the run took {} s. Wall times on a loaded "
   "machine are noisy; instruction counts (callgrind) are repeatable.\n".format(
       ncpu, load0, load1, elapsed))
+parts = rd(os.path.join(data, "parts"), "stage image qemu idle")
+if parts.split() != "stage image qemu idle".split():
+    w("**This run measured only: {}** (`BENCH_ONLY`); the sections of the other parts "
+      "are empty below.\n".format(parts))
 w("![ratios](performance.png)\n")
 
 # ---- goals -------------------------------------------------------------------

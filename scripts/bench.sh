@@ -65,6 +65,7 @@ mkdir -p "$OUT"/{obj,data,img,payload,qemu,idle}
 T_START=$EPOCHSECONDS
 cut -d' ' -f1-3 /proc/loadavg >"$OUT/data/load-start"
 nproc >"$OUT/data/nproc"
+echo "${BENCH_ONLY:-stage image qemu idle}" >"$OUT/data/parts"
 note "kernels: ${KERNELS[*]##*/}; load average $(cat "$OUT/data/load-start"); $(nproc) CPUs"
 
 # ---- build the host benchmark: shared stage code with the stage's flags ---
