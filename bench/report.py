@@ -161,6 +161,8 @@ goals = []
 def goal(name, val, limit, detail, partial=False):
     ok = val is not None and val <= limit
     verdict = "**holds**" if ok else "**does not hold**"
+    if val is None:
+        verdict = "not measured in this run"
     if ok and partial:
         verdict = "**holds on medians, not pair by pair**"
     goals.append("| {} | ≤ {}× | {} | {} | {} |".format(name, limit, fr(val), verdict, detail))
