@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=bash
 # Sourced by scripts/bench.sh: builds the stock kexec-time path (bench/kstock.c)
 # from the kernel sources Debian ships, with the decompressor's own flags.
 # kstock_build KERNEL CODEC DIR prints the object to link into stagecost,
@@ -90,9 +91,9 @@ kstock_gen() {
 # kstock_cc TREE GEN SRC OBJ [FLAGS...]: compile with the decompressor's
 # flags, adding asm-generic wrappers the tree would have generated.
 kstock_cc() {
-	local tree=$1 gen=$2 src=$3 obj=$4 i out m
+	local tree=$1 gen=$2 src=$3 obj=$4 out m
 	shift 4
-	for i in $(seq 1 20); do
+	for _ in $(seq 1 20); do
 		# shellcheck disable=SC2086
 		out=$(gcc $KSTOCK_CFLAGS "$@" -nostdinc -isystem "$(gcc -print-file-name=include)" -D__KERNEL__ -include "$tree/include/linux/kconfig.h" \
 			-include "$tree/include/linux/hidden.h" -I"$gen" -I"$tree/arch/x86/include" \
