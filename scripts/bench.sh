@@ -67,6 +67,7 @@ mkdir -p "$OUT"/{obj,data,img,payload,qemu,idle}
 T_START=$EPOCHSECONDS
 cut -d' ' -f1-3 /proc/loadavg >"$OUT/data/load-start"
 nproc >"$OUT/data/nproc"
+echo "${BENCH_ONLY:-stage image qemu idle}" >"$OUT/data/parts"
 note "kernels: ${KERNELS[*]##*/}; load average $(cat "$OUT/data/load-start"); $(nproc) CPUs"
 
 # ---- build the host benchmark: shared stage code with the stage's flags ---
@@ -89,6 +90,22 @@ gcc -std=gnu11 -O2 -g -Wall -Wextra -Iinclude -Isrc -Isrc/shared -Ibench -D_GNU_
 # The stage's decoder must come from the stage-flags object, not librerand.a.
 grep -q 'stage-lz4dec.o: definition of rr_lz4_decode_block' "$OUT/data/link-trace" ||
 	die "stagecost linked the hosted rr_lz4_decode_block"
+
+# One stagecost per kernel with its stock kexec-time path: the kernel's own
+# decompressor, parse_elf() and handle_relocations() (bench/kstock.sh).
+# shellcheck source=../bench/kstock.sh
+. "$TOP/bench/kstock.sh"
+link_stagecost_kstock() {
+	local k=$1 n codec kobj
+	n=$(basename "$k" | sed 's/^vmlinuz-//')
+	codec=$("$RERAND" inspect "$k" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["codec"])') ||
+		die "$k: rerand inspect failed"
+	kobj=$(kstock_build "$k" "$codec" "$OUT/kstock") || die "$k: cannot build the kernel's decompressor path"
+	# shellcheck disable=SC2086
+	gcc -std=gnu11 -O2 -g -Wall -Wextra -Iinclude -Isrc -Isrc/shared -Ibench -D_GNU_SOURCE \
+		$(pkg-config --cflags lzo2) -o "$OUT/stagecost-$n" bench/stagecost.c "${objs[@]}" "$kobj" \
+		build/librerand.a $LIBS -lbz2 -lm || die "cannot link stagecost-$n"
+}
 
 kname() { basename "$1" | sed 's/^vmlinuz-//'; }
 
@@ -179,12 +196,14 @@ want idle || IDLE_PID=
 # ---- stage cost on the host ------------------------------------------------
 want stage && for k in "${KERNELS[@]}"; do
 	n=$(kname "$k")
+	note "stage cost: $n: building the kernel's decompressor path"
+	link_stagecost_kstock "$k"
 	note "stage cost: $n: wall time, $WALL_REPS interleaved reps"
-	"$OUT/stagecost" --stage-bin build/stage.bin --reps "$WALL_REPS" "$k" >"$OUT/data/$n.wall" ||
+	"$OUT/stagecost-$n" --stage-bin build/stage.bin --reps "$WALL_REPS" "$k" >"$OUT/data/$n.wall" ||
 		die "stagecost $k failed"
 	note "stage cost: $n: callgrind"
 	valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/data/$n.cg" \
-		"$OUT/stagecost" --stage-bin build/stage.bin --callgrind "$k" >/dev/null \
+		"$OUT/stagecost-$n" --stage-bin build/stage.bin --callgrind "$k" >/dev/null \
 		2>"$OUT/data/$n.cg.log" || die "callgrind on $k failed (see $OUT/data/$n.cg.log)"
 	for f in "$OUT/data/$n.cg".*; do
 		[ -e "$f" ] || continue

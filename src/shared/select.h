@@ -35,6 +35,8 @@ struct rr_cmdline {
 	unsigned hugepages_1g;              /* hugepagesz=1G hugepages=N */
 	bool     has_elfcorehdr;
 	struct rr_range elfcorehdr;         /* elfcorehdr=[size@]addr */
+	bool     has_simd_max;              /* rerand.simd=none|sse2|avx2: the widest */
+	unsigned simd_max;                  /* vector moves the stage may use (RR_SIMD_*) */
 };
 
 /* Parse a NUL-terminated or len-bounded command line. Never fails: unknown
