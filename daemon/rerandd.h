@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "fleet.h"           /* struct fleet_config, the fleet lock */
@@ -50,6 +51,7 @@ struct rr_config {
 	/* [Daemon] */
 	char state_dir[RR_PATH], run_dir[RR_PATH], control_socket[RR_PATH];
 	char metrics_file[RR_PATH], rerand_bin[RR_PATH], kexec_bin[RR_PATH];
+	char image_user[64];                /* builds images (as root only; see caps.c) */
 	int64_t tick;                       /* longest sleep between policy checks */
 	/* [Paths]: every kernel interface, so tests can point them at fixtures */
 	char boot_dir[RR_PATH], proc_cmdline[RR_PATH], setup_data[RR_PATH];
@@ -268,6 +270,10 @@ int run_argv_capture(char *const argv[], int64_t timeout_sec, enum rr_child_caps
 /* Split a command line (quotes allowed, no shell expansion) and run it. */
 int run_command(const char *cmdline, int64_t timeout_sec, enum rr_child_caps caps,
 		struct rr_err *e);
+struct rr_builder;
+/* run_argv for the image builder: caps_child_builder() instead of a caps
+ * enum. */
+int run_builder(char *const argv[], int64_t timeout_sec, const struct rr_builder *b);
 
 /* ---- caps.c -------------------------------------------------------------- */
 /* Keep CAP_SYS_BOOT (effective) and CAP_SYS_ADMIN (permitted+inheritable only,
@@ -276,6 +282,19 @@ int caps_drop_daemon(struct rr_err *e);
 /* In a child before exec. */
 int caps_child_kexec(void);
 int caps_child_none(void);
+/* The image builder (`rerand image --kernel-fd 3 --output-fd 4`): the two
+ * fds moved to 3 and 4, then, when switch_user (rerandd is root), no
+ * supplementary groups, uid and gid ImageUser='s and an empty bounding set;
+ * always no capabilities at all and no_new_privs. */
+#define RR_BUILDER_KERNEL_FD 3
+#define RR_BUILDER_OUT_FD 4
+struct rr_builder {
+	int kernel_fd, out_fd;               /* rerandd's, moved in the child */
+	bool switch_user;
+	uid_t uid;
+	gid_t gid;
+};
+int caps_child_builder(const struct rr_builder *b);
 
 /* ---- stage.c ------------------------------------------------------------- */
 enum rr_image_source {

@@ -26,10 +26,13 @@ int cmd_image(int argc, char **argv)
 		{ "sign-cert", required_argument, NULL, 'C' },
 		{ "sign-engine", required_argument, NULL, 'E' },
 		{ "sign-addcert", required_argument, NULL, 'A' },
+		{ "kernel-fd", required_argument, NULL, 'k' },
+		{ "output-fd", required_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *out = NULL, *relocs = NULL;
+	int kernel_fd = -1, out_fd = -1;
 	struct rr_image_opts o = { .codec = RERAND_CODEC_LZ4 };
 	struct rr_sign_opts so = { .sbsign = getenv("RERAND_SBSIGN") };
 	struct rr_kernel k;
@@ -62,6 +65,18 @@ int cmd_image(int argc, char **argv)
 			o.lz4_level = (int)v;
 			break;
 		}
+		case 'k':
+		case 'O': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*end || v < 3 || v > 1023) {
+				cli_err("--%s: '%s' is not an open file descriptor number (3 to 1023)",
+					c == 'k' ? "kernel-fd" : "output-fd", optarg);
+				return EXIT_USAGE;
+			}
+			*(c == 'k' ? &kernel_fd : &out_fd) = (int)v;
+			break;
+		}
 		case 'K': so.key = optarg; break;
 		case 'C': so.cert = optarg; break;
 		case 'E': so.engine = optarg; break;
@@ -69,7 +84,8 @@ int cmd_image(int argc, char **argv)
 		case 'h':
 			puts("Usage: rerand image KERNEL -o IMAGE [--relocs FILE] [--codec lz4|none] [--lz4-level N]\n"
 			     "                    [--sign-key KEY --sign-cert CERT [--sign-engine ENGINE]\n"
-			     "                     [--sign-addcert CERTS]]");
+			     "                     [--sign-addcert CERTS]]\n"
+			     "                    [--kernel-fd N] [--output-fd N]");
 			return 0;
 		default:
 			return EXIT_USAGE;
@@ -85,7 +101,20 @@ int cmd_image(int argc, char **argv)
 			"--sign-addcert need both)");
 		return EXIT_USAGE;
 	}
-	r = rr_kernel_load(argv[optind], relocs, &k, &e);
+	if (out_fd >= 0 && so.key) {
+		/* rerandd's builder: it signs in a separate step, so the key
+		 * never enters the process that parses kernel files. */
+		cli_err("image: --output-fd writes an unsigned image; sign it in a separate step");
+		return EXIT_USAGE;
+	}
+	if (kernel_fd >= 0 && relocs) {
+		cli_err("image: --relocs takes a path, which --kernel-fd is for avoiding");
+		return EXIT_USAGE;
+	}
+	if (kernel_fd >= 0)
+		r = rr_kernel_load_fd(kernel_fd, argv[optind], &k, &e);
+	else
+		r = rr_kernel_load(argv[optind], relocs, &k, &e);
 	if (r < 0) {
 		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;
@@ -97,7 +126,9 @@ int cmd_image(int argc, char **argv)
 		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;
 	}
-	if (so.key)
+	if (out_fd >= 0)
+		r = rr_write_fd(out_fd, out, img, len, &e);
+	else if (so.key)
 		r = rr_sign_image_file(img, len, out, &so, &e);
 	else
 		r = rr_write_file_atomic(out, img, len, &e);
