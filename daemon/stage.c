@@ -281,6 +281,12 @@ static int builder_identity(const struct rr_config *c, struct rr_builder *b, str
 	return 0;
 }
 
+/* Who built the image, for the log. */
+static const char *b_user_log(const struct rr_config *c)
+{
+	return geteuid() == 0 ? c->image_user : "rerandd's own uid";
+}
+
 /* A temporary file beside p->image, for a child to write and rerandd to
  * rename: nothing half-written is ever at p->image. */
 static int make_tmp(const struct rr_stage_plan *p, const char *tag, char *tmp, size_t len,
@@ -460,9 +466,14 @@ int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_er
 	r = check_image(p, done, want_signed, e);
 	if (r == 0 && rename(done, p->image) < 0)
 		r = rr_errf(e, errno, "%s: cannot rename into place: %s", p->image, strerror(errno));
-	if (r < 0)
+	if (r < 0) {
 		unlink(done);
-	return r;
+		return r;
+	}
+	if (b_user_log(c))
+		rr_log(RR_LOG_INFO, "built %s as %s without capabilities%s", p->image,
+		       b_user_log(c), p->source == RR_IMG_SIGNED_HERE ? ", signed by sbsign" : "");
+	return 0;
 }
 
 void stage_load_argv(const struct rr_config *c, const struct rr_stage_plan *p, bool crash,

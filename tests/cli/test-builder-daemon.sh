@@ -130,6 +130,7 @@ check "builder has no_new_privs ($(b NoNewPrivs:))" test "$(b NoNewPrivs:)" = 1
 check "builder reads the kernel from fd 3 ($(b fd3))" test "$(b fd3)" = "$(readlink -f "$KERNEL")"
 check "builder writes a temporary file beside the image on fd 4 ($(b fd4))" \
 	bash -c "[[ '$(b fd4)' == $tmp/good/state/images/*.img.tmp* ]]"
+check "rerandd logs who built the image" grep -q "built $tmp/good/state/images/.*\.img as nobody without capabilities" "$log"
 check "builder cannot read the state directory" grep -q 'BUILDER state unreadable' "$log"
 check "good: no temporary file left in the cache ($(cache good))" \
 	bash -c "! ls -A '$tmp/good/state/images' | grep -q tmp"
