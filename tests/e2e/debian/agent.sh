@@ -24,6 +24,9 @@ target=$(cat "$D/target")
 mode=$(cat "$D/mode")
 security_max=$(cat "$D/security-max")
 sbimg="" signer=""
+fleet=$(cat "$D/fleet" 2>/dev/null)    # "etcd" in fleet mode (check-systemd-fleet.sh)
+ETCD=127.0.0.1:2379
+ectl() { ETCDCTL_API=3 timeout 20 etcdctl --endpoints="$ETCD" "$@"; }
 [ -r "$D/secureboot" ] && { read -r sbimg; read -r signer; } <"$D/secureboot"
 
 say() { echo "$*" >&3; echo "$*"; }
@@ -190,6 +193,37 @@ if [ "$n" -gt 0 ]; then
 			case "+$src+" in *+kernel-seed+*) true ;; *) false ;; esac && ok=0
 		tap "$ok" "rerand verify: randomized, kernel-seed among the sources ($src)" "$vj"
 	fi
+	if [ -n "$fleet" ]; then
+		# The slot came back with the reboot, and rerandd gave it back
+		# once the boot was verified and its health hooks passed.
+		mid=$(cat /etc/machine-id)
+		wait_for 180 sh -c "[ -z \"\$(ETCDCTL_API=3 etcdctl --endpoints=$ETCD get --prefix /rerand/fleet/ --keys-only 2>&1)\" ] &&
+			journalctl -b -u rerandd -o cat | grep -q 'fleet: slot released'"
+		keys=$(ectl get --prefix /rerand/fleet/ --keys-only 2>&1)
+		leases=$(ectl lease list 2>&1 | head -n 1)
+		jl=$(journalctl -b -u rerandd.service -o cat --no-pager 2>&1 | grep 'fleet:')
+		fj=$(rerand status --json 2>&1 | grep -o '"fleet":{[^}]*}')
+		echo "$jl" >"$D/out/fleet-journal.$n.txt"
+		tap "$(grep -q 'fleet: took slot .* back after the reboot' <<<"$jl" && grep -q 'fleet: slot released' <<<"$jl" &&
+			[ -z "$keys" ] && [ "$leases" = "found 0 leases" ] && [ "$(jval "$fj" state)" = idle ] &&
+			[ -z "$(jval "$fj" waiting_because)" ]; echo $?)" \
+			"fleet: the slot taken before the reboot was resumed and given back (no slot key, $leases, state $(jval "$fj" state))" \
+			"keys '$keys'; $leases; $(tr '\n' '|' <<<"$jl"); $fj"
+		# etcd's own history, replayed from revision 1: the slot key was
+		# created with this machine's id and deleted again.
+		hist=$(ETCDCTL_API=3 timeout 8 etcdctl --endpoints="$ETCD" watch --rev=1 --prefix /rerand/fleet/ 2>&1)
+		echo "$hist" >"$D/out/etcd-history.$n.txt"
+		put=$(grep -A2 -x PUT <<<"$hist" | tr '\n' ' ')
+		del=$(grep -A1 -x DELETE <<<"$hist" | tr '\n' ' ')
+		tap "$(grep -q "/rerand/fleet/e2e/slot/0 $mid" <<<"$put" && grep -q '/rerand/fleet/e2e/slot/0' <<<"$del"; echo $?)" \
+			"etcd history: PUT /rerand/fleet/e2e/slot/0 = this machine's id, then DELETE" "$(tr '\n' '|' <<<"$hist" | cut -c1-400)"
+		grep -q 'rerandd\[[0-9]*\]: fleet: slot taken' <<<"$pj"
+		tap $? "previous boot's journal: rerandd took the slot before rebooting" \
+			"$(grep 'fleet:' <<<"$pj" | tail -n 3 | tr '\n' '|')"
+		st_txt=$(rerand status 2>&1)
+		grep -q "^fleet: *etcd, group e2e as .*: idle" <<<"$st_txt"
+		tap $? "rerand status: fleet etcd, group e2e, idle" "$(grep -i fleet <<<"$st_txt" | tr '\n' '|')"
+	fi
 	# This kernel runs on the command line rerandd staged (read from the
 	# running kernel's /proc/cmdline, size 0 in stat on 6.1): it must hold
 	# boot 0's root=, or the machine would not have found its disk.
@@ -323,5 +357,26 @@ else
 	# checks above are done.
 	touch "$R/checked"
 	say "RRS-INFO n=$n handed over: rerandd reboots when the layout is 1 min old"
+	if [ -n "$fleet" ] && [ "$n" -eq 0 ]; then
+		# Under the shipped rerandd.service (PrivateNetwork=yes) etcd is
+		# out of reach: due now, rerandd must fail closed, not reboot.
+		tap "$(systemctl is-active -q etcd.service && ectl endpoint health >/dev/null 2>&1; echo $?)" \
+			"etcd.service (Debian's etcd-server) is active and healthy on $ETCD" "$(ectl endpoint health 2>&1)"
+		wait_for 300 sh -c 'rerand status --json 2>/dev/null | grep -q "fail closed"'
+		fj=$(rerand status --json 2>&1 | grep -o '"fleet":{[^}]*}')
+		n_keys=$(ectl get --prefix /rerand/fleet/ --count-only -w fields 2>/dev/null | sed -n 's/^"Count" : //p')
+		tap "$(grep -q 'fail closed' <<<"$fj" && [ "${n_keys:-x}" = 0 ] && [ "$(cat /proc/sys/kernel/random/boot_id)" = "$boot_id" ]; echo $?)" \
+			"fleet under the shipped rerandd.service alone (PrivateNetwork=yes): due, fails closed, takes no slot, no reboot" \
+			"slot keys ${n_keys:-?}; $fj"
+		# docs/fleet.md's interim drop-in (until the fleet client has its
+		# own unit): the network back, loopback only here.
+		install -d /etc/systemd/system/rerandd.service.d
+		printf '[Service]\nPrivateNetwork=no\nIPAddressDeny=\nIPAddressAllow=localhost\nRestrictAddressFamilies=AF_UNIX AF_NETLINK AF_INET AF_INET6\n' \
+			>/etc/systemd/system/rerandd.service.d/50-fleet.conf
+		sync /etc/systemd/system/rerandd.service.d/50-fleet.conf
+		systemctl daemon-reload && systemctl restart rerandd.service
+		tap $? "the fleet drop-in of docs/fleet.md installed, rerandd restarted"
+		say "RRS-INFO n=$n fleet: rerandd takes the slot and reboots"
+	fi
 fi
 exit 0
