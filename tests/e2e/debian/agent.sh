@@ -358,10 +358,19 @@ else
 	touch "$R/checked"
 	say "RRS-INFO n=$n handed over: rerandd reboots when the layout is 1 min old"
 	if [ -n "$fleet" ] && [ "$n" -eq 0 ]; then
-		# Under the shipped rerandd.service (PrivateNetwork=yes) etcd is
-		# out of reach: due now, rerandd must fail closed, not reboot.
 		tap "$(systemctl is-active -q etcd.service && ectl endpoint health >/dev/null 2>&1; echo $?)" \
 			"etcd.service (Debian's etcd-server) is active and healthy on $ETCD" "$(ectl endpoint health 2>&1)"
+	fi
+	if [ -n "$fleet" ] && [ "$n" -eq 0 ] && [ -e /lib/systemd/system/rerand-fleetd.service ]; then
+		# The fleet client has a unit of its own: rerandd keeps its
+		# network-less sandbox and reaches etcd through it.
+		tap "$([ "$(prop PrivateNetwork)" = yes ] && systemctl is-enabled -q rerand-fleetd.socket; echo $?)" \
+			"rerandd.service keeps PrivateNetwork=yes; rerand-fleetd.socket is enabled" \
+			"PrivateNetwork=$(prop PrivateNetwork) fleetd socket $(systemctl is-enabled rerand-fleetd.socket 2>&1)"
+		say "RRS-INFO n=$n fleet: rerandd takes the slot through rerand-fleetd and reboots"
+	elif [ -n "$fleet" ] && [ "$n" -eq 0 ]; then
+		# Under the shipped rerandd.service (PrivateNetwork=yes) etcd is
+		# out of reach: due now, rerandd must fail closed, not reboot.
 		wait_for 300 sh -c 'rerand status --json 2>/dev/null | grep -q "fail closed"'
 		fj=$(rerand status --json 2>&1 | grep -o '"fleet":{[^}]*}')
 		n_keys=$(ectl get --prefix /rerand/fleet/ --count-only -w fields 2>/dev/null | sed -n 's/^"Count" : //p')
