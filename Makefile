@@ -240,6 +240,7 @@ install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man1 \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(SYSCONFDIR)/rerand/rerand.conf.d $(DESTDIR)$(SYSCONFDIR)/rerand/pre-reboot.d
+	install -d -m 0700 $(DESTDIR)$(SYSCONFDIR)/rerand/fleet-tls
 	install -m 0755 $(RERAND) $(DESTDIR)$(BINDIR)/rerand
 	install -m 0755 $(RERANDD) $(DESTDIR)$(SBINDIR)/rerandd
 	install -m 0755 $(FLEETD) $(DESTDIR)$(SBINDIR)/rerand-fleetd

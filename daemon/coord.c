@@ -11,16 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <systemd/sd-event.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "rerandd.h"
-
-#define HELPER_RETRY_MIN_MS 250
-#define HELPER_RETRY_MAX_MS 30000
 
 int64_t coord_now_ms(void)
 {
@@ -30,7 +25,7 @@ int64_t coord_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static uint64_t rnd64(void)
+uint64_t coord_rnd64(void)
 {
 	uint64_t v = 0;
 
@@ -68,7 +63,7 @@ static void set_why(struct rr_coord *co, int prio, const char *fmt, ...)
 static void retry_later(struct rr_coord *co)
 {
 	co->next_try_ms = coord_now_ms() + fleet_backoff_ms(co->attempts, co->cfg.retry_base_ms,
-							    co->cfg.retry_max_ms, rnd64());
+							    co->cfg.retry_max_ms, coord_rnd64());
 	if (co->attempts < 64)
 		co->attempts++;
 }
@@ -91,7 +86,7 @@ static int window_now(const struct rr_config *c, time_t now, time_t *ws, time_t 
 	return found;
 }
 
-static void wake(struct rr_coord *co)
+void coord_wake(struct rr_coord *co)
 {
 	if (co->wake)
 		co->wake(co->wake_arg);
@@ -103,113 +98,7 @@ void coord_set_wake(struct rr_coord *co, void (*fn)(void *arg), void *arg)
 	co->wake_arg = arg;
 }
 
-/* ---- the helper connection ------------------------------------------------------ */
-
-static void arm_timer(struct rr_coord *co, int64_t in_ms);
 static void pump(struct rr_coord *co);
-
-/* Longest a request may take: every endpoint timing out on each call of the
- * longest sequence (an etcd acquire: range, grant, K txns, revoke). */
-static int64_t busy_limit_ms(const struct rr_coord *co)
-{
-	int64_t eps = co->cfg.nr_endpoints ? co->cfg.nr_endpoints : 1;
-
-	return (co->cfg.timeout * eps * (4 + (int64_t)co->cfg.max_concurrent) + 10) * 1000;
-}
-
-static void helper_down(struct rr_coord *co, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void helper_down(struct rr_coord *co, const char *fmt, ...)
-{
-	char msg[RR_ERR_MAX];
-	va_list ap;
-	int64_t d;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (co->io) {
-		co->io = sd_event_source_disable_unref(co->io);
-		close(co->fd);
-	}
-	co->fd = -1;
-	co->greeted = co->opened = false;
-	co->inlen = 0;
-	/* what was in flight failed: fail closed */
-	if (co->busy == CO_ACQUIRE)
-		co->gate_rc = -EIO;
-	if (co->busy == CO_CONFIRM || co->confirm_wanted)
-		co->confirm_rc = -EIO;
-	co->confirm_wanted = false;
-	co->busy = CO_NONE;
-	co->fstate = FLEET_ST_ERROR;
-	if (strcmp(msg, co->open_error))
-		rr_log(RR_LOG_ERR, "fleet: %s; reboots stay off (fail closed)", msg);
-	snprintf(co->open_error, sizeof(co->open_error), "%s", msg);
-	snprintf(co->last_error, sizeof(co->last_error), "%s", msg);
-	d = fleet_backoff_ms(co->reconnects, HELPER_RETRY_MIN_MS, HELPER_RETRY_MAX_MS, rnd64());
-	if (co->reconnects < 64)
-		co->reconnects++;
-	co->reconnect_ms = coord_now_ms() + d;
-	arm_timer(co, d);
-	wake(co);
-}
-
-struct req_args {
-	struct fleet_request *q;
-};
-
-static int add_kv(const char *k, const char *v, void *ud)
-{
-	struct fleet_request *q = ud;
-
-	if (q->nr_args >= FLEET_ARGS_MAX)
-		return -E2BIG;
-	snprintf(q->args[q->nr_args++], sizeof(q->args[0]), "%s=%s", k, v);
-	return 0;
-}
-
-/* One request out; the socket is non-blocking and a request is small, so a
- * full socket buffer means a helper that stopped reading: it is dropped. */
-static int send_req(struct rr_coord *co, enum coord_op op, const char *arg)
-{
-	static const enum fleet_verb verb[] = {
-		[CO_OPEN] = FLEET_V_OPEN, [CO_RESUME] = FLEET_V_RESUME,
-		[CO_ACQUIRE] = FLEET_V_ACQUIRE, [CO_KEEPALIVE] = FLEET_V_REFRESH,
-		[CO_CONFIRM] = FLEET_V_REFRESH, [CO_RELEASE] = FLEET_V_RELEASE,
-		[CO_STATUS] = FLEET_V_STATUS, [CO_RELEASE_HOST] = FLEET_V_RELEASE_HOST,
-	};
-	static struct fleet_request q;
-	char line[FLEET_ARGS_MAX * (FLEET_STR + 32) * 3 + 64];
-	ssize_t w;
-	int n;
-
-	if (!co->io || !co->greeted || co->busy)
-		return -EBUSY;
-	memset(&q, 0, sizeof(q));
-	q.seq = ++co->seq;
-	q.verb = verb[op];
-	if (op == CO_OPEN && fleet_config_each(&co->cfg, add_kv, &q) < 0)
-		return -E2BIG;
-	if (arg) {
-		snprintf(q.args[0], sizeof(q.args[0]), "%s", arg);
-		q.nr_args = 1;
-	}
-	n = fleet_proto_format_request(&q, line, sizeof(line));
-	if (n < 0)
-		return n;
-	w = send(co->fd, line, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
-	if (w != n) {
-		helper_down(co, "cannot write to the fleet helper at %s: %s", co->cfg.helper,
-			    w < 0 ? strerror(errno) : "short write");
-		return -EIO;
-	}
-	co->busy = op;
-	co->busy_seq = q.seq;
-	co->busy_since_ms = coord_now_ms();
-	arm_timer(co, busy_limit_ms(co));
-	return 0;
-}
 
 static void release_done(struct rr_coord *co)
 {
@@ -233,11 +122,11 @@ static void release_done(struct rr_coord *co)
 		co->release_pending = co->want;   /* the new group may hold an old slot */
 		co->opened = false;
 		if (co->io)
-			send_req(co, CO_OPEN, NULL);
+			coord_link_send(co, CO_OPEN, NULL);
 	}
 }
 
-static void on_reply(struct rr_coord *co, const struct fleet_reply *p)
+void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p)
 {
 	enum coord_op op = co->busy;
 	struct rr_state *st = co->st;
@@ -261,7 +150,7 @@ static void on_reply(struct rr_coord *co, const struct fleet_reply *p)
 			snprintf(co->open_error, sizeof(co->open_error), "%s", msg);
 			co->fstate = FLEET_ST_ERROR;
 			co->reconnect_ms = coord_now_ms() + co->cfg.retry_base_ms;
-			arm_timer(co, co->cfg.retry_base_ms);
+			coord_link_arm(co, co->cfg.retry_base_ms);
 			break;
 		}
 		co->opened = true;
@@ -281,9 +170,9 @@ static void on_reply(struct rr_coord *co, const struct fleet_reply *p)
 			break;
 		}
 		if (p->rc == 1)
-			rr_log(RR_LOG_NOTICE, "fleet: took slot %s back", st ? st->fleet_token : "");
+			rr_log(RR_LOG_NOTICE, "fleet: took slot %s back after the reboot", st ? st->fleet_token : "");
 		else
-			rr_log(RR_LOG_WARNING, "fleet: the slot from before is gone: %s", p->msg);
+			rr_log(RR_LOG_WARNING, "fleet: the slot from before the reboot is gone: %s", p->msg);
 		co->resume_pending = false;
 		break;
 	case CO_ACQUIRE:
@@ -326,169 +215,16 @@ static void on_reply(struct rr_coord *co, const struct fleet_reply *p)
 		if (p->rc < 0)
 			rr_log(RR_LOG_ERR, "fleet: operator release failed: %s", p->msg);
 		else
-			rr_log(RR_LOG_NOTICE, "fleet: operator freed %s slot(s)",
-			       p->rc == 1 ? p->msg : "0");
+			rr_log(RR_LOG_NOTICE, "fleet: operator freed %s slot(s)", p->msg);
 		co->fst_at_ms = 0;      /* the cached holders are stale */
 		break;
 	case CO_NONE:
 		break;
 	}
 	pump(co);
-	wake(co);
+	coord_wake(co);
 }
 
-static void on_line(struct rr_coord *co, const char *line, size_t len)
-{
-	static struct fleet_reply p;
-
-	if (!co->greeted) {
-		if (len != strlen(FLEET_PROTO_GREETING) || memcmp(line, FLEET_PROTO_GREETING, len)) {
-			helper_down(co, "%s does not speak %s", co->cfg.helper, FLEET_PROTO_GREETING);
-			return;
-		}
-		co->greeted = true;
-		send_req(co, CO_OPEN, NULL);
-		return;
-	}
-	if (fleet_proto_parse_reply(line, len, &p) < 0) {
-		helper_down(co, "the fleet helper at %s sent a reply out of shape", co->cfg.helper);
-		return;
-	}
-	if (!co->busy || p.seq != co->busy_seq) {
-		helper_down(co, "the fleet helper at %s answered request %" PRIu32 ", which is "
-			    "not in flight", co->cfg.helper, p.seq);
-		return;
-	}
-	on_reply(co, &p);
-}
-
-static int on_io(sd_event_source *s, int fd, uint32_t revents, void *ud)
-{
-	struct rr_coord *co = ud;
-	ssize_t n;
-	char *nl;
-
-	n = recv(fd, co->in + co->inlen, sizeof(co->in) - co->inlen, MSG_DONTWAIT);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return 0;
-	if (n <= 0) {
-		helper_down(co, "the fleet helper at %s closed the connection%s%s", co->cfg.helper,
-			    n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
-		return 0;
-	}
-	co->inlen += (size_t)n;
-	while (co->io && (nl = memchr(co->in, '\n', co->inlen))) {
-		size_t l = (size_t)(nl - co->in);
-		on_line(co, co->in, l);
-		if (!co->io)
-			return 0;
-		memmove(co->in, nl + 1, co->inlen - l - 1);
-		co->inlen -= l + 1;
-	}
-	if (co->inlen == sizeof(co->in))
-		helper_down(co, "the fleet helper at %s sent a line longer than the protocol "
-			    "allows", co->cfg.helper);
-	return 0;
-}
-
-/* Non-blocking: a unix socket connects at once or not at all. */
-static void helper_connect(struct rr_coord *co)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct ucred cr;
-	socklen_t cl = sizeof(cr);
-	int fd;
-
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.107s", co->cfg.helper);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0) {
-		helper_down(co, "socket: %s", strerror(errno));
-		return;
-	}
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-		close(fd);
-		helper_down(co, "cannot reach the fleet helper at %s: %s (is rerand-fleetd.socket "
-			    "enabled?)", co->cfg.helper, strerror(e));
-		return;
-	}
-	/* The peer must be root (systemd made the socket, root-only) or ourselves
-	 * (a test): anyone else could grant a slot that does not exist. */
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
-	    (cr.uid != 0 && cr.uid != geteuid())) {
-		close(fd);
-		helper_down(co, "%s: the socket belongs to uid %u, neither root nor rerandd's "
-			    "user: refused", co->cfg.helper, (unsigned)cr.uid);
-		return;
-	}
-	if (sd_event_add_io(co->ev, &co->io, fd, EPOLLIN, on_io, co) < 0) {
-		close(fd);
-		helper_down(co, "sd-event: cannot watch the fleet helper's socket");
-		return;
-	}
-	co->fd = fd;
-	co->greeted = co->opened = false;
-	co->inlen = 0;
-	co->busy = CO_NONE;
-	/* the greeting must come, and soon */
-	co->busy_since_ms = coord_now_ms();
-	arm_timer(co, 5000);
-}
-
-static int on_timer(sd_event_source *s, uint64_t usec, void *ud)
-{
-	struct rr_coord *co = ud;
-	int64_t now = coord_now_ms();
-
-	if (!co->want)
-		return 0;
-	if (!co->io) {
-		if (now >= co->reconnect_ms)
-			helper_connect(co);
-		else
-			arm_timer(co, co->reconnect_ms - now);
-		return 0;
-	}
-	if (!co->greeted && now - co->busy_since_ms >= 5000) {
-		helper_down(co, "the fleet helper at %s did not greet", co->cfg.helper);
-		return 0;
-	}
-	if (co->busy && now - co->busy_since_ms >= busy_limit_ms(co)) {
-		helper_down(co, "the fleet helper at %s did not answer %s in %" PRId64 " s",
-			    co->cfg.helper, fleet_verb_name((enum fleet_verb)co->busy),
-			    busy_limit_ms(co) / 1000);
-		return 0;
-	}
-	if (co->greeted && !co->opened && !co->busy && now >= co->reconnect_ms)
-		send_req(co, CO_OPEN, NULL);
-	if (co->busy)
-		arm_timer(co, co->busy_since_ms + busy_limit_ms(co) - now);
-	else if (co->greeted && !co->opened)
-		arm_timer(co, co->reconnect_ms > now ? co->reconnect_ms - now : 0);
-	return 0;
-}
-
-static void arm_timer(struct rr_coord *co, int64_t in_ms)
-{
-	uint64_t now;
-
-	if (!co->ev)
-		return;
-	if (in_ms < 0)
-		in_ms = 0;
-	sd_event_now(co->ev, CLOCK_MONOTONIC, &now);
-	if (!co->timer) {
-		if (sd_event_add_time(co->ev, &co->timer, CLOCK_MONOTONIC,
-				      now + (uint64_t)in_ms * 1000, 0, on_timer, co) < 0)
-			rr_log(RR_LOG_ERR, "fleet: sd-event: cannot add a timer");
-		return;
-	}
-	sd_event_source_set_time(co->timer, now + (uint64_t)in_ms * 1000);
-	sd_event_source_set_enabled(co->timer, SD_EVENT_ONESHOT);
-}
-
-/* The next request nobody else starts: the persisted slot first, then a
- * confirm that waited for another request, then an operator's release. */
 static void pump(struct rr_coord *co)
 {
 	if (!co->io || !co->greeted || co->busy)
@@ -496,19 +232,19 @@ static void pump(struct rr_coord *co)
 	if (!co->opened)
 		return;           /* the timer re-sends open */
 	if (co->resume_pending && co->st && coord_now_ms() >= co->next_try_ms) {
-		send_req(co, CO_RESUME, co->st->fleet_token);
+		coord_link_send(co, CO_RESUME, co->st->fleet_token);
 		return;
 	}
 	if (co->confirm_wanted) {
 		co->confirm_wanted = false;
-		send_req(co, CO_CONFIRM, NULL);
+		coord_link_send(co, CO_CONFIRM, NULL);
 		return;
 	}
 	if (*co->release_host) {
 		char h[FLEET_ID_MAX];
 		snprintf(h, sizeof(h), "%s", co->release_host);
 		co->release_host[0] = 0;
-		send_req(co, CO_RELEASE_HOST, h);
+		coord_link_send(co, CO_RELEASE_HOST, h);
 	}
 }
 
@@ -539,7 +275,7 @@ int coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *s
 		rr_log(RR_LOG_ERR, "fleet: %s; reboots stay off (fail closed)", co->open_error);
 		return -ENOMEM;
 	}
-	helper_connect(co);
+	coord_link_connect(co);
 	return 0;
 }
 
@@ -605,13 +341,13 @@ void coord_service(struct rr_coord *co, const struct rr_config *c, struct rr_sta
 				"so the rollout stops here: %s", e.msg);
 			/* keep the lease alive: a sick host must keep the group paused */
 			if (co->fstate == FLEET_ST_HELD)
-				send_req(co, CO_KEEPALIVE, NULL);
+				coord_link_send(co, CO_KEEPALIVE, NULL);
 			retry_later(co);
 			return;
 		}
 		co->health_needed = false;
 	}
-	send_req(co, CO_RELEASE, NULL);
+	coord_link_send(co, CO_RELEASE, NULL);
 }
 
 void coord_keepalive(struct rr_coord *co)
@@ -626,7 +362,7 @@ void coord_keepalive(struct rr_coord *co)
 	if (now - co->last_keepalive_ms < co->cfg.lock_ttl * 1000 / 3)
 		return;
 	co->last_keepalive_ms = now;
-	send_req(co, CO_KEEPALIVE, NULL);
+	coord_link_send(co, CO_KEEPALIVE, NULL);
 }
 
 int coord_gate(struct rr_coord *co, const struct rr_config *c, struct rr_state *st,
@@ -639,6 +375,14 @@ int coord_gate(struct rr_coord *co, const struct rr_config *c, struct rr_state *
 	if (!co->want)
 		return 1;
 	co->st = st;
+	if (co->release_pending) {
+		/* an acquire answered after an abort: the release gives it back */
+		co->gate_rc = COORD_PENDING;
+		/* a failed release already said why */
+		if (!*co->why)
+			set_why(co, RR_LOG_INFO, "giving back the slot from before first");
+		return 0;
+	}
 	if (co->gate_rc != COORD_PENDING) {
 		/* the answer to the acquire this gate sent (persisted by on_reply) */
 		r = co->gate_rc;
@@ -661,19 +405,13 @@ int coord_gate(struct rr_coord *co, const struct rr_config *c, struct rr_state *
 		set_why(co, RR_LOG_ERR, "%s: not rebooting (fail closed)", co->open_error);
 		return 0;
 	}
-	if (co->release_pending) {
-		/* a failed release already said why */
-		if (!*co->why)
-			set_why(co, RR_LOG_INFO, "giving back the slot from before first");
-		return 0;
-	}
 	if (!co->spread_at_ms) {
 		/* Due hosts make their first attempt spread over the window, not all at
 		 * the moment it opens; `rerand now` is an operator's explicit order. */
 		co->spread_at_ms = now;
 		if (why != RR_WHY_NOW && window_now(c, (time_t)(now / 1000), &ws, &we))
 			co->spread_at_ms = fleet_spread_start(now, (int64_t)ws * 1000,
-							      (int64_t)we * 1000, rnd64());
+							      (int64_t)we * 1000, coord_rnd64());
 		if (co->spread_at_ms > now)
 			rr_log(RR_LOG_INFO, "fleet: first attempt in %" PRId64 " ms (spread over the "
 			       "window)", co->spread_at_ms - now);
@@ -692,7 +430,7 @@ int coord_gate(struct rr_coord *co, const struct rr_config *c, struct rr_state *
 		return 1;
 	if (co->busy)
 		return COORD_PENDING;
-	return send_req(co, CO_ACQUIRE, NULL) < 0 ? 0 : COORD_PENDING;
+	return coord_link_send(co, CO_ACQUIRE, NULL) < 0 ? 0 : COORD_PENDING;
 }
 
 int coord_confirm(struct rr_coord *co)
@@ -722,7 +460,7 @@ int coord_confirm(struct rr_coord *co)
 		co->confirm_wanted = true;
 		return COORD_PENDING;
 	}
-	return send_req(co, CO_CONFIRM, NULL) < 0 ? 0 : COORD_PENDING;
+	return coord_link_send(co, CO_CONFIRM, NULL) < 0 ? 0 : COORD_PENDING;
 }
 
 void coord_abort(struct rr_coord *co)
@@ -870,7 +608,7 @@ int coord_status(struct rr_coord *co, bool json, char *buf, size_t len)
 	/* the answer is what the helper said last; a fresh one is asked for now
 	 * and shows on the next call */
 	if (!co->busy)
-		send_req(co, CO_STATUS, NULL);
+		coord_link_send(co, CO_STATUS, NULL);
 	if (!co->fst_at_ms)
 		return snprintf(buf, len, "asking rerand-fleetd for group %s's holders; ask again "
 				"in a moment\n", co->cfg.group), -EAGAIN;

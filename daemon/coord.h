@@ -100,6 +100,17 @@ void coord_view(const struct rr_coord *co, struct rr_view *v);
  * message in buf. */
 int  coord_status(struct rr_coord *co, bool json, char *buf, size_t len);
 int  coord_release_host(struct rr_coord *co, const char *host, char *buf, size_t len);
+/* ---- between coord.c and coord_link.c (the helper connection) ---------- */
+void coord_link_connect(struct rr_coord *co);
+/* Send one request (none may be in flight); <0 and the link dropped on failure. */
+int  coord_link_send(struct rr_coord *co, enum coord_op op, const char *arg);
+/* Drop the link: what was in flight fails, reconnect later, wake main. */
+void coord_link_down(struct rr_coord *co, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void coord_link_arm(struct rr_coord *co, int64_t in_ms);
+void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p);
+void coord_wake(struct rr_coord *co);
+uint64_t coord_rnd64(void);
+
 /* Prometheus text for the fleet gauges. */
 int  fleet_metrics_text(const char *backend, const char *group, enum fleet_state s,
 			uint64_t errors, char *buf, size_t len);

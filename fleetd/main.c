@@ -153,12 +153,10 @@ static void run_job(struct job *j)
 		/* the server's words, escaped here: the reply carries no control bytes */
 		rr_escape_str(p->msg, sizeof(p->msg), fleet_last_error(g.f));
 	}
-	p->rc = r < -4095 ? -EIO : r > 1 && q->verb != FLEET_V_RELEASE_HOST ? 1 : r;
-	if (q->verb == FLEET_V_RELEASE_HOST && r > 1) {
+	p->rc = r < -4095 ? -EIO : r > 1 ? 1 : r;
+	if (q->verb == FLEET_V_RELEASE_HOST && r >= 0)
 		/* the count of freed slots travels in the message */
 		snprintf(p->msg, sizeof(p->msg), "%d", r);
-		p->rc = 1;
-	}
 	if (g.f) {
 		p->state = fleet_state(g.f);
 		p->errors = fleet_errors(g.f);
