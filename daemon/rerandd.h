@@ -481,50 +481,8 @@ int control_listen(const char *path, struct rr_err *e);
 int control_accept(int lfd, enum rr_ctl_cmd *ret_cmd, char *arg, size_t arglen, int *ret_fd);
 int control_reply(int fd, bool ok, const char *body);
 
-/* ---- coord.c: the fleet lock around the reboot -------------------------- */
-struct rr_coord {
-	struct fleet *f;               /* NULL when off or when it could not start */
-	struct fleet_config cfg;       /* what f was opened with */
-	bool     want;                 /* Backend= is not none */
-	char     open_error[RR_ERR_MAX];
-	char     state_path[RR_PATH + 16];
-	int64_t  next_try_ms;          /* wall ms: next attempt after a refusal/error */
-	int64_t  spread_at_ms;         /* wall ms: this due period's first attempt */
-	int64_t  last_keepalive_ms;
-	unsigned attempts;             /* failed steps in a row, for the back-off */
-	bool     release_pending;      /* something of ours may still be in the group */
-	bool     health_needed;        /* post-boot hooks must pass before the release */
-	bool     resume_pending;       /* the slot from before the reboot not taken back yet */
-	bool     reopen_pending;       /* new [Fleet] settings wait for the release */
-	struct fleet_config reopen_cfg;
-	char     why[RR_ERR_MAX];      /* why a due reboot waits */
-};
-int64_t coord_now_ms(void);
-/* Open the client (Backend=none: nothing).  An error leaves reboots off. */
-int  coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *state_path);
-void coord_close(struct rr_coord *co);
-/* After the boot was accounted: take a persisted slot back, plan its release. */
-void coord_startup(struct rr_coord *co, struct rr_state *st, enum rr_outcome out);
-/* Every evaluation: the pending release (after the health hooks), keepalives. */
-void coord_service(struct rr_coord *co, const struct rr_config *c, struct rr_state *st);
-void coord_keepalive(struct rr_coord *co);
-/* A reboot is due: 1 when a slot is held (and persisted in st), 0 to wait. */
-int  coord_gate(struct rr_coord *co, const struct rr_config *c, struct rr_state *st,
-		enum rr_reason why);
-/* Just before the reboot: 1 only if the slot is confirmed still ours. */
-int  coord_confirm(struct rr_coord *co);
-/* The reboot did not go out after the slot was taken: give it back. */
-void coord_abort(struct rr_coord *co);
-void coord_not_due(struct rr_coord *co);
-void coord_reconfigure(struct rr_coord *co, const struct fleet_config *fc,
-		       const struct rr_state *st);
-/* Wall ms of the next fleet action, 0 = none. */
-int64_t coord_next_ms(const struct rr_coord *co);
-void coord_view(const struct rr_coord *co, struct rr_view *v);
-/* `rerand fleet status [--json]` / `rerand fleet release HOST`: 0 and the reply,
- * or <0 and an error message in buf. */
-int  coord_status(struct rr_coord *co, bool json, char *buf, size_t len);
-int  coord_release_host(struct rr_coord *co, const char *host, char *buf, size_t len);
+/* ---- coord.c: the fleet lock around the reboot (coord.h) ---------------- */
+#include "coord.h"
 
 /* ---- metrics.c ----------------------------------------------------------- */
 int metrics_format(const struct rr_view *v, char *buf, size_t len);
