@@ -59,11 +59,31 @@ check "image of the bare stub: exit $rc, '$(cat "$tmp/err")'" \
 
 # --- kernel hooks (debian/hooks), with a private state directory --------------
 export RERAND_STATE_DIR=$tmp/state RERAND_BIN=$R RERAND_KERNEL_HOOK=$H/kernel-hook
+# as root the hook builds as this user (the package's "rerand" is not here)
+export RERAND_IMAGE_USER=nobody
 sha=$(sha256sum "$k" | cut -d' ' -f1)
 st=$("$R" inspect --json "$tmp/bare.img" | grep -o '"stage_sha256":"[0-9a-f]*"' | cut -d'"' -f4)
 DEB_MAINT_PARAMS="'configure' ''" "$H/postinst.d/rerand" 6.1.0-57-cloud-amd64 "$k"; rc=$?
 check "postinst.d/rerand VERSION IMAGE: exit $rc, image at images/SHA256.STAGE.img" \
 	bash -c "[ $rc -eq 0 ] && cmp -s '$tmp/bare.img' '$tmp/state/images/$sha.$st.img'"
+if [ "$(id -u)" = 0 ]; then
+	# who parsed the kernel: a wrapper around rerand reports its identity
+	chmod 0755 "$tmp"
+	printf '#!/bin/sh
+[ "$1" = image ] && grep -E "^(Uid|CapEff|CapBnd|NoNewPrivs):" /proc/self/status | tr -s "\t " " " >"%s/hook-id" 2>/dev/null; exec %s "$@"\n' \
+		"$tmp/idout" "$R" >"$tmp/rerand-wrap"
+	mkdir -p "$tmp/idout" && chmod 0777 "$tmp/idout" && chmod 0755 "$tmp/rerand-wrap"
+	RERAND_BIN=$tmp/rerand-wrap RERAND_STATE_DIR=$tmp/state2 "$H/kernel-hook" add 6.1-id "$k"; rc=$?
+	id=$(tr '\n' ' ' <"$tmp/idout/hook-id" 2>/dev/null)
+	nb=$(id -u nobody)
+	check "as root the hook builds as RERAND_IMAGE_USER with no capabilities (exit $rc: $id)" \
+		bash -c "[ $rc -eq 0 ] && [ '$id' = 'Uid: $nb $nb $nb $nb CapEff: 0000000000000000 CapBnd: 0000000000000000 NoNewPrivs: 1 ' ] && ls '$tmp/state2/images/'*.img >/dev/null"
+	RERAND_IMAGE_USER=rerand-no-such-user "$H/kernel-hook" add 6.1-nouser "$k" 2>"$tmp/err"; rc=$?
+	check "without the image user the hook builds nothing and says so (exit $rc)" \
+		bash -c "[ $rc -eq 0 ] && grep -q 'no user rerand-no-such-user to build images as' '$tmp/err' && [ ! -e '$tmp/state/kernels/6.1-nouser' ]"
+else
+	skip "not root: the hook's switch to the image user"
+fi
 check "the index names the kernel's SHA-256" grep -qx "$sha" "$tmp/state/kernels/6.1.0-57-cloud-amd64"
 check "the state directories are 0700" bash -c "[ \$(stat -c %a '$tmp/state/images') = 700 ]"
 DEB_MAINT_PARAMS="'abort-upgrade' '1'" "$H/postinst.d/rerand" 9.9 "$k"
