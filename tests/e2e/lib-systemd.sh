@@ -167,11 +167,9 @@ RetryMaxMSec=10000
 ' \
 			>"$d/etc/rerand/rerand.conf.d/45-e2e-fleet.conf"
 		echo etcd >"$d/var/lib/rerand-e2e/fleet"
-		# The fleet client's own unit, where the tree ships one.
-		if [ -e "$d/lib/systemd/system/rerand-fleetd.socket" ]; then
-			systemctl --root="$d" enable rerand-fleetd.socket >/dev/null 2>&1 ||
-				{ echo "e2e: systemctl --root enable rerand-fleetd.socket failed" >&2; return 1; }
-		fi
+		# The fleet client's own unit, as make install ships it.
+		systemctl --root="$d" enable rerand-fleetd.socket >/dev/null 2>&1 ||
+			{ echo "e2e: systemctl --root enable rerand-fleetd.socket failed" >&2; return 1; }
 	fi
 	echo "$target" >"$d/var/lib/rerand-e2e/target"
 	echo "$mode" >"$d/var/lib/rerand-e2e/mode"

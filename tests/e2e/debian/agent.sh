@@ -345,6 +345,22 @@ if [ -n "$sbimg" ] && [ "$n" -ge "$target" ]; then
 	mv "$R/held.img" "$sbimg"
 fi
 
+# ---- fleet, boot 0: before rerandd may reboot ------------------------------------
+if [ -n "$fleet" ] && [ "$n" -eq 0 ]; then
+	tap "$(systemctl is-active -q etcd.service && ectl endpoint health >/dev/null 2>&1; echo $?)" \
+		"etcd.service (Debian's etcd-server) is active and healthy on $ETCD" "$(ectl endpoint health 2>&1)"
+	# The fleet client has a unit of its own (make install ships it):
+	# rerandd keeps its network-less sandbox and reaches etcd through it.
+	tap "$([ "$(prop PrivateNetwork)" = yes ] && [ -e /lib/systemd/system/rerand-fleetd.service ] &&
+		systemctl is-enabled -q rerand-fleetd.socket; echo $?)" \
+		"rerandd.service keeps PrivateNetwork=yes; rerand-fleetd.socket is installed and enabled" \
+		"PrivateNetwork=$(prop PrivateNetwork) fleetd socket $(systemctl is-enabled rerand-fleetd.socket 2>&1)"
+	fscore=$(systemd-analyze security rerand-fleetd.service --no-pager 2>/dev/null |
+		sed -n 's/.*Overall exposure level for rerand-fleetd.service: \([0-9.]*\).*/\1/p')
+	say "RRS-INFO n=$n fleetd_exposure=${fscore:-none}"
+	say "RRS-INFO n=$n fleet: rerandd takes the slot through rerand-fleetd and reboots"
+fi
+
 # ---- hand over to rerandd ------------------------------------------------------
 journalctl -b -o export --no-pager >"$D/out/journal.boot$n.export" 2>/dev/null
 cp /var/lib/rerand/* "$D/out/" 2>/dev/null
@@ -357,35 +373,5 @@ else
 	# checks above are done.
 	touch "$R/checked"
 	say "RRS-INFO n=$n handed over: rerandd reboots when the layout is 1 min old"
-	if [ -n "$fleet" ] && [ "$n" -eq 0 ]; then
-		tap "$(systemctl is-active -q etcd.service && ectl endpoint health >/dev/null 2>&1; echo $?)" \
-			"etcd.service (Debian's etcd-server) is active and healthy on $ETCD" "$(ectl endpoint health 2>&1)"
-	fi
-	if [ -n "$fleet" ] && [ "$n" -eq 0 ] && [ -e /lib/systemd/system/rerand-fleetd.service ]; then
-		# The fleet client has a unit of its own: rerandd keeps its
-		# network-less sandbox and reaches etcd through it.
-		tap "$([ "$(prop PrivateNetwork)" = yes ] && systemctl is-enabled -q rerand-fleetd.socket; echo $?)" \
-			"rerandd.service keeps PrivateNetwork=yes; rerand-fleetd.socket is enabled" \
-			"PrivateNetwork=$(prop PrivateNetwork) fleetd socket $(systemctl is-enabled rerand-fleetd.socket 2>&1)"
-		say "RRS-INFO n=$n fleet: rerandd takes the slot through rerand-fleetd and reboots"
-	elif [ -n "$fleet" ] && [ "$n" -eq 0 ]; then
-		# Under the shipped rerandd.service (PrivateNetwork=yes) etcd is
-		# out of reach: due now, rerandd must fail closed, not reboot.
-		wait_for 300 sh -c 'rerand status --json 2>/dev/null | grep -q "fail closed"'
-		fj=$(rerand status --json 2>&1 | grep -o '"fleet":{[^}]*}')
-		n_keys=$(ectl get --prefix /rerand/fleet/ --count-only -w fields 2>/dev/null | sed -n 's/^"Count" : //p')
-		tap "$(grep -q 'fail closed' <<<"$fj" && [ "${n_keys:-x}" = 0 ] && [ "$(cat /proc/sys/kernel/random/boot_id)" = "$boot_id" ]; echo $?)" \
-			"fleet under the shipped rerandd.service alone (PrivateNetwork=yes): due, fails closed, takes no slot, no reboot" \
-			"slot keys ${n_keys:-?}; $fj"
-		# docs/fleet.md's interim drop-in (until the fleet client has its
-		# own unit): the network back, loopback only here.
-		install -d /etc/systemd/system/rerandd.service.d
-		printf '[Service]\nPrivateNetwork=no\nIPAddressDeny=\nIPAddressAllow=localhost\nRestrictAddressFamilies=AF_UNIX AF_NETLINK AF_INET AF_INET6\n' \
-			>/etc/systemd/system/rerandd.service.d/50-fleet.conf
-		sync /etc/systemd/system/rerandd.service.d/50-fleet.conf
-		systemctl daemon-reload && systemctl restart rerandd.service
-		tap $? "the fleet drop-in of docs/fleet.md installed, rerandd restarted"
-		say "RRS-INFO n=$n fleet: rerandd takes the slot and reboots"
-	fi
 fi
 exit 0
