@@ -77,5 +77,8 @@ int rr_image_parse(const uint8_t *buf, size_t len, const char *name,
 /* Write buf to path atomically (temp file in the same directory, fsync,
  * rename); on error nothing is left behind. */
 int rr_write_file_atomic(const char *path, const uint8_t *buf, size_t len, struct rr_err *e);
+/* Write buf to an open fd and fsync it; path names it in messages.  For a
+ * caller that made the file and renames it after (rerandd's builder child). */
+int rr_write_fd(int fd, const char *path, const uint8_t *buf, size_t len, struct rr_err *e);
 
 #endif

@@ -167,3 +167,17 @@ out:
 	free(rbuf);
 	return r;
 }
+
+int rr_kernel_load_fd(int fd, const char *name, const struct rr_dec_hook *hook,
+		      struct rr_kernel *ret, struct rr_err *e)
+{
+	uint8_t *buf;
+	size_t len;
+	int r = rr_read_fd(fd, name, RR_KERNEL_FILE_MAX, &buf, &len, e);
+
+	if (r < 0)
+		return r;
+	r = kernel_load_mem(buf, len, name, NULL, 0, NULL, hook, ret, e);
+	free(buf);
+	return r;
+}

@@ -161,11 +161,18 @@ int rr_kernel_load_hooked(const char *path, const char *relocs_path,
 int rr_kernel_load_mem(const uint8_t *buf, size_t len, const char *name,
 		       const uint8_t *relocs, size_t relocs_len, const char *relocs_name,
 		       struct rr_kernel *ret, struct rr_err *e);
+/* Same, from an open fd, which it closes (rerandd's unprivileged builder is
+ * handed the kernel, never its path). */
+int rr_kernel_load_fd(int fd, const char *name, const struct rr_dec_hook *hook,
+		      struct rr_kernel *ret, struct rr_err *e);
 void rr_kernel_free(struct rr_kernel *k);
 
 /* Read a whole regular file of at most max bytes, to EOF (src/fileio.c). */
 int rr_read_file(const char *path, size_t max, uint8_t **ret_buf, size_t *ret_len,
 		 struct rr_err *e);
+/* The same from an open fd, which it closes; path names it in messages. */
+int rr_read_fd(int fd, const char *path, size_t max, uint8_t **ret_buf, size_t *ret_len,
+	       struct rr_err *e);
 /* The same as a NUL-terminated string (procfs, sysfs, small configs): the
  * text ends at its first NUL byte.  The one way tools and rerandd read a
  * whole text file. */

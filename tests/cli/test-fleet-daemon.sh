@@ -22,6 +22,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/rerand-fleetd.XXXXXX)
 R=$top/build/rerand
 RERANDD=$top/build/rerandd
+FLEETD=$top/build/rerand-fleetd
 EVENTS=$tmp/events.log
 SIMREBOOT=$tmp/sim-reboot
 SD=$tmp/setup_data
@@ -80,6 +81,17 @@ nap() { sleep "$1" & wait $!; }
 . "$top/tests/cli/procfs-fixture.sh"
 . "$top/tests/fleet/daemon-lib.sh"
 T0=$(now_ms)
+# fstatus ID [--json]: `rerand fleet status` answers from what rerand-fleetd said
+# last and asks it again: the second answer is at most a moment old.
+fstatus() {
+	local i out
+	ctl "$1" fleet status >/dev/null 2>&1
+	for ((i = 0; i < 50; i++)); do
+		sleep 0.2
+		out=$(ctl "$1" fleet status ${2:-} 2>&1) && { printf '%s\n' "$out"; return 0; }
+	done
+	printf '%s\n' "$out"; return 1
+}
 elapsed() { echo $(( ($(now_ms) - T0) / 1000 ))s; }
 
 mode=${RERAND_MODE:-short}
@@ -87,7 +99,7 @@ if [ "$mode" = long ]; then HOSTS=12; OUTAGE=20; WLEN=150; else HOSTS=6; OUTAGE=
 # Q: how long all three cluster members stay down after the hosts became due
 if [ "$mode" = long ]; then QOUT=20; else QOUT=6; fi
 
-for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
+for b in "$R" "$RERANDD" "$FLEETD"; do [ -x "$b" ] || bail "$b is missing: make all"; done
 command -v etcd >/dev/null && command -v etcdctl >/dev/null || bail "etcd/etcdctl missing (Debian: etcd-server etcd-client)"
 # Debian 12's default cloud kernel, whatever its build (scripts/kernels.sh:
 # ../shared/kernels, or the Debian package fetched once).
@@ -258,7 +270,7 @@ tk=$(sed -n 's/^\([0-9]*\) victim DIED.*/\1/p' "$EVENTS")
 host_run waiter & bg_pids+=($!)
 wait_for 10 test -S "$tmp/h/waiter/run/control"
 sleep 0.5
-j=$(ctl waiter fleet status --json)
+j=$(fstatus waiter --json)
 check "B: rerand fleet status --json shows the dead victim holding the one slot, ttl <= 6 s" \
 	python3 -c "import json,sys; d=json.loads(sys.argv[1]); h=d['holders']
 assert d['group']=='kill' and d['free']==0 and len(h)==1 and h[0]['id']=='machine-victim' and 0 < h[0]['ttl'] <= 6, d" "$j"
@@ -285,7 +297,9 @@ host_run waiter2 & bg_pids+=($!)
 wait_for 10 test -S "$tmp/h/waiter2/run/control"
 sleep 1
 out=$(ctl waiter2 fleet release machine-victim2); trel=$(now_ms)
-check "B: rerand fleet release frees the dead host's slot ($out)" grep -q '^freed 1 slot held by machine-victim2' <<<"$out"
+check "B: rerand fleet release queues the release at once ($out)" grep -q '^queued: free the slots held by machine-victim2' <<<"$out"
+check "B: rerand-fleetd freed the dead host's one slot (rerandd's journal)" \
+	wait_for 10 grep -q 'fleet: operator freed 1 slot(s)' "$tmp/h/waiter2/log"
 wait_for 20 host_done waiter2
 check "B: the waiting host then completes in $(( $(now_ms) - trel )) ms, far inside the 60 s TTL" \
 	eval 'host_done waiter2 && [ $(( $(now_ms) - trel )) -lt 20000 ]'
@@ -611,7 +625,7 @@ check "W: due hosts spread their first attempts over the window's first half (ms
 	eval 'set -- $spreads; [ $# -eq $HOSTS ] && [ "${!#}" -le $((WLEN * 500)) ] && [ $(( ${!#} - $1 )) -ge 1000 ]'
 check "W: every host gave its FleetLock slot back (steady-state)" \
 	python3 -c "import json,sys; s=json.load(open('$tmp/fl.json')); assert s['holders'].get('edge')==[], s"
-j=$(ctl w1 fleet status)
+j=$(fstatus w1)
 check "W: rerand fleet status on FleetLock explains the protocol cannot list holders" grep -q 'cannot list holders; this host (machine-w1) is idle' <<<"$j"
 echo "# W: window $(date -u -d "@$wopen" +%H:%M) UTC; last slot given back $(( twd - wopen * 1000 )) ms after it opened ($(elapsed))"
 hosts_stop $wids
@@ -622,7 +636,7 @@ check "no instance was started with an unsafe config" test "$(grep -c UNSAFE_CON
 nstarted=$(grep -c ' BOOT ' "$EVENTS")
 { kill_ours; krc=$?; wait; } 2>/dev/null
 ps -eo pid=,comm=,args= >"$tmp/ps.txt"
-leftover=$(grep -F "$tmp" "$tmp/ps.txt" | awk '$2 == "etcd" || $2 == "rerandd" || $2 == "etcdctl"' | wc -l)
+leftover=$(grep -F "$tmp" "$tmp/ps.txt" | awk '$2 == "etcd" || $2 == "rerandd" || $2 == "rerand-fleetd" || $2 == "etcdctl"' | wc -l)
 busy=""; for p in $PORTS; do port_free "$p" || busy="$busy $p"; done
 check "teardown: of $nstarted rerandd starts and every etcd member, none is left (ps: $leftover); ports free (busy:${busy:- none})" \
 	eval '[ $krc = 0 ] && [ "$leftover" -eq 0 ] && [ -z "$busy" ]'

@@ -11,9 +11,12 @@
 # RRS_SB=1 (check-systemd-sb.sh): the same guest under Secure Boot, from a
 # pre-signed image.
 # Mocked: nothing in the guest; only the network is absent (not needed).
+# RRS_FLEET=1 (check-systemd-fleet.sh): the same guest in fleet mode against
+# Debian's etcd-server in the guest: take the slot, rerandomize, give it back.
 set -u
 . "$(dirname "$0")/lib-systemd.sh"
 sb=${RRS_SB:-0}
+fleet=${RRS_FLEET:-0}
 [ "$sb" = 1 ] && . "$(dirname "$0")/lib-sb.sh"
 
 what=${1:-short}
@@ -24,6 +27,7 @@ long) target=${RRS_REBOOTS:-2} ;;
 esac
 name=debian-systemd-$what
 [ "$sb" = 1 ] && name=debian-systemd-sb-$what
+[ "$fleet" = 1 ] && name=debian-systemd-fleet-$what
 tap() { e2e_tap "$@"; }
 
 # The kernels: RRD_KERNEL alone when given; else Debian 12's own series, the
@@ -35,8 +39,9 @@ if [ -n "${RRD_KERNEL:-}" ]; then
 else
 	e2e_kernels "$name" || exit 0
 	roles=cloud61
-	# Under Secure Boot the 6.1 kernel only: the point is the signed path.
-	[ "$what" = long ] && [ "$sb" = 0 ] && roles="cloud61 cloud612"
+	# Under Secure Boot and in fleet mode the 6.1 kernel only: the point
+	# is the signed path, or the fleet.
+	[ "$what" = long ] && [ "$sb" = 0 ] && [ "$fleet" = 0 ] && roles="cloud61 cloud612"
 	for r in $roles; do
 		k=$(e2e_pick "$r") || { echo "not ok - $name: no $r kernel in $RERAND_KERNELS"; continue; }
 		kernels+=("$k")
@@ -48,6 +53,7 @@ run_one() {
 	local kernel name boot miss
 	name=debian-systemd-$what-$(basename "$1" | sed 's/^vmlinuz-//')
 	[ "$sb" = 1 ] && name=debian-systemd-sb-$what-$(basename "$1" | sed 's/^vmlinuz-//')
+	[ "$fleet" = 1 ] && name=debian-systemd-fleet-$what-$(basename "$1" | sed 's/^vmlinuz-//')
 	kernel=$(RRD_KERNEL=$1 rrd_preflight "$name" qemu-system-x86_64 mkfs.ext4 debugfs debootstrap systemctl) ||
 		{ echo "$kernel"; return 0; }
 	boot=$kernel
@@ -86,6 +92,8 @@ run_one() {
 	base=900; [ "$what" = long ] && base=1200
 	# OVMF, and at the last boot the blocked check (about a minute).
 	[ "$sb" = 1 ] && base=$((base + 180))
+	# Fleet: etcd's start, the fail-closed wait and a rerandd restart.
+	[ "$fleet" = 1 ] && base=$((base + 300))
 	tmo=${RRS_TIMEOUT:-$((base + 300 * target))}
 	t0=$EPOCHSECONDS
 	rc=0

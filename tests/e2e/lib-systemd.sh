@@ -17,6 +17,11 @@
 # RRS_FW=ovmf-sb makes rrs_qemu boot OVMF with the snakeoil keys enrolled
 # (lib-sb.sh), so the guest is locked down.
 #
+# Fleet (check-systemd-fleet.sh): RRS_FLEET=1 adds Debian's etcd-server and
+# etcd-client to the base root (its own cache key), keeps the etcd.service
+# the package ships enabled, and rrs_fill adds a [Fleet] drop-in (etcd on the
+# guest's loopback, group e2e, one slot); the agent does the rest.
+#
 # Nothing here needs root inside the sandbox but debootstrap itself.
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib-daemon.sh"
@@ -30,6 +35,7 @@ RRS_DISK_MIB=${RRS_DISK_MIB:-1536}
 # The guest's own systemd stack plus what the tests use in the guest.
 # libcurl4: rerandd dlopen()s it for a fleet backend (ldd does not show it).
 RRS_BASE_PKGS="systemd systemd-sysv udev dbus kexec-tools procps libcurl4"
+[ "${RRS_FLEET:-0}" = 1 ] && RRS_BASE_PKGS+=" etcd-server etcd-client"
 # Bump when the way the base root is made changes (part of its cache key).
 RRS_ROOTFS_VERSION=1
 # Where the Secure Boot guest's pre-signed images live (not rerandd's default
@@ -143,6 +149,28 @@ rrs_fill() {
 			{ echo "e2e: systemctl --root enable $u failed" >&2; return 1; }
 	done
 	rrs_conf "$mode" >"$d/etc/rerand/rerand.conf.d/50-e2e.conf"
+	if [ "${RRS_FLEET:-0}" = 1 ]; then
+		# Debian's etcd.service (etcd-server) on 127.0.0.1:2379.  LockTTL
+		# covers a kexec reboot and a boot under TCG on a loaded host.
+		systemctl --root="$d" enable etcd.service >/dev/null 2>&1 ||
+			{ echo "e2e: systemctl --root enable etcd failed (etcd-server in the root?)" >&2; return 1; }
+		printf '# tests/e2e/lib-systemd.sh: fleet mode against the guest'"'"'s own etcd
+[Fleet]
+Backend=etcd
+Endpoints=http://127.0.0.1:2379
+Group=e2e
+MaxConcurrent=1
+LockTTL=30min
+Timeout=5
+RetryBaseMSec=2000
+RetryMaxMSec=10000
+' \
+			>"$d/etc/rerand/rerand.conf.d/45-e2e-fleet.conf"
+		echo etcd >"$d/var/lib/rerand-e2e/fleet"
+		# The fleet client's own unit, as make install ships it.
+		systemctl --root="$d" enable rerand-fleetd.socket >/dev/null 2>&1 ||
+			{ echo "e2e: systemctl --root enable rerand-fleetd.socket failed" >&2; return 1; }
+	fi
 	echo "$target" >"$d/var/lib/rerand-e2e/target"
 	echo "$mode" >"$d/var/lib/rerand-e2e/mode"
 	echo "${RRS_SECURITY_MAX:-2.0}" >"$d/var/lib/rerand-e2e/security-max"

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fleet.h"
+#include "fleetd.h"
 
 static int log_fd = -1;
 static char host_id[FLEET_ID_MAX] = "?";
