@@ -132,7 +132,12 @@ void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p)
 	struct rr_state *st = co->st;
 	char tok[FLEET_TOKEN_MAX];
 
-	co->busy = CO_NONE;
+	/* the pipelined request, if any, is now the one in flight */
+	co->busy = co->next_op;
+	co->busy_seq = co->next_seq;
+	co->next_op = CO_NONE;
+	if (co->busy)
+		co->busy_since_ms = coord_now_ms();
 	co->fstate = p->state;
 	co->errors = p->errors;
 	if (*p->id)
@@ -262,7 +267,7 @@ int coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *s
 	co->attempts = co->reconnects = 0;
 	co->resume_pending = co->confirm_wanted = false;
 	co->gate_rc = co->confirm_rc = COORD_PENDING;
-	co->busy = CO_NONE;
+	co->busy = co->next_op = CO_NONE;
 	co->fst_at_ms = 0;
 	co->fstate = co->want ? FLEET_ST_ERROR : FLEET_ST_DISABLED;
 	if (!co->want)
@@ -289,7 +294,7 @@ void coord_close(struct rr_coord *co)
 	co->timer = sd_event_source_disable_unref(co->timer);
 	co->ev = sd_event_unref(co->ev);
 	co->greeted = co->opened = false;
-	co->busy = CO_NONE;
+	co->busy = co->next_op = CO_NONE;
 }
 
 void coord_startup(struct rr_coord *co, struct rr_state *st, enum rr_outcome out)
@@ -314,6 +319,10 @@ void coord_startup(struct rr_coord *co, struct rr_state *st, enum rr_outcome out
 	/* Taken back, its lease is kept alive while the health hooks fail: a sick
 	 * host keeps the group paused. */
 	co->resume_pending = st->fleet_held && *st->fleet_token;
+	/* Sent now, behind the settings: the helper takes the lease back while
+	 * rerandd stages; the answer is read once the event loop runs. */
+	if (co->resume_pending && co->busy == CO_OPEN)
+		coord_link_pipeline(co, CO_RESUME, st->fleet_token);
 	pump(co);
 }
 
