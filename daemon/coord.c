@@ -541,22 +541,6 @@ int64_t coord_next_ms(const struct rr_coord *co)
 	return t;
 }
 
-int fleet_metrics_text(const char *backend, const char *group, enum fleet_state s,
-		       uint64_t errors, char *buf, size_t len)
-{
-	int n = snprintf(buf, len,
-		"# HELP rerand_fleet_lock_state Fleet lock: 0 disabled, 1 idle, 2 waiting, 3 held, 4 error (fail closed).\n"
-		"# TYPE rerand_fleet_lock_state gauge\n"
-		"rerand_fleet_lock_state{backend=\"%s\",group=\"%s\"} %d\n"
-		"# HELP rerand_fleet_errors_total Fleet backend operations that failed.\n"
-		"# TYPE rerand_fleet_errors_total counter\n"
-		"rerand_fleet_errors_total{backend=\"%s\"} %" PRIu64 "\n",
-		backend, group, (int)s, backend, errors);
-	if (n < 0 || (size_t)n >= len)
-		return -ENOBUFS;
-	return n;
-}
-
 void coord_view(const struct rr_coord *co, struct rr_view *v)
 {
 	enum fleet_state s = co->opened ? co->fstate : FLEET_ST_ERROR;

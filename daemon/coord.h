@@ -116,8 +116,5 @@ void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p);
 void coord_wake(struct rr_coord *co);
 uint64_t coord_rnd64(void);
 
-/* Prometheus text for the fleet gauges. */
-int  fleet_metrics_text(const char *backend, const char *group, enum fleet_state s,
-			uint64_t errors, char *buf, size_t len);
 
 #endif
