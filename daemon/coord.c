@@ -64,6 +64,8 @@ static void retry_later(struct rr_coord *co)
 {
 	co->next_try_ms = coord_now_ms() + fleet_backoff_ms(co->attempts, co->cfg.retry_base_ms,
 							    co->cfg.retry_max_ms, coord_rnd64());
+	rr_log(RR_LOG_DEBUG, "fleet: next try in %" PRId64 " ms (attempt %u)",
+	       co->next_try_ms - coord_now_ms(), co->attempts);
 	if (co->attempts < 64)
 		co->attempts++;
 }

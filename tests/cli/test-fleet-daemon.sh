@@ -269,8 +269,8 @@ wait_for 20 grep -q ' victim DIED' "$EVENTS"
 tk=$(sed -n 's/^\([0-9]*\) victim DIED.*/\1/p' "$EVENTS")
 host_run waiter & bg_pids+=($!)
 wait_for 10 test -S "$tmp/h/waiter/run/control"
-sleep 0.5
-ctl waiter status >"$tmp/waiter.txt" 2>&1
+# its start-up release and first acquire are two round trips to its helper
+wait_for 5 eval 'ctl waiter status >"$tmp/waiter.txt" 2>&1 && grep -q "waiting for a slot" "$tmp/waiter.txt"'
 j=$(fstatus waiter --json)
 check "B: rerand fleet status --json shows the dead victim holding the one slot, ttl <= 6 s" \
 	python3 -c "import json,sys; d=json.loads(sys.argv[1]); h=d['holders']
