@@ -155,7 +155,7 @@ elif [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then
 else
 	# even with the socket opened to everyone, a uid that is neither root nor
 	# the helper's own gets no greeting
-	chmod 0777 "$hd/run" "$hd/run/fleet.sock"
+	chmod 0711 "$tmp" "$hd"; chmod 0777 "$hd/run" "$hd/run/fleet.sock"
 	got=$(setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c '
 import socket, sys
 s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(sys.argv[1])
