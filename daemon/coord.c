@@ -64,6 +64,8 @@ static void retry_later(struct rr_coord *co)
 {
 	co->next_try_ms = coord_now_ms() + fleet_backoff_ms(co->attempts, co->cfg.retry_base_ms,
 							    co->cfg.retry_max_ms, coord_rnd64());
+	rr_log(RR_LOG_DEBUG, "fleet: next try in %" PRId64 " ms (attempt %u)",
+	       co->next_try_ms - coord_now_ms(), co->attempts);
 	if (co->attempts < 64)
 		co->attempts++;
 }
@@ -132,7 +134,12 @@ void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p)
 	struct rr_state *st = co->st;
 	char tok[FLEET_TOKEN_MAX];
 
-	co->busy = CO_NONE;
+	/* the pipelined request, if any, is now the one in flight */
+	co->busy = co->next_op;
+	co->busy_seq = co->next_seq;
+	co->next_op = CO_NONE;
+	if (co->busy)
+		co->busy_since_ms = coord_now_ms();
 	co->fstate = p->state;
 	co->errors = p->errors;
 	if (*p->id)
@@ -262,7 +269,7 @@ int coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *s
 	co->attempts = co->reconnects = 0;
 	co->resume_pending = co->confirm_wanted = false;
 	co->gate_rc = co->confirm_rc = COORD_PENDING;
-	co->busy = CO_NONE;
+	co->busy = co->next_op = CO_NONE;
 	co->fst_at_ms = 0;
 	co->fstate = co->want ? FLEET_ST_ERROR : FLEET_ST_DISABLED;
 	if (!co->want)
@@ -289,7 +296,7 @@ void coord_close(struct rr_coord *co)
 	co->timer = sd_event_source_disable_unref(co->timer);
 	co->ev = sd_event_unref(co->ev);
 	co->greeted = co->opened = false;
-	co->busy = CO_NONE;
+	co->busy = co->next_op = CO_NONE;
 }
 
 void coord_startup(struct rr_coord *co, struct rr_state *st, enum rr_outcome out)
@@ -314,6 +321,10 @@ void coord_startup(struct rr_coord *co, struct rr_state *st, enum rr_outcome out
 	/* Taken back, its lease is kept alive while the health hooks fail: a sick
 	 * host keeps the group paused. */
 	co->resume_pending = st->fleet_held && *st->fleet_token;
+	/* Sent now, behind the settings: the helper takes the lease back while
+	 * rerandd stages; the answer is read once the event loop runs. */
+	if (co->resume_pending && co->busy == CO_OPEN)
+		coord_link_pipeline(co, CO_RESUME, st->fleet_token);
 	pump(co);
 }
 
@@ -530,22 +541,6 @@ int64_t coord_next_ms(const struct rr_coord *co)
 			t = k;
 	}
 	return t;
-}
-
-int fleet_metrics_text(const char *backend, const char *group, enum fleet_state s,
-		       uint64_t errors, char *buf, size_t len)
-{
-	int n = snprintf(buf, len,
-		"# HELP rerand_fleet_lock_state Fleet lock: 0 disabled, 1 idle, 2 waiting, 3 held, 4 error (fail closed).\n"
-		"# TYPE rerand_fleet_lock_state gauge\n"
-		"rerand_fleet_lock_state{backend=\"%s\",group=\"%s\"} %d\n"
-		"# HELP rerand_fleet_errors_total Fleet backend operations that failed.\n"
-		"# TYPE rerand_fleet_errors_total counter\n"
-		"rerand_fleet_errors_total{backend=\"%s\"} %" PRIu64 "\n",
-		backend, group, (int)s, backend, errors);
-	if (n < 0 || (size_t)n >= len)
-		return -ENOBUFS;
-	return n;
 }
 
 void coord_view(const struct rr_coord *co, struct rr_view *v)

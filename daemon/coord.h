@@ -39,7 +39,9 @@ struct rr_coord {
 	uint32_t seq;
 	enum coord_op busy;            /* the request in flight, CO_NONE = none */
 	uint32_t busy_seq;
-	int64_t  busy_since_ms, reconnect_ms;
+	enum coord_op next_op;         /* one more sent behind it (start-up only) */
+	uint32_t next_seq;
+	int64_t  busy_since_ms, reconnect_ms, connected_ms;
 	unsigned reconnects;
 	char     open_error[RR_ERR_MAX];   /* why the helper is not usable, "" = it is */
 
@@ -105,14 +107,14 @@ void coord_link_connect(struct rr_coord *co);
 /* Send one request (none may be in flight); <0 and the link dropped on failure. */
 int  coord_link_send(struct rr_coord *co, enum coord_op op, const char *arg);
 /* Drop the link: what was in flight fails, reconnect later, wake main. */
+/* At start-up: one more request behind the one in flight (the slot's resume
+ * behind the settings), so the helper starts on it while rerandd stages. */
+int  coord_link_pipeline(struct rr_coord *co, enum coord_op op, const char *arg);
 void coord_link_down(struct rr_coord *co, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void coord_link_arm(struct rr_coord *co, int64_t in_ms);
 void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p);
 void coord_wake(struct rr_coord *co);
 uint64_t coord_rnd64(void);
 
-/* Prometheus text for the fleet gauges. */
-int  fleet_metrics_text(const char *backend, const char *group, enum fleet_state s,
-			uint64_t errors, char *buf, size_t len);
 
 #endif

@@ -45,12 +45,12 @@ void coord_link_down(struct rr_coord *co, const char *fmt, ...)
 	co->greeted = co->opened = false;
 	co->inlen = 0;
 	/* what was in flight failed: fail closed */
-	if (co->busy == CO_ACQUIRE)
+	if (co->busy == CO_ACQUIRE || co->next_op == CO_ACQUIRE)
 		co->gate_rc = -EIO;
-	if (co->busy == CO_CONFIRM || co->confirm_wanted)
+	if (co->busy == CO_CONFIRM || co->next_op == CO_CONFIRM || co->confirm_wanted)
 		co->confirm_rc = -EIO;
 	co->confirm_wanted = false;
-	co->busy = CO_NONE;
+	co->busy = co->next_op = CO_NONE;
 	co->fstate = FLEET_ST_ERROR;
 	if (strcmp(msg, co->open_error))
 		rr_log(RR_LOG_ERR, "fleet: %s; reboots stay off (fail closed)", msg);
@@ -76,7 +76,42 @@ static int add_kv(const char *k, const char *v, void *ud)
 
 /* One request out; the socket is non-blocking and a request is small, so a
  * full socket buffer means a helper that stopped reading: it is dropped. */
+static int send_line(struct rr_coord *co, enum coord_op op, const char *arg, uint32_t *ret_seq);
+
 int coord_link_send(struct rr_coord *co, enum coord_op op, const char *arg)
+{
+	uint32_t seq;
+	int r;
+
+	/* the settings go out at once; anything else after the greeting */
+	if (!co->io || co->busy || (!co->greeted && op != CO_OPEN))
+		return -EBUSY;
+	r = send_line(co, op, arg, &seq);
+	if (r < 0)
+		return r;
+	co->busy = op;
+	co->busy_seq = seq;
+	co->busy_since_ms = coord_now_ms();
+	coord_link_arm(co, busy_limit_ms(co));
+	return 0;
+}
+
+int coord_link_pipeline(struct rr_coord *co, enum coord_op op, const char *arg)
+{
+	uint32_t seq;
+	int r;
+
+	if (!co->io || !co->busy || co->next_op)
+		return -EBUSY;
+	r = send_line(co, op, arg, &seq);
+	if (r < 0)
+		return r;
+	co->next_op = op;
+	co->next_seq = seq;
+	return 0;
+}
+
+static int send_line(struct rr_coord *co, enum coord_op op, const char *arg, uint32_t *ret_seq)
 {
 	static const enum fleet_verb verb[] = {
 		[CO_OPEN] = FLEET_V_OPEN, [CO_RESUME] = FLEET_V_RESUME,
@@ -89,8 +124,6 @@ int coord_link_send(struct rr_coord *co, enum coord_op op, const char *arg)
 	ssize_t w;
 	int n;
 
-	if (!co->io || !co->greeted || co->busy)
-		return -EBUSY;
 	memset(&q, 0, sizeof(q));
 	q.seq = ++co->seq;
 	q.verb = verb[op];
@@ -109,10 +142,7 @@ int coord_link_send(struct rr_coord *co, enum coord_op op, const char *arg)
 			    w < 0 ? strerror(errno) : "short write");
 		return -EIO;
 	}
-	co->busy = op;
-	co->busy_seq = q.seq;
-	co->busy_since_ms = coord_now_ms();
-	coord_link_arm(co, busy_limit_ms(co));
+	*ret_seq = q.seq;
 	return 0;
 }
 
@@ -125,8 +155,7 @@ static void on_line(struct rr_coord *co, const char *line, size_t len)
 			coord_link_down(co, "%s does not speak %s", co->cfg.helper, FLEET_PROTO_GREETING);
 			return;
 		}
-		co->greeted = true;
-		coord_link_send(co, CO_OPEN, NULL);
+		co->greeted = true;     /* the settings went out with the connect */
 		return;
 	}
 	if (fleet_proto_parse_reply(line, len, &p) < 0) {
@@ -208,10 +237,12 @@ void coord_link_connect(struct rr_coord *co)
 	co->fd = fd;
 	co->greeted = co->opened = false;
 	co->inlen = 0;
-	co->busy = CO_NONE;
-	/* the greeting must come, and soon */
-	co->busy_since_ms = coord_now_ms();
+	co->busy = co->next_op = CO_NONE;
+	/* the settings at once (the helper reads them after its greeting), and
+	 * the greeting must come, and soon */
+	co->connected_ms = coord_now_ms();
 	coord_link_arm(co, 5000);
+	coord_link_send(co, CO_OPEN, NULL);
 }
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *ud)
@@ -228,13 +259,13 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *ud)
 			coord_link_arm(co, co->reconnect_ms - now);
 		return 0;
 	}
-	if (!co->greeted && now - co->busy_since_ms >= 5000) {
+	if (!co->greeted && now - co->connected_ms >= 5000) {
 		coord_link_down(co, "the fleet helper at %s did not greet", co->cfg.helper);
 		return 0;
 	}
 	if (co->busy && now - co->busy_since_ms >= busy_limit_ms(co)) {
-		coord_link_down(co, "the fleet helper at %s did not answer %s in %" PRId64 " s",
-			    co->cfg.helper, fleet_verb_name((enum fleet_verb)co->busy),
+		coord_link_down(co, "the fleet helper at %s did not answer request %" PRIu32
+			    " in %" PRId64 " s", co->cfg.helper, co->busy_seq,
 			    busy_limit_ms(co) / 1000);
 		return 0;
 	}

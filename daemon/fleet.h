@@ -95,6 +95,9 @@ int fleet_status_format_text(const struct fleet_status *st, const char *group, c
 			     size_t len);
 int fleet_status_format_json(const struct fleet_status *st, const char *group, char *buf,
 			     size_t len);
+/* rerand_fleet_lock_state and rerand_fleet_errors_total, Prometheus text. */
+int fleet_metrics_text(const char *backend, const char *group, enum fleet_state s,
+		       uint64_t errors, char *buf, size_t len);
 
 /* ---- fleet_proto.c: rerandd <-> rerand-fleetd ------------------------------
  * One request or reply per line, at most FLEET_LINE_MAX bytes with the '\n'.

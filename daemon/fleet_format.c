@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* `rerand fleet status` in rerandd: the holders the helper last reported, as
- * text or JSON.  Holder ids are other hosts' words, from etcd: escaped. */
+ * text or JSON; and the fleet gauges for the metrics file.  Holder ids are other hosts' words, from etcd: escaped. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -70,4 +70,20 @@ int fleet_status_format_json(const struct fleet_status *st, const char *group, c
 	if (r < 0 || (size_t)r >= len)
 		return -ENOBUFS;
 	return r;
+}
+
+int fleet_metrics_text(const char *backend, const char *group, enum fleet_state s,
+		       uint64_t errors, char *buf, size_t len)
+{
+	int n = snprintf(buf, len,
+		"# HELP rerand_fleet_lock_state Fleet lock: 0 disabled, 1 idle, 2 waiting, 3 held, 4 error (fail closed).\n"
+		"# TYPE rerand_fleet_lock_state gauge\n"
+		"rerand_fleet_lock_state{backend=\"%s\",group=\"%s\"} %d\n"
+		"# HELP rerand_fleet_errors_total Fleet backend operations that failed.\n"
+		"# TYPE rerand_fleet_errors_total counter\n"
+		"rerand_fleet_errors_total{backend=\"%s\"} %" PRIu64 "\n",
+		backend, group, (int)s, backend, errors);
+	if (n < 0 || (size_t)n >= len)
+		return -ENOBUFS;
+	return n;
 }

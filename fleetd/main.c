@@ -132,6 +132,7 @@ static void run_job(struct job *j)
 
 	memset(p, 0, sizeof(*p));
 	p->seq = q->seq;
+	logf_(7, "request %u: %s", q->seq, fleet_verb_name(q->verb));
 	if (q->verb == FLEET_V_OPEN)
 		r = do_open(q, p);
 	else if (!g.f) {

@@ -147,4 +147,20 @@ check "after the outage: the slot is taken and the reboot goes out ($(( $(now_ms
 	test -e "$hd/reboot-called"
 check "after the outage: etcd holds this host's slot" \
 	eval '[ "$(etcdctl --endpoints=127.0.0.1:2441 get --prefix /rerand/fleet/lat/slot/ --print-value-only)" = machine-lat ]'
+# ---- who may talk to the helper ------------------------------------------------------
+if [ -n "${OLD_RERANDD:-}" ]; then
+	skip "peer check: no helper in the old design"
+elif [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then
+	skip "peer check: needs root and setpriv (util-linux) to connect as another uid"
+else
+	# even with the socket opened to everyone, a uid that is neither root nor
+	# the helper's own gets no greeting
+	chmod 0711 "$tmp" "$hd"; chmod 0777 "$hd/run" "$hd/run/fleet.sock"
+	got=$(setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(sys.argv[1])
+print(repr(s.recv(100)))' "$hd/run/fleet.sock" 2>&1)
+	check "peer check: rerand-fleetd refuses a client with uid 65534 (it read: $got)" \
+		eval '[ "$got" = "b'"''"'" ] && grep -q "refused a client with uid 65534" "$hd/fleetd.log"'
+fi
 echo "1..$n"

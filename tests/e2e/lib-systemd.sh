@@ -33,7 +33,8 @@ RRS_MIRROR=${RRS_MIRROR:-http://deb.debian.org/debian}
 RRS_CACHE=${RRS_CACHE:-${XDG_CACHE_HOME:-${HOME:-/var/tmp}/.cache}/rerand-e2e}
 RRS_DISK_MIB=${RRS_DISK_MIB:-1536}
 # The guest's own systemd stack plus what the tests use in the guest.
-# libcurl4: rerandd dlopen()s it for a fleet backend (ldd does not show it).
+# libcurl4: rerand-fleetd (the fleet helper that `make install` also ships)
+# links it; rerandd no longer loads it.
 RRS_BASE_PKGS="systemd systemd-sysv udev dbus kexec-tools procps libcurl4"
 [ "${RRS_FLEET:-0}" = 1 ] && RRS_BASE_PKGS+=" etcd-server etcd-client"
 # Bump when the way the base root is made changes (part of its cache key).

@@ -125,8 +125,11 @@ host_run() {
 # runs), output appended to DIR/fleetd.log; fleetd_stop DIR SIGNAL: stopped.
 fleetd_start() {
 	[ -e "$1/fleetd.pid" ] && kill -0 "$(<"$1/fleetd.pid")" 2>/dev/null && return 0
+	rm -f "$1/run/fleet.sock"
 	"$FLEETD" --socket "$1/run/fleet.sock" >>"$1/fleetd.log" 2>&1 &
 	echo $! >"$1/fleetd.pid"
+	# as with rerand-fleetd.socket, the socket is there before rerandd starts
+	wait_for 10 test -S "$1/run/fleet.sock"
 }
 fleetd_stop() {
 	[ -e "$1/fleetd.pid" ] || return 0

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "rerandd.h"         /* fleet.h, coord.h: fleet_metrics_text() */
+#include "rerandd.h"         /* fleet.h: fleet_metrics_text() */
 #include "fleetd.h"
 #include "backend.h"
 #include "test.h"
