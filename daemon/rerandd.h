@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <systemd/sd-event.h>
 #include <time.h>
 
 #include "fleet.h"           /* struct fleet_config, the fleet lock */
@@ -268,6 +269,21 @@ int run_argv_capture(char *const argv[], int64_t timeout_sec, enum rr_child_caps
 /* Split a command line (quotes allowed, no shell expansion) and run it. */
 int run_command(const char *cmdline, int64_t timeout_sec, enum rr_child_caps caps,
 		struct rr_err *e);
+/* The daemon's way: a job on the event loop.  The child is watched through
+ * a pidfd, its output relayed as above (or captured: the last 4 KiB), and
+ * after timeout_sec it gets SIGTERM, 5 s later SIGKILL (its whole process
+ * group).  done(status, out, arg) runs once on the loop, with the status as
+ * run_argv's and out the captured output ("" when not captured). */
+struct rr_job;
+typedef void (*rr_job_done_fn)(int status, const char *out, void *arg);
+int job_start(sd_event *ev, char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
+	      bool capture, rr_job_done_fn done, void *arg, struct rr_job **ret);
+/* run_command as a job: done's out is the error message ("" on success). */
+int job_start_command(sd_event *ev, const char *cmdline, int64_t timeout_sec,
+		      enum rr_child_caps caps, rr_job_done_fn done, void *arg, struct rr_job **ret,
+		      struct rr_err *e);
+/* Kill the job's process group; done is not called.  NULL is fine. */
+void job_cancel(struct rr_job *j);
 
 /* ---- caps.c -------------------------------------------------------------- */
 /* Keep CAP_SYS_BOOT (effective) and CAP_SYS_ADMIN (permitted+inheritable only,
@@ -312,7 +328,8 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 	       struct rr_err *e);
 /* Build the image into the cache unless it is there already (signed with
  * SignKey= when the plan says so), or check a pre-signed one: signed, and
- * of the plan's release.  Sets p->signer. */
+ * of the plan's release.  Sets p->signer.  Blocking (tests); rerandd uses
+ * stage_start(). */
 int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e);
 /* The `rerand load` command line for p (crash: `--crash`, [Crash]
  * FileSyscall=): the one place it is built.  Also exports the [Paths]
@@ -323,13 +340,14 @@ struct rr_load_argv {
 };
 void stage_load_argv(const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
 		     struct rr_load_argv *ret);
-/* Run `rerand load` (crash: `--crash`) for p, its stderr logged line by
- * line; on failure 0 > return and rerand's own message (else the last
- * line) in msg. */
-int stage_load_run(const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
-		   char *msg, size_t len);
-/* The same for staging, the message in e. */
-int stage_load(const struct rr_config *c, const struct rr_stage_plan *p, struct rr_err *e);
+/* stage_build and `rerand load` (crash: --crash) as jobs on ev: done(0, plan
+ * with its signer, "", arg) once loaded, else done(<0, plan, why, arg).  A
+ * failure before any child started returns <0 with e and done is not called. */
+struct rr_stage_job;
+typedef void (*rr_stage_done_fn)(int r, const struct rr_stage_plan *p, const char *msg, void *arg);
+int stage_start(sd_event *ev, const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
+		rr_stage_done_fn done, void *arg, struct rr_stage_job **ret, struct rr_err *e);
+void stage_cancel(struct rr_stage_job *sj);
 /* A reload changed where signed images come from: stage again. */
 bool stage_secure_changed(const struct rr_config *a, const struct rr_config *b);
 struct rr_view;
@@ -361,6 +379,7 @@ struct rr_crash {
 	char     error[RR_ERR_MAX];
 	int      uevent_fd;            /* -1 = none */
 	bool     uevent_fifo;
+	struct rr_stage_job *job;      /* a load in progress */
 };
 const char *crash_state_name(enum rr_crash_state s);
 /* The crash kernel's command line.  custom NULL: the running command line
@@ -391,22 +410,45 @@ void crash_request(struct rr_crash *cr, time_t at, int64_t settle);
 bool crash_due(const struct rr_config *c, const struct rr_crash *cr, time_t now);
 /* When crash_due() next becomes true; 0 = not planned. */
 time_t crash_next(const struct rr_config *c, const struct rr_crash *cr);
-/* Check the region, plan (base: the plan [Stage] staged, may be NULL), build
- * and `rerand load --crash`.  Updates cr, logs; 0 once loaded. */
-int crash_reload(const struct rr_config *c, struct rr_crash *cr, const struct rr_stage_plan *base,
-		 time_t now);
+/* Check the region, plan (base: the plan [Stage] staged, may be NULL), then
+ * build and `rerand load --crash` as jobs on ev.  Updates cr and logs.
+ * 1: a job runs, done(arg) follows once cr says how it went; 0: finished
+ * now (nothing to load, or failed: cr says why), done is not called. */
+int crash_start(sd_event *ev, const struct rr_config *c, struct rr_crash *cr,
+		const struct rr_stage_plan *base, time_t now, void (*done)(void *arg), void *arg);
 /* Mode=off, or a fresh look at kexec_crash_loaded for the status. */
 void crash_refresh(const struct rr_config *c, struct rr_crash *cr);
 
 /* ---- reboot.c ------------------------------------------------------------ */
+/* An operation on the loop finished: r and a message (why it failed, or
+ * what blocks); the operation is freed before done runs. */
+typedef void (*rr_op_done_fn)(int r, const char *msg, void *arg);
+/* Blocking: the post-boot hooks (coord.c) until the fleet side runs them as jobs. */
 int reboot_run_hooks(const char *dir, int64_t timeout, struct rr_err *e);
-/* 1 if a logind block-mode shutdown inhibitor is held (who in *who), 0 if not. */
-int reboot_inhibited(char *who, size_t len);
-/* 1 if the blocker command says no (non-zero exit or timeout). */
-int reboot_command_blocks(const struct rr_config *c, char *why, size_t len);
-/* Ask for a reboot into the staged kernel: 0 once the request is accepted
- * (the end comes as SIGTERM), <0 if it was refused. */
-int reboot_kexec(const struct rr_config *c, struct rr_err *e);
+/* The executable files of dir in name order, one job after another, each
+ * stopped after timeout.  1: started, done(0 or <0, why) follows; 0: no
+ * hooks (done is not called); <0: error in e. */
+struct rr_hooks;
+int hooks_start(sd_event *ev, const char *dir, int64_t timeout, rr_op_done_fn done, void *arg,
+		struct rr_hooks **ret, struct rr_err *e);
+void hooks_cancel(struct rr_hooks *h);
+/* Whether a reboot is blocked: a logind block-mode shutdown inhibitor
+ * (HonorInhibitors=, an asynchronous ListInhibitors), then BlockerCommand=
+ * (a job).  1: started, done(1 blocked / 0 not, why) follows; 0: nothing
+ * to ask, not blocked. */
+struct rr_blockers;
+int blockers_start(sd_event *ev, const struct rr_config *c, rr_op_done_fn done, void *arg,
+		   struct rr_blockers **ret);
+void blockers_cancel(struct rr_blockers *b);
+/* Ask for a reboot into the staged kernel (logind RebootWithFlags(kexec),
+ * else systemd's kexec.target, asynchronously; RebootCommand= as a job;
+ * reboot(2) without systemd).  0: asked, done(0) once the request is
+ * accepted (the end comes as SIGTERM) or done(<0, why); <0: refused now. */
+struct rr_request;
+int reboot_request_start(sd_event *ev, const struct rr_config *c, rr_op_done_fn done, void *arg,
+			 struct rr_request **ret, struct rr_err *e);
+void reboot_request_cancel(struct rr_request *q);
+void reboot_bus_close(void);
 
 /* ---- control.c ----------------------------------------------------------- */
 struct rr_view {

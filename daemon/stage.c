@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <systemd/sd-event.h>
 #include <unistd.h>
 
 #include "image.h"
@@ -23,7 +24,6 @@
 #endif
 
 #define CMDLINE_MAX 4096
-#define LOAD_OUT_MAX 4096          /* captured stderr of `rerand load` */
 
 /* The stage, linked in (kexec/stage_blob.S): rerandd builds images itself. */
 extern const uint8_t rr_stage_blob[];
@@ -255,27 +255,6 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 	return plan_signed(c, p, e);
 }
 
-static int build_in_process(const struct rr_stage_plan *p, struct rr_err *e)
-{
-	struct rr_image_opts o = { .codec = RERAND_CODEC_LZ4, .lz4_level = 0 };
-	struct rr_kernel k;
-	uint8_t *buf;
-	size_t len;
-	int r;
-
-	r = rr_kernel_load(p->kernel, NULL, &k, e);
-	if (r < 0)
-		return r;
-	r = rr_image_build(&k, rr_stage_blob, (size_t)(rr_stage_blob_end - rr_stage_blob), &o,
-			   &buf, &len, p->kernel, e);
-	rr_kernel_free(&k);
-	if (r < 0)
-		return r;
-	r = rr_write_file_atomic(p->image, buf, len, e);
-	free(buf);
-	return r;
-}
-
 /* The image at p->image parses, is signed when it must be, and (pre-signed)
  * is of the plan's release; p->signer from its signature. */
 static int check_image(struct rr_stage_plan *p, bool want_signed, struct rr_err *e)
@@ -308,11 +287,37 @@ static int check_image(struct rr_stage_plan *p, bool want_signed, struct rr_err 
 	return 0;
 }
 
-int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e)
+/* `rerand image` for p: built by an unprivileged child, so the decompressors
+ * and libelf never run in rerandd; signed too when the plan says so (a
+ * pkcs11: URI is a key on a token, through OpenSSL's pkcs11 engine). */
+static void image_argv(const struct rr_config *c, const struct rr_stage_plan *p, char *argv[12])
+{
+	int n = 0;
+
+	argv[n++] = (char *)c->rerand_bin;
+	argv[n++] = "image";
+	argv[n++] = (char *)p->kernel;
+	argv[n++] = "-o";
+	argv[n++] = (char *)p->image;
+	if (p->source == RR_IMG_SIGNED_HERE) {
+		argv[n++] = "--sign-key";
+		argv[n++] = (char *)c->sign_key;
+		argv[n++] = "--sign-cert";
+		argv[n++] = (char *)c->sign_cert;
+		if (!strncmp(c->sign_key, "pkcs11:", 7)) {
+			argv[n++] = "--sign-engine";
+			argv[n++] = "pkcs11";
+		}
+	}
+	argv[n] = NULL;
+}
+
+/* 1: p->image must be built (the cache dir is there and the stale file gone),
+ * 0: usable as it is, <0: not usable (a pre-signed image is never rebuilt). */
+static int build_needed(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e)
 {
 	char dir[RR_PATH + 16];
 	bool want_signed = p->source != RR_IMG_BUILT;
-	int r;
 
 	/* someone else's file: checked, never rebuilt or removed */
 	if (p->source == RR_IMG_PRESIGNED)
@@ -323,28 +328,37 @@ int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_er
 	snprintf(dir, sizeof(dir), "%s/images", c->state_dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return rr_errf(e, errno, "%s: cannot create: %s", dir, strerror(errno));
-	if (p->source == RR_IMG_SIGNED_HERE) {
-		/* sbsign's work, in `rerand image`: no capability needed.  A
-		 * pkcs11: URI is a key on a token, through OpenSSL's pkcs11 engine. */
-		char *argv[] = { (char *)c->rerand_bin, "image", p->kernel, "-o", p->image,
-				 "--sign-key", (char *)c->sign_key, "--sign-cert", (char *)c->sign_cert,
-				 NULL, NULL, NULL };
-		if (!strncmp(c->sign_key, "pkcs11:", 7)) {
-			argv[9] = "--sign-engine";
-			argv[10] = "pkcs11";
-		}
-		r = run_argv(argv, 600, RR_CHILD_NO_CAPS);
-		if (r != 0)
-			return rr_errf(e, r < 0 ? -r : EIO, "%s image %s --sign-key %s --sign-cert %s "
-				       "failed (%s %d)", c->rerand_bin, p->kernel, c->sign_key,
-				       c->sign_cert, r < 0 ? "error" : "status", r < 0 ? -r : r);
-		return check_image(p, true, e);
+	return 1;
+}
+
+static int built(const struct rr_config *c, struct rr_stage_plan *p, int status, const char *out,
+		 struct rr_err *e)
+{
+	const char *last = NULL;
+
+	if (status != 0) {
+		/* rerand's own message is its last line */
+		for (const char *q = out; *q; q++)
+			if ((q == out || q[-1] == '\n') && *q != '\n')
+				last = q;
+		return rr_errf(e, status < 0 ? -status : EIO, "%s image %s failed (%s %d)%s%.*s",
+			       c->rerand_bin, p->kernel, status < 0 ? "error" : "status",
+			       status < 0 ? -status : status, last ? ": " : "",
+			       last ? (int)strcspn(last, "\n") : 0, last ? last : "");
 	}
-	r = build_in_process(p, e);
-	if (r < 0)
+	return check_image(p, p->source != RR_IMG_BUILT, e);
+}
+
+int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e)
+{
+	char *argv[12], out[1024];
+	int r = build_needed(c, p, e);
+
+	if (r <= 0)
 		return r;
-	p->signer[0] = 0;
-	return 0;
+	image_argv(c, p, argv);
+	r = run_argv_capture(argv, 600, RR_CHILD_NO_CAPS, out, sizeof(out));
+	return built(c, p, r, out, e);
 }
 
 void stage_load_argv(const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
@@ -419,32 +433,101 @@ static void log_lines(int prio, bool crash, const char *out)
 	}
 }
 
-int stage_load_run(const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
-		   char *msg, size_t len)
-{
-	struct rr_load_argv a;
-	char *out = malloc(LOAD_OUT_MAX);
-	int r;
+/* ---- staging as a job: build (a child), then load (a child) --------------- */
 
-	if (!out) {
-		snprintf(msg, len, "out of memory");
-		return -ENOMEM;
-	}
-	stage_load_argv(c, p, crash, &a);
-	r = run_argv_capture(a.argv, 300, RR_CHILD_KEXEC_CAPS, out, LOAD_OUT_MAX);
-	log_lines(r == 0 ? RR_LOG_INFO : RR_LOG_NOTICE, crash, out);
-	if (r != 0)
-		reason_from(out, r, crash, msg, len);
-	free(out);
-	return r == 0 ? 0 : r < 0 ? r : -EIO;
+struct rr_stage_job {
+	struct rr_config c;               /* a reload meanwhile does not change this run */
+	struct rr_stage_plan p;
+	bool crash;
+	struct rr_job *job;
+	sd_event *ev;
+	rr_stage_done_fn done;
+	void *arg;
+};
+
+static void stage_finish(struct rr_stage_job *sj, int r, const char *msg)
+{
+	struct rr_stage_plan p = sj->p;
+	rr_stage_done_fn done = sj->done;
+	void *arg = sj->arg;
+
+	free(sj);
+	done(r, &p, msg, arg);
 }
 
-int stage_load(const struct rr_config *c, const struct rr_stage_plan *p, struct rr_err *e)
+static void on_loaded(int status, const char *out, void *ud)
 {
-	char msg[RR_ERR_MAX];
-	int r = stage_load_run(c, p, false, msg, sizeof(msg));
+	struct rr_stage_job *sj = ud;
+	char msg[RR_ERR_MAX] = "";
 
-	return r < 0 ? rr_errf(e, -r, "%s", msg) : 0;
+	sj->job = NULL;
+	log_lines(status == 0 ? RR_LOG_INFO : RR_LOG_NOTICE, sj->crash, out);
+	if (status != 0)
+		reason_from(out, status, sj->crash, msg, sizeof(msg));
+	stage_finish(sj, status == 0 ? 0 : status < 0 ? status : -EIO, msg);
+}
+
+static int start_load(struct rr_stage_job *sj, struct rr_err *e)
+{
+	struct rr_load_argv a;
+	int r;
+
+	stage_load_argv(&sj->c, &sj->p, sj->crash, &a);
+	r = job_start(sj->ev, a.argv, 300, RR_CHILD_KEXEC_CAPS, true, on_loaded, sj, &sj->job);
+	return r < 0 ? rr_errf(e, -r, "%s load: cannot start: %s", sj->c.rerand_bin, strerror(-r)) : 0;
+}
+
+static void on_built(int status, const char *out, void *ud)
+{
+	struct rr_stage_job *sj = ud;
+	struct rr_err e;
+	int r;
+
+	sj->job = NULL;
+	if ((r = built(&sj->c, &sj->p, status, out, &e)) < 0 || (r = start_load(sj, &e)) < 0)
+		stage_finish(sj, r, e.msg);
+}
+
+int stage_start(sd_event *ev, const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
+		rr_stage_done_fn done, void *arg, struct rr_stage_job **ret, struct rr_err *e)
+{
+	struct rr_stage_job *sj = malloc(sizeof(*sj));
+	char *argv[12];
+	int r;
+
+	if (!sj)
+		return rr_errf(e, ENOMEM, "out of memory");
+	sj->c = *c;
+	sj->p = *p;
+	sj->crash = crash;
+	sj->job = NULL;
+	sj->ev = ev;
+	sj->done = done;
+	sj->arg = arg;
+	r = build_needed(&sj->c, &sj->p, e);
+	if (r == 0)
+		r = start_load(sj, e);
+	else if (r > 0) {
+		rr_log(RR_LOG_INFO, "building %s", sj->p.image);
+		image_argv(&sj->c, &sj->p, argv);
+		r = job_start(ev, argv, 600, RR_CHILD_NO_CAPS, true, on_built, sj, &sj->job);
+		if (r < 0)
+			rr_errf(e, -r, "%s image: cannot start: %s", c->rerand_bin, strerror(-r));
+	}
+	if (r < 0) {
+		free(sj);
+		return r;
+	}
+	*ret = sj;
+	return 0;
+}
+
+void stage_cancel(struct rr_stage_job *sj)
+{
+	if (!sj)
+		return;
+	job_cancel(sj->job);
+	free(sj);
 }
 
 void stage_view_secure(const struct rr_config *c, const struct rr_stage_plan *staged,
