@@ -462,3 +462,11 @@ int coord_release_host(struct rr_coord *co, const char *host, char *buf, size_t 
 		 co->cfg.group);
 	return 0;
 }
+
+/* The contract with main.c: this synchronous client never leaves a request
+ * in flight, so it has nothing to wake main for; kept for the interface. */
+void coord_set_wake(struct rr_coord *co, void (*wake)(void *arg), void *arg)
+{
+	co->wake = wake;
+	co->wake_arg = arg;
+}

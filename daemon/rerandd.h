@@ -5,6 +5,7 @@
 #define RERANDD_H
 
 #include <stdbool.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <systemd/sd-event.h>
@@ -195,8 +196,16 @@ enum rr_verify { RR_V_UNKNOWN = 0, RR_V_RANDOMIZED, RR_V_NOT_RANDOMIZED, RR_V_AB
 enum rr_outcome { RR_OUT_SAME_BOOT = 0, RR_OUT_UNPLANNED, RR_OUT_ABORTED, RR_OUT_SUCCESS,
 		  RR_OUT_FAILURE, RR_OUT_WEAK };
 
+/* The reboot sequence (main.c): idle -> gate (fleet slot) -> restage (a
+ * fresh seed) -> hooks -> confirm (the slot is still ours) -> reboot (the
+ * request is out) -> rebooting (accepted; waiting for the end).  Saved at
+ * each step, so a restart resumes or unwinds it (state_resume). */
+enum rr_phase { RR_PH_IDLE = 0, RR_PH_GATE, RR_PH_RESTAGE, RR_PH_HOOKS, RR_PH_CONFIRM,
+		RR_PH_REBOOT, RR_PH_REBOOTING };
+
 struct rr_state {
 	char     boot_id[RR_BOOT_ID];         /* the boot the fields below belong to */
+	enum rr_phase phase;                  /* of the reboot sequence, in boot_id */
 	bool     attempt;                     /* a reboot was started ... */
 	char     attempt_boot_id[RR_BOOT_ID]; /* ... from this boot */
 	time_t   attempt_time;
@@ -251,6 +260,15 @@ void state_record_attempt(struct rr_state *s, enum rr_reason why, time_t now);
 /* The reboot call itself failed: same boot, counted as a failure. */
 void state_record_failed_reboot(struct rr_state *s, time_t now);
 const char *state_verify_name(enum rr_verify v);
+const char *state_phase_name(enum rr_phase ph);
+/* At start-up, before state_account_boot: the phase the file holds.  Sets
+ * s->phase to where to go on.  RR_RESUME_UNWIND: a sequence of this boot
+ * stopped half-way (the fleet slot goes back: coord_startup releases
+ * whatever is ours); RR_RESUME_REBOOTING: its reboot request may have gone
+ * out: wait for the end, the attempt still open; RR_RESUME_NONE: idle, or
+ * another boot (whose attempt state_account_boot settles). */
+enum rr_resume { RR_RESUME_NONE = 0, RR_RESUME_UNWIND, RR_RESUME_REBOOTING };
+enum rr_resume state_resume(struct rr_state *s, const char *boot_id);
 
 /* ---- digest.c: SHA-256 (libcrypto) as 64 hex digits ----------------------- */
 int digest_hex(const void *p, size_t n, char hex[65]);
@@ -521,6 +539,8 @@ struct rr_coord {
 	bool     reopen_pending;       /* new [Fleet] settings wait for the release */
 	struct fleet_config reopen_cfg;
 	char     why[RR_ERR_MAX];      /* why a due reboot waits */
+	void   (*wake)(void *arg);     /* coord_set_wake */
+	void    *wake_arg;
 };
 int64_t coord_now_ms(void);
 /* Open the client (Backend=none: nothing).  An error leaves reboots off. */
@@ -548,6 +568,73 @@ void coord_view(const struct rr_coord *co, struct rr_view *v);
  * or <0 and an error message in buf. */
 int  coord_status(struct rr_coord *co, bool json, char *buf, size_t len);
 int  coord_release_host(struct rr_coord *co, const char *host, char *buf, size_t len);
+
+/* The contract with the fleet side (coord.c): coord_gate and coord_confirm
+ * never block; COORD_PENDING while a request is in flight, and the wake
+ * callback (which must not call back into coord) when something completed. */
+#ifndef COORD_PENDING
+#define COORD_PENDING (-EINPROGRESS)
+#endif
+void coord_set_wake(struct rr_coord *co, void (*wake)(void *arg), void *arg);
+
+/* ---- main.c and sequence.c: the daemon ---------------------------------- */
+struct daemon {
+	char conf_main[RR_PATH], conf_dir[RR_PATH];
+	char blocked_why[512];          /* last blocker reason logged */
+	struct rr_config cfg;
+	struct rr_state st;             /* st.phase: where the reboot sequence is */
+	char state_path[RR_PATH + 16];
+	sd_event *ev;
+	sd_event_source *timer;
+	int kmsg_fd, ctl_fd;
+	char boot_id[RR_BOOT_ID];
+	time_t boot_time;
+	enum rr_verify verify;
+	double entropy_bits;
+	struct rr_stage_plan plan;
+	bool staged;
+	time_t stage_failed_at;
+	char stage_error[RR_ERR_MAX];
+	time_t new_kernel_at;          /* settle deadline after a /boot change */
+	time_t rebooting_since;
+	struct rr_policy_out out;
+	struct rr_coord co;            /* the fleet lock; off with Backend=none */
+	struct rr_crash cr;            /* the rerandomizing crash kernel */
+	bool have_status;              /* this boot has a stage status record */
+	uint32_t status_flags;         /* its RERAND_ST_* flags */
+	bool crash_boot;               /* this boot is a crash kernel's: idle */
+	/* what runs on the loop right now (at most one of each) */
+	struct rr_stage_job *stage_job;
+	bool stage_new_kernel;         /* ... for a new kernel: trig_new_kernel once loaded */
+	bool stage_stale;              /* ... with settings a reload replaced */
+	struct rr_blockers *blockers;
+	bool blk_done, blk_blocked;    /* their last answer, not yet used */
+	char blk_why[512];
+	struct rr_hooks *hooks;
+	struct rr_request *request;
+};
+
+/* main.c */
+void daemon_save(struct daemon *d);
+void daemon_publish(struct daemon *d);
+void daemon_evaluate_soon(struct daemon *d);
+/* Stage p (NULL: plan it now) as a job; 0 once started, <0 (the stage
+ * error is set) if it could not start. */
+int daemon_stage(struct daemon *d, const struct rr_stage_plan *p, bool new_kernel);
+
+/* sequence.c: the reboot sequence, one step per phase (rr_phase) */
+/* Policy says reboot and nothing blocks: idle -> gate. */
+void seq_begin(struct daemon *d);
+/* Every evaluation outside idle: the step of the current phase. */
+void seq_step(struct daemon *d, time_t now);
+/* The staging job of the restage phase finished. */
+void seq_restaged(struct daemon *d, int r);
+/* A restart found this phase in the state file (state_resume). */
+void seq_resume(struct daemon *d, enum rr_resume how);
+/* Stop whatever runs, give the slot back, idle. */
+void seq_unwind(struct daemon *d, const char *why);
+/* The jobs of the sequence, at exit. */
+void seq_cancel(struct daemon *d);
 
 /* ---- metrics.c ----------------------------------------------------------- */
 int metrics_format(const struct rr_view *v, char *buf, size_t len);
