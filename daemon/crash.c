@@ -428,6 +428,12 @@ static void fail(const struct rr_config *c, struct rr_crash *cr, const char *msg
 		rr_log(RR_LOG_WARNING, "the crash kernel loaded before stays in place");
 }
 
+static int crash_planner(const struct rr_config *c, const void *base, struct rr_stage_plan *p,
+			 struct rr_err *e)
+{
+	return crash_plan(c, base, p, e);
+}
+
 struct crash_ctx {
 	const struct rr_config *c;
 	struct rr_crash *cr;
@@ -468,7 +474,7 @@ static void crash_loaded(int r, const struct rr_stage_plan *p, const char *msg, 
 int crash_start(sd_event *ev, const struct rr_config *c, struct rr_crash *cr,
 		const struct rr_stage_plan *base, time_t now, void (*done)(void *arg), void *arg)
 {
-	struct rr_stage_plan p;
+	struct rr_stage_req req = { .planner = crash_planner, .planner_arg = base, .crash = true };
 	struct rr_err e;
 	struct crash_ctx *x;
 	int r;
@@ -498,8 +504,8 @@ int crash_start(sd_event *ev, const struct rr_config *c, struct rr_crash *cr,
 		return 0;
 	}
 	*x = (struct crash_ctx){ c, cr, now, done, arg };
-	if ((r = crash_plan(c, base, &p, &e)) < 0 ||
-	    (r = stage_start(ev, c, &p, true, crash_loaded, x, &cr->job, &e)) < 0) {
+	/* planned in the staging helper: crash_plan hashes the kernel */
+	if ((r = stage_start(ev, c, &req, crash_loaded, x, &cr->job, &e)) < 0) {
 		free(x);
 		fail(c, cr, e.msg, now);
 		return 0;

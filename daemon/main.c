@@ -62,10 +62,14 @@ static void on_staged(int r, const struct rr_stage_plan *p, const char *msg, voi
 
 	d->stage_job = NULL;
 	d->stage_new_kernel = d->stage_stale = false;
-	if (r < 0) {
+	if (r == 1) {
+		/* a /boot change, but the staged kernel is still the newest */
+	} else if (r < 0) {
 		d->stage_failed_at = time(NULL);
 		set_stage_error(d, msg);
 	} else {
+		if (new_kernel)
+			rr_log(RR_LOG_NOTICE, "new kernel %s (sha256 %.16s)", p->kernel, p->sha);
 		d->plan = *p;
 		d->staged = !stale;        /* a reload meanwhile: stage its settings next */
 		d->stage_error[0] = 0;
@@ -82,53 +86,46 @@ static void on_staged(int r, const struct rr_stage_plan *p, const char *msg, voi
 		else
 			rr_log(RR_LOG_INFO, "staged %s (kernel sha256 %.16s)", p->kernel, p->sha);
 	}
-	seq_restaged(d, stale ? -ESTALE : r);
+	seq_restaged(d, stale ? -ESTALE : r < 0 ? r : 0);
 	daemon_evaluate_soon(d);
 }
 
 int daemon_stage(struct daemon *d, const struct rr_stage_plan *given, bool new_kernel)
 {
-	struct rr_stage_plan p;
+	struct rr_stage_req req = { .plan = given };
 	struct rr_err e;
 	int r;
 
 	if (d->stage_job)
 		return -EBUSY;
-	if (given)
-		p = *given;
-	else if ((r = stage_plan(&d->cfg, NULL, &p, &e)) < 0)
-		goto fail;
-	if ((r = stage_start(d->ev, &d->cfg, &p, false, on_staged, d, &d->stage_job, &e)) < 0)
-		goto fail;
+	if ((r = stage_start(d->ev, &d->cfg, &req, on_staged, d, &d->stage_job, &e)) < 0) {
+		d->stage_failed_at = time(NULL);
+		set_stage_error(d, e.msg);
+		return r;
+	}
 	d->stage_new_kernel = new_kernel;
 	return 0;
-fail:
-	d->stage_failed_at = time(NULL);
-	set_stage_error(d, e.msg);
-	return r;
 }
 
+/* A kernel appeared in /boot: stage the newest (or Kernel=) unless its hash
+ * is the staged one; the helper plans it. */
 static void check_new_kernel(struct daemon *d)
 {
-	struct rr_stage_plan p;
-	struct rr_err e;
 	char newest[RR_PATH];
-	const char *target = NULL;
+	struct rr_stage_req req = { .unless_sha = d->st.staged_sha };
+	struct rr_err e;
 
 	d->new_kernel_at = 0;
 	if (!*d->cfg.kernel) {
 		if (stage_newest_kernel(d->cfg.boot_dir, newest, sizeof(newest)) < 0)
 			return;
-		target = newest;
+		req.kernel = newest;
 	}
-	if (stage_plan(&d->cfg, target, &p, &e) < 0) {
+	if (stage_start(d->ev, &d->cfg, &req, on_staged, d, &d->stage_job, &e) < 0) {
 		set_stage_error(d, e.msg);
 		return;
 	}
-	if (!strcmp(p.sha, d->st.staged_sha))
-		return;
-	rr_log(RR_LOG_NOTICE, "new kernel %s (sha256 %.16s)", p.kernel, p.sha);
-	daemon_stage(d, &p, true);
+	d->stage_new_kernel = true;
 }
 
 static void check_taint(struct daemon *d)

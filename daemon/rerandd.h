@@ -296,6 +296,13 @@ struct rr_job;
 typedef void (*rr_job_done_fn)(int status, const char *out, void *arg);
 int job_start(sd_event *ev, char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
 	      bool capture, rr_job_done_fn done, void *arg, struct rr_job **ret);
+/* A function job: fn(fn_arg, out_fd) runs in a forked child (rerandd's own
+ * code, no exec, nice 10), for work too slow for the loop (hashing and
+ * parsing images); what it writes to out_fd (up to 64 KiB) reaches
+ * done(status, buf, len, arg): status 0 if fn returned >= 0. */
+typedef void (*rr_job_raw_fn)(int status, const void *buf, size_t len, void *arg);
+int job_start_fn(sd_event *ev, const char *name, int (*fn)(void *arg, int out_fd), void *fn_arg,
+		 int64_t timeout_sec, rr_job_raw_fn done, void *arg, struct rr_job **ret);
 /* run_command as a job: done's out is the error message ("" on success). */
 int job_start_command(sd_event *ev, const char *cmdline, int64_t timeout_sec,
 		      enum rr_child_caps caps, rr_job_done_fn done, void *arg, struct rr_job **ret,
@@ -358,12 +365,25 @@ struct rr_load_argv {
 };
 void stage_load_argv(const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
 		     struct rr_load_argv *ret);
-/* stage_build and `rerand load` (crash: --crash) as jobs on ev: done(0, plan
- * with its signer, "", arg) once loaded, else done(<0, plan, why, arg).  A
- * failure before any child started returns <0 with e and done is not called. */
+/* Staging as jobs on ev, nothing slow in the loop: a forked helper plans
+ * (the kernel's SHA-256) and checks the cache, `rerand image` builds (an
+ * unprivileged child), a helper checks the result, `rerand load` (crash:
+ * --crash) loads it.  done(0, plan with its signer, "", arg) once loaded,
+ * done(1, plan, ...) when the plan's kernel hash is req->unless_sha, else
+ * done(<0, plan, why, arg).  <0 with e (done not called) if nothing started. */
+struct rr_stage_req {
+	const struct rr_stage_plan *plan;    /* staged as it is; NULL: planned */
+	const char *kernel;                  /* plan this kernel (NULL: [Stage]'s) */
+	/* or plan with this (crash.c), in the helper */
+	int (*planner)(const struct rr_config *c, const void *arg, struct rr_stage_plan *p,
+		       struct rr_err *e);
+	const void *planner_arg;
+	const char *unless_sha;              /* a new kernel only */
+	bool crash;
+};
 struct rr_stage_job;
 typedef void (*rr_stage_done_fn)(int r, const struct rr_stage_plan *p, const char *msg, void *arg);
-int stage_start(sd_event *ev, const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
+int stage_start(sd_event *ev, const struct rr_config *c, const struct rr_stage_req *req,
 		rr_stage_done_fn done, void *arg, struct rr_stage_job **ret, struct rr_err *e);
 void stage_cancel(struct rr_stage_job *sj);
 /* A reload changed where signed images come from: stage again. */

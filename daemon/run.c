@@ -216,10 +216,15 @@ int run_command(const char *cmdline, int64_t timeout_sec, enum rr_child_caps cap
 
 #define JOB_KILL_GRACE_USEC (5ull * 1000000)    /* SIGTERM, then SIGKILL */
 #define JOB_TAIL_MAX 4096
+#define JOB_RAW_MAX (64u << 10)
 
 struct rr_job {
 	sd_event_source *child, *io, *timer;
 	pid_t pid;
+	/* a function job: what the child wrote, for raw_done */
+	uint8_t *raw;
+	size_t raw_len;
+	rr_job_raw_fn raw_done;
 	bool term_sent;              /* the timeout passed: SIGTERM went out */
 	int64_t timeout_sec;
 	struct relay rl;
@@ -235,6 +240,7 @@ static void job_free(struct rr_job *j)
 	sd_event_source_disable_unref(j->io);
 	sd_event_source_disable_unref(j->timer);
 	free(j->rl.tail);
+	free(j->raw);
 	free(j);
 }
 
@@ -252,7 +258,14 @@ static void job_drain(struct rr_job *j)
 			j->io = sd_event_source_disable_unref(j->io);
 		if (n <= 0)
 			return;
-		relay_bytes(&j->rl, buf, (size_t)n);
+		if (!j->raw_done) {
+			relay_bytes(&j->rl, buf, (size_t)n);
+			continue;
+		}
+		/* a function job's result: whole, or cut (and then refused) */
+		n = (ssize_t)(n > (ssize_t)(JOB_RAW_MAX - j->raw_len) ? JOB_RAW_MAX - j->raw_len : (size_t)n);
+		memcpy(j->raw + j->raw_len, buf, (size_t)n);
+		j->raw_len += (size_t)n;
 	}
 }
 
@@ -298,41 +311,29 @@ static int job_on_exit(sd_event_source *s, const siginfo_t *si, void *ud)
 	/* A leftover of the group must not outlive its job (a hook's sleep). */
 	kill(-j->pid, SIGKILL);
 	rr_job_done_fn done = j->done;
+	rr_job_raw_fn raw_done = j->raw_done;
 	void *arg = j->arg;
 	char *tail = j->rl.tail;
+	uint8_t *raw = j->raw;
+	size_t raw_len = j->raw_len;
 	j->rl.tail = NULL;
+	j->raw = NULL;
 	job_free(j);
-	done(r, tail ? tail : "", arg);
+	if (raw_done)
+		raw_done(r, raw, raw_len, arg);
+	else
+		done(r, tail ? tail : "", arg);
 	free(tail);
+	free(raw);
 	return 0;
 }
 
-int job_start(sd_event *ev, char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
-	      bool capture, rr_job_done_fn done, void *arg, struct rr_job **ret)
+/* Watch j's child (j->pid, its output on rd) on ev: a pidfd, the pipe and the
+ * timeout.  On failure the child is killed and j freed. */
+static int job_watch(sd_event *ev, struct rr_job *j, int rd, struct rr_job **ret)
 {
-	struct rr_job *j = calloc(1, sizeof(*j));
-	int r, rd = -1, pidfd;
+	int r, pidfd = pidfd_open(j->pid, 0);
 
-	if (!j)
-		return -ENOMEM;
-	snprintf(j->name, sizeof(j->name), "%s", base_name(argv[0]));
-	j->rl.name = j->name;
-	j->done = done;
-	j->arg = arg;
-	j->timeout_sec = timeout_sec;
-	if (capture) {
-		j->rl.tail = calloc(1, JOB_TAIL_MAX);
-		j->rl.tail_len = JOB_TAIL_MAX;
-		if (!j->rl.tail) {
-			free(j);
-			return -ENOMEM;
-		}
-	}
-	if ((r = spawn(argv, caps, &j->pid, &rd)) < 0) {
-		job_free(j);
-		return r;
-	}
-	pidfd = pidfd_open(j->pid, 0);
 	if (pidfd < 0) {
 		r = -errno;
 		kill(-j->pid, SIGKILL);
@@ -356,11 +357,11 @@ int job_start(sd_event *ev, char *const argv[], int64_t timeout_sec, enum rr_chi
 		goto fail;
 	}
 	sd_event_source_set_io_fd_own(j->io, true);
-	if (timeout_sec > 0) {
+	if (j->timeout_sec > 0) {
 		uint64_t now;
 		sd_event_now(ev, CLOCK_MONOTONIC, &now);
 		r = sd_event_add_time(ev, &j->timer, CLOCK_MONOTONIC,
-				      now + (uint64_t)timeout_sec * 1000000, 0, job_on_timeout, j);
+				      now + (uint64_t)j->timeout_sec * 1000000, 0, job_on_timeout, j);
 		if (r < 0)
 			goto fail;
 	}
@@ -373,6 +374,81 @@ fail:
 	sd_event_source_set_child_process_own(j->child, true);
 	job_free(j);
 	return r;
+}
+
+int job_start(sd_event *ev, char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
+	      bool capture, rr_job_done_fn done, void *arg, struct rr_job **ret)
+{
+	struct rr_job *j = calloc(1, sizeof(*j));
+	int r, rd = -1;
+
+	if (!j)
+		return -ENOMEM;
+	snprintf(j->name, sizeof(j->name), "%s", base_name(argv[0]));
+	j->rl.name = j->name;
+	j->done = done;
+	j->arg = arg;
+	j->timeout_sec = timeout_sec;
+	if (capture) {
+		j->rl.tail = calloc(1, JOB_TAIL_MAX);
+		j->rl.tail_len = JOB_TAIL_MAX;
+		if (!j->rl.tail) {
+			free(j);
+			return -ENOMEM;
+		}
+	}
+	if ((r = spawn(argv, caps, &j->pid, &rd)) < 0) {
+		job_free(j);
+		return r;
+	}
+	return job_watch(ev, j, rd, ret);
+}
+
+int job_start_fn(sd_event *ev, const char *name, int (*fn)(void *arg, int out_fd), void *fn_arg,
+		 int64_t timeout_sec, rr_job_raw_fn done, void *arg, struct rr_job **ret)
+{
+	struct rr_job *j = calloc(1, sizeof(*j));
+	int pfd[2];
+
+	if (!j || !(j->raw = malloc(JOB_RAW_MAX))) {
+		free(j);
+		return -ENOMEM;
+	}
+	snprintf(j->name, sizeof(j->name), "%s", name);
+	j->rl.name = j->name;
+	j->raw_done = done;
+	j->arg = arg;
+	j->timeout_sec = timeout_sec;
+	if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK) < 0) {
+		int r = -errno;
+		job_free(j);
+		return r;
+	}
+	j->pid = fork();
+	if (j->pid < 0) {
+		int r = -errno;
+		close(pfd[0]);
+		close(pfd[1]);
+		job_free(j);
+		return r;
+	}
+	if (j->pid == 0) {
+		sigset_t none;
+		int fl = fcntl(pfd[1], F_GETFL);
+
+		/* rerandd's own code, without its loop: background work, so
+		 * the loop and `rerand status` come first on a busy CPU */
+		setpgid(0, 0);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		fcntl(pfd[1], F_SETFL, fl & ~O_NONBLOCK);
+		close(pfd[0]);
+		(void)!nice(10);
+		_exit(fn(fn_arg, pfd[1]) < 0 ? 1 : 0);
+	}
+	setpgid(j->pid, j->pid);
+	close(pfd[1]);
+	return job_watch(ev, j, pfd[0], ret);
 }
 
 void job_cancel(struct rr_job *j)

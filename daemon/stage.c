@@ -433,7 +433,8 @@ static void log_lines(int prio, bool crash, const char *out)
 	}
 }
 
-/* ---- staging as a job: build (a child), then load (a child) --------------- */
+/* ---- staging as jobs: plan and check (a forked helper), build (`rerand
+ * image`), check again (a helper), load (`rerand load`) --------------------- */
 
 struct rr_stage_job {
 	struct rr_config c;               /* a reload meanwhile does not change this run */
@@ -445,6 +446,81 @@ struct rr_stage_job {
 	void *arg;
 };
 
+/* What a helper tells the loop. */
+struct helper_result {
+	int r;                            /* <0 error, 0 go on, 1 unchanged */
+	int need_build;
+	char msg[RR_ERR_MAX];
+	struct rr_stage_plan p;
+};
+
+struct prep_args {
+	const struct rr_config *c;
+	const struct rr_stage_req *req;
+	struct rr_stage_plan *p;
+};
+
+static int helper_write(int fd, const struct helper_result *res)
+{
+	const char *b = (const char *)res;
+	size_t done = 0;
+
+	while (done < sizeof(*res)) {
+		ssize_t n = write(fd, b + done, sizeof(*res) - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* In the helper: the plan (SHA-256 of the kernel) and the cache check. */
+static int prep_child(void *ud, int fd)
+{
+	struct prep_args *a = ud;
+	struct helper_result res = { 0 };
+	struct rr_err e = { "" };
+	int r = 0;
+
+	if (a->req->plan)
+		res.p = *a->req->plan;
+	else if (a->req->planner)
+		r = a->req->planner(a->c, a->req->planner_arg, &res.p, &e);
+	else
+		r = stage_plan(a->c, a->req->kernel, &res.p, &e);
+	if (r == 0 && a->req->unless_sha && !strcmp(res.p.sha, a->req->unless_sha))
+		r = 1;
+	if (r == 0 && (r = build_needed(a->c, &res.p, &e)) > 0) {
+		res.need_build = 1;
+		r = 0;
+	}
+	res.r = r;
+	snprintf(res.msg, sizeof(res.msg), "%s", e.msg);
+	return helper_write(fd, &res);
+}
+
+struct check_args {
+	const struct rr_config *c;
+	struct rr_stage_plan *p;
+	int status;
+	const char *out;
+};
+
+/* In the helper: the image `rerand image` wrote parses (and is signed). */
+static int check_child(void *ud, int fd)
+{
+	struct check_args *a = ud;
+	struct helper_result res = { 0 };
+	struct rr_err e = { "" };
+
+	res.p = *a->p;
+	res.r = built(a->c, &res.p, a->status, a->out, &e);
+	snprintf(res.msg, sizeof(res.msg), "%s", e.msg);
+	return helper_write(fd, &res);
+}
+
 static void stage_finish(struct rr_stage_job *sj, int r, const char *msg)
 {
 	struct rr_stage_plan p = sj->p;
@@ -453,6 +529,18 @@ static void stage_finish(struct rr_stage_job *sj, int r, const char *msg)
 
 	free(sj);
 	done(r, &p, msg, arg);
+}
+
+/* A helper's result, or why there is none. */
+static const struct helper_result *helper_got(int status, const void *buf, size_t len,
+					      char *msg, size_t msglen)
+{
+	if (status == 0 && len == sizeof(struct helper_result))
+		return buf;
+	snprintf(msg, msglen, "the staging helper %s (%s %d, %zu bytes)",
+		 status == -ETIMEDOUT ? "was stopped after its timeout" : "failed",
+		 status < 0 ? "error" : "status", status < 0 ? -status : status, len);
+	return NULL;
 }
 
 static void on_loaded(int status, const char *out, void *ud)
@@ -477,46 +565,94 @@ static int start_load(struct rr_stage_job *sj, struct rr_err *e)
 	return r < 0 ? rr_errf(e, -r, "%s load: cannot start: %s", sj->c.rerand_bin, strerror(-r)) : 0;
 }
 
+static void on_checked(int status, const void *buf, size_t len, void *ud)
+{
+	struct rr_stage_job *sj = ud;
+	const struct helper_result *res;
+	struct rr_err e;
+	char msg[RR_ERR_MAX];
+
+	sj->job = NULL;
+	if (!(res = helper_got(status, buf, len, msg, sizeof(msg)))) {
+		stage_finish(sj, -EIO, msg);
+		return;
+	}
+	sj->p = res->p;                    /* its signer */
+	if (res->r < 0)
+		stage_finish(sj, res->r, res->msg);
+	else if (start_load(sj, &e) < 0)
+		stage_finish(sj, -EIO, e.msg);
+}
+
 static void on_built(int status, const char *out, void *ud)
 {
 	struct rr_stage_job *sj = ud;
-	struct rr_err e;
+	struct check_args a = { &sj->c, &sj->p, status, out };
 	int r;
 
 	sj->job = NULL;
-	if ((r = built(&sj->c, &sj->p, status, out, &e)) < 0 || (r = start_load(sj, &e)) < 0)
-		stage_finish(sj, r, e.msg);
+	r = job_start_fn(sj->ev, "rerandd-check", check_child, &a, 600, on_checked, sj, &sj->job);
+	if (r < 0) {
+		char msg[RR_ERR_MAX];
+		snprintf(msg, sizeof(msg), "cannot start the staging helper: %s", strerror(-r));
+		stage_finish(sj, r, msg);
+	}
 }
 
-int stage_start(sd_event *ev, const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
+static void on_prepped(int status, const void *buf, size_t len, void *ud)
+{
+	struct rr_stage_job *sj = ud;
+	const struct helper_result *res;
+	struct rr_err e;
+	char msg[RR_ERR_MAX], *argv[12];
+	int r;
+
+	sj->job = NULL;
+	if (!(res = helper_got(status, buf, len, msg, sizeof(msg)))) {
+		stage_finish(sj, -EIO, msg);
+		return;
+	}
+	sj->p = res->p;
+	if (res->r != 0) {
+		stage_finish(sj, res->r, res->msg);
+		return;
+	}
+	if (!res->need_build) {
+		if (start_load(sj, &e) < 0)
+			stage_finish(sj, -EIO, e.msg);
+		return;
+	}
+	rr_log(RR_LOG_INFO, "building %s", sj->p.image);
+	image_argv(&sj->c, &sj->p, argv);
+	r = job_start(sj->ev, argv, 600, RR_CHILD_NO_CAPS, true, on_built, sj, &sj->job);
+	if (r < 0) {
+		snprintf(msg, sizeof(msg), "%s image: cannot start: %s", sj->c.rerand_bin, strerror(-r));
+		stage_finish(sj, r, msg);
+	}
+}
+
+int stage_start(sd_event *ev, const struct rr_config *c, const struct rr_stage_req *req,
 		rr_stage_done_fn done, void *arg, struct rr_stage_job **ret, struct rr_err *e)
 {
 	struct rr_stage_job *sj = malloc(sizeof(*sj));
-	char *argv[12];
+	struct prep_args a;
 	int r;
 
 	if (!sj)
 		return rr_errf(e, ENOMEM, "out of memory");
+	memset(&sj->p, 0, sizeof(sj->p));
 	sj->c = *c;
-	sj->p = *p;
-	sj->crash = crash;
+	sj->crash = req->crash;
 	sj->job = NULL;
 	sj->ev = ev;
 	sj->done = done;
 	sj->arg = arg;
-	r = build_needed(&sj->c, &sj->p, e);
-	if (r == 0)
-		r = start_load(sj, e);
-	else if (r > 0) {
-		rr_log(RR_LOG_INFO, "building %s", sj->p.image);
-		image_argv(&sj->c, &sj->p, argv);
-		r = job_start(ev, argv, 600, RR_CHILD_NO_CAPS, true, on_built, sj, &sj->job);
-		if (r < 0)
-			rr_errf(e, -r, "%s image: cannot start: %s", c->rerand_bin, strerror(-r));
-	}
+	a = (struct prep_args){ &sj->c, req, &sj->p };
+	/* forked at once: the helper sees req as it is now */
+	r = job_start_fn(ev, "rerandd-plan", prep_child, &a, 600, on_prepped, sj, &sj->job);
 	if (r < 0) {
 		free(sj);
-		return r;
+		return rr_errf(e, -r, "cannot start the staging helper: %s", strerror(-r));
 	}
 	*ret = sj;
 	return 0;
