@@ -4,13 +4,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
@@ -29,23 +27,6 @@ void daemon_save(struct daemon *d)
 
 	if (state_save(d->state_path, &d->st, &e) < 0)
 		rr_log(RR_LOG_ERR, "%s", e.msg);
-}
-
-static void read_verify(struct daemon *d)
-{
-	struct rerand_status s;
-	struct rr_err e;
-	int r = rr_status_read(d->cfg.setup_data, &s, &e);
-
-	d->entropy_bits = 0;
-	d->have_status = r == 0;
-	d->status_flags = r == 0 ? s.flags : 0;
-	d->verify = state_verify_record(r, &s);
-	if (r < 0 && r != -ENOENT)
-		rr_log(RR_LOG_WARNING, "%s", e.msg);
-	if (r == 0)
-		d->entropy_bits = (s.phys_slots ? log2((double)s.phys_slots) : 0) +
-				  (s.virt_slots ? log2((double)s.virt_slots) : 0);
 }
 
 static void set_stage_error(struct daemon *d, const char *msg)
@@ -546,99 +527,6 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 	return 0;
 }
 
-/* When this boot began: /proc/stat's btime (a fixture in tests), else the
- * boot-time clock. */
-static time_t boot_started(const struct rr_config *c, time_t now)
-{
-	struct timespec bt;
-	time_t t;
-
-	if (*c->proc_stat && watch_read_btime(c->proc_stat, now, &t) == 0)
-		return t;
-	clock_gettime(CLOCK_BOOTTIME, &bt);
-	return now - bt.tv_sec;
-}
-
-static enum rr_outcome first_look(struct daemon *d, enum rr_resume *resume)
-{
-	struct rr_err e;
-	time_t now = time(NULL);
-	enum rr_outcome out = RR_OUT_SAME_BOOT;
-
-	if (state_load(d->state_path, &d->st, &e) < 0)
-		rr_log(RR_LOG_WARNING, "%s", e.msg);
-	read_verify(d);
-	/* where a sequence of this boot stopped; a reboot that may still come
-	 * keeps its attempt open (accounting it now would call it aborted) */
-	*resume = state_resume(&d->st, d->boot_id);
-	if (*resume != RR_RESUME_REBOOTING)
-		out = state_account_boot(&d->st, d->boot_id, d->verify, now);
-	switch (out) {
-	case RR_OUT_SUCCESS:
-		rr_log(RR_LOG_NOTICE, "rerandomizing reboot verified: this boot is randomized (%.1f bits)",
-		       d->entropy_bits);
-		break;
-	case RR_OUT_FAILURE:
-		rr_log(RR_LOG_ERR, "rerandomizing reboot failed: this boot is %s (%u in a row)",
-		       state_verify_name(d->verify), d->st.failures);
-		break;
-	case RR_OUT_WEAK:
-		rr_log(RR_LOG_ERR, "rerandomizing reboot was weak: the stage drew the bases from the "
-		       "TSC alone (no seed, no RDSEED or RDRAND); not verified, counted with the "
-		       "failures (%u in a row)", d->st.failures);
-		break;
-	case RR_OUT_ABORTED:
-		rr_log(RR_LOG_WARNING, "a planned reboot did not happen before rerandd restarted");
-		break;
-	case RR_OUT_UNPLANNED:
-		rr_log(RR_LOG_NOTICE, "booted without rerandd (this boot: %s)",
-		       state_verify_name(d->verify));
-		break;
-	default:
-		break;
-	}
-	if (policy_stopped(&d->cfg, d->st.failures))
-		rr_log(RR_LOG_ERR, "ALERT: %u rerandomizing reboots failed in a row; stopped until "
-		       "a verified boot or `rerand now`", d->st.failures);
-	if (d->st.jitter < 0) {
-		uint64_t r = 0;
-		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-			r = (uint64_t)now * 0x9e3779b97f4a7c15ull;
-		d->st.jitter = policy_jitter(d->cfg.jitter, r);
-	}
-	daemon_save(d);
-	d->boot_time = boot_started(&d->cfg, now);
-	return out;
-}
-
-/* A crash kernel's boot (kdump): count it, and stay idle.  Staging from
- * here would load a kernel into a machine that is about to be reset after
- * the dump, and a reboot from here would lose the dump. */
-static bool crash_boot_check(struct daemon *d)
-{
-	struct rr_err e;
-	struct stat st;
-	char *text = NULL;
-
-	read_verify(d);
-	if (rr_read_text(d->cfg.proc_cmdline, 1u << 16, &text, NULL) < 0)
-		text = NULL;
-	d->crash_boot = crash_boot_detect(d->have_status, d->status_flags,
-					  stat(d->cfg.proc_vmcore, &st) == 0, text);
-	free(text);
-	if (!d->crash_boot)
-		return false;
-	if (state_load(d->state_path, &d->st, &e) < 0)
-		rr_log(RR_LOG_WARNING, "%s", e.msg);
-	if (state_account_crash_boot(&d->st, d->boot_id, time(NULL)))
-		daemon_save(d);
-	d->cr.state = RR_CS_CRASH_BOOT;
-	d->boot_time = boot_started(&d->cfg, time(NULL));
-	rr_log(RR_LOG_NOTICE, "this is a crash kernel's boot (crash boot %llu): not a rerandomization; "
-	       "rerandd stays idle (no staging, no reboots)", (unsigned long long)d->st.crash_boots);
-	return true;
-}
-
 static void usage(FILE *f)
 {
 	fputs("Usage: rerandd [--check-config] [--config FILE] [--config-dir DIR] [--debug]\n"
@@ -716,11 +604,11 @@ static int run(int argc, char **argv)
 	}
 	crash_init(&d->cr);
 	d->cr.state = d->cfg.crash_mode == RR_CRASH_OFF ? RR_CS_OFF : RR_CS_PENDING;
-	if (!crash_boot_check(d)) {
+	if (!boot_crash_check(d)) {
 		/* the boot is accounted for first: its verdict decides what happens
 		 * to a fleet slot held across the reboot */
 		enum rr_resume resume;
-		enum rr_outcome out = first_look(d, &resume);
+		enum rr_outcome out = boot_first_look(d, &resume);
 		coord_open(&d->co, &d->cfg.fleet, d->state_path);
 		/* waiting for our own reboot: the slot stays ours */
 		if (resume != RR_RESUME_REBOOTING)

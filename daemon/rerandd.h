@@ -642,6 +642,13 @@ void daemon_evaluate_soon(struct daemon *d);
  * error is set) if it could not start. */
 int daemon_stage(struct daemon *d, const struct rr_stage_plan *p, bool new_kernel);
 
+/* boot.c: at start-up, what this boot is */
+/* The state loaded, a stopped sequence looked at (*resume), the boot
+ * accounted (unless our reboot may still come), the jitter drawn. */
+enum rr_outcome boot_first_look(struct daemon *d, enum rr_resume *resume);
+/* A crash kernel's boot: counted, and rerandd stays idle.  True if so. */
+bool boot_crash_check(struct daemon *d);
+
 /* sequence.c: the reboot sequence, one step per phase (rr_phase) */
 /* Policy says reboot and nothing blocks: idle -> gate. */
 void seq_begin(struct daemon *d);
