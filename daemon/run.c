@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -85,7 +86,7 @@ static void relay_read(int fd, struct relay *rl)
 static int spawn(char *const argv[], enum rr_child_caps caps, pid_t *ret_pid, int *ret_rd)
 {
 	int pfd[2];
-	pid_t pid;
+	pid_t pid, parent = getpid();
 
 	if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -errno;
@@ -108,6 +109,10 @@ static int spawn(char *const argv[], enum rr_child_caps caps, pid_t *ret_pid, in
 		if (dup2(pfd[1], STDOUT_FILENO) < 0 || dup2(pfd[1], STDERR_FILENO) < 0)
 			_exit(126);
 		if ((caps == RR_CHILD_KEXEC_CAPS ? caps_child_kexec() : caps_child_none()) < 0)
+			_exit(126);
+		/* A child outlives no rerandd: a restart unwinds what it was for
+		 * (after the capability change, which would clear it). */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(126);
 		rr_child_exec(argv[0], argv);
 		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
@@ -408,6 +413,7 @@ int job_start_fn(sd_event *ev, const char *name, int (*fn)(void *arg, int out_fd
 		 int64_t timeout_sec, rr_job_raw_fn done, void *arg, struct rr_job **ret)
 {
 	struct rr_job *j = calloc(1, sizeof(*j));
+	pid_t parent = getpid();
 	int pfd[2];
 
 	if (!j || !(j->raw = malloc(JOB_RAW_MAX))) {
@@ -443,6 +449,8 @@ int job_start_fn(sd_event *ev, const char *name, int (*fn)(void *arg, int out_fd
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		fcntl(pfd[1], F_SETFL, fl & ~O_NONBLOCK);
 		close(pfd[0]);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(126);
 		(void)!nice(10);
 		_exit(fn(fn_arg, pfd[1]) < 0 ? 1 : 0);
 	}
