@@ -89,7 +89,7 @@ start_daemon() { # TAG
 	echo "RRD-START boot=$boot tag=$1"
 }
 
-# Until `rerand status` answers (rerandd stages before it serves requests).
+# Until `rerand status` answers (the socket is up before the first stage ends).
 wait_ready() { # SECONDS
 	local i=0
 	while [ $i -lt "$1" ]; do
