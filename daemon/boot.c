@@ -49,16 +49,14 @@ enum rr_outcome boot_first_look(struct daemon *d, enum rr_resume *resume)
 {
 	struct rr_err e;
 	time_t now = time(NULL);
-	enum rr_outcome out = RR_OUT_SAME_BOOT;
+	enum rr_outcome out;
 
 	if (state_load(d->state_path, &d->st, &e) < 0)
 		rr_log(RR_LOG_WARNING, "%s", e.msg);
 	read_verify(d);
-	/* where a sequence of this boot stopped; a reboot that may still come
-	 * keeps its attempt open (accounting it now would call it aborted) */
+	/* where a sequence of this boot stopped: unwound */
 	*resume = state_resume(&d->st, d->boot_id);
-	if (*resume != RR_RESUME_REBOOTING)
-		out = state_account_boot(&d->st, d->boot_id, d->verify, now);
+	out = state_account_boot(&d->st, d->boot_id, d->verify, now);
 	switch (out) {
 	case RR_OUT_SUCCESS:
 		rr_log(RR_LOG_NOTICE, "rerandomizing reboot verified: this boot is randomized (%.1f bits)",

@@ -610,9 +610,7 @@ static int run(int argc, char **argv)
 		enum rr_resume resume;
 		enum rr_outcome out = boot_first_look(d, &resume);
 		coord_open(&d->co, &d->cfg.fleet, d->state_path);
-		/* waiting for our own reboot: the slot stays ours */
-		if (resume != RR_RESUME_REBOOTING)
-			coord_startup(&d->co, &d->st, out);
+		coord_startup(&d->co, &d->st, out);
 		seq_resume(d, resume);
 	}
 

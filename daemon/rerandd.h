@@ -261,13 +261,12 @@ void state_record_attempt(struct rr_state *s, enum rr_reason why, time_t now);
 void state_record_failed_reboot(struct rr_state *s, time_t now);
 const char *state_verify_name(enum rr_verify v);
 const char *state_phase_name(enum rr_phase ph);
-/* At start-up, before state_account_boot: the phase the file holds.  Sets
- * s->phase to where to go on.  RR_RESUME_UNWIND: a sequence of this boot
- * stopped half-way (the fleet slot goes back: coord_startup releases
- * whatever is ours); RR_RESUME_REBOOTING: its reboot request may have gone
- * out: wait for the end, the attempt still open; RR_RESUME_NONE: idle, or
- * another boot (whose attempt state_account_boot settles). */
-enum rr_resume { RR_RESUME_NONE = 0, RR_RESUME_UNWIND, RR_RESUME_REBOOTING };
+/* At start-up, before state_account_boot: the phase the file holds, which
+ * is then idle.  RR_RESUME_UNWIND: a sequence of this boot stopped half-way
+ * (in any phase: a recorded attempt is then dropped as aborted, and
+ * coord_startup gives the slot back); RR_RESUME_NONE: idle, or another boot
+ * (whose attempt state_account_boot settles). */
+enum rr_resume { RR_RESUME_NONE = 0, RR_RESUME_UNWIND };
 enum rr_resume state_resume(struct rr_state *s, const char *boot_id);
 
 /* ---- digest.c: SHA-256 (libcrypto) as 64 hex digits ----------------------- */

@@ -175,14 +175,9 @@ void seq_step(struct daemon *d, time_t now)
 
 void seq_resume(struct daemon *d, enum rr_resume how)
 {
-	if (how == RR_RESUME_UNWIND) {
-		/* coord_startup has already planned the release of whatever
-		 * slot is ours; the sequence starts again from idle when due */
+	/* coord_startup has already planned the release of whatever slot is
+	 * ours; the sequence starts again from the gate when policy says so */
+	if (how == RR_RESUME_UNWIND)
 		rr_log(RR_LOG_WARNING, "rerandd restarted in the middle of a rerandomizing reboot: "
 		       "unwound (the fleet slot, if any, is given back)");
-	} else if (how == RR_RESUME_REBOOTING) {
-		rr_log(RR_LOG_NOTICE, "rerandd restarted after it asked for the reboot: waiting for "
-		       "it (%ds from the request)", REBOOT_GRACE);
-		d->rebooting_since = d->st.attempt_time;
-	}
 }

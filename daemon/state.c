@@ -47,13 +47,10 @@ enum rr_resume state_resume(struct rr_state *s, const char *boot_id)
 	/* another boot: the attempt (if any) is settled by state_account_boot */
 	if (strcmp(s->boot_id, boot_id) || ph == RR_PH_IDLE)
 		return RR_RESUME_NONE;
-	/* The request may have gone out: the reboot may still come.  Wait for
-	 * it as before the restart; the grace period settles it otherwise. */
-	if ((ph == RR_PH_REBOOT || ph == RR_PH_REBOOTING) && s->attempt &&
-	    !strcmp(s->attempt_boot_id, boot_id)) {
-		s->phase = RR_PH_REBOOTING;
-		return RR_RESUME_REBOOTING;
-	}
+	/* The same boot: the sequence stopped half-way, even in reboot or
+	 * rebooting (the request, if it went out, was not carried out while
+	 * rerandd lived).  state_account_boot drops a recorded attempt as
+	 * aborted, and coord_startup gives the slot back. */
 	return RR_RESUME_UNWIND;
 }
 

@@ -296,19 +296,17 @@ static void test_phase(void)
 		T_OK(state_resume(&b, B1) == RR_RESUME_UNWIND && b.phase == RR_PH_IDLE,
 		     "restarted in %s (same boot): unwound to idle", state_phase_name(ph));
 	}
-	b = a;
-	b.phase = RR_PH_REBOOTING;
-	state_record_attempt(&b, RR_WHY_AGE, 1000);
-	snprintf(b.attempt_boot_id, sizeof(b.attempt_boot_id), "%s", B1);
-	T_OK(state_resume(&b, B1) == RR_RESUME_REBOOTING && b.phase == RR_PH_REBOOTING && b.attempt,
-	     "restarted in rebooting (same boot): waits for the reboot, the attempt still open");
-	b.phase = RR_PH_REBOOT;
-	T_OK(state_resume(&b, B1) == RR_RESUME_REBOOTING && b.phase == RR_PH_REBOOTING,
-	     "restarted in reboot (the request may be out): waits as in rebooting");
-	b.phase = RR_PH_REBOOT;
-	b.attempt = false;
-	T_OK(state_resume(&b, B1) == RR_RESUME_UNWIND && b.phase == RR_PH_IDLE,
-	     "reboot without a recorded attempt: unwound");
+	for (int ph = RR_PH_REBOOT; ph <= RR_PH_REBOOTING; ph++) {
+		b = a;
+		b.phase = ph;
+		state_record_attempt(&b, RR_WHY_AGE, 1000);
+		snprintf(b.attempt_boot_id, sizeof(b.attempt_boot_id), "%s", B1);
+		T_OK(state_resume(&b, B1) == RR_RESUME_UNWIND && b.phase == RR_PH_IDLE &&
+		     state_account_boot(&b, B1, RR_V_RANDOMIZED, 2000) == RR_OUT_ABORTED &&
+		     !b.attempt && b.failures == 0 && b.successes == 0,
+		     "restarted in %s (same boot): unwound, the attempt dropped as aborted, "
+		     "nothing counted", state_phase_name(ph));
+	}
 	b = a;
 	b.phase = RR_PH_REBOOTING;
 	state_record_attempt(&b, RR_WHY_AGE, 1000);
