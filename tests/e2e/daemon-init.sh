@@ -89,11 +89,12 @@ start_daemon() { # TAG
 	echo "RRD-START boot=$boot tag=$1"
 }
 
-# Until `rerand status` answers (the socket is up before the first stage ends).
+# Until `rerand status` answers and says an image is staged (rerandd answers
+# while its first stage runs).
 wait_ready() { # SECONDS
 	local i=0
 	while [ $i -lt "$1" ]; do
-		rerand status >/dev/null 2>&1 && return 0
+		rerand status 2>/dev/null | grep -q '^staged: *yes' && return 0
 		kill -0 "$dpid" 2>/dev/null || return 1
 		sleep 1
 		i=$((i + 1))
