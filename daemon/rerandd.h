@@ -274,7 +274,10 @@ int digest_hex(const void *p, size_t n, char hex[65]);
 int digest_file_hex(const char *path, char hex[65], struct rr_err *e);
 
 /* ---- run.c: children with a timeout -------------------------------------- */
-enum rr_child_caps { RR_CHILD_NO_CAPS = 0, RR_CHILD_KEXEC_CAPS };
+enum rr_child_caps { RR_CHILD_NO_CAPS = 0, RR_CHILD_KEXEC_CAPS,
+		    /* or'ed in: background work (building, loading) at nice 10, so
+		     * the loop and `rerand status` come first on a busy CPU */
+		    RR_CHILD_NICE = 0x100 };
 /* Returns the exit status (0-255), 128+signal, -ETIMEDOUT after killing the
  * child's process group, or another negative errno.  The child's stdout and
  * stderr are logged, escaped, a line at a time under its name. */

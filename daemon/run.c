@@ -108,7 +108,10 @@ static int spawn(char *const argv[], enum rr_child_caps caps, pid_t *ret_pid, in
 		fcntl(pfd[1], F_SETFL, fl & ~O_NONBLOCK);
 		if (dup2(pfd[1], STDOUT_FILENO) < 0 || dup2(pfd[1], STDERR_FILENO) < 0)
 			_exit(126);
-		if ((caps == RR_CHILD_KEXEC_CAPS ? caps_child_kexec() : caps_child_none()) < 0)
+		if (caps & RR_CHILD_NICE)
+			(void)!nice(10);
+		if (((caps & ~RR_CHILD_NICE) == RR_CHILD_KEXEC_CAPS ? caps_child_kexec()
+								     : caps_child_none()) < 0)
 			_exit(126);
 		/* A child outlives no rerandd: a restart unwinds what it was for
 		 * (after the capability change, which would clear it). */

@@ -561,7 +561,8 @@ static int start_load(struct rr_stage_job *sj, struct rr_err *e)
 	int r;
 
 	stage_load_argv(&sj->c, &sj->p, sj->crash, &a);
-	r = job_start(sj->ev, a.argv, 300, RR_CHILD_KEXEC_CAPS, true, on_loaded, sj, &sj->job);
+	r = job_start(sj->ev, a.argv, 300, RR_CHILD_KEXEC_CAPS | RR_CHILD_NICE, true, on_loaded, sj,
+		      &sj->job);
 	return r < 0 ? rr_errf(e, -r, "%s load: cannot start: %s", sj->c.rerand_bin, strerror(-r)) : 0;
 }
 
@@ -624,7 +625,8 @@ static void on_prepped(int status, const void *buf, size_t len, void *ud)
 	}
 	rr_log(RR_LOG_INFO, "building %s", sj->p.image);
 	image_argv(&sj->c, &sj->p, argv);
-	r = job_start(sj->ev, argv, 600, RR_CHILD_NO_CAPS, true, on_built, sj, &sj->job);
+	r = job_start(sj->ev, argv, 600, RR_CHILD_NO_CAPS | RR_CHILD_NICE, true, on_built, sj,
+		      &sj->job);
 	if (r < 0) {
 		snprintf(msg, sizeof(msg), "%s image: cannot start: %s", sj->c.rerand_bin, strerror(-r));
 		stage_finish(sj, r, msg);
