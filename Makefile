@@ -59,14 +59,17 @@ CLI_OBJS    := $(CLI_SRCS:%.c=$(O)/host/%.o) $(O)/host/kexec/stage_blob.o
 RERAND      := $(O)/rerand
 
 # ---- rerandd ---------------------------------------------------------------
-# daemon/main.c holds main(); everything else in daemon/ is also linked into
-# the unit tests through libdaemon.a, with the stage blob (daemon/stage.c
-# builds images with it and keys its cache by its SHA-256).
+# daemon/main.c holds main(), and with boot.c and sequence.c the daemon's own
+# state (struct daemon); everything else in daemon/ is also linked into the
+# unit tests and fuzzers through libdaemon.a, with the stage blob
+# (daemon/stage.c keys its image cache by its SHA-256).
 DAEMON_PKGS := libsystemd libcap inih json-c libcrypto
 DAEMON_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
-DAEMON_LIB_SRCS := $(filter-out daemon/main.c,$(DAEMON_SRCS))
+DAEMON_MAIN_SRCS := daemon/main.c daemon/boot.c daemon/sequence.c
+DAEMON_MAIN_OBJS := $(DAEMON_MAIN_SRCS:%.c=$(O)/host/%.o)
+DAEMON_LIB_SRCS := $(filter-out $(DAEMON_MAIN_SRCS),$(DAEMON_SRCS))
 DAEMON_LIB_OBJS := $(DAEMON_LIB_SRCS:%.c=$(O)/host/%.o)
 LIBDAEMON   := $(O)/libdaemon.a
 RERANDD     := $(if $(wildcard daemon/main.c),$(O)/rerandd)
@@ -143,9 +146,9 @@ $(LIBDAEMON): $(DAEMON_LIB_OBJS)
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(RERANDD): $(O)/host/daemon/main.o $(LIBDAEMON) $(LIBRERAND) $(O)/host/kexec/stage_blob.o
+$(RERANDD): $(DAEMON_MAIN_OBJS) $(LIBDAEMON) $(LIBRERAND) $(O)/host/kexec/stage_blob.o
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $< $(O)/host/kexec/stage_blob.o $(LIBDAEMON) $(LIBRERAND) \
+	$(Q)$(CC) $(CFLAGS) -o $@ $(DAEMON_MAIN_OBJS) $(O)/host/kexec/stage_blob.o $(LIBDAEMON) $(LIBRERAND) \
 		$(DAEMON_LIBS) $(LIB_LIBS)
 
 $(LIBFLEETD): $(FLEETD_LIB_OBJS)

@@ -428,18 +428,60 @@ static void fail(const struct rr_config *c, struct rr_crash *cr, const char *msg
 		rr_log(RR_LOG_WARNING, "the crash kernel loaded before stays in place");
 }
 
-int crash_reload(const struct rr_config *c, struct rr_crash *cr, const struct rr_stage_plan *base,
-		 time_t now)
+static int crash_planner(const struct rr_config *c, const void *base, struct rr_stage_plan *p,
+			 struct rr_err *e)
 {
-	struct rr_stage_plan p;
-	struct rr_err e;
-	char msg[RR_ERR_MAX];
+	return crash_plan(c, base, p, e);
+}
+
+struct crash_ctx {
+	const struct rr_config *c;
+	struct rr_crash *cr;
+	time_t now;
+	void (*done)(void *arg);
+	void *arg;
+};
+
+static void crash_loaded(int r, const struct rr_stage_plan *p, const char *msg, void *ud)
+{
+	struct crash_ctx x = *(struct crash_ctx *)ud;
+	struct rr_crash *cr = x.cr;
 	uint64_t v;
+
+	free(ud);
+	cr->job = NULL;
+	if (r < 0) {
+		fail(x.c, cr, msg, x.now);
+	} else if (cr->loaded = cr->ours = true,
+		   crash_read_u64(x.c->kexec_crash_loaded, &v) == 0 && !v) {
+		cr->loaded = cr->ours = false;
+		fail(x.c, cr, "kexec -p reported success but the kernel has no crash kernel loaded",
+		     x.now);
+	} else {
+		cr->state = RR_CS_LOADED;
+		cr->loaded_at = x.now;
+		cr->loads++;
+		cr->error[0] = 0;
+		snprintf(cr->kernel, sizeof(cr->kernel), "%s", p->kernel);
+		snprintf(cr->sha, sizeof(cr->sha), "%s", p->sha);
+		rr_log(RR_LOG_INFO, "crash kernel loaded: %s (sha256 %.16s) in a %llu MiB crash region, "
+		       "command line: %s", p->kernel, p->sha, (unsigned long long)(cr->reserved >> 20),
+		       p->cmdline);
+	}
+	x.done(x.arg);
+}
+
+int crash_start(sd_event *ev, const struct rr_config *c, struct rr_crash *cr,
+		const struct rr_stage_plan *base, time_t now, void (*done)(void *arg), void *arg)
+{
+	struct rr_stage_req req = { .planner = crash_planner, .planner_arg = base, .crash = true };
+	struct rr_err e;
+	struct crash_ctx *x;
 	int r;
 
 	cr->reload_at = 0;
 	cr->first_request = 0;
-	if (cr->state == RR_CS_CRASH_BOOT)
+	if (cr->state == RR_CS_CRASH_BOOT || cr->job)
 		return 0;
 	if (c->crash_mode == RR_CRASH_OFF) {
 		crash_refresh(c, cr);
@@ -456,27 +498,17 @@ int crash_reload(const struct rr_config *c, struct rr_crash *cr, const struct rr
 		cr->error[0] = 0;
 		return 0;
 	}
-	if ((r = crash_plan(c, base, &p, &e)) < 0 || (r = stage_build(c, &p, &e)) < 0) {
+	x = malloc(sizeof(*x));
+	if (!x) {
+		fail(c, cr, "out of memory", now);
+		return 0;
+	}
+	*x = (struct crash_ctx){ c, cr, now, done, arg };
+	/* planned in the staging helper: crash_plan hashes the kernel */
+	if ((r = stage_start(ev, c, &req, crash_loaded, x, &cr->job, &e)) < 0) {
+		free(x);
 		fail(c, cr, e.msg, now);
-		return r;
+		return 0;
 	}
-	if ((r = stage_load_run(c, &p, true, msg, sizeof(msg))) < 0) {
-		fail(c, cr, msg, now);
-		return r;
-	}
-	cr->loaded = cr->ours = true;
-	if (crash_read_u64(c->kexec_crash_loaded, &v) == 0 && !v) {
-		cr->loaded = cr->ours = false;
-		fail(c, cr, "kexec -p reported success but the kernel has no crash kernel loaded", now);
-		return -EIO;
-	}
-	cr->state = RR_CS_LOADED;
-	cr->loaded_at = now;
-	cr->loads++;
-	cr->error[0] = 0;
-	snprintf(cr->kernel, sizeof(cr->kernel), "%s", p.kernel);
-	snprintf(cr->sha, sizeof(cr->sha), "%s", p.sha);
-	rr_log(RR_LOG_INFO, "crash kernel loaded: %s (sha256 %.16s) in a %llu MiB crash region, "
-	       "command line: %s", p.kernel, p.sha, (unsigned long long)(cr->reserved >> 20), p.cmdline);
-	return 0;
+	return 1;
 }

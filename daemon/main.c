@@ -4,13 +4,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
@@ -22,59 +20,13 @@
 #include "status.h"
 
 #define STAGE_RETRY 300            /* seconds between attempts after a stage failure */
-#define REBOOT_GRACE 300           /* an accepted reboot that never came is a failure */
 
-struct daemon {
-	char conf_main[RR_PATH], conf_dir[RR_PATH];
-	char blocked_why[512];          /* last blocker reason logged */
-	struct rr_config cfg;
-	struct rr_state st;
-	char state_path[RR_PATH + 16];
-	sd_event *ev;
-	sd_event_source *timer;
-	int kmsg_fd, ctl_fd;
-	char boot_id[RR_BOOT_ID];
-	time_t boot_time;
-	enum rr_verify verify;
-	double entropy_bits;
-	struct rr_stage_plan plan;
-	bool staged;
-	time_t stage_failed_at;
-	char stage_error[RR_ERR_MAX];
-	time_t new_kernel_at;          /* settle deadline after a /boot change */
-	time_t rebooting_since;
-	struct rr_policy_out out;
-	struct rr_coord co;            /* the fleet lock; off with Backend=none */
-	struct rr_crash cr;            /* the rerandomizing crash kernel */
-	bool have_status;              /* this boot has a stage status record */
-	uint32_t status_flags;         /* its RERAND_ST_* flags */
-	bool crash_boot;               /* this boot is a crash kernel's: idle */
-	bool confirming;               /* staged and hooked: waiting for the fleet's confirm */
-};
-
-static void save_state(struct daemon *d)
+void daemon_save(struct daemon *d)
 {
 	struct rr_err e;
 
 	if (state_save(d->state_path, &d->st, &e) < 0)
 		rr_log(RR_LOG_ERR, "%s", e.msg);
-}
-
-static void read_verify(struct daemon *d)
-{
-	struct rerand_status s;
-	struct rr_err e;
-	int r = rr_status_read(d->cfg.setup_data, &s, &e);
-
-	d->entropy_bits = 0;
-	d->have_status = r == 0;
-	d->status_flags = r == 0 ? s.flags : 0;
-	d->verify = state_verify_record(r, &s);
-	if (r < 0 && r != -ENOENT)
-		rr_log(RR_LOG_WARNING, "%s", e.msg);
-	if (r == 0)
-		d->entropy_bits = (s.phys_slots ? log2((double)s.phys_slots) : 0) +
-				  (s.virt_slots ? log2((double)s.virt_slots) : 0);
 }
 
 static void set_stage_error(struct daemon *d, const char *msg)
@@ -84,63 +36,77 @@ static void set_stage_error(struct daemon *d, const char *msg)
 	snprintf(d->stage_error, sizeof(d->stage_error), "%s", msg);
 }
 
-/* Plan (unless given), build into the cache, load with a fresh seed. */
-static int stage(struct daemon *d, const struct rr_stage_plan *given)
+static void on_staged(int r, const struct rr_stage_plan *p, const char *msg, void *ud)
 {
-	struct rr_stage_plan p;
+	struct daemon *d = ud;
+	bool new_kernel = d->stage_new_kernel, stale = d->stage_stale;
+
+	d->stage_job = NULL;
+	d->stage_new_kernel = d->stage_stale = false;
+	if (r == 1) {
+		/* a /boot change, but the staged kernel is still the newest */
+	} else if (r < 0) {
+		d->stage_failed_at = time(NULL);
+		set_stage_error(d, msg);
+	} else {
+		if (new_kernel)
+			rr_log(RR_LOG_NOTICE, "new kernel %s (sha256 %.16s)", p->kernel, p->sha);
+		d->plan = *p;
+		d->staged = !stale;        /* a reload meanwhile: stage its settings next */
+		d->stage_error[0] = 0;
+		d->stage_failed_at = 0;
+		snprintf(d->st.staged_sha, sizeof(d->st.staged_sha), "%s", p->sha);
+		d->st.staged_time = time(NULL);
+		d->st.trig_new_kernel |= new_kernel;
+		stage_prune(&d->cfg, p->sha, d->cr.sha);
+		daemon_save(d);
+		if (*p->signer)
+			rr_log(RR_LOG_INFO, "staged %s (kernel sha256 %.16s), %s image %s signed by "
+			       "\"%s\"", p->kernel, p->sha, stage_source_name(p->source), p->image,
+			       p->signer);
+		else
+			rr_log(RR_LOG_INFO, "staged %s (kernel sha256 %.16s)", p->kernel, p->sha);
+	}
+	seq_restaged(d, stale ? -ESTALE : r < 0 ? r : 0);
+	daemon_evaluate_soon(d);
+}
+
+int daemon_stage(struct daemon *d, const struct rr_stage_plan *given, bool new_kernel)
+{
+	struct rr_stage_req req = { .plan = given };
 	struct rr_err e;
 	int r;
 
-	if (given)
-		p = *given;
-	else if ((r = stage_plan(&d->cfg, NULL, &p, &e)) < 0)
-		goto fail;
-	if ((r = stage_build(&d->cfg, &p, &e)) < 0 || (r = stage_load(&d->cfg, &p, &e)) < 0)
-		goto fail;
-	d->plan = p;
-	d->staged = true;
-	d->stage_error[0] = 0;
-	d->stage_failed_at = 0;
-	snprintf(d->st.staged_sha, sizeof(d->st.staged_sha), "%s", p.sha);
-	d->st.staged_time = time(NULL);
-	stage_prune(&d->cfg, p.sha, d->cr.sha);
-	save_state(d);
-	if (*p.signer)
-		rr_log(RR_LOG_INFO, "staged %s (kernel sha256 %.16s), %s image %s signed by \"%s\"",
-		       p.kernel, p.sha, stage_source_name(p.source), p.image, p.signer);
-	else
-		rr_log(RR_LOG_INFO, "staged %s (kernel sha256 %.16s)", p.kernel, p.sha);
+	if (d->stage_job)
+		return -EBUSY;
+	if ((r = stage_start(d->ev, &d->cfg, &req, on_staged, d, &d->stage_job, &e)) < 0) {
+		d->stage_failed_at = time(NULL);
+		set_stage_error(d, e.msg);
+		return r;
+	}
+	d->stage_new_kernel = new_kernel;
 	return 0;
-fail:
-	d->stage_failed_at = time(NULL);
-	set_stage_error(d, e.msg);
-	return r;
 }
 
+/* A kernel appeared in /boot: stage the newest (or Kernel=) unless its hash
+ * is the staged one; the helper plans it. */
 static void check_new_kernel(struct daemon *d)
 {
-	struct rr_stage_plan p;
-	struct rr_err e;
 	char newest[RR_PATH];
-	const char *target = NULL;
+	struct rr_stage_req req = { .unless_sha = d->st.staged_sha };
+	struct rr_err e;
 
 	d->new_kernel_at = 0;
 	if (!*d->cfg.kernel) {
 		if (stage_newest_kernel(d->cfg.boot_dir, newest, sizeof(newest)) < 0)
 			return;
-		target = newest;
+		req.kernel = newest;
 	}
-	if (stage_plan(&d->cfg, target, &p, &e) < 0) {
+	if (stage_start(d->ev, &d->cfg, &req, on_staged, d, &d->stage_job, &e) < 0) {
 		set_stage_error(d, e.msg);
 		return;
 	}
-	if (!strcmp(p.sha, d->st.staged_sha))
-		return;
-	rr_log(RR_LOG_NOTICE, "new kernel %s (sha256 %.16s)", p.kernel, p.sha);
-	if (stage(d, &p) == 0) {
-		d->st.trig_new_kernel = true;
-		save_state(d);
-	}
+	d->stage_new_kernel = true;
 }
 
 static void check_taint(struct daemon *d)
@@ -156,7 +122,7 @@ static void check_taint(struct daemon *d)
 	d->st.trig_oops = true;
 	rr_log(RR_LOG_WARNING, "kernel taint shows a new %s: the layout may have leaked",
 	       fresh & RR_TAINT_DIE ? "oops (TAINT_DIE)" : "warning (TAINT_WARN)");
-	save_state(d);
+	daemon_save(d);
 }
 
 static void fill_view(struct daemon *d, struct rr_view *v)
@@ -198,7 +164,7 @@ static void fill_view(struct daemon *d, struct rr_view *v)
 	v->crash_boots = d->st.crash_boots;
 }
 
-static void publish(struct daemon *d)
+void daemon_publish(struct daemon *d)
 {
 	struct rr_view v;
 	struct rr_err e;
@@ -216,82 +182,40 @@ static void publish(struct daemon *d)
 		   v.stopped ? "; STOPPED after repeated failures" : "");
 }
 
-static void do_reboot(struct daemon *d)
+static void on_blockers(int blocked, const char *why, void *ud)
 {
-	struct rr_err e;
+	struct daemon *d = ud;
 
-	/* At most MaxConcurrent hosts of the group past this point at once; with
-	 * the backend unreachable nobody is (fail closed). */
-	int r;
-
-	if (coord_gate(&d->co, &d->cfg, &d->st, d->out.reason) != 1)
-		return;
-	if (!d->confirming) {
-		rr_log(RR_LOG_NOTICE, "rerandomizing reboot (%s)", policy_reason_name(d->out.reason));
-		/* A fresh seed just before the reboot: the staged one has sat in
-		 * memory since the last restage. */
-		if (stage(d, &d->plan) < 0) {
-			coord_abort(&d->co);
-			return;
-		}
-		publish(d);                 /* hooks see this tick's status and metrics */
-		if (reboot_run_hooks(d->cfg.pre_reboot_dir, d->cfg.hook_timeout, &e) < 0) {
-			rr_log(RR_LOG_ERR, "%s; not rebooting now", e.msg);
-			coord_abort(&d->co);
-			return;
-		}
-		d->confirming = true;
-	}
-	/* the fleet helper's answer wakes the next evaluation (coord_set_wake) */
-	r = coord_confirm(&d->co);
-	if (r == COORD_PENDING)
-		return;
-	d->confirming = false;
-	if (r != 1) {
-		coord_abort(&d->co);
-		return;
-	}
-	state_record_attempt(&d->st, d->out.reason, time(NULL));
-	d->st.trig_now = false;
-	save_state(d);              /* the attempt must be on disk before we go */
-	publish(d);
-	if (reboot_kexec(&d->cfg, &e) < 0) {
-		rr_log(RR_LOG_ERR, "reboot failed: %s", e.msg);
-		state_record_failed_reboot(&d->st, time(NULL));
-		save_state(d);
-		coord_abort(&d->co);
-		return;
-	}
-	d->rebooting_since = time(NULL);
+	d->blockers = NULL;
+	d->blk_done = true;
+	d->blk_blocked = blocked > 0;
+	snprintf(d->blk_why, sizeof(d->blk_why), "%s", why);
+	daemon_evaluate_soon(d);
 }
 
-static void evaluate(struct daemon *d)
+static void on_crash_loaded(void *ud)
+{
+	daemon_evaluate_soon(ud);
+}
+
+/* idle: keep an image staged and the crash kernel loaded, watch for
+ * triggers; when policy says reboot and nothing blocks, start the sequence. */
+static void evaluate_idle(struct daemon *d, time_t now)
 {
 	struct rr_policy_in in = { 0 };
-	time_t now = time(NULL);
-	int64_t next_ms, fleet_ms;
 
-	if (d->rebooting_since) {
-		/* the lease must outlive the shutdown */
-		coord_keepalive(&d->co);
-		if (now - d->rebooting_since < REBOOT_GRACE)
-			goto rearm;
-		rr_log(RR_LOG_ERR, "the reboot was accepted but never happened");
-		d->rebooting_since = 0;
-		state_record_failed_reboot(&d->st, now);
-		save_state(d);
-		coord_abort(&d->co);
-	}
 	coord_service(&d->co, &d->cfg, &d->st);
 	check_taint(d);
-	if (d->new_kernel_at && now >= d->new_kernel_at)
+	if (!d->stage_job && d->new_kernel_at && now >= d->new_kernel_at)
 		check_new_kernel(d);
-	if ((!d->staged && (!d->stage_failed_at || now - d->stage_failed_at >= STAGE_RETRY)) ||
-	    (d->staged && now - d->st.staged_time >= d->cfg.restage_interval))
-		stage(d, d->staged ? &d->plan : NULL);
+	if (!d->stage_job &&
+	    ((!d->staged && (!d->stage_failed_at || now - d->stage_failed_at >= STAGE_RETRY)) ||
+	     (d->staged && now - d->st.staged_time >= d->cfg.restage_interval)))
+		daemon_stage(d, d->staged ? &d->plan : NULL, false);
 	/* after a new kernel was staged: the crash kernel follows it */
-	if (crash_due(&d->cfg, &d->cr, now))
-		crash_reload(&d->cfg, &d->cr, d->staged ? &d->plan : NULL, now);
+	if (!d->stage_job && !d->cr.job && crash_due(&d->cfg, &d->cr, now))
+		crash_start(d->ev, &d->cfg, &d->cr, d->staged ? &d->plan : NULL, now,
+			    on_crash_loaded, d);
 
 	in.now = now;
 	in.layout_born = d->boot_time;
@@ -306,34 +230,52 @@ static void evaluate(struct daemon *d)
 	in.hold = d->st.hold;
 	in.staged = d->staged;
 	policy_decide(&d->cfg, &in, &d->out);
-	if (d->out.action == RR_ACT_REBOOT) {
-		char who[256] = "", why[sizeof(d->blocked_why)] = "";
-		/* The expensive blockers are asked only when a reboot is due. */
-		in.inhibited = d->cfg.honor_inhibitors && reboot_inhibited(who, sizeof(who)) > 0;
-		if (in.inhibited)
-			snprintf(why, sizeof(why), "reboot blocked by a logind inhibitor: %s", who);
-		in.command_blocks = !in.inhibited &&
-				    reboot_command_blocks(&d->cfg, why, sizeof(why)) > 0;
-		/* Say so when the reason changes, not at every tick. */
-		if (*why && strcmp(why, d->blocked_why))
-			rr_log(RR_LOG_NOTICE, "%s", why);
-		snprintf(d->blocked_why, sizeof(d->blocked_why), "%s", why);
-		policy_decide(&d->cfg, &in, &d->out);
-	}
-	if (d->out.action == RR_ACT_REBOOT)
-		do_reboot(d);
-	else {
-		d->confirming = false;
+	if (d->out.action != RR_ACT_REBOOT) {
+		d->blk_done = false;
+		blockers_cancel(d->blockers);
+		d->blockers = NULL;
 		coord_not_due(&d->co);
+		return;
 	}
-	publish(d);
-rearm:
+	/* Staging and the crash load finish first: one kexec load at a time. */
+	if (d->stage_job || d->cr.job || d->blockers)
+		return;
+	/* The expensive blockers are asked only when a reboot is due, and
+	 * their answer is used once: the next due evaluation asks again. */
+	if (!d->blk_done) {
+		if (blockers_start(d->ev, &d->cfg, on_blockers, d, &d->blockers) > 0)
+			return;
+		d->blk_blocked = false;
+		d->blk_why[0] = 0;
+	}
+	d->blk_done = false;
+	in.inhibited = d->blk_blocked && !strncmp(d->blk_why, "reboot blocked by a logind", 26);
+	in.command_blocks = d->blk_blocked && !in.inhibited;
+	/* Say so when the reason changes, not at every tick. */
+	if (*d->blk_why && strcmp(d->blk_why, d->blocked_why))
+		rr_log(RR_LOG_NOTICE, "%s", d->blk_why);
+	snprintf(d->blocked_why, sizeof(d->blocked_why), "%s", d->blk_why);
+	policy_decide(&d->cfg, &in, &d->out);
+	if (d->out.action == RR_ACT_REBOOT)
+		seq_begin(d);
+}
+
+static void evaluate(struct daemon *d)
+{
+	time_t now = time(NULL);
+	int64_t next_ms, fleet_ms;
+
+	if (d->st.phase == RR_PH_IDLE)
+		evaluate_idle(d, now);
+	else
+		seq_step(d, now);
+	daemon_publish(d);
 	next_ms = d->cfg.tick * 1000;
 	if (d->out.action == RR_ACT_WAIT && d->out.when > now && d->out.when - now < d->cfg.tick)
 		next_ms = (int64_t)(d->out.when - now) * 1000;
 	if (d->new_kernel_at > now && (int64_t)(d->new_kernel_at - now) * 1000 < next_ms)
 		next_ms = (int64_t)(d->new_kernel_at - now) * 1000;
-	time_t crash_at = crash_next(&d->cfg, &d->cr);
+	time_t crash_at = d->cr.job ? 0 : crash_next(&d->cfg, &d->cr);
 	if (crash_at && (crash_at <= now || (int64_t)(crash_at - now) * 1000 < next_ms))
 		next_ms = crash_at <= now ? 0 : (int64_t)(crash_at - now) * 1000;
 	/* retries, the spread start and keepalives are in milliseconds */
@@ -343,15 +285,16 @@ rearm:
 		if (fleet_ms < next_ms)
 			next_ms = fleet_ms;
 	}
+	/* a running job's completion re-evaluates; nothing to poll for meanwhile */
 	if (next_ms < 10)
-		next_ms = 10;
+		next_ms = (d->stage_job || d->cr.job) ? 1000 : 10;
 	uint64_t usec;
 	sd_event_now(d->ev, CLOCK_MONOTONIC, &usec);
 	sd_event_source_set_time(d->timer, usec + (uint64_t)next_ms * 1000ull);
 	sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
 }
 
-static void evaluate_soon(struct daemon *d)
+void daemon_evaluate_soon(struct daemon *d)
 {
 	uint64_t usec;
 
@@ -362,10 +305,10 @@ static void evaluate_soon(struct daemon *d)
 	sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
 }
 
-/* coord's wake callback: a fleet reply or outage; evaluate on the next turn */
+/* coord finished something: evaluate from the loop, never from inside coord */
 static void on_coord_wake(void *ud)
 {
-	evaluate_soon(ud);
+	daemon_evaluate_soon(ud);
 }
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *ud)
@@ -385,8 +328,8 @@ static int on_kmsg(sd_event_source *s, int fd, uint32_t revents, void *ud)
 	rr_log(RR_LOG_WARNING, "the kernel logged a%s: the layout may have leaked",
 	       k == RR_KMSG_OOPS ? "n oops" : k == RR_KMSG_BUG ? " BUG" : " WARNING");
 	d->st.trig_oops = true;
-	save_state(d);
-	evaluate_soon(d);
+	daemon_save(d);
+	daemon_evaluate_soon(d);
 	return 0;
 }
 
@@ -400,7 +343,7 @@ static int on_boot_change(sd_event_source *s, const struct inotify_event *ev, vo
 	/* Package scripts write the initrd after the kernel: let them settle. */
 	d->new_kernel_at = time(NULL) + d->cfg.new_kernel_settle;
 	crash_request(&d->cr, time(NULL), d->cfg.new_kernel_settle);
-	evaluate_soon(d);
+	daemon_evaluate_soon(d);
 	return 0;
 }
 
@@ -417,7 +360,7 @@ static int on_signed_change(sd_event_source *s, const struct inotify_event *ev, 
 	if (!d->staged)
 		d->stage_failed_at = 0;        /* no need to wait for the retry */
 	crash_request(&d->cr, time(NULL), d->cfg.new_kernel_settle);
-	evaluate_soon(d);
+	daemon_evaluate_soon(d);
 	return 0;
 }
 
@@ -432,7 +375,7 @@ static int on_uevent(sd_event_source *s, int fd, uint32_t revents, void *ud)
 	rr_log(RR_LOG_INFO, "%s hotplug: reloading the crash kernel once it settles",
 	       k == RR_HP_MEMORY ? "memory" : "CPU");
 	crash_request(&d->cr, time(NULL), d->cfg.hotplug_settle);
-	evaluate_soon(d);
+	daemon_evaluate_soon(d);
 	return 0;
 }
 
@@ -462,19 +405,19 @@ static int on_control(sd_event_source *s, int fd, uint32_t revents, void *ud)
 			break;
 		}
 		d->st.trig_now = true;
-		save_state(d);
+		daemon_save(d);
 		rr_log(RR_LOG_NOTICE, "rerandomization requested over the control socket");
 		control_reply(cfd, true, d->st.hold ? "requested, but a hold is in place\n"
 						    : "requested\n");
-		evaluate_soon(d);
+		daemon_evaluate_soon(d);
 		break;
 	case RR_CTL_HOLD:
 	case RR_CTL_RELEASE:
 		d->st.hold = cmd == RR_CTL_HOLD;
-		save_state(d);
+		daemon_save(d);
 		rr_log(RR_LOG_NOTICE, "operator %s", d->st.hold ? "hold" : "release");
 		control_reply(cfd, true, d->st.hold ? "held\n" : "released\n");
-		evaluate_soon(d);
+		daemon_evaluate_soon(d);
 		break;
 	case RR_CTL_FLEET_STATUS:
 	case RR_CTL_FLEET_STATUS_JSON:
@@ -483,7 +426,7 @@ static int on_control(sd_event_source *s, int fd, uint32_t revents, void *ud)
 		break;
 	case RR_CTL_FLEET_RELEASE:
 		control_reply(cfd, coord_release_host(&d->co, arg, body, sizeof(body)) == 0, body);
-		evaluate_soon(d);
+		daemon_evaluate_soon(d);
 		break;
 	default:
 		control_reply(cfd, false, "unknown command (status [json], now, hold, release, "
@@ -501,6 +444,65 @@ static void print_errs(const struct rr_cfg_errs *errs)
 		rr_log(RR_LOG_ERR, "... and %u more errors", errs->dropped);
 }
 
+/* What a reload means for the state machine: a new image (restage), a new
+ * crash kernel (recrash), or only what a restart may change (warned). */
+enum { RELOAD_RESTAGE = 1 << 0, RELOAD_RECRASH = 1 << 1 };
+
+static unsigned reload_effects(const struct rr_config *o, const struct rr_config *c)
+{
+	unsigned fx = 0;
+
+	if (strcmp(c->kernel, o->kernel) || strcmp(c->initrd, o->initrd) ||
+	    strcmp(c->cmdline, o->cmdline) || c->cmdline_set != o->cmdline_set ||
+	    stage_secure_changed(c, o))
+		fx |= RELOAD_RESTAGE | RELOAD_RECRASH;
+	if (c->crash_mode != o->crash_mode || strcmp(c->crash_kernel, o->crash_kernel) ||
+	    strcmp(c->crash_initrd, o->crash_initrd) || strcmp(c->crash_cmdline, o->crash_cmdline) ||
+	    c->crash_cmdline_set != o->crash_cmdline_set ||
+	    c->crash_file_syscall != o->crash_file_syscall ||
+	    c->crash_file_syscall_set != o->crash_file_syscall_set ||
+	    c->file_syscall != o->file_syscall || strcmp(c->kexec_crash_size, o->kexec_crash_size))
+		fx |= RELOAD_RECRASH;
+	return fx;
+}
+
+/* Keep what only a restart may change, and say so. */
+static void reload_keep_fixed(const struct rr_config *o, struct rr_config *c)
+{
+	if (strcmp(c->state_dir, o->state_dir) || strcmp(c->control_socket, o->control_socket) ||
+	    strcmp(c->run_dir, o->run_dir) || strcmp(c->kmsg, o->kmsg))
+		rr_log(RR_LOG_WARNING, "directory, socket and kmsg changes take effect on restart");
+	if (strcmp(c->uevents, o->uevents))
+		rr_log(RR_LOG_WARNING, "Uevents= changes take effect on restart");
+	memcpy(c->uevents, o->uevents, sizeof(c->uevents));
+	memcpy(c->state_dir, o->state_dir, sizeof(c->state_dir));
+	memcpy(c->run_dir, o->run_dir, sizeof(c->run_dir));
+	memcpy(c->control_socket, o->control_socket, sizeof(c->control_socket));
+	memcpy(c->kmsg, o->kmsg, sizeof(c->kmsg));
+}
+
+static void reload_apply(struct daemon *d, unsigned fx)
+{
+	coord_reconfigure(&d->co, &d->cfg.fleet, &d->st);
+	if (fx & RELOAD_RESTAGE) {
+		/* staged: the old settings' image; staging: finishes, then again */
+		d->staged = false;
+		d->stage_failed_at = 0;
+		d->stage_stale = d->stage_job != NULL;
+		/* a sequence that has not asked for the reboot yet would boot
+		 * the old settings: it starts again with the new ones */
+		if (d->st.phase >= RR_PH_GATE && d->st.phase <= RR_PH_CONFIRM)
+			seq_unwind(d, "the configuration changed what is staged");
+	}
+	if (!(fx & RELOAD_RECRASH))
+		return;
+	/* Mode=off leaves a loaded crash kernel alone, ours or not */
+	if (!d->crash_boot && d->cfg.crash_mode == RR_CRASH_AUTO)
+		d->cr.state = RR_CS_PENDING;
+	else
+		crash_refresh(&d->cfg, &d->cr);
+}
+
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *ud)
 {
 	struct daemon *d = ud;
@@ -509,39 +511,11 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 
 	sd_notify(0, "RELOADING=1");
 	if (errs && c && config_load(d->conf_main, d->conf_dir, c, errs) == 0) {
-		if (strcmp(c->state_dir, d->cfg.state_dir) || strcmp(c->control_socket, d->cfg.control_socket) ||
-		    strcmp(c->run_dir, d->cfg.run_dir) || strcmp(c->kmsg, d->cfg.kmsg))
-			rr_log(RR_LOG_WARNING, "directory, socket and kmsg changes take effect on restart");
-		bool restage = strcmp(c->kernel, d->cfg.kernel) || strcmp(c->initrd, d->cfg.initrd) ||
-			       strcmp(c->cmdline, d->cfg.cmdline) || c->cmdline_set != d->cfg.cmdline_set ||
-			       stage_secure_changed(c, &d->cfg);
-		bool recrash = restage || c->crash_mode != d->cfg.crash_mode ||
-			       strcmp(c->crash_kernel, d->cfg.crash_kernel) ||
-			       strcmp(c->crash_initrd, d->cfg.crash_initrd) ||
-			       strcmp(c->crash_cmdline, d->cfg.crash_cmdline) ||
-			       c->crash_cmdline_set != d->cfg.crash_cmdline_set ||
-			       c->crash_file_syscall != d->cfg.crash_file_syscall ||
-			       c->crash_file_syscall_set != d->cfg.crash_file_syscall_set ||
-			       c->file_syscall != d->cfg.file_syscall ||
-			       strcmp(c->kexec_crash_size, d->cfg.kexec_crash_size);
-		if (strcmp(c->uevents, d->cfg.uevents))
-			rr_log(RR_LOG_WARNING, "Uevents= changes take effect on restart");
-		memcpy(c->uevents, d->cfg.uevents, sizeof(c->uevents));
-		/* keep what only a restart may change */
-		memcpy(c->state_dir, d->cfg.state_dir, sizeof(c->state_dir));
-		memcpy(c->run_dir, d->cfg.run_dir, sizeof(c->run_dir));
-		memcpy(c->control_socket, d->cfg.control_socket, sizeof(c->control_socket));
-		memcpy(c->kmsg, d->cfg.kmsg, sizeof(c->kmsg));
+		unsigned fx = reload_effects(&d->cfg, c);
+		reload_keep_fixed(&d->cfg, c);
 		d->cfg = *c;
-		coord_reconfigure(&d->co, &d->cfg.fleet, &d->st);
 		rr_log(RR_LOG_INFO, "configuration reloaded");
-		if (restage)
-			d->staged = false, d->stage_failed_at = 0;
-		/* Mode=off leaves a loaded crash kernel alone, ours or not */
-		if (recrash && !d->crash_boot && d->cfg.crash_mode == RR_CRASH_AUTO)
-			d->cr.state = RR_CS_PENDING;
-		else if (recrash)
-			crash_refresh(&d->cfg, &d->cr);
+		reload_apply(d, fx);
 	} else if (errs) {
 		print_errs(errs);
 		rr_log(RR_LOG_ERR, "configuration has errors: keeping the previous one");
@@ -549,97 +523,8 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 	free(errs);
 	free(c);
 	sd_notify(0, "READY=1");
-	evaluate_soon(d);
+	daemon_evaluate_soon(d);
 	return 0;
-}
-
-/* When this boot began: /proc/stat's btime (a fixture in tests), else the
- * boot-time clock. */
-static time_t boot_started(const struct rr_config *c, time_t now)
-{
-	struct timespec bt;
-	time_t t;
-
-	if (*c->proc_stat && watch_read_btime(c->proc_stat, now, &t) == 0)
-		return t;
-	clock_gettime(CLOCK_BOOTTIME, &bt);
-	return now - bt.tv_sec;
-}
-
-static enum rr_outcome first_look(struct daemon *d)
-{
-	struct rr_err e;
-	time_t now = time(NULL);
-	enum rr_outcome out;
-
-	if (state_load(d->state_path, &d->st, &e) < 0)
-		rr_log(RR_LOG_WARNING, "%s", e.msg);
-	read_verify(d);
-	out = state_account_boot(&d->st, d->boot_id, d->verify, now);
-	switch (out) {
-	case RR_OUT_SUCCESS:
-		rr_log(RR_LOG_NOTICE, "rerandomizing reboot verified: this boot is randomized (%.1f bits)",
-		       d->entropy_bits);
-		break;
-	case RR_OUT_FAILURE:
-		rr_log(RR_LOG_ERR, "rerandomizing reboot failed: this boot is %s (%u in a row)",
-		       state_verify_name(d->verify), d->st.failures);
-		break;
-	case RR_OUT_WEAK:
-		rr_log(RR_LOG_ERR, "rerandomizing reboot was weak: the stage drew the bases from the "
-		       "TSC alone (no seed, no RDSEED or RDRAND); not verified, counted with the "
-		       "failures (%u in a row)", d->st.failures);
-		break;
-	case RR_OUT_ABORTED:
-		rr_log(RR_LOG_WARNING, "a planned reboot did not happen before rerandd restarted");
-		break;
-	case RR_OUT_UNPLANNED:
-		rr_log(RR_LOG_NOTICE, "booted without rerandd (this boot: %s)",
-		       state_verify_name(d->verify));
-		break;
-	default:
-		break;
-	}
-	if (policy_stopped(&d->cfg, d->st.failures))
-		rr_log(RR_LOG_ERR, "ALERT: %u rerandomizing reboots failed in a row; stopped until "
-		       "a verified boot or `rerand now`", d->st.failures);
-	if (d->st.jitter < 0) {
-		uint64_t r = 0;
-		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-			r = (uint64_t)now * 0x9e3779b97f4a7c15ull;
-		d->st.jitter = policy_jitter(d->cfg.jitter, r);
-	}
-	save_state(d);
-	d->boot_time = boot_started(&d->cfg, now);
-	return out;
-}
-
-/* A crash kernel's boot (kdump): count it, and stay idle.  Staging from
- * here would load a kernel into a machine that is about to be reset after
- * the dump, and a reboot from here would lose the dump. */
-static bool crash_boot_check(struct daemon *d)
-{
-	struct rr_err e;
-	struct stat st;
-	char *text = NULL;
-
-	read_verify(d);
-	if (rr_read_text(d->cfg.proc_cmdline, 1u << 16, &text, NULL) < 0)
-		text = NULL;
-	d->crash_boot = crash_boot_detect(d->have_status, d->status_flags,
-					  stat(d->cfg.proc_vmcore, &st) == 0, text);
-	free(text);
-	if (!d->crash_boot)
-		return false;
-	if (state_load(d->state_path, &d->st, &e) < 0)
-		rr_log(RR_LOG_WARNING, "%s", e.msg);
-	if (state_account_crash_boot(&d->st, d->boot_id, time(NULL)))
-		save_state(d);
-	d->cr.state = RR_CS_CRASH_BOOT;
-	d->boot_time = boot_started(&d->cfg, time(NULL));
-	rr_log(RR_LOG_NOTICE, "this is a crash kernel's boot (crash boot %llu): not a rerandomization; "
-	       "rerandd stays idle (no staging, no reboots)", (unsigned long long)d->st.crash_boots);
-	return true;
 }
 
 static void usage(FILE *f)
@@ -719,13 +604,14 @@ static int run(int argc, char **argv)
 	}
 	crash_init(&d->cr);
 	d->cr.state = d->cfg.crash_mode == RR_CRASH_OFF ? RR_CS_OFF : RR_CS_PENDING;
-	if (!crash_boot_check(d)) {
+	if (!boot_crash_check(d)) {
 		/* the boot is accounted for first: its verdict decides what happens
 		 * to a fleet slot held across the reboot */
-		enum rr_outcome out = first_look(d);
-		coord_set_wake(&d->co, on_coord_wake, d);
+		enum rr_resume resume;
+		enum rr_outcome out = boot_first_look(d, &resume);
 		coord_open(&d->co, &d->cfg.fleet, d->state_path);
 		coord_startup(&d->co, &d->st, out);
+		seq_resume(d, resume);
 	}
 
 	d->ctl_fd = control_listen(d->cfg.control_socket, &e);
@@ -737,6 +623,7 @@ static int run(int argc, char **argv)
 	sigaddset(&ss, SIGTERM);
 	sigaddset(&ss, SIGINT);
 	sigaddset(&ss, SIGHUP);
+	sigaddset(&ss, SIGCHLD);           /* sd-event's child sources want it blocked */
 	sigprocmask(SIG_BLOCK, &ss, NULL);
 	if ((r = sd_event_default(&d->ev)) < 0 ||
 	    (r = sd_event_add_signal(d->ev, NULL, SIGTERM, NULL, NULL)) < 0 ||
@@ -749,13 +636,14 @@ static int run(int argc, char **argv)
 	}
 	if (d->crash_boot) {
 		/* only the control socket: `rerand status` says what this boot is */
-		publish(d);
+		daemon_publish(d);
 		goto loop;
 	}
 	if ((r = sd_event_add_time(d->ev, &d->timer, CLOCK_MONOTONIC, 0, 0, on_timer, d)) < 0) {
 		rr_log(RR_LOG_ERR, "sd-event setup: %s", strerror(-r));
 		return 1;
 	}
+	coord_set_wake(&d->co, on_coord_wake, d);
 	if (d->kmsg_fd >= 0 && sd_event_add_io(d->ev, NULL, d->kmsg_fd, EPOLLIN, on_kmsg, d) < 0)
 		rr_log(RR_LOG_WARNING, "%s: cannot watch", d->cfg.kmsg);
 	if (sd_event_add_inotify(d->ev, NULL, d->cfg.boot_dir,
@@ -774,7 +662,8 @@ static int run(int argc, char **argv)
 
 	if (d->kmsg_fd >= 0)
 		on_kmsg(NULL, d->kmsg_fd, 0, d);    /* records from before we started */
-	stage(d, NULL);
+	if (d->st.phase == RR_PH_IDLE)
+		daemon_stage(d, NULL, false);
 	evaluate(d);
 loop:
 	sd_notify(0, "READY=1");
@@ -783,6 +672,12 @@ loop:
 	r = sd_event_loop(d->ev);
 	sd_notify(0, "STOPPING=1");
 	unlink(d->cfg.control_socket);
+	/* a sequence stopped here is unwound by the next start (st.phase) */
+	seq_cancel(d);
+	stage_cancel(d->stage_job);
+	stage_cancel(d->cr.job);
+	blockers_cancel(d->blockers);
+	reboot_bus_close();
 	/* a held slot is not released here: the lease outlives the reboot on purpose */
 	coord_close(&d->co);
 	sd_event_unref(d->ev);

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Getting out cleanly: pre-reboot hooks, blockers (logind inhibitors, the
  * blocker command), and the kexec reboot itself through logind, systemd, a
- * configured command, or reboot(2) when systemd is not PID 1. */
+ * configured command, or reboot(2) when systemd is not PID 1.  rerandd runs
+ * each as events on its loop: children as jobs, D-Bus calls asynchronous. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/reboot.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,126 +59,397 @@ int reboot_run_hooks(const char *dir, int64_t timeout, struct rr_err *e)
 	return r;
 }
 
-int reboot_inhibited(char *who, size_t len)
-{
-	sd_bus_error err = SD_BUS_ERROR_NULL;
-	sd_bus_message *reply = NULL;
-	sd_bus *bus = NULL;
-	const char *what, *w, *why, *mode;
-	uint32_t uid, pid;
-	int r, found = 0;
+/* ---- the system bus, attached to the loop --------------------------------- */
 
-	if (sd_bus_open_system(&bus) < 0)
-		return 0;                      /* no bus, no logind: nothing inhibits */
-	r = sd_bus_call_method(bus, "org.freedesktop.login1", "/org/freedesktop/login1",
-			       "org.freedesktop.login1.Manager", "ListInhibitors", &err, &reply, "");
-	if (r < 0)
-		goto out;
-	if (sd_bus_message_enter_container(reply, 'a', "(ssssuu)") < 0)
-		goto out;
-	while (sd_bus_message_read(reply, "(ssssuu)", &what, &w, &why, &mode, &uid, &pid) > 0) {
-		/* "what" is a ':'-separated list; only "block" stops a reboot
-		 * ("delay" just postpones it and logind handles that itself). */
-		char list[256], *save = NULL;
-		snprintf(list, sizeof(list), "%s", what);
-		if (strcmp(mode, "block"))
-			continue;
-		for (char *t = strtok_r(list, ":", &save); t; t = strtok_r(NULL, ":", &save))
-			if (!strcmp(t, "shutdown")) {
-				snprintf(who, len, "%s (%s)", w, why);
-				found = 1;
-			}
-		if (found)
-			break;
-	}
-out:
-	sd_bus_error_free(&err);
-	sd_bus_message_unref(reply);
-	sd_bus_flush_close_unref(bus);
-	return found;
+static sd_bus *sysbus;
+
+/* The connection, opened on first use (and again after it broke); NULL
+ * when there is no system bus: then nothing inhibits and logind is not
+ * there to ask. */
+static sd_bus *bus_get(sd_event *ev)
+{
+	if (sysbus && sd_bus_is_open(sysbus) > 0)
+		return sysbus;
+	sysbus = sd_bus_flush_close_unref(sysbus);
+	if (sd_bus_open_system(&sysbus) < 0)
+		return sysbus = NULL;
+	if (sd_bus_attach_event(sysbus, ev, SD_EVENT_PRIORITY_NORMAL) < 0)
+		sysbus = sd_bus_flush_close_unref(sysbus);
+	return sysbus;
 }
 
-int reboot_command_blocks(const struct rr_config *c, char *why, size_t len)
+void reboot_bus_close(void)
 {
+	sysbus = sd_bus_flush_close_unref(sysbus);
+}
+
+/* ---- pre-reboot hooks, one job after another ----------------------------- */
+
+struct rr_hooks {
+	sd_event *ev;
+	struct dirent **list;
+	int n, i;
+	char dir[RR_PATH], path[RR_PATH + 256];
+	int64_t timeout;
+	struct rr_job *job;
+	rr_op_done_fn done;
+	void *arg;
+};
+
+static void hooks_free(struct rr_hooks *h)
+{
+	for (int i = 0; i < h->n; i++)
+		free(h->list[i]);
+	free(h->list);
+	free(h);
+}
+
+static void hooks_finish(struct rr_hooks *h, int r, const char *msg)
+{
+	rr_op_done_fn done = h->done;
+	void *arg = h->arg;
+
+	hooks_free(h);
+	done(r, msg, arg);
+}
+
+static int hooks_next(struct rr_hooks *h, struct rr_err *e);
+
+static void hook_done(int s, const char *out, void *ud)
+{
+	struct rr_hooks *h = ud;
 	struct rr_err e;
 	int r;
 
-	if (!*c->blocker_cmd)
+	h->job = NULL;
+	if (s == -ETIMEDOUT) {
+		r = rr_errf(&e, ETIMEDOUT, "%s: pre-reboot hook stopped after %llds", h->path,
+			    (long long)h->timeout);
+	} else if (s != 0) {
+		r = rr_errf(&e, s < 0 ? -s : ECANCELED, "%s: pre-reboot hook failed (%s %d)", h->path,
+			    s < 0 ? "error" : "status", s < 0 ? -s : s);
+	} else {
+		r = hooks_next(h, &e);
+		if (r > 0)
+			return;                    /* the next one runs */
+	}
+	hooks_finish(h, r, r < 0 ? e.msg : "");
+}
+
+/* Start the next executable hook: 1 started, 0 none left, <0 error. */
+static int hooks_next(struct rr_hooks *h, struct rr_err *e)
+{
+	for (; h->i < h->n; h->i++) {
+		struct stat st;
+
+		snprintf(h->path, sizeof(h->path), "%s/%s", h->dir, h->list[h->i]->d_name);
+		if (stat(h->path, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & 0111))
+			continue;
+		char *argv[] = { h->path, NULL };
+		rr_log(RR_LOG_INFO, "running pre-reboot hook %s", h->path);
+		h->i++;
+		int r = job_start(h->ev, argv, h->timeout, RR_CHILD_NO_CAPS, false, hook_done, h,
+				  &h->job);
+		if (r < 0)
+			return rr_errf(e, -r, "%s: cannot run the pre-reboot hook: %s", h->path,
+				       strerror(-r));
+		return 1;
+	}
+	return 0;
+}
+
+int hooks_start(sd_event *ev, const char *dir, int64_t timeout, rr_op_done_fn done, void *arg,
+		struct rr_hooks **ret, struct rr_err *e)
+{
+	struct rr_hooks *h = calloc(1, sizeof(*h));
+	int r;
+
+	if (!h)
+		return rr_errf(e, ENOMEM, "out of memory");
+	h->n = scandir(dir, &h->list, hook_filter, alphasort);
+	if (h->n < 0) {
+		r = errno;
+		h->n = 0;
+		hooks_free(h);
+		return r == ENOENT ? 0 : rr_errf(e, r, "%s: %s", dir, strerror(r));
+	}
+	h->ev = ev;
+	snprintf(h->dir, sizeof(h->dir), "%s", dir);
+	h->timeout = timeout;
+	h->done = done;
+	h->arg = arg;
+	r = hooks_next(h, e);
+	if (r <= 0) {
+		hooks_free(h);
+		return r;
+	}
+	*ret = h;
+	return 1;
+}
+
+void hooks_cancel(struct rr_hooks *h)
+{
+	if (!h)
+		return;
+	job_cancel(h->job);
+	hooks_free(h);
+}
+
+/* ---- blockers: a logind inhibitor, then BlockerCommand= ------------------- */
+
+struct rr_blockers {
+	sd_event *ev;
+	sd_bus_slot *slot;
+	struct rr_job *job;
+	char cmd[RR_CMD];
+	int64_t cmd_timeout;
+	rr_op_done_fn done;           /* r: 1 blocked (msg says why), 0 not */
+	void *arg;
+};
+
+static void blockers_finish(struct rr_blockers *b, int r, const char *why)
+{
+	rr_op_done_fn done = b->done;
+	void *arg = b->arg;
+
+	sd_bus_slot_unref(b->slot);
+	free(b);
+	done(r, why, arg);
+}
+
+static void blocker_cmd_done(int s, const char *msg, void *ud)
+{
+	struct rr_blockers *b = ud;
+	char why[RR_ERR_MAX + 64];
+
+	b->job = NULL;
+	snprintf(why, sizeof(why), "reboot blocked by BlockerCommand: %s", msg);
+	blockers_finish(b, s != 0, s != 0 ? why : "");
+}
+
+static int blockers_command(struct rr_blockers *b)
+{
+	struct rr_err e;
+	char why[RR_ERR_MAX + 64];
+
+	if (!*b->cmd)
 		return 0;
-	r = run_command(c->blocker_cmd, c->blocker_timeout, RR_CHILD_NO_CAPS, &e);
-	if (r != 0)
-		snprintf(why, len, "reboot blocked by BlockerCommand: %s", e.msg);
-	return r != 0;
+	if (job_start_command(b->ev, b->cmd, b->cmd_timeout, RR_CHILD_NO_CAPS, blocker_cmd_done,
+			      b, &b->job, &e) < 0) {
+		/* a command that cannot run says no, as one that fails does */
+		snprintf(why, sizeof(why), "reboot blocked by BlockerCommand: %s", e.msg);
+		blockers_finish(b, 1, why);
+		return 1;
+	}
+	return 1;
 }
 
-/* One method call on the system bus; `what` names it in the error. */
-static int bus_call(struct rr_err *e, const char *what, const char *dest, const char *path,
-		    const char *iface, const char *method, const char *types, ...)
+static int on_inhibitors(sd_bus_message *reply, void *ud, sd_bus_error *ret_error)
 {
-	sd_bus_error err = SD_BUS_ERROR_NULL;
-	sd_bus *bus = NULL;
-	va_list ap;
+	struct rr_blockers *b = ud;
+	const char *what, *w, *why, *mode;
+	uint32_t uid, pid;
+	char who[512] = "";
+
+	b->slot = sd_bus_slot_unref(b->slot);
+	/* an error reply (no logind): nothing inhibits */
+	if (!sd_bus_message_is_method_error(reply, NULL) &&
+	    sd_bus_message_enter_container(reply, 'a', "(ssssuu)") > 0) {
+		while (!*who && sd_bus_message_read(reply, "(ssssuu)", &what, &w, &why, &mode, &uid,
+						    &pid) > 0) {
+			/* "what" is a ':'-separated list; only "block" stops a reboot
+			 * ("delay" just postpones it and logind handles that itself). */
+			char list[256], *save = NULL;
+			snprintf(list, sizeof(list), "%s", what);
+			if (strcmp(mode, "block"))
+				continue;
+			for (char *t = strtok_r(list, ":", &save); t; t = strtok_r(NULL, ":", &save))
+				if (!strcmp(t, "shutdown"))
+					snprintf(who, sizeof(who),
+						 "reboot blocked by a logind inhibitor: %s (%s)", w, why);
+		}
+	}
+	if (*who)
+		blockers_finish(b, 1, who);
+	else if (!blockers_command(b))
+		blockers_finish(b, 0, "");
+	return 0;
+}
+
+int blockers_start(sd_event *ev, const struct rr_config *c, rr_op_done_fn done, void *arg,
+		   struct rr_blockers **ret)
+{
+	struct rr_blockers *b = calloc(1, sizeof(*b));
+	sd_bus *bus;
+
+	if (!b)
+		return -ENOMEM;
+	b->ev = ev;
+	snprintf(b->cmd, sizeof(b->cmd), "%s", c->blocker_cmd);
+	b->cmd_timeout = c->blocker_timeout;
+	b->done = done;
+	b->arg = arg;
+	*ret = b;
+	if (c->honor_inhibitors && (bus = bus_get(ev)) &&
+	    sd_bus_call_method_async(bus, &b->slot, "org.freedesktop.login1",
+				     "/org/freedesktop/login1", "org.freedesktop.login1.Manager",
+				     "ListInhibitors", on_inhibitors, b, "") >= 0)
+		return 1;
+	if (blockers_command(b))
+		return 1;
+	free(b);
+	*ret = NULL;
+	return 0;
+}
+
+void blockers_cancel(struct rr_blockers *b)
+{
+	if (!b)
+		return;
+	job_cancel(b->job);
+	sd_bus_slot_unref(b->slot);
+	free(b);
+}
+
+/* ---- the kexec reboot request ------------------------------------------- */
+
+struct rr_request {
+	sd_event *ev;
+	sd_bus_slot *slot;
+	struct rr_job *job;
+	rr_op_done_fn done;
+	void *arg;
+};
+
+static void request_finish(struct rr_request *q, int r, const char *msg)
+{
+	rr_op_done_fn done = q->done;
+	void *arg = q->arg;
+
+	sd_bus_slot_unref(q->slot);
+	free(q);
+	done(r, msg, arg);
+}
+
+static int on_systemd(sd_bus_message *reply, void *ud, sd_bus_error *ret_error)
+{
+	struct rr_request *q = ud;
+	const sd_bus_error *err = sd_bus_message_get_error(reply);
+	char msg[RR_ERR_MAX];
+
+	q->slot = sd_bus_slot_unref(q->slot);
+	if (!err) {
+		request_finish(q, 0, "");
+		return 0;
+	}
+	snprintf(msg, sizeof(msg), "systemd StartUnit(kexec.target): %s",
+		 err->message ? err->message : err->name);
+	request_finish(q, -EIO, msg);
+	return 0;
+}
+
+static int via_systemd(struct rr_request *q, char *msg, size_t len)
+{
+	sd_bus *bus = bus_get(q->ev);
 	int r;
 
-	r = sd_bus_open_system(&bus);
+	if (!bus) {
+		snprintf(msg, len, "systemd StartUnit(kexec.target): no system bus");
+		return -ENOTCONN;
+	}
+	r = sd_bus_call_method_async(bus, &q->slot, "org.freedesktop.systemd1",
+				     "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
+				     "StartUnit", on_systemd, q, "ss", "kexec.target",
+				     "replace-irreversibly");
 	if (r < 0)
-		return rr_errf(e, r, "system bus: %s", strerror(-r));
-	va_start(ap, types);
-	r = sd_bus_call_methodv(bus, dest, path, iface, method, &err, NULL, types, ap);
-	va_end(ap);
-	if (r < 0)
-		rr_errf(e, r, "%s: %s", what, err.message ? err.message : strerror(-r));
-	sd_bus_error_free(&err);
-	sd_bus_flush_close_unref(bus);
-	return r < 0 ? r : 0;
+		snprintf(msg, len, "systemd StartUnit(kexec.target): %s", strerror(-r));
+	return r;
 }
 
-static int via_logind(struct rr_err *e)
+static int on_logind(sd_bus_message *reply, void *ud, sd_bus_error *ret_error)
 {
-	return bus_call(e, "logind RebootWithFlags(kexec)", "org.freedesktop.login1",
-			"/org/freedesktop/login1", "org.freedesktop.login1.Manager",
-			"RebootWithFlags", "t", (uint64_t)RR_LOGIND_KEXEC_REBOOT);
+	struct rr_request *q = ud;
+	const sd_bus_error *err = sd_bus_message_get_error(reply);
+	char msg[RR_ERR_MAX];
+
+	q->slot = sd_bus_slot_unref(q->slot);
+	if (!err) {
+		request_finish(q, 0, "");
+		return 0;
+	}
+	rr_log(RR_LOG_WARNING, "logind RebootWithFlags(kexec): %s; trying kexec.target",
+	       err->message ? err->message : err->name);
+	if (via_systemd(q, msg, sizeof(msg)) < 0)
+		request_finish(q, -EIO, msg);
+	return 0;
 }
 
-static int via_systemd(struct rr_err *e)
+static void on_command(int s, const char *msg, void *ud)
 {
-	return bus_call(e, "systemd StartUnit(kexec.target)", "org.freedesktop.systemd1",
-			"/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
-			"StartUnit", "ss", "kexec.target", "replace-irreversibly");
+	struct rr_request *q = ud;
+
+	q->job = NULL;
+	/* A command that "succeeds" and returns has only asked for the
+	 * reboot: the caller waits for the end. */
+	request_finish(q, s == 0 ? 0 : s < 0 ? s : -EIO, msg);
 }
 
-static int via_syscall(struct rr_err *e)
+int reboot_request_start(sd_event *ev, const struct rr_config *c, rr_op_done_fn done, void *arg,
+			 struct rr_request **ret, struct rr_err *e)
 {
-	sync();
-	reboot(LINUX_REBOOT_CMD_KEXEC);
-	return rr_errf(e, errno, "reboot(LINUX_REBOOT_CMD_KEXEC): %s", strerror(errno));
-}
-
-int reboot_kexec(const struct rr_config *c, struct rr_err *e)
-{
+	struct rr_request *q = calloc(1, sizeof(*q));
 	enum rr_method m = c->method;
+	sd_bus *bus;
 	int r;
 
+	if (!q)
+		return rr_errf(e, ENOMEM, "out of memory");
+	q->ev = ev;
+	q->done = done;
+	q->arg = arg;
 	if (m == RR_RM_AUTO)
 		m = *c->reboot_cmd ? RR_RM_COMMAND : sd_booted() > 0 ? RR_RM_LOGIND : RR_RM_SYSCALL;
 	switch (m) {
 	case RR_RM_COMMAND:
-		r = run_command(c->reboot_cmd, 300, RR_CHILD_KEXEC_CAPS, e);
-		if (r == 0)
-			/* A command that "succeeds" and returns has only asked for
-			 * the reboot: the caller waits for the end. */
-			return 0;
-		return r < 0 ? r : -EIO;
+		r = job_start_command(ev, c->reboot_cmd, 300, RR_CHILD_KEXEC_CAPS, on_command, q,
+				      &q->job, e);
+		break;
 	case RR_RM_LOGIND:
-		r = via_logind(e);
-		if (r == 0)
-			return 0;
-		rr_log(RR_LOG_WARNING, "%s; trying kexec.target", e->msg);
+		bus = bus_get(ev);
+		r = bus ? sd_bus_call_method_async(bus, &q->slot, "org.freedesktop.login1",
+						   "/org/freedesktop/login1",
+						   "org.freedesktop.login1.Manager", "RebootWithFlags",
+						   on_logind, q, "t", (uint64_t)RR_LOGIND_KEXEC_REBOOT)
+			: -ENOTCONN;
+		if (r >= 0)
+			break;
+		rr_log(RR_LOG_WARNING, "logind RebootWithFlags(kexec): %s; trying kexec.target",
+		       strerror(-r));
 		/* fall through */
 	case RR_RM_SYSTEMD:
-		return via_systemd(e);
+		r = via_systemd(q, e->msg, sizeof(e->msg));
+		break;
 	case RR_RM_SYSCALL:
 	default:
-		return via_syscall(e);
+		/* returns only on failure */
+		sync();
+		reboot(LINUX_REBOOT_CMD_KEXEC);
+		r = rr_errf(e, errno, "reboot(LINUX_REBOOT_CMD_KEXEC): %s", strerror(errno));
 	}
+	if (r < 0) {
+		sd_bus_slot_unref(q->slot);
+		free(q);
+		return r;
+	}
+	*ret = q;
+	return 0;
+}
+
+void reboot_request_cancel(struct rr_request *q)
+{
+	if (!q)
+		return;
+	job_cancel(q->job);
+	sd_bus_slot_unref(q->slot);
+	free(q);
 }

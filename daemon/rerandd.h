@@ -5,9 +5,11 @@
 #define RERANDD_H
 
 #include <stdbool.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <systemd/sd-event.h>
 #include <time.h>
 
 #include "fleet.h"           /* struct fleet_config, the fleet lock */
@@ -196,8 +198,16 @@ enum rr_verify { RR_V_UNKNOWN = 0, RR_V_RANDOMIZED, RR_V_NOT_RANDOMIZED, RR_V_AB
 enum rr_outcome { RR_OUT_SAME_BOOT = 0, RR_OUT_UNPLANNED, RR_OUT_ABORTED, RR_OUT_SUCCESS,
 		  RR_OUT_FAILURE, RR_OUT_WEAK };
 
+/* The reboot sequence (main.c): idle -> gate (fleet slot) -> restage (a
+ * fresh seed) -> hooks -> confirm (the slot is still ours) -> reboot (the
+ * request is out) -> rebooting (accepted; waiting for the end).  Saved at
+ * each step, so a restart resumes or unwinds it (state_resume). */
+enum rr_phase { RR_PH_IDLE = 0, RR_PH_GATE, RR_PH_RESTAGE, RR_PH_HOOKS, RR_PH_CONFIRM,
+		RR_PH_REBOOT, RR_PH_REBOOTING };
+
 struct rr_state {
 	char     boot_id[RR_BOOT_ID];         /* the boot the fields below belong to */
+	enum rr_phase phase;                  /* of the reboot sequence, in boot_id */
 	bool     attempt;                     /* a reboot was started ... */
 	char     attempt_boot_id[RR_BOOT_ID]; /* ... from this boot */
 	time_t   attempt_time;
@@ -252,13 +262,24 @@ void state_record_attempt(struct rr_state *s, enum rr_reason why, time_t now);
 /* The reboot call itself failed: same boot, counted as a failure. */
 void state_record_failed_reboot(struct rr_state *s, time_t now);
 const char *state_verify_name(enum rr_verify v);
+const char *state_phase_name(enum rr_phase ph);
+/* At start-up, before state_account_boot: the phase the file holds, which
+ * is then idle.  RR_RESUME_UNWIND: a sequence of this boot stopped half-way
+ * (in any phase: a recorded attempt is then dropped as aborted, and
+ * coord_startup gives the slot back); RR_RESUME_NONE: idle, or another boot
+ * (whose attempt state_account_boot settles). */
+enum rr_resume { RR_RESUME_NONE = 0, RR_RESUME_UNWIND };
+enum rr_resume state_resume(struct rr_state *s, const char *boot_id);
 
 /* ---- digest.c: SHA-256 (libcrypto) as 64 hex digits ----------------------- */
 int digest_hex(const void *p, size_t n, char hex[65]);
 int digest_file_hex(const char *path, char hex[65], struct rr_err *e);
 
 /* ---- run.c: children with a timeout -------------------------------------- */
-enum rr_child_caps { RR_CHILD_NO_CAPS = 0, RR_CHILD_KEXEC_CAPS };
+enum rr_child_caps { RR_CHILD_NO_CAPS = 0, RR_CHILD_KEXEC_CAPS,
+		    /* or'ed in: background work (building, loading) at nice 10, so
+		     * the loop and `rerand status` come first on a busy CPU */
+		    RR_CHILD_NICE = 0x100 };
 /* Returns the exit status (0-255), 128+signal, -ETIMEDOUT after killing the
  * child's process group, or another negative errno.  The child's stdout and
  * stderr are logged, escaped, a line at a time under its name. */
@@ -270,10 +291,34 @@ int run_argv_capture(char *const argv[], int64_t timeout_sec, enum rr_child_caps
 /* Split a command line (quotes allowed, no shell expansion) and run it. */
 int run_command(const char *cmdline, int64_t timeout_sec, enum rr_child_caps caps,
 		struct rr_err *e);
+/* The daemon's way: a job on the event loop.  The child is watched through
+ * a pidfd, its output relayed as above (or captured: the last 4 KiB), and
+ * after timeout_sec it gets SIGTERM, 5 s later SIGKILL (its whole process
+ * group).  done(status, out, arg) runs once on the loop, with the status as
+ * run_argv's and out the captured output ("" when not captured). */
+struct rr_job;
+typedef void (*rr_job_done_fn)(int status, const char *out, void *arg);
+int job_start(sd_event *ev, char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
+	      bool capture, rr_job_done_fn done, void *arg, struct rr_job **ret);
+/* job_start for the image builder (capturing its output): the child
+ * becomes it through caps_child_builder() instead of a caps enum. */
 struct rr_builder;
-/* run_argv for the image builder: caps_child_builder() instead of a caps
- * enum. */
-int run_builder(char *const argv[], int64_t timeout_sec, const struct rr_builder *b);
+int job_start_builder(sd_event *ev, char *const argv[], int64_t timeout_sec,
+		      const struct rr_builder *b, rr_job_done_fn done, void *arg,
+		      struct rr_job **ret);
+/* A function job: fn(fn_arg, out_fd) runs in a forked child (rerandd's own
+ * code, no exec, nice 10), for work too slow for the loop (hashing and
+ * parsing images); what it writes to out_fd (up to 64 KiB) reaches
+ * done(status, buf, len, arg): status 0 if fn returned >= 0. */
+typedef void (*rr_job_raw_fn)(int status, const void *buf, size_t len, void *arg);
+int job_start_fn(sd_event *ev, const char *name, int (*fn)(void *arg, int out_fd), void *fn_arg,
+		 int64_t timeout_sec, rr_job_raw_fn done, void *arg, struct rr_job **ret);
+/* run_command as a job: done's out is the error message ("" on success). */
+int job_start_command(sd_event *ev, const char *cmdline, int64_t timeout_sec,
+		      enum rr_child_caps caps, rr_job_done_fn done, void *arg, struct rr_job **ret,
+		      struct rr_err *e);
+/* Kill the job's process group; done is not called.  NULL is fine. */
+void job_cancel(struct rr_job *j);
 
 /* ---- caps.c -------------------------------------------------------------- */
 /* Keep CAP_SYS_BOOT (effective) and CAP_SYS_ADMIN (permitted+inheritable only,
@@ -331,7 +376,8 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 	       struct rr_err *e);
 /* Build the image into the cache unless it is there already (signed with
  * SignKey= when the plan says so), or check a pre-signed one: signed, and
- * of the plan's release.  Sets p->signer. */
+ * of the plan's release.  Sets p->signer.  Blocking (tests); rerandd uses
+ * stage_start(). */
 int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e);
 /* The `rerand load` command line for p (crash: `--crash`, [Crash]
  * FileSyscall=): the one place it is built.  Also exports the [Paths]
@@ -342,13 +388,27 @@ struct rr_load_argv {
 };
 void stage_load_argv(const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
 		     struct rr_load_argv *ret);
-/* Run `rerand load` (crash: `--crash`) for p, its stderr logged line by
- * line; on failure 0 > return and rerand's own message (else the last
- * line) in msg. */
-int stage_load_run(const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
-		   char *msg, size_t len);
-/* The same for staging, the message in e. */
-int stage_load(const struct rr_config *c, const struct rr_stage_plan *p, struct rr_err *e);
+/* Staging as jobs on ev, nothing slow in the loop: a forked helper plans
+ * (the kernel's SHA-256) and checks the cache, `rerand image` builds (an
+ * unprivileged child), a helper checks the result, `rerand load` (crash:
+ * --crash) loads it.  done(0, plan with its signer, "", arg) once loaded,
+ * done(1, plan, ...) when the plan's kernel hash is req->unless_sha, else
+ * done(<0, plan, why, arg).  <0 with e (done not called) if nothing started. */
+struct rr_stage_req {
+	const struct rr_stage_plan *plan;    /* staged as it is; NULL: planned */
+	const char *kernel;                  /* plan this kernel (NULL: [Stage]'s) */
+	/* or plan with this (crash.c), in the helper */
+	int (*planner)(const struct rr_config *c, const void *arg, struct rr_stage_plan *p,
+		       struct rr_err *e);
+	const void *planner_arg;
+	const char *unless_sha;              /* a new kernel only */
+	bool crash;
+};
+struct rr_stage_job;
+typedef void (*rr_stage_done_fn)(int r, const struct rr_stage_plan *p, const char *msg, void *arg);
+int stage_start(sd_event *ev, const struct rr_config *c, const struct rr_stage_req *req,
+		rr_stage_done_fn done, void *arg, struct rr_stage_job **ret, struct rr_err *e);
+void stage_cancel(struct rr_stage_job *sj);
 /* A reload changed where signed images come from: stage again. */
 bool stage_secure_changed(const struct rr_config *a, const struct rr_config *b);
 struct rr_view;
@@ -380,6 +440,7 @@ struct rr_crash {
 	char     error[RR_ERR_MAX];
 	int      uevent_fd;            /* -1 = none */
 	bool     uevent_fifo;
+	struct rr_stage_job *job;      /* a load in progress */
 };
 const char *crash_state_name(enum rr_crash_state s);
 /* The crash kernel's command line.  custom NULL: the running command line
@@ -410,22 +471,45 @@ void crash_request(struct rr_crash *cr, time_t at, int64_t settle);
 bool crash_due(const struct rr_config *c, const struct rr_crash *cr, time_t now);
 /* When crash_due() next becomes true; 0 = not planned. */
 time_t crash_next(const struct rr_config *c, const struct rr_crash *cr);
-/* Check the region, plan (base: the plan [Stage] staged, may be NULL), build
- * and `rerand load --crash`.  Updates cr, logs; 0 once loaded. */
-int crash_reload(const struct rr_config *c, struct rr_crash *cr, const struct rr_stage_plan *base,
-		 time_t now);
+/* Check the region, plan (base: the plan [Stage] staged, may be NULL), then
+ * build and `rerand load --crash` as jobs on ev.  Updates cr and logs.
+ * 1: a job runs, done(arg) follows once cr says how it went; 0: finished
+ * now (nothing to load, or failed: cr says why), done is not called. */
+int crash_start(sd_event *ev, const struct rr_config *c, struct rr_crash *cr,
+		const struct rr_stage_plan *base, time_t now, void (*done)(void *arg), void *arg);
 /* Mode=off, or a fresh look at kexec_crash_loaded for the status. */
 void crash_refresh(const struct rr_config *c, struct rr_crash *cr);
 
 /* ---- reboot.c ------------------------------------------------------------ */
+/* An operation on the loop finished: r and a message (why it failed, or
+ * what blocks); the operation is freed before done runs. */
+typedef void (*rr_op_done_fn)(int r, const char *msg, void *arg);
+/* Blocking: the post-boot hooks (coord.c) until the fleet side runs them as jobs. */
 int reboot_run_hooks(const char *dir, int64_t timeout, struct rr_err *e);
-/* 1 if a logind block-mode shutdown inhibitor is held (who in *who), 0 if not. */
-int reboot_inhibited(char *who, size_t len);
-/* 1 if the blocker command says no (non-zero exit or timeout). */
-int reboot_command_blocks(const struct rr_config *c, char *why, size_t len);
-/* Ask for a reboot into the staged kernel: 0 once the request is accepted
- * (the end comes as SIGTERM), <0 if it was refused. */
-int reboot_kexec(const struct rr_config *c, struct rr_err *e);
+/* The executable files of dir in name order, one job after another, each
+ * stopped after timeout.  1: started, done(0 or <0, why) follows; 0: no
+ * hooks (done is not called); <0: error in e. */
+struct rr_hooks;
+int hooks_start(sd_event *ev, const char *dir, int64_t timeout, rr_op_done_fn done, void *arg,
+		struct rr_hooks **ret, struct rr_err *e);
+void hooks_cancel(struct rr_hooks *h);
+/* Whether a reboot is blocked: a logind block-mode shutdown inhibitor
+ * (HonorInhibitors=, an asynchronous ListInhibitors), then BlockerCommand=
+ * (a job).  1: started, done(1 blocked / 0 not, why) follows; 0: nothing
+ * to ask, not blocked. */
+struct rr_blockers;
+int blockers_start(sd_event *ev, const struct rr_config *c, rr_op_done_fn done, void *arg,
+		   struct rr_blockers **ret);
+void blockers_cancel(struct rr_blockers *b);
+/* Ask for a reboot into the staged kernel (logind RebootWithFlags(kexec),
+ * else systemd's kexec.target, asynchronously; RebootCommand= as a job;
+ * reboot(2) without systemd).  0: asked, done(0) once the request is
+ * accepted (the end comes as SIGTERM) or done(<0, why); <0: refused now. */
+struct rr_request;
+int reboot_request_start(sd_event *ev, const struct rr_config *c, rr_op_done_fn done, void *arg,
+			 struct rr_request **ret, struct rr_err *e);
+void reboot_request_cancel(struct rr_request *q);
+void reboot_bus_close(void);
 
 /* ---- control.c ----------------------------------------------------------- */
 struct rr_view {
@@ -483,6 +567,72 @@ int control_reply(int fd, bool ok, const char *body);
 
 /* ---- coord.c: the fleet lock around the reboot (coord.h) ---------------- */
 #include "coord.h"
+
+/* ---- main.c and sequence.c: the daemon ---------------------------------- */
+struct daemon {
+	char conf_main[RR_PATH], conf_dir[RR_PATH];
+	char blocked_why[512];          /* last blocker reason logged */
+	struct rr_config cfg;
+	struct rr_state st;             /* st.phase: where the reboot sequence is */
+	char state_path[RR_PATH + 16];
+	sd_event *ev;
+	sd_event_source *timer;
+	int kmsg_fd, ctl_fd;
+	char boot_id[RR_BOOT_ID];
+	time_t boot_time;
+	enum rr_verify verify;
+	double entropy_bits;
+	struct rr_stage_plan plan;
+	bool staged;
+	time_t stage_failed_at;
+	char stage_error[RR_ERR_MAX];
+	time_t new_kernel_at;          /* settle deadline after a /boot change */
+	time_t rebooting_since;
+	struct rr_policy_out out;
+	struct rr_coord co;            /* the fleet lock; off with Backend=none */
+	struct rr_crash cr;            /* the rerandomizing crash kernel */
+	bool have_status;              /* this boot has a stage status record */
+	uint32_t status_flags;         /* its RERAND_ST_* flags */
+	bool crash_boot;               /* this boot is a crash kernel's: idle */
+	/* what runs on the loop right now (at most one of each) */
+	struct rr_stage_job *stage_job;
+	bool stage_new_kernel;         /* ... for a new kernel: trig_new_kernel once loaded */
+	bool stage_stale;              /* ... with settings a reload replaced */
+	struct rr_blockers *blockers;
+	bool blk_done, blk_blocked;    /* their last answer, not yet used */
+	char blk_why[512];
+	struct rr_hooks *hooks;
+	struct rr_request *request;
+};
+
+/* main.c */
+void daemon_save(struct daemon *d);
+void daemon_publish(struct daemon *d);
+void daemon_evaluate_soon(struct daemon *d);
+/* Stage p (NULL: plan it now) as a job; 0 once started, <0 (the stage
+ * error is set) if it could not start. */
+int daemon_stage(struct daemon *d, const struct rr_stage_plan *p, bool new_kernel);
+
+/* boot.c: at start-up, what this boot is */
+/* The state loaded, a stopped sequence looked at (*resume), the boot
+ * accounted (unless our reboot may still come), the jitter drawn. */
+enum rr_outcome boot_first_look(struct daemon *d, enum rr_resume *resume);
+/* A crash kernel's boot: counted, and rerandd stays idle.  True if so. */
+bool boot_crash_check(struct daemon *d);
+
+/* sequence.c: the reboot sequence, one step per phase (rr_phase) */
+/* Policy says reboot and nothing blocks: idle -> gate. */
+void seq_begin(struct daemon *d);
+/* Every evaluation outside idle: the step of the current phase. */
+void seq_step(struct daemon *d, time_t now);
+/* The staging job of the restage phase finished. */
+void seq_restaged(struct daemon *d, int r);
+/* A restart found this phase in the state file (state_resume). */
+void seq_resume(struct daemon *d, enum rr_resume how);
+/* Stop whatever runs, give the slot back, idle. */
+void seq_unwind(struct daemon *d, const char *why);
+/* The jobs of the sequence, at exit. */
+void seq_cancel(struct daemon *d);
 
 /* ---- metrics.c ----------------------------------------------------------- */
 int metrics_format(const struct rr_view *v, char *buf, size_t len);

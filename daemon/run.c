@@ -1,17 +1,24 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Running rerandd's children (rerand load, hooks, the blocker and reboot
- * commands) with a timeout, a clean signal mask and exactly the capabilities
- * each needs; their output reaches the journal through rr_log, a line each. */
+/* Running rerandd's children (rerand image and load, hooks, the blocker and
+ * reboot commands) with a timeout, a clean signal mask and exactly the
+ * capabilities each needs; their output reaches the journal through rr_log,
+ * a line each.  rerandd itself runs them as jobs on its sd-event loop (a
+ * pidfd, the pipe and a timer each), so the loop never waits for a child. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/pidfd.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <wordexp.h>
+
+#include <systemd/sd-event.h>
 
 #include "child.h"
 #include "rerandd.h"
@@ -73,17 +80,15 @@ static void relay_read(int fd, struct relay *rl)
 	}
 }
 
-static int run_impl(char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
-		    const struct rr_builder *builder, char *out, size_t out_len)
+/* Fork argv[0] in its own process group with a clean signal mask and the
+ * given capabilities, its stdout and stderr on a pipe whose non-blocking
+ * read end is *ret_rd. */
+static int spawn(char *const argv[], enum rr_child_caps caps, const struct rr_builder *builder,
+		 pid_t *ret_pid, int *ret_rd)
 {
-	struct relay rl = { .tail = out, .tail_len = out_len };
-	struct timespec start, now;
-	int status, pfd[2] = { -1, -1 };
-	pid_t pid;
+	int pfd[2];
+	pid_t pid, parent = getpid();
 
-	rl.name = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
-	if (out)
-		out[0] = 0;
 	if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -errno;
 	pid = fork();
@@ -104,25 +109,59 @@ static int run_impl(char *const argv[], int64_t timeout_sec, enum rr_child_caps 
 		fcntl(pfd[1], F_SETFL, fl & ~O_NONBLOCK);
 		if (dup2(pfd[1], STDOUT_FILENO) < 0 || dup2(pfd[1], STDERR_FILENO) < 0)
 			_exit(126);
+		if (caps & RR_CHILD_NICE)
+			(void)!nice(10);
 		if (builder) {
 			int r = caps_child_builder(builder);
 			if (r < 0) {
 				fprintf(stderr, "cannot become the image builder: %s\n", strerror(-r));
 				_exit(126);
 			}
-		} else if ((caps == RR_CHILD_KEXEC_CAPS ? caps_child_kexec() : caps_child_none()) < 0)
+		} else if (((caps & ~RR_CHILD_NICE) == RR_CHILD_KEXEC_CAPS ? caps_child_kexec()
+									    : caps_child_none()) < 0)
+			_exit(126);
+		/* A child outlives no rerandd: a restart unwinds what it was for
+		 * (after the capability change, which would clear it). */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(126);
 		rr_child_exec(argv[0], argv);
 		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
+	/* the parent too: no window in which a kill of the group misses it */
+	setpgid(pid, pid);
 	close(pfd[1]);
+	*ret_pid = pid;
+	*ret_rd = pfd[0];
+	return 0;
+}
+
+static const char *base_name(const char *path)
+{
+	return strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+}
+
+/* Blocking: only for callers outside the event loop (the unit tests, and
+ * coord.c's post-boot hooks until the fleet side runs them as jobs). */
+static int run_impl(char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
+		    char *out, size_t out_len)
+{
+	struct relay rl = { .tail = out, .tail_len = out_len };
+	struct timespec start, now;
+	int status, rd, r;
+	pid_t pid;
+
+	rl.name = base_name(argv[0]);
+	if (out)
+		out[0] = 0;
+	if ((r = spawn(argv, caps, NULL, &pid, &rd)) < 0)
+		return r;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
 		pid_t w = waitpid(pid, &status, WNOHANG);
 		if (w < 0 && errno != EINTR) {
-			int r = -errno;
-			close(pfd[0]);
+			r = -errno;
+			close(rd);
 			return r;
 		}
 		if (w == pid)
@@ -133,25 +172,25 @@ static int run_impl(char *const argv[], int64_t timeout_sec, enum rr_child_caps 
 			kill(pid, SIGKILL);
 			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 				;
-			relay_read(pfd[0], &rl);
+			relay_read(rd, &rl);
 			relay_flush(&rl);
-			close(pfd[0]);
+			close(rd);
 			return -ETIMEDOUT;
 		}
 		/* a full pipe would stall the child: drain it while waiting */
-		struct pollfd p = { .fd = pfd[0], .events = POLLIN };
+		struct pollfd p = { .fd = rd, .events = POLLIN };
 		if (poll(&p, 1, 20) > 0)
-			relay_read(pfd[0], &rl);
+			relay_read(rd, &rl);
 	}
-	relay_read(pfd[0], &rl);
+	relay_read(rd, &rl);
 	relay_flush(&rl);
-	close(pfd[0]);
+	close(rd);
 	return rr_child_exit_code(status);
 }
 
 int run_argv(char *const argv[], int64_t timeout_sec, enum rr_child_caps caps)
 {
-	return run_impl(argv, timeout_sec, caps, NULL, NULL, 0);
+	return run_impl(argv, timeout_sec, caps, NULL, 0);
 }
 
 int run_argv_capture(char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
@@ -159,12 +198,7 @@ int run_argv_capture(char *const argv[], int64_t timeout_sec, enum rr_child_caps
 {
 	if (!out || out_len < 2)
 		return -EINVAL;
-	return run_impl(argv, timeout_sec, caps, NULL, out, out_len);
-}
-
-int run_builder(char *const argv[], int64_t timeout_sec, const struct rr_builder *b)
-{
-	return run_impl(argv, timeout_sec, RR_CHILD_NO_CAPS, b, NULL, 0);
+	return run_impl(argv, timeout_sec, caps, out, out_len);
 }
 
 int run_command(const char *cmdline, int64_t timeout_sec, enum rr_child_caps caps,
@@ -190,5 +224,328 @@ int run_command(const char *cmdline, int64_t timeout_sec, enum rr_child_caps cap
 	else if (r)
 		rr_errf(e, 0, "%s: exit status %d", we.we_wordv[0], r);
 	wordfree(&we);
+	return r;
+}
+
+/* ---- jobs: the same children, on the event loop ---------------------------- */
+
+#define JOB_KILL_GRACE_USEC (5ull * 1000000)    /* SIGTERM, then SIGKILL */
+#define JOB_TAIL_MAX 4096
+#define JOB_RAW_MAX (64u << 10)
+
+struct rr_job {
+	sd_event_source *child, *io, *timer;
+	pid_t pid;
+	/* a function job: what the child wrote, for raw_done */
+	uint8_t *raw;
+	size_t raw_len;
+	rr_job_raw_fn raw_done;
+	bool term_sent;              /* the timeout passed: SIGTERM went out */
+	int64_t timeout_sec;
+	struct relay rl;
+	char name[64];
+	rr_job_done_fn done;
+	void *arg;
+};
+
+static void job_free(struct rr_job *j)
+{
+	/* the child source owns the pidfd and closes it; the io source the pipe */
+	sd_event_source_disable_unref(j->child);
+	sd_event_source_disable_unref(j->io);
+	sd_event_source_disable_unref(j->timer);
+	free(j->rl.tail);
+	free(j->raw);
+	free(j);
+}
+
+static void job_drain(struct rr_job *j)
+{
+	char buf[1024];
+
+	if (!j->io)
+		return;
+	for (;;) {
+		ssize_t n = read(sd_event_source_get_io_fd(j->io), buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0)                           /* every writer is gone */
+			j->io = sd_event_source_disable_unref(j->io);
+		if (n <= 0)
+			return;
+		if (!j->raw_done) {
+			relay_bytes(&j->rl, buf, (size_t)n);
+			continue;
+		}
+		/* a function job's result: whole, or cut (and then refused) */
+		n = (ssize_t)(n > (ssize_t)(JOB_RAW_MAX - j->raw_len) ? JOB_RAW_MAX - j->raw_len : (size_t)n);
+		memcpy(j->raw + j->raw_len, buf, (size_t)n);
+		j->raw_len += (size_t)n;
+	}
+}
+
+static int job_on_output(sd_event_source *s, int fd, uint32_t revents, void *ud)
+{
+	job_drain(ud);
+	return 0;
+}
+
+static int job_on_timeout(sd_event_source *s, uint64_t usec, void *ud)
+{
+	struct rr_job *j = ud;
+
+	if (!j->term_sent) {
+		rr_log(RR_LOG_WARNING, "%s: still running after %llds: stopping it", j->name,
+		       (long long)j->timeout_sec);
+		j->term_sent = true;
+		kill(-j->pid, SIGTERM);
+		sd_event_source_set_time(s, usec + JOB_KILL_GRACE_USEC);
+		sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+		return 0;
+	}
+	rr_log(RR_LOG_WARNING, "%s: ignored SIGTERM: killing it", j->name);
+	kill(-j->pid, SIGKILL);
+	return 0;
+}
+
+static int job_on_exit(sd_event_source *s, const siginfo_t *si, void *ud)
+{
+	struct rr_job *j = ud;
+	int r;
+
+	if (si->si_code == CLD_EXITED)
+		r = si->si_status & 0xff;
+	else
+		r = 128 + si->si_status;
+	if (j->term_sent)
+		r = -ETIMEDOUT;
+	/* Whatever the child left in the pipe comes before its verdict; a
+	 * grandchild keeping the pipe open does not hold the job up. */
+	job_drain(j);
+	relay_flush(&j->rl);
+	/* A leftover of the group must not outlive its job (a hook's sleep). */
+	kill(-j->pid, SIGKILL);
+	rr_job_done_fn done = j->done;
+	rr_job_raw_fn raw_done = j->raw_done;
+	void *arg = j->arg;
+	char *tail = j->rl.tail;
+	uint8_t *raw = j->raw;
+	size_t raw_len = j->raw_len;
+	j->rl.tail = NULL;
+	j->raw = NULL;
+	job_free(j);
+	if (raw_done)
+		raw_done(r, raw, raw_len, arg);
+	else
+		done(r, tail ? tail : "", arg);
+	free(tail);
+	free(raw);
+	return 0;
+}
+
+/* Watch j's child (j->pid, its output on rd) on ev: a pidfd, the pipe and the
+ * timeout.  On failure the child is killed and j freed. */
+static int job_watch(sd_event *ev, struct rr_job *j, int rd, struct rr_job **ret)
+{
+	int r, pidfd = pidfd_open(j->pid, 0);
+
+	if (pidfd < 0) {
+		r = -errno;
+		kill(-j->pid, SIGKILL);
+		close(rd);
+		/* no pidfd (kernel < 5.3): reap it here, it was killed */
+		while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		job_free(j);
+		return r;
+	}
+	if ((r = sd_event_add_child_pidfd(ev, &j->child, pidfd, WEXITED, job_on_exit, j)) < 0) {
+		close(pidfd);
+		close(rd);
+		kill(-j->pid, SIGKILL);
+		job_free(j);
+		return r;
+	}
+	sd_event_source_set_child_pidfd_own(j->child, true);
+	if ((r = sd_event_add_io(ev, &j->io, rd, EPOLLIN, job_on_output, j)) < 0) {
+		close(rd);
+		goto fail;
+	}
+	sd_event_source_set_io_fd_own(j->io, true);
+	if (j->timeout_sec > 0) {
+		uint64_t now;
+		sd_event_now(ev, CLOCK_MONOTONIC, &now);
+		r = sd_event_add_time(ev, &j->timer, CLOCK_MONOTONIC,
+				      now + (uint64_t)j->timeout_sec * 1000000, 0, job_on_timeout, j);
+		if (r < 0)
+			goto fail;
+	}
+	if (ret)
+		*ret = j;
+	return 0;
+fail:
+	kill(-j->pid, SIGKILL);
+	/* the child source reaps it once it dies: keep it, drop the callback */
+	sd_event_source_set_child_process_own(j->child, true);
+	job_free(j);
+	return r;
+}
+
+static int job_spawn(sd_event *ev, char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
+		     const struct rr_builder *builder, bool capture, rr_job_done_fn done, void *arg,
+		     struct rr_job **ret)
+{
+	struct rr_job *j = calloc(1, sizeof(*j));
+	int r, rd = -1;
+
+	if (!j)
+		return -ENOMEM;
+	snprintf(j->name, sizeof(j->name), "%s", base_name(argv[0]));
+	j->rl.name = j->name;
+	j->done = done;
+	j->arg = arg;
+	j->timeout_sec = timeout_sec;
+	if (capture) {
+		j->rl.tail = calloc(1, JOB_TAIL_MAX);
+		j->rl.tail_len = JOB_TAIL_MAX;
+		if (!j->rl.tail) {
+			free(j);
+			return -ENOMEM;
+		}
+	}
+	if ((r = spawn(argv, caps, builder, &j->pid, &rd)) < 0) {
+		job_free(j);
+		return r;
+	}
+	return job_watch(ev, j, rd, ret);
+}
+
+int job_start(sd_event *ev, char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
+	      bool capture, rr_job_done_fn done, void *arg, struct rr_job **ret)
+{
+	return job_spawn(ev, argv, timeout_sec, caps, NULL, capture, done, arg, ret);
+}
+
+int job_start_builder(sd_event *ev, char *const argv[], int64_t timeout_sec,
+		      const struct rr_builder *b, rr_job_done_fn done, void *arg,
+		      struct rr_job **ret)
+{
+	return job_spawn(ev, argv, timeout_sec, RR_CHILD_NICE, b, true, done, arg, ret);
+}
+
+int job_start_fn(sd_event *ev, const char *name, int (*fn)(void *arg, int out_fd), void *fn_arg,
+		 int64_t timeout_sec, rr_job_raw_fn done, void *arg, struct rr_job **ret)
+{
+	struct rr_job *j = calloc(1, sizeof(*j));
+	pid_t parent = getpid();
+	int pfd[2];
+
+	if (!j || !(j->raw = malloc(JOB_RAW_MAX))) {
+		free(j);
+		return -ENOMEM;
+	}
+	snprintf(j->name, sizeof(j->name), "%s", name);
+	j->rl.name = j->name;
+	j->raw_done = done;
+	j->arg = arg;
+	j->timeout_sec = timeout_sec;
+	if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK) < 0) {
+		int r = -errno;
+		job_free(j);
+		return r;
+	}
+	j->pid = fork();
+	if (j->pid < 0) {
+		int r = -errno;
+		close(pfd[0]);
+		close(pfd[1]);
+		job_free(j);
+		return r;
+	}
+	if (j->pid == 0) {
+		sigset_t none;
+		int fl = fcntl(pfd[1], F_GETFL);
+
+		/* rerandd's own code, without its loop: background work, so
+		 * the loop and `rerand status` come first on a busy CPU */
+		setpgid(0, 0);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		fcntl(pfd[1], F_SETFL, fl & ~O_NONBLOCK);
+		close(pfd[0]);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(126);
+		(void)!nice(10);
+		_exit(fn(fn_arg, pfd[1]) < 0 ? 1 : 0);
+	}
+	setpgid(j->pid, j->pid);
+	close(pfd[1]);
+	return job_watch(ev, j, pfd[0], ret);
+}
+
+void job_cancel(struct rr_job *j)
+{
+	if (!j)
+		return;
+	kill(-j->pid, SIGKILL);
+	sd_event_source_set_child_process_own(j->child, true);
+	job_free(j);
+}
+
+/* run_command's split, for a job. */
+struct cmd_job {
+	wordexp_t we;
+	int64_t timeout_sec;
+	rr_job_done_fn done;
+	void *arg;
+};
+
+static void cmd_job_done(int status, const char *out, void *ud)
+{
+	struct cmd_job *cj = ud;
+	rr_job_done_fn done = cj->done;
+	void *arg = cj->arg;
+	char msg[RR_ERR_MAX] = "";
+
+	if (status == -ETIMEDOUT)
+		snprintf(msg, sizeof(msg), "%s: killed after %llds", cj->we.we_wordv[0],
+			 (long long)cj->timeout_sec);
+	else if (status < 0)
+		snprintf(msg, sizeof(msg), "%s: %s", cj->we.we_wordv[0], strerror(-status));
+	else if (status)
+		snprintf(msg, sizeof(msg), "%s: exit status %d", cj->we.we_wordv[0], status);
+	wordfree(&cj->we);
+	free(cj);
+	done(status, msg, arg);
+}
+
+int job_start_command(sd_event *ev, const char *cmdline, int64_t timeout_sec,
+		      enum rr_child_caps caps, rr_job_done_fn done, void *arg, struct rr_job **ret,
+		      struct rr_err *e)
+{
+	struct cmd_job *cj = calloc(1, sizeof(*cj));
+	int r;
+
+	if (!cj)
+		return rr_errf(e, ENOMEM, "out of memory");
+	if (wordexp(cmdline, &cj->we, WRDE_NOCMD | WRDE_UNDEF) != 0) {
+		free(cj);
+		return rr_errf(e, EINVAL, "%s: cannot split the command (quotes, $ or ` not allowed)",
+			       cmdline);
+	}
+	if (!cj->we.we_wordc) {
+		wordfree(&cj->we);
+		free(cj);
+		return rr_errf(e, EINVAL, "empty command");
+	}
+	cj->timeout_sec = timeout_sec;
+	cj->done = done;
+	cj->arg = arg;
+	r = job_start(ev, cj->we.we_wordv, timeout_sec, caps, false, cmd_job_done, cj, ret);
+	if (r < 0) {
+		rr_errf(e, -r, "%s: %s", cj->we.we_wordv[0], strerror(-r));
+		wordfree(&cj->we);
+		free(cj);
+	}
 	return r;
 }

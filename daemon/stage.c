@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <systemd/sd-event.h>
 #include <unistd.h>
 
 #include "image.h"
@@ -25,7 +26,6 @@
 #endif
 
 #define CMDLINE_MAX 4096
-#define LOAD_OUT_MAX 4096          /* captured stderr of `rerand load` */
 
 /* The stage, linked in (kexec/stage_blob.S): rerandd builds images itself. */
 extern const uint8_t rr_stage_blob[];
@@ -257,6 +257,51 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 	return plan_signed(c, p, e);
 }
 
+/* The image at path parses, is signed when it must be, and (pre-signed)
+ * is of the plan's release; p->signer from its signature. */
+static int check_image(struct rr_stage_plan *p, const char *path, bool want_signed,
+		       struct rr_err *e)
+{
+	struct rr_image im;
+	struct rr_pe_sig sig;
+	uint8_t *buf;
+	size_t len, w = 0;
+	int r;
+
+	r = rr_read_file(path, 512u << 20, &buf, &len, e);
+	if (r < 0)
+		return r;
+	r = rr_image_parse(buf, len, path, &im, e);
+	if (r == 0)
+		r = rr_pe_sig_read(buf, len, path, &sig, e);
+	free(buf);
+	if (r < 0)
+		return r;
+	if (want_signed && !sig.is_signed)
+		return rr_errf(e, ENOKEY, "%s: not signed, and the kernel is locked down: it accepts "
+			       "only signed images (see docs/secure-boot.md)", path);
+	while (im.kernel_version[w] && im.kernel_version[w] != ' ')
+		w++;
+	if (p->source == RR_IMG_PRESIGNED &&
+	    (strlen(p->release) != w || memcmp(im.kernel_version, p->release, w)))
+		return rr_errf(e, EINVAL, "%s: an image of release \"%.*s\", not of %s's %s", path,
+			       (int)w, im.kernel_version, p->kernel, p->release);
+	if (p->source != RR_IMG_PRESIGNED) {
+		/* Built by RerandBinary=, a separate program: it must carry the
+		 * stage the cache key names, or an upgrade of one and not the
+		 * other would keep booting an old stage. */
+		char hex[65];
+		for (int i = 0; i < 32; i++)
+			snprintf(hex + 2 * i, 3, "%02x", im.hdr.stage_sha256[i]);
+		if (strcmp(hex, p->stage_sha))
+			return rr_errf(e, EINVAL, "%s: carries stage %.16s..., but rerandd's is "
+				       "%.16s...: RerandBinary= is from another build", path, hex,
+				       p->stage_sha);
+	}
+	snprintf(p->signer, sizeof(p->signer), "%s", sig.is_signed ? sig.subject : "");
+	return 0;
+}
+
 /* The image builder's identity: ImageUser= when rerandd is root; else
  * (tests, a user's own instance) rerandd's own uid, without capabilities. */
 static int builder_identity(const struct rr_config *c, struct rr_builder *b, struct rr_err *e)
@@ -305,42 +350,25 @@ static int make_tmp(const struct rr_stage_plan *p, const char *tag, char *tmp, s
 /*
  * `rerand image` as the unprivileged builder: the decompressors and libelf
  * run as ImageUser= with no capabilities, on the kernel and an output file
- * rerandd opened (fds 3 and 4).  The unsigned image is left at tmp.
+ * rerandd opened (fds 3 and 4); rerandd renames the checked file into place.
  */
-static int build_unsigned(const struct rr_config *c, const struct rr_stage_plan *p, char *tmp,
-			  size_t tmp_len, struct rr_err *e)
+static void image_argv(const struct rr_config *c, const struct rr_stage_plan *p, char *argv[12])
 {
-	struct rr_builder b = { .kernel_fd = -1, .out_fd = -1 };
-	char kfd[8], ofd[8];
-	char *argv[] = { (char *)c->rerand_bin, "image", (char *)p->kernel, "--kernel-fd", kfd,
-			 "-o", (char *)p->image, "--output-fd", ofd, NULL };
-	int r;
+	static char kfd[8], ofd[8];
+	int n = 0;
 
-	r = builder_identity(c, &b, e);
-	if (r < 0)
-		return r;
-	b.kernel_fd = open(p->kernel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (b.kernel_fd < 0)
-		return rr_errf(e, errno, "%s: cannot open: %s", p->kernel, strerror(errno));
-	b.out_fd = make_tmp(p, "tmp", tmp, tmp_len, e);
-	if (b.out_fd < 0) {
-		close(b.kernel_fd);
-		return b.out_fd;
-	}
 	snprintf(kfd, sizeof(kfd), "%d", RR_BUILDER_KERNEL_FD);
 	snprintf(ofd, sizeof(ofd), "%d", RR_BUILDER_OUT_FD);
-	r = run_builder(argv, 600, &b);
-	close(b.kernel_fd);
-	if (r == 0 && fchmod(b.out_fd, 0644) < 0)
-		r = -errno;
-	close(b.out_fd);
-	if (r != 0) {
-		unlink(tmp);
-		return rr_errf(e, r < 0 ? -r : EIO, "%s image %s (as %s, no capabilities) failed (%s %d)",
-			       c->rerand_bin, p->kernel, b.switch_user ? c->image_user : "rerandd's uid",
-			       r < 0 ? "error" : "status", r < 0 ? -r : r);
-	}
-	return 0;
+	argv[n++] = (char *)c->rerand_bin;
+	argv[n++] = "image";
+	argv[n++] = (char *)p->kernel;
+	argv[n++] = "--kernel-fd";
+	argv[n++] = kfd;
+	argv[n++] = "-o";
+	argv[n++] = (char *)p->image;
+	argv[n++] = "--output-fd";
+	argv[n++] = ofd;
+	argv[n] = NULL;
 }
 
 /*
@@ -350,18 +378,11 @@ static int build_unsigned(const struct rr_config *c, const struct rr_stage_plan 
  * decompressor still cannot read the key.  A pkcs11: URI is a key on a
  * token, through OpenSSL's pkcs11 engine.
  */
-static int sign_image(const struct rr_config *c, const struct rr_stage_plan *p,
-		      const char *unsigned_tmp, char *tmp, size_t tmp_len, struct rr_err *e)
+static void sign_argv(const struct rr_config *c, const char *in, const char *out, char *argv[12])
 {
-	const char *sbsign = getenv("RERAND_SBSIGN") ? getenv("RERAND_SBSIGN") : "sbsign";
-	char *argv[12];
-	int n = 0, fd, r;
+	int n = 0;
 
-	fd = make_tmp(p, "sig", tmp, tmp_len, e);
-	if (fd < 0)
-		return fd;
-	close(fd);
-	argv[n++] = (char *)sbsign;
+	argv[n++] = getenv("RERAND_SBSIGN") ? getenv("RERAND_SBSIGN") : "sbsign";
 	if (!strncmp(c->sign_key, "pkcs11:", 7)) {
 		argv[n++] = "--engine";
 		argv[n++] = "pkcs11";
@@ -371,75 +392,17 @@ static int sign_image(const struct rr_config *c, const struct rr_stage_plan *p,
 	argv[n++] = "--cert";
 	argv[n++] = (char *)c->sign_cert;
 	argv[n++] = "--output";
-	argv[n++] = tmp;
-	argv[n++] = (char *)unsigned_tmp;
+	argv[n++] = (char *)out;
+	argv[n++] = (char *)in;
 	argv[n] = NULL;
-	r = run_argv(argv, 600, RR_CHILD_NO_CAPS);
-	if (r != 0) {
-		unlink(tmp);
-		return rr_errf(e, r < 0 ? -r : EIO, "%s --key %s --cert %s for %s failed (%s %d)",
-			       sbsign, c->sign_key, c->sign_cert, p->image,
-			       r < 0 ? "error" : "status", r < 0 ? -r : r);
-	}
-	if (chmod(tmp, 0644) < 0) {
-		r = rr_errf(e, errno, "%s: chmod: %s", tmp, strerror(errno));
-		unlink(tmp);
-		return r;
-	}
-	return 0;
 }
 
-/* The image at path parses, is signed when it must be, and (pre-signed)
- * is of the plan's release; p->signer from its signature. */
-static int check_image(struct rr_stage_plan *p, const char *path, bool want_signed,
-		       struct rr_err *e)
+/* 1: p->image must be built (the cache dir is there and the stale file gone),
+ * 0: usable as it is, <0: not usable (a pre-signed image is never rebuilt). */
+static int build_needed(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e)
 {
-	struct rr_image im;
-	struct rr_pe_sig sig;
-	uint8_t *buf;
-	size_t len, w = 0;
-	int r;
-
-	r = rr_read_file(path, 512u << 20, &buf, &len, e);
-	if (r < 0)
-		return r;
-	r = rr_image_parse(buf, len, path, &im, e);
-	if (r == 0)
-		r = rr_pe_sig_read(buf, len, path, &sig, e);
-	free(buf);
-	if (r < 0)
-		return r;
-	if (want_signed && !sig.is_signed)
-		return rr_errf(e, ENOKEY, "%s: not signed, and the kernel is locked down: it accepts "
-			       "only signed images (see docs/secure-boot.md)", path);
-	while (im.kernel_version[w] && im.kernel_version[w] != ' ')
-		w++;
-	if (p->source == RR_IMG_PRESIGNED &&
-	    (strlen(p->release) != w || memcmp(im.kernel_version, p->release, w)))
-		return rr_errf(e, EINVAL, "%s: an image of release \"%.*s\", not of %s's %s", path,
-			       (int)w, im.kernel_version, p->kernel, p->release);
-	if (p->source != RR_IMG_PRESIGNED) {
-		/* Built by RerandBinary=, a separate program: it must carry the
-		 * stage the cache key names, or an upgrade of one and not the
-		 * other would keep booting an old stage. */
-		char hex[65];
-		for (int i = 0; i < 32; i++)
-			snprintf(hex + 2 * i, 3, "%02x", im.hdr.stage_sha256[i]);
-		if (strcmp(hex, p->stage_sha))
-			return rr_errf(e, EINVAL, "%s: carries stage %.16s..., but rerandd's is "
-				       "%.16s...: RerandBinary= is from another build", path, hex,
-				       p->stage_sha);
-	}
-	snprintf(p->signer, sizeof(p->signer), "%s", sig.is_signed ? sig.subject : "");
-	return 0;
-}
-
-int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e)
-{
-	char dir[RR_PATH + 16], tmp[RR_PATH + 200], sig[RR_PATH + 200];
-	const char *done;
+	char dir[RR_PATH + 16];
 	bool want_signed = p->source != RR_IMG_BUILT;
-	int r;
 
 	/* someone else's file: checked, never rebuilt or removed */
 	if (p->source == RR_IMG_PRESIGNED)
@@ -450,30 +413,45 @@ int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_er
 	snprintf(dir, sizeof(dir), "%s/images", c->state_dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return rr_errf(e, errno, "%s: cannot create: %s", dir, strerror(errno));
-	r = build_unsigned(c, p, tmp, sizeof(tmp), e);
-	if (r < 0)
-		return r;
-	done = tmp;
-	if (p->source == RR_IMG_SIGNED_HERE) {
-		r = sign_image(c, p, tmp, sig, sizeof(sig), e);
-		unlink(tmp);
-		if (r < 0)
-			return r;
-		done = sig;
-	}
-	/* The builder ran unprivileged: what it wrote is checked like any
-	 * other file before it is named an image. */
-	r = check_image(p, done, want_signed, e);
-	if (r == 0 && rename(done, p->image) < 0)
+	return 1;
+}
+
+/* A child of the build failed: rerand's (or sbsign's) own message is its
+ * last line. */
+static void build_failed(const char *what, const char *file, int status, const char *out,
+			 char *msg, size_t len)
+{
+	const char *last = NULL;
+
+	for (const char *q = out; *q; q++)
+		if ((q == out || q[-1] == '\n') && *q != '\n')
+			last = q;
+	snprintf(msg, len, "%s %s failed (%s %d)%s%.*s", what, file,
+		 status < 0 ? "error" : "status", status < 0 ? -status : status, last ? ": " : "",
+		 last ? (int)strcspn(last, "\n") : 0, last ? last : "");
+}
+
+/* The builder ran unprivileged: what it wrote (path) is checked like any
+ * other file before it is named an image. */
+static int built(struct rr_stage_plan *p, const char *path, struct rr_err *e)
+{
+	int r = check_image(p, path, p->source != RR_IMG_BUILT, e);
+
+	if (r == 0 && rename(path, p->image) < 0)
 		r = rr_errf(e, errno, "%s: cannot rename into place: %s", p->image, strerror(errno));
-	if (r < 0) {
-		unlink(done);
+	return r;
+}
+
+int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e)
+{
+	char *argv[12], out[1024];
+	int r = build_needed(c, p, e);
+
+	if (r <= 0)
 		return r;
-	}
-	if (b_user_log(c))
-		rr_log(RR_LOG_INFO, "built %s as %s without capabilities%s", p->image,
-		       b_user_log(c), p->source == RR_IMG_SIGNED_HERE ? ", signed by sbsign" : "");
-	return 0;
+	image_argv(c, p, argv);
+	r = run_argv_capture(argv, 600, RR_CHILD_NO_CAPS, out, sizeof(out));
+	return built(c, p, r, out, e);
 }
 
 void stage_load_argv(const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
@@ -548,32 +526,344 @@ static void log_lines(int prio, bool crash, const char *out)
 	}
 }
 
-int stage_load_run(const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
-		   char *msg, size_t len)
-{
-	struct rr_load_argv a;
-	char *out = malloc(LOAD_OUT_MAX);
-	int r;
+/* ---- staging as jobs: plan and check (a forked helper), build (`rerand
+ * image`), check again (a helper), load (`rerand load`) --------------------- */
 
-	if (!out) {
-		snprintf(msg, len, "out of memory");
-		return -ENOMEM;
+struct rr_stage_job {
+	struct rr_config c;               /* a reload meanwhile does not change this run */
+	struct rr_stage_plan p;
+	bool crash;
+	struct rr_job *job;
+	sd_event *ev;
+	rr_stage_done_fn done;
+	void *arg;
+	char tmp[RR_PATH + 200];          /* the builder's output, "" when none */
+	char sig[RR_PATH + 200];          /* sbsign's output, "" when none */
+};
+
+/* What a helper tells the loop. */
+struct helper_result {
+	int r;                            /* <0 error, 0 go on, 1 unchanged */
+	int need_build;
+	char msg[RR_ERR_MAX];
+	struct rr_stage_plan p;
+};
+
+struct prep_args {
+	const struct rr_config *c;
+	const struct rr_stage_req *req;
+	struct rr_stage_plan *p;
+};
+
+static int helper_write(int fd, const struct helper_result *res)
+{
+	const char *b = (const char *)res;
+	size_t done = 0;
+
+	while (done < sizeof(*res)) {
+		ssize_t n = write(fd, b + done, sizeof(*res) - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -EIO;
+		done += (size_t)n;
 	}
-	stage_load_argv(c, p, crash, &a);
-	r = run_argv_capture(a.argv, 300, RR_CHILD_KEXEC_CAPS, out, LOAD_OUT_MAX);
-	log_lines(r == 0 ? RR_LOG_INFO : RR_LOG_NOTICE, crash, out);
-	if (r != 0)
-		reason_from(out, r, crash, msg, len);
-	free(out);
-	return r == 0 ? 0 : r < 0 ? r : -EIO;
+	return 0;
 }
 
-int stage_load(const struct rr_config *c, const struct rr_stage_plan *p, struct rr_err *e)
+/* In the helper: the plan (SHA-256 of the kernel) and the cache check. */
+static int prep_child(void *ud, int fd)
 {
-	char msg[RR_ERR_MAX];
-	int r = stage_load_run(c, p, false, msg, sizeof(msg));
+	struct prep_args *a = ud;
+	struct helper_result res = { 0 };
+	struct rr_err e = { "" };
+	int r = 0;
 
-	return r < 0 ? rr_errf(e, -r, "%s", msg) : 0;
+	if (a->req->plan)
+		res.p = *a->req->plan;
+	else if (a->req->planner)
+		r = a->req->planner(a->c, a->req->planner_arg, &res.p, &e);
+	else
+		r = stage_plan(a->c, a->req->kernel, &res.p, &e);
+	if (r == 0 && a->req->unless_sha && !strcmp(res.p.sha, a->req->unless_sha))
+		r = 1;
+	if (r == 0 && (r = build_needed(a->c, &res.p, &e)) > 0) {
+		res.need_build = 1;
+		r = 0;
+	}
+	res.r = r;
+	snprintf(res.msg, sizeof(res.msg), "%s", e.msg);
+	return helper_write(fd, &res);
+}
+
+struct check_args {
+	struct rr_stage_plan *p;
+	const char *path;
+};
+
+/* In the helper: the image the builder (and sbsign) wrote parses, is signed
+ * when it must be, carries rerandd's stage; then it is renamed into place. */
+static int check_child(void *ud, int fd)
+{
+	struct check_args *a = ud;
+	struct helper_result res = { 0 };
+	struct rr_err e = { "" };
+
+	res.p = *a->p;
+	res.r = built(&res.p, a->path, &e);
+	snprintf(res.msg, sizeof(res.msg), "%s", e.msg);
+	return helper_write(fd, &res);
+}
+
+/* Nothing half-built stays beside the cache (renamed ones are gone). */
+static void unlink_tmps(struct rr_stage_job *sj)
+{
+	if (*sj->tmp)
+		unlink(sj->tmp);
+	if (*sj->sig)
+		unlink(sj->sig);
+	*sj->tmp = *sj->sig = 0;
+}
+
+static void stage_finish(struct rr_stage_job *sj, int r, const char *msg)
+{
+	struct rr_stage_plan p = sj->p;
+	rr_stage_done_fn done = sj->done;
+	void *arg = sj->arg;
+
+	unlink_tmps(sj);
+	free(sj);
+	done(r, &p, msg, arg);
+}
+
+/* A helper's result, or why there is none. */
+static const struct helper_result *helper_got(int status, const void *buf, size_t len,
+					      char *msg, size_t msglen)
+{
+	if (status == 0 && len == sizeof(struct helper_result))
+		return buf;
+	snprintf(msg, msglen, "the staging helper %s (%s %d, %zu bytes)",
+		 status == -ETIMEDOUT ? "was stopped after its timeout" : "failed",
+		 status < 0 ? "error" : "status", status < 0 ? -status : status, len);
+	return NULL;
+}
+
+static void on_loaded(int status, const char *out, void *ud)
+{
+	struct rr_stage_job *sj = ud;
+	char msg[RR_ERR_MAX] = "";
+
+	sj->job = NULL;
+	log_lines(status == 0 ? RR_LOG_INFO : RR_LOG_NOTICE, sj->crash, out);
+	if (status != 0)
+		reason_from(out, status, sj->crash, msg, sizeof(msg));
+	stage_finish(sj, status == 0 ? 0 : status < 0 ? status : -EIO, msg);
+}
+
+static int start_load(struct rr_stage_job *sj, struct rr_err *e)
+{
+	struct rr_load_argv a;
+	int r;
+
+	stage_load_argv(&sj->c, &sj->p, sj->crash, &a);
+	r = job_start(sj->ev, a.argv, 300, RR_CHILD_KEXEC_CAPS | RR_CHILD_NICE, true, on_loaded, sj,
+		      &sj->job);
+	return r < 0 ? rr_errf(e, -r, "%s load: cannot start: %s", sj->c.rerand_bin, strerror(-r)) : 0;
+}
+
+static void on_checked(int status, const void *buf, size_t len, void *ud)
+{
+	struct rr_stage_job *sj = ud;
+	const struct helper_result *res;
+	struct rr_err e;
+	char msg[RR_ERR_MAX];
+
+	sj->job = NULL;
+	if (!(res = helper_got(status, buf, len, msg, sizeof(msg)))) {
+		stage_finish(sj, -EIO, msg);
+		return;
+	}
+	sj->p = res->p;                    /* its signer */
+	if (res->r < 0) {
+		stage_finish(sj, res->r, res->msg);
+		return;
+	}
+	*sj->tmp = *sj->sig = 0;           /* renamed into place */
+	rr_log(RR_LOG_INFO, "built %s as %s without capabilities%s", sj->p.image,
+	       b_user_log(&sj->c), sj->p.source == RR_IMG_SIGNED_HERE ? ", signed by sbsign" : "");
+	if (start_load(sj, &e) < 0)
+		stage_finish(sj, -EIO, e.msg);
+}
+
+static void start_check(struct rr_stage_job *sj, const char *path)
+{
+	struct check_args a = { &sj->p, path };
+	int r;
+
+	r = job_start_fn(sj->ev, "rerandd-check", check_child, &a, 600, on_checked, sj, &sj->job);
+	if (r < 0) {
+		char msg[RR_ERR_MAX];
+		snprintf(msg, sizeof(msg), "cannot start the staging helper: %s", strerror(-r));
+		stage_finish(sj, r, msg);
+	}
+}
+
+static void on_signed(int status, const char *out, void *ud)
+{
+	struct rr_stage_job *sj = ud;
+	char msg[RR_ERR_MAX];
+
+	sj->job = NULL;
+	unlink(sj->tmp);
+	*sj->tmp = 0;
+	if (status != 0) {
+		build_failed("sbsign of", sj->p.image, status, out, msg, sizeof(msg));
+		stage_finish(sj, status < 0 ? status : -EIO, msg);
+		return;
+	}
+	if (chmod(sj->sig, 0644) < 0) {
+		snprintf(msg, sizeof(msg), "%s: chmod: %s", sj->sig, strerror(errno));
+		stage_finish(sj, -errno, msg);
+		return;
+	}
+	start_check(sj, sj->sig);
+}
+
+static void on_built(int status, const char *out, void *ud)
+{
+	struct rr_stage_job *sj = ud;
+	char msg[RR_ERR_MAX], *argv[12];
+	int fd, r;
+
+	sj->job = NULL;
+	if (status != 0) {
+		char what[RR_PATH + 64];
+		snprintf(what, sizeof(what), "%s image (as %s, no capabilities)", sj->c.rerand_bin,
+			 b_user_log(&sj->c));
+		build_failed(what, sj->p.kernel, status, out, msg, sizeof(msg));
+		stage_finish(sj, status < 0 ? status : -EIO, msg);
+		return;
+	}
+	if (chmod(sj->tmp, 0644) < 0) {
+		snprintf(msg, sizeof(msg), "%s: chmod: %s", sj->tmp, strerror(errno));
+		stage_finish(sj, -errno, msg);
+		return;
+	}
+	if (sj->p.source != RR_IMG_SIGNED_HERE) {
+		start_check(sj, sj->tmp);
+		return;
+	}
+	{
+		struct rr_err e;
+		fd = make_tmp(&sj->p, "sig", sj->sig, sizeof(sj->sig), &e);
+		if (fd < 0) {
+			*sj->sig = 0;
+			stage_finish(sj, fd, e.msg);
+			return;
+		}
+	}
+	close(fd);
+	sign_argv(&sj->c, sj->tmp, sj->sig, argv);
+	r = job_start(sj->ev, argv, 600, RR_CHILD_NO_CAPS, true, on_signed, sj, &sj->job);
+	if (r < 0) {
+		snprintf(msg, sizeof(msg), "%s: cannot start: %s", argv[0], strerror(-r));
+		stage_finish(sj, r, msg);
+	}
+}
+
+/* The builder's identity, its two files (rerandd's, handed over as fds
+ * 3 and 4), and the job. */
+static int start_build(struct rr_stage_job *sj, struct rr_err *e)
+{
+	struct rr_builder b = { .kernel_fd = -1, .out_fd = -1 };
+	char *argv[12];
+	int r;
+
+	r = builder_identity(&sj->c, &b, e);
+	if (r < 0)
+		return r;
+	b.kernel_fd = open(sj->p.kernel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (b.kernel_fd < 0)
+		return rr_errf(e, errno, "%s: cannot open: %s", sj->p.kernel, strerror(errno));
+	b.out_fd = make_tmp(&sj->p, "tmp", sj->tmp, sizeof(sj->tmp), e);
+	if (b.out_fd < 0) {
+		*sj->tmp = 0;
+		close(b.kernel_fd);
+		return b.out_fd;
+	}
+	rr_log(RR_LOG_INFO, "building %s", sj->p.image);
+	image_argv(&sj->c, &sj->p, argv);
+	r = job_start_builder(sj->ev, argv, 600, &b, on_built, sj, &sj->job);
+	/* the child has its copies (or there is no child) */
+	close(b.kernel_fd);
+	close(b.out_fd);
+	if (r < 0)
+		return rr_errf(e, -r, "%s image: cannot start: %s", sj->c.rerand_bin, strerror(-r));
+	return 0;
+}
+
+static void on_prepped(int status, const void *buf, size_t len, void *ud)
+{
+	struct rr_stage_job *sj = ud;
+	const struct helper_result *res;
+	struct rr_err e;
+	char msg[RR_ERR_MAX];
+	int r;
+
+	sj->job = NULL;
+	if (!(res = helper_got(status, buf, len, msg, sizeof(msg)))) {
+		stage_finish(sj, -EIO, msg);
+		return;
+	}
+	sj->p = res->p;
+	if (res->r != 0) {
+		stage_finish(sj, res->r, res->msg);
+		return;
+	}
+	if (!res->need_build) {
+		if (start_load(sj, &e) < 0)
+			stage_finish(sj, -EIO, e.msg);
+		return;
+	}
+	r = start_build(sj, &e);
+	if (r < 0)
+		stage_finish(sj, r, e.msg);
+}
+
+int stage_start(sd_event *ev, const struct rr_config *c, const struct rr_stage_req *req,
+		rr_stage_done_fn done, void *arg, struct rr_stage_job **ret, struct rr_err *e)
+{
+	struct rr_stage_job *sj = malloc(sizeof(*sj));
+	struct prep_args a;
+	int r;
+
+	if (!sj)
+		return rr_errf(e, ENOMEM, "out of memory");
+	memset(&sj->p, 0, sizeof(sj->p));
+	sj->c = *c;
+	sj->crash = req->crash;
+	sj->job = NULL;
+	sj->ev = ev;
+	sj->done = done;
+	sj->arg = arg;
+	a = (struct prep_args){ &sj->c, req, &sj->p };
+	/* forked at once: the helper sees req as it is now */
+	r = job_start_fn(ev, "rerandd-plan", prep_child, &a, 600, on_prepped, sj, &sj->job);
+	if (r < 0) {
+		free(sj);
+		return rr_errf(e, -r, "cannot start the staging helper: %s", strerror(-r));
+	}
+	*ret = sj;
+	return 0;
+}
+
+void stage_cancel(struct rr_stage_job *sj)
+{
+	if (!sj)
+		return;
+	job_cancel(sj->job);
+	unlink_tmps(sj);
+	free(sj);
 }
 
 void stage_view_secure(const struct rr_config *c, const struct rr_stage_plan *staged,

@@ -30,6 +30,30 @@ static const char *verify_names[] = { "unknown", "randomized", "not-randomized",
 				      "malformed", "weak" };
 #define NR_VERIFY (sizeof(verify_names) / sizeof(verify_names[0]))
 
+static const char *phase_names[] = { "idle", "gate", "restage", "hooks", "confirm", "reboot",
+				     "rebooting" };
+
+const char *state_phase_name(enum rr_phase ph)
+{
+	return (unsigned)ph < sizeof(phase_names) / sizeof(phase_names[0]) ? phase_names[ph]
+									  : "unknown";
+}
+
+enum rr_resume state_resume(struct rr_state *s, const char *boot_id)
+{
+	enum rr_phase ph = s->phase;
+
+	s->phase = RR_PH_IDLE;
+	/* another boot: the attempt (if any) is settled by state_account_boot */
+	if (strcmp(s->boot_id, boot_id) || ph == RR_PH_IDLE)
+		return RR_RESUME_NONE;
+	/* The same boot: the sequence stopped half-way, even in reboot or
+	 * rebooting (the request, if it went out, was not carried out while
+	 * rerandd lived).  state_account_boot drops a recorded attempt as
+	 * aborted, and coord_startup gives the slot back. */
+	return RR_RESUME_UNWIND;
+}
+
 const char *state_verify_name(enum rr_verify v)
 {
 	return (unsigned)v < NR_VERIFY ? verify_names[v] : "unknown";
@@ -76,7 +100,8 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		"fleet_token=%s\n"
 		"crash_boots=%" PRIu64 "\n"
 		"last_crash_boot=%lld\n"
-		"crash_boot_id=%s\n",
+		"crash_boot_id=%s\n"
+		"phase=%s\n",
 		s->boot_id, s->attempt, s->attempt_boot_id, (long long)s->attempt_time,
 		policy_reason_name(s->attempt_reason), s->failures, s->successes, s->total_failures,
 		s->weak_boots,
@@ -84,7 +109,8 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		state_verify_name(s->last_verify), (long long)s->last_verify_time,
 		(long long)s->jitter, s->hold, s->trig_oops, s->trig_new_kernel, s->trig_now,
 		s->taint_handled, s->staged_sha, (long long)s->staged_time, s->fleet_held,
-		s->fleet_token, s->crash_boots, (long long)s->last_crash_boot, s->crash_boot_id);
+		s->fleet_token, s->crash_boots, (long long)s->last_crash_boot, s->crash_boot_id,
+		state_phase_name(s->phase));
 	if (n < 0 || (size_t)n >= len)
 		return -ENOBUFS;
 	return n;
@@ -166,6 +192,14 @@ static int set_key(struct rr_state *s, const char *k, const char *v, bool *versi
 				return 0;
 			}
 		return -EINVAL;
+	}
+	if (!strcmp(k, "phase")) {
+		/* a phase a newer rerandd wrote: unwound as any unfinished one */
+		s->phase = RR_PH_GATE;
+		for (int ph = RR_PH_IDLE; ph <= RR_PH_REBOOTING; ph++)
+			if (!strcmp(v, state_phase_name(ph)))
+				s->phase = ph;
+		return 0;
 	}
 	FLAG("attempt", attempt)
 	FLAG("hold", hold)
@@ -330,6 +364,7 @@ enum rr_outcome state_account_boot(struct rr_state *s, const char *boot_id,
 		out = RR_OUT_UNPLANNED;
 	}
 	if (new_boot) {
+		s->phase = RR_PH_IDLE;
 		s->trig_oops = s->trig_new_kernel = s->trig_now = false;
 		s->taint_handled = 0;
 		s->staged_time = 0;

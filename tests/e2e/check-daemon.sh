@@ -89,6 +89,8 @@ common_checks() {
 		*) tap 1 "$name: guest check $(echo "${line#*RRD-CHECK }" | cut -d' ' -f1)" "${line#*RRD-CHECK }" ;;
 		esac
 	done < <(grep -ao 'RRD-CHECK .*' "$log")
+	grep -ao 'RRD-LATENCY .*' "$log" | tr -d '\r' | sed "s/^RRD-LATENCY/$name: rerand status during the stage:/" |
+		while IFS= read -r line; do e2e_note "$line"; done
 }
 
 # randomized_boots NAME LOG FIRST LAST: every boot FIRST..LAST verified by

@@ -48,7 +48,7 @@ rrd_preflight() {
 # names, /init.  Everything that must survive a kexec lives on the disk.
 rrd_initrd() {
 	local inputs=("$E2E_BUSYBOX" "$E2E_KEXEC" "$E2E_RERAND" "$RRD_RERANDD"
-		"$E2E_DIR/daemon-init.sh" "$E2E_DIR/lib-daemon.sh")
+		"$E2E_DIR/daemon-init.sh" "$E2E_DIR/lib-daemon.sh" "$E2E_DIR/ctl-latency.c")
 	local f key=daemon
 	for f in "${inputs[@]}"; do
 		[ -r "$f" ] || e2e_die "$f: missing (needed for the rerandd guest)"
@@ -74,6 +74,9 @@ rrd_initrd() {
 	e2e_copy_bin "$E2E_RERAND" "$r" /bin/rerand || e2e_die "cannot copy $E2E_RERAND"
 	e2e_copy_bin "$RRD_RERANDD" "$r" /sbin/rerandd || e2e_die "cannot copy $RRD_RERANDD"
 	install -m 0755 "$E2E_DIR/daemon-init.sh" "$r/init"
+	# the control socket's latency probe: static, the guest has no libc of its own for it
+	${CC:-cc} -static -O2 -o "$r/bin/ctl-latency" "$E2E_DIR/ctl-latency.c" ||
+		e2e_die "cannot build $E2E_DIR/ctl-latency.c (static glibc: libc6-dev)"
 	mknod -m 0600 "$r/dev/console" c 5 1 2>/dev/null || true
 	(cd "$r" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$tmp/initrd.cpio" ||
 		e2e_die "cpio failed"

@@ -92,6 +92,8 @@ int main(void)
 	}
 	config_defaults(&c);
 	snprintf(c.state_dir, sizeof(c.state_dir), "%s", dir);
+	/* images are built by `rerand image` in a child, as rerandd does */
+	snprintf(c.rerand_bin, sizeof(c.rerand_bin), "%s/build/rerand", T_TOP);
 	snprintf(c.kernel, sizeof(c.kernel), "%.480s", kernel);
 	snprintf(c.initrd, sizeof(c.initrd), "none");
 	c.cmdline_set = true;

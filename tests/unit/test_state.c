@@ -268,6 +268,57 @@ static void test_stale_temps(void)
 	unlink(other);
 }
 
+/* The reboot sequence's phase: saved, read back, old files readable, and
+ * what a restart does with each phase. */
+static void test_phase(void)
+{
+	static const char B1[] = "1111aaaa-0000-4000-8000-000000000001";
+	static const char B2[] = "2222bbbb-0000-4000-8000-000000000002";
+	struct rr_state a, b;
+	char buf[4096];
+	int n;
+
+	state_init(&a);
+	snprintf(a.boot_id, sizeof(a.boot_id), "%s", B1);
+	a.phase = RR_PH_HOOKS;
+	n = state_format(&a, buf, sizeof(buf));
+	T_OK(n > 0 && strstr(buf, "\nphase=hooks\n") && state_parse(buf, (size_t)n, &b) == 0 &&
+	     b.phase == RR_PH_HOOKS, "the phase is saved by name and read back");
+	T_OK(state_parse("version=1\nfailures=1\n", 21, &b) == 0 && b.phase == RR_PH_IDLE,
+	     "a state file from before the phase existed reads as idle");
+	T_OK(state_parse("version=1\nphase=drain\n", 22, &b) == 0 && b.phase == RR_PH_GATE &&
+	     state_resume(&b, "") == RR_RESUME_UNWIND,
+	     "an unknown phase (a newer rerandd's) is taken as unfinished, not as a corrupt file");
+
+	for (int ph = RR_PH_GATE; ph <= RR_PH_CONFIRM; ph++) {
+		b = a;
+		b.phase = ph;
+		T_OK(state_resume(&b, B1) == RR_RESUME_UNWIND && b.phase == RR_PH_IDLE,
+		     "restarted in %s (same boot): unwound to idle", state_phase_name(ph));
+	}
+	for (int ph = RR_PH_REBOOT; ph <= RR_PH_REBOOTING; ph++) {
+		b = a;
+		b.phase = ph;
+		state_record_attempt(&b, RR_WHY_AGE, 1000);
+		snprintf(b.attempt_boot_id, sizeof(b.attempt_boot_id), "%s", B1);
+		T_OK(state_resume(&b, B1) == RR_RESUME_UNWIND && b.phase == RR_PH_IDLE &&
+		     state_account_boot(&b, B1, RR_V_RANDOMIZED, 2000) == RR_OUT_ABORTED &&
+		     !b.attempt && b.failures == 0 && b.successes == 0,
+		     "restarted in %s (same boot): unwound, the attempt dropped as aborted, "
+		     "nothing counted", state_phase_name(ph));
+	}
+	b = a;
+	b.phase = RR_PH_REBOOTING;
+	state_record_attempt(&b, RR_WHY_AGE, 1000);
+	snprintf(b.attempt_boot_id, sizeof(b.attempt_boot_id), "%s", B1);
+	T_OK(state_resume(&b, B2) == RR_RESUME_NONE && b.phase == RR_PH_IDLE &&
+	     state_account_boot(&b, B2, RR_V_RANDOMIZED, 2000) == RR_OUT_SUCCESS && b.successes == 1,
+	     "rebooting, then a new boot: idle, and the normal next-boot accounting (a success)");
+	b = a;
+	b.phase = RR_PH_IDLE;
+	T_OK(state_resume(&b, B1) == RR_RESUME_NONE, "idle stays idle");
+}
+
 int main(void)
 {
 	char cmd[300];
@@ -281,6 +332,7 @@ int main(void)
 	test_weak();
 	test_helpers();
 	test_stale_temps();
+	test_phase();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		printf("# could not remove %s\n", dir);

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* rerandd's reboot sequence as a state machine (docs/design.md draws it):
+ *
+ *   idle -> gate -> restage -> hooks -> confirm -> reboot -> rebooting
+ *             \________\__________\________\_________\---> idle (unwound)
+ *
+ * Each phase is saved in the state file before its work starts, and every
+ * step is an event: a fleet answer (coord), a job's completion (staging,
+ * hooks) or a D-Bus reply (the reboot request).  Nothing here waits, so
+ * the control socket and the watchdog are served throughout. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "rerandd.h"
+
+#define REBOOT_GRACE 300           /* an accepted reboot that never came is a failure */
+
+static void set_phase(struct daemon *d, enum rr_phase ph)
+{
+	if (d->st.phase == ph)
+		return;
+	rr_log(RR_LOG_DEBUG, "reboot sequence: %s -> %s", state_phase_name(d->st.phase),
+	       state_phase_name(ph));
+	d->st.phase = ph;
+	daemon_save(d);
+}
+
+void seq_cancel(struct daemon *d)
+{
+	hooks_cancel(d->hooks);
+	d->hooks = NULL;
+	reboot_request_cancel(d->request);
+	d->request = NULL;
+}
+
+void seq_unwind(struct daemon *d, const char *why)
+{
+	if (why)
+		rr_log(RR_LOG_ERR, "%s; not rebooting now", why);
+	seq_cancel(d);
+	/* the slot (if any) goes back before the next try */
+	coord_abort(&d->co);
+	d->rebooting_since = 0;
+	set_phase(d, RR_PH_IDLE);
+	daemon_evaluate_soon(d);
+}
+
+/* gate: at most MaxConcurrent hosts of the group past this point at once;
+ * with the backend unreachable nobody is (fail closed). */
+static void step_gate(struct daemon *d)
+{
+	int r = coord_gate(&d->co, &d->cfg, &d->st, d->out.reason);
+
+	if (r == COORD_PENDING)
+		return;                    /* coord wakes us */
+	if (r != 1) {
+		set_phase(d, RR_PH_IDLE);  /* not now: policy asks again */
+		return;
+	}
+	rr_log(RR_LOG_NOTICE, "rerandomizing reboot (%s)", policy_reason_name(d->out.reason));
+	set_phase(d, RR_PH_RESTAGE);
+	/* A fresh seed just before the reboot: the staged one has sat in
+	 * memory since the last restage. */
+	if (daemon_stage(d, d->staged ? &d->plan : NULL, false) < 0)
+		seq_unwind(d, "the fresh stage could not start");
+}
+
+static void step_confirm(struct daemon *d);
+
+static void on_hooks(int r, const char *msg, void *ud)
+{
+	struct daemon *d = ud;
+
+	d->hooks = NULL;
+	if (r < 0) {
+		seq_unwind(d, msg);
+		return;
+	}
+	set_phase(d, RR_PH_CONFIRM);
+	step_confirm(d);
+}
+
+void seq_restaged(struct daemon *d, int r)
+{
+	struct rr_err e;
+
+	if (d->st.phase != RR_PH_RESTAGE)
+		return;
+	if (r < 0) {
+		seq_unwind(d, "the fresh stage failed");
+		return;
+	}
+	set_phase(d, RR_PH_HOOKS);
+	daemon_publish(d);             /* hooks see this step's status and metrics */
+	r = hooks_start(d->ev, d->cfg.pre_reboot_dir, d->cfg.hook_timeout, on_hooks, d, &d->hooks, &e);
+	if (r < 0)
+		seq_unwind(d, e.msg);
+	else if (r == 0)
+		on_hooks(0, "", d);        /* no hooks */
+}
+
+static void on_request(int r, const char *msg, void *ud)
+{
+	struct daemon *d = ud;
+
+	d->request = NULL;
+	if (r < 0) {
+		rr_log(RR_LOG_ERR, "reboot failed: %s", msg);
+		state_record_failed_reboot(&d->st, time(NULL));
+		seq_unwind(d, NULL);
+		return;
+	}
+	d->rebooting_since = time(NULL);
+	set_phase(d, RR_PH_REBOOTING);
+	daemon_publish(d);
+}
+
+/* confirm: the slot must still be ours; then the attempt is written down
+ * before the request goes out. */
+static void step_confirm(struct daemon *d)
+{
+	struct rr_err e;
+	int r = coord_confirm(&d->co);
+
+	if (r == COORD_PENDING)
+		return;
+	if (r != 1) {
+		seq_unwind(d, NULL);      /* coord said why */
+		return;
+	}
+	state_record_attempt(&d->st, d->out.reason, time(NULL));
+	d->st.trig_now = false;
+	set_phase(d, RR_PH_REBOOT);    /* saves: the attempt is on disk before we go */
+	daemon_publish(d);
+	if (reboot_request_start(d->ev, &d->cfg, on_request, d, &d->request, &e) < 0)
+		on_request(-1, e.msg, d);
+}
+
+void seq_begin(struct daemon *d)
+{
+	set_phase(d, RR_PH_GATE);
+	step_gate(d);
+}
+
+void seq_step(struct daemon *d, time_t now)
+{
+	switch (d->st.phase) {
+	case RR_PH_GATE:
+		step_gate(d);
+		break;
+	case RR_PH_CONFIRM:
+		step_confirm(d);
+		break;
+	case RR_PH_RESTAGE:
+	case RR_PH_HOOKS:
+	case RR_PH_REBOOT:
+		/* a job or a D-Bus call runs; its completion moves on.  The
+		 * slot's lease must outlive the wait. */
+		coord_keepalive(&d->co);
+		break;
+	case RR_PH_REBOOTING:
+		/* the lease must outlive the shutdown */
+		coord_keepalive(&d->co);
+		if (now - d->rebooting_since < REBOOT_GRACE)
+			break;
+		rr_log(RR_LOG_ERR, "the reboot was accepted but never happened");
+		state_record_failed_reboot(&d->st, now);
+		seq_unwind(d, NULL);
+		break;
+	case RR_PH_IDLE:
+		break;
+	}
+}
+
+void seq_resume(struct daemon *d, enum rr_resume how)
+{
+	/* coord_startup has already planned the release of whatever slot is
+	 * ours; the sequence starts again from the gate when policy says so */
+	if (how == RR_RESUME_UNWIND)
+		rr_log(RR_LOG_WARNING, "rerandd restarted in the middle of a rerandomizing reboot: "
+		       "unwound (the fleet slot, if any, is given back)");
+}
