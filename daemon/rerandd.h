@@ -300,7 +300,7 @@ struct rr_job;
 typedef void (*rr_job_done_fn)(int status, const char *out, void *arg);
 int job_start(sd_event *ev, char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
 	      bool capture, rr_job_done_fn done, void *arg, struct rr_job **ret);
-/* job_start for the image builder (capturing its output): the child
+/* job_start for the image builder (its output relayed): the child
  * becomes it through caps_child_builder() instead of a caps enum. */
 struct rr_builder;
 int job_start_builder(sd_event *ev, char *const argv[], int64_t timeout_sec,

@@ -430,7 +430,7 @@ int job_start_builder(sd_event *ev, char *const argv[], int64_t timeout_sec,
 		      const struct rr_builder *b, rr_job_done_fn done, void *arg,
 		      struct rr_job **ret)
 {
-	return job_spawn(ev, argv, timeout_sec, RR_CHILD_NICE, b, true, done, arg, ret);
+	return job_spawn(ev, argv, timeout_sec, RR_CHILD_NICE, b, false, done, arg, ret);
 }
 
 int job_start_fn(sd_event *ev, const char *name, int (*fn)(void *arg, int out_fd), void *fn_arg,

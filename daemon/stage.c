@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -442,17 +443,6 @@ static int built(struct rr_stage_plan *p, const char *path, struct rr_err *e)
 	return r;
 }
 
-int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e)
-{
-	char *argv[12], out[1024];
-	int r = build_needed(c, p, e);
-
-	if (r <= 0)
-		return r;
-	image_argv(c, p, argv);
-	r = run_argv_capture(argv, 600, RR_CHILD_NO_CAPS, out, sizeof(out));
-	return built(c, p, r, out, e);
-}
 
 void stage_load_argv(const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
 		     struct rr_load_argv *a)
@@ -539,6 +529,7 @@ struct rr_stage_job {
 	void *arg;
 	char tmp[RR_PATH + 200];          /* the builder's output, "" when none */
 	char sig[RR_PATH + 200];          /* sbsign's output, "" when none */
+	bool build_only;                  /* stage_build(): no load after the check */
 };
 
 /* What a helper tells the loop. */
@@ -691,7 +682,9 @@ static void on_checked(int status, const void *buf, size_t len, void *ud)
 	*sj->tmp = *sj->sig = 0;           /* renamed into place */
 	rr_log(RR_LOG_INFO, "built %s as %s without capabilities%s", sj->p.image,
 	       b_user_log(&sj->c), sj->p.source == RR_IMG_SIGNED_HERE ? ", signed by sbsign" : "");
-	if (start_load(sj, &e) < 0)
+	if (sj->build_only)
+		stage_finish(sj, 0, "");
+	else if (start_load(sj, &e) < 0)
 		stage_finish(sj, -EIO, e.msg);
 }
 
@@ -737,10 +730,11 @@ static void on_built(int status, const char *out, void *ud)
 
 	sj->job = NULL;
 	if (status != 0) {
-		char what[RR_PATH + 64];
-		snprintf(what, sizeof(what), "%s image (as %s, no capabilities)", sj->c.rerand_bin,
+		char what[RR_PATH + 16], file[RR_PATH + 64];
+		snprintf(what, sizeof(what), "%s image", sj->c.rerand_bin);
+		snprintf(file, sizeof(file), "%s (as %s, no capabilities)", sj->p.kernel,
 			 b_user_log(&sj->c));
-		build_failed(what, sj->p.kernel, status, out, msg, sizeof(msg));
+		build_failed(what, file, status, out, msg, sizeof(msg));
 		stage_finish(sj, status < 0 ? status : -EIO, msg);
 		return;
 	}
@@ -920,4 +914,66 @@ void stage_prune(const struct rr_config *c, const char *keep_sha, const char *ke
 			rr_log(RR_LOG_INFO, "removed cached image %s/%s", dir, de->d_name);
 	}
 	closedir(d);
+}
+
+struct build_wait {
+	bool finished;
+	int r;
+	struct rr_stage_plan p;
+	char msg[RR_ERR_MAX];
+};
+
+static void build_waited(int r, const struct rr_stage_plan *p, const char *msg, void *arg)
+{
+	struct build_wait *w = arg;
+
+	w->finished = true;
+	w->r = r;
+	w->p = *p;
+	snprintf(w->msg, sizeof(w->msg), "%s", msg);
+}
+
+/* The build of the staging pipeline on a private loop, waited for (the unit
+ * tests; rerandd itself only ever uses stage_start). */
+int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e)
+{
+	struct build_wait w = { 0 };
+	struct rr_stage_job *sj;
+	sigset_t chld, old;
+	sd_event *ev = NULL;
+	int r = build_needed(c, p, e);
+
+	if (r <= 0)
+		return r;
+	if (!(sj = calloc(1, sizeof(*sj))))
+		return rr_errf(e, ENOMEM, "out of memory");
+	r = sd_event_new(&ev);
+	if (r < 0) {
+		free(sj);
+		return rr_errf(e, -r, "cannot create an event loop: %s", strerror(-r));
+	}
+	/* sd-event's child sources need SIGCHLD blocked */
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, &old);
+	sj->c = *c;
+	sj->p = *p;
+	sj->ev = ev;
+	sj->build_only = true;
+	sj->done = build_waited;
+	sj->arg = &w;
+	r = start_build(sj, e);
+	if (r < 0)
+		stage_finish(sj, r, e->msg);
+	while (!w.finished)
+		if (sd_event_run(ev, UINT64_MAX) < 0)
+			break;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	sd_event_unref(ev);
+	if (!w.finished)
+		return rr_errf(e, EIO, "%s: the build's event loop failed", p->image);
+	*p = w.p;
+	if (w.r < 0)
+		return rr_errf(e, -w.r, "%s", w.msg);
+	return 0;
 }
