@@ -293,7 +293,7 @@ tfree=$(awk '$4 == "DELETE" { print $1; exit }' "$tmp/obs-b.log")
 wait_for 30 host_done waiter
 tw=$(awk '$4 == "PUT" && $6 == "machine-waiter" { print $1; exit }' "$tmp/obs-b.log")
 free_ms=$(( ${tfree:-0} - ${treq:-0} )); take_ms=$(( ${tw:-0} - ${treq:-0} ))
-check "B: the dead holder's slot freed ${free_ms} ms after its reboot request ($(( ${tk:-0} - ${treq:-0} )) ms before it died; LockTTL=6s)" \
+check "B: the dead holder's slot freed ${free_ms} ms after its reboot request (which came $(( ${tk:-0} - ${treq:-0} )) ms before its death; LockTTL=6s)" \
 	eval '[ -n "$tfree" ] && [ -n "$treq" ] && [ $free_ms -ge 3000 ] && [ $free_ms -le 8000 ] && [ "${tfree:-0}" -gt "${tk:-0}" ]'
 check "B: the waiting host took the slot ${take_ms} ms after the reboot request and completed" \
 	eval '[ -n "$tw" ] && [ $take_ms -ge $free_ms ] && host_done waiter'
