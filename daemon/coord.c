@@ -394,6 +394,11 @@ int coord_gate(struct rr_coord *co, const struct rr_config *c, struct rr_state *
 			set_why(co, RR_LOG_INFO, "giving back the slot from before first");
 		return 0;
 	}
+	/* The hooks ran and the confirm was sent: its answer decides, not a new
+	 * acquire.  A failed confirm leaves the helper in ERROR; acquiring again
+	 * here would hide the confirm's failure and use it stale later. */
+	if (co->confirm_rc != COORD_PENDING || co->busy == CO_CONFIRM || co->confirm_wanted)
+		return 1;
 	if (co->gate_rc != COORD_PENDING) {
 		/* the answer to the acquire this gate sent (persisted by on_reply) */
 		r = co->gate_rc;

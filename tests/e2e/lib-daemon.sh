@@ -77,6 +77,10 @@ rrd_initrd() {
 	# the control socket's latency probe: static, the guest has no libc of its own for it
 	${CC:-cc} -static -O2 -o "$r/bin/ctl-latency" "$E2E_DIR/ctl-latency.c" ||
 		e2e_die "cannot build $E2E_DIR/ctl-latency.c (static glibc: libc6-dev)"
+	# The image builder's user (ImageUser=rerand), as systemd-sysusers
+	# makes it from systemd/sysusers.d/rerand.conf on a real system.
+	printf 'root:x:0:0:root:/:/bin/sh\nrerand:x:999:999:rerand image builder:/:/sbin/nologin\n' >"$r/etc/passwd"
+	printf 'root:x:0:\nrerand:x:999:\n' >"$r/etc/group"
 	mknod -m 0600 "$r/dev/console" c 5 1 2>/dev/null || true
 	(cd "$r" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$tmp/initrd.cpio" ||
 		e2e_die "cpio failed"
