@@ -141,7 +141,6 @@ int rr_write_fd(int fd, const char *path, const uint8_t *buf, size_t len, struct
 int rr_write_file_atomic(const char *path, const uint8_t *buf, size_t len, struct rr_err *e)
 {
 	char tmp[PATH_MAX];
-	size_t done = 0;
 	int fd, r;
 
 	if (snprintf(tmp, sizeof(tmp), "%s.tmpXXXXXX", path) >= (int)sizeof(tmp))
@@ -149,34 +148,27 @@ int rr_write_file_atomic(const char *path, const uint8_t *buf, size_t len, struc
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
 		return rr_errf(e, errno, "%s: cannot create a temporary file: %s", path, strerror(errno));
-	while (done < len) {
-		ssize_t n = write(fd, buf + done, len - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = errno;
-			goto fail;
-		}
-		done += (size_t)n;
-	}
-	if (fchmod(fd, 0644) < 0 || fsync(fd) < 0) {
-		r = errno;
+	if (fchmod(fd, 0644) < 0) {
+		r = rr_errf(e, errno, "%s: write failed: %s", path, strerror(errno));
 		goto fail;
 	}
-	if (close(fd) < 0) {
-		r = errno;
-		fd = -1;
+	r = rr_write_fd(fd, path, buf, len, e);
+	if (r < 0)
+		goto fail;
+	r = close(fd);
+	fd = -1;
+	if (r < 0) {
+		r = rr_errf(e, errno, "%s: write failed: %s", path, strerror(errno));
 		goto fail;
 	}
 	if (rename(tmp, path) < 0) {
-		r = errno;
-		unlink(tmp);
-		return rr_errf(e, r, "%s: cannot rename into place: %s", path, strerror(r));
+		r = rr_errf(e, errno, "%s: cannot rename into place: %s", path, strerror(errno));
+		goto fail;
 	}
 	return 0;
 fail:
 	if (fd >= 0)
 		close(fd);
 	unlink(tmp);
-	return rr_errf(e, r, "%s: write failed: %s", path, strerror(r));
+	return r;
 }
