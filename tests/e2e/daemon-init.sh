@@ -77,6 +77,8 @@ json=$(rerand verify --json 2>"$out/verify.$boot.err")
 vrc=$?
 echo "$json" >"$out/verify.$boot.json"
 echo
+# The kernel's log, for a boot that comes up slowly (the serial console is quiet).
+dmesg >"$out/dmesg.$boot.txt" 2>&1
 echo "RRD-BOOT n=$boot text=$text code=$code loadflags=0x$lf scenario=$scenario uptime=$(cut -d' ' -f1 /proc/uptime) verify=rc=$vrc $(echo "$json" | tr '\n' ' ')"
 [ -n "$text" ] && [ -n "$code" ] || fail "cannot read _text or Kernel code"
 
@@ -110,11 +112,14 @@ uptime_cs() {
 
 # While rerandd stages at start (the helpers, `rerand image` and `rerand
 # load` run), rerandd's answer on the control socket every 0.2 s
-# (/bin/ctl-latency: the request alone) must come within 250 ms.  The whole
+# (/bin/ctl-latency: the request alone) must come within 250 ms, less any
+# time the host did not run this one-vCPU guest at all while the request
+# was out (the probe's meter thread sees it; ctl-latency.c says how).  The
+# raw worst and that stall are printed beside it.  The whole
 # `rerand status` run is timed too, during the stage and after it (10 runs),
 # for the record: under TCG its fork and exec alone cost more than that.
 sample_stage() { # TAG
-	local log="$out/rerandd.$boot.$1.log" i=0 res n worst fails t0 d cw=0 idle=0 k=0
+	local log="$out/rerandd.$boot.$1.log" i=0 res n worst own stall fails t0 d cw=0 idle=0 k=0
 	while [ ! -S /run/rerand/control ] && [ $i -lt 600 ]; do
 		kill -0 "$dpid" 2>/dev/null || break
 		sleep 0.1
@@ -126,7 +131,9 @@ sample_stage() { # TAG
 	uptime_cs; cw=$((_cs - t0))
 	res=$(ctl-latency /run/rerand/control "$log" '>staged ' 400)
 	n=$(echo "$res" | sed -n 's/.*samples=\([0-9]*\).*/\1/p')
-	worst=$(echo "$res" | sed -n 's/.*worst_ms=\([0-9]*\).*/\1/p')
+	worst=$(echo "$res" | sed -n 's/.* worst_ms=\([0-9]*\).*/\1/p')
+	own=$(echo "$res" | sed -n 's/.*own_worst_ms=\([0-9]*\).*/\1/p')
+	stall=$(echo "$res" | sed -n 's/.*stall_at_worst_ms=\([0-9]*\).*/\1/p')
 	fails=$(echo "$res" | sed -n 's/.*failed=\([0-9]*\).*/\1/p')
 	while [ $k -lt 10 ]; do
 		uptime_cs; t0=$_cs
@@ -136,9 +143,9 @@ sample_stage() { # TAG
 		sleep 0.2
 		k=$((k + 1))
 	done
-	echo "RRD-LATENCY n=$boot tag=$1 samples=${n:-0} worst_ms=${worst:-none} failed=${fails:-none} client_run_during_ms=$((cw * 10)) client_run_idle_worst_ms=$((idle * 10))"
-	check "status-latency-$boot" "$([ "${n:-0}" -ge 3 ] && [ "${fails:-1}" -eq 0 ] && [ "${worst:-999999}" -le 250 ]; echo $?)" \
-		"${n:-0} samples during the stage (want >= 3), ${fails:-?} unanswered, worst ${worst:-?} ms (limit 250 ms)"
+	echo "RRD-LATENCY n=$boot tag=$1 samples=${n:-0} worst_ms=${worst:-none} own_worst_ms=${own:-none} stall_at_worst_ms=${stall:-none} failed=${fails:-none} client_run_during_ms=$((cw * 10)) client_run_idle_worst_ms=$((idle * 10))"
+	check "status-latency-$boot" "$([ "${n:-0}" -ge 3 ] && [ "${fails:-1}" -eq 0 ] && [ "${own:-999999}" -le 250 ]; echo $?)" \
+		"${n:-0} samples during the stage (want >= 3), ${fails:-?} unanswered, worst ${own:-?} ms less guest stalls (limit 250 ms; raw worst ${worst:-?} ms, ${stall:-?} ms of it the guest not running)"
 }
 
 show_status() { # TAG

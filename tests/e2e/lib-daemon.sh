@@ -75,7 +75,7 @@ rrd_initrd() {
 	e2e_copy_bin "$RRD_RERANDD" "$r" /sbin/rerandd || e2e_die "cannot copy $RRD_RERANDD"
 	install -m 0755 "$E2E_DIR/daemon-init.sh" "$r/init"
 	# the control socket's latency probe: static, the guest has no libc of its own for it
-	${CC:-cc} -static -O2 -o "$r/bin/ctl-latency" "$E2E_DIR/ctl-latency.c" ||
+	${CC:-cc} -static -O2 -pthread -o "$r/bin/ctl-latency" "$E2E_DIR/ctl-latency.c" ||
 		e2e_die "cannot build $E2E_DIR/ctl-latency.c (static glibc: libc6-dev)"
 	# The image builder's user (ImageUser=rerand), as systemd-sysusers
 	# makes it from systemd/sysusers.d/rerand.conf on a real system.
