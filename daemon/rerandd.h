@@ -337,8 +337,14 @@ struct rr_view;
 void stage_view_secure(const struct rr_config *c, const struct rr_stage_plan *staged,
 		       struct rr_view *v);
 /* Remove cached images other than those of kernels keep_sha and keep_sha2 (may
- * be NULL or "") with this rerandd's stage: images of an older stage go too. */
+ * be NULL or "") and of kernels in the hooks' index (kernels_indexed), with
+ * this rerandd's stage: images of an older stage go too. */
 void stage_prune(const struct rr_config *c, const char *keep_sha, const char *keep_sha2);
+
+/* ---- kernels.c: the kernel hooks' index ---------------------------------- */
+/* True when StateDirectory/kernels/ has a file naming sha (a kernel the
+ * package's hook built an image of). */
+bool kernels_indexed(const struct rr_config *c, const char *sha);
 
 /* ---- crash.c: the rerandomizing crash kernel ------------------------------ */
 enum rr_crash_state { RR_CS_OFF = 0, RR_CS_NOT_RESERVED, RR_CS_PENDING, RR_CS_LOADED,

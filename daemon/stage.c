@@ -478,6 +478,20 @@ static bool image_of(const char *name, const char *key)
 	       (!strcmp(name + n, ".img") || !strcmp(name + n, ".signed.img"));
 }
 
+/* <sha>.<this stage's sha>.img that the kernel hook built for an installed
+ * kernel (its index names the sha): rerandd stages it when that kernel comes
+ * up, and removing it would race the hook, which may have just written it. */
+static bool hook_image(const struct rr_config *c, const char *name)
+{
+	char sha[65];
+
+	if (strlen(name) < 65 || name[64] != '.')
+		return false;
+	memcpy(sha, name, 64);
+	sha[64] = 0;
+	return image_of(name + 65, stage_blob_sha()) && kernels_indexed(c, sha);
+}
+
 void stage_prune(const struct rr_config *c, const char *keep_sha, const char *keep_sha2)
 {
 	char dir[RR_PATH + 16], keep[160], keep2[160] = "";
@@ -495,7 +509,7 @@ void stage_prune(const struct rr_config *c, const char *keep_sha, const char *ke
 	while ((de = readdir(d))) {
 		/* the crash kernel may run another kernel's image */
 		if (de->d_name[0] == '.' || (keep_sha && *keep_sha && image_of(de->d_name, keep)) ||
-		    image_of(de->d_name, keep2))
+		    image_of(de->d_name, keep2) || hook_image(c, de->d_name))
 			continue;
 		if (unlinkat(dirfd(d), de->d_name, 0) == 0)
 			rr_log(RR_LOG_INFO, "removed cached image %s/%s", dir, de->d_name);
