@@ -1,8 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 # rerandd on a real Debian 12 machine in QEMU TCG: systemd as PID 1, a
-# persistent ext4 root on NVMe, the project installed with `make install
-# DESTDIR=` (tests/e2e/lib-systemd.sh builds the disk).  The guest's agent
+# persistent ext4 root on NVMe, the project installed as a user would: the
+# .deb that `make deb` built on this host, with `dpkg -i` in the guest at
+# boot 0 (tests/e2e/lib-systemd.sh builds the disk; RRS_INSTALL=tree for
+# `make install DESTDIR=` instead, as the Secure Boot variant still does).
+# At the last boot the agent installs a second Debian kernel package (the
+# 6.12 cloud kernel bookworm ships): the package's hook builds its image and
+# rerandd stages it; then `apt-get purge rerand` must leave only what
+# docs/operations.md says.  The guest's agent
 # (tests/e2e/debian/agent.sh) checks every boot; this script turns its lines
 # into TAP and adds the host-side checks.
 #   short (make check): one rerandomizing reboot.
@@ -12,8 +18,10 @@
 # pre-signed image.
 # Mocked: nothing in the guest; only the network is absent (not needed).
 set -u
-. "$(dirname "$0")/lib-systemd.sh"
 sb=${RRS_SB:-0}
+# Before lib-systemd.sh: the package's guest has its own base root.
+[ "$sb" = 1 ] || export RRS_INSTALL=${RRS_INSTALL:-deb}
+. "$(dirname "$0")/lib-systemd.sh"
 [ "$sb" = 1 ] && . "$(dirname "$0")/lib-sb.sh"
 
 what=${1:-short}
@@ -41,6 +49,19 @@ else
 		k=$(e2e_pick "$r") || { echo "not ok - $name: no $r kernel in $RERAND_KERNELS"; continue; }
 		kernels+=("$k")
 	done
+fi
+
+# The package guest's second kernel: the 6.12 cloud kernel's Debian package
+# (named after the test kernel of that role), fetched once.
+kernel2_deb=""
+if [ "$RRS_INSTALL" = deb ]; then
+	{ [ -n "${RERAND_KERNELS:-}" ] || e2e_kernels "$name"; } && k2=$(e2e_pick cloud612) ||
+		{ echo "not ok - $name: no cloud612 kernel to name the second kernel package"; exit 0; }
+	kernel2_deb=$(rrs_kernel_deb "linux-image-${k2##*/vmlinuz-}") ||
+		{ echo "not ok - $name: no linux-image-${k2##*/vmlinuz-} package for the second-kernel check"; exit 0; }
+	deb=$(rrs_deb) || { echo "not ok - $name: make deb failed"; exit 0; }
+	export RRS_DEB=$deb
+	e2e_note "$name: installs $(basename "$deb") with dpkg -i; second kernel $(basename "$kernel2_deb")"
 fi
 
 # run_one KERNEL: build the disk, boot it, turn the agent's lines into TAP.
@@ -74,6 +95,11 @@ run_one() {
 	rm -rf "$dir"; mkdir -p "$dir"
 	log="$dir/serial.log"; alog="$dir/agent.log"
 	t0=$EPOCHSECONDS
+	# The second kernel only where it is new to the guest.
+	RRS_KERNEL2_DEB=""
+	[ -n "$kernel2_deb" ] && [ "$(basename "$kernel")" != "vmlinuz-$(dpkg-deb -f "$kernel2_deb" Package | sed 's/^linux-image-//')" ] &&
+		RRS_KERNEL2_DEB=$kernel2_deb
+	export RRS_KERNEL2_DEB
 	if ! rrs_disk "$boot" "$dir/disk.img" "$what" "$target" 2>"$dir/build.err"; then
 		sed 's/^/# /' "$dir/build.err" | tail -n 20
 		echo "not ok - $name: cannot build the Debian guest disk"
@@ -86,6 +112,8 @@ run_one() {
 	base=900; [ "$what" = long ] && base=1200
 	# OVMF, and at the last boot the blocked check (about a minute).
 	[ "$sb" = 1 ] && base=$((base + 180))
+	# dpkg -i of rerand, and of a kernel package (its initramfs) under TCG.
+	[ "$RRS_INSTALL" = deb ] && base=$((base + 600))
 	tmo=${RRS_TIMEOUT:-$((base + 300 * target))}
 	t0=$EPOCHSECONDS
 	rc=0
@@ -134,8 +162,9 @@ run_one() {
 	# format), status, metrics and state the agent copied, read off the disk.
 	files="$dir/files"
 	rm -rf "$files"; mkdir -p "$files"
+	# (The package guest purged /var/lib/rerand: the agent copied it first.)
 	if debugfs -R "rdump /var/lib/rerand-e2e/out $files" "$dir/disk.img" >/dev/null 2>&1 &&
-		debugfs -R "rdump /var/lib/rerand $files" "$dir/disk.img" >/dev/null 2>&1; then
+		{ [ -n "$RRS_KERNEL2_DEB" ] || debugfs -R "rdump /var/lib/rerand $files" "$dir/disk.img" >/dev/null 2>&1; }; then
 		sed -n 's/^RRS-BOOT n=\([0-9]*\) boot_id=[^ ]* text=\([0-9a-f]*\) code=\([0-9a-f]*\)-.*/RRD-BOOT n=\1 text=\2 code=\3-/p' \
 			"$alog.txt" >"$dir/addrs.src"
 		rrd_addrs "$dir/addrs.src" >"$dir/addrs.txt"

@@ -8,6 +8,10 @@
 #                     against) once; cached as a tarball keyed by its inputs.
 #   rrs_disk          that root + `make install DESTDIR=` of this tree +
 #                     the test services, as an ext4 image (mkfs.ext4 -d).
+#                     RRS_INSTALL=deb: the package `make deb` built instead,
+#                     which the agent installs with `dpkg -i` at boot 0, and
+#                     a second Debian kernel package (RRS_KERNEL2_DEB) that it
+#                     installs and then purges rerand at the last boot.
 #   rrs_qemu          boot a cloud kernel (NVMe and ext4 built in) with
 #                     root=/dev/nvme0n1 under TCG; no network.
 #
@@ -30,6 +34,10 @@ RRS_DISK_MIB=${RRS_DISK_MIB:-1536}
 # The guest's own systemd stack plus what the tests use in the guest.
 # libcurl4: rerandd dlopen()s it for a fleet backend (ldd does not show it).
 RRS_BASE_PKGS="systemd systemd-sysv udev dbus kexec-tools procps libcurl4"
+# RRS_INSTALL=deb: the second kernel package's dependencies too (kmod and
+# initramfs-tools: what a Debian kernel package needs to configure).
+RRS_INSTALL=${RRS_INSTALL:-tree}
+[ "$RRS_INSTALL" = deb ] && RRS_BASE_PKGS="$RRS_BASE_PKGS kmod initramfs-tools"
 # Bump when the way the base root is made changes (part of its cache key).
 RRS_ROOTFS_VERSION=1
 # Where the Secure Boot guest's pre-signed images live (not rerandd's default
@@ -79,6 +87,40 @@ rrs_rootfs() {
 	echo "$out"
 }
 
+# rrs_deb: print the path of rerand_VERSION_amd64.deb at the top of the
+# tree, running `make deb` first when it is missing or older than any source
+# file (so one build serves every guest of a run).
+rrs_deb() {
+	local deb
+	deb=$(ls -t "$E2E_TOP"/rerand_*_amd64.deb 2>/dev/null | head -n 1)
+	if [ -z "$deb" ] || [ -n "$(cd "$E2E_TOP" && find Makefile debian src kexec daemon include systemd etc docs \
+		-newer "$deb" -type f -print -quit 2>/dev/null)" ]; then
+		echo "# make deb (the guest installs the package)" >&2
+		make -s -C "$E2E_TOP" deb >"$E2E_BUILD/deb.log" 2>&1 ||
+			{ tail -n 20 "$E2E_BUILD/deb.log" >&2; echo "e2e: make deb failed (log: $E2E_BUILD/deb.log)" >&2; return 1; }
+		deb=$(ls -t "$E2E_TOP"/rerand_*_amd64.deb 2>/dev/null | head -n 1)
+	fi
+	[ -s "$deb" ] || { echo "e2e: make deb wrote no rerand_*_amd64.deb in $E2E_TOP" >&2; return 1; }
+	echo "$deb"
+}
+
+# rrs_kernel_deb PACKAGE: print the path of that Debian kernel package, kept
+# in $RRS_CACHE/debs; fetched once with `apt-get download`, which checks it
+# against the archive's signed index.
+rrs_kernel_deb() {
+	local pkg=$1 dir="$RRS_CACHE/debs" f
+	f=$(ls "$dir/${pkg}_"*_amd64.deb 2>/dev/null | head -n 1)
+	if [ -z "$f" ]; then
+		mkdir -p "$dir" || return 1
+		(cd "$dir" && apt-get download -q "$pkg" >&2) ||
+			{ echo "e2e: apt-get download $pkg failed" >&2; return 1; }
+		f=$(ls "$dir/${pkg}_"*_amd64.deb 2>/dev/null | head -n 1)
+	fi
+	[ -s "$f" ] && dpkg-deb -I "$f" >/dev/null ||
+		{ echo "e2e: $dir: no usable $pkg package" >&2; return 1; }
+	echo "$f"
+}
+
 # rrs_conf MODE: the drop-in for rerandd.  Only what a small test machine
 # needs differently from the defaults: no initrd, short ticks, reboots
 # outside windows, no jitter.  Tests (short, long): the layout age starts
@@ -94,6 +136,12 @@ CheckInterval=5s
 
 [Stage]
 Initrd=none
+CONF
+	# The second kernel package (RRS_INSTALL=deb): under TCG its initramfs
+	# and the hook's image take minutes; rerandd must stage after the hook,
+	# from its image (the agent checks it was not rebuilt).
+	[ "$RRS_INSTALL" = deb ] && echo "NewKernelSettle=90s"
+	cat <<CONF
 
 [Policy]
 MaxLayoutAge=$age
@@ -128,20 +176,26 @@ rrs_fill() {
 	v=$("$E2E_RERAND" inspect "$kernel" 2>/dev/null | sed -n 's/^ *\(kernel \)\{0,1\}version: *\([^ ]*\).*/\2/p' | head -n 1)
 	[ -n "$v" ] || v=${kernel##*/vmlinuz-}
 	tar -C "$d" --numeric-owner -xpf "$base" || return 1
-	make -s -C "$E2E_TOP" install DESTDIR="$d" UNITDIR=/lib/systemd/system >"$d.install.log" 2>&1 ||
-		{ cat "$d.install.log" >&2; rm -f "$d.install.log"; return 1; }
-	rm -f "$d.install.log"
 	libexec="$d/usr/local/libexec/rerand-e2e"
 	install -d "$libexec" "$d/var/lib/rerand-e2e" "$d/var/log/journal" || return 1
+	if [ "$RRS_INSTALL" = deb ]; then
+		rrs_fill_deb "$d" || return 1
+	else
+		make -s -C "$E2E_TOP" install DESTDIR="$d" UNITDIR=/lib/systemd/system >"$d.install.log" 2>&1 ||
+			{ cat "$d.install.log" >&2; rm -f "$d.install.log"; return 1; }
+		rm -f "$d.install.log"
+	fi
 	install -m 0755 "$E2E_DIR/debian/agent.sh" "$libexec/agent" &&
 		install -m 0755 "$E2E_DIR/debian/writer.sh" "$libexec/writer" &&
 		install -m 0755 "$E2E_DIR/debian/ready.sh" "$libexec/ready" &&
 		install -m 0644 "$E2E_DIR/debian/rerand-e2e-writer.service" \
 			"$E2E_DIR/debian/rerand-e2e-agent.service" "$d/etc/systemd/system/" || return 1
-	for u in rerandd rerand-e2e-writer $([ "$mode" = vm ] || echo rerand-e2e-agent); do
+	for u in $([ "$RRS_INSTALL" = deb ] || echo rerandd) rerand-e2e-writer \
+		$([ "$mode" = vm ] || echo rerand-e2e-agent); do
 		systemctl --root="$d" enable "$u.service" >/dev/null 2>&1 ||
 			{ echo "e2e: systemctl --root enable $u failed" >&2; return 1; }
 	done
+	install -d "$d/etc/rerand/rerand.conf.d" || return 1
 	rrs_conf "$mode" >"$d/etc/rerand/rerand.conf.d/50-e2e.conf"
 	echo "$target" >"$d/var/lib/rerand-e2e/target"
 	echo "$mode" >"$d/var/lib/rerand-e2e/mode"
@@ -164,6 +218,21 @@ rrs_fill() {
 	install -d "$d/etc/systemd/system/serial-getty@ttyS0.service.d"
 	printf '[Service]\nExecStart=\nExecStart=-/sbin/agetty -o "-p -f -- \\\\u" --keep-baud --autologin root 115200,57600,38400,9600 - $TERM\n' \
 		>"$d/etc/systemd/system/serial-getty@ttyS0.service.d/autologin.conf"
+}
+
+# rrs_fill_deb ROOT: the packages the agent installs (tests/e2e/debian/
+# agent.sh): rerand's, built on this host (RRS_DEB, else rrs_deb), and the
+# second kernel's (RRS_KERNEL2_DEB, optional) with its version.  rerandd is
+# not enabled here: the package's postinst does that in the guest.
+rrs_fill_deb() {
+	local d=$1 deb=${RRS_DEB:-} v2
+	[ -n "$deb" ] || deb=$(rrs_deb) || return 1
+	install -m 0644 "$deb" "$d/var/lib/rerand-e2e/rerand.deb" || return 1
+	[ -n "${RRS_KERNEL2_DEB:-}" ] || return 0
+	v2=$(dpkg-deb -f "$RRS_KERNEL2_DEB" Package | sed -n 's/^linux-image-//p')
+	[ -n "$v2" ] || { echo "e2e: $RRS_KERNEL2_DEB: not a linux-image-VERSION package" >&2; return 1; }
+	install -m 0644 "$RRS_KERNEL2_DEB" "$d/var/lib/rerand-e2e/kernel2.deb" || return 1
+	echo "$v2" >"$d/var/lib/rerand-e2e/kernel2.version"
 }
 
 # rrs_qemu KERNEL DISK LOG AGENTLOG TIMEOUT [interactive]: boot the disk
