@@ -96,6 +96,7 @@ rrs_deb() {
 	if [ -z "$deb" ] || [ -n "$(cd "$E2E_TOP" && find Makefile debian src kexec daemon include systemd etc docs \
 		-newer "$deb" -type f -print -quit 2>/dev/null)" ]; then
 		echo "# make deb (the guest installs the package)" >&2
+		mkdir -p "$E2E_BUILD" || return 1
 		make -s -C "$E2E_TOP" deb >"$E2E_BUILD/deb.log" 2>&1 ||
 			{ tail -n 20 "$E2E_BUILD/deb.log" >&2; echo "e2e: make deb failed (log: $E2E_BUILD/deb.log)" >&2; return 1; }
 		deb=$(ls -t "$E2E_TOP"/rerand_*_amd64.deb 2>/dev/null | head -n 1)
