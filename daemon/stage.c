@@ -195,14 +195,19 @@ static int plan_signed(const struct rr_config *c, struct rr_stage_plan *p, struc
 int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr_stage_plan *p,
 	       struct rr_err *e)
 {
+	struct rr_boot_entry be = { 0 };
 	const char *base;
-	int r;
+	int r, booted = 0;
 
 	memset(p, 0, sizeof(*p));
 	if (kernel_override && *kernel_override)
 		snprintf(p->kernel, sizeof(p->kernel), "%s", kernel_override);
 	else if (*c->kernel)
 		snprintf(p->kernel, sizeof(p->kernel), "%s", c->kernel);
+	else if ((booted = bootloader_find(c, &be, e)) < 0)
+		return booted;
+	else if (booted)
+		snprintf(p->kernel, sizeof(p->kernel), "%s", be.kernel);
 	else {
 		struct utsname u;
 		uname(&u);
@@ -210,6 +215,7 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 	}
 	if (!readable(p->kernel))
 		return rr_errf(e, ENOENT, "%s: no such kernel (set Kernel= in [Stage])", p->kernel);
+	p->uki = bootloader_is_uki(p->kernel);
 
 	base = strrchr(p->kernel, '/');
 	base = base ? base + 1 : p->kernel;
@@ -230,6 +236,10 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 				p->initrd[0] = 0;
 		}
 	}
+	/* Unless Initrd= says: a UKI carries its own (`rerand load --uki`), a
+	 * type #1 entry names its own. */
+	if (!*c->initrd && (booted || p->uki))
+		snprintf(p->initrd, sizeof(p->initrd), "%s", p->uki ? "" : be.initrd);
 
 	if (c->cmdline_set) {
 		r = stage_clean_cmdline(c->cmdline, p->cmdline, sizeof(p->cmdline), e);
@@ -364,6 +374,11 @@ void stage_load_argv(const struct rr_config *c, const struct rr_stage_plan *p, b
 	}
 	snprintf(a->append, sizeof(a->append), "--append=%s", p->cmdline);
 	a->argv[n++] = a->append;
+	if (p->uki) {
+		/* its .ucode + .initrd, unless --initrd came from Initrd= */
+		snprintf(a->uki, sizeof(a->uki), "--uki=%s", p->kernel);
+		a->argv[n++] = a->uki;
+	}
 	snprintf(a->kexec, sizeof(a->kexec), "--kexec=%s", c->kexec_bin);
 	a->argv[n++] = a->kexec;
 	if (fsys)
