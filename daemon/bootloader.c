@@ -243,6 +243,11 @@ bool bootloader_is_uki(const char *path)
 	return n > 0 && rr_uki_probe(buf, (size_t)n);
 }
 
+bool bootloader_selected(const struct rr_config *c)
+{
+	return *c->loader_entry_selected && access(c->loader_entry_selected, F_OK) == 0;
+}
+
 int bootloader_find(const struct rr_config *c, struct rr_boot_entry *ret, struct rr_err *e)
 {
 	char sel[200], want[256], roots[RR_PATH], name[256], path[RR_PATH * 2 + 300];

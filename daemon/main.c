@@ -124,7 +124,8 @@ static void check_new_kernel(struct daemon *d)
 	const char *target = NULL;
 
 	d->new_kernel_at = 0;
-	if (!*d->cfg.kernel) {
+	/* Booted by systemd-boot: its entry, not the newest file in /boot. */
+	if (!*d->cfg.kernel && !bootloader_selected(&d->cfg)) {
 		if (stage_newest_kernel(d->cfg.boot_dir, newest, sizeof(newest)) < 0)
 			return;
 		target = newest;

@@ -364,6 +364,8 @@ int bootloader_parse_entry(const char *text, size_t len, const char *name,
 			   struct rr_bls_entry *ret, struct rr_err *e);
 /* systemd-boot's id of an entry file: lower case, boot counter dropped. */
 int bootloader_entry_id(const char *file, char *out, size_t size);
+/* This boot has a LoaderEntrySelected variable: systemd-boot booted it. */
+bool bootloader_selected(const struct rr_config *c);
 /* The file starts like a UKI (PE with a .linux section). */
 bool bootloader_is_uki(const char *path);
 /* 1 and *ret: the entry LoaderEntrySelected names, found under one of

@@ -13,7 +13,11 @@
 # into TAP and adds the host-side checks.
 #   short (make check): one rerandomizing reboot.
 #   long (make check-long): two, plus the watchdog (fed for 3 min, then
-#   SIGSTOP must get rerandd restarted).
+#   SIGSTOP must get rerandd restarted); then the uki run.
+#   uki (also part of long): the guest boots OVMF -> systemd-boot -> a UKI
+#   of the 6.12 cloud kernel on an ESP; rerandd must find the UKI through
+#   LoaderEntrySelected, stage it with `rerand load --uki`, and the next
+#   boot must be verified randomized.  One reboot; too slow for make check.
 # RRS_SB=1 (check-systemd-sb.sh): the same guest under Secure Boot, from a
 # pre-signed image.
 # Mocked: nothing in the guest; only the network is absent (not needed).
@@ -28,7 +32,8 @@ what=${1:-short}
 case "$what" in
 short) target=${RRS_REBOOTS:-1} ;;
 long) target=${RRS_REBOOTS:-2} ;;
-*) echo "usage: $0 short|long" >&2; exit 2 ;;
+uki) target=${RRS_REBOOTS:-1} ;;
+*) echo "usage: $0 short|long|uki" >&2; exit 2 ;;
 esac
 name=debian-systemd-$what
 [ "$sb" = 1 ] && name=debian-systemd-sb-$what
@@ -45,11 +50,15 @@ else
 	roles=cloud61
 	# Under Secure Boot the 6.1 kernel only: the point is the signed path.
 	[ "$what" = long ] && [ "$sb" = 0 ] && roles="cloud61 cloud612"
+	[ "$what" = uki ] && roles=""
 	for r in $roles; do
 		k=$(e2e_pick "$r") || { echo "not ok - $name: no $r kernel in $RERAND_KERNELS"; continue; }
 		kernels+=("$k")
 	done
 fi
+# The systemd-boot guest boots the kernel of the second kernel's package,
+# inside a UKI (run_one "uki").
+{ [ "$what" = uki ] || [ "$what" = long ]; } && [ "$sb" = 0 ] && kernels+=(uki)
 
 # The package guest's second kernel: the 6.12 cloud kernel's Debian package
 # (named after the test kernel of that role), fetched once.
@@ -64,10 +73,19 @@ if [ "$RRS_INSTALL" = deb ]; then
 	e2e_note "$name: installs $(basename "$deb") with dpkg -i; second kernel $(basename "$kernel2_deb")"
 fi
 
-# run_one KERNEL: build the disk, boot it, turn the agent's lines into TAP.
+# run_one KERNEL|uki: build the disk, boot it, turn the agent's lines into TAP.
 run_one() {
 	local kernel name boot miss
-	name=debian-systemd-$what-$(basename "$1" | sed 's/^vmlinuz-//')
+	export RRS_BOOT="" RRS_FW=${RRS_FW:-seabios}
+	if [ "$1" = uki ]; then
+		[ -n "$kernel2_deb" ] || { echo "not ok - debian-systemd-uki: RRS_INSTALL=deb is needed"; return 0; }
+		RRS_BOOT=uki RRS_FW=ovmf-uki RRS_UKI_DEB=$kernel2_deb
+		export RRS_UKI_DEB
+		set -- "$(e2e_pick cloud612)"
+		name=debian-systemd-uki-$(basename "$1" | sed 's/^vmlinuz-//')
+	else
+		name=debian-systemd-$what-$(basename "$1" | sed 's/^vmlinuz-//')
+	fi
 	[ "$sb" = 1 ] && name=debian-systemd-sb-$what-$(basename "$1" | sed 's/^vmlinuz-//')
 	kernel=$(RRD_KERNEL=$1 rrd_preflight "$name" qemu-system-x86_64 mkfs.ext4 debugfs debootstrap systemctl) ||
 		{ echo "$kernel"; return 0; }
@@ -97,9 +115,10 @@ run_one() {
 	t0=$EPOCHSECONDS
 	# The second kernel only where it is new to the guest.
 	RRS_KERNEL2_DEB=""
-	[ -n "$kernel2_deb" ] && [ "$(basename "$kernel")" != "vmlinuz-$(dpkg-deb -f "$kernel2_deb" Package | sed 's/^linux-image-//')" ] &&
+	[ -n "$kernel2_deb" ] && [ -z "$RRS_BOOT" ] &&
+		[ "$(basename "$kernel")" != "vmlinuz-$(dpkg-deb -f "$kernel2_deb" Package | sed 's/^linux-image-//')" ] &&
 		RRS_KERNEL2_DEB=$kernel2_deb
-	export RRS_KERNEL2_DEB
+	export RRS_KERNEL2_DEB RRS_ESP="$dir/esp.img"
 	if ! rrs_disk "$boot" "$dir/disk.img" "$what" "$target" 2>"$dir/build.err"; then
 		sed 's/^/# /' "$dir/build.err" | tail -n 20
 		echo "not ok - $name: cannot build the Debian guest disk"
@@ -114,6 +133,8 @@ run_one() {
 	[ "$sb" = 1 ] && base=$((base + 180))
 	# dpkg -i of rerand, and of a kernel package (its initramfs) under TCG.
 	[ "$RRS_INSTALL" = deb ] && base=$((base + 600))
+	# OVMF and systemd-boot before the first boot.
+	[ "$RRS_BOOT" = uki ] && base=$((base + 300))
 	tmo=${RRS_TIMEOUT:-$((base + 300 * target))}
 	t0=$EPOCHSECONDS
 	rc=0
@@ -178,7 +199,7 @@ run_one() {
 		tap 1 "$name: read the product files back from the disk" "debugfs failed on $dir/disk.img"
 	fi
 	e2e_note "$name: logs in $dir (serial.log, agent.log.txt)"
-	rm -f "$dir/disk.img"
+	rm -f "$dir/disk.img" "$dir/esp.img"
 }
 
 for k in "${kernels[@]}"; do run_one "$k"; done

@@ -15,6 +15,12 @@
 #   rrs_qemu          boot a cloud kernel (NVMe and ext4 built in) with
 #                     root=/dev/nvme0n1 under TCG; no network.
 #
+# systemd-boot (check-systemd.sh uki, RRS_BOOT=uki): rrs_fill_uki makes an
+# ESP disk ($RRS_ESP: systemd-bootx64.efi and a UKI of RRS_UKI_DEB's kernel
+# built by tests/mkuki.sh from bookworm's stub) and puts that package's
+# modules in the root (vfat, efivarfs and virtio_blk are modules in the
+# cloud kernel); rrs_qemu boots OVMF from it (RRS_FW=ovmf-uki).
+#
 # Secure Boot (check-systemd-sb.sh): RRS_SB_IMAGE names a rerand image signed
 # on this host (the build host); rrs_fill ships it as
 # $RRS_SB_DIR/RELEASE.img with a drop-in setting SignedImageDirectory=, and
@@ -136,8 +142,9 @@ rrs_conf() {
 CheckInterval=5s
 
 [Stage]
-Initrd=none
 CONF
+	# (The UKI guest boots with the UKI's own initrd, which rerandd passes on.)
+	[ "${RRS_BOOT:-}" = uki ] || echo "Initrd=none"
 	# The second kernel package (RRS_INSTALL=deb): under TCG its initramfs
 	# and the hook's image take minutes; rerandd must stage after the hook,
 	# from its image (the agent checks it was not rebuilt).
@@ -210,6 +217,9 @@ rrs_fill() {
 	fi
 	cp "$kernel" "$d/boot/vmlinuz-$v" || return 1
 	echo "/dev/nvme0n1 / ext4 defaults 0 1" >"$d/etc/fstab"
+	if [ "${RRS_BOOT:-}" = uki ]; then
+		rrs_fill_uki "$d" || return 1
+	fi
 	echo rerand-e2e >"$d/etc/hostname"
 	printf '127.0.0.1 localhost\n127.0.1.1 rerand-e2e\n' >"$d/etc/hosts"
 	rm -f "$d/etc/machine-id"
@@ -236,6 +246,46 @@ rrs_fill_deb() {
 	echo "$v2" >"$d/var/lib/rerand-e2e/kernel2.version"
 }
 
+# rrs_fill_uki ROOT: the systemd-boot guest's parts.  The kernel package
+# RRS_UKI_DEB is unpacked aside: its vmlinuz goes into a UKI (with a small
+# initrd, so that the kexec'd boots show whether rerandd passed the UKI's
+# on, and the root's os-release, which systemd-boot needs to list it), its
+# modules into ROOT; the ESP (GPT, one FAT partition, written with mtools
+# without mounting) goes to $RRS_ESP and is mounted at /boot/efi.
+# $D/uki tells the agent the entry id and the UKI's path in the guest.
+rrs_fill_uki() {
+	local d=$1 x v id stub=/usr/lib/systemd/boot/efi/systemd-bootx64.efi img=$RRS_ESP
+	x=$(mktemp -d "$img.x.XXXXXX") || return 1
+	dpkg-deb -x "$RRS_UKI_DEB" "$x/pkg" || { rm -rf "$x"; return 1; }
+	v=$(basename "$(ls "$x/pkg/boot"/vmlinuz-* | head -n 1)" | sed 's/^vmlinuz-//')
+	[ -n "$v" ] && [ -d "$x/pkg/lib/modules/$v" ] ||
+		{ echo "e2e: $RRS_UKI_DEB: no vmlinuz and modules" >&2; rm -rf "$x"; return 1; }
+	# Into /usr/lib: the root is merged-/usr (its /lib is a link).
+	mkdir -p "$d/usr/lib/modules" && cp -a "$x/pkg/lib/modules/$v" "$d/usr/lib/modules/" || return 1
+	mkdir -p "$x/ird" && echo "rerand e2e: the UKI's initrd" >"$x/ird/rerand-e2e-uki" &&
+		(cd "$x/ird" && find . | cpio -o -H newc --quiet >"$x/initrd.cpio") || return 1
+	id=debian-$v.efi
+	"$E2E_TOP/tests/mkuki.sh" -o "$x/$id" -k "$x/pkg/boot/vmlinuz-$v" -i "$x/initrd.cpio" \
+		-r "$d/usr/lib/os-release" \
+		-c "root=/dev/nvme0n1 rw console=ttyS0,115200 panic=-1 ${RRS_APPEND:-quiet}" || { rm -rf "$x"; return 1; }
+	rm -f "$img"
+	truncate -s 100M "$img" &&
+		printf 'label: gpt\nstart=2048, type=C12A7328-F81F-11D2-BA4B-00A0C93EC93B, name="ESP"\n' |
+			sfdisk -q "$img" >/dev/null &&
+		mkfs.vfat -F 32 --offset=2048 -n ESP "$img" $(( (100 * 1024 - 1024 - 64) )) >/dev/null &&
+		mmd -i "$img@@1M" ::/EFI ::/EFI/BOOT ::/EFI/Linux ::/loader &&
+		mcopy -i "$img@@1M" "$stub" ::/EFI/BOOT/BOOTX64.EFI &&
+		mcopy -i "$img@@1M" "$x/$id" "::/EFI/Linux/$id" &&
+		printf 'timeout 0\n' >"$x/loader.conf" && mcopy -i "$img@@1M" "$x/loader.conf" ::/loader/loader.conf ||
+		{ echo "e2e: cannot build the ESP $img" >&2; rm -rf "$x"; return 1; }
+	rm -rf "$x"
+	mkdir -p "$d/boot/efi"
+	# (efivarfs is a module here: the mount loads it; PID 1 may have already.)
+	printf '/dev/vda1 /boot/efi vfat umask=0077 0 2\nefivarfs /sys/firmware/efi/efivars efivarfs nofail 0 0\n' \
+		>>"$d/etc/fstab"
+	printf '%s\n%s\n' "$id" "/boot/efi/EFI/Linux/$id" >"$d/var/lib/rerand-e2e/uki"
+}
+
 # rrs_qemu KERNEL DISK LOG AGENTLOG TIMEOUT [interactive]: boot the disk
 # (SeaBIOS, or with RRS_FW=ovmf-sb OVMF under Secure Boot; q35, TCG, NVMe
 # root, no network).  ttyS0 (console) time-stamped
@@ -248,9 +298,18 @@ rrs_qemu() {
 	local args=(-accel tcg -machine "$machine" -m "${RRS_MEM:-1}G" -smp "${RRS_SMP:-1}" -cpu max
 		-nographic -no-reboot -nic none
 		-drive "file=$disk,if=none,id=root,format=raw,cache=writeback"
-		-device "nvme,drive=root,serial=rrroot0"
-		-kernel "$kernel"
-		-append "root=/dev/nvme0n1 rw console=ttyS0,115200 panic=-1 ${RRS_APPEND:-quiet}")
+		-device "nvme,drive=root,serial=rrroot0")
+	if [ "${RRS_FW:-seabios}" = ovmf-uki ]; then
+		# OVMF boots systemd-boot from the ESP disk, which boots the UKI.
+		cp /usr/share/OVMF/OVMF_VARS_4M.fd "$log.vars.fd" || return 1
+		args+=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd"
+			-drive "if=pflash,format=raw,unit=1,file=$log.vars.fd"
+			-drive "file=$RRS_ESP,if=none,id=esp,format=raw"
+			-device "virtio-blk-pci,drive=esp,bootindex=0")
+	else
+		args+=(-kernel "$kernel"
+			-append "root=/dev/nvme0n1 rw console=ttyS0,115200 panic=-1 ${RRS_APPEND:-quiet}")
+	fi
 	if [ "${RRS_FW:-seabios}" = ovmf-sb ]; then
 		sb_fw_args "$log.vars.fd" || return 1
 		args+=("${SB_FW_ARGS[@]}")

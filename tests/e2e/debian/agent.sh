@@ -135,6 +135,35 @@ if [ -n "$sbimg" ]; then
 	tap "$ok" "no signing key on the machine (no SignKey=, no image signed here)"
 fi
 
+# ---- systemd-boot and a UKI (check-systemd.sh uki) ------------------------------
+if [ -r "$D/uki" ]; then
+	{ read -r uki_id; read -r uki_path; } <"$D/uki"
+	var=/sys/firmware/efi/efivars/LoaderEntrySelected-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f
+	sel=$(tail -c +5 "$var" 2>/dev/null | tr -d '\000')
+	say "RRS-INFO n=$n LoaderEntrySelected=${sel:-none} esp=$(findmnt -n -o SOURCE,FSTYPE /boot/efi | tr ' ' ,)"
+	if [ "$n" -eq 0 ]; then
+		tap "$([ "$sel" = "$uki_id" ] && [ -r "$uki_path" ]; echo $?)" \
+			"systemd-boot booted the UKI: LoaderEntrySelected is $uki_id, the ESP is at /boot/efi" \
+			"LoaderEntrySelected '${sel}' ($(ls $var 2>&1)); $(ls -l "$uki_path" 2>&1)"
+	else
+		# kexec leaves the EFI variables (runtime services) as they were.
+		tap "$([ "$sel" = "$uki_id" ]; echo $?)" "LoaderEntrySelected still names $uki_id after the kexec" "'$sel'"
+		# The UKI's .initrd (512 bytes) reached this kexec'd kernel: only
+		# `rerand load --uki` passes it (rerandd has no Initrd= here).
+		fi=$(dmesg | grep -o 'Freeing initrd memory: [0-9]*K' | head -n 1)
+		tap "$([ -n "$fi" ]; echo $?)" "the kexec'd kernel got the UKI's initrd (${fi:-no initrd}): rerand load --uki" \
+			"$(dmesg | grep -iE 'initrd|initramfs' | head -n 3 | tr '\n' '|')"
+	fi
+	wait_for 300 sh -c 'rerand status --json 2>/dev/null | grep -q "\"staged\":true"'
+	js=$(rerand status --json 2>&1)
+	echo "$js" >"$D/out/status-uki.$n.json"
+	log=$(journalctl -b -u rerandd -o cat --no-pager)
+	tap "$([ "$(jval "$js" kernel)" = "$uki_path" ] && [ "$(jval "$js" staged)" = true ] &&
+		grep -q "^staged $uki_path " <<<"$log"; echo $?)" \
+		"rerandd found the UKI through LoaderEntrySelected and staged it ($uki_path)" \
+		"kernel $(jval "$js" kernel), staged $(jval "$js" staged), error '$(jval "$js" stage_error)'; $(grep -E '^staged|staging failed' <<<"$log" | tail -n 2 | tr '\n' '|')"
+fi
+
 # ---- what the previous boot left ----------------------------------------------
 if [ "$n" -gt 0 ]; then
 	prev=$(cat "$D/last-boot-id")
