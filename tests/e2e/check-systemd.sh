@@ -132,7 +132,9 @@ run_one() {
 	# OVMF, and at the last boot the blocked check (about a minute).
 	[ "$sb" = 1 ] && base=$((base + 180))
 	# dpkg -i of rerand, and of a kernel package (its initramfs) under TCG.
-	[ "$RRS_INSTALL" = deb ] && base=$((base + 600))
+	# (A short run took over 1800 s on a host at load 19 with mkinitramfs
+	# taking "most" modules.)
+	[ "$RRS_INSTALL" = deb ] && base=$((base + 1200))
 	# OVMF and systemd-boot before the first boot.
 	[ "$RRS_BOOT" = uki ] && base=$((base + 300))
 	tmo=${RRS_TIMEOUT:-$((base + 300 * target))}
