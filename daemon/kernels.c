@@ -4,6 +4,8 @@
  * built for installed kernels, so the cache prune keeps them. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -56,4 +58,34 @@ bool kernels_indexed(const struct rr_config *c, const char *sha)
 	}
 	closedir(d);
 	return found;
+}
+
+/* A hook older than this is taken for dead: its temporary file is left over. */
+#define HOOK_STALE 600
+
+bool kernels_hook_busy(const struct rr_config *c)
+{
+	char dir[RR_PATH + 16];
+	struct dirent *de;
+	unsigned seen = 0;
+	bool busy = false;
+	time_t now = time(NULL);
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/images", c->state_dir);
+	d = opendir(dir);
+	if (!d)
+		return false;
+	while (!busy && seen++ < KERNELS_MAX && (de = readdir(d))) {
+		struct stat st;
+		size_t n = strlen(de->d_name);
+
+		/* kernel-hook writes .hook-VERSION.tmp, then renames it */
+		if (strncmp(de->d_name, ".hook-", 6) || n < 10 || strcmp(de->d_name + n - 4, ".tmp"))
+			continue;
+		busy = fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		       now - st.st_mtime < HOOK_STALE;
+	}
+	closedir(d);
+	return busy;
 }

@@ -124,6 +124,12 @@ static void check_new_kernel(struct daemon *d)
 	const char *target = NULL;
 
 	d->new_kernel_at = 0;
+	/* The package's hook is building the new kernel's image: stage from
+	 * it once it is there rather than build a second one meanwhile. */
+	if (kernels_hook_busy(&d->cfg)) {
+		d->new_kernel_at = time(NULL) + d->cfg.new_kernel_settle;
+		return;
+	}
 	/* Booted by systemd-boot: its entry, not the newest file in /boot. */
 	if (!*d->cfg.kernel && !bootloader_selected(&d->cfg)) {
 		if (stage_newest_kernel(d->cfg.boot_dir, newest, sizeof(newest)) < 0)

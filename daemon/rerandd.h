@@ -377,6 +377,9 @@ int bootloader_find(const struct rr_config *c, struct rr_boot_entry *ret, struct
 /* True when StateDirectory/kernels/ has a file naming sha (a kernel the
  * package's hook built an image of). */
 bool kernels_indexed(const struct rr_config *c, const char *sha);
+/* The hook is building an image now (its .hook-VERSION.tmp, younger than
+ * 10 min, is in StateDirectory/images): a new kernel waits for it. */
+bool kernels_hook_busy(const struct rr_config *c);
 
 /* ---- crash.c: the rerandomizing crash kernel ------------------------------ */
 enum rr_crash_state { RR_CS_OFF = 0, RR_CS_NOT_RESERVED, RR_CS_PENDING, RR_CS_LOADED,

@@ -350,6 +350,7 @@ int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_er
 				       c->sign_cert, r < 0 ? "error" : "status", r < 0 ? -r : r);
 		return check_image(p, true, e);
 	}
+	rr_log(RR_LOG_INFO, "building %s from %s", p->image, p->kernel);
 	r = build_in_process(p, e);
 	if (r < 0)
 		return r;

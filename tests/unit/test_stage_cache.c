@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "image.h"
@@ -159,6 +161,13 @@ int main(void)
 		T_OK(kernels_indexed(&c, hooked) && !kernels_indexed(&c, loose) &&
 		     !kernels_indexed(&c, pending) && !kernels_indexed(&c, "11"),
 		     "kernels_indexed: the index names exactly the hooked kernel");
+		T_OK(!kernels_hook_busy(&c), "no hook at work: not busy");
+		snprintf(idx, sizeof(idx), "%s/images/.hook-6.12.118+deb12-cloud-amd64.tmp", dir);
+		T_OK((f = fopen(idx, "w")) && !fclose(f) && kernels_hook_busy(&c),
+		     "the hook's .hook-VERSION.tmp in the cache: busy");
+		struct timespec old[2] = { { time(NULL) - 700, 0 }, { time(NULL) - 700, 0 } };
+		T_OK(utimensat(AT_FDCWD, idx, old, 0) == 0 && !kernels_hook_busy(&c),
+		     "one 700 s old is a dead hook's: not busy");
 		stage_prune(&c, p.sha, NULL);
 		T_OK(access(kept, F_OK) == 0 && access(p.image, F_OK) == 0,
 		     "stage_prune keeps the image the hook built for an installed kernel");

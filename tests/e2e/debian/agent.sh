@@ -361,7 +361,6 @@ if [ -r "$D/kernel2.deb" ] && [ -z "$sbimg" ] && [ "$n" -ge "$target" ]; then
 	img2=$(ls /var/lib/rerand/images/"$sha2".*.img 2>/dev/null | head -n 1)
 	ino2=$(stat -c %i "$img2" 2>/dev/null)
 	idx=$(cat "/var/lib/rerand/kernels/$v2" 2>&1)
-	staged_before=$(journalctl -u rerandd --since "$t5" -o cat --no-pager | grep -c "staged /boot/vmlinuz-$v2")
 	tap "$([ -n "$sha2" ] && [ "$idx" = "$sha2" ] && [ -n "$ino2" ] && ! grep -q '^rerand:' <<<"$out"; echo $?)" \
 		"the kernel hook built $(basename "${img2:-none}") and indexed $v2 during dpkg -i" \
 		"index: $idx; image: ${img2:-none}; $(grep '^rerand:' <<<"$out" | head -n 2 | tr '\n' '|')"
@@ -377,15 +376,20 @@ if [ -r "$D/kernel2.deb" ] && [ -z "$sbimg" ] && [ "$n" -ge "$target" ]; then
 		grep -q "staged /boot/vmlinuz-$v2" <<<"$log" && ok=0
 	tap "$ok" "rerandd staged the new kernel: rerand status says /boot/vmlinuz-$v2, sha256 ${sha2:0:16}" \
 		"$(grep -E 'new kernel|staged|staging failed' <<<"$log" | tail -n 3 | tr '\n' '|') $js"
-	tap "$([ "$staged_before" = 0 ] && [ -n "$ino2" ] && [ "$(stat -c %i "$img2" 2>/dev/null)" = "$ino2" ]; echo $?)" \
-		"rerandd staged the hook's image (same file, not rebuilt) and its cache prune kept it" \
-		"staged before dpkg returned: $staged_before; inode $(stat -c %i "$img2" 2>&1) was $ino2"
+	# rerandd logs "building IMAGE from KERNEL" whenever it builds one; it
+	# waits while the hook's .hook-VERSION.tmp exists.
+	built=$(grep -c "^building .* from /boot/vmlinuz-$v2" <<<"$log")
+	tap "$([ "$built" = 0 ] && [ -n "$ino2" ] && [ "$(stat -c %i "$img2" 2>/dev/null)" = "$ino2" ]; echo $?)" \
+		"rerandd staged the hook's image (never built one itself; same file after staging and pruning)" \
+		"rerandd built it $built time(s); inode $(stat -c %i "$img2" 2>&1) was $ino2"
 	say "RRS-INFO n=$n kernel2=$v2 image=$(basename "${img2:-none}")"
 
 	# What the product wrote, before the purge takes it.
 	journalctl -b -o export --no-pager >"$D/out/journal.boot$n.export" 2>/dev/null
 	cp /var/lib/rerand/* "$D/out/" 2>/dev/null
-	# An admin's files under /etc/rerand: docs/operations.md says they stay.
+	# An admin's files under /etc/rerand: docs/operations.md says they stay
+	# (the drop-ins this agent added at boot 0, and a pre-reboot hook).
+	admin=$(find /etc/rerand/rerand.conf.d -type f | sort | comm -13 "$D/paths.before" - | tr '\n' ' ')
 	printf '#!/bin/sh\nexit 0\n' >/etc/rerand/pre-reboot.d/10-site
 	chmod 0755 /etc/rerand/pre-reboot.d/10-site
 	out=$(DEBIAN_FRONTEND=noninteractive apt-get purge -y rerand 2>&1)
@@ -399,7 +403,7 @@ if [ -r "$D/kernel2.deb" ] && [ -z "$sbimg" ] && [ "$n" -ge "$target" ]; then
 	# docs/operations.md, "Removal": left are the admin's files under
 	# /etc/rerand (and so their directories), the kexec image staged in the
 	# running kernel, and rerandd's lines in the journal; nothing else.
-	want="/etc/rerand/pre-reboot.d /etc/rerand/pre-reboot.d/10-site "
+	want=$(printf '%s\n' /etc/rerand/pre-reboot.d /etc/rerand/pre-reboot.d/10-site $admin | sort | tr '\n' ' ')
 	tap "$([ "$added" = "$want" ] && [ -z "$removed" ]; echo $?)" \
 		"after the purge only the admin's files under /etc/rerand stay (docs/operations.md)" \
 		"new since before dpkg -i: ${added:-none}; want: $want; gone: ${removed:-none}"
