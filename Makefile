@@ -1,5 +1,5 @@
 # rerand — GNU Make build.  `make`, `make check`, `make demo`, `make install`.
-# V=1 for verbose commands.  PREFIX, DESTDIR, SYSCONFDIR, UNITDIR as usual.
+# V=1 for verbose commands.  PREFIX, DESTDIR, SYSCONFDIR, UNITDIR, SYSUSERSDIR as usual.
 
 PREFIX      ?= /usr/local
 BINDIR      ?= $(PREFIX)/bin
@@ -7,6 +7,7 @@ SBINDIR     ?= $(PREFIX)/sbin
 MANDIR      ?= $(PREFIX)/share/man
 SYSCONFDIR  ?= /etc
 UNITDIR     ?= $(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null || echo /lib/systemd/system)
+SYSUSERSDIR ?= $(shell pkg-config --variable=sysusersdir systemd 2>/dev/null || echo /usr/lib/sysusers.d)
 
 CC          ?= gcc
 CLANG       ?= clang
@@ -26,7 +27,7 @@ CPPFLAGS    += -Iinclude -Isrc -Isrc/shared -D_GNU_SOURCE
 LIBS_PKG    := libelf liblzma libzstd liblz4 zlib lzo2 libcrypto
 LIB_CFLAGS  := $(shell $(PKG_CONFIG) --cflags $(LIBS_PKG) 2>/dev/null)
 LIB_LIBS    := $(shell $(PKG_CONFIG) --libs $(LIBS_PKG) 2>/dev/null) \
-               $(shell $(PKG_CONFIG) --libs bzip2 2>/dev/null || echo -lbz2) -lm
+               $(shell $(PKG_CONFIG) --libs bzip2 2>/dev/null || echo -lbz2) -lm -pthread
 HOST_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(LIB_CFLAGS) -MMD -MP
 
 # ---- shared code (built twice) and the hosted library ----------------------
@@ -61,16 +62,27 @@ RERAND      := $(O)/rerand
 # daemon/main.c holds main(); everything else in daemon/ is also linked into
 # the unit tests through libdaemon.a, with the stage blob (daemon/stage.c
 # builds images with it and keys its cache by its SHA-256).
-DAEMON_PKGS := libsystemd libcap inih libcurl json-c libcrypto
+DAEMON_PKGS := libsystemd libcap inih json-c libcrypto
 DAEMON_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS) 2>/dev/null)
-# libcurl is dlopen()ed when a fleet backend is configured (daemon/fleet.c):
-# only its headers are needed at build time.
-DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(filter-out libcurl,$(DAEMON_PKGS)) 2>/dev/null)
+DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
 DAEMON_LIB_SRCS := $(filter-out daemon/main.c,$(DAEMON_SRCS))
 DAEMON_LIB_OBJS := $(DAEMON_LIB_SRCS:%.c=$(O)/host/%.o)
 LIBDAEMON   := $(O)/libdaemon.a
 RERANDD     := $(if $(wildcard daemon/main.c),$(O)/rerandd)
+
+# ---- rerand-fleetd: the fleet client, its own process (no capabilities, network) --
+# fleetd/main.c holds main(); the client is libfleetd.a, which the unit tests
+# link too.  It shares [Fleet] parsing, the protocol and escaping with rerandd.
+FLEETD_PKGS := libsystemd libcurl json-c
+FLEETD_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(FLEETD_PKGS) 2>/dev/null)
+FLEETD_LIBS := $(shell $(PKG_CONFIG) --libs $(FLEETD_PKGS) 2>/dev/null) -lpthread
+FLEETD_LIB_SRCS := $(filter-out fleetd/main.c,$(sort $(wildcard fleetd/*.c)))
+FLEETD_LIB_OBJS := $(FLEETD_LIB_SRCS:%.c=$(O)/host/%.o)
+FLEETD_SHARED_OBJS := $(O)/host/daemon/fleet_config.o $(O)/host/daemon/fleet_proto.o \
+	$(O)/host/daemon/escape.o
+LIBFLEETD   := $(O)/libfleetd.a
+FLEETD      := $(O)/rerand-fleetd
 
 # ---- tests -----------------------------------------------------------------
 UNIT_SRCS   := $(sort $(wildcard tests/unit/test_*.c))
@@ -81,7 +93,7 @@ FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-saniti
 	$(CPPFLAGS) $(LIB_CFLAGS)
 
 .PHONY: FORCE vm histogram all deps deb unit-tests kernels check check-unit check-fuzz check-e2e check-long demo fuzz bench install clean
-all: $(RERAND) $(STAGE_BIN) $(RERANDD)
+all: $(RERAND) $(STAGE_BIN) $(RERANDD) $(FLEETD)
 
 $(O)/host/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -136,6 +148,16 @@ $(RERANDD): $(O)/host/daemon/main.o $(LIBDAEMON) $(LIBRERAND) $(O)/host/kexec/st
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(O)/host/kexec/stage_blob.o $(LIBDAEMON) $(LIBRERAND) \
 		$(DAEMON_LIBS) $(LIB_LIBS)
 
+$(LIBFLEETD): $(FLEETD_LIB_OBJS)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(FLEETD): $(O)/host/fleetd/main.o $(LIBFLEETD) $(FLEETD_SHARED_OBJS) $(LIBRERAND)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(LIBFLEETD) $(FLEETD_SHARED_OBJS) $(LIBRERAND) $(FLEETD_LIBS)
+
+$(O)/host/fleetd/%.o: HOST_CFLAGS += $(FLEETD_CFLAGS) -Idaemon -pthread
+
 $(O)/host/daemon/config.o: CPPFLAGS += -DRR_RERAND_BIN='"$(BINDIR)/rerand"'
 # rerandd's built-in RerandBinary= follows BINDIR: `make install PREFIX=/usr`
 # after a plain `make` rebuilds it (the stamp changes only with BINDIR).
@@ -146,11 +168,11 @@ $(O)/bindir.stamp: FORCE
 FORCE:
 $(O)/host/daemon/%.o: HOST_CFLAGS += $(DAEMON_CFLAGS)
 
-$(O)/tests/%: tests/unit/%.c $(LIBRERAND) $(LIBDAEMON) $(O)/host/kexec/stage_blob.o tests/unit/test.h
+$(O)/tests/%: tests/unit/%.c $(LIBRERAND) $(LIBDAEMON) $(LIBFLEETD) $(O)/host/kexec/stage_blob.o tests/unit/test.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(CPPFLAGS) -Itests/unit -Idaemon -DT_TOP='"$(CURDIR)"' $(HOST_CFLAGS) $(DAEMON_CFLAGS) -o $@ $< \
-		$(LIBDAEMON) $(O)/host/kexec/stage_blob.o $(LIBRERAND) $(DAEMON_LIBS) $(LIB_LIBS)
+	$(Q)$(CC) $(CPPFLAGS) -Itests/unit -Idaemon -Ifleetd -DT_TOP='"$(CURDIR)"' $(HOST_CFLAGS) $(DAEMON_CFLAGS) $(FLEETD_CFLAGS) -o $@ $< \
+		$(LIBFLEETD) $(LIBDAEMON) $(O)/host/kexec/stage_blob.o $(LIBRERAND) $(DAEMON_LIBS) $(FLEETD_LIBS) $(LIB_LIBS)
 
 # Fuzzers link the real parsers, compiled once with the sanitizers
 # (fuzzer-no-link) into their own objects.
@@ -217,14 +239,21 @@ bench:
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man1 \
-		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(SYSCONFDIR)/rerand/rerand.conf.d $(DESTDIR)$(SYSCONFDIR)/rerand/pre-reboot.d
+	install -d -m 0700 $(DESTDIR)$(SYSCONFDIR)/rerand/fleet-tls
 	install -m 0755 $(RERAND) $(DESTDIR)$(BINDIR)/rerand
 	install -m 0755 $(RERANDD) $(DESTDIR)$(SBINDIR)/rerandd
+	install -m 0755 $(FLEETD) $(DESTDIR)$(SBINDIR)/rerand-fleetd
+	install -m 0644 docs/rerand-fleetd.8 $(DESTDIR)$(MANDIR)/man8/rerand-fleetd.8
+	sed 's|/usr/local/sbin|$(SBINDIR)|g' systemd/rerand-fleetd.service \
+		> $(DESTDIR)$(UNITDIR)/rerand-fleetd.service
+	install -m 0644 systemd/rerand-fleetd.socket $(DESTDIR)$(UNITDIR)/rerand-fleetd.socket
 	install -m 0644 docs/rerand.1 $(DESTDIR)$(MANDIR)/man1/rerand.1
 	install -m 0644 docs/rerandd.8 $(DESTDIR)$(MANDIR)/man8/rerandd.8
 	sed 's|/usr/local/sbin|$(SBINDIR)|g; s|/usr/local/bin|$(BINDIR)|g' systemd/rerandd.service \
 		> $(DESTDIR)$(UNITDIR)/rerandd.service
+	install -m 0644 systemd/sysusers.d/rerand.conf $(DESTDIR)$(SYSUSERSDIR)/rerand.conf
 	test -e $(DESTDIR)$(SYSCONFDIR)/rerand/rerand.conf || \
 		sed 's|/usr/local/bin|$(BINDIR)|g' etc/rerand.conf > $(DESTDIR)$(SYSCONFDIR)/rerand/rerand.conf
 

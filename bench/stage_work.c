@@ -45,7 +45,7 @@ static int decode(const struct bench_work *w, uint8_t *dest)
 
 		if (w->codec == RERAND_CODEC_NONE)
 			rr_copy_bulk(d, s->data, s->file_size);
-		else if (rr_lz4_decode_block(s->data, s->data_size, d, s->file_size) !=
+		else if (rr_lz4_decode_block_simd(s->data, s->data_size, d, s->file_size, w->simd) !=
 			 (int64_t)s->file_size)
 			return -1;
 	}

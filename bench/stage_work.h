@@ -4,6 +4,7 @@
 #define RERAND_BENCH_STAGE_WORK_H
 
 #include <stdint.h>
+#include "lz4dec.h"
 #include "reloc.h"
 #include "select.h"
 
@@ -23,6 +24,7 @@ struct bench_result {
 
 struct bench_work {
 	unsigned codec;          /* RERAND_CODEC_* */
+	enum rr_simd simd;       /* the decoder's copy width, as the stage picks it */
 	unsigned nr_seg;
 	struct bench_seg seg[BENCH_MAX_SEG];
 	uint64_t mem_size;

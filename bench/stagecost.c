@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * Stage cost on the host: the stage's select + decode + relocate (built with
- * the stage's flags, bench/stage_work.c) against the codec library decoding
- * the stock payload (rr_decompress) and a plain memcpy of the segments.
+ * the stage's flags, bench/stage_work.c) against the stock kexec-time path
+ * (the kernel's own decompressor, parse_elf() and handle_relocations(),
+ * bench/kstock.c), the codec library decoding the stock payload alone
+ * (rr_decompress, the stricter baseline) and a plain memcpy of the segments.
  * Output: TSV lines "wall NAME NS" (interleaved reps) or, under callgrind
  * with --callgrind, one dump per NAME (CALLGRIND_DUMP_STATS_AT).
  */
@@ -20,8 +22,19 @@
 #include "kernel.h"
 #include "stage_work.h"
 
-#define NVARIANT 3
-static const char *const variant_name[NVARIANT] = { "stage", "stage-none", "stage-hc" };
+/* "stage" decodes with the widest copies this CPU has, as the stage would;
+ * the last two fix the width to show what each one buys. */
+#define NVARIANT 5
+static const char *const variant_name[NVARIANT] = {
+	"stage", "stage-none", "stage-hc", "stage-sse2", "stage-8byte",
+};
+
+/* bench/kstock.c, built by bench/kstock.sh for this kernel's series and
+ * codec and linked per kernel; weak so that one generic binary can still
+ * --extract-payload. */
+__attribute__((weak)) int kstock_run(unsigned char *in, long in_len, unsigned char *out, unsigned long out_len,
+	       unsigned long virt, unsigned long span, void *heap, unsigned long heap_len);
+#define KSTOCK_HEAP (64u << 20)
 
 struct ctx {
 	struct rr_kernel k;
@@ -34,6 +47,10 @@ struct ctx {
 	uint8_t *dest, *ref;
 	struct rr_memmap mm;
 	uint64_t seg_bytes;
+	enum rr_simd best;              /* widest copies this CPU runs */
+	uint8_t *kbuf, *kheap;          /* the stock path's output and heap */
+	size_t kbuf_len;
+	uint64_t kvirt;                 /* its virtual base (link base: no relocation) */
 };
 
 static void die(const char *fmt, const char *a, const char *b)
@@ -56,7 +73,7 @@ static void make_variant(struct ctx *c, int v, const uint8_t *stage, size_t stag
 {
 	struct rr_image_opts o = {
 		.codec = v == 1 ? RERAND_CODEC_NONE : RERAND_CODEC_LZ4,
-		.lz4_level = v == 2 ? 9 : 0,
+		.lz4_level = v == 2 ? 9 : 0,        /* 3, 4: default lz4, fixed width */
 	};
 	struct rr_image im;
 	struct rr_err e = { "" };
@@ -69,6 +86,7 @@ static void make_variant(struct ctx *c, int v, const uint8_t *stage, size_t stag
 	const struct rerand_image_header *h = &im.hdr;
 	memset(w, 0, sizeof(*w));
 	w->codec = h->codec;
+	w->simd = v == 3 ? RR_SIMD_SSE2 : v == 4 ? RR_SIMD_NONE : c->best;
 	w->nr_seg = h->nr_segments;
 	if (w->nr_seg > BENCH_MAX_SEG)
 		die("%s: %s segments", name, "too many");
@@ -125,6 +143,37 @@ static void run_stock(struct ctx *c)
 			  &out, &len, "payload", &e) < 0)
 		die("%s%s", e.msg, "");
 	free(out);
+}
+
+static void run_kstock(struct ctx *c)
+{
+	if (kstock_run((unsigned char *)c->payload, (long)c->payload_len, c->kbuf,
+		       c->k.bz.uncompressed_size, c->kvirt, c->k.elf.mem_size, c->kheap,
+		       KSTOCK_HEAP) < 0)
+		die("%s%s", "the kernel's decompressor path failed (error() called)", "");
+}
+
+/* The stock path did the whole job: its segments, where parse_elf() put
+ * them, equal the reference relocated for the same virtual base. */
+static void check_kstock(struct ctx *c, const char *name)
+{
+	const struct rr_vmlinux *v = &c->k.elf;
+	struct rr_reloc_lists l = {
+		c->k.relocs.reloc64, c->k.relocs.nr_reloc64, c->k.relocs.inverse32,
+		c->k.relocs.nr_inverse32, c->k.relocs.reloc32, c->k.relocs.nr_reloc32,
+	};
+
+	memset(c->kbuf, 0, c->kbuf_len);
+	run_kstock(c);
+	memset(c->ref, 0, v->mem_size);
+	copy_segments(c, c->ref);
+	if (rr_relocate(c->ref, v->mem_size, &l, v->link_paddr, c->kvirt) < 0)
+		die("%s: %s", name, "reference relocation failed");
+	for (unsigned i = 0; i < v->nr_seg; i++) {
+		uint64_t o = v->seg[i].paddr - v->link_paddr;
+		if (memcmp(c->kbuf + o, c->ref + o, v->seg[i].filesz))
+			die("%s: %s", name, "the kernel's decompressor path differs from the reference");
+	}
 }
 
 /* The stage's result must equal the segments relocated for the same offset. */
@@ -202,6 +251,9 @@ int main(int argc, char **argv)
 			die("%s%s", e.msg[0] ? e.msg : "payload too short", "");
 		return 0;
 	}
+	__builtin_cpu_init();
+	c.best = __builtin_cpu_supports("avx2") ? RR_SIMD_AVX2 :
+		 __builtin_cpu_supports("sse2") ? RR_SIMD_SSE2 : RR_SIMD_NONE;
 	for (int v = 0; v < NVARIANT; v++)
 		make_variant(&c, v, stage, stage_len, kpath);
 	c.dest = calloc(1, c.k.elf.mem_size);
@@ -214,6 +266,21 @@ int main(int argc, char **argv)
 
 	for (int v = 0; v < NVARIANT; v++)
 		check_variant(&c, v, kpath);
+	if (!kstock_run)
+		die("%s: %s", kpath, "this stagecost was linked without the kernel's decompressor (bench/kstock.sh)");
+	/* Room as the decompressor has it: the decoded payload, and the image
+	 * parse_elf() lays out in the same buffer. */
+	c.kbuf_len = c.k.bz.uncompressed_size > c.k.elf.mem_size ? c.k.bz.uncompressed_size
+								   : c.k.elf.mem_size;
+	c.kbuf = calloc(1, c.kbuf_len + 4096);
+	c.kheap = calloc(1, KSTOCK_HEAP);
+	if (!c.kbuf || !c.kheap)
+		die("%s: %s", kpath, "out of memory");
+	/* The table layout the 6.1/6.12 handle_relocations() reads has three
+	 * lists; 6.15+ kernels have two, which it cannot walk: there the stock
+	 * side decodes and moves but does not relocate (less stock work). */
+	c.kvirt = c.k.relocs.layout == 3 ? c.res.virt : c.k.elf.link_paddr;
+	check_kstock(&c, kpath);
 	printf("info\tcodec\t%s\n", rr_kcodec_name(c.k.codec));
 	printf("info\tpayload_bytes\t%zu\n", c.payload_len);
 	printf("info\tuncompressed_bytes\t%u\n", c.k.bz.uncompressed_size);
@@ -222,6 +289,8 @@ int main(int argc, char **argv)
 	printf("info\trelocs\t%zu\n",
 	       c.k.relocs.nr_reloc64 + c.k.relocs.nr_inverse32 + c.k.relocs.nr_reloc32);
 	printf("info\tphys_slots\t%llu\n", (unsigned long long)c.res.phys_slots);
+	printf("info\tstage_simd\t%s\n", c.best == RR_SIMD_AVX2 ? "avx2" : c.best == RR_SIMD_SSE2 ? "sse2" : "8-byte");
+	printf("info\tkstock_relocates\t%d\n", c.kvirt != c.k.elf.link_paddr);
 	for (int v = 0; v < NVARIANT; v++)
 		printf("info\timage_bytes_%s\t%zu\n", variant_name[v], c.img_len[v]);
 	fflush(stdout);
@@ -241,6 +310,9 @@ int main(int argc, char **argv)
 		run_stock(&c);
 		CALLGRIND_DUMP_STATS_AT("stock");
 		CALLGRIND_ZERO_STATS;
+		run_kstock(&c);
+		CALLGRIND_DUMP_STATS_AT("kstock");
+		CALLGRIND_ZERO_STATS;
 		copy_segments(&c, c.dest);
 		CALLGRIND_DUMP_STATS_AT("memcpy");
 		CALLGRIND_STOP_INSTRUMENTATION;
@@ -249,6 +321,7 @@ int main(int argc, char **argv)
 
 	/* Warm-up (faults every buffer in), then interleaved timed reps. */
 	run_stock(&c);
+	run_kstock(&c);
 	copy_segments(&c, c.dest);
 	for (int r = 0; r < reps; r++) {
 		uint64_t t0, t1;
@@ -262,6 +335,10 @@ int main(int argc, char **argv)
 		run_stock(&c);
 		t1 = now_ns();
 		printf("wall\tstock\t%llu\n", (unsigned long long)(t1 - t0));
+		t0 = now_ns();
+		run_kstock(&c);
+		t1 = now_ns();
+		printf("wall\tkstock\t%llu\n", (unsigned long long)(t1 - t0));
 		t0 = now_ns();
 		copy_segments(&c, c.dest);
 		t1 = now_ns();

@@ -6,16 +6,23 @@
  * kexec-tools reads /proc/iomem, which shows every address as 0 to a reader
  * without CAP_SYS_ADMIN.  CAP_SYS_ADMIN is never effective in rerandd.
  * /dev/kmsg (CAP_SYSLOG under dmesg_restrict) is opened before the drop.
+ * CAP_SETUID, CAP_SETGID and CAP_SETPCAP stay permitted (never effective in
+ * rerandd, never inheritable) only so that the image builder child can
+ * become ImageUser= with an empty bounding set (caps_child_builder).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include "rerandd.h"
 
 static const cap_value_t keep[] = { CAP_SYS_BOOT, CAP_SYS_ADMIN };
 static const cap_value_t effective[] = { CAP_SYS_BOOT };
+static const cap_value_t builder_drop[] = { CAP_SETUID, CAP_SETGID, CAP_SETPCAP };
 
 static bool have(cap_t cur, cap_value_t v)
 {
@@ -37,6 +44,8 @@ int caps_drop_daemon(struct rr_err *e)
 		bool kept = false;
 		for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
 			kept |= keep[i] == v;
+		for (size_t i = 0; i < sizeof(builder_drop) / sizeof(builder_drop[0]); i++)
+			kept |= builder_drop[i] == v;
 		if (!kept && CAP_IS_SUPPORTED(v))
 			(void)cap_drop_bound(v);
 	}
@@ -51,6 +60,9 @@ int caps_drop_daemon(struct rr_err *e)
 		cap_set_flag(next, CAP_PERMITTED, 1, &keep[i], CAP_SET);
 		cap_set_flag(next, CAP_INHERITABLE, 1, &keep[i], CAP_SET);
 	}
+	for (size_t i = 0; i < sizeof(builder_drop) / sizeof(builder_drop[0]); i++)
+		if (have(cur, builder_drop[i]))
+			cap_set_flag(next, CAP_PERMITTED, 1, &builder_drop[i], CAP_SET);
 	for (size_t i = 0; i < sizeof(effective) / sizeof(effective[0]); i++)
 		if (have(cur, effective[i]))
 			cap_set_flag(next, CAP_EFFECTIVE, 1, &effective[i], CAP_SET);
@@ -101,4 +113,70 @@ int caps_child_none(void)
 		r = -errno;
 	cap_free(none);
 	return r;
+}
+
+/* Move FROM to TO without O_CLOEXEC, through a high copy so that moving
+ * one fd cannot close the other. */
+static int move_fd(int from, int to)
+{
+	if (from == to)
+		return fcntl(to, F_SETFD, 0) < 0 ? -errno : 0;
+	if (dup2(from, to) < 0)
+		return -errno;
+	return 0;
+}
+
+int caps_child_builder(const struct rr_builder *b)
+{
+	int k = fcntl(b->kernel_fd, F_DUPFD_CLOEXEC, 16);
+	int o = fcntl(b->out_fd, F_DUPFD_CLOEXEC, 16);
+	cap_t cur = NULL, none = NULL;
+	int r;
+
+	if (k < 0 || o < 0)
+		return -errno;
+	/* The child sees the kernel on fd 3 and the output on fd 4, and no
+	 * path: it needs no access to the state directory or /boot. */
+	if ((r = move_fd(k, RR_BUILDER_KERNEL_FD)) < 0 || (r = move_fd(o, RR_BUILDER_OUT_FD)) < 0)
+		return r;
+	close(k);
+	close(o);
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return -errno;
+	if (b->switch_user) {
+		cur = cap_get_proc();
+		if (!cur)
+			return -errno;
+		/* Raise what the switch needs, from permitted. */
+		cap_set_flag(cur, CAP_EFFECTIVE, sizeof(builder_drop) / sizeof(builder_drop[0]),
+			     builder_drop, CAP_SET);
+		if (cap_set_proc(cur) < 0) {
+			r = -errno;
+			cap_free(cur);
+			return r;
+		}
+		cap_free(cur);
+		/* The bounding set first: dropping it needs CAP_SETPCAP, which
+		 * the uid change below takes away. */
+		for (cap_value_t v = 0; v <= CAP_LAST_CAP; v++)
+			if (CAP_IS_SUPPORTED(v) && cap_drop_bound(v) < 0)
+				return -errno;
+		if (setgroups(0, NULL) < 0 || setresgid(b->gid, b->gid, b->gid) < 0 ||
+		    setresuid(b->uid, b->uid, b->uid) < 0)
+			return -errno;
+	}
+	none = cap_init();
+	if (!none)
+		return -errno;
+	r = cap_set_proc(none) < 0 ? -errno : 0;
+	cap_free(none);
+	if (r < 0)
+		return r;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -errno;
+	/* Check rather than trust: a root builder would be no separation. */
+	if (b->switch_user && (getuid() == 0 || geteuid() == 0 || getgid() == 0 ||
+			       setresuid(0, 0, 0) == 0))
+		return -EPERM;
+	return 0;
 }

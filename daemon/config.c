@@ -47,6 +47,7 @@ void config_defaults(struct rr_config *c)
 	snprintf(c->metrics_file, sizeof(c->metrics_file), "/run/rerand/rerand.prom");
 	snprintf(c->rerand_bin, sizeof(c->rerand_bin), "%s", RR_RERAND_BIN);
 	snprintf(c->kexec_bin, sizeof(c->kexec_bin), "kexec");
+	snprintf(c->image_user, sizeof(c->image_user), "rerand");
 	c->tick = 60;
 	snprintf(c->boot_dir, sizeof(c->boot_dir), "/boot");
 	snprintf(c->proc_cmdline, sizeof(c->proc_cmdline), "/proc/cmdline");
@@ -261,6 +262,7 @@ static const struct key {
 	{ "Daemon", "MetricsFile", K_PATH, F(metrics_file) },
 	{ "Daemon", "RerandBinary", K_STR, F(rerand_bin) },
 	{ "Daemon", "KexecBinary", K_STR, F(kexec_bin) },
+	{ "Daemon", "ImageUser", K_STR, F(image_user) },
 	{ "Daemon", "CheckInterval", K_DUR, F(tick) },
 	{ "Paths", "Boot", K_PATH, F(boot_dir) },
 	{ "Paths", "ProcCmdline", K_PATH, F(proc_cmdline) },
@@ -631,6 +633,12 @@ void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_
 	if (c->crash_cmdline_set && crash_cmdline_has_nokaslr(c->crash_cmdline))
 		errs_add(errs, "%s: [Crash] CommandLine= has nokaslr: the crash kernel must be "
 			 "randomized; remove it", name);
+	if (!*c->image_user)
+		errs_add(errs, "%s: [Daemon] ImageUser= is empty: images are built as an "
+			 "unprivileged user (the package creates \"rerand\")", name);
+	else if (!strcmp(c->image_user, "root") || !strcmp(c->image_user, "0"))
+		errs_add(errs, "%s: [Daemon] ImageUser=%s: the image builder parses kernel files "
+			 "and must not run as root", name, c->image_user);
 	if (!*c->sign_key != !*c->sign_cert)
 		errs_add(errs, "%s: [Stage] SignKey= and SignCert= go together: set both or neither", name);
 	if (*c->sign_key && *c->sign_key != '/' && strncmp(c->sign_key, "pkcs11:", 7))

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* rerandd's side of fleet coordination: when to ask the fleet lock (spread over the
- * window, back-off), the slot's life across the reboot, and failing closed. */
+ * window, back-off), the slot's life across the reboot, and failing closed.  The
+ * lock itself is rerand-fleetd's (fleetd/): coord sends it one request at a time
+ * over its unix socket and never waits for the answer; replies, a helper that went
+ * away, and timeouts arrive on the sd-event loop and wake main. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -8,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <systemd/sd-event.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rerandd.h"
 
@@ -20,7 +25,7 @@ int64_t coord_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static uint64_t rnd64(void)
+uint64_t coord_rnd64(void)
 {
 	uint64_t v = 0;
 
@@ -58,166 +63,11 @@ static void set_why(struct rr_coord *co, int prio, const char *fmt, ...)
 static void retry_later(struct rr_coord *co)
 {
 	co->next_try_ms = coord_now_ms() + fleet_backoff_ms(co->attempts, co->cfg.retry_base_ms,
-							    co->cfg.retry_max_ms, rnd64());
+							    co->cfg.retry_max_ms, coord_rnd64());
+	rr_log(RR_LOG_DEBUG, "fleet: next try in %" PRId64 " ms (attempt %u)",
+	       co->next_try_ms - coord_now_ms(), co->attempts);
 	if (co->attempts < 64)
 		co->attempts++;
-}
-
-int coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *state_path)
-{
-	char err[256];
-	int r;
-
-	snprintf(co->state_path, sizeof(co->state_path), "%s", state_path);
-	co->cfg = *fc;
-	co->want = fc->backend != FLEET_BACKEND_NONE;
-	co->f = NULL;
-	co->open_error[0] = 0;
-	co->next_try_ms = co->spread_at_ms = co->last_keepalive_ms = 0;
-	co->attempts = 0;
-	co->resume_pending = false;
-	if (!co->want)
-		return 0;
-	r = fleet_open(fc, &co->f, err, sizeof(err));
-	if (r < 0) {
-		/* no identity, no lock: never reboot until this is fixed */
-		snprintf(co->open_error, sizeof(co->open_error), "cannot start the %s client: %s",
-			 fleet_backend_name(fc->backend), err);
-		rr_log(RR_LOG_ERR, "fleet: %s; reboots stay off (fail closed)", co->open_error);
-		co->f = NULL;
-		return r;
-	}
-	rr_log(RR_LOG_INFO, "fleet: %s, group %s, identity %s", fleet_backend_name(fc->backend),
-	       fc->group, fleet_identity(co->f));
-	return 0;
-}
-
-void coord_close(struct rr_coord *co)
-{
-	fleet_close(co->f);
-	co->f = NULL;
-}
-
-/* Take the persisted slot back.  0 done (taken back, or gone), <0 not yet. */
-static int resume_step(struct rr_coord *co, const struct rr_state *st)
-{
-	int r = fleet_resume(co->f, st->fleet_token);
-
-	if (r < 0) {
-		set_why(co, RR_LOG_WARNING, "cannot take the slot from before the reboot back "
-			"yet: %s", fleet_last_error(co->f));
-		return r;
-	}
-	if (r == 1)
-		rr_log(RR_LOG_NOTICE, "fleet: took slot %s back after the reboot", st->fleet_token);
-	else
-		rr_log(RR_LOG_WARNING, "fleet: the slot from before the reboot is gone: %s",
-		       fleet_last_error(co->f));
-	co->resume_pending = false;
-	return 0;
-}
-
-void coord_startup(struct rr_coord *co, struct rr_state *st, enum rr_outcome out)
-{
-	if (!co->want) {
-		if (st->fleet_held) {
-			rr_log(RR_LOG_NOTICE, "fleet: coordination is off now; forgetting the old slot");
-			st->fleet_held = false;
-			st->fleet_token[0] = 0;
-			persist(co, st);
-		}
-		return;
-	}
-	/* The machine came back from our reboot: the slot stays ours until this
-	 * boot has been checked and the post-boot health hooks pass. */
-	co->health_needed = out == RR_OUT_SUCCESS || out == RR_OUT_FAILURE || out == RR_OUT_WEAK;
-	/* Whatever else happened (a restart mid-drain, a kill -9 between taking the
-	 * slot and writing it down, a FleetLock slot from an older boot), nothing of
-	 * ours may stay in the group: release at start-up, as Zincati does. */
-	co->release_pending = true;
-	if (!co->f)
-		return;
-	/* Taken back, its lease is kept alive while the health hooks fail: a sick
-	 * host keeps the group paused.  With the backend down, retried before
-	 * every release step (see release_step). */
-	co->resume_pending = st->fleet_held && *st->fleet_token;
-	if (co->resume_pending)
-		(void)resume_step(co, st);
-}
-
-/* Give back what we hold once the health hooks pass.  1 done, 0 not yet. */
-static int release_step(struct rr_coord *co, const struct rr_config *c, struct rr_state *st)
-{
-	struct rr_err e;
-	int r;
-
-	if (co->resume_pending && resume_step(co, st) < 0) {
-		retry_later(co);
-		return 0;
-	}
-	if (co->health_needed) {
-		if (reboot_run_hooks(c->post_boot_dir, c->hook_timeout, &e) < 0) {
-			set_why(co, RR_LOG_WARNING, "post-boot health check failed, keeping the slot "
-				"so the rollout stops here: %s", e.msg);
-			/* keep the lease alive: a sick host must keep the group paused */
-			if (fleet_state(co->f) == FLEET_ST_HELD)
-				fleet_refresh(co->f);
-			retry_later(co);
-			return 0;
-		}
-		co->health_needed = false;
-	}
-	r = fleet_release(co->f);
-	if (r < 0) {
-		set_why(co, RR_LOG_ERR, "backend unreachable, not rebooting (fail closed): cannot "
-			"give back what this host may hold: %s", fleet_last_error(co->f));
-		retry_later(co);
-		return 0;
-	}
-	if (st->fleet_held)
-		rr_log(RR_LOG_NOTICE, "fleet: slot released");
-	co->attempts = 0;
-	co->release_pending = false;
-	co->why[0] = 0;
-	co->next_try_ms = 0;
-	st->fleet_held = false;
-	st->fleet_token[0] = 0;
-	persist(co, st);
-	if (co->reopen_pending) {
-		struct fleet_config fc = co->reopen_cfg;
-		co->reopen_pending = false;
-		coord_close(co);
-		coord_open(co, &fc, co->state_path);
-		co->release_pending = co->want;    /* the new group may hold an old slot */
-	}
-	return 1;
-}
-
-void coord_service(struct rr_coord *co, const struct rr_config *c, struct rr_state *st)
-{
-	int64_t now = coord_now_ms();
-
-	if (!co->f)
-		return;
-	if (co->release_pending) {
-		if (now >= co->next_try_ms)
-			release_step(co, c, st);
-		return;
-	}
-	coord_keepalive(co);
-}
-
-void coord_keepalive(struct rr_coord *co)
-{
-	int64_t now = coord_now_ms();
-
-	if (!co->f || fleet_state(co->f) != FLEET_ST_HELD)
-		return;
-	if (now - co->last_keepalive_ms < co->cfg.lock_ttl * 1000 / 3)
-		return;
-	co->last_keepalive_ms = now;
-	if (fleet_refresh(co->f) != 1)
-		rr_log(RR_LOG_WARNING, "fleet: keepalive: %s", fleet_last_error(co->f));
 }
 
 /* The window that contains now with the most time left; 0 if none does. */
@@ -238,24 +88,337 @@ static int window_now(const struct rr_config *c, time_t now, time_t *ws, time_t 
 	return found;
 }
 
+void coord_wake(struct rr_coord *co)
+{
+	if (co->wake)
+		co->wake(co->wake_arg);
+}
+
+void coord_set_wake(struct rr_coord *co, void (*fn)(void *arg), void *arg)
+{
+	co->wake = fn;
+	co->wake_arg = arg;
+}
+
+static void pump(struct rr_coord *co);
+
+static void release_done(struct rr_coord *co)
+{
+	struct rr_state *st = co->st;
+
+	if (st && st->fleet_held)
+		rr_log(RR_LOG_NOTICE, "fleet: slot released");
+	co->attempts = 0;
+	co->release_pending = false;
+	co->why[0] = 0;
+	co->next_try_ms = 0;
+	if (st) {
+		st->fleet_held = false;
+		st->fleet_token[0] = 0;
+		persist(co, st);
+	}
+	if (co->reopen_pending) {
+		co->reopen_pending = false;
+		co->cfg = co->reopen_cfg;
+		co->want = co->cfg.backend != FLEET_BACKEND_NONE;
+		co->release_pending = co->want;   /* the new group may hold an old slot */
+		co->opened = false;
+		if (co->io)
+			coord_link_send(co, CO_OPEN, NULL);
+	}
+}
+
+void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p)
+{
+	enum coord_op op = co->busy;
+	struct rr_state *st = co->st;
+	char tok[FLEET_TOKEN_MAX];
+
+	/* the pipelined request, if any, is now the one in flight */
+	co->busy = co->next_op;
+	co->busy_seq = co->next_seq;
+	co->next_op = CO_NONE;
+	if (co->busy)
+		co->busy_since_ms = coord_now_ms();
+	co->fstate = p->state;
+	co->errors = p->errors;
+	if (*p->id)
+		snprintf(co->id, sizeof(co->id), "%s", p->id);
+	snprintf(co->token, sizeof(co->token), "%s", p->token);
+	snprintf(co->last_error, sizeof(co->last_error), "%s", p->msg);
+	switch (op) {
+	case CO_OPEN:
+		if (p->rc < 0) {
+			char msg[RR_ERR_MAX];
+			snprintf(msg, sizeof(msg), "cannot start the %s client: %.400s",
+				 fleet_backend_name(co->cfg.backend), p->msg);
+			if (strcmp(msg, co->open_error))
+				rr_log(RR_LOG_ERR, "fleet: %s; reboots stay off (fail closed)", msg);
+			snprintf(co->open_error, sizeof(co->open_error), "%s", msg);
+			co->fstate = FLEET_ST_ERROR;
+			co->reconnect_ms = coord_now_ms() + co->cfg.retry_base_ms;
+			coord_link_arm(co, co->cfg.retry_base_ms);
+			break;
+		}
+		co->opened = true;
+		co->open_error[0] = 0;
+		co->reconnects = 0;
+		rr_log(RR_LOG_INFO, "fleet: %s, group %s, identity %s (through %s)",
+		       fleet_backend_name(co->cfg.backend), co->cfg.group, co->id, co->cfg.helper);
+		/* a new helper knows no lease: the persisted one is taken back first */
+		if (st && st->fleet_held && *st->fleet_token)
+			co->resume_pending = true;
+		break;
+	case CO_RESUME:
+		if (p->rc < 0) {
+			set_why(co, RR_LOG_WARNING, "cannot take the slot from before the reboot back "
+				"yet: %s", p->msg);
+			retry_later(co);
+			break;
+		}
+		if (p->rc == 1)
+			rr_log(RR_LOG_NOTICE, "fleet: took slot %s back after the reboot", st ? st->fleet_token : "");
+		else
+			rr_log(RR_LOG_WARNING, "fleet: the slot from before the reboot is gone: %s", p->msg);
+		co->resume_pending = false;
+		break;
+	case CO_ACQUIRE:
+		co->gate_rc = p->rc;
+		if (p->rc == 1 && st) {
+			/* On disk before anything else happens: the next boot (or a restart
+			 * after a kill -9) must know there is a slot to take back or give back. */
+			snprintf(tok, sizeof(tok), "%s", p->token);
+			st->fleet_held = true;
+			snprintf(st->fleet_token, sizeof(st->fleet_token), "%s", tok);
+			persist(co, st);
+			co->last_keepalive_ms = coord_now_ms();
+			rr_log(RR_LOG_NOTICE, "fleet: slot taken%s%s", *tok ? " " : "", tok);
+		}
+		break;
+	case CO_KEEPALIVE:
+		if (p->rc != 1)
+			rr_log(RR_LOG_WARNING, "fleet: keepalive: %s", p->msg);
+		break;
+	case CO_CONFIRM:
+		co->confirm_rc = p->rc;
+		co->last_keepalive_ms = coord_now_ms();
+		break;
+	case CO_RELEASE:
+		if (p->rc < 0) {
+			set_why(co, RR_LOG_ERR, "backend unreachable, not rebooting (fail closed): "
+				"cannot give back what this host may hold: %s", p->msg);
+			retry_later(co);
+			break;
+		}
+		release_done(co);
+		break;
+	case CO_STATUS:
+		if (p->has_status) {
+			co->fst = p->st;
+			co->fst_at_ms = coord_now_ms();
+		}
+		break;
+	case CO_RELEASE_HOST:
+		if (p->rc < 0)
+			rr_log(RR_LOG_ERR, "fleet: operator release failed: %s", p->msg);
+		else
+			rr_log(RR_LOG_NOTICE, "fleet: operator freed %s slot(s)", p->msg);
+		co->fst_at_ms = 0;      /* the cached holders are stale */
+		break;
+	case CO_NONE:
+		break;
+	}
+	pump(co);
+	coord_wake(co);
+}
+
+static void pump(struct rr_coord *co)
+{
+	if (!co->io || !co->greeted || co->busy)
+		return;
+	if (!co->opened)
+		return;           /* the timer re-sends open */
+	if (co->resume_pending && co->st && coord_now_ms() >= co->next_try_ms) {
+		coord_link_send(co, CO_RESUME, co->st->fleet_token);
+		return;
+	}
+	if (co->confirm_wanted) {
+		co->confirm_wanted = false;
+		coord_link_send(co, CO_CONFIRM, NULL);
+		return;
+	}
+	if (*co->release_host) {
+		char h[FLEET_ID_MAX];
+		snprintf(h, sizeof(h), "%s", co->release_host);
+		co->release_host[0] = 0;
+		coord_link_send(co, CO_RELEASE_HOST, h);
+	}
+}
+
+/* ---- what main calls ------------------------------------------------------------ */
+
+int coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *state_path)
+{
+	snprintf(co->state_path, sizeof(co->state_path), "%s", state_path);
+	co->cfg = *fc;
+	co->want = fc->backend != FLEET_BACKEND_NONE;
+	co->fd = -1;
+	co->io = NULL;
+	co->open_error[0] = 0;
+	co->next_try_ms = co->spread_at_ms = co->last_keepalive_ms = co->reconnect_ms = 0;
+	co->attempts = co->reconnects = 0;
+	co->resume_pending = co->confirm_wanted = false;
+	co->gate_rc = co->confirm_rc = COORD_PENDING;
+	co->busy = co->next_op = CO_NONE;
+	co->fst_at_ms = 0;
+	co->fstate = co->want ? FLEET_ST_ERROR : FLEET_ST_DISABLED;
+	if (!co->want)
+		return 0;
+	/* until the helper said yes: fail closed */
+	snprintf(co->open_error, sizeof(co->open_error), "waiting for the fleet helper at %.400s",
+		 fc->helper);
+	if (!co->ev && sd_event_default(&co->ev) < 0) {
+		snprintf(co->open_error, sizeof(co->open_error), "sd-event: no event loop");
+		rr_log(RR_LOG_ERR, "fleet: %s; reboots stay off (fail closed)", co->open_error);
+		return -ENOMEM;
+	}
+	coord_link_connect(co);
+	return 0;
+}
+
+void coord_close(struct rr_coord *co)
+{
+	if (co->io) {
+		co->io = sd_event_source_disable_unref(co->io);
+		close(co->fd);
+	}
+	co->fd = -1;
+	co->timer = sd_event_source_disable_unref(co->timer);
+	co->ev = sd_event_unref(co->ev);
+	co->greeted = co->opened = false;
+	co->busy = co->next_op = CO_NONE;
+}
+
+void coord_startup(struct rr_coord *co, struct rr_state *st, enum rr_outcome out)
+{
+	co->st = st;
+	if (!co->want) {
+		if (st->fleet_held) {
+			rr_log(RR_LOG_NOTICE, "fleet: coordination is off now; forgetting the old slot");
+			st->fleet_held = false;
+			st->fleet_token[0] = 0;
+			persist(co, st);
+		}
+		return;
+	}
+	/* The machine came back from our reboot: the slot stays ours until this
+	 * boot has been checked and the post-boot health hooks pass. */
+	co->health_needed = out == RR_OUT_SUCCESS || out == RR_OUT_FAILURE || out == RR_OUT_WEAK;
+	/* Whatever else happened (a restart mid-drain, a kill -9 between taking the
+	 * slot and writing it down, a FleetLock slot from an older boot), nothing of
+	 * ours may stay in the group: release at start-up, as Zincati does. */
+	co->release_pending = true;
+	/* Taken back, its lease is kept alive while the health hooks fail: a sick
+	 * host keeps the group paused. */
+	co->resume_pending = st->fleet_held && *st->fleet_token;
+	/* Sent now, behind the settings: the helper takes the lease back while
+	 * rerandd stages; the answer is read once the event loop runs. */
+	if (co->resume_pending && co->busy == CO_OPEN)
+		coord_link_pipeline(co, CO_RESUME, st->fleet_token);
+	pump(co);
+}
+
+void coord_service(struct rr_coord *co, const struct rr_config *c, struct rr_state *st)
+{
+	int64_t now = coord_now_ms();
+	struct rr_err e;
+
+	co->st = st;
+	if (!co->want)
+		return;
+	pump(co);
+	if (!co->opened || co->busy)
+		return;
+	if (!co->release_pending) {
+		coord_keepalive(co);
+		return;
+	}
+	if (now < co->next_try_ms || co->resume_pending)
+		return;
+	if (co->health_needed) {
+		/* FIXME(async): the hooks still run inline, bounded by HookTimeout= */
+		if (reboot_run_hooks(c->post_boot_dir, c->hook_timeout, &e) < 0) {
+			set_why(co, RR_LOG_WARNING, "post-boot health check failed, keeping the slot "
+				"so the rollout stops here: %s", e.msg);
+			/* keep the lease alive: a sick host must keep the group paused */
+			if (co->fstate == FLEET_ST_HELD)
+				coord_link_send(co, CO_KEEPALIVE, NULL);
+			retry_later(co);
+			return;
+		}
+		co->health_needed = false;
+	}
+	coord_link_send(co, CO_RELEASE, NULL);
+}
+
+void coord_keepalive(struct rr_coord *co)
+{
+	int64_t now = coord_now_ms();
+
+	if (!co->want)
+		return;
+	pump(co);
+	if (!co->opened || co->busy || co->fstate != FLEET_ST_HELD)
+		return;
+	if (now - co->last_keepalive_ms < co->cfg.lock_ttl * 1000 / 3)
+		return;
+	co->last_keepalive_ms = now;
+	coord_link_send(co, CO_KEEPALIVE, NULL);
+}
+
 int coord_gate(struct rr_coord *co, const struct rr_config *c, struct rr_state *st,
 	       enum rr_reason why)
 {
 	int64_t now = coord_now_ms();
-	char tok[FLEET_TOKEN_MAX] = "";
 	time_t ws, we;
 	int r;
 
 	if (!co->want)
 		return 1;
-	if (!co->f) {
-		set_why(co, RR_LOG_ERR, "%s: not rebooting (fail closed)", co->open_error);
-		return 0;
-	}
+	co->st = st;
 	if (co->release_pending) {
+		/* an acquire answered after an abort: the release gives it back */
+		co->gate_rc = COORD_PENDING;
 		/* a failed release already said why */
 		if (!*co->why)
 			set_why(co, RR_LOG_INFO, "giving back the slot from before first");
+		return 0;
+	}
+	/* The hooks ran and the confirm was sent: its answer decides, not a new
+	 * acquire.  A failed confirm leaves the helper in ERROR; acquiring again
+	 * here would hide the confirm's failure and use it stale later. */
+	if (co->confirm_rc != COORD_PENDING || co->busy == CO_CONFIRM || co->confirm_wanted)
+		return 1;
+	if (co->gate_rc != COORD_PENDING) {
+		/* the answer to the acquire this gate sent (persisted by on_reply) */
+		r = co->gate_rc;
+		co->gate_rc = COORD_PENDING;
+		if (r == 1 && st->fleet_held) {
+			co->why[0] = 0;
+			co->next_try_ms = 0;
+			co->attempts = 0;
+			return 1;
+		}
+		retry_later(co);
+		if (r == 0)
+			set_why(co, RR_LOG_INFO, "waiting for a slot: %s", co->last_error);
+		else
+			set_why(co, RR_LOG_ERR, "backend unreachable, not rebooting (fail closed): %s",
+				co->last_error);
+		return 0;
+	}
+	if (!co->opened) {
+		set_why(co, RR_LOG_ERR, "%s: not rebooting (fail closed)", co->open_error);
 		return 0;
 	}
 	if (!co->spread_at_ms) {
@@ -264,7 +427,7 @@ int coord_gate(struct rr_coord *co, const struct rr_config *c, struct rr_state *
 		co->spread_at_ms = now;
 		if (why != RR_WHY_NOW && window_now(c, (time_t)(now / 1000), &ws, &we))
 			co->spread_at_ms = fleet_spread_start(now, (int64_t)ws * 1000,
-							      (int64_t)we * 1000, rnd64());
+							      (int64_t)we * 1000, coord_rnd64());
 		if (co->spread_at_ms > now)
 			rr_log(RR_LOG_INFO, "fleet: first attempt in %" PRId64 " ms (spread over the "
 			       "window)", co->spread_at_ms - now);
@@ -278,28 +441,12 @@ int coord_gate(struct rr_coord *co, const struct rr_config *c, struct rr_state *
 	}
 	if (now < co->next_try_ms)
 		return 0;
-	r = fleet_acquire(co->f);
-	if (r != 1) {
-		retry_later(co);
-		if (r == 0)
-			set_why(co, RR_LOG_INFO, "waiting for a slot: %s", fleet_last_error(co->f));
-		else
-			set_why(co, RR_LOG_ERR, "backend unreachable, not rebooting (fail closed): %s",
-				fleet_last_error(co->f));
-		return 0;
-	}
-	/* On disk before anything else happens: the next boot (or a restart after a
-	 * kill -9) must know there is a slot to take back or give back. */
-	fleet_token(co->f, tok, sizeof(tok));
-	st->fleet_held = true;
-	snprintf(st->fleet_token, sizeof(st->fleet_token), "%s", tok);
-	persist(co, st);
-	co->last_keepalive_ms = now;
-	co->why[0] = 0;
-	co->next_try_ms = 0;
-	co->attempts = 0;
-	rr_log(RR_LOG_NOTICE, "fleet: slot taken%s%s", *tok ? " " : "", tok);
-	return 1;
+	/* recursive: a slot taken this due period and not given back */
+	if (st->fleet_held && co->fstate == FLEET_ST_HELD)
+		return 1;
+	if (co->busy)
+		return COORD_PENDING;
+	return coord_link_send(co, CO_ACQUIRE, NULL) < 0 ? 0 : COORD_PENDING;
 }
 
 int coord_confirm(struct rr_coord *co)
@@ -308,32 +455,52 @@ int coord_confirm(struct rr_coord *co)
 
 	if (!co->want)
 		return 1;
-	if (!co->f)
+	if (co->confirm_rc != COORD_PENDING) {
+		r = co->confirm_rc;
+		co->confirm_rc = COORD_PENDING;
+		if (r != 1)
+			/* one event, one line: the reason with the backend's words */
+			set_why(co, RR_LOG_ERR, "the slot is not confirmed (%s): not rebooting (fail "
+				"closed): %s", r == 0 ? "lost" : "backend unreachable", co->last_error);
+		return r == 1;
+	}
+	if (!co->opened) {
+		set_why(co, RR_LOG_ERR, "the slot is not confirmed (%s): not rebooting (fail closed)",
+			co->open_error);
 		return 0;
-	/* the last word before the reboot: anything but "still ours" means no */
-	r = fleet_refresh(co->f);
-	if (r != 1)
-		/* one event, one line: the reason with the backend's words */
-		set_why(co, RR_LOG_ERR, "the slot is not confirmed (%s): not rebooting (fail closed): %s",
-			r == 0 ? "lost" : "backend unreachable", fleet_last_error(co->f));
-	co->last_keepalive_ms = coord_now_ms();
-	return r == 1;
+	}
+	/* the last word before the reboot: a refresh sent after this call */
+	if (co->busy == CO_CONFIRM)
+		return COORD_PENDING;
+	if (co->busy) {
+		co->confirm_wanted = true;
+		return COORD_PENDING;
+	}
+	return coord_link_send(co, CO_CONFIRM, NULL) < 0 ? 0 : COORD_PENDING;
 }
 
 void coord_abort(struct rr_coord *co)
 {
-	if (!co->f)
+	if (!co->want)
 		return;
 	/* the slot (if still ours) goes back before the next try */
 	co->release_pending = true;
 	co->health_needed = false;
 	co->spread_at_ms = 0;
+	co->gate_rc = co->confirm_rc = COORD_PENDING;
+	co->confirm_wanted = false;
 	retry_later(co);
 }
 
 void coord_not_due(struct rr_coord *co)
 {
 	co->spread_at_ms = 0;
+	/* an acquire that came back after the reboot stopped being due */
+	if (co->want && co->st && co->st->fleet_held && !co->release_pending) {
+		rr_log(RR_LOG_INFO, "fleet: the reboot is no longer due; giving the slot back");
+		coord_abort(co);
+		co->next_try_ms = 0;
+	}
 	if (!co->release_pending)
 		co->why[0] = 0;
 }
@@ -341,9 +508,13 @@ void coord_not_due(struct rr_coord *co)
 void coord_reconfigure(struct rr_coord *co, const struct fleet_config *fc,
 		       const struct rr_state *st)
 {
+	struct rr_state *keep = co->st;
+	void (*w)(void *) = co->wake;
+	void *wa = co->wake_arg;
+
 	if (!memcmp(fc, &co->cfg, sizeof(*fc)))
 		return;
-	if ((co->f && fleet_state(co->f) == FLEET_ST_HELD) || st->fleet_held) {
+	if (co->fstate == FLEET_ST_HELD || st->fleet_held) {
 		/* the slot is given back through the client that took it */
 		rr_log(RR_LOG_WARNING, "fleet: the new [Fleet] settings apply once the slot is "
 		       "given back");
@@ -353,6 +524,9 @@ void coord_reconfigure(struct rr_coord *co, const struct fleet_config *fc,
 	}
 	coord_close(co);
 	coord_open(co, fc, co->state_path);
+	co->st = keep;
+	co->wake = w;
+	co->wake_arg = wa;
 	co->release_pending = co->want;
 	co->health_needed = false;
 	co->why[0] = 0;
@@ -362,11 +536,11 @@ int64_t coord_next_ms(const struct rr_coord *co)
 {
 	int64_t t = 0;
 
-	if (!co->f)
+	if (!co->want || !co->opened)
 		return 0;
 	if (co->next_try_ms)
 		t = co->next_try_ms;
-	if (fleet_state(co->f) == FLEET_ST_HELD) {
+	if (co->fstate == FLEET_ST_HELD) {
 		int64_t k = co->last_keepalive_ms + co->cfg.lock_ttl * 1000 / 3;
 		if (!t || k < t)
 			t = k;
@@ -376,6 +550,8 @@ int64_t coord_next_ms(const struct rr_coord *co)
 
 void coord_view(const struct rr_coord *co, struct rr_view *v)
 {
+	enum fleet_state s = co->opened ? co->fstate : FLEET_ST_ERROR;
+
 	v->fleet_backend = fleet_backend_name(co->cfg.backend);
 	snprintf(v->fleet_group, sizeof(v->fleet_group), "%s", co->cfg.group);
 	snprintf(v->fleet_why, sizeof(v->fleet_why), "%s", co->why);
@@ -390,22 +566,14 @@ void coord_view(const struct rr_coord *co, struct rr_view *v)
 			 "rerand_fleet_lock_state{backend=\"none\",group=\"%s\"} 0\n", co->cfg.group);
 		return;
 	}
-	if (!co->f) {
-		v->fleet_state = "error";
-		v->fleet_errors = 1;
+	v->fleet_state = fleet_state_name(s);
+	/* an unreachable helper counts as an error, so the counter moves */
+	v->fleet_errors = co->errors + (co->opened ? 0 : 1);
+	snprintf(v->fleet_id, sizeof(v->fleet_id), "%s", co->id);
+	if (!co->opened)
 		snprintf(v->fleet_why, sizeof(v->fleet_why), "%s", co->open_error);
-		snprintf(v->fleet_metrics, sizeof(v->fleet_metrics),
-			 "# TYPE rerand_fleet_lock_state gauge\n"
-			 "rerand_fleet_lock_state{backend=\"%s\",group=\"%s\"} %d\n"
-			 "# TYPE rerand_fleet_errors_total counter\n"
-			 "rerand_fleet_errors_total{backend=\"%s\"} 1\n",
-			 v->fleet_backend, co->cfg.group, (int)FLEET_ST_ERROR, v->fleet_backend);
-		return;
-	}
-	v->fleet_state = fleet_state_name(fleet_state(co->f));
-	v->fleet_errors = fleet_errors(co->f);
-	snprintf(v->fleet_id, sizeof(v->fleet_id), "%s", fleet_identity(co->f));
-	if (fleet_metrics_format(co->f, v->fleet_metrics, sizeof(v->fleet_metrics)) < 0)
+	if (fleet_metrics_text(v->fleet_backend, co->cfg.group, s, v->fleet_errors,
+			       v->fleet_metrics, sizeof(v->fleet_metrics)) < 0)
 		v->fleet_metrics[0] = 0;
 }
 
@@ -418,47 +586,56 @@ static const char *ext(const char *s, char *esc, size_t len)
 int coord_status(struct rr_coord *co, bool json, char *buf, size_t len)
 {
 	char esc[4 * RR_ERR_MAX];
-	struct fleet_status fs;
+	int64_t age;
 	int r;
 
 	if (!co->want)
 		return snprintf(buf, len, "fleet coordination is off ([Fleet] Backend=none)\n"), -EINVAL;
-	if (!co->f)
+	if (!co->opened)
 		return snprintf(buf, len, "%s\n", ext(co->open_error, esc, sizeof(esc))), -EIO;
 	if (co->cfg.backend == FLEET_BACKEND_FLEETLOCK) {
 		/* the protocol has no read call: say what this host knows */
 		r = json ? snprintf(buf, len, "{\"group\":\"%s\",\"backend\":\"fleetlock\",\"url\":\"%s\","
 				    "\"holders\":null,\"self\":{\"id\":\"%s\",\"state\":\"%s\"}}\n",
-				    co->cfg.group, ext(co->cfg.url, esc, sizeof(esc)), fleet_identity(co->f),
-				    fleet_state_name(fleet_state(co->f)))
+				    co->cfg.group, ext(co->cfg.url, esc, sizeof(esc)), co->id,
+				    fleet_state_name(co->fstate))
 			 : snprintf(buf, len, "group %s (fleetlock, %s): the FleetLock protocol cannot "
 				    "list holders; this host (%s) is %s\n", co->cfg.group,
-				    ext(co->cfg.url, esc, sizeof(esc)),
-				    fleet_identity(co->f), fleet_state_name(fleet_state(co->f)));
+				    ext(co->cfg.url, esc, sizeof(esc)), co->id,
+				    fleet_state_name(co->fstate));
 		return r < 0 || (size_t)r >= len ? -ENOBUFS : 0;
 	}
-	r = fleet_status(co->f, &fs);
+	/* the answer is what the helper said last; a fresh one is asked for now
+	 * and shows on the next call */
+	if (!co->busy)
+		coord_link_send(co, CO_STATUS, NULL);
+	if (!co->fst_at_ms)
+		return snprintf(buf, len, "asking rerand-fleetd for group %s's holders; ask again "
+				"in a moment\n", co->cfg.group), -EAGAIN;
+	r = json ? fleet_status_format_json(&co->fst, co->cfg.group, buf, len)
+		 : fleet_status_format_text(&co->fst, co->cfg.group, buf, len);
 	if (r < 0)
-		return snprintf(buf, len, "%s\n", ext(fleet_last_error(co->f), esc, sizeof(esc))), r;
-	r = json ? fleet_status_format_json(&fs, co->cfg.group, buf, len)
-		 : fleet_status_format_text(&fs, co->cfg.group, buf, len);
-	return r < 0 ? (snprintf(buf, len, "fleet status does not fit\n"), r) : 0;
+		return snprintf(buf, len, "fleet status does not fit\n"), r;
+	age = (coord_now_ms() - co->fst_at_ms) / 1000;
+	if (!json && (size_t)r < len)
+		snprintf(buf + r, len - (size_t)r, "(as etcd said %" PRId64 " s ago)\n", age);
+	return 0;
 }
 
 int coord_release_host(struct rr_coord *co, const char *host, char *buf, size_t len)
 {
 	char esc[4 * RR_ERR_MAX];
-	int r;
 
 	if (!co->want)
 		return snprintf(buf, len, "fleet coordination is off ([Fleet] Backend=none)\n"), -EINVAL;
-	if (!co->f)
+	if (!co->opened)
 		return snprintf(buf, len, "%s\n", ext(co->open_error, esc, sizeof(esc))), -EIO;
-	r = fleet_release_host(co->f, host);
-	if (r < 0)
-		return snprintf(buf, len, "%s\n", ext(fleet_last_error(co->f), esc, sizeof(esc))), r;
-	rr_log(RR_LOG_NOTICE, "fleet: operator freed %d slot%s of %s", r, r == 1 ? "" : "s", host);
-	snprintf(buf, len, "freed %d slot%s held by %s in group %s\n", r, r == 1 ? "" : "s", host,
-		 co->cfg.group);
+	if (co->cfg.backend != FLEET_BACKEND_ETCD)
+		return snprintf(buf, len, "the %s backend cannot free another host's slot\n",
+				fleet_backend_name(co->cfg.backend)), -EOPNOTSUPP;
+	snprintf(co->release_host, sizeof(co->release_host), "%s", host);
+	pump(co);
+	snprintf(buf, len, "queued: free the slots held by %s in group %s (the journal says how "
+		 "many)\n", host, co->cfg.group);
 	return 0;
 }

@@ -49,6 +49,7 @@ struct daemon {
 	bool have_status;              /* this boot has a stage status record */
 	uint32_t status_flags;         /* its RERAND_ST_* flags */
 	bool crash_boot;               /* this boot is a crash kernel's: idle */
+	bool confirming;               /* staged and hooked: waiting for the fleet's confirm */
 };
 
 static void save_state(struct daemon *d)
@@ -228,22 +229,32 @@ static void do_reboot(struct daemon *d)
 
 	/* At most MaxConcurrent hosts of the group past this point at once; with
 	 * the backend unreachable nobody is (fail closed). */
+	int r;
+
 	if (coord_gate(&d->co, &d->cfg, &d->st, d->out.reason) != 1)
 		return;
-	rr_log(RR_LOG_NOTICE, "rerandomizing reboot (%s)", policy_reason_name(d->out.reason));
-	/* A fresh seed just before the reboot: the staged one has sat in
-	 * memory since the last restage. */
-	if (stage(d, &d->plan) < 0) {
-		coord_abort(&d->co);
-		return;
+	if (!d->confirming) {
+		rr_log(RR_LOG_NOTICE, "rerandomizing reboot (%s)", policy_reason_name(d->out.reason));
+		/* A fresh seed just before the reboot: the staged one has sat in
+		 * memory since the last restage. */
+		if (stage(d, &d->plan) < 0) {
+			coord_abort(&d->co);
+			return;
+		}
+		publish(d);                 /* hooks see this tick's status and metrics */
+		if (reboot_run_hooks(d->cfg.pre_reboot_dir, d->cfg.hook_timeout, &e) < 0) {
+			rr_log(RR_LOG_ERR, "%s; not rebooting now", e.msg);
+			coord_abort(&d->co);
+			return;
+		}
+		d->confirming = true;
 	}
-	publish(d);                 /* hooks see this tick's status and metrics */
-	if (reboot_run_hooks(d->cfg.pre_reboot_dir, d->cfg.hook_timeout, &e) < 0) {
-		rr_log(RR_LOG_ERR, "%s; not rebooting now", e.msg);
-		coord_abort(&d->co);
+	/* the fleet helper's answer wakes the next evaluation (coord_set_wake) */
+	r = coord_confirm(&d->co);
+	if (r == COORD_PENDING)
 		return;
-	}
-	if (coord_confirm(&d->co) != 1) {
+	d->confirming = false;
+	if (r != 1) {
 		coord_abort(&d->co);
 		return;
 	}
@@ -318,8 +329,10 @@ static void evaluate(struct daemon *d)
 	}
 	if (d->out.action == RR_ACT_REBOOT)
 		do_reboot(d);
-	else
+	else {
+		d->confirming = false;
 		coord_not_due(&d->co);
+	}
 	publish(d);
 rearm:
 	next_ms = d->cfg.tick * 1000;
@@ -354,6 +367,12 @@ static void evaluate_soon(struct daemon *d)
 	sd_event_now(d->ev, CLOCK_MONOTONIC, &usec);
 	sd_event_source_set_time(d->timer, usec);
 	sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
+}
+
+/* coord's wake callback: a fleet reply or outage; evaluate on the next turn */
+static void on_coord_wake(void *ud)
+{
+	evaluate_soon(ud);
 }
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *ud)
@@ -711,6 +730,7 @@ static int run(int argc, char **argv)
 		/* the boot is accounted for first: its verdict decides what happens
 		 * to a fleet slot held across the reboot */
 		enum rr_outcome out = first_look(d);
+		coord_set_wake(&d->co, on_coord_wake, d);
 		coord_open(&d->co, &d->cfg.fleet, d->state_path);
 		coord_startup(&d->co, &d->st, out);
 	}

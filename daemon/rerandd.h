@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "fleet.h"           /* struct fleet_config, the fleet lock */
@@ -50,6 +51,7 @@ struct rr_config {
 	/* [Daemon] */
 	char state_dir[RR_PATH], run_dir[RR_PATH], control_socket[RR_PATH];
 	char metrics_file[RR_PATH], rerand_bin[RR_PATH], kexec_bin[RR_PATH];
+	char image_user[64];                /* builds images (as root only; see caps.c) */
 	int64_t tick;                       /* longest sleep between policy checks */
 	/* [Paths]: every kernel interface, so tests can point them at fixtures */
 	char boot_dir[RR_PATH], proc_cmdline[RR_PATH], setup_data[RR_PATH];
@@ -270,6 +272,10 @@ int run_argv_capture(char *const argv[], int64_t timeout_sec, enum rr_child_caps
 /* Split a command line (quotes allowed, no shell expansion) and run it. */
 int run_command(const char *cmdline, int64_t timeout_sec, enum rr_child_caps caps,
 		struct rr_err *e);
+struct rr_builder;
+/* run_argv for the image builder: caps_child_builder() instead of a caps
+ * enum. */
+int run_builder(char *const argv[], int64_t timeout_sec, const struct rr_builder *b);
 
 /* ---- caps.c -------------------------------------------------------------- */
 /* Keep CAP_SYS_BOOT (effective) and CAP_SYS_ADMIN (permitted+inheritable only,
@@ -278,6 +284,19 @@ int caps_drop_daemon(struct rr_err *e);
 /* In a child before exec. */
 int caps_child_kexec(void);
 int caps_child_none(void);
+/* The image builder (`rerand image --kernel-fd 3 --output-fd 4`): the two
+ * fds moved to 3 and 4, then, when switch_user (rerandd is root), no
+ * supplementary groups, uid and gid ImageUser='s and an empty bounding set;
+ * always no capabilities at all and no_new_privs. */
+#define RR_BUILDER_KERNEL_FD 3
+#define RR_BUILDER_OUT_FD 4
+struct rr_builder {
+	int kernel_fd, out_fd;               /* rerandd's, moved in the child */
+	bool switch_user;
+	uid_t uid;
+	gid_t gid;
+};
+int caps_child_builder(const struct rr_builder *b);
 
 /* ---- stage.c ------------------------------------------------------------- */
 enum rr_image_source {
@@ -503,50 +522,8 @@ int control_listen(const char *path, struct rr_err *e);
 int control_accept(int lfd, enum rr_ctl_cmd *ret_cmd, char *arg, size_t arglen, int *ret_fd);
 int control_reply(int fd, bool ok, const char *body);
 
-/* ---- coord.c: the fleet lock around the reboot -------------------------- */
-struct rr_coord {
-	struct fleet *f;               /* NULL when off or when it could not start */
-	struct fleet_config cfg;       /* what f was opened with */
-	bool     want;                 /* Backend= is not none */
-	char     open_error[RR_ERR_MAX];
-	char     state_path[RR_PATH + 16];
-	int64_t  next_try_ms;          /* wall ms: next attempt after a refusal/error */
-	int64_t  spread_at_ms;         /* wall ms: this due period's first attempt */
-	int64_t  last_keepalive_ms;
-	unsigned attempts;             /* failed steps in a row, for the back-off */
-	bool     release_pending;      /* something of ours may still be in the group */
-	bool     health_needed;        /* post-boot hooks must pass before the release */
-	bool     resume_pending;       /* the slot from before the reboot not taken back yet */
-	bool     reopen_pending;       /* new [Fleet] settings wait for the release */
-	struct fleet_config reopen_cfg;
-	char     why[RR_ERR_MAX];      /* why a due reboot waits */
-};
-int64_t coord_now_ms(void);
-/* Open the client (Backend=none: nothing).  An error leaves reboots off. */
-int  coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *state_path);
-void coord_close(struct rr_coord *co);
-/* After the boot was accounted: take a persisted slot back, plan its release. */
-void coord_startup(struct rr_coord *co, struct rr_state *st, enum rr_outcome out);
-/* Every evaluation: the pending release (after the health hooks), keepalives. */
-void coord_service(struct rr_coord *co, const struct rr_config *c, struct rr_state *st);
-void coord_keepalive(struct rr_coord *co);
-/* A reboot is due: 1 when a slot is held (and persisted in st), 0 to wait. */
-int  coord_gate(struct rr_coord *co, const struct rr_config *c, struct rr_state *st,
-		enum rr_reason why);
-/* Just before the reboot: 1 only if the slot is confirmed still ours. */
-int  coord_confirm(struct rr_coord *co);
-/* The reboot did not go out after the slot was taken: give it back. */
-void coord_abort(struct rr_coord *co);
-void coord_not_due(struct rr_coord *co);
-void coord_reconfigure(struct rr_coord *co, const struct fleet_config *fc,
-		       const struct rr_state *st);
-/* Wall ms of the next fleet action, 0 = none. */
-int64_t coord_next_ms(const struct rr_coord *co);
-void coord_view(const struct rr_coord *co, struct rr_view *v);
-/* `rerand fleet status [--json]` / `rerand fleet release HOST`: 0 and the reply,
- * or <0 and an error message in buf. */
-int  coord_status(struct rr_coord *co, bool json, char *buf, size_t len);
-int  coord_release_host(struct rr_coord *co, const char *host, char *buf, size_t len);
+/* ---- coord.c: the fleet lock around the reboot (coord.h) ---------------- */
+#include "coord.h"
 
 /* ---- metrics.c ----------------------------------------------------------- */
 int metrics_format(const struct rr_view *v, char *buf, size_t len);

@@ -74,7 +74,7 @@ static void relay_read(int fd, struct relay *rl)
 }
 
 static int run_impl(char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
-		    char *out, size_t out_len)
+		    const struct rr_builder *builder, char *out, size_t out_len)
 {
 	struct relay rl = { .tail = out, .tail_len = out_len };
 	struct timespec start, now;
@@ -104,7 +104,13 @@ static int run_impl(char *const argv[], int64_t timeout_sec, enum rr_child_caps 
 		fcntl(pfd[1], F_SETFL, fl & ~O_NONBLOCK);
 		if (dup2(pfd[1], STDOUT_FILENO) < 0 || dup2(pfd[1], STDERR_FILENO) < 0)
 			_exit(126);
-		if ((caps == RR_CHILD_KEXEC_CAPS ? caps_child_kexec() : caps_child_none()) < 0)
+		if (builder) {
+			int r = caps_child_builder(builder);
+			if (r < 0) {
+				fprintf(stderr, "cannot become the image builder: %s\n", strerror(-r));
+				_exit(126);
+			}
+		} else if ((caps == RR_CHILD_KEXEC_CAPS ? caps_child_kexec() : caps_child_none()) < 0)
 			_exit(126);
 		rr_child_exec(argv[0], argv);
 		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
@@ -145,7 +151,7 @@ static int run_impl(char *const argv[], int64_t timeout_sec, enum rr_child_caps 
 
 int run_argv(char *const argv[], int64_t timeout_sec, enum rr_child_caps caps)
 {
-	return run_impl(argv, timeout_sec, caps, NULL, 0);
+	return run_impl(argv, timeout_sec, caps, NULL, NULL, 0);
 }
 
 int run_argv_capture(char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
@@ -153,7 +159,12 @@ int run_argv_capture(char *const argv[], int64_t timeout_sec, enum rr_child_caps
 {
 	if (!out || out_len < 2)
 		return -EINVAL;
-	return run_impl(argv, timeout_sec, caps, out, out_len);
+	return run_impl(argv, timeout_sec, caps, NULL, out, out_len);
+}
+
+int run_builder(char *const argv[], int64_t timeout_sec, const struct rr_builder *b)
+{
+	return run_impl(argv, timeout_sec, RR_CHILD_NO_CAPS, b, NULL, 0);
 }
 
 int run_command(const char *cmdline, int64_t timeout_sec, enum rr_child_caps caps,

@@ -5,7 +5,9 @@
  * `rerand load`. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,30 +267,142 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 	return plan_signed(c, p, e);
 }
 
-static int build_in_process(const struct rr_stage_plan *p, struct rr_err *e)
+/* The image builder's identity: ImageUser= when rerandd is root; else
+ * (tests, a user's own instance) rerandd's own uid, without capabilities. */
+static int builder_identity(const struct rr_config *c, struct rr_builder *b, struct rr_err *e)
 {
-	struct rr_image_opts o = { .codec = RERAND_CODEC_LZ4, .lz4_level = 0 };
-	struct rr_kernel k;
-	uint8_t *buf;
-	size_t len;
-	int r;
+	struct passwd *pw;
 
-	r = rr_kernel_load(p->kernel, NULL, &k, e);
-	if (r < 0)
-		return r;
-	r = rr_image_build(&k, rr_stage_blob, (size_t)(rr_stage_blob_end - rr_stage_blob), &o,
-			   &buf, &len, p->kernel, e);
-	rr_kernel_free(&k);
-	if (r < 0)
-		return r;
-	r = rr_write_file_atomic(p->image, buf, len, e);
-	free(buf);
-	return r;
+	b->switch_user = geteuid() == 0;
+	if (!b->switch_user)
+		return 0;
+	errno = 0;
+	pw = getpwnam(c->image_user);
+	if (!pw)
+		return rr_errf(e, errno ? errno : ENOENT, "ImageUser=%s: %s (the package creates the "
+			       "\"rerand\" user from sysusers.d/rerand.conf; run systemd-sysusers)",
+			       c->image_user, errno ? strerror(errno) : "no such user");
+	if (pw->pw_uid == 0 || pw->pw_gid == 0)
+		return rr_errf(e, EPERM, "ImageUser=%s: uid %u gid %u is root: the image builder "
+			       "parses kernel files and must not run as root", c->image_user,
+			       (unsigned)pw->pw_uid, (unsigned)pw->pw_gid);
+	b->uid = pw->pw_uid;
+	b->gid = pw->pw_gid;
+	return 0;
 }
 
-/* The image at p->image parses, is signed when it must be, and (pre-signed)
+/* Who built the image, for the log. */
+static const char *b_user_log(const struct rr_config *c)
+{
+	return geteuid() == 0 ? c->image_user : "rerandd's own uid";
+}
+
+/* A temporary file beside p->image, for a child to write and rerandd to
+ * rename: nothing half-written is ever at p->image. */
+static int make_tmp(const struct rr_stage_plan *p, const char *tag, char *tmp, size_t len,
+		    struct rr_err *e)
+{
+	int fd;
+
+	if (snprintf(tmp, len, "%s.%sXXXXXX", p->image, tag) >= (int)len)
+		return rr_errf(e, ENAMETOOLONG, "%s: path too long", p->image);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return rr_errf(e, errno, "%s: cannot create a temporary file: %s", tmp, strerror(errno));
+	return fd;
+}
+
+/*
+ * `rerand image` as the unprivileged builder: the decompressors and libelf
+ * run as ImageUser= with no capabilities, on the kernel and an output file
+ * rerandd opened (fds 3 and 4).  The unsigned image is left at tmp.
+ */
+static int build_unsigned(const struct rr_config *c, const struct rr_stage_plan *p, char *tmp,
+			  size_t tmp_len, struct rr_err *e)
+{
+	struct rr_builder b = { .kernel_fd = -1, .out_fd = -1 };
+	char kfd[8], ofd[8];
+	char *argv[] = { (char *)c->rerand_bin, "image", (char *)p->kernel, "--kernel-fd", kfd,
+			 "-o", (char *)p->image, "--output-fd", ofd, NULL };
+	int r;
+
+	r = builder_identity(c, &b, e);
+	if (r < 0)
+		return r;
+	b.kernel_fd = open(p->kernel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (b.kernel_fd < 0)
+		return rr_errf(e, errno, "%s: cannot open: %s", p->kernel, strerror(errno));
+	b.out_fd = make_tmp(p, "tmp", tmp, tmp_len, e);
+	if (b.out_fd < 0) {
+		close(b.kernel_fd);
+		return b.out_fd;
+	}
+	snprintf(kfd, sizeof(kfd), "%d", RR_BUILDER_KERNEL_FD);
+	snprintf(ofd, sizeof(ofd), "%d", RR_BUILDER_OUT_FD);
+	r = run_builder(argv, 600, &b);
+	close(b.kernel_fd);
+	if (r == 0 && fchmod(b.out_fd, 0644) < 0)
+		r = -errno;
+	close(b.out_fd);
+	if (r != 0) {
+		unlink(tmp);
+		return rr_errf(e, r < 0 ? -r : EIO, "%s image %s (as %s, no capabilities) failed (%s %d)",
+			       c->rerand_bin, p->kernel, b.switch_user ? c->image_user : "rerandd's uid",
+			       r < 0 ? "error" : "status", r < 0 ? -r : r);
+	}
+	return 0;
+}
+
+/*
+ * sbsign on the builder's output, as a separate child: root (it reads the
+ * key, which only root can) without capabilities.  The key never enters the
+ * process that parses kernel files, so a kernel file that subverted a
+ * decompressor still cannot read the key.  A pkcs11: URI is a key on a
+ * token, through OpenSSL's pkcs11 engine.
+ */
+static int sign_image(const struct rr_config *c, const struct rr_stage_plan *p,
+		      const char *unsigned_tmp, char *tmp, size_t tmp_len, struct rr_err *e)
+{
+	const char *sbsign = getenv("RERAND_SBSIGN") ? getenv("RERAND_SBSIGN") : "sbsign";
+	char *argv[12];
+	int n = 0, fd, r;
+
+	fd = make_tmp(p, "sig", tmp, tmp_len, e);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	argv[n++] = (char *)sbsign;
+	if (!strncmp(c->sign_key, "pkcs11:", 7)) {
+		argv[n++] = "--engine";
+		argv[n++] = "pkcs11";
+	}
+	argv[n++] = "--key";
+	argv[n++] = (char *)c->sign_key;
+	argv[n++] = "--cert";
+	argv[n++] = (char *)c->sign_cert;
+	argv[n++] = "--output";
+	argv[n++] = tmp;
+	argv[n++] = (char *)unsigned_tmp;
+	argv[n] = NULL;
+	r = run_argv(argv, 600, RR_CHILD_NO_CAPS);
+	if (r != 0) {
+		unlink(tmp);
+		return rr_errf(e, r < 0 ? -r : EIO, "%s --key %s --cert %s for %s failed (%s %d)",
+			       sbsign, c->sign_key, c->sign_cert, p->image,
+			       r < 0 ? "error" : "status", r < 0 ? -r : r);
+	}
+	if (chmod(tmp, 0644) < 0) {
+		r = rr_errf(e, errno, "%s: chmod: %s", tmp, strerror(errno));
+		unlink(tmp);
+		return r;
+	}
+	return 0;
+}
+
+/* The image at path parses, is signed when it must be, and (pre-signed)
  * is of the plan's release; p->signer from its signature. */
-static int check_image(struct rr_stage_plan *p, bool want_signed, struct rr_err *e)
+static int check_image(struct rr_stage_plan *p, const char *path, bool want_signed,
+		       struct rr_err *e)
 {
 	struct rr_image im;
 	struct rr_pe_sig sig;
@@ -296,65 +410,82 @@ static int check_image(struct rr_stage_plan *p, bool want_signed, struct rr_err 
 	size_t len, w = 0;
 	int r;
 
-	r = rr_read_file(p->image, 512u << 20, &buf, &len, e);
+	r = rr_read_file(path, 512u << 20, &buf, &len, e);
 	if (r < 0)
 		return r;
-	r = rr_image_parse(buf, len, p->image, &im, e);
+	r = rr_image_parse(buf, len, path, &im, e);
 	if (r == 0)
-		r = rr_pe_sig_read(buf, len, p->image, &sig, e);
+		r = rr_pe_sig_read(buf, len, path, &sig, e);
 	free(buf);
 	if (r < 0)
 		return r;
 	if (want_signed && !sig.is_signed)
 		return rr_errf(e, ENOKEY, "%s: not signed, and the kernel is locked down: it accepts "
-			       "only signed images (see docs/secure-boot.md)", p->image);
+			       "only signed images (see docs/secure-boot.md)", path);
 	while (im.kernel_version[w] && im.kernel_version[w] != ' ')
 		w++;
 	if (p->source == RR_IMG_PRESIGNED &&
 	    (strlen(p->release) != w || memcmp(im.kernel_version, p->release, w)))
-		return rr_errf(e, EINVAL, "%s: an image of release \"%.*s\", not of %s's %s", p->image,
+		return rr_errf(e, EINVAL, "%s: an image of release \"%.*s\", not of %s's %s", path,
 			       (int)w, im.kernel_version, p->kernel, p->release);
+	if (p->source != RR_IMG_PRESIGNED) {
+		/* Built by RerandBinary=, a separate program: it must carry the
+		 * stage the cache key names, or an upgrade of one and not the
+		 * other would keep booting an old stage. */
+		char hex[65];
+		for (int i = 0; i < 32; i++)
+			snprintf(hex + 2 * i, 3, "%02x", im.hdr.stage_sha256[i]);
+		if (strcmp(hex, p->stage_sha))
+			return rr_errf(e, EINVAL, "%s: carries stage %.16s..., but rerandd's is "
+				       "%.16s...: RerandBinary= is from another build", path, hex,
+				       p->stage_sha);
+	}
 	snprintf(p->signer, sizeof(p->signer), "%s", sig.is_signed ? sig.subject : "");
 	return 0;
 }
 
 int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e)
 {
-	char dir[RR_PATH + 16];
+	char dir[RR_PATH + 16], tmp[RR_PATH + 200], sig[RR_PATH + 200];
+	const char *done;
 	bool want_signed = p->source != RR_IMG_BUILT;
 	int r;
 
 	/* someone else's file: checked, never rebuilt or removed */
 	if (p->source == RR_IMG_PRESIGNED)
-		return check_image(p, true, e);
-	if (check_image(p, want_signed, NULL) == 0)
+		return check_image(p, p->image, true, e);
+	if (check_image(p, p->image, want_signed, NULL) == 0)
 		return 0;                          /* cached */
 	unlink(p->image);
 	snprintf(dir, sizeof(dir), "%s/images", c->state_dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return rr_errf(e, errno, "%s: cannot create: %s", dir, strerror(errno));
-	if (p->source == RR_IMG_SIGNED_HERE) {
-		/* sbsign's work, in `rerand image`: no capability needed.  A
-		 * pkcs11: URI is a key on a token, through OpenSSL's pkcs11 engine. */
-		char *argv[] = { (char *)c->rerand_bin, "image", p->kernel, "-o", p->image,
-				 "--sign-key", (char *)c->sign_key, "--sign-cert", (char *)c->sign_cert,
-				 NULL, NULL, NULL };
-		if (!strncmp(c->sign_key, "pkcs11:", 7)) {
-			argv[9] = "--sign-engine";
-			argv[10] = "pkcs11";
-		}
-		r = run_argv(argv, 600, RR_CHILD_NO_CAPS);
-		if (r != 0)
-			return rr_errf(e, r < 0 ? -r : EIO, "%s image %s --sign-key %s --sign-cert %s "
-				       "failed (%s %d)", c->rerand_bin, p->kernel, c->sign_key,
-				       c->sign_cert, r < 0 ? "error" : "status", r < 0 ? -r : r);
-		return check_image(p, true, e);
-	}
+	/* The package guest checks this line: the kernel hook's image is
+	 * staged, not rebuilt. */
 	rr_log(RR_LOG_INFO, "building %s from %s", p->image, p->kernel);
-	r = build_in_process(p, e);
+	r = build_unsigned(c, p, tmp, sizeof(tmp), e);
 	if (r < 0)
 		return r;
-	p->signer[0] = 0;
+	done = tmp;
+	if (p->source == RR_IMG_SIGNED_HERE) {
+		r = sign_image(c, p, tmp, sig, sizeof(sig), e);
+		unlink(tmp);
+		if (r < 0)
+			return r;
+		done = sig;
+	}
+	/* The builder ran unprivileged: what it wrote is checked like any
+	 * other file before it is named an image. */
+	r = check_image(p, done, want_signed, e);
+	if (r == 0 && rename(done, p->image) < 0)
+		r = rr_errf(e, errno, "%s: cannot rename into place: %s", p->image, strerror(errno));
+	if (r < 0) {
+		unlink(done);
+		return r;
+	}
+	if (b_user_log(c))
+		rr_log(RR_LOG_INFO, "built %s as %s without capabilities%s", p->image,
+		       b_user_log(c), p->source == RR_IMG_SIGNED_HERE ? ", signed by sbsign" : "");
 	return 0;
 }
 

@@ -9,6 +9,7 @@
 /* Exit codes. */
 #define EXIT_NOT_RANDOMIZED 1   /* verify: record present, boot not randomized */
 #define EXIT_USAGE          2
+#define EXIT_WEAK           3   /* verify: randomized, but from RDTSC alone */
 #define EXIT_FAILURE_RR     1
 
 extern const uint8_t rr_stage_blob[];

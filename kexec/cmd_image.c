@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "image.h"
 #include "kernel.h"
+#include "lz4par.h"
 #include "select.h"
 #include "sign.h"
 #include "status.h"
@@ -22,15 +23,21 @@ int cmd_image(int argc, char **argv)
 		{ "relocs", required_argument, NULL, 'r' },
 		{ "codec", required_argument, NULL, 'c' },
 		{ "lz4-level", required_argument, NULL, 'l' },
+		{ "threads", required_argument, NULL, 'j' },
 		{ "sign-key", required_argument, NULL, 'K' },
 		{ "sign-cert", required_argument, NULL, 'C' },
 		{ "sign-engine", required_argument, NULL, 'E' },
 		{ "sign-addcert", required_argument, NULL, 'A' },
+		{ "kernel-fd", required_argument, NULL, 'k' },
+		{ "output-fd", required_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *out = NULL, *relocs = NULL;
-	struct rr_image_opts o = { .codec = RERAND_CODEC_LZ4 };
+	int kernel_fd = -1, out_fd = -1;
+	struct rr_image_opts o = { .codec = RERAND_CODEC_LZ4,
+				   .threads = rr_lz4par_default_threads() };
+	struct rr_dec_hook hook = { .fn = rr_lz4par_decode_hook };
 	struct rr_sign_opts so = { .sbsign = getenv("RERAND_SBSIGN") };
 	struct rr_kernel k;
 	struct rr_err e;
@@ -62,14 +69,38 @@ int cmd_image(int argc, char **argv)
 			o.lz4_level = (int)v;
 			break;
 		}
+		case 'j': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*end || end == optarg || v < 1 || v > RR_LZ4PAR_MAX_THREADS) {
+				cli_err("--threads: '%s' is not 1 to %d", optarg, RR_LZ4PAR_MAX_THREADS);
+				return EXIT_USAGE;
+			}
+			o.threads = (unsigned)v;
+			break;
+		}
+		case 'k':
+		case 'O': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*end || v < 3 || v > 1023) {
+				cli_err("--%s: '%s' is not an open file descriptor number (3 to 1023)",
+					c == 'k' ? "kernel-fd" : "output-fd", optarg);
+				return EXIT_USAGE;
+			}
+			*(c == 'k' ? &kernel_fd : &out_fd) = (int)v;
+			break;
+		}
 		case 'K': so.key = optarg; break;
 		case 'C': so.cert = optarg; break;
 		case 'E': so.engine = optarg; break;
 		case 'A': so.addcert = optarg; break;
 		case 'h':
 			puts("Usage: rerand image KERNEL -o IMAGE [--relocs FILE] [--codec lz4|none] [--lz4-level N]\n"
+			     "                    [--threads N]\n"
 			     "                    [--sign-key KEY --sign-cert CERT [--sign-engine ENGINE]\n"
-			     "                     [--sign-addcert CERTS]]");
+			     "                     [--sign-addcert CERTS]]\n"
+			     "                    [--kernel-fd N] [--output-fd N]");
 			return 0;
 		default:
 			return EXIT_USAGE;
@@ -85,19 +116,45 @@ int cmd_image(int argc, char **argv)
 			"--sign-addcert need both)");
 		return EXIT_USAGE;
 	}
-	r = rr_kernel_load(argv[optind], relocs, &k, &e);
+	if (out_fd >= 0 && so.key) {
+		/* rerandd's builder: it signs in a separate step, so the key
+		 * never enters the process that parses kernel files. */
+		cli_err("image: --output-fd writes an unsigned image; sign it in a separate step");
+		return EXIT_USAGE;
+	}
+	if (kernel_fd >= 0 && relocs) {
+		cli_err("image: --relocs takes a path, which --kernel-fd is for avoiding");
+		return EXIT_USAGE;
+	}
+	/* Compression starts on the other cores while the payload decodes. */
+	if (o.codec == RERAND_CODEC_LZ4) {
+		r = rr_lz4par_new(o.threads, o.lz4_level, &o.lz4par);
+		if (r < 0) {
+			cli_err("%s: out of memory for the LZ4 compressor", argv[optind]);
+			return EXIT_FAILURE_RR;
+		}
+		hook.arg = o.lz4par;
+	}
+	if (kernel_fd >= 0)
+		r = rr_kernel_load_fd(kernel_fd, argv[optind], o.lz4par ? &hook : NULL, &k, &e);
+	else
+		r = rr_kernel_load_hooked(argv[optind], relocs, o.lz4par ? &hook : NULL, &k, &e);
 	if (r < 0) {
+		rr_lz4par_free(o.lz4par);
 		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;
 	}
 	r = rr_image_build(&k, rr_stage_blob, (size_t)(rr_stage_blob_end - rr_stage_blob), &o,
 			   &img, &len, argv[optind], &e);
+	rr_lz4par_free(o.lz4par);
 	rr_kernel_free(&k);
 	if (r < 0) {
 		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;
 	}
-	if (so.key)
+	if (out_fd >= 0)
+		r = rr_write_fd(out_fd, out, img, len, &e);
+	else if (so.key)
 		r = rr_sign_image_file(img, len, out, &so, &e);
 	else
 		r = rr_write_file_atomic(out, img, len, &e);

@@ -30,7 +30,8 @@ int cmd_verify(int argc, char **argv)
 		case 'd': dir = optarg; break;
 		case 'h':
 			puts("Usage: rerand verify [--json] [--setup-data DIR]\n"
-			     "Exit status: 0 randomized, 1 not randomized, 2 no rerand record.");
+			     "Exit status: 0 randomized, 1 not randomized, 2 no rerand record,\n"
+			     "3 randomized from RDTSC alone (weak).");
 			return 0;
 		default:
 			return EXIT_USAGE;
@@ -49,5 +50,9 @@ int cmd_verify(int argc, char **argv)
 		return EXIT_NO_RECORD;
 	}
 	rr_status_print(stdout, &st, json);
-	return st.result == RERAND_RES_RANDOMIZED ? 0 : EXIT_NOT_RANDOMIZED;
+	if (st.result != RERAND_RES_RANDOMIZED)
+		return EXIT_NOT_RANDOMIZED;
+	/* A base drawn from the TSC alone is guessable: a script that checks
+	 * only the exit status must not take it for a verified boot. */
+	return st.flags & RERAND_ST_WEAK ? EXIT_WEAK : 0;
 }

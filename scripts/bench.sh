@@ -19,15 +19,17 @@ if [ "$QUICK" = 1 ]; then
 	IDLE_SECS=${BENCH_IDLE_SECS:-60}
 	PAIRS=${BENCH_PAIRS:-2}         # stock/rerand pairs per QEMU kernel
 	CODEC_ROUNDS=${BENCH_CODEC_ROUNDS:-1}
+	ENTROPY_REPS=${BENCH_ENTROPY_REPS:-5}
 else
 	WALL_REPS=${BENCH_WALL_REPS:-7}
 	IMG_REPS=${BENCH_IMG_REPS:-5}
 	IDLE_SECS=${BENCH_IDLE_SECS:-600}
 	PAIRS=${BENCH_PAIRS:-10}
 	CODEC_ROUNDS=${BENCH_CODEC_ROUNDS:-4}
+	ENTROPY_REPS=${BENCH_ENTROPY_REPS:-21}
 fi
 
-# BENCH_ONLY="stage image qemu idle": run only those parts (iteration).
+# BENCH_ONLY="stage image scale qemu idle downtime": run only those parts (iteration).
 want() { [ -z "${BENCH_ONLY:-}" ] || [[ " $BENCH_ONLY " == *" $1 "* ]]; }
 die() { echo "bench: $*" >&2; exit 1; }
 note() { echo "bench: $(date +%T) $*"; }
@@ -65,6 +67,7 @@ mkdir -p "$OUT"/{obj,data,img,payload,qemu,idle}
 T_START=$EPOCHSECONDS
 cut -d' ' -f1-3 /proc/loadavg >"$OUT/data/load-start"
 nproc >"$OUT/data/nproc"
+echo "${BENCH_ONLY:-stage image qemu idle}" >"$OUT/data/parts"
 note "kernels: ${KERNELS[*]##*/}; load average $(cat "$OUT/data/load-start"); $(nproc) CPUs"
 
 # ---- build the host benchmark: shared stage code with the stage's flags ---
@@ -79,14 +82,30 @@ for f in src/shared/lz4dec.c src/shared/reloc.c src/shared/select.c src/shared/r
 	gcc $STAGE_FLAGS -Ibench -c -o "$o" "$f" || die "cannot build $f with the stage's flags"
 	objs+=("$o")
 done
-LIBS=$(pkg-config --libs libelf liblzma libzstd liblz4 zlib lzo2) || die "pkg-config failed"
+LIBS=$(pkg-config --libs libelf liblzma libzstd liblz4 zlib lzo2 libcrypto) || die "pkg-config failed"
 gcc -std=gnu11 -O2 -g -Wall -Wextra -Iinclude -Isrc -Isrc/shared -Ibench -D_GNU_SOURCE \
 	$(pkg-config --cflags lzo2) -o "$OUT/stagecost" bench/stagecost.c "${objs[@]}" \
-	build/librerand.a $LIBS -lbz2 -lm -Wl,--trace-symbol=rr_lz4_decode_block \
+	build/librerand.a $LIBS -lbz2 -lm -pthread -Wl,--trace-symbol=rr_lz4_decode_block \
 	>"$OUT/data/link-trace" 2>&1 || { cat "$OUT/data/link-trace" >&2; die "cannot link bench/stagecost.c"; }
 # The stage's decoder must come from the stage-flags object, not librerand.a.
 grep -q 'stage-lz4dec.o: definition of rr_lz4_decode_block' "$OUT/data/link-trace" ||
 	die "stagecost linked the hosted rr_lz4_decode_block"
+
+# One stagecost per kernel with its stock kexec-time path: the kernel's own
+# decompressor, parse_elf() and handle_relocations() (bench/kstock.sh).
+# shellcheck source=../bench/kstock.sh
+. "$TOP/bench/kstock.sh"
+link_stagecost_kstock() {
+	local k=$1 n codec kobj
+	n=$(basename "$k" | sed 's/^vmlinuz-//')
+	codec=$("$RERAND" inspect "$k" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["codec"])') ||
+		die "$k: rerand inspect failed"
+	kobj=$(kstock_build "$k" "$codec" "$OUT/kstock") || die "$k: cannot build the kernel's decompressor path"
+	# shellcheck disable=SC2086
+	gcc -std=gnu11 -O2 -g -Wall -Wextra -Iinclude -Isrc -Isrc/shared -Ibench -D_GNU_SOURCE \
+		$(pkg-config --cflags lzo2) -o "$OUT/stagecost-$n" bench/stagecost.c "${objs[@]}" "$kobj" \
+		build/librerand.a $LIBS -lbz2 -lm || die "cannot link stagecost-$n"
+}
 
 kname() { basename "$1" | sed 's/^vmlinuz-//'; }
 
@@ -177,12 +196,14 @@ want idle || IDLE_PID=
 # ---- stage cost on the host ------------------------------------------------
 want stage && for k in "${KERNELS[@]}"; do
 	n=$(kname "$k")
+	note "stage cost: $n: building the kernel's decompressor path"
+	link_stagecost_kstock "$k"
 	note "stage cost: $n: wall time, $WALL_REPS interleaved reps"
-	"$OUT/stagecost" --stage-bin build/stage.bin --reps "$WALL_REPS" "$k" >"$OUT/data/$n.wall" ||
+	"$OUT/stagecost-$n" --stage-bin build/stage.bin --reps "$WALL_REPS" "$k" >"$OUT/data/$n.wall" ||
 		die "stagecost $k failed"
 	note "stage cost: $n: callgrind"
 	valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/data/$n.cg" \
-		"$OUT/stagecost" --stage-bin build/stage.bin --callgrind "$k" >/dev/null \
+		"$OUT/stagecost-$n" --stage-bin build/stage.bin --callgrind "$k" >/dev/null \
 		2>"$OUT/data/$n.cg.log" || die "callgrind on $k failed (see $OUT/data/$n.cg.log)"
 	for f in "$OUT/data/$n.cg".*; do
 		[ -e "$f" ] || continue
@@ -197,11 +218,16 @@ want stage && for k in "${KERNELS[@]}"; do
 	done
 done
 
+# ---- scale: placement on 1 GiB..12 TiB maps (bench/scale.sh) --------------
+want scale && { note "scale: placement and rerand entropy on synthetic maps";
+	"$TOP/bench/scale.sh" "$OUT" "$ENTROPY_REPS" || die "bench/scale.sh failed"; }
+
 # ---- rerand image against the codec's own CLI ------------------------------
 want image && for k in "${KERNELS[@]}"; do
 	n=$(kname "$k")
 	"$OUT/stagecost" --extract-payload "$OUT/payload/$n.bin" "$k" >/dev/null || die "extract $k"
-	codec=$(awk -F'\t' '$2 == "codec" { print $3 }' "$OUT/data/$n.wall")
+	# From the kernel itself, so that BENCH_ONLY=image runs on its own.
+	codec=$("$RERAND" inspect --json "$k" | python3 -c 'import json,sys; print(json.load(sys.stdin)["codec"])')
 	case "$codec" in
 	xz) dec=(xz -dc) ;;
 	zstd) dec=(zstd -dc) ;;
@@ -209,23 +235,37 @@ want image && for k in "${KERNELS[@]}"; do
 	*) die "$k: no CLI for codec $codec" ;;
 	esac
 	note "rerand image vs ${dec[*]}: $n, $IMG_REPS reps"
+	# image: all CPUs (the default); image1: --threads 1, the same bytes.
 	for ((i = 0; i < IMG_REPS; i++)); do
-		/usr/bin/time -o "$OUT/data/t" -f '%e %M' "$RERAND" image "$k" -o "$OUT/data/tmp.img" >/dev/null ||
+		/usr/bin/time -o "$OUT/data/t" -f '%e %M %U %S' "$RERAND" image "$k" -o "$OUT/data/tmp.img" >/dev/null ||
 			die "rerand image $k"
 		printf 'image\t%s\n' "$(cat "$OUT/data/t")" >>"$OUT/data/$n.img"
-		/usr/bin/time -o "$OUT/data/t" -f '%e %M' "${dec[@]}" "$OUT/payload/$n.bin" >/dev/null ||
+		/usr/bin/time -o "$OUT/data/t" -f '%e %M %U %S' "${dec[@]}" "$OUT/payload/$n.bin" >/dev/null ||
 			die "${dec[*]} $n failed"
 		printf 'cli\t%s\n' "$(cat "$OUT/data/t")" >>"$OUT/data/$n.img"
+		/usr/bin/time -o "$OUT/data/t" -f '%e %M %U %S' "$RERAND" image "$k" --threads 1 \
+			-o "$OUT/data/tmp1.img" >/dev/null || die "rerand image --threads 1 $k"
+		printf 'image1\t%s\n' "$(cat "$OUT/data/t")" >>"$OUT/data/$n.img"
+		cmp -s "$OUT/data/tmp.img" "$OUT/data/tmp1.img" ||
+			die "rerand image $k: --threads 1 wrote other bytes than $(nproc) threads"
 	done
+	rm -f "$OUT/data/tmp1.img"
 	rm -f "$OUT/data/tmp.img"
 done
 
 note "waiting for the QEMU guests and the rerandd idle run"
 [ -z "$QEMU_PID" ] || wait "$QEMU_PID"
 [ -z "$IDLE_PID" ] || wait "$IDLE_PID"
+# ---- whole-reboot downtime under systemd (bench/downtime.sh) ---------------
+# After the other guests: one QEMU at a time, and its boots are the longest.
+want downtime && { note "downtime: Debian systemd guest, $PAIRS stock/rerand pairs";
+	"$TOP/bench/downtime.sh" "$OUT" "$PAIRS" >"$OUT/data/downtime.out" 2>&1 ||
+		{ tail -n 20 "$OUT/data/downtime.out" >&2; die "bench/downtime.sh failed"; }; }
 cut -d' ' -f1-3 /proc/loadavg >"$OUT/data/load-end"
 echo $((EPOCHSECONDS - T_START)) >"$OUT/data/elapsed"
 
 note "report"
 python3 "$TOP/bench/report.py" "$OUT" "$TOP/docs" || die "report failed"
+python3 "$TOP/bench/report_scale.py" "$OUT" "$TOP/docs" || die "scale report failed"
+python3 "$TOP/bench/report_downtime.py" "$OUT" "$TOP/docs" || die "downtime report failed"
 note "done in $((EPOCHSECONDS - T_START)) s: docs/performance.md, docs/performance.png"

@@ -77,6 +77,8 @@ struct outbuf {
 	uint8_t *p;
 	size_t len, cap;
 	size_t want;            /* expected size, 0 if unknown */
+	const struct rr_dec_hook *hook; /* only with want != 0 */
+	size_t told;            /* what the hook was last told */
 };
 
 /* What went wrong inside a decoder, turned into a message by the caller. */
@@ -114,6 +116,12 @@ static enum dec_status ob_reserve(struct outbuf *o, size_t need)
 	size_t ncap;
 	uint8_t *np;
 
+	/* Called before every decoder step: the right place to say how far
+	 * the previous steps got. */
+	if (o->hook && o->len > o->told) {
+		o->hook->fn(o->hook->arg, o->p, o->len, o->want);
+		o->told = o->len;
+	}
 	if (o->cap - o->len >= need)
 		return DEC_OK;
 	if (o->want || o->cap >= RR_DECOMPRESS_MAX + 1)
@@ -129,6 +137,15 @@ static enum dec_status ob_reserve(struct outbuf *o, size_t need)
 	o->p = np;
 	o->cap = ncap;
 	return DEC_OK;
+}
+
+/* Room for one decoder step: all of it, or with a hook a step's worth, so
+ * that the hook hears of progress while the decoder runs. */
+static size_t ob_room(const struct outbuf *o)
+{
+	size_t room = o->cap - o->len;
+
+	return o->hook && room > RR_DEC_HOOK_STEP ? RR_DEC_HOOK_STEP : room;
 }
 
 static unsigned clamp_uint(size_t n)
@@ -152,7 +169,7 @@ static enum dec_status dec_gzip(struct dec *d)
 		if (st)
 			break;
 		in_avail = clamp_uint(d->in_len - d->pos);
-		out_avail = clamp_uint(d->o.cap - d->o.len);
+		out_avail = clamp_uint(ob_room(&d->o));
 		zs.next_in = (Bytef *)(d->in + d->pos);
 		zs.avail_in = in_avail;
 		zs.next_out = d->o.p + d->o.len;
@@ -197,7 +214,7 @@ static enum dec_status dec_bzip2(struct dec *d)
 		if (st)
 			break;
 		in_avail = clamp_uint(d->in_len - d->pos);
-		out_avail = clamp_uint(d->o.cap - d->o.len);
+		out_avail = clamp_uint(ob_room(&d->o));
 		bs.next_in = (char *)(d->in + d->pos);
 		bs.avail_in = in_avail;
 		bs.next_out = (char *)(d->o.p + d->o.len);
@@ -260,7 +277,7 @@ static enum dec_status dec_liblzma(struct dec *d, bool xz)
 		if (st)
 			break;
 		in_avail = d->in_len - d->pos;
-		out_avail = d->o.cap - d->o.len;
+		out_avail = ob_room(&d->o);
 		ls.next_in = d->in + d->pos;
 		ls.avail_in = in_avail;
 		ls.next_out = d->o.p + d->o.len;
@@ -316,7 +333,7 @@ static enum dec_status dec_zstd(struct dec *d)
 		if (st)
 			break;
 		ob.dst = d->o.p;
-		ob.size = d->o.cap;
+		ob.size = d->o.len + ob_room(&d->o);
 		ob.pos = d->o.len;
 		in0 = ib.pos;
 		out0 = ob.pos;
@@ -583,6 +600,13 @@ static enum dec_status dec_none(struct dec *d)
 int rr_decompress(enum rr_kcodec c, const uint8_t *in, size_t in_len, size_t expected,
 		  uint8_t **ret_out, size_t *ret_len, const char *name, struct rr_err *e)
 {
+	return rr_decompress_hooked(c, in, in_len, expected, NULL, ret_out, ret_len, name, e);
+}
+
+int rr_decompress_hooked(enum rr_kcodec c, const uint8_t *in, size_t in_len, size_t expected,
+			 const struct rr_dec_hook *hook, uint8_t **ret_out, size_t *ret_len,
+			 const char *name, struct rr_err *e)
+{
 	const char *cn = rr_kcodec_name(c);
 	struct dec d = { .in = in, .in_len = in_len };
 	enum dec_status st;
@@ -598,6 +622,8 @@ int rr_decompress(enum rr_kcodec c, const uint8_t *in, size_t in_len, size_t exp
 	r = ob_init(&d.o, expected, in_len);
 	if (r < 0)
 		return rr_errf(e, r, "%s: out of memory for the %s payload", name, cn);
+	if (expected && hook && hook->fn)
+		d.o.hook = hook;
 
 	switch (c) {
 	case RR_KC_GZIP:  st = dec_gzip(&d); break;
@@ -644,10 +670,14 @@ int rr_decompress(enum rr_kcodec c, const uint8_t *in, size_t in_len, size_t exp
 			    name, cn, d.o.len, expected);
 		goto fail;
 	}
+	if (d.o.hook)
+		hook->fn(hook->arg, d.o.p, d.o.len, d.o.len);
 	*ret_out = d.o.p;
 	*ret_len = d.o.len;
 	return 0;
 fail:
+	if (d.o.hook)
+		hook->fn(hook->arg, d.o.p, 0, 0);
 	free(d.o.p);
 	return r;
 }

@@ -229,3 +229,50 @@ out:
 	elf_end(elf);
 	return r;
 }
+
+int rr_elf_peek_loads(const uint8_t *buf, size_t len, size_t total,
+		      uint64_t off[], uint64_t size[], unsigned max)
+{
+	GElf_Ehdr eh;
+	size_t phnum;
+	unsigned n = 0;
+	Elf *elf;
+
+	if (len < sizeof(Elf64_Ehdr))
+		return 0;
+	if (memcmp(buf, ELFMAG, SELFMAG) || buf[EI_CLASS] != ELFCLASS64 ||
+	    buf[EI_DATA] != ELFDATA2LSB || elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	elf = elf_memory((char *)buf, len);
+	if (!elf)
+		return -EINVAL;
+	if (!gelf_getehdr(elf, &eh) || eh.e_phentsize != sizeof(Elf64_Phdr)) {
+		elf_end(elf);
+		return -EINVAL;
+	}
+	/* libelf does not check the table against the bytes it was given. */
+	if (eh.e_phoff > len || (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr) > len - eh.e_phoff) {
+		elf_end(elf);
+		return eh.e_phoff > total ? -EINVAL : 0;
+	}
+	if (elf_getphdrnum(elf, &phnum) != 0 || phnum != eh.e_phnum) {
+		elf_end(elf);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < phnum && n < max; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph)) {
+			elf_end(elf);
+			return -EINVAL;
+		}
+		if (ph.p_type != PT_LOAD || ph.p_filesz == 0 || ph.p_offset > total ||
+		    ph.p_filesz > total - ph.p_offset)
+			continue;
+		off[n] = ph.p_offset;
+		size[n] = ph.p_filesz;
+		n++;
+	}
+	elf_end(elf);
+	return n ? (int)n : -ENOENT;
+}

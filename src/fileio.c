@@ -19,14 +19,21 @@
  */
 int rr_read_file(const char *path, size_t max, uint8_t **ret_buf, size_t *ret_len, struct rr_err *e)
 {
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return rr_errf(e, errno, "%s: cannot open: %s", path, strerror(errno));
+	return rr_read_fd(fd, path, max, ret_buf, ret_len, e);
+}
+
+int rr_read_fd(int fd, const char *path, size_t max, uint8_t **ret_buf, size_t *ret_len,
+	       struct rr_err *e)
+{
 	struct stat st;
 	uint8_t *buf = NULL;
 	size_t got = 0, cap;
-	int fd, r;
+	int r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return rr_errf(e, errno, "%s: cannot open: %s", path, strerror(errno));
 	if (fstat(fd, &st) < 0) {
 		r = rr_errf(e, errno, "%s: cannot stat: %s", path, strerror(errno));
 		goto out_close;
@@ -114,10 +121,26 @@ int rr_read_text(const char *path, size_t max, char **ret, struct rr_err *e)
 	return 0;
 }
 
+int rr_write_fd(int fd, const char *path, const uint8_t *buf, size_t len, struct rr_err *e)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = write(fd, buf + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return rr_errf(e, errno, "%s: write failed: %s", path, strerror(errno));
+		done += (size_t)n;
+	}
+	if (fsync(fd) < 0)
+		return rr_errf(e, errno, "%s: fsync failed: %s", path, strerror(errno));
+	return 0;
+}
+
 int rr_write_file_atomic(const char *path, const uint8_t *buf, size_t len, struct rr_err *e)
 {
 	char tmp[PATH_MAX];
-	size_t done = 0;
 	int fd, r;
 
 	if (snprintf(tmp, sizeof(tmp), "%s.tmpXXXXXX", path) >= (int)sizeof(tmp))
@@ -125,34 +148,27 @@ int rr_write_file_atomic(const char *path, const uint8_t *buf, size_t len, struc
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
 		return rr_errf(e, errno, "%s: cannot create a temporary file: %s", path, strerror(errno));
-	while (done < len) {
-		ssize_t n = write(fd, buf + done, len - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = errno;
-			goto fail;
-		}
-		done += (size_t)n;
-	}
-	if (fchmod(fd, 0644) < 0 || fsync(fd) < 0) {
-		r = errno;
+	if (fchmod(fd, 0644) < 0) {
+		r = rr_errf(e, errno, "%s: write failed: %s", path, strerror(errno));
 		goto fail;
 	}
-	if (close(fd) < 0) {
-		r = errno;
-		fd = -1;
+	r = rr_write_fd(fd, path, buf, len, e);
+	if (r < 0)
+		goto fail;
+	r = close(fd);
+	fd = -1;
+	if (r < 0) {
+		r = rr_errf(e, errno, "%s: write failed: %s", path, strerror(errno));
 		goto fail;
 	}
 	if (rename(tmp, path) < 0) {
-		r = errno;
-		unlink(tmp);
-		return rr_errf(e, r, "%s: cannot rename into place: %s", path, strerror(r));
+		r = rr_errf(e, errno, "%s: cannot rename into place: %s", path, strerror(errno));
+		goto fail;
 	}
 	return 0;
 fail:
 	if (fd >= 0)
 		close(fd);
 	unlink(tmp);
-	return rr_errf(e, r, "%s: write failed: %s", path, strerror(r));
+	return r;
 }

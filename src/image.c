@@ -13,6 +13,7 @@
 #include <openssl/evp.h>
 
 #include "image.h"
+#include "lz4par.h"
 #include "pesig.h"
 #include "reloc.h"
 #include "select.h"
@@ -46,28 +47,20 @@ static void put16(uint8_t *p, uint16_t v)
 	p[1] = (uint8_t)(v >> 8);
 }
 
-static int compress_segment(const struct rr_image_opts *o, const uint8_t *src, size_t len,
+static int compress_segment(const struct rr_image_opts *o, struct rr_lz4par *par,
+			    const uint8_t *base, size_t off, size_t len,
 			    uint8_t *dst, size_t cap, size_t *ret_len)
 {
-	int n;
-
 	if (o->codec == RERAND_CODEC_NONE) {
 		if (len > cap)
 			return -ENOSPC;
-		memcpy(dst, src, len);
+		memcpy(dst, base + off, len);
 		*ret_len = len;
 		return 0;
 	}
-	if (len > LZ4_MAX_INPUT_SIZE || cap > INT32_MAX)
+	if (len > LZ4_MAX_INPUT_SIZE)
 		return -EFBIG;
-	if (o->lz4_level > 0)
-		n = LZ4_compress_HC((const char *)src, (char *)dst, (int)len, (int)cap, o->lz4_level);
-	else
-		n = LZ4_compress_default((const char *)src, (char *)dst, (int)len, (int)cap);
-	if (n <= 0)
-		return -EIO;
-	*ret_len = (size_t)n;
-	return 0;
+	return rr_lz4par_block(par, base, off, len, dst, cap, ret_len);
 }
 
 /* PE/COFF fields (PE Format, "Optional Header Image Only"), at offsets
@@ -197,6 +190,7 @@ int rr_image_build(const struct rr_kernel *k, const uint8_t *stage, size_t stage
 	size_t nrel = k->relocs.nr_reloc64 + k->relocs.nr_inverse32 + k->relocs.nr_reloc32;
 	size_t cap, off, hdr_off;
 	uint8_t *img, *pm;
+	struct rr_lz4par *par = o->lz4par, *own = NULL;
 	int r;
 
 	size_t stub_len = (size_t)(rr_efi_stub_end - rr_efi_stub);
@@ -227,10 +221,17 @@ int rr_image_build(const struct rr_kernel *k, const uint8_t *stage, size_t stage
 	cap = RR_IMAGE_PM_OFFSET + RR_ALIGN_UP(stage_len, RERAND_HDR_ALIGN) + sizeof(h) + nrel * 4 +
 	      64 + RR_IMAGE_FILE_ALIGN;
 	for (unsigned i = 0; i < v->nr_seg; i++)
-		cap += (size_t)LZ4_compressBound((int)v->seg[i].filesz) + 16;
+		cap += rr_lz4par_bound(v->seg[i].filesz) + 16;
+	if (o->codec == RERAND_CODEC_LZ4 && !par &&
+	    (r = rr_lz4par_new(o->threads, o->lz4_level, &own)) < 0)
+		return rr_errf(e, -r, "%s: out of memory for the LZ4 compressor", name);
+	if (!par)
+		par = own;
 	img = calloc(1, cap);
-	if (!img)
+	if (!img) {
+		rr_lz4par_free(own);
 		return rr_errf(e, ENOMEM, "%s: out of memory for a %zu-byte image", name, cap);
+	}
 	pm = img + RR_IMAGE_PM_OFFSET;
 
 	memcpy(pm, stage, stage_len);
@@ -249,6 +250,7 @@ int rr_image_build(const struct rr_kernel *k, const uint8_t *stage, size_t stage
 	h.nr_inverse32 = (uint32_t)k->relocs.nr_inverse32;
 	h.nr_reloc32 = (uint32_t)k->relocs.nr_reloc32;
 	if (rr_stage_sha256(stage, stage_len, h.stage_sha256) < 0) {
+		rr_lz4par_free(own);
 		free(img);
 		return rr_errf(e, EIO, "%s: cannot hash the stage (libcrypto SHA-256 failed)", name);
 	}
@@ -259,9 +261,10 @@ int rr_image_build(const struct rr_kernel *k, const uint8_t *stage, size_t stage
 		size_t stored;
 
 		off = RR_ALIGN_UP(off, 16);
-		r = compress_segment(o, k->payload + s->offset, s->filesz, pm + off,
+		r = compress_segment(o, par, k->payload, s->offset, s->filesz, pm + off,
 				     cap - RR_IMAGE_PM_OFFSET - off, &stored);
 		if (r < 0) {
+			rr_lz4par_free(own);
 			free(img);
 			return rr_errf(e, -r, "%s: cannot compress segment %u", name, i);
 		}
@@ -272,6 +275,7 @@ int rr_image_build(const struct rr_kernel *k, const uint8_t *stage, size_t stage
 		h.seg[i].data_size = stored;
 		off += stored;
 	}
+	rr_lz4par_free(own);
 	off = RR_ALIGN_UP(off, 4);
 	h.relocs_offset = off;
 	memcpy(pm + off, k->relocs.reloc64, k->relocs.nr_reloc64 * 4);

@@ -26,9 +26,17 @@
  * is kept between the file and the stage's scratch area. */
 #define RR_IMAGE_SIG_ROOM      (64u << 10)
 
+struct rr_lz4par;
+
 struct rr_image_opts {
 	enum rerand_codec codec;
 	int lz4_level;                      /* 0: LZ4 fast; >0: LZ4 HC level */
+	/* LZ4 compression threads, the caller's included (0 or 1: the caller
+	 * only); the bytes do not depend on it. */
+	unsigned threads;
+	/* A compressor that already saw the payload decode (rr_lz4par_decode_hook),
+	 * NULL for one of `threads` threads here; its level must be lz4_level. */
+	struct rr_lz4par *lz4par;
 };
 
 /* The EFI stub's bytes (src/efistub.S). */
@@ -69,5 +77,8 @@ int rr_image_parse(const uint8_t *buf, size_t len, const char *name,
 /* Write buf to path atomically (temp file in the same directory, fsync,
  * rename); on error nothing is left behind. */
 int rr_write_file_atomic(const char *path, const uint8_t *buf, size_t len, struct rr_err *e);
+/* Write buf to an open fd and fsync it; path names it in messages.  For a
+ * caller that made the file and renames it after (rerandd's builder child). */
+int rr_write_fd(int fd, const char *path, const uint8_t *buf, size_t len, struct rr_err *e);
 
 #endif

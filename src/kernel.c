@@ -35,7 +35,7 @@ static bool looks_like_elf(const uint8_t *buf, size_t len)
 }
 
 static int load_bzimage(const uint8_t *buf, size_t len, const char *name,
-			struct rr_kernel *k, struct rr_err *e)
+			const struct rr_dec_hook *hook, struct rr_kernel *k, struct rr_err *e)
 {
 	const uint8_t *pl;
 	int r;
@@ -48,8 +48,8 @@ static int load_bzimage(const uint8_t *buf, size_t len, const char *name,
 	if (k->codec == RR_KC_UNKNOWN)
 		return rr_errf(e, ENOTSUP, "%s: payload compression not recognised (magic %02x %02x "
 			       "%02x %02x)", name, pl[0], pl[1], pl[2], pl[3]);
-	r = rr_decompress(k->codec, pl, k->bz.payload_length, k->bz.uncompressed_size,
-			  &k->payload, &k->payload_len, name, e);
+	r = rr_decompress_hooked(k->codec, pl, k->bz.payload_length, k->bz.uncompressed_size,
+				 hook, &k->payload, &k->payload_len, name, e);
 	if (r < 0)
 		return r;
 	r = rr_elf_read(k->payload, k->payload_len, name, &k->elf, e);
@@ -81,9 +81,9 @@ static int load_vmlinux(const uint8_t *buf, size_t len, const char *name,
 			       relocs_name ? relocs_name : "relocations", &k->relocs, e);
 }
 
-int rr_kernel_load_mem(const uint8_t *buf, size_t len, const char *name,
-		       const uint8_t *relocs, size_t relocs_len, const char *relocs_name,
-		       struct rr_kernel *ret, struct rr_err *e)
+static int kernel_load_mem(const uint8_t *buf, size_t len, const char *name,
+			   const uint8_t *relocs, size_t relocs_len, const char *relocs_name,
+			   const struct rr_dec_hook *hook, struct rr_kernel *ret, struct rr_err *e)
 {
 	struct rr_kernel k;
 	int r;
@@ -97,7 +97,7 @@ int rr_kernel_load_mem(const uint8_t *buf, size_t len, const char *name,
 		if (relocs_name)
 			return rr_errf(e, EINVAL, "%s: --relocs %s is only for an uncompressed vmlinux: "
 				       "a bzImage carries its own relocation table", name, relocs_name);
-		r = load_bzimage(buf, len, name, &k, e);
+		r = load_bzimage(buf, len, name, hook, &k, e);
 	} else if (buf && looks_like_elf(buf, len)) {
 		r = load_vmlinux(buf, len, name, relocs, relocs_len, relocs_name, &k, e);
 	} else if (buf && rr_uki_probe(buf, len)) {
@@ -115,7 +115,7 @@ int rr_kernel_load_mem(const uint8_t *buf, size_t len, const char *name,
 			if (!looks_like_bzimage(buf + l->offset, l->size))
 				r = rr_errf(e, EINVAL, "%s: not a bzImage", sub);
 			else
-				r = load_bzimage(buf + l->offset, l->size, sub, &k, e);
+				r = load_bzimage(buf + l->offset, l->size, sub, hook, &k, e);
 			k.is_bzimage = true;
 			k.is_uki = true;
 		}
@@ -124,6 +124,8 @@ int rr_kernel_load_mem(const uint8_t *buf, size_t len, const char *name,
 			    "unified kernel image", name);
 	}
 	if (r < 0) {
+		if (hook && hook->fn && k.payload && k.is_bzimage)
+			hook->fn(hook->arg, k.payload, 0, 0);
 		rr_kernel_free(&k);
 		return r;
 	}
@@ -131,8 +133,21 @@ int rr_kernel_load_mem(const uint8_t *buf, size_t len, const char *name,
 	return 0;
 }
 
+int rr_kernel_load_mem(const uint8_t *buf, size_t len, const char *name,
+		       const uint8_t *relocs, size_t relocs_len, const char *relocs_name,
+		       struct rr_kernel *ret, struct rr_err *e)
+{
+	return kernel_load_mem(buf, len, name, relocs, relocs_len, relocs_name, NULL, ret, e);
+}
+
 int rr_kernel_load(const char *path, const char *relocs_path,
 		   struct rr_kernel *ret, struct rr_err *e)
+{
+	return rr_kernel_load_hooked(path, relocs_path, NULL, ret, e);
+}
+
+int rr_kernel_load_hooked(const char *path, const char *relocs_path,
+			  const struct rr_dec_hook *hook, struct rr_kernel *ret, struct rr_err *e)
 {
 	uint8_t *buf = NULL, *rbuf = NULL;
 	size_t len = 0, rlen = 0;
@@ -146,9 +161,23 @@ int rr_kernel_load(const char *path, const char *relocs_path,
 		if (r < 0)
 			goto out;
 	}
-	r = rr_kernel_load_mem(buf, len, path, rbuf, rlen, relocs_path, ret, e);
+	r = kernel_load_mem(buf, len, path, rbuf, rlen, relocs_path, hook, ret, e);
 out:
 	free(buf);
 	free(rbuf);
+	return r;
+}
+
+int rr_kernel_load_fd(int fd, const char *name, const struct rr_dec_hook *hook,
+		      struct rr_kernel *ret, struct rr_err *e)
+{
+	uint8_t *buf;
+	size_t len;
+	int r = rr_read_fd(fd, name, RR_KERNEL_FILE_MAX, &buf, &len, e);
+
+	if (r < 0)
+		return r;
+	r = kernel_load_mem(buf, len, name, NULL, 0, NULL, hook, ret, e);
+	free(buf);
 	return r;
 }

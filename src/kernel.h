@@ -69,6 +69,23 @@ int rr_bzimage_parse(const uint8_t *buf, size_t len, const char *name,
 int rr_decompress(enum rr_kcodec c, const uint8_t *in, size_t in_len, size_t expected,
 		  uint8_t **ret_out, size_t *ret_len, const char *name, struct rr_err *e);
 
+/* Told, while a payload of known size decodes, that buf[0, len) of `total`
+ * bytes is final (buf does not move); called with len == total once the
+ * payload decoded and checked, and with len == total == 0 right before buf
+ * is freed on an error (stop reading it before returning).  Lets `rerand
+ * image` compress what is decoded while the decoder goes on (src/lz4par.c). */
+struct rr_dec_hook {
+	void (*fn)(void *arg, const uint8_t *buf, size_t len, size_t total);
+	void *arg;
+};
+#define RR_DEC_HOOK_STEP ((size_t)1 << 20)   /* output per decoder call with a hook */
+
+/* rr_decompress with a progress hook (NULL: none).  The hook is used only
+ * when `expected` is known, so that the output buffer never moves. */
+int rr_decompress_hooked(enum rr_kcodec c, const uint8_t *in, size_t in_len, size_t expected,
+			 const struct rr_dec_hook *hook, uint8_t **ret_out, size_t *ret_len,
+			 const char *name, struct rr_err *e);
+
 struct rr_elf_segment {
 	uint64_t offset;
 	uint64_t vaddr;
@@ -95,6 +112,14 @@ struct rr_vmlinux {
  * inside the file, non-overlapping, entry inside a loaded segment. */
 int rr_elf_read(const uint8_t *buf, size_t len, const char *name,
 		struct rr_vmlinux *ret, struct rr_err *e);
+
+/* The PT_LOAD file ranges of a vmlinux of `total` bytes whose first len
+ * bytes are decoded, for work that starts before the decoder is done; a
+ * hint only (nothing is checked beyond bounds: rr_elf_read decides).
+ * Returns how many (at most max), 0 if len does not hold the program
+ * headers yet, negative if this is no 64-bit ELF or has no such range. */
+int rr_elf_peek_loads(const uint8_t *buf, size_t len, size_t total,
+		      uint64_t off[], uint64_t size[], unsigned max);
 
 /* The relocation table, both layouts. Entries are the low 32 bits of link
  * virtual addresses, kept as found. */
@@ -129,15 +154,25 @@ struct rr_kernel {
 
 int rr_kernel_load(const char *path, const char *relocs_path,
 		   struct rr_kernel *ret, struct rr_err *e);
+/* Same, telling hook (may be NULL) how far a bzImage's payload decoded. */
+int rr_kernel_load_hooked(const char *path, const char *relocs_path,
+			  const struct rr_dec_hook *hook, struct rr_kernel *ret, struct rr_err *e);
 /* Same, from memory (used by fuzzers and tests); name is used in messages. */
 int rr_kernel_load_mem(const uint8_t *buf, size_t len, const char *name,
 		       const uint8_t *relocs, size_t relocs_len, const char *relocs_name,
 		       struct rr_kernel *ret, struct rr_err *e);
+/* Same, from an open fd, which it closes (rerandd's unprivileged builder is
+ * handed the kernel, never its path). */
+int rr_kernel_load_fd(int fd, const char *name, const struct rr_dec_hook *hook,
+		      struct rr_kernel *ret, struct rr_err *e);
 void rr_kernel_free(struct rr_kernel *k);
 
 /* Read a whole regular file of at most max bytes, to EOF (src/fileio.c). */
 int rr_read_file(const char *path, size_t max, uint8_t **ret_buf, size_t *ret_len,
 		 struct rr_err *e);
+/* The same from an open fd, which it closes; path names it in messages. */
+int rr_read_fd(int fd, const char *path, size_t max, uint8_t **ret_buf, size_t *ret_len,
+	       struct rr_err *e);
 /* The same as a NUL-terminated string (procfs, sysfs, small configs): the
  * text ends at its first NUL byte.  The one way tools and rerandd read a
  * whole text file. */

@@ -83,7 +83,8 @@ static const struct rerand_image_header *find_header(uint64_t pm)
 	return h;
 }
 
-static void decode_kernel(const struct rerand_image_header *h, uint64_t pm, uint64_t dest)
+static void decode_kernel(const struct rerand_image_header *h, uint64_t pm, uint64_t dest,
+			  enum rr_simd simd)
 {
 	for (unsigned i = 0; i < h->nr_segments; i++) {
 		const struct rerand_segment *s = &h->seg[i];
@@ -94,7 +95,7 @@ static void decode_kernel(const struct rerand_image_header *h, uint64_t pm, uint
 			if (s->data_size != s->file_size)
 				stage_fatal("stored segment size mismatch");
 			rr_copy_bulk(dst, src, s->file_size);
-		} else if (rr_lz4_decode_block(src, s->data_size, dst, s->file_size) !=
+		} else if (rr_lz4_decode_block_simd(src, s->data_size, dst, s->file_size, simd) !=
 			   (int64_t)s->file_size) {
 			stage_fatal("kernel segment does not decode (corrupt image)");
 		}
@@ -238,8 +239,17 @@ __attribute__((noreturn)) void stage_main(uint64_t bp)
 		stage_fatal("cannot map the kernel's destination");
 	pgtable_activate(&pt);
 
-	say("rerand: stage: decoding kernel\n");
-	decode_kernel(h, pm, ch.phys);
+	enum rr_simd simd = RR_SIMD_NONE;
+	if (h->codec == RERAND_CODEC_LZ4) {
+		simd = cpu_simd_enable(cl.has_simd_max ? (enum rr_simd)cl.simd_max : RR_SIMD_AVX2);
+		say(simd == RR_SIMD_AVX2 ? "rerand: stage: decoding kernel (avx2 copies)\n" :
+		    simd == RR_SIMD_SSE2 ? "rerand: stage: decoding kernel (sse2 copies)\n" :
+					   "rerand: stage: decoding kernel (8-byte copies)\n");
+	} else {
+		say("rerand: stage: copying kernel\n");
+	}
+	decode_kernel(h, pm, ch.phys, simd);
+	cpu_simd_disable();
 
 	struct rr_reloc_lists rl;
 	const uint32_t *tab = (const uint32_t *)(uintptr_t)(pm + h->relocs_offset);

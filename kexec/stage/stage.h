@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "lz4dec.h"
 
 #define STAGE_VERSION "2"   /* 2: kernel seed, reset on failure, record v2 */
 
@@ -55,6 +56,12 @@ bool cpu_has_rdrand(void);
 bool cpu_has_rdseed(void);
 bool cpu_rdrand(uint64_t *v);
 bool cpu_rdseed(uint64_t *v);
+/* Turn on SSE2, and AVX2 (CPUID, then XGETBV confirms), when present and
+ * not above max, for the decoder's copies; returns the level now usable.
+ * cpu_simd_disable() zeroes the vector registers and restores CR0, CR4 and
+ * XCR0 as kexec left them: call it before entering the kernel. */
+enum rr_simd cpu_simd_enable(enum rr_simd max);
+void cpu_simd_disable(void);
 
 /* head.S */
 __attribute__((noreturn)) void stage_enter_kernel(uint64_t entry, uint64_t boot_params);

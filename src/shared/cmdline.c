@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The kernel command-line options that constrain placement (mem=, memmap=,
- * hugepages, elfcorehdr=, nokaslr, rerand.debug), parsed without libc. */
+ * hugepages, elfcorehdr=, nokaslr, rerand.debug, rerand.simd=), parsed without libc. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lz4dec.h"
 #include "select.h"
 #include "util.h"
 
@@ -269,6 +270,14 @@ static bool handle(struct rr_cmdline *c, struct huge_state *h,
 		}
 	} else if (span_is(pp, pe, "elfcorehdr")) {
 		parse_elfcorehdr(c, vp, ve);
+	} else if (span_is(pp, pe, "rerand.simd")) {
+		/* A way around a CPU or hypervisor that mishandles vector state;
+		 * an unknown value is ignored like any malformed value. */
+		if (span_is(vp, ve, "none") || span_is(vp, ve, "sse2") || span_is(vp, ve, "avx2")) {
+			c->has_simd_max = true;
+			c->simd_max = span_is(vp, ve, "none") ? RR_SIMD_NONE :
+				      span_is(vp, ve, "sse2") ? RR_SIMD_SSE2 : RR_SIMD_AVX2;
+		}
 	}
 	return true;
 }

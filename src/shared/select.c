@@ -144,35 +144,59 @@ void rr_memmap_apply_cmdline(struct rr_memmap *m, const struct rr_cmdline *c)
 }
 
 /*
- * Walking a table in ascending (start, index) order without sorting it:
- * each step is a linear scan for the smallest key above the previous one.
- * Quadratic, but the tables hold at most a few hundred entries and the
- * slot functions must not modify a const map nor copy 6 KiB to the stack.
+ * Walking a table in ascending (start, index) order without sorting it (the
+ * slot functions must not modify a const map nor copy it to the stack).
+ * A table already in start order, which is what rr_memmap_apply_cmdline
+ * leaves and what firmware gives, is walked in index order: the same
+ * sequence, in O(n).  Otherwise each step is a linear scan for the smallest
+ * key above the previous one: O(n^2), for tables nobody normalized.
  */
 struct sorted_iter {
 	const struct rr_range *r;
 	unsigned n;
 	bool started;
+	bool in_order;              /* starts never decrease: index order is the order */
 	uint64_t key_start;
 	unsigned key_idx;
 };
+
+static void sorted_init(struct sorted_iter *it)
+{
+	it->in_order = true;
+	for (unsigned i = 1; i < it->n; i++)
+		if (it->r[i].start < it->r[i - 1].start) {
+			it->in_order = false;
+			break;
+		}
+}
 
 static bool sorted_next(struct sorted_iter *it, struct rr_range *out)
 {
 	unsigned i, best = 0;
 	bool found = false;
 
-	for (i = 0; i < it->n; i++) {
-		const struct rr_range *x = &it->r[i];
+	if (it->in_order) {
+		/* Ties on start go by index in both walks: the next non-empty
+		 * range after the previous index is the next key. */
+		for (i = it->started ? it->key_idx + 1 : 0; i < it->n; i++)
+			if (it->r[i].start < it->r[i].end) {
+				best = i;
+				found = true;
+				break;
+			}
+	} else {
+		for (i = 0; i < it->n; i++) {
+			const struct rr_range *x = &it->r[i];
 
-		if (x->start >= x->end)
-			continue;
-		if (it->started && (x->start < it->key_start ||
-				    (x->start == it->key_start && i <= it->key_idx)))
-			continue;
-		if (!found || x->start < it->r[best].start) {
-			best = i;
-			found = true;
+			if (x->start >= x->end)
+				continue;
+			if (it->started && (x->start < it->key_start ||
+					    (x->start == it->key_start && i <= it->key_idx)))
+				continue;
+			if (!found || x->start < it->r[best].start) {
+				best = i;
+				found = true;
+			}
 		}
 	}
 	if (!found)
@@ -262,6 +286,8 @@ static uint64_t slot_walk(const struct rr_memmap *m, const struct rr_select_para
 	if (av_it.n > RR_MAX_AVOID)
 		av_it.n = RR_MAX_AVOID;
 	shift = ilog2_u64(align);
+	sorted_init(&ram.s);
+	sorted_init(&av_it);
 	has_av = sorted_next(&av_it, &av);
 
 	while (merged_next(&ram, &r)) {

@@ -11,7 +11,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define RR_MAX_RAM    256
+/* RAM ranges: a 1000-hole machine (EFI maps of large servers, e820 with
+ * SETUP_E820_EXT) fits whole; 32 KiB of the stage's bss. */
+#define RR_MAX_RAM    2048
 #define RR_MAX_AVOID  128
 #define RR_MAX_MEMMAP 4           /* like the decompressor's MAX_MEMMAP_REGIONS */
 
@@ -33,6 +35,8 @@ struct rr_cmdline {
 	unsigned hugepages_1g;              /* hugepagesz=1G hugepages=N */
 	bool     has_elfcorehdr;
 	struct rr_range elfcorehdr;         /* elfcorehdr=[size@]addr */
+	bool     has_simd_max;              /* rerand.simd=none|sse2|avx2: the widest */
+	unsigned simd_max;                  /* vector moves the stage may use (RR_SIMD_*) */
 };
 
 /* Parse a NUL-terminated or len-bounded command line. Never fails: unknown
@@ -81,8 +85,10 @@ struct rr_select_params {
 /* Number of physical slots: aligned addresses a >= min_addr with
  * [a, a + size) inside one merged RAM range, clear of every avoided range,
  * and a + size <= max_addr.  Exact, no sampling.  0 when m->overflow is set,
- * when size is 0, or when align is not a power of two.  O(n^2) in the table
- * sizes, no scratch memory: m is only read. */
+ * when size is 0, or when align is not a power of two.  O(n) in the table
+ * sizes when each table is in start order (rr_memmap_normalize or
+ * rr_memmap_apply_cmdline leave them so), O(n^2) otherwise; never in the
+ * number of slots.  No scratch memory: m is only read. */
 uint64_t rr_phys_slot_count(const struct rr_memmap *m, const struct rr_select_params *p);
 
 /* The index-th slot in ascending address order; -1 if index >= count. */

@@ -19,7 +19,8 @@ wait_for() {
 # rerandd_conf DIR KEXEC SETUP_DATA <REST: DIR/rerand.conf for an instance
 # whose files are all under DIR: [Daemon] (KexecBinary=KEXEC, a 1 s check)
 # and the [Paths] fixtures every test has; REST continues [Paths] and gives
-# the other sections.
+# the other sections.  Run as root, rerandd builds images as ImageUser=
+# (nobody here: the tests create no system user; RERANDD_IMAGE_USER to vary).
 rerandd_conf() {
 	local hd=$1
 	{
@@ -30,6 +31,7 @@ RuntimeDirectory=$hd/run
 MetricsFile=$hd/run/rerand.prom
 RerandBinary=$R
 KexecBinary=$2
+ImageUser=${RERANDD_IMAGE_USER:-nobody}
 CheckInterval=1s
 
 [Paths]

@@ -85,6 +85,16 @@ if [ -n "$K" ]; then
 		bash -c "'$R' inspect --json '$tmp/none.img' | grep -q '\"codec\":\"none\"'"
 	"$R" image "$img" -o "$tmp/out.img" 2>"$tmp/stderr"
 	check "an image is not accepted as a kernel" test ! -e "$tmp/out.img"
+	# The bytes of an image do not depend on how many threads compressed it
+	# (test_lz4par checks the library; this is the command, decode overlap included).
+	"$R" image "$cloud" --threads 1 -o "$tmp/t1.img" && "$R" image "$cloud" --threads 3 -o "$tmp/t3.img"
+	check "--threads 1 and --threads 3 write the same bytes" cmp -s "$tmp/t1.img" "$tmp/t3.img"
+	check "--threads 3 writes the default image's bytes" cmp -s "$tmp/t3.img" "$img"
+	rm -f "$tmp/t1.img" "$tmp/t3.img"
+	"$R" image "$cloud" --threads 0 -o "$tmp/out.img" 2>"$tmp/stderr"
+	rc=$?
+	check "--threads 0 refused with exit 2 and says why" \
+		bash -c "[ $rc -eq 2 ] && grep -q -- \"--threads: '0' is not 1 to 64\" '$tmp/stderr' && [ ! -e '$tmp/out.img' ]"
 
 	# --- load with a stand-in kexec -------------------------------------
 	cat >"$tmp/fake-kexec" <<'EOS'
@@ -171,9 +181,10 @@ check "verify: a version 2 record with the kernel seed names it (exit $rc)" bash
 j=$("$R" verify --json --setup-data "$tmp/sd-ks")
 check "verify --json: kernel-seed among the sources, record_version 2" python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert d['sources']=='seed+kernel-seed+rdrand+rdtsc' and d['record_version']==2 and d['weak'] is False, d" "$j"
 mkrec2 "$tmp/sd-weak" 1 0x10 0x08
-"$R" verify --setup-data "$tmp/sd-weak" >"$tmp/v.txt"
-j=$("$R" verify --json --setup-data "$tmp/sd-weak")
+"$R" verify --setup-data "$tmp/sd-weak" >"$tmp/v.txt"; rc=$?
+j=$("$R" verify --json --setup-data "$tmp/sd-weak"); jrc=$?
 check "verify: an RDTSC-only record says weak" bash -c "grep -q 'weak: no source but RDTSC' '$tmp/v.txt' && grep -q '\"weak\":true' <<<'$j'"
+check "verify: an RDTSC-only record exits 3, not 0 (rc $rc, --json rc $jrc)" bash -c "[ $rc -eq 3 ] && [ $jrc -eq 3 ]"
 mkrec2 "$tmp/sd-v3" 1 0 0x2d 3 56
 "$R" verify --setup-data "$tmp/sd-v3" >/dev/null 2>"$tmp/stderr"; rc=$?
 check "verify: an unknown record version exits 2 naming the file and version" bash -c "[ $rc -eq 2 ] && grep -q 'sd-v3/1/data: status record version 3 is not supported' '$tmp/stderr'"

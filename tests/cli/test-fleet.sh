@@ -38,13 +38,15 @@ for tool in etcd etcdctl python3 pkg-config ss; do
 	fi
 done
 
-# fleet-sim links the daemon's fleet sources directly (and what they use: the
-# file reader, the escaping), so this test does not depend on the rest of
-# libdaemon.a building.
+# fleet-sim links rerand-fleetd's client sources directly (and what they use:
+# the [Fleet] parser, the file reader, the escaping), so this test does not
+# depend on the rest of the tree building.
 if ! ${CC:-cc} -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE \
-	-I"$top/include" -I"$top/src" -I"$top/daemon" $(pkg-config --cflags libcurl json-c) \
-	-o "$SIM" "$top/tests/fleet/fleet-sim.c" "$top"/daemon/fleet.c "$top"/daemon/fleet_etcd.c \
-	"$top"/daemon/fleet_lock.c "$top"/daemon/escape.c "$top"/src/fileio.c "$top"/src/err.c \
+	-I"$top/include" -I"$top/src" -I"$top/daemon" -I"$top/fleetd" $(pkg-config --cflags libcurl json-c) \
+	-o "$SIM" "$top/tests/fleet/fleet-sim.c" "$top"/fleetd/fleet.c "$top"/fleetd/fleet_etcd.c \
+	"$top"/fleetd/fleet_lock.c "$top"/fleetd/fleet_http.c "$top"/fleetd/fleet_b64.c \
+	"$top"/daemon/fleet_config.c "$top"/daemon/fleet_format.c "$top"/daemon/escape.c \
+	"$top"/src/fileio.c "$top"/src/err.c \
 	$(pkg-config --libs libcurl json-c) 2>"$tmp/cc.log"; then
 	nok "build fleet-sim"; sed 's/^/#   /' "$tmp/cc.log"; echo "1..$n"; exit 1
 fi

@@ -26,6 +26,19 @@ printf 'UCODE' > "$tmp/ucode"; printf 'INITRD' > "$tmp/initrd"
 "$R" image "$k" -o "$tmp/bare.img"
 check "rerand image of a UKI: exit 0" "$R" image "$tmp/k.efi" -o "$tmp/uki.img"
 check "the image from the UKI is byte-identical to the image from its .linux" cmp -s "$tmp/bare.img" "$tmp/uki.img"
+# --kernel-fd/--output-fd: what rerandd's builder and the kernel hook run
+"$R" image "$k" --kernel-fd 3 -o "$tmp/named.img" --output-fd 4 3<"$k" 4>"$tmp/fd.img"; rc=$?
+check "image --kernel-fd 3 --output-fd 4: exit $rc, the same bytes as from the paths, nothing at the named path" \
+	bash -c "[ $rc -eq 0 ] && cmp -s '$tmp/bare.img' '$tmp/fd.img' && [ ! -e '$tmp/named.img' ]"
+"$R" image "$k" --kernel-fd 3x -o "$tmp/x.img" 2>"$tmp/err"; rc=$?
+check "image --kernel-fd 3x: usage error (exit $rc): $(cat "$tmp/err")" \
+	bash -c "[ $rc -eq 2 ] && grep -q \"kernel-fd: '3x' is not an open file descriptor number\" '$tmp/err'"
+"$R" image "$k" --kernel-fd 9 -o "$tmp/x.img" 2>"$tmp/err"; rc=$?
+check "image --kernel-fd 9 (not open): exit $rc naming the kernel: $(cat "$tmp/err")" \
+	bash -c "[ $rc -eq 1 ] && grep -q '$k: cannot stat: Bad file descriptor' '$tmp/err' && [ ! -e '$tmp/x.img' ]"
+"$R" image "$k" -o "$tmp/x.img" --output-fd 4 --sign-key /k --sign-cert /c 4>"$tmp/x2.img" 2>"$tmp/err"; rc=$?
+check "image --output-fd with --sign-key is refused (exit $rc): $(cat "$tmp/err")" \
+	bash -c "[ $rc -eq 2 ] && grep -q 'output-fd writes an unsigned image' '$tmp/err' && [ ! -s '$tmp/x2.img' ]"
 "$R" inspect "$tmp/k.efi" > "$tmp/insp"
 check "inspect: '$(head -1 "$tmp/insp")'" grep -q "unified kernel image" "$tmp/insp"
 check "inspect names the command line" grep -qF "command line:   root=/dev/vda console=ttyS0" "$tmp/insp"
@@ -59,11 +72,31 @@ check "image of the bare stub: exit $rc, '$(cat "$tmp/err")'" \
 
 # --- kernel hooks (debian/hooks), with a private state directory --------------
 export RERAND_STATE_DIR=$tmp/state RERAND_BIN=$R RERAND_KERNEL_HOOK=$H/kernel-hook
+# as root the hook builds as this user (the package's "rerand" is not here)
+export RERAND_IMAGE_USER=nobody
 sha=$(sha256sum "$k" | cut -d' ' -f1)
 st=$("$R" inspect --json "$tmp/bare.img" | grep -o '"stage_sha256":"[0-9a-f]*"' | cut -d'"' -f4)
 DEB_MAINT_PARAMS="'configure' ''" "$H/postinst.d/rerand" 6.1.0-57-cloud-amd64 "$k"; rc=$?
 check "postinst.d/rerand VERSION IMAGE: exit $rc, image at images/SHA256.STAGE.img" \
 	bash -c "[ $rc -eq 0 ] && cmp -s '$tmp/bare.img' '$tmp/state/images/$sha.$st.img'"
+if [ "$(id -u)" = 0 ]; then
+	# who parsed the kernel: a wrapper around rerand reports its identity
+	chmod 0755 "$tmp"
+	printf '#!/bin/sh
+[ "$1" = image ] && grep -E "^(Uid|CapEff|CapBnd|NoNewPrivs):" /proc/self/status | tr -s "\t " " " >"%s/hook-id" 2>/dev/null; exec %s "$@"\n' \
+		"$tmp/idout" "$R" >"$tmp/rerand-wrap"
+	mkdir -p "$tmp/idout" && chmod 0777 "$tmp/idout" && chmod 0755 "$tmp/rerand-wrap"
+	RERAND_BIN=$tmp/rerand-wrap RERAND_STATE_DIR=$tmp/state2 "$H/kernel-hook" add 6.1-id "$k"; rc=$?
+	id=$(tr '\n' ' ' <"$tmp/idout/hook-id" 2>/dev/null)
+	nb=$(id -u nobody)
+	check "as root the hook builds as RERAND_IMAGE_USER with no capabilities (exit $rc: $id)" \
+		bash -c "[ $rc -eq 0 ] && [ '$id' = 'Uid: $nb $nb $nb $nb CapEff: 0000000000000000 CapBnd: 0000000000000000 NoNewPrivs: 1 ' ] && ls '$tmp/state2/images/'*.img >/dev/null"
+	RERAND_IMAGE_USER=rerand-no-such-user "$H/kernel-hook" add 6.1-nouser "$k" 2>"$tmp/err"; rc=$?
+	check "without the image user the hook builds nothing and says so (exit $rc)" \
+		bash -c "[ $rc -eq 0 ] && grep -q 'no user rerand-no-such-user to build images as' '$tmp/err' && [ ! -e '$tmp/state/kernels/6.1-nouser' ]"
+else
+	skip "not root: the hook's switch to the image user"
+fi
 check "the index names the kernel's SHA-256" grep -qx "$sha" "$tmp/state/kernels/6.1.0-57-cloud-amd64"
 check "the state directories are 0700" bash -c "[ \$(stat -c %a '$tmp/state/images') = 700 ]"
 DEB_MAINT_PARAMS="'abort-upgrade' '1'" "$H/postinst.d/rerand" 9.9 "$k"

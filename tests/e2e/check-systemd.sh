@@ -21,10 +21,14 @@
 # RRS_SB=1 (check-systemd-sb.sh): the same guest under Secure Boot, from a
 # pre-signed image.
 # Mocked: nothing in the guest; only the network is absent (not needed).
+# RRS_FLEET=1 (check-systemd-fleet.sh): the same guest in fleet mode against
+# Debian's etcd-server in the guest: take the slot, rerandomize, give it back.
 set -u
 sb=${RRS_SB:-0}
-# Before lib-systemd.sh: the package's guest has its own base root.
-[ "$sb" = 1 ] || export RRS_INSTALL=${RRS_INSTALL:-deb}
+fleet=${RRS_FLEET:-0}
+# Before lib-systemd.sh: the package's guest has its own base root.  Under
+# Secure Boot and in fleet mode the tree install (their point is elsewhere).
+[ "$sb" = 1 ] || [ "$fleet" = 1 ] || export RRS_INSTALL=${RRS_INSTALL:-deb}
 . "$(dirname "$0")/lib-systemd.sh"
 [ "$sb" = 1 ] && . "$(dirname "$0")/lib-sb.sh"
 
@@ -37,6 +41,7 @@ uki) target=${RRS_REBOOTS:-1} ;;
 esac
 name=debian-systemd-$what
 [ "$sb" = 1 ] && name=debian-systemd-sb-$what
+[ "$fleet" = 1 ] && name=debian-systemd-fleet-$what
 tap() { e2e_tap "$@"; }
 
 # The kernels: RRD_KERNEL alone when given; else Debian 12's own series, the
@@ -48,8 +53,9 @@ if [ -n "${RRD_KERNEL:-}" ]; then
 else
 	e2e_kernels "$name" || exit 0
 	roles=cloud61
-	# Under Secure Boot the 6.1 kernel only: the point is the signed path.
-	[ "$what" = long ] && [ "$sb" = 0 ] && roles="cloud61 cloud612"
+	# Under Secure Boot and in fleet mode the 6.1 kernel only: the point
+	# is the signed path, or the fleet.
+	[ "$what" = long ] && [ "$sb" = 0 ] && [ "$fleet" = 0 ] && roles="cloud61 cloud612"
 	[ "$what" = uki ] && roles=""
 	for r in $roles; do
 		k=$(e2e_pick "$r") || { echo "not ok - $name: no $r kernel in $RERAND_KERNELS"; continue; }
@@ -58,7 +64,7 @@ else
 fi
 # The systemd-boot guest boots the kernel of the second kernel's package,
 # inside a UKI (run_one "uki").
-{ [ "$what" = uki ] || [ "$what" = long ]; } && [ "$sb" = 0 ] && kernels+=(uki)
+{ [ "$what" = uki ] || [ "$what" = long ]; } && [ "$sb" = 0 ] && [ "$fleet" = 0 ] && kernels+=(uki)
 
 # The package guest's second kernel: the 6.12 cloud kernel's Debian package
 # (named after the test kernel of that role), fetched once.
@@ -87,6 +93,7 @@ run_one() {
 		name=debian-systemd-$what-$(basename "$1" | sed 's/^vmlinuz-//')
 	fi
 	[ "$sb" = 1 ] && name=debian-systemd-sb-$what-$(basename "$1" | sed 's/^vmlinuz-//')
+	[ "$fleet" = 1 ] && name=debian-systemd-fleet-$what-$(basename "$1" | sed 's/^vmlinuz-//')
 	kernel=$(RRD_KERNEL=$1 rrd_preflight "$name" qemu-system-x86_64 mkfs.ext4 debugfs debootstrap systemctl) ||
 		{ echo "$kernel"; return 0; }
 	boot=$kernel
@@ -137,6 +144,8 @@ run_one() {
 	[ "$RRS_INSTALL" = deb ] && base=$((base + 1200))
 	# OVMF and systemd-boot before the first boot.
 	[ "$RRS_BOOT" = uki ] && base=$((base + 300))
+	# Fleet: etcd's start, the fail-closed wait and a rerandd restart.
+	[ "$fleet" = 1 ] && base=$((base + 300))
 	tmo=${RRS_TIMEOUT:-$((base + 300 * target))}
 	t0=$EPOCHSECONDS
 	rc=0

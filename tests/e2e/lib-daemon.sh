@@ -74,6 +74,10 @@ rrd_initrd() {
 	e2e_copy_bin "$E2E_RERAND" "$r" /bin/rerand || e2e_die "cannot copy $E2E_RERAND"
 	e2e_copy_bin "$RRD_RERANDD" "$r" /sbin/rerandd || e2e_die "cannot copy $RRD_RERANDD"
 	install -m 0755 "$E2E_DIR/daemon-init.sh" "$r/init"
+	# The image builder's user (ImageUser=rerand), as systemd-sysusers
+	# makes it from systemd/sysusers.d/rerand.conf on a real system.
+	printf 'root:x:0:0:root:/:/bin/sh\nrerand:x:999:999:rerand image builder:/:/sbin/nologin\n' >"$r/etc/passwd"
+	printf 'root:x:0:\nrerand:x:999:\n' >"$r/etc/group"
 	mknod -m 0600 "$r/dev/console" c 5 1 2>/dev/null || true
 	(cd "$r" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$tmp/initrd.cpio" ||
 		e2e_die "cpio failed"

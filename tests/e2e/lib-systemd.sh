@@ -27,6 +27,11 @@
 # RRS_FW=ovmf-sb makes rrs_qemu boot OVMF with the snakeoil keys enrolled
 # (lib-sb.sh), so the guest is locked down.
 #
+# Fleet (check-systemd-fleet.sh): RRS_FLEET=1 adds Debian's etcd-server and
+# etcd-client to the base root (its own cache key), keeps the etcd.service
+# the package ships enabled, and rrs_fill adds a [Fleet] drop-in (etcd on the
+# guest's loopback, group e2e, one slot); the agent does the rest.
+#
 # Nothing here needs root inside the sandbox but debootstrap itself.
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib-daemon.sh"
@@ -38,12 +43,14 @@ RRS_MIRROR=${RRS_MIRROR:-http://deb.debian.org/debian}
 RRS_CACHE=${RRS_CACHE:-${XDG_CACHE_HOME:-${HOME:-/var/tmp}/.cache}/rerand-e2e}
 RRS_DISK_MIB=${RRS_DISK_MIB:-1536}
 # The guest's own systemd stack plus what the tests use in the guest.
-# libcurl4: rerandd dlopen()s it for a fleet backend (ldd does not show it).
+# libcurl4: rerand-fleetd (the fleet helper that `make install` also ships)
+# links it; rerandd no longer loads it.
 RRS_BASE_PKGS="systemd systemd-sysv udev dbus kexec-tools procps libcurl4"
 # RRS_INSTALL=deb: the second kernel package's dependencies too (kmod and
 # initramfs-tools: what a Debian kernel package needs to configure).
 RRS_INSTALL=${RRS_INSTALL:-tree}
 [ "$RRS_INSTALL" = deb ] && RRS_BASE_PKGS="$RRS_BASE_PKGS kmod initramfs-tools"
+[ "${RRS_FLEET:-0}" = 1 ] && RRS_BASE_PKGS+=" etcd-server etcd-client"
 # Bump when the way the base root is made changes (part of its cache key).
 RRS_ROOTFS_VERSION=1
 # Where the Secure Boot guest's pre-signed images live (not rerandd's default
@@ -99,7 +106,7 @@ rrs_rootfs() {
 rrs_deb() {
 	local deb
 	deb=$(ls -t "$E2E_TOP"/rerand_*_amd64.deb 2>/dev/null | head -n 1)
-	if [ -z "$deb" ] || [ -n "$(cd "$E2E_TOP" && find Makefile debian src kexec daemon include systemd etc docs \
+	if [ -z "$deb" ] || [ -n "$(cd "$E2E_TOP" && find Makefile debian src kexec daemon fleetd include systemd etc docs \
 		-newer "$deb" -type f -print -quit 2>/dev/null)" ]; then
 		echo "# make deb (the guest installs the package)" >&2
 		mkdir -p "$E2E_BUILD" || return 1
@@ -205,6 +212,28 @@ rrs_fill() {
 	done
 	install -d "$d/etc/rerand/rerand.conf.d" || return 1
 	rrs_conf "$mode" >"$d/etc/rerand/rerand.conf.d/50-e2e.conf"
+	if [ "${RRS_FLEET:-0}" = 1 ]; then
+		# Debian's etcd.service (etcd-server) on 127.0.0.1:2379.  LockTTL
+		# covers a kexec reboot and a boot under TCG on a loaded host.
+		systemctl --root="$d" enable etcd.service >/dev/null 2>&1 ||
+			{ echo "e2e: systemctl --root enable etcd failed (etcd-server in the root?)" >&2; return 1; }
+		printf '# tests/e2e/lib-systemd.sh: fleet mode against the guest'"'"'s own etcd
+[Fleet]
+Backend=etcd
+Endpoints=http://127.0.0.1:2379
+Group=e2e
+MaxConcurrent=1
+LockTTL=30min
+Timeout=5
+RetryBaseMSec=2000
+RetryMaxMSec=10000
+' \
+			>"$d/etc/rerand/rerand.conf.d/45-e2e-fleet.conf"
+		echo etcd >"$d/var/lib/rerand-e2e/fleet"
+		# The fleet client's own unit, as make install ships it.
+		systemctl --root="$d" enable rerand-fleetd.socket >/dev/null 2>&1 ||
+			{ echo "e2e: systemctl --root enable rerand-fleetd.socket failed" >&2; return 1; }
+	fi
 	echo "$target" >"$d/var/lib/rerand-e2e/target"
 	echo "$mode" >"$d/var/lib/rerand-e2e/mode"
 	echo "${RRS_SECURITY_MAX:-2.0}" >"$d/var/lib/rerand-e2e/security-max"

@@ -51,6 +51,7 @@ HookTimeout=20s
 
 $(cat "$fleet")
 MachineIDFile=$hd/machine-id
+HelperSocket=$hd/run/fleet.sock
 $extra
 EOF
 }
@@ -82,6 +83,8 @@ host_run() {
 			ev "$id" UNSAFE_CONFIG
 			return 1
 		fi
+		# the host's rerand-fleetd: what rerand-fleetd.socket starts on a real one
+		fleetd_start "$hd"
 		rerandd_start "$hd"
 		pid=$(<"$hd/pid")
 		ev "$id" BOOT "$(procfs_text "$hd/boot_id")"
@@ -90,11 +93,13 @@ host_run() {
 		done
 		if [ -e "$hd/reboot-requested" ] && [ "$mode" = die ]; then
 			kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+			fleetd_stop "$hd" KILL
 			ev "$id" DIED
 			return 0
 		fi
 		if [ -e "$hd/reboot-requested" ]; then
 			kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+			fleetd_stop "$hd" TERM
 			ev "$id" DOWN
 			sleep "$DOWN"
 			procfs_fixture "$hd/boot_id" "$(cat /proc/sys/kernel/random/uuid)"$'\n'
@@ -104,15 +109,32 @@ host_run() {
 		fi
 		if [ -e "$hd/stop" ]; then
 			kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+			fleetd_stop "$hd" TERM
 			return 0
 		fi
 		wait "$pid" 2>/dev/null
 		ev "$id" EXITED
 		# killed by the test: the same boot, restarted only when asked
 		while [ ! -e "$hd/restart" ] && [ ! -e "$hd/stop" ]; do sleep 0.1; done
-		[ -e "$hd/stop" ] && return 0
+		[ -e "$hd/stop" ] && { fleetd_stop "$hd" TERM; return 0; }
 		rm -f "$hd/restart"
 	done
+}
+
+# fleetd_start DIR: the host's rerand-fleetd on DIR/run/fleet.sock (unless one
+# runs), output appended to DIR/fleetd.log; fleetd_stop DIR SIGNAL: stopped.
+fleetd_start() {
+	[ -e "$1/fleetd.pid" ] && kill -0 "$(<"$1/fleetd.pid")" 2>/dev/null && return 0
+	rm -f "$1/run/fleet.sock"
+	"$FLEETD" --socket "$1/run/fleet.sock" >>"$1/fleetd.log" 2>&1 &
+	echo $! >"$1/fleetd.pid"
+	# as with rerand-fleetd.socket, the socket is there before rerandd starts
+	wait_for 10 test -S "$1/run/fleet.sock"
+}
+fleetd_stop() {
+	[ -e "$1/fleetd.pid" ] || return 0
+	kill -"$2" "$(<"$1/fleetd.pid")" 2>/dev/null; wait "$(<"$1/fleetd.pid")" 2>/dev/null
+	rm -f "$1/fleetd.pid"
 }
 
 # host_due_in ID SECONDS: this "boot" began MaxLayoutAge (1 h) minus SECONDS ago, so

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fleet.h"
+#include "fleetd.h"
 
 static int log_fd = -1;
 static char host_id[FLEET_ID_MAX] = "?";
@@ -332,7 +332,8 @@ int main(int argc, char **argv)
 		}
 	} else if (!strcmp(cmd, "metrics")) {
 		r = fleet_acquire(f);
-		fleet_metrics_format(f, buf, sizeof(buf));
+		fleet_metrics_text(fleet_backend_name(c.backend), c.group, fleet_state(f),
+				   fleet_errors(f), buf, sizeof(buf));
 		fputs(buf, stdout);
 		if (r == 1)
 			fleet_release(f);

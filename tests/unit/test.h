@@ -29,6 +29,21 @@ static int t_run, t_failed;
 	if (_a != _b) printf("#   got %llu, want %llu\n", _a, _b);        \
 } while (0)
 
+/* The stage's decoder copy widths (lz4dec.h's enum rr_simd, by value, so
+ * that tests not about the decoder need not include it): a name, and
+ * whether this CPU runs it (a test of a width it lacks is a skip). */
+static inline const char *t_simd_name(int simd)
+{
+	return simd == 2 ? "avx2" : simd == 1 ? "sse2" : "8-byte";
+}
+
+static inline int t_simd_usable(int simd)
+{
+	__builtin_cpu_init();
+	return simd == 0 || (simd == 1 && __builtin_cpu_supports("sse2")) ||
+	       (simd == 2 && __builtin_cpu_supports("avx2"));
+}
+
 static inline int t_done(void)
 {
 	printf("1..%d\n", t_run);

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "lz4dec.h"
 #include "select.h"
 #include "test.h"
 
@@ -34,6 +35,14 @@ static void test_flags(void)
 	T_OK(c.debug, "flags: rerand.debug=1");
 	c = parse("rerand.debug=0");
 	T_OK(!c.debug, "flags: rerand.debug=0 is off");
+	c = parse("root=/dev/vda");
+	T_OK(!c.has_simd_max, "flags: no rerand.simd, no limit on the copy width");
+	c = parse("rerand.simd=sse2");
+	T_OK(c.has_simd_max && c.simd_max == RR_SIMD_SSE2, "flags: rerand.simd=sse2");
+	c = parse("rerand.simd=avx2 rerand.simd=none");
+	T_OK(c.has_simd_max && c.simd_max == RR_SIMD_NONE, "flags: rerand.simd=none, the last one wins");
+	c = parse("rerand.simd=avx512 rerand.simd rerand.simd=");
+	T_OK(!c.has_simd_max, "flags: unknown or empty rerand.simd values are ignored");
 	c = parse("\tnokaslr\n");
 	T_OK(c.nokaslr, "flags: tabs and newlines separate words");
 	c = parse("quiet -- nokaslr rerand.debug");

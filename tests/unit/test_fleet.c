@@ -10,7 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fleet.h"
+#include "rerandd.h"         /* fleet.h: fleet_metrics_text() */
+#include "fleetd.h"
+#include "backend.h"
 #include "test.h"
 
 static uint64_t sm_state = 0x9e3779b97f4a7c15ull;
@@ -282,7 +284,7 @@ static void test_identity_and_none(void)
 	T_OK(!fleet_open(&c, &f, err, sizeof(err)), "Backend=none opens without an identity");
 	T_OK(fleet_acquire(f) == 1 && fleet_state(f) == FLEET_ST_DISABLED && fleet_refresh(f) == 1 &&
 	     fleet_release(f) == 0, "Backend=none: always allowed, state disabled");
-	T_OK(fleet_metrics_format(f, m, sizeof(m)) > 0 &&
+	T_OK(fleet_metrics_text("none", "default", fleet_state(f), fleet_errors(f), m, sizeof(m)) > 0 &&
 	     strstr(m, "rerand_fleet_lock_state{backend=\"none\",group=\"default\"} 0\n") &&
 	     strstr(m, "rerand_fleet_errors_total{backend=\"none\"} 0\n"), "metrics: both series present");
 	fleet_close(f);
@@ -292,8 +294,63 @@ static void test_identity_and_none(void)
 	T_OK(fleet_open(&c, &f, err, sizeof(err)) == -ENOENT, "Backend=etcd without a machine id does not open");
 }
 
+/* rerandd <-> rerand-fleetd: what one side writes the other reads back, and
+ * lines out of shape are refused whole. */
+static void test_proto(void)
+{
+	static struct fleet_request q, q2;
+	static struct fleet_reply p, p2;
+	char line[FLEET_LINE_MAX];
+	int n;
+
+	q.seq = 7;
+	q.verb = FLEET_V_OPEN;
+	q.nr_args = 2;
+	snprintf(q.args[0], sizeof(q.args[0]), "Endpoints=a:1,b:2");
+	snprintf(q.args[1], sizeof(q.args[1]), "CACert=/etc/with space/%%ca-.pem");
+	n = fleet_proto_format_request(&q, line, sizeof(line));
+	T_OK(n > 0 && line[n - 1] == '\n' && strchr(line, '\n') == line + n - 1, "proto: a request is one line");
+	T_OK(!fleet_proto_parse_request(line, (size_t)n - 1, &q2) && q2.seq == 7 &&
+	     q2.verb == FLEET_V_OPEN && q2.nr_args == 2 && !strcmp(q2.args[1], q.args[1]),
+	     "proto: a request round-trips, spaces and %% included");
+	p.seq = 9;
+	p.rc = -ETIMEDOUT;
+	p.state = FLEET_ST_HELD;
+	p.errors = 3;
+	snprintf(p.id, sizeof(p.id), "host-1");
+	snprintf(p.token, sizeof(p.token), "%s", "");
+	snprintf(p.msg, sizeof(p.msg), "etcd: no endpoint answered (2 tried)");
+	p.has_status = true;
+	p.st.max_concurrent = 2;
+	p.st.nr_holders = 2;
+	p.st.holders[0] = (struct fleet_holder){ .id = "a b", .slot = 0, .lease = 0x1234, .ttl = 9 };
+	p.st.holders[1] = (struct fleet_holder){ .id = "-", .slot = 5, .lease = -1, .ttl = -1 };
+	n = fleet_proto_format_reply(&p, line, sizeof(line));
+	T_OK(n > 0 && !fleet_proto_parse_reply(line, (size_t)n - 1, &p2) && p2.seq == 9 &&
+	     p2.rc == -ETIMEDOUT && p2.state == FLEET_ST_HELD && p2.errors == 3 &&
+	     !strcmp(p2.id, "host-1") && !*p2.token && !strcmp(p2.msg, p.msg) && p2.has_status &&
+	     p2.st.nr_holders == 2 && !strcmp(p2.st.holders[0].id, "a b") &&
+	     !strcmp(p2.st.holders[1].id, "-") && p2.st.holders[1].slot == 5 && p2.st.nr_stray == 1,
+	     "proto: a reply with holders round-trips (an id of \"-\" is not the empty one)");
+	T_OK(fleet_proto_parse_reply("R 1 2 0 0 - - -", 15, &p2) == -EBADMSG, "proto: rc 2 is refused");
+	T_OK(fleet_proto_parse_reply("R 1 1 9 0 - - -", 15, &p2) == -EBADMSG, "proto: state 9 is refused");
+	T_OK(fleet_proto_parse_reply("R 1 1 3 0 - - a%0Ab", 19, &p2) == -EBADMSG,
+	     "proto: an encoded newline in a message is refused");
+	T_OK(fleet_proto_parse_reply("R 1 1 3 0 - -  x", 16, &p2) == -EBADMSG, "proto: an empty field is refused");
+	T_OK(fleet_proto_parse_reply("R 1 1 3 0 - - x ", 16, &p2) == -EBADMSG, "proto: a trailing space is refused");
+	T_OK(fleet_proto_parse_reply("R 1 1 3 0 - -", 13, &p2) == -EBADMSG, "proto: a missing field is refused");
+	T_OK(fleet_proto_parse_reply("R 1 1 3 0 - - x 2 2 0 0 0 0 a", 29, &p2) == -EBADMSG,
+	     "proto: fewer holders than announced is refused");
+	T_OK(fleet_proto_parse_reply("R 1 1 3 0 - - x 2 65 0", 22, &p2) == -EBADMSG,
+	     "proto: more holders than slots exist is refused");
+	T_OK(fleet_proto_parse_request("Q 1 reboot", 10, &q2) == -EBADMSG, "proto: an unknown verb is refused");
+	T_OK(fleet_proto_parse_request("Q 1 resume", 10, &q2) == -EBADMSG, "proto: resume without its token is refused");
+	T_OK(fleet_proto_parse_request("Q 1 acquire x", 13, &q2) == -EBADMSG, "proto: acquire with an argument is refused");
+}
+
 int main(void)
 {
+	test_proto();
 	test_backoff();
 	test_spread();
 	test_b64();

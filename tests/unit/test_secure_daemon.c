@@ -104,6 +104,8 @@ static void base_config(struct rr_config *c, const char *kernel)
 	/* the unit test has no stage blob linked in: rerandd's `rerand image` path */
 	if (getcwd(c->rerand_bin, sizeof(c->rerand_bin) - 16))
 		strcat(c->rerand_bin, "/build/rerand");
+	/* as root the builder runs as ImageUser=; a build host has no "rerand" */
+	snprintf(c->image_user, sizeof(c->image_user), "nobody");
 	mkdir(c->state_dir, 0700);
 	mkdir(c->signed_dir, 0700);
 }

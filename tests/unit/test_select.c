@@ -294,10 +294,40 @@ static void test_top(void)
 	free(m);
 }
 
+/* Every slot_at against the naive scan of [0, 6 GiB); bad counts mismatches. */
+static int check_all_slots(const struct rr_memmap *m, const struct rr_select_params *p)
+{
+	uint64_t count = rr_phys_slot_count(m, p), idx = 0, addr;
+	int bad = 0;
+
+	for (uint64_t a = 0; a < 6 * GIB; a += p->align) {
+		if (!naive_ok(m, p, a))
+			continue;
+		if (rr_phys_slot_at(m, p, idx, &addr) != 0 || addr != a)
+			bad++;
+		idx++;
+	}
+	if (idx != count || rr_phys_slot_at(m, p, count, &addr) != -1)
+		bad++;
+	return bad;
+}
+
+/* Stable insertion sort by start only: overlaps, nesting, duplicates and
+ * ties stay, so the in-order walk (not the merge) is what gets tested. */
+static void sort_by_start(struct rr_range *r, unsigned n)
+{
+	for (unsigned i = 1; i < n; i++)
+		for (unsigned j = i; j > 0 && r[j - 1].start > r[j].start; j--) {
+			struct rr_range t = r[j];
+			r[j] = r[j - 1];
+			r[j - 1] = t;
+		}
+}
+
 static void test_random_maps(void)
 {
 	struct rr_memmap *m = new_map();
-	int bad = 0;
+	int bad = 0, bad_sorted = 0, bad_norm = 0, in_order = 0;
 	unsigned seed = 12345;
 
 	for (int it = 0; it < 300; it++) {
@@ -315,22 +345,27 @@ static void test_random_maps(void)
 		}
 		p.min_addr = (uint64_t)(rand_r(&seed) % 64) * MIB + (rand_r(&seed) % 2 ? 4096 : 0);
 		p.max_addr = rand_r(&seed) % 4 ? 8 * GIB : (uint64_t)(rand_r(&seed) % 5000) * MIB;
-		uint64_t count = rr_phys_slot_count(m, &p), idx = 0, addr;
-		for (uint64_t a = 0; a < 6 * GIB; a += p.align) {
-			if (!naive_ok(m, &p, a))
-				continue;
-			if (rr_phys_slot_at(m, &p, idx, &addr) != 0 || addr != a)
-				bad++;
-			idx++;
-		}
-		if (idx != count || rr_phys_slot_at(m, &p, count, &addr) != -1)
-			bad++;
-		/* normalizing the table must not change the answer */
+		/* As given (mostly out of order: the scanning walk). */
+		uint64_t count = rr_phys_slot_count(m, &p);
+		bad += check_all_slots(m, &p);
+		/* In start order but unmerged, with an emptied range now and
+		 * then: the in-order walk, same answers. */
+		sort_by_start(m->ram, m->nr_ram);
+		sort_by_start(m->avoid, m->nr_avoid);
+		if (it % 3 == 0 && m->nr_avoid > 1)
+			m->avoid[rand_r(&seed) % m->nr_avoid].end = 0;  /* empty: ignored by both */
+		if (rr_phys_slot_count(m, &p) != count && !(it % 3 == 0 && m->nr_avoid > 1))
+			bad_sorted++;
+		bad_sorted += check_all_slots(m, &p);
+		in_order += m->nr_ram > 1 || m->nr_avoid > 1;
+		/* Normalized: merged too. */
 		rr_memmap_normalize(m);
-		if (rr_phys_slot_count(m, &p) != count)
-			bad++;
+		bad_norm += check_all_slots(m, &p);
 	}
-	T_OK(bad == 0, "300 random maps: count, every slot_at and normalize agree with the naive scan");
+	T_OK(bad == 0, "300 random maps as given: count and every slot_at agree with the naive scan");
+	T_OK(bad_sorted == 0 && in_order > 200,
+	     "the same %d maps in start order, unmerged, some with an empty range: same answers", in_order);
+	T_OK(bad_norm == 0, "the same maps normalized: count and every slot_at agree with the naive scan");
 	free(m);
 }
 
@@ -341,8 +376,11 @@ static void test_tables(void)
 
 	for (unsigned i = 0; i < 3 * RR_MAX_RAM; i++)
 		rr_memmap_add_ram(m, 16 * MIB + i * 4096, 16 * MIB + (i + 1) * 4096);
-	T_OK(!m->ram_dropped && !m->overflow, "tables: 768 touching RAM pieces fit after merging");
-	T_EQ_U64(rr_phys_slot_count(m, &p), 1, "tables: merged pieces give one 2 MiB slot (3 MiB of RAM)");
+	T_OK(!m->ram_dropped && !m->overflow, "tables: %u touching RAM pieces fit after merging",
+	     3 * RR_MAX_RAM);
+	/* 3 * RR_MAX_RAM pages from 16 MiB up: one range, whole 2 MiB slots in it. */
+	T_EQ_U64(rr_phys_slot_count(m, &p), (3ULL * RR_MAX_RAM * 4096) / (2 * MIB),
+		 "tables: merged pieces give one 2 MiB slot per 2 MiB of their %u KiB", 3 * RR_MAX_RAM * 4);
 	rr_memmap_init(m);
 	for (unsigned i = 0; i < RR_MAX_RAM + 5; i++)
 		rr_memmap_add_ram(m, (uint64_t)i * 64 * MIB, (uint64_t)i * 64 * MIB + 32 * MIB);

@@ -98,6 +98,10 @@ int main(void)
 	snprintf(c.initrd, sizeof(c.initrd), "none");
 	c.cmdline_set = true;
 	snprintf(c.cmdline, sizeof(c.cmdline), "root=/dev/vda1");
+	/* The builder is this tree's rerand; as root it runs as nobody (no
+	 * "rerand" user on a build host). */
+	snprintf(c.rerand_bin, sizeof(c.rerand_bin), "%s/build/rerand", T_TOP);
+	snprintf(c.image_user, sizeof(c.image_user), "nobody");
 	T_OK(stage_plan(&c, NULL, &p, &e) == 0 && !strcmp(p.sha, ksha) &&
 	     !strcmp(p.stage_sha, stage_blob_sha()), "the plan carries both hashes %s", e.msg);
 	snprintf(cmd, sizeof(cmd), "%s/images/%s.%s.img", dir, ksha, stage_blob_sha());

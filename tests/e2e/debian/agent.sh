@@ -28,6 +28,9 @@ target=$(cat "$D/target")
 mode=$(cat "$D/mode")
 security_max=$(cat "$D/security-max")
 sbimg="" signer=""
+fleet=$(cat "$D/fleet" 2>/dev/null)    # "etcd" in fleet mode (check-systemd-fleet.sh)
+ETCD=127.0.0.1:2379
+ectl() { ETCDCTL_API=3 timeout 20 etcdctl --endpoints="$ETCD" "$@"; }
 [ -r "$D/secureboot" ] && { read -r sbimg; read -r signer; } <"$D/secureboot"
 
 say() { echo "$*" >&3; echo "$*"; }
@@ -95,11 +98,30 @@ st=/proc/$pid/status
 caps=$(grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' "$st" 2>/dev/null | tr -s '\t ' ' ' | tr '\n' ' ')
 say "RRS-INFO n=$n caps=$caps"
 # docs/design.md, "Privileges": effective CAP_SYS_BOOT (22) only; permitted
-# and inheritable CAP_SYS_BOOT + CAP_SYS_ADMIN (21); bounding set as the unit
-# leaves it (plus CAP_SYSLOG, 34, which rerandd cannot drop without
-# CAP_SETPCAP); no ambient capability.
-want="CapInh: 0000000000600000 CapPrm: 0000000000600000 CapEff: 0000000000400000 CapBnd: 0000000400600000 CapAmb: 0000000000000000 NoNewPrivs: 1 "
+# and inheritable CAP_SYS_BOOT + CAP_SYS_ADMIN (21); permitted only
+# CAP_SETGID, CAP_SETUID, CAP_SETPCAP (6-8), for the image builder child to
+# become the rerand user; bounding set the same five (with CAP_SETPCAP
+# rerandd drops CAP_SYSLOG, 34, from it after opening /dev/kmsg); no ambient
+# capability.
+want="CapInh: 0000000000600000 CapPrm: 00000000006001c0 CapEff: 0000000000400000 CapBnd: 00000000006001c0 CapAmb: 0000000000000000 NoNewPrivs: 1 "
 tap "$([ "$caps" = "$want" ]; echo $?)" "rerandd capabilities as designed: CapEff 0x400000 (CAP_SYS_BOOT), NoNewPrivs 1" "got: $caps"
+# The image builder: the user sysusers.d/rerand.conf (from make install)
+# made, and a built image staged, which under this root rerandd can only
+# have been written by a child that became that user (stage.c).
+wait_for 300 sh -c 'rerand status --json 2>/dev/null | grep -q "\"staged\":true"'
+js=$(rerand status --json 2>&1)
+pw=$(getent passwd rerand)
+src=$(jval "$js" image_source)
+tap "$([ -n "$pw" ] && [ "${pw%%:*}" = rerand ] && [ "$(cut -d: -f3 <<<"$pw")" != 0 ] &&
+	{ [ -n "$sbimg" ] || [ "$src" = built ]; } && [ -z "$(jval "$js" stage_error)" ]; echo $?)" \
+	"the rerand user exists (sysusers.d) and rerandd staged ${src:-no} image" "passwd '$pw', status $js"
+# Boot 0 built the image (later boots find it cached): rerandd says as whom.
+if [ "$n" -eq 0 ] && [ -z "$sbimg" ]; then
+	jl=$(journalctl -b -u rerandd.service -o cat --no-pager 2>&1 | grep -m1 '^built .* as rerand without capabilities')
+	tap "$([ -n "$jl" ]; echo $?)" "the journal says the image was built as rerand without capabilities" \
+		"$(journalctl -b -u rerandd.service -o cat --no-pager 2>&1 | grep -iE 'built|image|ImageUser' | tail -n 3 | tr '\n' ';')"
+fi
+
 score=$(systemd-analyze security rerandd.service --no-pager 2>/dev/null |
 	sed -n 's/.*Overall exposure level for rerandd.service: \([0-9.]*\).*/\1/p')
 say "RRS-INFO n=$n exposure=${score:-none}"
@@ -225,6 +247,37 @@ if [ "$n" -gt 0 ]; then
 		[ "$(jval "$vj" randomized)" = true ] && [ "$(jval "$vj" weak)" = false ] &&
 			case "+$src+" in *+kernel-seed+*) true ;; *) false ;; esac && ok=0
 		tap "$ok" "rerand verify: randomized, kernel-seed among the sources ($src)" "$vj"
+	fi
+	if [ -n "$fleet" ]; then
+		# The slot came back with the reboot, and rerandd gave it back
+		# once the boot was verified and its health hooks passed.
+		mid=$(cat /etc/machine-id)
+		wait_for 180 sh -c "[ -z \"\$(ETCDCTL_API=3 etcdctl --endpoints=$ETCD get --prefix /rerand/fleet/ --keys-only 2>&1)\" ] &&
+			journalctl -b -u rerandd -o cat | grep -q 'fleet: slot released'"
+		keys=$(ectl get --prefix /rerand/fleet/ --keys-only 2>&1)
+		leases=$(ectl lease list 2>&1 | head -n 1)
+		jl=$(journalctl -b -u rerandd.service -o cat --no-pager 2>&1 | grep 'fleet:')
+		fj=$(rerand status --json 2>&1 | grep -o '"fleet":{[^}]*}')
+		echo "$jl" >"$D/out/fleet-journal.$n.txt"
+		tap "$(grep -q 'fleet: took slot .* back after the reboot' <<<"$jl" && grep -q 'fleet: slot released' <<<"$jl" &&
+			[ -z "$keys" ] && [ "$leases" = "found 0 leases" ] && [ "$(jval "$fj" state)" = idle ] &&
+			[ -z "$(jval "$fj" waiting_because)" ]; echo $?)" \
+			"fleet: the slot taken before the reboot was resumed and given back (no slot key, $leases, state $(jval "$fj" state))" \
+			"keys '$keys'; $leases; $(tr '\n' '|' <<<"$jl"); $fj"
+		# etcd's own history, replayed from revision 1: the slot key was
+		# created with this machine's id and deleted again.
+		hist=$(ETCDCTL_API=3 timeout 8 etcdctl --endpoints="$ETCD" watch --rev=1 --prefix /rerand/fleet/ 2>&1)
+		echo "$hist" >"$D/out/etcd-history.$n.txt"
+		put=$(grep -A2 -x PUT <<<"$hist" | tr '\n' ' ')
+		del=$(grep -A1 -x DELETE <<<"$hist" | tr '\n' ' ')
+		tap "$(grep -q "/rerand/fleet/e2e/slot/0 $mid" <<<"$put" && grep -q '/rerand/fleet/e2e/slot/0' <<<"$del"; echo $?)" \
+			"etcd history: PUT /rerand/fleet/e2e/slot/0 = this machine's id, then DELETE" "$(tr '\n' '|' <<<"$hist" | cut -c1-400)"
+		grep -q 'rerandd\[[0-9]*\]: fleet: slot taken' <<<"$pj"
+		tap $? "previous boot's journal: rerandd took the slot before rebooting" \
+			"$(grep 'fleet:' <<<"$pj" | tail -n 3 | tr '\n' '|')"
+		st_txt=$(rerand status 2>&1)
+		grep -q "^fleet: *etcd, group e2e as .*: idle" <<<"$st_txt"
+		tap $? "rerand status: fleet etcd, group e2e, idle" "$(grep -i fleet <<<"$st_txt" | tr '\n' '|')"
 	fi
 	# This kernel runs on the command line rerandd staged (read from the
 	# running kernel's /proc/cmdline, size 0 in stat on 6.1): it must hold
@@ -418,6 +471,20 @@ if [ -r "$D/kernel2.deb" ] && [ -z "$sbimg" ] && [ "$n" -ge "$target" ]; then
 	kl=$(cat /sys/kernel/kexec_loaded 2>&1)
 	tap "$([ "$kl" = 1 ] && journalctl -b -u rerandd -o cat --no-pager | grep -q '^staged /boot/vmlinuz-'; echo $?)" \
 		"what docs/operations.md says stays does: the staged kexec image (kexec_loaded $kl) and rerandd's journal lines"
+# ---- fleet, boot 0: before rerandd may reboot ------------------------------------
+if [ -n "$fleet" ] && [ "$n" -eq 0 ]; then
+	tap "$(systemctl is-active -q etcd.service && ectl endpoint health >/dev/null 2>&1; echo $?)" \
+		"etcd.service (Debian's etcd-server) is active and healthy on $ETCD" "$(ectl endpoint health 2>&1)"
+	# The fleet client has a unit of its own (make install ships it):
+	# rerandd keeps its network-less sandbox and reaches etcd through it.
+	tap "$([ "$(prop PrivateNetwork)" = yes ] && [ -e /lib/systemd/system/rerand-fleetd.service ] &&
+		systemctl is-enabled -q rerand-fleetd.socket; echo $?)" \
+		"rerandd.service keeps PrivateNetwork=yes; rerand-fleetd.socket is installed and enabled" \
+		"PrivateNetwork=$(prop PrivateNetwork) fleetd socket $(systemctl is-enabled rerand-fleetd.socket 2>&1)"
+	fscore=$(systemd-analyze security rerand-fleetd.service --no-pager 2>/dev/null |
+		sed -n 's/.*Overall exposure level for rerand-fleetd.service: \([0-9.]*\).*/\1/p')
+	say "RRS-INFO n=$n fleetd_exposure=${fscore:-none}"
+	say "RRS-INFO n=$n fleet: rerandd takes the slot through rerand-fleetd and reboots"
 fi
 
 # ---- hand over to rerandd ------------------------------------------------------

@@ -8,7 +8,7 @@
 
 #include <json-c/json.h>
 
-#include "fleet.h"
+#include "backend.h"
 
 int fleet_lock_body(const char *id, const char *group, char *buf, size_t len)
 {
@@ -54,22 +54,28 @@ int fleet_lock_parse_error(const char *body, char *kind, size_t klen, char *valu
 	return r;
 }
 
+/* FleetLock has no lease and no read call: the server holds the slot until
+ * steady-state, so "held" is what this client last did. */
+struct fleet_lock {
+	bool held;
+};
+
 /* 1 on 200, 0 on a refusal (any other HTTP status; kind and value kept for the
  * operator), <0 when no answer came. */
-static int post(struct fleet *f, const char *path)
+static int post(struct fleet_conn *c, const char *path)
 {
-	const struct fleet_config *c = fleet_config_of(f);
+	const struct fleet_config *cfg = c->cfg;
 	struct fleet_http_reply r;
 	char body[FLEET_ID_MAX + FLEET_GROUP_MAX + 64], kind[128], value[256];
 	int rc;
 
-	rc = fleet_lock_body(fleet_identity(f), c->group, body, sizeof(body));
+	rc = fleet_lock_body(c->id, cfg->group, body, sizeof(body));
 	if (rc < 0) {
-		fleet_set_error(f, false, "fleetlock: cannot build the request for id %s group %s",
-				fleet_identity(f), c->group);
+		fleet_conn_error(c, "fleetlock: cannot build the request for id %s group %s",
+				 c->id, cfg->group);
 		return rc;
 	}
-	rc = fleet_http_post(f, c->url, path, body, true, &r);
+	rc = fleet_http_post(c, cfg->url, path, body, true, &r);
 	if (rc < 0)
 		return rc;
 	if (r.status == 200) {
@@ -77,25 +83,79 @@ static int post(struct fleet *f, const char *path)
 		return 1;
 	}
 	if (!fleet_lock_parse_error(r.body, kind, sizeof(kind), value, sizeof(value)))
-		fleet_set_error(f, false, "fleetlock: %s%s: HTTP %ld: %s: %s", c->url, path, r.status,
-				kind, value);
+		fleet_conn_error(c, "fleetlock: %s%s: HTTP %ld: %s: %s", cfg->url, path, r.status,
+				 kind, value);
 	else
-		fleet_set_error(f, false, "fleetlock: %s%s: HTTP %ld without an error body", c->url,
-				path, r.status);
+		fleet_conn_error(c, "fleetlock: %s%s: HTTP %ld without an error body", cfg->url,
+				 path, r.status);
 	free(r.body);
 	/* a server error is an error; a 4xx is the server saying no */
 	return r.status >= 500 && r.status < 600 ? -EPROTO : 0;
 }
 
-int fleet_lock_acquire(struct fleet *f)
+static void *lock_create(void)
 {
-	return post(f, "/v1/pre-reboot");
+	return calloc(1, sizeof(struct fleet_lock));
 }
 
-int fleet_lock_release(struct fleet *f)
+static void lock_destroy(void *be)
 {
-	int r = post(f, "/v1/steady-state");
+	free(be);
+}
+
+static int lock_acquire(struct fleet_conn *c, void *be)
+{
+	struct fleet_lock *l = be;
+	int r = post(c, "/v1/pre-reboot");
+
+	if (r == 1)
+		l->held = true;
+	return r;
+}
+
+static int lock_refresh(struct fleet_conn *c, void *be)
+{
+	struct fleet_lock *l = be;
+
+	if (!l->held)
+		fleet_conn_error(c, "fleetlock: no slot was taken");
+	return l->held ? 1 : 0;
+}
+
+static int lock_release(struct fleet_conn *c, void *be)
+{
+	struct fleet_lock *l = be;
+	int r = post(c, "/v1/steady-state");
 
 	/* the release must be acknowledged before the host counts as steady */
+	if (r == 1)
+		l->held = false;
 	return r == 1 ? 0 : r == 0 ? -EPROTO : r;
 }
+
+static int lock_resume(struct fleet_conn *c, void *be, const char *token)
+{
+	struct fleet_lock *l = be;
+
+	/* the server still counts us until steady-state: say held */
+	l->held = true;
+	return 1;
+}
+
+static int lock_token(const void *be, char *buf, size_t len)
+{
+	if (len)
+		buf[0] = 0;
+	return 0;
+}
+
+const struct fleet_backend_ops fleet_lock_ops = {
+	.name = "fleetlock",
+	.create = lock_create,
+	.destroy = lock_destroy,
+	.acquire = lock_acquire,
+	.refresh = lock_refresh,
+	.release = lock_release,
+	.resume = lock_resume,
+	.token = lock_token,
+};

@@ -9,7 +9,7 @@
 
 #include <json-c/json.h>
 
-#include "fleet.h"
+#include "backend.h"
 
 #define KEY_MAX (FLEET_GROUP_MAX + 64)
 
@@ -19,7 +19,7 @@ struct fleet_etcd {
 	unsigned cur;            /* endpoint that answered last */
 };
 
-struct fleet_etcd *fleet_etcd_new(void)
+static void *etcd_create(void)
 {
 	struct fleet_etcd *e = calloc(1, sizeof(*e));
 	if (e)
@@ -27,14 +27,14 @@ struct fleet_etcd *fleet_etcd_new(void)
 	return e;
 }
 
-void fleet_etcd_free(struct fleet_etcd *e)
+static void etcd_destroy(void *e)
 {
 	free(e);
 }
 
-static void slot_prefix(const struct fleet *f, char *buf, size_t len)
+static void slot_prefix(const struct fleet_conn *c, char *buf, size_t len)
 {
-	snprintf(buf, len, "/rerand/fleet/%s/slot/", fleet_config_of(f)->group);
+	snprintf(buf, len, "/rerand/fleet/%s/slot/", c->cfg->group);
 }
 
 /* ---- JSON helpers ------------------------------------------------------------- */
@@ -187,12 +187,12 @@ int fleet_etcd_parse_range(const char *body, const char *prefix, unsigned max_co
 /* One gateway call.  Endpoints are tried in turn, starting with the last one that
  * answered, until one gives an HTTP answer that is not "unavailable".  0 and the
  * parsed reply, -ENOENT for etcd's NotFound, another -errno otherwise. */
-static int call(struct fleet *f, struct fleet_etcd *e, const char *path, const char *body,
+static int call(struct fleet_conn *c, struct fleet_etcd *e, const char *path, const char *body,
 		json_object **ret)
 {
-	const struct fleet_config *c = fleet_config_of(f);
+	const struct fleet_config *cfg = c->cfg;
 	char last[256] = "no endpoint";
-	unsigned n = c->nr_endpoints;
+	unsigned n = cfg->nr_endpoints;
 
 	for (unsigned i = 0; i < n; i++) {
 		unsigned ep = (e->cur + i) % n;
@@ -201,15 +201,15 @@ static int call(struct fleet *f, struct fleet_etcd *e, const char *path, const c
 		long code;
 		int rc;
 
-		rc = fleet_http_post(f, c->endpoints[ep], path, body, false, &r);
+		rc = fleet_http_post(c, cfg->endpoints[ep], path, body, false, &r);
 		if (rc < 0) {
-			snprintf(last, sizeof(last), "%s", fleet_last_error(f));
+			snprintf(last, sizeof(last), "%.255s", c->err);
 			continue;
 		}
 		root = json_tokener_parse(r.body);
 		if (r.status == 503 || r.status == 502 || r.status == 504 || (!root && r.status != 200)) {
 			/* a member without quorum or a proxy in front of a dead one */
-			snprintf(last, sizeof(last), "%s%s: HTTP %ld", c->endpoints[ep], path, r.status);
+			snprintf(last, sizeof(last), "%s%s: HTTP %ld", cfg->endpoints[ep], path, r.status);
 			json_object_put(root);
 			free(r.body);
 			continue;
@@ -217,13 +217,13 @@ static int call(struct fleet *f, struct fleet_etcd *e, const char *path, const c
 		free(r.body);
 		e->cur = ep;
 		if (!root) {
-			fleet_set_error(f, false, "%s%s: the reply is not JSON", c->endpoints[ep], path);
+			fleet_conn_error(c, "%s%s: the reply is not JSON", cfg->endpoints[ep], path);
 			return -EBADMSG;
 		}
 		if (r.status != 200) {
 			const char *msg = j_str(root, "message");
 			code = (long)j_i64(root, "code");
-			fleet_set_error(f, false, "%s%s: HTTP %ld: %s", c->endpoints[ep], path, r.status,
+			fleet_conn_error(c, "%s%s: HTTP %ld: %s", cfg->endpoints[ep], path, r.status,
 					msg ? msg : "error");
 			json_object_put(root);
 			return code == 5 ? -ENOENT : -EPROTO;
@@ -231,41 +231,41 @@ static int call(struct fleet *f, struct fleet_etcd *e, const char *path, const c
 		*ret = root;
 		return 0;
 	}
-	fleet_set_error(f, false, "etcd: no endpoint answered (%u tried; last: %s)", n, last);
+	fleet_conn_error(c, "etcd: no endpoint answered (%u tried; last: %s)", n, last);
 	return -EHOSTUNREACH;
 }
 
-static int range(struct fleet *f, struct fleet_etcd *e, struct fleet_status *st)
+static int range(struct fleet_conn *c, struct fleet_etcd *e, struct fleet_status *st)
 {
 	char prefix[KEY_MAX], end[KEY_MAX], k[KEY_MAX * 2], ke[KEY_MAX * 2], body[KEY_MAX * 5];
 	json_object *root;
 	size_t pl;
 	int r;
 
-	slot_prefix(f, prefix, sizeof(prefix));
+	slot_prefix(c, prefix, sizeof(prefix));
 	snprintf(end, sizeof(end), "%s", prefix);
 	pl = strlen(end);
 	end[pl - 1]++;            /* "…/slot/" .. "…/slot0": every key under the prefix */
 	if (b64(prefix, k, sizeof(k)) || b64(end, ke, sizeof(ke)))
 		return -ENOBUFS;
 	snprintf(body, sizeof(body), "{\"key\":\"%s\",\"range_end\":\"%s\"}", k, ke);
-	r = call(f, e, "/v3/kv/range", body, &root);
+	r = call(c, e, "/v3/kv/range", body, &root);
 	if (r < 0)
 		return r;
-	r = parse_range_obj(root, prefix, fleet_config_of(f)->max_concurrent, st);
+	r = parse_range_obj(root, prefix, c->cfg->max_concurrent, st);
 	json_object_put(root);
 	if (r < 0)
-		fleet_set_error(f, false, "etcd: %s: malformed range reply", prefix);
+		fleet_conn_error(c, "etcd: %s: malformed range reply", prefix);
 	return r;
 }
 
-static int txn(struct fleet *f, struct fleet_etcd *e, const char *body)
+static int txn(struct fleet_conn *c, struct fleet_etcd *e, const char *body)
 {
 	json_object *root;
 	bool ok;
 	int r;
 
-	r = call(f, e, "/v3/kv/txn", body, &root);
+	r = call(c, e, "/v3/kv/txn", body, &root);
 	if (r < 0)
 		return r;
 	ok = j_bool(root, "succeeded");
@@ -273,21 +273,21 @@ static int txn(struct fleet *f, struct fleet_etcd *e, const char *body)
 	return ok ? 1 : 0;
 }
 
-static int lease_grant(struct fleet *f, struct fleet_etcd *e, int64_t *ret)
+static int lease_grant(struct fleet_conn *c, struct fleet_etcd *e, int64_t *ret)
 {
 	char body[64];
 	json_object *root;
 	int64_t id;
 	int r;
 
-	snprintf(body, sizeof(body), "{\"TTL\":\"%" PRId64 "\"}", fleet_config_of(f)->lock_ttl);
-	r = call(f, e, "/v3/lease/grant", body, &root);
+	snprintf(body, sizeof(body), "{\"TTL\":\"%" PRId64 "\"}", c->cfg->lock_ttl);
+	r = call(c, e, "/v3/lease/grant", body, &root);
 	if (r < 0)
 		return r;
 	id = j_i64(root, "ID");
 	json_object_put(root);
 	if (!id) {
-		fleet_set_error(f, false, "etcd: lease grant returned no lease");
+		fleet_conn_error(c, "etcd: lease grant returned no lease");
 		return -EPROTO;
 	}
 	*ret = id;
@@ -295,14 +295,14 @@ static int lease_grant(struct fleet *f, struct fleet_etcd *e, int64_t *ret)
 }
 
 /* Seconds left after renewal, 0 if the lease no longer exists. */
-static int lease_keepalive(struct fleet *f, struct fleet_etcd *e, int64_t lease, int64_t *ret)
+static int lease_keepalive(struct fleet_conn *c, struct fleet_etcd *e, int64_t lease, int64_t *ret)
 {
 	char body[64];
 	json_object *root, *res;
 	int r;
 
 	snprintf(body, sizeof(body), "{\"ID\":\"%" PRId64 "\"}", lease);
-	r = call(f, e, "/v3/lease/keepalive", body, &root);
+	r = call(c, e, "/v3/lease/keepalive", body, &root);
 	if (r < 0)
 		return r;
 	/* a streaming call: the gateway wraps the message in "result" */
@@ -313,14 +313,14 @@ static int lease_keepalive(struct fleet *f, struct fleet_etcd *e, int64_t lease,
 	return 0;
 }
 
-static int lease_revoke(struct fleet *f, struct fleet_etcd *e, int64_t lease)
+static int lease_revoke(struct fleet_conn *c, struct fleet_etcd *e, int64_t lease)
 {
 	char body[64];
 	json_object *root;
 	int r;
 
 	snprintf(body, sizeof(body), "{\"ID\":\"%" PRId64 "\"}", lease);
-	r = call(f, e, "/v3/lease/revoke", body, &root);
+	r = call(c, e, "/v3/lease/revoke", body, &root);
 	if (r == -ENOENT)
 		return 0;             /* expired already: the same outcome */
 	if (r < 0)
@@ -329,14 +329,14 @@ static int lease_revoke(struct fleet *f, struct fleet_etcd *e, int64_t lease)
 	return 0;
 }
 
-static int64_t lease_ttl(struct fleet *f, struct fleet_etcd *e, int64_t lease)
+static int64_t lease_ttl(struct fleet_conn *c, struct fleet_etcd *e, int64_t lease)
 {
 	char body[64];
 	json_object *root;
 	int64_t ttl;
 
 	snprintf(body, sizeof(body), "{\"ID\":\"%" PRId64 "\"}", lease);
-	if (call(f, e, "/v3/lease/timetolive", body, &root) < 0)
+	if (call(c, e, "/v3/lease/timetolive", body, &root) < 0)
 		return -1;
 	ttl = j_i64(root, "TTL");
 	json_object_put(root);
@@ -351,7 +351,7 @@ static void forget(struct fleet_etcd *e)
 	e->slot = -1;
 }
 
-int fleet_etcd_refresh(struct fleet *f, struct fleet_etcd *e)
+static int etcd_refresh(struct fleet_conn *c, struct fleet_etcd *e)
 {
 	struct fleet_status st;
 	int64_t ttl;
@@ -359,69 +359,69 @@ int fleet_etcd_refresh(struct fleet *f, struct fleet_etcd *e)
 
 	if (!e->lease)
 		return 0;
-	r = lease_keepalive(f, e, e->lease, &ttl);
+	r = lease_keepalive(c, e, e->lease, &ttl);
 	if (r < 0)
 		return r;
 	if (ttl <= 0) {
-		fleet_set_error(f, false, "etcd: lease %" PRIx64 " expired: slot lost", (uint64_t)e->lease);
+		fleet_conn_error(c, "etcd: lease %" PRIx64 " expired: slot lost", (uint64_t)e->lease);
 		forget(e);
 		return 0;
 	}
 	/* the lease lives, but an operator may have freed the slot */
-	r = range(f, e, &st);
+	r = range(c, e, &st);
 	if (r < 0)
 		return r;
 	for (unsigned i = 0; i < st.nr_holders; i++)
 		if (st.holders[i].slot == e->slot && st.holders[i].lease == e->lease &&
-		    !strcmp(st.holders[i].id, fleet_identity(f)))
+		    !strcmp(st.holders[i].id, c->id))
 			return 1;
-	fleet_set_error(f, false, "etcd: slot %d is no longer ours", e->slot);
-	lease_revoke(f, e, e->lease);
+	fleet_conn_error(c, "etcd: slot %d is no longer ours", e->slot);
+	lease_revoke(c, e, e->lease);
 	forget(e);
 	return 0;
 }
 
-int fleet_etcd_acquire(struct fleet *f, struct fleet_etcd *e)
+static int etcd_acquire(struct fleet_conn *c, struct fleet_etcd *e)
 {
-	const struct fleet_config *c = fleet_config_of(f);
+	const struct fleet_config *cfg = c->cfg;
 	char prefix[KEY_MAX], key[KEY_MAX + 16], body[2048];
 	bool used[FLEET_MAX_SLOTS] = { false };
 	struct fleet_status st;
 	int64_t lease;
 	int r;
 
-	r = range(f, e, &st);
+	r = range(c, e, &st);
 	if (r < 0)
 		return r;
 	/* recursive: a slot already ours (this boot, or a lease that survived the
 	 * reboot) is kept, not doubled */
 	for (unsigned i = 0; i < st.nr_holders; i++) {
-		if (strcmp(st.holders[i].id, fleet_identity(f)))
+		if (strcmp(st.holders[i].id, c->id))
 			continue;
 		e->lease = st.holders[i].lease;
 		e->slot = st.holders[i].slot;
-		return fleet_etcd_refresh(f, e);
+		return etcd_refresh(c, e);
 	}
-	if (st.nr_holders >= c->max_concurrent) {
-		fleet_set_error(f, false, "etcd: group %s is full (%u of %u slots held)", c->group,
-				st.nr_holders, c->max_concurrent);
+	if (st.nr_holders >= cfg->max_concurrent) {
+		fleet_conn_error(c, "etcd: group %s is full (%u of %u slots held)", cfg->group,
+				st.nr_holders, cfg->max_concurrent);
 		return 0;
 	}
 	for (unsigned i = 0; i < st.nr_holders; i++)
 		if (st.holders[i].slot < FLEET_MAX_SLOTS)
 			used[st.holders[i].slot] = true;
-	r = lease_grant(f, e, &lease);
+	r = lease_grant(c, e, &lease);
 	if (r < 0)
 		return r;
-	slot_prefix(f, prefix, sizeof(prefix));
-	for (unsigned s = 0; s < c->max_concurrent; s++) {
+	slot_prefix(c, prefix, sizeof(prefix));
+	for (unsigned s = 0; s < cfg->max_concurrent; s++) {
 		if (used[s])
 			continue;
 		snprintf(key, sizeof(key), "%s%u", prefix, s);
-		r = fleet_etcd_acquire_body(key, fleet_identity(f), lease, body, sizeof(body));
+		r = fleet_etcd_acquire_body(key, c->id, lease, body, sizeof(body));
 		if (r < 0)
 			break;
-		r = txn(f, e, body);
+		r = txn(c, e, body);
 		if (r == 1) {
 			e->lease = lease;
 			e->slot = (int)s;
@@ -431,35 +431,35 @@ int fleet_etcd_acquire(struct fleet *f, struct fleet_etcd *e)
 			break;
 		/* someone took it between our read and our txn: try the next one */
 	}
-	lease_revoke(f, e, lease);
+	lease_revoke(c, e, lease);
 	if (r == 0)
-		fleet_set_error(f, false, "etcd: group %s: lost the race for every free slot",
-				c->group);
+		fleet_conn_error(c, "etcd: group %s: lost the race for every free slot",
+				cfg->group);
 	return r < 0 ? r : 0;
 }
 
-int fleet_etcd_release(struct fleet *f, struct fleet_etcd *e)
+static int etcd_release(struct fleet_conn *c, struct fleet_etcd *e)
 {
 	struct fleet_status st;
 	char prefix[KEY_MAX], key[KEY_MAX + 16], body[2048];
 	int r;
 
-	r = range(f, e, &st);
+	r = range(c, e, &st);
 	if (r < 0)
 		return r;
-	slot_prefix(f, prefix, sizeof(prefix));
+	slot_prefix(c, prefix, sizeof(prefix));
 	for (unsigned i = 0; i < st.nr_holders; i++) {
-		if (strcmp(st.holders[i].id, fleet_identity(f)))
+		if (strcmp(st.holders[i].id, c->id))
 			continue;
 		snprintf(key, sizeof(key), "%s%d", prefix, st.holders[i].slot);
-		r = delete_body(key, fleet_identity(f), 0, body, sizeof(body));
+		r = delete_body(key, c->id, 0, body, sizeof(body));
 		if (r >= 0)
-			r = txn(f, e, body);
+			r = txn(c, e, body);
 		if (r < 0)
 			return r;
 	}
 	if (e->lease) {
-		r = lease_revoke(f, e, e->lease);
+		r = lease_revoke(c, e, e->lease);
 		if (r < 0)
 			return r;
 	}
@@ -467,7 +467,7 @@ int fleet_etcd_release(struct fleet *f, struct fleet_etcd *e)
 	return 0;
 }
 
-int fleet_etcd_token(const struct fleet_etcd *e, char *buf, size_t len)
+static int etcd_token(const struct fleet_etcd *e, char *buf, size_t len)
 {
 	int n;
 
@@ -480,7 +480,7 @@ int fleet_etcd_token(const struct fleet_etcd *e, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENOBUFS : 0;
 }
 
-int fleet_etcd_resume(struct fleet *f, struct fleet_etcd *e, const char *token)
+static int etcd_resume(struct fleet_conn *c, struct fleet_etcd *e, const char *token)
 {
 	unsigned long long lease;
 	int slot, used = 0;
@@ -490,36 +490,36 @@ int fleet_etcd_resume(struct fleet *f, struct fleet_etcd *e, const char *token)
 		return 0;
 	if (sscanf(token, "%llx:%d%n", &lease, &slot, &used) != 2 || token[used] || !lease ||
 	    slot < 0 || slot >= FLEET_MAX_SLOTS) {
-		fleet_set_error(f, false, "fleet token \"%s\" is malformed", token);
+		fleet_conn_error(c, "fleet token \"%s\" is malformed", token);
 		return 0;
 	}
 	e->lease = (int64_t)lease;
 	e->slot = slot;
-	return fleet_etcd_refresh(f, e);
+	return etcd_refresh(c, e);
 }
 
-int fleet_etcd_status(struct fleet *f, struct fleet_etcd *e, struct fleet_status *st)
+static int etcd_status(struct fleet_conn *c, struct fleet_etcd *e, struct fleet_status *st)
 {
-	int r = range(f, e, st);
+	int r = range(c, e, st);
 
 	if (r < 0)
 		return r;
 	for (unsigned i = 0; i < st->nr_holders; i++)
 		if (st->holders[i].lease)
-			st->holders[i].ttl = lease_ttl(f, e, st->holders[i].lease);
+			st->holders[i].ttl = lease_ttl(c, e, st->holders[i].lease);
 	return 0;
 }
 
-int fleet_etcd_release_host(struct fleet *f, struct fleet_etcd *e, const char *host)
+static int etcd_release_host(struct fleet_conn *c, struct fleet_etcd *e, const char *host)
 {
 	struct fleet_status st;
 	char prefix[KEY_MAX], key[KEY_MAX + 16], body[2048];
 	int r, freed = 0;
 
-	r = range(f, e, &st);
+	r = range(c, e, &st);
 	if (r < 0)
 		return r;
-	slot_prefix(f, prefix, sizeof(prefix));
+	slot_prefix(c, prefix, sizeof(prefix));
 	for (unsigned i = 0; i < st.nr_holders; i++) {
 		if (strcmp(st.holders[i].id, host))
 			continue;
@@ -527,10 +527,39 @@ int fleet_etcd_release_host(struct fleet *f, struct fleet_etcd *e, const char *h
 		/* only the exact key we saw: never a slot re-taken since by someone else */
 		r = delete_body(key, host, st.holders[i].mod_revision, body, sizeof(body));
 		if (r >= 0)
-			r = txn(f, e, body);
+			r = txn(c, e, body);
 		if (r < 0)
 			return r;
 		freed += r;
 	}
 	return freed;
 }
+
+/* ---- the interface (backend.h) ------------------------------------------------ */
+
+static int op_acquire(struct fleet_conn *c, void *e) { return etcd_acquire(c, e); }
+static int op_refresh(struct fleet_conn *c, void *e) { return etcd_refresh(c, e); }
+static int op_release(struct fleet_conn *c, void *e) { return etcd_release(c, e); }
+static int op_resume(struct fleet_conn *c, void *e, const char *t) { return etcd_resume(c, e, t); }
+static int op_token(const void *e, char *buf, size_t len) { return etcd_token(e, buf, len); }
+static int op_status(struct fleet_conn *c, void *e, struct fleet_status *st)
+{
+	return etcd_status(c, e, st);
+}
+static int op_release_host(struct fleet_conn *c, void *e, const char *host)
+{
+	return etcd_release_host(c, e, host);
+}
+
+const struct fleet_backend_ops fleet_etcd_ops = {
+	.name = "etcd",
+	.create = etcd_create,
+	.destroy = etcd_destroy,
+	.acquire = op_acquire,
+	.refresh = op_refresh,
+	.release = op_release,
+	.resume = op_resume,
+	.token = op_token,
+	.status = op_status,
+	.release_host = op_release_host,
+};

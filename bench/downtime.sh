@@ -1,0 +1,78 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# `make bench`, downtime part (issue 15, part 3): whole-reboot downtime in
+# the Debian systemd guest of tests/e2e/lib-systemd.sh, stock against
+# rerand, in alternating pairs within one guest (QEMU TCG, one guest).
+#   stock:  `kexec -l` beforehand, then "go" and `systemctl kexec`;
+#   rerand: "go", then `rerand now`: rerandd decides, checks its blockers
+#           and reboots through the image it keeps staged.
+# Downtime = host time stamp of the new boot's "RRB up" line, printed once
+# multi-user.target is reached (rerand-bench.service), minus that of "go".
+# Both modes run the same services (rerandd, the e2e writer, getty).
+# Usage: bench/downtime.sh OUT_DIR PAIRS [KERNEL]; writes
+# OUT_DIR/data/downtime.tsv (step, mode, seconds) and the guest's logs in
+# OUT_DIR/downtime/.  Never run by `make check`.
+set -u
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT=${1:?usage: bench/downtime.sh OUT_DIR PAIRS [KERNEL]}
+PAIRS=${2:?usage: bench/downtime.sh OUT_DIR PAIRS [KERNEL]}
+export RERAND_KERNELS=${RERAND_KERNELS:-$TOP/../shared/kernels}
+[ -n "${3:-}" ] && export RRD_KERNEL=$3
+export E2E_BUILD=$OUT/downtime/e2e
+# shellcheck source=../tests/e2e/lib-systemd.sh
+. "$TOP/tests/e2e/lib-systemd.sh"
+die() { echo "bench/downtime.sh: $*" >&2; exit 1; }
+
+dir=$OUT/downtime
+mkdir -p "$dir" "$OUT/data" || die "cannot create $dir"
+kernel=$(rrd_preflight downtime qemu-system-x86_64 mkfs.ext4 debootstrap systemctl) ||
+	die "${kernel:-preflight failed}"
+v=$("$E2E_RERAND" inspect "$kernel" 2>/dev/null | sed -n 's/^ *\(kernel \)\{0,1\}version: *\([^ ]*\).*/\2/p' | head -n 1)
+[ -n "$v" ] || v=${kernel##*/vmlinuz-}
+
+# The plan: pairs in alternating order (s r, r s, ...).
+plan=()
+for ((i = 0; i < PAIRS; i++)); do
+	if ((i % 2)); then plan+=(r s); else plan+=(s r); fi
+done
+
+# The disk: the `make vm` guest (rrs_fill mode vm: rerandd, the writer, a
+# getty) plus the bench agent, and a drop-in that keeps rerandd from
+# rebooting unless the agent asked (its blocker command) and from aging out.
+base=$(rrs_rootfs) || die "no base root (debootstrap)"
+root=$(mktemp -d "$dir/root.XXXXXX") || die "mktemp"
+trap 'rm -rf "$root"' EXIT
+rrs_fill "$root" "$base" "$kernel" vm 0 || die "cannot fill the guest root"
+lx="$root/usr/local/libexec/rerand-bench"
+install -d "$lx" "$root/var/lib/rerand-bench" &&
+	install -m 0755 "$TOP/bench/downtime/agent.sh" "$lx/agent" &&
+	install -m 0755 "$TOP/bench/downtime/gate.sh" "$lx/gate" &&
+	install -m 0644 "$TOP/bench/downtime/rerand-bench.service" "$root/etc/systemd/system/" ||
+	die "cannot install the bench agent"
+systemctl --root="$root" enable rerand-bench.service >/dev/null 2>&1 || die "cannot enable rerand-bench"
+printf '# bench/downtime.sh\n[Policy]\nMaxLayoutAge=30d\nBlockerCommand=/usr/local/libexec/rerand-bench/gate\nBlockerTimeout=10s\n' \
+	>"$root/etc/rerand/rerand.conf.d/60-bench.conf"
+echo "${plan[*]}" >"$root/var/lib/rerand-bench/plan"
+echo "/boot/vmlinuz-$v" >"$root/var/lib/rerand-bench/kernel"
+echo "${DOWNTIME_SETTLE:-20}" >"$root/var/lib/rerand-bench/settle"
+e2e_mkfs "$root" "$dir/disk.img" "$RRS_DISK_MIB" rrroot || die "cannot make the disk image"
+rm -rf "$root"
+
+log=$dir/serial.log
+tmo=${DOWNTIME_TIMEOUT:-$((900 + 420 * ${#plan[@]}))}
+echo "bench/downtime.sh: $(basename "$kernel"), ${#plan[@]} reboots (${plan[*]}), timeout ${tmo}s"
+rc=0
+rrs_qemu "$kernel" "$dir/disk.img" "$log" "$dir/ttyS1.log" "$tmo" || rc=$?
+echo "$rc" >"$dir/qemu-rc"
+
+# Host stamps: "EPOCH RRB go N MODE" and "EPOCH RRB up N BOOT_ID".
+# (A marker may share its line with other console output: match it anywhere.)
+awk 'match($0, /RRB (go|up) [0-9]+ [^ ]+/) {
+	split(substr($0, RSTART, RLENGTH), f, " ")
+	if (f[2] == "go") { go[f[3]] = $1; mode[f[3]] = f[4] } else up[f[3]] = $1 }
+     END { for (n in go) if (n in up) printf "downtime\t%d\t%s\t%.3f\n", n, mode[n], up[n] - go[n] }' \
+	"$log" | sort -n -k2 >"$OUT/data/downtime.tsv"
+got=$(grep -c . "$OUT/data/downtime.tsv")
+grep -a 'RRB \(note\|fail\)' "$log" | sed 's/^/# /'
+[ "$got" -eq "${#plan[@]}" ] || die "$got of ${#plan[@]} reboots measured (QEMU exit $rc; $log)"
+echo "bench/downtime.sh: ${#plan[@]} reboots measured: $OUT/data/downtime.tsv"

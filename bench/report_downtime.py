@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""`make bench`, downtime part: the section "Whole-reboot downtime" of
+docs/performance.md from bench/downtime.sh's data (run after bench/report.py,
+like bench/report_scale.py: between its markers, or at the end).  Without
+data it leaves the document alone."""
+import os
+import statistics
+import sys
+
+BEGIN = '<!-- downtime: bench/report_downtime.py -->'
+END = '<!-- /downtime -->'
+
+
+def main():
+    out, docs = sys.argv[1], sys.argv[2]
+    path = os.path.join(out, 'data', 'downtime.tsv')
+    if not os.path.exists(path):
+        return
+    steps = []
+    for line in open(path):
+        c = line.rstrip('\n').split('\t')
+        if c[0] == 'downtime':
+            steps.append((int(c[1]), c[2], float(c[3])))
+    steps.sort()
+    pairs = []
+    for i in range(0, len(steps) - 1, 2):
+        a, b = steps[i], steps[i + 1]
+        m = {a[1]: a[2], b[1]: b[2]}
+        if set(m) == {'s', 'r'}:
+            pairs.append((i // 2 + 1, a[1] + b[1], m['s'], m['r'], m['r'] / m['s']))
+    L = [BEGIN, '## 8. Whole-reboot downtime under systemd', '']
+    L.append('The Debian 12 guest of `tests/e2e/lib-systemd.sh` (systemd as PID 1, rerandd, '
+             'the e2e writer service, a getty; NVMe root, no initrd, QEMU TCG, 1 vCPU) reboots '
+             'itself in alternating pairs (`bench/downtime.sh`, agent `bench/downtime/agent.sh`). '
+             '*Stock*: `kexec -l` of the same kernel beforehand, then `systemctl kexec`. '
+             '*rerand*: `rerand now`, after which rerandd decides, runs its blocker command and '
+             'reboots through the image it keeps staged. Downtime: from the agent\'s "go" line '
+             'right before the command to the new boot\'s first line from a unit ordered after '
+             '`multi-user.target`, both time-stamped by the host on the serial console; it '
+             'includes the old system\'s shutdown, kexec-tools\' purgatory, the stage (rerand), '
+             'the kernel\'s boot and systemd\'s start-up.')
+    L.append('')
+    L.append('| pair | order | stock s | rerand s | rerand ÷ stock |')
+    L.append('|---|---|---|---|---|')
+    for p in pairs:
+        L.append('| %d | %s | %.1f | %.1f | %.2f× |' % (p[0], ' then '.join(
+            'stock' if c == 's' else 'rerand' for c in p[1]), p[2], p[3], p[4]))
+    if pairs and len(pairs) < 10:
+        ms = statistics.median(p[2] for p in pairs)
+        mr = statistics.median(p[3] for p in pairs)
+        L.append('| median | | %.1f | %.1f | %.2f× |' % (ms, mr, mr / ms))
+        L.append('')
+        L.append('Only %d pair(s) ran (`PAIRS` / `BENCH_PAIRS`); the goal (rerand ÷ stock ≤ 1.1× '
+                 'for every one of 10 pairs, median ≤ 1.0×) is **not shown** by so few.' % len(pairs))
+    elif pairs:
+        ms = statistics.median(p[2] for p in pairs)
+        mr = statistics.median(p[3] for p in pairs)
+        worst = max(p[4] for p in pairs)
+        over = sum(p[4] > 1.1 for p in pairs)
+        L.append('| median | | %.1f | %.1f | %.2f× |' % (ms, mr, mr / ms))
+        L.append('')
+        L.append('| goal | limit | measured | verdict |')
+        L.append('|---|---|---|---|')
+        L.append('| downtime rerand ÷ stock, every pair | ≤ 1.1× | worst %.2f×, %d of %d pairs over 1.1× '
+                 '| **%s** |' % (worst, over, len(pairs), 'holds' if over == 0 else 'does not hold'))
+        L.append('| downtime rerand ÷ stock, medians | ≤ 1.0× | %.2f× | **%s** |' % (
+            mr / ms, 'holds' if mr <= ms else 'does not hold'))
+    L.append(END)
+    sec = '\n'.join(L) + '\n'
+    md = os.path.join(docs, 'performance.md')
+    text = open(md).read() if os.path.exists(md) else ''
+    if BEGIN in text and END in text:
+        text = text[:text.index(BEGIN)] + sec.rstrip('\n') + text[text.index(END) + len(END):]
+    else:
+        text = text.rstrip('\n') + '\n\n' + sec
+    open(md, 'w').write(text)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* [Fleet] settings, the host's identity, and the pure timing helpers: shared by
+ * rerandd (which parses the configuration) and rerand-fleetd (which is handed it). */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "fleet.h"
+#include "kernel.h"          /* struct rr_err, rr_read_text() */
+
+/* ---- config ---------------------------------------------------------------- */
+
+void fleet_config_defaults(struct fleet_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->backend = FLEET_BACKEND_NONE;
+	snprintf(c->group, sizeof(c->group), "default");
+	c->max_concurrent = 1;
+	c->lock_ttl = 900;
+	snprintf(c->machine_id, sizeof(c->machine_id), "%s", FLEET_DEFAULT_MACHINE_ID);
+	c->timeout = 5;
+	c->retry_base_ms = 5000;
+	c->retry_max_ms = 300000;
+	snprintf(c->helper, sizeof(c->helper), "%s", FLEET_DEFAULT_HELPER);
+}
+
+const char *fleet_backend_name(enum fleet_backend b)
+{
+	switch (b) {
+	case FLEET_BACKEND_NONE: return "none";
+	case FLEET_BACKEND_ETCD: return "etcd";
+	case FLEET_BACKEND_FLEETLOCK: return "fleetlock";
+	}
+	return "?";
+}
+
+bool fleet_group_valid(const char *g)
+{
+	if (!*g)
+		return false;
+	for (; *g; g++)
+		if (!isalnum((unsigned char)*g) && *g != '.' && *g != '-')
+			return false;
+	return true;
+}
+
+static int set_str(char *dst, size_t dlen, const char *key, const char *v, char *err,
+		   size_t errlen)
+{
+	if (strlen(v) >= dlen) {
+		snprintf(err, errlen, "%s= is too long (at most %zu bytes)", key, dlen - 1);
+		return -EINVAL;
+	}
+	snprintf(dst, dlen, "%s", v);
+	return 0;
+}
+
+static int parse_u64(const char *key, const char *v, uint64_t lo, uint64_t hi, uint64_t *ret,
+		     char *err, size_t errlen)
+{
+	char *end;
+	unsigned long long x;
+
+	errno = 0;
+	if (!isdigit((unsigned char)*v))
+		goto bad;
+	x = strtoull(v, &end, 10);
+	if (errno || *end || x < lo || x > hi)
+		goto bad;
+	*ret = x;
+	return 0;
+bad:
+	snprintf(err, errlen, "%s=%s: want a whole number from %" PRIu64 " to %" PRIu64,
+		 key, v, lo, hi);
+	return -EINVAL;
+}
+
+/* Seconds, with an optional s/min/h suffix (LockTTL=15min). */
+static int parse_seconds(const char *key, const char *v, int64_t *ret, char *err,
+			 size_t errlen)
+{
+	char *end;
+	long long x;
+	int64_t mul = 1;
+
+	errno = 0;
+	if (!isdigit((unsigned char)*v))
+		goto bad;
+	x = strtoll(v, &end, 10);
+	if (errno)
+		goto bad;
+	if (!strcmp(end, "") || !strcmp(end, "s"))
+		mul = 1;
+	else if (!strcmp(end, "min") || !strcmp(end, "m"))
+		mul = 60;
+	else if (!strcmp(end, "h"))
+		mul = 3600;
+	else
+		goto bad;
+	if (x <= 0 || x > 7 * 24 * 3600 / mul)
+		goto bad;
+	*ret = x * mul;
+	return 0;
+bad:
+	snprintf(err, errlen, "%s=%s: want a duration like 30, 90s, 15min or 1h (up to a week)",
+		 key, v);
+	return -EINVAL;
+}
+
+static int set_endpoints(struct fleet_config *c, const char *v, char *err, size_t errlen)
+{
+	char buf[FLEET_MAX_ENDPOINTS * FLEET_STR];
+	char *save = NULL, *tok;
+	unsigned n = 0;
+
+	if (strlen(v) >= sizeof(buf)) {
+		snprintf(err, errlen, "Endpoints= is too long");
+		return -EINVAL;
+	}
+	snprintf(buf, sizeof(buf), "%s", v);
+	for (tok = strtok_r(buf, " ,\t", &save); tok; tok = strtok_r(NULL, " ,\t", &save)) {
+		if (n >= FLEET_MAX_ENDPOINTS) {
+			snprintf(err, errlen, "Endpoints=: more than %d endpoints",
+				 FLEET_MAX_ENDPOINTS);
+			return -EINVAL;
+		}
+		if (strlen(tok) >= FLEET_STR) {
+			snprintf(err, errlen, "Endpoints=: %.40s...: too long", tok);
+			return -EINVAL;
+		}
+		if (strstr(tok, "://") && strncmp(tok, "http://", 7) && strncmp(tok, "https://", 8)) {
+			snprintf(err, errlen, "Endpoints=: %s: only http:// and https:// are supported",
+				 tok);
+			return -EINVAL;
+		}
+		snprintf(c->endpoints[n++], FLEET_STR, "%s", tok);
+	}
+	/* an empty assignment resets the list, as in systemd */
+	c->nr_endpoints = n;
+	return 0;
+}
+
+int fleet_config_set(struct fleet_config *c, const char *key, const char *value, char *err,
+		     size_t errlen)
+{
+	uint64_t u;
+	int r;
+
+	if (!strcasecmp(key, "Backend")) {
+		if (!strcmp(value, "none") || !*value)
+			c->backend = FLEET_BACKEND_NONE;
+		else if (!strcmp(value, "etcd"))
+			c->backend = FLEET_BACKEND_ETCD;
+		else if (!strcmp(value, "fleetlock"))
+			c->backend = FLEET_BACKEND_FLEETLOCK;
+		else {
+			snprintf(err, errlen, "Backend=%s: want none, etcd or fleetlock", value);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (!strcasecmp(key, "Group")) {
+		if (!fleet_group_valid(value) || strlen(value) >= FLEET_GROUP_MAX) {
+			snprintf(err, errlen, "Group=%s: want 1-%d characters of [a-zA-Z0-9.-]",
+				 value, FLEET_GROUP_MAX - 1);
+			return -EINVAL;
+		}
+		snprintf(c->group, sizeof(c->group), "%s", value);
+		return 0;
+	}
+	if (!strcasecmp(key, "Endpoints"))
+		return set_endpoints(c, value, err, errlen);
+	if (!strcasecmp(key, "CACert"))
+		return set_str(c->ca_cert, sizeof(c->ca_cert), "CACert", value, err, errlen);
+	if (!strcasecmp(key, "Cert"))
+		return set_str(c->cert, sizeof(c->cert), "Cert", value, err, errlen);
+	if (!strcasecmp(key, "Key"))
+		return set_str(c->key, sizeof(c->key), "Key", value, err, errlen);
+	if (!strcasecmp(key, "URL")) {
+		if (*value && strncmp(value, "http://", 7) && strncmp(value, "https://", 8)) {
+			snprintf(err, errlen, "URL=%s: want an http:// or https:// URL", value);
+			return -EINVAL;
+		}
+		return set_str(c->url, sizeof(c->url), "URL", value, err, errlen);
+	}
+	if (!strcasecmp(key, "MachineIDFile"))
+		return set_str(c->machine_id, sizeof(c->machine_id), "MachineIDFile", value, err,
+			       errlen);
+	if (!strcasecmp(key, "ID")) {
+		if (*value && !fleet_group_valid(value)) {
+			snprintf(err, errlen, "ID=%s: want characters of [a-zA-Z0-9.-]", value);
+			return -EINVAL;
+		}
+		return set_str(c->id, sizeof(c->id), "ID", value, err, errlen);
+	}
+	if (!strcasecmp(key, "MaxConcurrent")) {
+		r = parse_u64("MaxConcurrent", value, 1, FLEET_MAX_SLOTS, &u, err, errlen);
+		if (!r)
+			c->max_concurrent = (unsigned)u;
+		return r;
+	}
+	if (!strcasecmp(key, "LockTTL"))
+		return parse_seconds("LockTTL", value, &c->lock_ttl, err, errlen);
+	if (!strcasecmp(key, "Timeout"))
+		return parse_seconds("Timeout", value, &c->timeout, err, errlen);
+	if (!strcasecmp(key, "RetryBaseMSec") || !strcasecmp(key, "RetryMaxMSec")) {
+		r = parse_u64(key, value, 10, 24ull * 3600 * 1000, &u, err, errlen);
+		if (r)
+			return r;
+		if (!strcasecmp(key, "RetryBaseMSec"))
+			c->retry_base_ms = (int64_t)u;
+		else
+			c->retry_max_ms = (int64_t)u;
+		return 0;
+	}
+	if (!strcasecmp(key, "HelperSocket")) {
+		if (*value != '/') {
+			snprintf(err, errlen, "HelperSocket=%s: want an absolute path", value);
+			return -EINVAL;
+		}
+		/* sun_path holds 108 bytes with the NUL */
+		if (strlen(value) >= 108) {
+			snprintf(err, errlen, "HelperSocket=%s: longer than a unix socket path may be",
+				 value);
+			return -EINVAL;
+		}
+		return set_str(c->helper, sizeof(c->helper), "HelperSocket", value, err, errlen);
+	}
+	snprintf(err, errlen, "unknown key %s= in [Fleet]", key);
+	return -ENOENT;
+}
+
+int fleet_config_validate(const struct fleet_config *c, char *err, size_t errlen)
+{
+	if (c->retry_max_ms < c->retry_base_ms) {
+		snprintf(err, errlen, "[Fleet] RetryMaxMSec= is below RetryBaseMSec=");
+		return -EINVAL;
+	}
+	switch (c->backend) {
+	case FLEET_BACKEND_NONE:
+		return 0;
+	case FLEET_BACKEND_ETCD:
+		if (!c->nr_endpoints) {
+			snprintf(err, errlen, "[Fleet] Backend=etcd needs Endpoints=");
+			return -EINVAL;
+		}
+		if (!!*c->cert != !!*c->key) {
+			snprintf(err, errlen, "[Fleet] Cert= and Key= go together");
+			return -EINVAL;
+		}
+		/* etcd refuses leases shorter than ~2 s; less than 5 s cannot cover a reboot */
+		if (c->lock_ttl < 5) {
+			snprintf(err, errlen, "[Fleet] LockTTL= must be at least 5 seconds");
+			return -EINVAL;
+		}
+		return 0;
+	case FLEET_BACKEND_FLEETLOCK:
+		if (!*c->url) {
+			snprintf(err, errlen, "[Fleet] Backend=fleetlock needs URL=");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	return 0;
+}
+
+int fleet_read_identity(const char *path, char *out, size_t len, char *err, size_t errlen)
+{
+	struct rr_err re;
+	char *buf;
+	size_t i, b, e;
+	int r;
+
+	r = rr_read_text(path, 4096, &buf, &re);
+	if (r < 0) {
+		snprintf(err, errlen, "%s", re.msg);
+		return r;
+	}
+	for (b = 0; buf[b] == ' ' || buf[b] == '\t'; b++)
+		;
+	for (e = b; buf[e] && buf[e] != '\n'; e++)
+		;
+	while (e > b && (buf[e - 1] == ' ' || buf[e - 1] == '\t' || buf[e - 1] == '\r'))
+		e--;
+	if (e == b || e - b >= len || e - b >= FLEET_ID_MAX) {
+		snprintf(err, errlen, "%s: no usable machine id on the first line", path);
+		free(buf);
+		return -EINVAL;
+	}
+	for (i = b; i < e; i++)
+		if (!isgraph((unsigned char)buf[i]) || buf[i] == '"' || buf[i] == '\\') {
+			snprintf(err, errlen, "%s: the machine id has an unusable character", path);
+			free(buf);
+			return -EINVAL;
+		}
+	memcpy(out, buf + b, e - b);
+	out[e - b] = 0;
+	free(buf);
+	return 0;
+}
+
+/* ---- pure helpers ------------------------------------------------------------ */
+
+int64_t fleet_backoff_ms(unsigned attempt, int64_t base_ms, int64_t cap_ms, uint64_t rnd)
+{
+	int64_t d = base_ms > 0 ? base_ms : 1;
+	int64_t half;
+
+	if (cap_ms < d)
+		cap_ms = d;
+	for (unsigned i = 0; i < attempt && d < cap_ms; i++)
+		d = d > cap_ms / 2 ? cap_ms : d * 2;
+	if (d > cap_ms)
+		d = cap_ms;
+	half = d / 2;
+	return half + (int64_t)(rnd % (uint64_t)(d - half + 1));
+}
+
+int64_t fleet_spread_start(int64_t now, int64_t start, int64_t end, uint64_t rnd)
+{
+	int64_t from = now > start ? now : start;
+	int64_t span;
+
+	if (end <= from)
+		return 0;
+	span = (end - from) / 2;
+	if (span <= 0)
+		return from;
+	return from + (int64_t)(rnd % (uint64_t)span);
+}
+
+const char *fleet_state_name(enum fleet_state s)
+{
+	switch (s) {
+	case FLEET_ST_DISABLED: return "disabled";
+	case FLEET_ST_IDLE: return "idle";
+	case FLEET_ST_WAITING: return "waiting";
+	case FLEET_ST_HELD: return "held";
+	case FLEET_ST_ERROR: return "error";
+	}
+	return "?";
+}
+
+/* The helper is handed the settings as the same KEY=VALUE pairs a file has, and
+ * parses them with fleet_config_set(): one parser, one set of checks. */
+int fleet_config_each(const struct fleet_config *c,
+		      int (*fn)(const char *key, const char *value, void *ud), void *ud)
+{
+	char eps[FLEET_MAX_ENDPOINTS * (FLEET_STR + 1)] = "", num[32];
+	size_t o = 0;
+	int r;
+
+	for (unsigned i = 0; i < c->nr_endpoints; i++)
+		o += (size_t)snprintf(eps + o, sizeof(eps) - o, "%s%s", i ? "," : "", c->endpoints[i]);
+#define KV(k, v) do { if ((r = fn(k, v, ud)) < 0) return r; } while (0)
+#define KN(k, fmt, v) do { snprintf(num, sizeof(num), fmt, v); KV(k, num); } while (0)
+	KV("Backend", fleet_backend_name(c->backend));
+	KV("Group", c->group);
+	KV("Endpoints", eps);
+	KV("CACert", c->ca_cert);
+	KV("Cert", c->cert);
+	KV("Key", c->key);
+	KN("MaxConcurrent", "%u", c->max_concurrent);
+	KN("LockTTL", "%" PRId64, c->lock_ttl);
+	KV("URL", c->url);
+	KV("MachineIDFile", c->machine_id);
+	KV("ID", c->id);
+	KN("Timeout", "%" PRId64, c->timeout);
+	KN("RetryBaseMSec", "%" PRId64, c->retry_base_ms);
+	KN("RetryMaxMSec", "%" PRId64, c->retry_max_ms);
+#undef KN
+#undef KV
+	return 0;
+}

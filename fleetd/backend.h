@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* What a fleet backend is given and must provide.  A backend sees the settings,
+ * the identity, the HTTP transport and an error buffer (struct fleet_conn), and
+ * answers through struct fleet_backend_ops; it never calls the state machine
+ * (fleet.c), which is the only caller of the ops. */
+#ifndef RERAND_FLEETD_BACKEND_H
+#define RERAND_FLEETD_BACKEND_H
+
+#include "fleet.h"
+
+struct fleet_http_reply {
+	long  status;           /* HTTP status, 0 = no answer */
+	char *body;             /* NUL-terminated, owned by the caller of fleet_http_post */
+	size_t len;
+};
+
+struct fleet_conn {
+	const struct fleet_config *cfg;
+	const char *id;                  /* this host's identity */
+	void *curl;                      /* the easy handle, reused between requests */
+	char err[FLEET_MSG_MAX];         /* why the last call failed or was refused */
+};
+
+/* ---- fleet_http.c ------------------------------------------------------------ */
+int  fleet_conn_init(struct fleet_conn *c, const struct fleet_config *cfg, const char *id,
+		     char *err, size_t errlen);
+void fleet_conn_fini(struct fleet_conn *c);
+/* POST body to base + path; 0 with any HTTP answer, -EIO/-ETIMEDOUT when none came. */
+int  fleet_http_post(struct fleet_conn *c, const char *base, const char *path, const char *body,
+		     bool fleetlock_header, struct fleet_http_reply *r);
+void fleet_conn_error(struct fleet_conn *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* ---- the interface ------------------------------------------------------------
+ * Results as in fleetd.h: 1 held, 0 refused or lost, <0 the backend could not be
+ * asked; the reason in c->err. */
+struct fleet_backend_ops {
+	const char *name;
+	void *(*create)(void);
+	void  (*destroy)(void *be);
+	int   (*acquire)(struct fleet_conn *c, void *be);
+	int   (*refresh)(struct fleet_conn *c, void *be);
+	/* 0 released (or nothing was held), <0 not known to be released */
+	int   (*release)(struct fleet_conn *c, void *be);
+	int   (*resume)(struct fleet_conn *c, void *be, const char *token);
+	int   (*token)(const void *be, char *buf, size_t len);
+	/* NULL where the protocol cannot list holders or free another's slot */
+	int   (*status)(struct fleet_conn *c, void *be, struct fleet_status *st);
+	int   (*release_host)(struct fleet_conn *c, void *be, const char *host);
+};
+extern const struct fleet_backend_ops fleet_etcd_ops;   /* fleet_etcd.c */
+extern const struct fleet_backend_ops fleet_lock_ops;   /* fleet_lock.c */
+
+/* ---- fleet_b64.c: etcd's gateway speaks base64 keys and values --------------- */
+int fleet_b64_encode(const void *in, size_t n, char *out, size_t outlen);
+/* -EINVAL on bad input; *ret_n bytes written, out NUL-terminated when room. */
+int fleet_b64_decode(const char *in, void *out, size_t outlen, size_t *ret_n);
+
+/* ---- JSON bodies, exposed for the unit tests --------------------------------- */
+/* FleetLock: {"client_params":{"id":ID,"group":GROUP}} */
+int fleet_lock_body(const char *id, const char *group, char *buf, size_t len);
+/* FleetLock error body {"kind":..,"value":..}: 0 and both strings, or -EBADMSG. */
+int fleet_lock_parse_error(const char *body, char *kind, size_t klen, char *value,
+			   size_t vlen);
+/* etcd: the txn that takes slot key for id under lease when the key does not exist. */
+int fleet_etcd_acquire_body(const char *key, const char *id, int64_t lease, char *buf,
+			    size_t len);
+/* etcd: parse a range response into holders of prefix (slot number from the key suffix). */
+int fleet_etcd_parse_range(const char *body, const char *prefix, unsigned max_concurrent,
+			   struct fleet_status *st);
+
+#endif

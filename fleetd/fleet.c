@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The fleet client's state machine: which backend, the identity, the lock's
+ * state and error count.  It calls a backend through its ops table only. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fleetd.h"
+#include "backend.h"
+
+struct fleet {
+	struct fleet_config cfg;
+	char id[FLEET_ID_MAX];
+	enum fleet_state state;
+	uint64_t errors;
+	unsigned attempts;           /* refusals/errors since the last success */
+	struct fleet_conn conn;      /* transport and error text, lent to the backend */
+	const struct fleet_backend_ops *ops;
+	void *be;
+};
+
+int fleet_open(const struct fleet_config *c, struct fleet **ret, char *err, size_t errlen)
+{
+	struct fleet *f;
+	int r;
+
+	r = fleet_config_validate(c, err, errlen);
+	if (r)
+		return r;
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	f->cfg = *c;
+	f->state = c->backend == FLEET_BACKEND_NONE ? FLEET_ST_DISABLED : FLEET_ST_IDLE;
+	if (*c->id)
+		snprintf(f->id, sizeof(f->id), "%s", c->id);
+	else if (c->backend != FLEET_BACKEND_NONE) {
+		r = fleet_read_identity(c->machine_id, f->id, sizeof(f->id), err, errlen);
+		if (r) {
+			free(f);
+			return r;
+		}
+	}
+	if (c->backend != FLEET_BACKEND_NONE) {
+		f->ops = c->backend == FLEET_BACKEND_ETCD ? &fleet_etcd_ops : &fleet_lock_ops;
+		r = fleet_conn_init(&f->conn, &f->cfg, f->id, err, errlen);
+		if (r) {
+			free(f);
+			return r;
+		}
+		f->be = f->ops->create();
+		if (!f->be) {
+			snprintf(err, errlen, "out of memory");
+			fleet_close(f);
+			return -ENOMEM;
+		}
+	}
+	*ret = f;
+	return 0;
+}
+
+void fleet_close(struct fleet *f)
+{
+	if (!f)
+		return;
+	if (f->ops && f->be)
+		f->ops->destroy(f->be);
+	fleet_conn_fini(&f->conn);
+	free(f);
+}
+
+/* Fold a backend result into the state machine: errors are counted once per
+ * failed operation and leave the lock in ERROR (fail closed). */
+static int settle(struct fleet *f, int r, enum fleet_state on_zero)
+{
+	if (r < 0) {
+		f->errors++;
+		f->attempts++;
+		f->state = FLEET_ST_ERROR;
+	} else if (r == 0) {
+		f->attempts++;
+		f->state = on_zero;
+	} else {
+		f->attempts = 0;
+		f->conn.err[0] = 0;
+		f->state = FLEET_ST_HELD;
+	}
+	return r;
+}
+
+int fleet_acquire(struct fleet *f)
+{
+	if (!f->ops)
+		return 1;
+	return settle(f, f->ops->acquire(&f->conn, f->be), FLEET_ST_WAITING);
+}
+
+int fleet_refresh(struct fleet *f)
+{
+	if (!f->ops)
+		return 1;
+	return settle(f, f->ops->refresh(&f->conn, f->be), FLEET_ST_IDLE);
+}
+
+int fleet_release(struct fleet *f)
+{
+	int r;
+
+	if (!f->ops)
+		return 0;
+	r = f->ops->release(&f->conn, f->be);
+	if (r < 0) {
+		f->errors++;
+		f->state = FLEET_ST_ERROR;
+	} else {
+		f->state = FLEET_ST_IDLE;
+		f->conn.err[0] = 0;
+	}
+	return r;
+}
+
+int fleet_token(const struct fleet *f, char *buf, size_t len)
+{
+	if (!f->ops) {
+		if (len)
+			buf[0] = 0;
+		return 0;
+	}
+	return f->ops->token(f->be, buf, len);
+}
+
+int fleet_resume(struct fleet *f, const char *token)
+{
+	if (!f->ops)
+		return 1;
+	return settle(f, f->ops->resume(&f->conn, f->be, token), FLEET_ST_IDLE);
+}
+
+int fleet_status(struct fleet *f, struct fleet_status *st)
+{
+	int r;
+
+	memset(st, 0, sizeof(*st));
+	st->max_concurrent = f->cfg.max_concurrent;
+	if (!f->ops || !f->ops->status) {
+		fleet_conn_error(&f->conn, "the %s backend cannot list holders",
+				 fleet_backend_name(f->cfg.backend));
+		return -EOPNOTSUPP;
+	}
+	r = f->ops->status(&f->conn, f->be, st);
+	if (r < 0)
+		f->errors++;
+	return r;
+}
+
+int fleet_release_host(struct fleet *f, const char *host)
+{
+	int r;
+
+	if (!f->ops || !f->ops->release_host) {
+		fleet_conn_error(&f->conn, "the %s backend cannot free another host's slot",
+				 fleet_backend_name(f->cfg.backend));
+		return -EOPNOTSUPP;
+	}
+	r = f->ops->release_host(&f->conn, f->be, host);
+	if (r < 0)
+		f->errors++;
+	return r;
+}
+
+enum fleet_state fleet_state(const struct fleet *f) { return f->state; }
+const char *fleet_identity(const struct fleet *f) { return f->id; }
+uint64_t fleet_errors(const struct fleet *f) { return f->errors; }
+const char *fleet_last_error(const struct fleet *f) { return f->conn.err; }
+
+int64_t fleet_next_delay_ms(struct fleet *f, uint64_t rnd)
+{
+	return fleet_backoff_ms(f->attempts ? f->attempts - 1 : 0, f->cfg.retry_base_ms,
+				f->cfg.retry_max_ms, rnd);
+}

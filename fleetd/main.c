@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* rerand-fleetd: rerandd's network-facing fleet client, in its own process so
+ * that rerandd keeps PrivateNetwork=yes and this one keeps no capability.
+ *
+ * It serves one client (rerandd) on a unix socket, passed by systemd (socket
+ * activation, root-only) or made with --socket.  The main thread runs sd-event
+ * and only reads requests and writes replies; the fleet calls, which block on
+ * HTTP for up to Timeout= per endpoint, run one at a time on a worker thread.
+ * A slow or dead etcd therefore delays a reply, never the socket. */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+#include <unistd.h>
+
+#include "fleetd.h"
+
+#define QUEUE_MAX 8                 /* rerandd keeps one request in flight */
+
+struct job {
+	uint64_t gen;                   /* the connection it came on */
+	struct fleet_request q;
+	struct fleet_reply p;
+};
+
+static struct {
+	sd_event *ev;
+	int lfd, cfd, efd;
+	sd_event_source *cio;
+	uint64_t gen;                   /* bumped per accepted connection */
+	char in[FLEET_LINE_MAX];
+	size_t inlen;
+
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct job *todo[QUEUE_MAX], *done[QUEUE_MAX];
+	unsigned nr_todo, nr_done;
+	bool quit;
+
+	struct fleet *f;                /* the worker's only */
+	struct fleet_config cfg;
+} g = { .lfd = -1, .cfd = -1, .efd = -1, .mu = PTHREAD_MUTEX_INITIALIZER,
+	.cv = PTHREAD_COND_INITIALIZER };
+
+static int log_level = 6;
+
+static void logf_(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(int prio, const char *fmt, ...)
+{
+	char msg[1024], esc[4 * sizeof(msg)];
+	va_list ap;
+
+	if (prio > log_level)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "<%d>%s\n", prio, rr_escape_str(esc, sizeof(esc), msg));
+}
+
+/* ---- the worker --------------------------------------------------------------- */
+
+/* TLS material handed over by systemd (LoadCredential=) is found by its file
+ * name in $CREDENTIALS_DIRECTORY: the unit needs no read access to /etc/rerand. */
+static void credential(char *path, size_t len)
+{
+	const char *dir = getenv("CREDENTIALS_DIRECTORY"), *base;
+	char p[FLEET_STR + 256];
+
+	if (!dir || !*path)
+		return;
+	base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	snprintf(p, sizeof(p), "%s/%s", dir, base);
+	if (access(p, R_OK) == 0 && strlen(p) < len)
+		snprintf(path, len, "%s", p);
+}
+
+static int do_open(const struct fleet_request *q, struct fleet_reply *p)
+{
+	struct fleet_config c;
+	char err[FLEET_MSG_MAX];
+	int r;
+
+	fleet_config_defaults(&c);
+	for (unsigned i = 0; i < q->nr_args; i++) {
+		char *eq = strchr(q->args[i], '=');
+		if (!eq) {
+			snprintf(p->msg, sizeof(p->msg), "open: %s is not KEY=VALUE", q->args[i]);
+			return -EINVAL;
+		}
+		*eq = 0;
+		if (!strcmp(q->args[i], "HelperSocket"))
+			continue;      /* rerandd's setting */
+		r = fleet_config_set(&c, q->args[i], eq + 1, err, sizeof(err));
+		if (r < 0) {
+			snprintf(p->msg, sizeof(p->msg), "%s", err);
+			return r;
+		}
+	}
+	credential(c.ca_cert, sizeof(c.ca_cert));
+	credential(c.cert, sizeof(c.cert));
+	credential(c.key, sizeof(c.key));
+	fleet_close(g.f);
+	g.f = NULL;
+	r = fleet_open(&c, &g.f, err, sizeof(err));
+	if (r < 0) {
+		snprintf(p->msg, sizeof(p->msg), "%s", err);
+		return r;
+	}
+	g.cfg = c;
+	logf_(6, "%s client for group %s, identity %s", fleet_backend_name(c.backend), c.group,
+	      fleet_identity(g.f));
+	return 0;
+}
+
+static void run_job(struct job *j)
+{
+	struct fleet_request *q = &j->q;
+	struct fleet_reply *p = &j->p;
+	int r;
+
+	memset(p, 0, sizeof(*p));
+	p->seq = q->seq;
+	logf_(7, "request %u: %s", q->seq, fleet_verb_name(q->verb));
+	if (q->verb == FLEET_V_OPEN)
+		r = do_open(q, p);
+	else if (!g.f) {
+		snprintf(p->msg, sizeof(p->msg), "the fleet client is not configured yet");
+		r = -ENOTCONN;
+	} else {
+		switch (q->verb) {
+		case FLEET_V_ACQUIRE: r = fleet_acquire(g.f); break;
+		case FLEET_V_REFRESH: r = fleet_refresh(g.f); break;
+		case FLEET_V_RELEASE: r = fleet_release(g.f); break;
+		case FLEET_V_RESUME: r = fleet_resume(g.f, q->args[0]); break;
+		case FLEET_V_STATUS:
+			r = fleet_status(g.f, &p->st);
+			p->has_status = r >= 0;
+			break;
+		case FLEET_V_RELEASE_HOST: r = fleet_release_host(g.f, q->args[0]); break;
+		default: r = -EINVAL; break;
+		}
+		/* the server's words, escaped here: the reply carries no control bytes */
+		rr_escape_str(p->msg, sizeof(p->msg), fleet_last_error(g.f));
+	}
+	p->rc = r < -4095 ? -EIO : r > 1 ? 1 : r;
+	if (q->verb == FLEET_V_RELEASE_HOST && r >= 0)
+		/* the count of freed slots travels in the message */
+		snprintf(p->msg, sizeof(p->msg), "%d", r);
+	if (g.f) {
+		p->state = fleet_state(g.f);
+		p->errors = fleet_errors(g.f);
+		snprintf(p->id, sizeof(p->id), "%s", fleet_identity(g.f));
+		fleet_token(g.f, p->token, sizeof(p->token));
+	} else {
+		p->state = FLEET_ST_ERROR;
+	}
+}
+
+static void *worker(void *arg)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&g.mu);
+	for (;;) {
+		struct job *j;
+		while (!g.quit && !g.nr_todo)
+			pthread_cond_wait(&g.cv, &g.mu);
+		if (g.quit)
+			break;
+		j = g.todo[0];
+		memmove(g.todo, g.todo + 1, --g.nr_todo * sizeof(g.todo[0]));
+		pthread_mutex_unlock(&g.mu);
+		run_job(j);
+		pthread_mutex_lock(&g.mu);
+		if (g.nr_done < QUEUE_MAX)
+			g.done[g.nr_done++] = j;
+		else
+			free(j);
+		if (write(g.efd, &one, sizeof(one)) < 0)
+			logf_(3, "eventfd: %s", strerror(errno));
+	}
+	pthread_mutex_unlock(&g.mu);
+	return NULL;
+}
+
+/* ---- the socket ---------------------------------------------------------------- */
+
+static void drop_client(const char *why)
+{
+	if (g.cfd < 0)
+		return;
+	if (why)
+		logf_(4, "rerandd connection closed: %s", why);
+	g.cio = sd_event_source_disable_unref(g.cio);
+	close(g.cfd);
+	g.cfd = -1;
+	g.inlen = 0;
+	g.gen++;                        /* replies still on their way are dropped */
+}
+
+static void send_line(const char *buf, size_t n)
+{
+	while (n && g.cfd >= 0) {
+		ssize_t w = send(g.cfd, buf, n, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			drop_client(w < 0 ? strerror(errno) : "short write");
+			return;
+		}
+		buf += w;
+		n -= (size_t)w;
+	}
+}
+
+static void send_reply(const struct fleet_reply *p)
+{
+	static char line[FLEET_LINE_MAX];
+	int n = fleet_proto_format_reply(p, line, sizeof(line));
+
+	if (n < 0) {
+		logf_(3, "reply %u does not fit a line", p->seq);
+		return;
+	}
+	send_line(line, (size_t)n);
+}
+
+static int on_done(sd_event_source *s, int fd, uint32_t revents, void *ud)
+{
+	struct job *done[QUEUE_MAX];
+	unsigned n;
+	uint64_t v;
+
+	if (read(g.efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		logf_(3, "eventfd: %s", strerror(errno));
+	pthread_mutex_lock(&g.mu);
+	n = g.nr_done;
+	memcpy(done, g.done, n * sizeof(done[0]));
+	g.nr_done = 0;
+	pthread_mutex_unlock(&g.mu);
+	for (unsigned i = 0; i < n; i++) {
+		if (done[i]->gen == g.gen)
+			send_reply(&done[i]->p);
+		free(done[i]);
+	}
+	return 0;
+}
+
+static void handle_line(const char *line, size_t len)
+{
+	struct job *j = calloc(1, sizeof(*j));
+	bool queued = false;
+
+	if (!j) {
+		drop_client("out of memory");
+		return;
+	}
+	if (fleet_proto_parse_request(line, len, &j->q) < 0) {
+		free(j);
+		drop_client("a request out of shape");
+		return;
+	}
+	j->gen = g.gen;
+	pthread_mutex_lock(&g.mu);
+	if (g.nr_todo < QUEUE_MAX) {
+		g.todo[g.nr_todo++] = j;
+		queued = true;
+		pthread_cond_signal(&g.cv);
+	}
+	pthread_mutex_unlock(&g.mu);
+	if (!queued) {
+		j->p.seq = j->q.seq;
+		j->p.rc = -EBUSY;
+		j->p.state = FLEET_ST_ERROR;
+		snprintf(j->p.msg, sizeof(j->p.msg), "the fleet helper is busy (%d requests queued)",
+			 QUEUE_MAX);
+		send_reply(&j->p);
+		free(j);
+	}
+}
+
+static int on_client(sd_event_source *s, int fd, uint32_t revents, void *ud)
+{
+	ssize_t n;
+	char *nl;
+
+	n = recv(fd, g.in + g.inlen, sizeof(g.in) - g.inlen, MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0) {
+		drop_client(n < 0 ? strerror(errno) : NULL);
+		return 0;
+	}
+	g.inlen += (size_t)n;
+	while (g.cfd >= 0 && (nl = memchr(g.in, '\n', g.inlen))) {
+		size_t l = (size_t)(nl - g.in);
+		handle_line(g.in, l);
+		if (g.cfd < 0)
+			return 0;
+		memmove(g.in, nl + 1, g.inlen - l - 1);
+		g.inlen -= l + 1;
+	}
+	if (g.inlen == sizeof(g.in))
+		drop_client("a line longer than the protocol allows");
+	return 0;
+}
+
+static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *ud)
+{
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	struct timeval tv = { .tv_sec = 2 };
+	int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (c < 0)
+		return 0;
+	/* root (rerandd under systemd) or our own user (a test): nobody else */
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
+	    (cr.uid != 0 && cr.uid != geteuid())) {
+		logf_(4, "refused a client with uid %u", (unsigned)cr.uid);
+		close(c);
+		return 0;
+	}
+	/* one rerandd: a new connection is a restarted rerandd */
+	drop_client(g.cfd >= 0 ? "a new connection replaces it" : NULL);
+	g.cfd = c;
+	setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (sd_event_add_io(g.ev, &g.cio, c, EPOLLIN, on_client, NULL) < 0) {
+		drop_client("sd-event");
+		return 0;
+	}
+	send_line(FLEET_PROTO_GREETING "\n", strlen(FLEET_PROTO_GREETING) + 1);
+	logf_(7, "rerandd connected (pid %d)", (int)cr.pid);
+	return 0;
+}
+
+static int listen_on(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		logf_(3, "%s: too long for a unix socket path", path);
+		return -ENAMETOOLONG;
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(path);
+	/* 0600 from the start: no window in which another user could connect */
+	mode_t old = umask(0177);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4) < 0) {
+		int r = -errno;
+		umask(old);
+		logf_(3, "%s: cannot listen: %s", path, strerror(-r));
+		close(fd);
+		return r;
+	}
+	umask(old);
+	return fd;
+}
+
+static void usage(FILE *f)
+{
+	fputs("Usage: rerand-fleetd [--socket PATH] [--debug]\n"
+	      "rerandd's fleet lock client (etcd, FleetLock); see rerand-fleetd(8).\n", f);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "debug", no_argument, NULL, 'D' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	const char *path = NULL;
+	pthread_t th;
+	sigset_t ss;
+	int c, r, n;
+
+	while ((c = getopt_long(argc, argv, "s:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': path = optarg; break;
+		case 'D': log_level = 7; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		usage(stderr);
+		return 2;
+	}
+	n = sd_listen_fds(1);
+	if (n > 1) {
+		logf_(3, "systemd passed %d sockets; want one", n);
+		return 1;
+	}
+	if (n == 1)
+		g.lfd = SD_LISTEN_FDS_START;
+	else if (path)
+		g.lfd = listen_on(path);
+	else {
+		logf_(3, "no socket: run from rerand-fleetd.socket or give --socket PATH");
+		return 1;
+	}
+	if (g.lfd < 0)
+		return 1;
+	g.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (g.efd < 0) {
+		logf_(3, "eventfd: %s", strerror(errno));
+		return 1;
+	}
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGTERM);
+	sigaddset(&ss, SIGINT);
+	sigprocmask(SIG_BLOCK, &ss, NULL);     /* before the thread: it inherits the mask */
+	if ((r = pthread_create(&th, NULL, worker, NULL)) != 0) {
+		logf_(3, "cannot start the worker thread: %s", strerror(r));
+		return 1;
+	}
+	if ((r = sd_event_default(&g.ev)) < 0 ||
+	    (r = sd_event_add_signal(g.ev, NULL, SIGTERM, NULL, NULL)) < 0 ||
+	    (r = sd_event_add_signal(g.ev, NULL, SIGINT, NULL, NULL)) < 0 ||
+	    (r = sd_event_add_io(g.ev, NULL, g.lfd, EPOLLIN, on_accept, NULL)) < 0 ||
+	    (r = sd_event_add_io(g.ev, NULL, g.efd, EPOLLIN, on_done, NULL)) < 0) {
+		logf_(3, "sd-event setup: %s", strerror(-r));
+		return 1;
+	}
+	sd_notify(0, "READY=1");
+	r = sd_event_loop(g.ev);
+	sd_notify(0, "STOPPING=1");
+	drop_client(NULL);
+	if (path && n != 1)
+		unlink(path);
+	/* the worker may sit in a request for Timeout= seconds: do not wait for it.
+	 * A held lease is not released here; it outlives the reboot on purpose. */
+	return r < 0 ? 1 : 0;
+}

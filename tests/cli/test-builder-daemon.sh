@@ -1,0 +1,157 @@
+#!/bin/bash
+# rerandd's image builder as it runs: real build/rerandd and build/rerand on
+# a real Debian kernel, kexec-tools REPLACED by a stand-in that only records
+# (nothing is loaded on this machine), RerandBinary= a wrapper that writes
+# the builder's own /proc/self/status and open fds to its output (which
+# rerandd logs) before it execs the real rerand.  Checks: run as root,
+# rerandd builds as ImageUser= (nobody) with no capabilities in any set,
+# an empty bounding set and no_new_privs, handed the kernel and its output
+# as fds 3 and 4, unable to read the state directory; the image it wrote is
+# staged; a builder that fails, a missing ImageUser= and a RerandBinary=
+# of another stage leave nothing in the cache and say why.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d /tmp/rerand-buildd.XXXXXX)
+R=$top/build/rerand
+RERANDD=$top/build/rerandd
+. "$top/tests/cli/lib-tap.sh"
+. "$top/tests/cli/lib-rerandd.sh"
+trap rerandd_cleanup EXIT
+
+for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
+[ "$(id -u)" = 0 ] || { skip "not root: rerandd cannot switch the builder to another user"; done_; }
+id nobody >/dev/null 2>&1 || { skip "no user nobody to build as"; done_; }
+kdir=${RERAND_KERNELS:-$top/../shared/kernels}
+KERNEL=$kdir/vmlinuz-6.1.0-57-cloud-amd64
+[ -r "$KERNEL" ] || bail "$KERNEL: a kernel to stage is needed"
+NOBODY_UID=$(id -u nobody)
+chmod 0755 "$tmp"
+
+cat >"$tmp/fake-kexec" <<'EOF'
+#!/bin/sh
+# STAND-IN for kexec-tools (test-builder-daemon.sh): records, loads nothing.
+[ "$1" = --version ] && { echo "kexec-tools 2.0.25"; exit 0; }
+d=$(dirname "$(dirname "$0")")
+for a in "$@"; do
+	case $a in /proc/self/fd/*) cat "$a" >"$d/staged.img" ;; esac
+done
+printf '%s\n' "$*" >>"$d/kexec.log"
+exit 0
+EOF
+# The builder wrapper: MODE in its own file name's directory (ok, fail).
+cat >"$tmp/wrap" <<EOF
+#!/bin/bash
+if [ "\$1" = image ]; then
+	grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status |
+		tr -s '\t ' ' ' | sed 's/^/BUILDER /' >&2
+	echo "BUILDER fd3 \$(readlink /proc/self/fd/3)" >&2
+	echo "BUILDER fd4 \$(readlink /proc/self/fd/4)" >&2
+	ls "\${0%/bin/*}/state/images" >/dev/null 2>&1 && echo "BUILDER state readable" >&2 ||
+		echo "BUILDER state unreadable" >&2
+	mode=\$(cat "\${0%/bin/*}/mode" 2>/dev/null)
+	if [ "\$mode" = fail ]; then echo "half an image" >&4; echo "BUILDER failing on purpose" >&2; exit 1; fi
+fi
+exec $R "\$@"
+EOF
+chmod 0755 "$tmp/fake-kexec" "$tmp/wrap"
+rerandd_no_reboot "$tmp/no-reboot"
+
+# inst ID MODE [IMAGE_USER]: an unlocked instance staging $KERNEL
+inst() {
+	local id=$1 hd=$tmp/$1
+	mkdir -p "$hd/state" "$hd/run" "$hd/boot" "$hd/conf.d" "$hd/bin" "$hd/pre" "$hd/post"
+	chmod 0700 "$hd/state"
+	cp "$tmp/fake-kexec" "$hd/bin/kexec"
+	cp "$tmp/wrap" "$hd/bin/rerand"
+	echo "$2" >"$hd/mode"
+	cat /proc/sys/kernel/random/uuid >"$hd/boot_id"
+	echo "btime $(date +%s)" >"$hd/stat"
+	echo 0 >"$hd/tainted"
+	echo 0 >"$hd/crash_size"
+	echo 0 >"$hd/crash_loaded"
+	echo "root=/dev/vda1 ro console=ttyS0" >"$hd/cmdline"
+	printf '[none] integrity confidentiality\n' >"$hd/lockdown"
+	printf '\x06\x00\x00\x00\x00' >"$hd/SecureBoot"
+	mkfifo "$hd/uevents"
+	R=$hd/bin/rerand RERANDD_IMAGE_USER=${3:-nobody} rerandd_conf "$hd" "$hd/bin/kexec" "$hd/no-setup-data" <<EOF
+PreRebootDirectory=$hd/pre
+PostBootDirectory=$hd/post
+KexecCrashSize=$hd/crash_size
+KexecCrashLoaded=$hd/crash_loaded
+ProcVmcore=$hd/no-vmcore
+Uevents=$hd/uevents
+Lockdown=$hd/lockdown
+SecureBoot=$hd/SecureBoot
+
+[Stage]
+Kernel=$KERNEL
+Initrd=none
+CommandLine=console=ttyS0 quiet
+
+[Crash]
+Mode=off
+
+[Policy]
+MaxLayoutAge=30d
+Jitter=0
+HonorInhibitors=no
+
+[Reboot]
+Method=command
+RebootCommand=$tmp/no-reboot $hd
+EOF
+}
+st() { RERAND_CONTROL_SOCKET=$tmp/$1/run/control "$R" status; }
+status_has() { st "$1" 2>/dev/null | grep -qF -- "$2"; }
+cache() { find "$tmp/$1/state/images" -mindepth 1 2>/dev/null | sed 's|.*/||' | tr '\n' ' '; }
+
+inst good ok
+inst fail fail
+inst nouser ok rerand-no-such-user
+for id in good fail nouser; do rerandd_start "$tmp/$id"; done
+for id in good fail nouser; do rerandd_wait_up "$tmp/$id"; done
+
+# ---- the builder's identity ------------------------------------------------------------------
+wait_for 60 status_has good "staged:            yes" || true
+log=$tmp/good/log
+b() { sed -n "s/.*BUILDER $1 //p" "$log" | head -1; }
+check "good: staged, with the image the builder wrote ($(cache good))" \
+	eval 'status_has good "staged:            yes" && cmp -s "$tmp/good/staged.img" "$tmp"/good/state/images/*.img'
+
+check "builder uid is nobody's in all four ($(b Uid:))" \
+	test "$(b Uid:)" = "$NOBODY_UID $NOBODY_UID $NOBODY_UID $NOBODY_UID"
+G=$(id -g nobody)
+check "builder gid is nobody's in all four, no supplementary groups ($(b Gid:); Groups: '$(b Groups:)')" \
+	eval 'test "$(b Gid:)" = "$G $G $G $G" && grep -Eq "BUILDER Groups: ?$" "$log"'
+for set in CapInh CapPrm CapEff CapBnd CapAmb; do
+	check "builder $set is empty ($(b $set:))" test "$(b $set:)" = 0000000000000000
+done
+check "builder has no_new_privs ($(b NoNewPrivs:))" test "$(b NoNewPrivs:)" = 1
+check "builder reads the kernel from fd 3 ($(b fd3))" test "$(b fd3)" = "$(readlink -f "$KERNEL")"
+check "builder writes a temporary file beside the image on fd 4 ($(b fd4))" \
+	bash -c "[[ '$(b fd4)' == $tmp/good/state/images/*.img.tmp* ]]"
+check "rerandd logs who built the image" grep -q "built $tmp/good/state/images/.*\.img as nobody without capabilities" "$log"
+check "builder cannot read the state directory" grep -q 'BUILDER state unreadable' "$log"
+check "good: no temporary file left in the cache ($(cache good))" \
+	bash -c "! ls -A '$tmp/good/state/images' | grep -q tmp"
+
+# ---- failures leave nothing ------------------------------------------------------------------
+wait_for 60 status_has fail "stage error:" || true
+check "fail: the stage error names the builder and its status" \
+	bash -c "RERAND_CONTROL_SOCKET=$tmp/fail/run/control '$R' status | grep -q 'stage error: .*image $KERNEL (as nobody, no capabilities) failed (status 1)'"
+check "fail: the builder's own message is in the log" grep -q 'BUILDER failing on purpose' "$tmp/fail/log"
+check "fail: nothing in the cache, half-written or not ($(cache fail))" test -z "$(cache fail)"
+check "fail: nothing staged" test ! -e "$tmp/fail/kexec.log"
+
+wait_for 60 status_has nouser "stage error:" || true
+check "nouser: the stage error names ImageUser= and the missing user" \
+	bash -c "RERAND_CONTROL_SOCKET=$tmp/nouser/run/control '$R' status | grep -q 'stage error: .*ImageUser=rerand-no-such-user: no such user'"
+check "nouser: no builder ran, nothing cached or staged" \
+	bash -c "! grep -q BUILDER '$tmp/nouser/log' && [ -z '$(cache nouser)' ] && [ ! -e '$tmp/nouser/kexec.log' ]"
+
+# ---- configuration ---------------------------------------------------------------------------
+printf '[Daemon]\nImageUser=root\n' >"$tmp/root.conf"
+out=$("$RERANDD" --check-config --config "$tmp/root.conf" --config-dir "$tmp/none" 2>&1); rc=$?
+check "ImageUser=root is refused by --check-config (exit $rc)" \
+	bash -c "[ $rc -ne 0 ] && grep -q 'ImageUser=root: the image builder parses kernel files and must not run as root' <<<'$out'"
+done_

@@ -1,0 +1,14 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# The Debian 12 systemd guest of check-systemd.sh in fleet mode (issue 14,
+# part 4): Debian's etcd-server runs in the guest (etcd.service as the
+# package ships it, 127.0.0.1:2379); rerandd and its fleet client
+# rerand-fleetd run under the units `make install` ships (rerandd.service
+# with PrivateNetwork=yes, rerand-fleetd.socket/.service) with a [Fleet]
+# etcd drop-in.  At boot 0 rerandd takes the slot through rerand-fleetd and
+# rerandomizes; at boot 1 it resumes the slot, verifies the boot and gives
+# the slot back.  Checked from etcd's keys, leases and history (etcdctl),
+# the journal and `rerand status`.
+#   short (make check): one rerandomizing reboot.
+#   long (make check-long): the same (fleet mode adds nothing per reboot).
+exec env RRS_FLEET=1 "$(dirname "$0")/check-systemd.sh" "$@"
