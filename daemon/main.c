@@ -42,6 +42,7 @@ struct daemon {
 	time_t stage_failed_at;
 	char stage_error[RR_ERR_MAX];
 	time_t new_kernel_at;          /* settle deadline after a /boot change */
+	time_t pkg_wait_since;         /* a new kernel waits for dpkg since */
 	time_t rebooting_since;
 	struct rr_policy_out out;
 	struct rr_coord co;            /* the fleet lock; off with Backend=none */
@@ -123,12 +124,15 @@ static void check_new_kernel(struct daemon *d)
 	struct rr_err e;
 	char newest[RR_PATH];
 	const char *target = NULL;
+	int64_t wait;
 
 	d->new_kernel_at = 0;
-	/* The package's hook is building the new kernel's image: stage from
-	 * it once it is there rather than build a second one meanwhile. */
-	if (kernels_hook_busy(&d->cfg)) {
-		d->new_kernel_at = time(NULL) + d->cfg.new_kernel_settle;
+	/* The package's hook is building the new kernel's image, or dpkg has
+	 * yet to run it: stage from its image once it is there rather than
+	 * build a second one meanwhile. */
+	wait = kernels_new_wait(&d->cfg, rr_dpkg_locks, time(NULL), &d->pkg_wait_since);
+	if (wait > 0) {
+		d->new_kernel_at = time(NULL) + wait;
 		return;
 	}
 	/* Booted by systemd-boot: its entry, not the newest file in /boot. */

@@ -399,6 +399,18 @@ bool kernels_indexed(const struct rr_config *c, const char *sha);
 /* The hook is building an image now (its .hook-VERSION.tmp, younger than
  * 10 min, is in StateDirectory/images): a new kernel waits for it. */
 bool kernels_hook_busy(const struct rr_config *c);
+/* The package manager's locks a new kernel waits on (dpkg's). */
+extern const char *const rr_dpkg_locks[];
+/* 1 when another process holds a lock on path (fcntl F_GETLK; nothing is
+ * taken, nothing created), 0 when none or no such file, else -errno. */
+int kernels_lock_held(const char *path);
+/* The first of the NULL-ended locks another process holds, or NULL. */
+const char *kernels_pkg_busy(const char *const *locks);
+/* Whether a new kernel seen in /boot can be staged now: 0, or the seconds
+ * until rerandd should look again (the hook is at work; one of locks is
+ * held, for at most 30 min counted from *pkg_since, which it keeps). */
+int64_t kernels_new_wait(const struct rr_config *c, const char *const *locks, time_t now,
+			 time_t *pkg_since);
 
 /* ---- crash.c: the rerandomizing crash kernel ------------------------------ */
 enum rr_crash_state { RR_CS_OFF = 0, RR_CS_NOT_RESERVED, RR_CS_PENDING, RR_CS_LOADED,

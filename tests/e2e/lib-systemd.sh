@@ -154,8 +154,10 @@ CONF
 	[ "${RRS_BOOT:-}" = uki ] || echo "Initrd=none"
 	# The second kernel package (RRS_INSTALL=deb): under TCG its initramfs
 	# and the hook's image take minutes; rerandd must stage after the hook,
-	# from its image (the agent checks it was not rebuilt).
-	[ "$RRS_INSTALL" = deb ] && echo "NewKernelSettle=90s"
+	# from its image (the agent checks it was not rebuilt).  A settle far
+	# shorter than dpkg's run, so that only the wait on dpkg's lock keeps
+	# rerandd from building the image itself (the agent checks it waited).
+	[ "$RRS_INSTALL" = deb ] && echo "NewKernelSettle=10s"
 	cat <<CONF
 
 [Policy]

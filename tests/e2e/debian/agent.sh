@@ -66,7 +66,7 @@ say "RRS-INFO n=$n kernel=$(uname -r) cmdline=$(cat /proc/cmdline)"
 # Every path the package or its purge may touch, for the diff after the purge.
 pkg_paths() {
 	find -H /usr/bin /usr/sbin /usr/lib/rerand /usr/lib/kernel /lib/systemd/system \
-		/etc/systemd/system /etc/rerand /etc/kernel /var/lib/rerand /usr/share/man/man1 \
+		/usr/lib/sysusers.d /etc/systemd/system /etc/rerand /etc/kernel /var/lib/rerand /usr/share/man/man1 \
 		/usr/share/man/man8 /usr/share/doc/rerand /usr/share/lintian/overrides 2>/dev/null | sort
 }
 if [ -r "$D/rerand.deb" ] && [ "$n" -eq 0 ]; then
@@ -417,8 +417,8 @@ if [ -r "$D/kernel2.deb" ] && [ -z "$sbimg" ] && [ "$n" -ge "$target" ]; then
 	tap "$([ -n "$sha2" ] && [ "$idx" = "$sha2" ] && [ -n "$ino2" ] && ! grep -q '^rerand:' <<<"$out"; echo $?)" \
 		"the kernel hook built $(basename "${img2:-none}") and indexed $v2 during dpkg -i" \
 		"index: $idx; image: ${img2:-none}; $(grep '^rerand:' <<<"$out" | head -n 2 | tr '\n' '|')"
-	# rerandd saw /boot change, waited NewKernelSettle= and staged the newest
-	# kernel from its cache: the hook's file, not a rebuild.
+	# rerandd saw /boot change, waited NewKernelSettle= and for dpkg, and
+	# staged the newest kernel from its cache: the hook's file, not a rebuild.
 	wait_for 600 sh -c "rerand status --json 2>/dev/null | grep -q '\"kernel_sha256\":\"$sha2\"'"
 	js=$(rerand status --json 2>&1)
 	echo "$js" >"$D/out/status-kernel2.$n.json"
@@ -429,8 +429,14 @@ if [ -r "$D/kernel2.deb" ] && [ -z "$sbimg" ] && [ "$n" -ge "$target" ]; then
 		grep -q "staged /boot/vmlinuz-$v2" <<<"$log" && ok=0
 	tap "$ok" "rerandd staged the new kernel: rerand status says /boot/vmlinuz-$v2, sha256 ${sha2:0:16}" \
 		"$(grep -E 'new kernel|staged|staging failed' <<<"$log" | tail -n 3 | tr '\n' '|') $js"
+	# NewKernelSettle=10s expires while dpkg still configures the package
+	# (depmod, mkinitramfs, then the hook): rerandd must have waited on
+	# dpkg's lock, probed from inside its sandbox.
+	tap "$(grep -q '^new kernel: waiting while the package manager holds /var/lib/dpkg/lock' <<<"$log"; echo $?)" \
+		"rerandd waited while dpkg held its lock (NewKernelSettle=10s expired during dpkg -i)" \
+		"$(grep -E '^new kernel' <<<"$log" | head -n 3 | tr '\n' '|')"
 	# rerandd logs "building IMAGE from KERNEL" whenever it builds one; it
-	# waits while the hook's .hook-VERSION.tmp exists.
+	# waits while the hook's .hook-VERSION.tmp exists, and while dpkg runs.
 	built=$(grep -c "^building .* from /boot/vmlinuz-$v2" <<<"$log")
 	tap "$([ "$built" = 0 ] && [ -n "$ino2" ] && [ "$(stat -c %i "$img2" 2>/dev/null)" = "$ino2" ]; echo $?)" \
 		"rerandd staged the hook's image (never built one itself; same file after staging and pruning)" \
@@ -465,12 +471,20 @@ if [ -r "$D/kernel2.deb" ] && [ -z "$sbimg" ] && [ "$n" -ge "$target" ]; then
 	[ "$st" != bad ] && [ "$st" != "deinstall ok config-files" ] && [ ! -e /var/lib/rerand ] && [ ! -e /etc/rerand/rerand.conf ] &&
 		[ ! -e /etc/kernel/postinst.d/rerand ] && [ ! -e /etc/kernel/postrm.d/rerand ] &&
 		[ ! -e /usr/lib/kernel/install.d/60-rerand.install ] && [ ! -e /usr/bin/rerand ] &&
-		[ "$(systemctl show -P LoadState rerandd.service)" = not-found ] && ok=0
-	tap "$ok" "purged: no package record, conffiles, hooks, /var/lib/rerand or unit left" \
-		"status '${st}'; $(ls -d /var/lib/rerand /etc/rerand/rerand.conf /etc/kernel/postinst.d/rerand /usr/bin/rerand 2>/dev/null | tr '\n' ' ') unit $(systemctl show -P LoadState rerandd.service)"
+		[ ! -e /usr/sbin/rerand-fleetd ] && [ ! -e /etc/rerand/fleet-tls ] &&
+		[ ! -e /usr/lib/sysusers.d/rerand.conf ] &&
+		[ "$(systemctl show -P LoadState rerandd.service)" = not-found ] &&
+		[ "$(systemctl show -P LoadState rerand-fleetd.socket)" = not-found ] && ok=0
+	# The rerand system user stays, as Debian leaves system users (the
+	# image builder's; nothing of the package runs as it any more).
+	say "RRS-INFO n=$n after purge: user rerand $(getent passwd rerand >/dev/null && echo stays || echo gone)"
+	tap "$ok" "purged: no package record, conffiles, hooks, /var/lib/rerand, fleet-tls, sysusers.d file or units left" \
+		"status '${st}'; $(ls -d /var/lib/rerand /etc/rerand/rerand.conf /etc/kernel/postinst.d/rerand /usr/bin/rerand /usr/sbin/rerand-fleetd /etc/rerand/fleet-tls /usr/lib/sysusers.d/rerand.conf 2>/dev/null | tr '\n' ' ') units $(systemctl show -P LoadState rerandd.service) $(systemctl show -P LoadState rerand-fleetd.socket)"
 	kl=$(cat /sys/kernel/kexec_loaded 2>&1)
 	tap "$([ "$kl" = 1 ] && journalctl -b -u rerandd -o cat --no-pager | grep -q '^staged /boot/vmlinuz-'; echo $?)" \
 		"what docs/operations.md says stays does: the staged kexec image (kexec_loaded $kl) and rerandd's journal lines"
+fi
+
 # ---- fleet, boot 0: before rerandd may reboot ------------------------------------
 if [ -n "$fleet" ] && [ "$n" -eq 0 ]; then
 	tap "$(systemctl is-active -q etcd.service && ectl endpoint health >/dev/null 2>&1; echo $?)" \
