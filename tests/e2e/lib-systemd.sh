@@ -299,6 +299,10 @@ rrs_fill_uki() {
 		{ echo "e2e: $RRS_UKI_DEB: no vmlinuz and modules" >&2; rm -rf "$x"; return 1; }
 	# Into /usr/lib: the root is merged-/usr (its /lib is a link).
 	mkdir -p "$d/usr/lib/modules" && cp -a "$x/pkg/lib/modules/$v" "$d/usr/lib/modules/" || return 1
+	# The package ships no modules.dep (its postinst runs depmod): without
+	# it the guest's modprobe finds nothing, not even virtio_blk for the ESP
+	# (the first uki run ended in emergency mode: /dev/vda1 never came).
+	depmod -b "$d" "$v" || { echo "e2e: depmod -b $d $v failed" >&2; rm -rf "$x"; return 1; }
 	mkdir -p "$x/ird" && echo "rerand e2e: the UKI's initrd" >"$x/ird/rerand-e2e-uki" &&
 		(cd "$x/ird" && find . | cpio -o -H newc --quiet >"$x/initrd.cpio") || return 1
 	id=debian-$v.efi
