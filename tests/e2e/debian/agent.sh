@@ -161,7 +161,9 @@ fi
 if [ -r "$D/uki" ]; then
 	{ read -r uki_id; read -r uki_path; } <"$D/uki"
 	var=/sys/firmware/efi/efivars/LoaderEntrySelected-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f
-	sel=$(tail -c +5 "$var" 2>/dev/null | tr -d '\000')
+	# Through a pipe: efivarfs files cannot seek (no_llseek), and tail -c +5
+	# on the file itself seeks, fails and prints nothing.
+	sel=$(cat "$var" 2>/dev/null | tail -c +5 | tr -d '\000')
 	say "RRS-INFO n=$n LoaderEntrySelected=${sel:-none} esp=$(findmnt -n -o SOURCE,FSTYPE /boot/efi | tr ' ' ,)"
 	if [ "$n" -eq 0 ]; then
 		tap "$([ "$sel" = "$uki_id" ] && [ -r "$uki_path" ]; echo $?)" \
