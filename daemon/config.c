@@ -64,6 +64,10 @@ void config_defaults(struct rr_config *c)
 	snprintf(c->lockdown_file, sizeof(c->lockdown_file), "%s", RR_LOCKDOWN_PATH);
 	snprintf(c->secureboot_file, sizeof(c->secureboot_file), "%s", RR_SECUREBOOT_PATH);
 	snprintf(c->signed_dir, sizeof(c->signed_dir), "/var/lib/rerand/signed");
+	snprintf(c->loader_entry_selected, sizeof(c->loader_entry_selected),
+		 "/sys/firmware/efi/efivars/LoaderEntrySelected-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f");
+	/* bootctl's order: the ESP at /efi, /boot or /boot/efi; XBOOTLDR at /boot */
+	snprintf(c->boot_loader_roots, sizeof(c->boot_loader_roots), "/efi /boot /boot/efi");
 	c->crash_mode = RR_CRASH_AUTO;
 	c->hotplug_settle = 10;
 	c->restage_interval = 6 * 3600;
@@ -273,6 +277,8 @@ static const struct key {
 	{ "Paths", "KexecCrashLoaded", K_PATH, F(kexec_crash_loaded) },
 	{ "Paths", "ProcVmcore", K_PATH, F(proc_vmcore) },
 	{ "Paths", "Uevents", K_PATH, F(uevents) },
+	{ "Paths", "LoaderEntrySelected", K_PATH, F(loader_entry_selected) },
+	{ "Paths", "BootLoaderRoots", K_STR, F(boot_loader_roots) },
 	{ "Paths", "Lockdown", K_PATH, F(lockdown_file) },
 	{ "Paths", "SecureBoot", K_PATH, F(secureboot_file) },
 	{ "Stage", "Kernel", K_PATH, F(kernel) },

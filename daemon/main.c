@@ -95,9 +95,19 @@ static void check_new_kernel(struct daemon *d)
 	char newest[RR_PATH];
 	struct rr_stage_req req = { .unless_sha = d->st.staged_sha };
 	struct rr_err e;
+	int64_t wait;
 
 	d->new_kernel_at = 0;
-	if (!*d->cfg.kernel) {
+	/* The package's hook is building the new kernel's image, or dpkg has
+	 * yet to run it: stage from its image once it is there rather than
+	 * build a second one meanwhile. */
+	wait = kernels_new_wait(&d->cfg, rr_dpkg_locks, time(NULL), &d->pkg_wait_since);
+	if (wait > 0) {
+		d->new_kernel_at = time(NULL) + wait;
+		return;
+	}
+	/* Booted by systemd-boot: its entry, not the newest file in /boot. */
+	if (!*d->cfg.kernel && !bootloader_selected(&d->cfg)) {
 		if (stage_newest_kernel(d->cfg.boot_dir, newest, sizeof(newest)) < 0)
 			return;
 		req.kernel = newest;

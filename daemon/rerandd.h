@@ -67,6 +67,8 @@ struct rr_config {
 					     * a path = a FIFO of uevents (tests) */
 	char lockdown_file[RR_PATH];        /* securityfs lockdown: "[none] integrity ..." */
 	char secureboot_file[RR_PATH];      /* efivarfs SecureBoot variable */
+	char loader_entry_selected[RR_PATH]; /* efivarfs: systemd-boot's entry of this boot */
+	char boot_loader_roots[RR_PATH];    /* where the ESP/XBOOTLDR may be mounted, blank-separated */
 	/* [Stage] */
 	char kernel[RR_PATH];               /* "" = <boot>/vmlinuz-$(uname -r) */
 	char initrd[RR_PATH];               /* "" = guess from the kernel; "none" */
@@ -359,6 +361,7 @@ struct rr_stage_plan {
 	bool locked;                         /* planned under lockdown: signed images only */
 	char release[128];                   /* the kernel's, when locked */
 	char signer[256];                    /* subject of the image's signer, "" = unsigned */
+	bool uki;                            /* the kernel is a UKI: `rerand load --uki` */
 };
 const char *stage_source_name(enum rr_image_source s);
 /* The release (uname -r) a kernel file says it is: the first word of its
@@ -384,7 +387,7 @@ int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_er
  * files `rerand load` reads, so it sees what rerandd saw. */
 struct rr_load_argv {
 	char *argv[16];
-	char initrd[RR_PATH + 16], append[RR_CMD + 16], kexec[RR_PATH + 16];
+	char initrd[RR_PATH + 16], append[RR_CMD + 16], kexec[RR_PATH + 16], uki[RR_PATH + 16];
 };
 void stage_load_argv(const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
 		     struct rr_load_argv *ret);
@@ -416,8 +419,58 @@ struct rr_view;
 void stage_view_secure(const struct rr_config *c, const struct rr_stage_plan *staged,
 		       struct rr_view *v);
 /* Remove cached images other than those of kernels keep_sha and keep_sha2 (may
- * be NULL or "") with this rerandd's stage: images of an older stage go too. */
+ * be NULL or "") and of kernels in the hooks' index (kernels_indexed), with
+ * this rerandd's stage: images of an older stage go too. */
 void stage_prune(const struct rr_config *c, const char *keep_sha, const char *keep_sha2);
+
+/* ---- bootloader.c: the running kernel on a systemd-boot machine ----------- */
+struct rr_bls_entry {                        /* what rerand needs of a type #1 entry */
+	char linux_path[RR_PATH], efi_path[RR_PATH];   /* from the partition's root */
+	char initrd[RR_PATH];                /* the first initrd line */
+	unsigned nr_initrd;
+};
+struct rr_boot_entry {
+	char id[200];                        /* LoaderEntrySelected */
+	char kernel[RR_PATH];                /* path on this system */
+	char initrd[RR_PATH];                /* type #1's initrd line, "" = none */
+	bool uki;
+};
+/* An efivarfs file's bytes (attributes, UTF-16LE) as an entry id. */
+int bootloader_efivar_string(const uint8_t *buf, size_t len, char *out, size_t size,
+			     const char *name, struct rr_err *e);
+/* A type #1 entry's text: linux, efi and initrd lines; errors "name:line: ...". */
+int bootloader_parse_entry(const char *text, size_t len, const char *name,
+			   struct rr_bls_entry *ret, struct rr_err *e);
+/* systemd-boot's id of an entry file: lower case, boot counter dropped. */
+int bootloader_entry_id(const char *file, char *out, size_t size);
+/* This boot has a LoaderEntrySelected variable: systemd-boot booted it. */
+bool bootloader_selected(const struct rr_config *c);
+/* The file starts like a UKI (PE with a .linux section). */
+bool bootloader_is_uki(const char *path);
+/* 1 and *ret: the entry LoaderEntrySelected names, found under one of
+ * BootLoaderRoots=; 0: no such variable (not booted by systemd-boot); < 0:
+ * the variable names an entry that cannot be used or found (e says why). */
+int bootloader_find(const struct rr_config *c, struct rr_boot_entry *ret, struct rr_err *e);
+
+/* ---- kernels.c: the kernel hooks' index ---------------------------------- */
+/* True when StateDirectory/kernels/ has a file naming sha (a kernel the
+ * package's hook built an image of). */
+bool kernels_indexed(const struct rr_config *c, const char *sha);
+/* The hook is building an image now (its .hook-VERSION.tmp, younger than
+ * 10 min, is in StateDirectory/images): a new kernel waits for it. */
+bool kernels_hook_busy(const struct rr_config *c);
+/* The package manager's locks a new kernel waits on (dpkg's). */
+extern const char *const rr_dpkg_locks[];
+/* 1 when another process holds a lock on path (fcntl F_GETLK; nothing is
+ * taken, nothing created), 0 when none or no such file, else -errno. */
+int kernels_lock_held(const char *path);
+/* The first of the NULL-ended locks another process holds, or NULL. */
+const char *kernels_pkg_busy(const char *const *locks);
+/* Whether a new kernel seen in /boot can be staged now: 0, or the seconds
+ * until rerandd should look again (the hook is at work; one of locks is
+ * held, for at most 30 min counted from *pkg_since, which it keeps). */
+int64_t kernels_new_wait(const struct rr_config *c, const char *const *locks, time_t now,
+			 time_t *pkg_since);
 
 /* ---- crash.c: the rerandomizing crash kernel ------------------------------ */
 enum rr_crash_state { RR_CS_OFF = 0, RR_CS_NOT_RESERVED, RR_CS_PENDING, RR_CS_LOADED,
@@ -587,6 +640,7 @@ struct daemon {
 	time_t stage_failed_at;
 	char stage_error[RR_ERR_MAX];
 	time_t new_kernel_at;          /* settle deadline after a /boot change */
+	time_t pkg_wait_since;         /* a new kernel waits for dpkg since */
 	time_t rebooting_since;
 	struct rr_policy_out out;
 	struct rr_coord co;            /* the fleet lock; off with Backend=none */

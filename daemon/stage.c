@@ -198,14 +198,19 @@ static int plan_signed(const struct rr_config *c, struct rr_stage_plan *p, struc
 int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr_stage_plan *p,
 	       struct rr_err *e)
 {
+	struct rr_boot_entry be = { 0 };
 	const char *base;
-	int r;
+	int r, booted = 0;
 
 	memset(p, 0, sizeof(*p));
 	if (kernel_override && *kernel_override)
 		snprintf(p->kernel, sizeof(p->kernel), "%s", kernel_override);
 	else if (*c->kernel)
 		snprintf(p->kernel, sizeof(p->kernel), "%s", c->kernel);
+	else if ((booted = bootloader_find(c, &be, e)) < 0)
+		return booted;
+	else if (booted)
+		snprintf(p->kernel, sizeof(p->kernel), "%s", be.kernel);
 	else {
 		struct utsname u;
 		uname(&u);
@@ -213,6 +218,7 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 	}
 	if (!readable(p->kernel))
 		return rr_errf(e, ENOENT, "%s: no such kernel (set Kernel= in [Stage])", p->kernel);
+	p->uki = bootloader_is_uki(p->kernel);
 
 	base = strrchr(p->kernel, '/');
 	base = base ? base + 1 : p->kernel;
@@ -233,6 +239,10 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 				p->initrd[0] = 0;
 		}
 	}
+	/* Unless Initrd= says: a UKI carries its own (`rerand load --uki`), a
+	 * type #1 entry names its own. */
+	if (!*c->initrd && (booted || p->uki))
+		snprintf(p->initrd, sizeof(p->initrd), "%s", p->uki ? "" : be.initrd);
 
 	if (c->cmdline_set) {
 		r = stage_clean_cmdline(c->cmdline, p->cmdline, sizeof(p->cmdline), e);
@@ -461,6 +471,11 @@ void stage_load_argv(const struct rr_config *c, const struct rr_stage_plan *p, b
 	}
 	snprintf(a->append, sizeof(a->append), "--append=%s", p->cmdline);
 	a->argv[n++] = a->append;
+	if (p->uki) {
+		/* its .ucode + .initrd, unless --initrd came from Initrd= */
+		snprintf(a->uki, sizeof(a->uki), "--uki=%s", p->kernel);
+		a->argv[n++] = a->uki;
+	}
 	snprintf(a->kexec, sizeof(a->kexec), "--kexec=%s", c->kexec_bin);
 	a->argv[n++] = a->kexec;
 	if (fsys)
@@ -785,7 +800,9 @@ static int start_build(struct rr_stage_job *sj, struct rr_err *e)
 		close(b.kernel_fd);
 		return b.out_fd;
 	}
-	rr_log(RR_LOG_INFO, "building %s", sj->p.image);
+	/* The package guest checks this line: the kernel hook's image is
+	 * staged, not rebuilt. */
+	rr_log(RR_LOG_INFO, "building %s from %s", sj->p.image, sj->p.kernel);
 	image_argv(&sj->c, &sj->p, argv);
 	r = job_start_builder(sj->ev, argv, 600, &b, on_built, sj, &sj->job);
 	/* the child has its copies (or there is no child) */
@@ -891,6 +908,20 @@ static bool image_of(const char *name, const char *key)
 	       (!strcmp(name + n, ".img") || !strcmp(name + n, ".signed.img"));
 }
 
+/* <sha>.<this stage's sha>.img that the kernel hook built for an installed
+ * kernel (its index names the sha): rerandd stages it when that kernel comes
+ * up, and removing it would race the hook, which may have just written it. */
+static bool hook_image(const struct rr_config *c, const char *name)
+{
+	char sha[65];
+
+	if (strlen(name) < 65 || name[64] != '.')
+		return false;
+	memcpy(sha, name, 64);
+	sha[64] = 0;
+	return image_of(name + 65, stage_blob_sha()) && kernels_indexed(c, sha);
+}
+
 void stage_prune(const struct rr_config *c, const char *keep_sha, const char *keep_sha2)
 {
 	char dir[RR_PATH + 16], keep[160], keep2[160] = "";
@@ -908,7 +939,7 @@ void stage_prune(const struct rr_config *c, const char *keep_sha, const char *ke
 	while ((de = readdir(d))) {
 		/* the crash kernel may run another kernel's image */
 		if (de->d_name[0] == '.' || (keep_sha && *keep_sha && image_of(de->d_name, keep)) ||
-		    image_of(de->d_name, keep2))
+		    image_of(de->d_name, keep2) || hook_image(c, de->d_name))
 			continue;
 		if (unlinkat(dirfd(d), de->d_name, 0) == 0)
 			rr_log(RR_LOG_INFO, "removed cached image %s/%s", dir, de->d_name);

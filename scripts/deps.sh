@@ -23,7 +23,9 @@ bench_pkgs="valgrind gnuplot-nox time linux-source-6.1 linux-source-6.12"
 deb_pkgs="debhelper dpkg-dev lintian"
 # Test unified kernel images are built from systemd-boot's stub (tests/unit,
 # tests/e2e/check-uki.sh).
-uki_pkgs="systemd-boot-efi"
+# The systemd-boot guest (check-systemd.sh, RRS_BOOT=uki): a GPT disk with
+# an ESP made without mounting (sfdisk, mkfs.vfat, mtools).
+uki_pkgs="systemd-boot-efi fdisk dosfstools mtools"
 
 case "$what" in
 check) want="$build_pkgs $run_pkgs $test_pkgs $vm_pkgs $uki_pkgs" ;;

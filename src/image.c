@@ -143,11 +143,15 @@ static void write_setup(uint8_t *img, size_t pm_len, uint32_t init_size, const s
 	/* XLF_5LEVEL tells kexec the kernel can run under 5-level paging: pass on
 	 * the kernel's own claim.  A bare vmlinux carries no such claim, so it is
 	 * left off (kexec then refuses the image on an LA57 machine rather than
-	 * boot a kernel that might not cope). */
+	 * boot a kernel that might not cope).  XLF_EFI_KEXEC likewise: without
+	 * it kexec-tools' kexec_load passes no EFI state (efi_info, the
+	 * runtime map, SETUP_EFI) and the next kernel boots without EFI
+	 * runtime services or efivarfs; the stage hands boot_params on as they
+	 * are and keeps the map clear, so the kernel's claim is what counts. */
 	uint16_t xlf = RERAND_XLF_KERNEL_64 | RERAND_XLF_CAN_BE_LOADED_ABOVE_4G;
 
 	if (k->is_bzimage)
-		xlf |= k->bz.xloadflags & RERAND_XLF_5LEVEL;
+		xlf |= k->bz.xloadflags & (RERAND_XLF_5LEVEL | RERAND_XLF_EFI_KEXEC);
 
 	img[H_SETUP_SECTS] = RR_IMAGE_SETUP_SECTS;
 	rr_put32(img + H_SYSSIZE, (uint32_t)((pm_len + 15) / 16));

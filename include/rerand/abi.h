@@ -26,6 +26,7 @@
 #define RERAND_KASLR_FLAG         0x02
 #define RERAND_XLF_KERNEL_64      0x01
 #define RERAND_XLF_CAN_BE_LOADED_ABOVE_4G 0x02
+#define RERAND_XLF_EFI_KEXEC      0x10
 #define RERAND_XLF_5LEVEL         0x20
 
 /*

@@ -1,29 +1,43 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 # rerandd on a real Debian 12 machine in QEMU TCG: systemd as PID 1, a
-# persistent ext4 root on NVMe, the project installed with `make install
-# DESTDIR=` (tests/e2e/lib-systemd.sh builds the disk).  The guest's agent
+# persistent ext4 root on NVMe, the project installed as a user would: the
+# .deb that `make deb` built on this host, with `dpkg -i` in the guest at
+# boot 0 (tests/e2e/lib-systemd.sh builds the disk; RRS_INSTALL=tree for
+# `make install DESTDIR=` instead, as the Secure Boot variant still does).
+# At the last boot the agent installs a second Debian kernel package (the
+# 6.12 cloud kernel bookworm ships): the package's hook builds its image and
+# rerandd stages it; then `apt-get purge rerand` must leave only what
+# docs/operations.md says.  The guest's agent
 # (tests/e2e/debian/agent.sh) checks every boot; this script turns its lines
 # into TAP and adds the host-side checks.
 #   short (make check): one rerandomizing reboot.
 #   long (make check-long): two, plus the watchdog (fed for 3 min, then
-#   SIGSTOP must get rerandd restarted).
+#   SIGSTOP must get rerandd restarted); then the uki run.
+#   uki (also part of long): the guest boots OVMF -> systemd-boot -> a UKI
+#   of the 6.12 cloud kernel on an ESP; rerandd must find the UKI through
+#   LoaderEntrySelected, stage it with `rerand load --uki`, and the next
+#   boot must be verified randomized.  One reboot; too slow for make check.
 # RRS_SB=1 (check-systemd-sb.sh): the same guest under Secure Boot, from a
 # pre-signed image.
 # Mocked: nothing in the guest; only the network is absent (not needed).
 # RRS_FLEET=1 (check-systemd-fleet.sh): the same guest in fleet mode against
 # Debian's etcd-server in the guest: take the slot, rerandomize, give it back.
 set -u
-. "$(dirname "$0")/lib-systemd.sh"
 sb=${RRS_SB:-0}
 fleet=${RRS_FLEET:-0}
+# Before lib-systemd.sh: the package's guest has its own base root.  Under
+# Secure Boot and in fleet mode the tree install (their point is elsewhere).
+[ "$sb" = 1 ] || [ "$fleet" = 1 ] || export RRS_INSTALL=${RRS_INSTALL:-deb}
+. "$(dirname "$0")/lib-systemd.sh"
 [ "$sb" = 1 ] && . "$(dirname "$0")/lib-sb.sh"
 
 what=${1:-short}
 case "$what" in
 short) target=${RRS_REBOOTS:-1} ;;
 long) target=${RRS_REBOOTS:-2} ;;
-*) echo "usage: $0 short|long" >&2; exit 2 ;;
+uki) target=${RRS_REBOOTS:-1} ;;
+*) echo "usage: $0 short|long|uki" >&2; exit 2 ;;
 esac
 name=debian-systemd-$what
 [ "$sb" = 1 ] && name=debian-systemd-sb-$what
@@ -42,16 +56,42 @@ else
 	# Under Secure Boot and in fleet mode the 6.1 kernel only: the point
 	# is the signed path, or the fleet.
 	[ "$what" = long ] && [ "$sb" = 0 ] && [ "$fleet" = 0 ] && roles="cloud61 cloud612"
+	[ "$what" = uki ] && roles=""
 	for r in $roles; do
 		k=$(e2e_pick "$r") || { echo "not ok - $name: no $r kernel in $RERAND_KERNELS"; continue; }
 		kernels+=("$k")
 	done
 fi
+# The systemd-boot guest boots the kernel of the second kernel's package,
+# inside a UKI (run_one "uki").
+{ [ "$what" = uki ] || [ "$what" = long ]; } && [ "$sb" = 0 ] && [ "$fleet" = 0 ] && kernels+=(uki)
 
-# run_one KERNEL: build the disk, boot it, turn the agent's lines into TAP.
+# The package guest's second kernel: the 6.12 cloud kernel's Debian package
+# (named after the test kernel of that role), fetched once.
+kernel2_deb=""
+if [ "$RRS_INSTALL" = deb ]; then
+	{ [ -n "${RERAND_KERNELS:-}" ] || e2e_kernels "$name"; } && k2=$(e2e_pick cloud612) ||
+		{ echo "not ok - $name: no cloud612 kernel to name the second kernel package"; exit 0; }
+	kernel2_deb=$(rrs_kernel_deb "linux-image-${k2##*/vmlinuz-}") ||
+		{ echo "not ok - $name: no linux-image-${k2##*/vmlinuz-} package for the second-kernel check"; exit 0; }
+	deb=$(rrs_deb) || { echo "not ok - $name: make deb failed"; exit 0; }
+	export RRS_DEB=$deb
+	e2e_note "$name: installs $(basename "$deb") with dpkg -i; second kernel $(basename "$kernel2_deb")"
+fi
+
+# run_one KERNEL|uki: build the disk, boot it, turn the agent's lines into TAP.
 run_one() {
 	local kernel name boot miss
-	name=debian-systemd-$what-$(basename "$1" | sed 's/^vmlinuz-//')
+	export RRS_BOOT="" RRS_FW=${RRS_FW:-seabios}
+	if [ "$1" = uki ]; then
+		[ -n "$kernel2_deb" ] || { echo "not ok - debian-systemd-uki: RRS_INSTALL=deb is needed"; return 0; }
+		RRS_BOOT=uki RRS_FW=ovmf-uki RRS_UKI_DEB=$kernel2_deb
+		export RRS_UKI_DEB
+		set -- "$(e2e_pick cloud612)"
+		name=debian-systemd-uki-$(basename "$1" | sed 's/^vmlinuz-//')
+	else
+		name=debian-systemd-$what-$(basename "$1" | sed 's/^vmlinuz-//')
+	fi
 	[ "$sb" = 1 ] && name=debian-systemd-sb-$what-$(basename "$1" | sed 's/^vmlinuz-//')
 	[ "$fleet" = 1 ] && name=debian-systemd-fleet-$what-$(basename "$1" | sed 's/^vmlinuz-//')
 	kernel=$(RRD_KERNEL=$1 rrd_preflight "$name" qemu-system-x86_64 mkfs.ext4 debugfs debootstrap systemctl) ||
@@ -80,6 +120,12 @@ run_one() {
 	rm -rf "$dir"; mkdir -p "$dir"
 	log="$dir/serial.log"; alog="$dir/agent.log"
 	t0=$EPOCHSECONDS
+	# The second kernel only where it is new to the guest.
+	RRS_KERNEL2_DEB=""
+	[ -n "$kernel2_deb" ] && [ -z "$RRS_BOOT" ] &&
+		[ "$(basename "$kernel")" != "vmlinuz-$(dpkg-deb -f "$kernel2_deb" Package | sed 's/^linux-image-//')" ] &&
+		RRS_KERNEL2_DEB=$kernel2_deb
+	export RRS_KERNEL2_DEB RRS_ESP="$dir/esp.img"
 	if ! rrs_disk "$boot" "$dir/disk.img" "$what" "$target" 2>"$dir/build.err"; then
 		sed 's/^/# /' "$dir/build.err" | tail -n 20
 		echo "not ok - $name: cannot build the Debian guest disk"
@@ -92,6 +138,12 @@ run_one() {
 	base=900; [ "$what" = long ] && base=1200
 	# OVMF, and at the last boot the blocked check (about a minute).
 	[ "$sb" = 1 ] && base=$((base + 180))
+	# dpkg -i of rerand, and of a kernel package (its initramfs) under TCG.
+	# (A short run took over 1800 s on a host at load 19 with mkinitramfs
+	# taking "most" modules.)
+	[ "$RRS_INSTALL" = deb ] && base=$((base + 1200))
+	# OVMF and systemd-boot before the first boot.
+	[ "$RRS_BOOT" = uki ] && base=$((base + 300))
 	# Fleet: etcd's start, the fail-closed wait and a rerandd restart.
 	[ "$fleet" = 1 ] && base=$((base + 300))
 	tmo=${RRS_TIMEOUT:-$((base + 300 * target))}
@@ -142,8 +194,9 @@ run_one() {
 	# format), status, metrics and state the agent copied, read off the disk.
 	files="$dir/files"
 	rm -rf "$files"; mkdir -p "$files"
+	# (The package guest purged /var/lib/rerand: the agent copied it first.)
 	if debugfs -R "rdump /var/lib/rerand-e2e/out $files" "$dir/disk.img" >/dev/null 2>&1 &&
-		debugfs -R "rdump /var/lib/rerand $files" "$dir/disk.img" >/dev/null 2>&1; then
+		{ [ -n "$RRS_KERNEL2_DEB" ] || debugfs -R "rdump /var/lib/rerand $files" "$dir/disk.img" >/dev/null 2>&1; }; then
 		sed -n 's/^RRS-BOOT n=\([0-9]*\) boot_id=[^ ]* text=\([0-9a-f]*\) code=\([0-9a-f]*\)-.*/RRD-BOOT n=\1 text=\2 code=\3-/p' \
 			"$alog.txt" >"$dir/addrs.src"
 		rrd_addrs "$dir/addrs.src" >"$dir/addrs.txt"
@@ -157,7 +210,7 @@ run_one() {
 		tap 1 "$name: read the product files back from the disk" "debugfs failed on $dir/disk.img"
 	fi
 	e2e_note "$name: logs in $dir (serial.log, agent.log.txt)"
-	rm -f "$dir/disk.img"
+	rm -f "$dir/disk.img" "$dir/esp.img"
 }
 
 for k in "${kernels[@]}"; do run_one "$k"; done

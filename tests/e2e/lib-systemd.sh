@@ -8,8 +8,18 @@
 #                     against) once; cached as a tarball keyed by its inputs.
 #   rrs_disk          that root + `make install DESTDIR=` of this tree +
 #                     the test services, as an ext4 image (mkfs.ext4 -d).
+#                     RRS_INSTALL=deb: the package `make deb` built instead,
+#                     which the agent installs with `dpkg -i` at boot 0, and
+#                     a second Debian kernel package (RRS_KERNEL2_DEB) that it
+#                     installs and then purges rerand at the last boot.
 #   rrs_qemu          boot a cloud kernel (NVMe and ext4 built in) with
 #                     root=/dev/nvme0n1 under TCG; no network.
+#
+# systemd-boot (check-systemd.sh uki, RRS_BOOT=uki): rrs_fill_uki makes an
+# ESP disk ($RRS_ESP: systemd-bootx64.efi and a UKI of RRS_UKI_DEB's kernel
+# built by tests/mkuki.sh from bookworm's stub) and puts that package's
+# modules in the root (vfat, efivarfs and virtio_blk are modules in the
+# cloud kernel); rrs_qemu boots OVMF from it (RRS_FW=ovmf-uki).
 #
 # Secure Boot (check-systemd-sb.sh): RRS_SB_IMAGE names a rerand image signed
 # on this host (the build host); rrs_fill ships it as
@@ -36,6 +46,10 @@ RRS_DISK_MIB=${RRS_DISK_MIB:-1536}
 # libcurl4: rerand-fleetd (the fleet helper that `make install` also ships)
 # links it; rerandd no longer loads it.
 RRS_BASE_PKGS="systemd systemd-sysv udev dbus kexec-tools procps libcurl4"
+# RRS_INSTALL=deb: the second kernel package's dependencies too (kmod and
+# initramfs-tools: what a Debian kernel package needs to configure).
+RRS_INSTALL=${RRS_INSTALL:-tree}
+[ "$RRS_INSTALL" = deb ] && RRS_BASE_PKGS="$RRS_BASE_PKGS kmod initramfs-tools"
 [ "${RRS_FLEET:-0}" = 1 ] && RRS_BASE_PKGS+=" etcd-server etcd-client"
 # Bump when the way the base root is made changes (part of its cache key).
 RRS_ROOTFS_VERSION=1
@@ -86,6 +100,41 @@ rrs_rootfs() {
 	echo "$out"
 }
 
+# rrs_deb: print the path of rerand_VERSION_amd64.deb at the top of the
+# tree, running `make deb` first when it is missing or older than any source
+# file (so one build serves every guest of a run).
+rrs_deb() {
+	local deb
+	deb=$(ls -t "$E2E_TOP"/rerand_*_amd64.deb 2>/dev/null | head -n 1)
+	if [ -z "$deb" ] || [ -n "$(cd "$E2E_TOP" && find Makefile debian src kexec daemon fleetd include systemd etc docs \
+		-newer "$deb" -type f -print -quit 2>/dev/null)" ]; then
+		echo "# make deb (the guest installs the package)" >&2
+		mkdir -p "$E2E_BUILD" || return 1
+		make -s -C "$E2E_TOP" deb >"$E2E_BUILD/deb.log" 2>&1 ||
+			{ tail -n 20 "$E2E_BUILD/deb.log" >&2; echo "e2e: make deb failed (log: $E2E_BUILD/deb.log)" >&2; return 1; }
+		deb=$(ls -t "$E2E_TOP"/rerand_*_amd64.deb 2>/dev/null | head -n 1)
+	fi
+	[ -s "$deb" ] || { echo "e2e: make deb wrote no rerand_*_amd64.deb in $E2E_TOP" >&2; return 1; }
+	echo "$deb"
+}
+
+# rrs_kernel_deb PACKAGE: print the path of that Debian kernel package, kept
+# in $RRS_CACHE/debs; fetched once with `apt-get download`, which checks it
+# against the archive's signed index.
+rrs_kernel_deb() {
+	local pkg=$1 dir="$RRS_CACHE/debs" f
+	f=$(ls "$dir/${pkg}_"*_amd64.deb 2>/dev/null | head -n 1)
+	if [ -z "$f" ]; then
+		mkdir -p "$dir" || return 1
+		(cd "$dir" && apt-get download -q "$pkg" >&2) ||
+			{ echo "e2e: apt-get download $pkg failed" >&2; return 1; }
+		f=$(ls "$dir/${pkg}_"*_amd64.deb 2>/dev/null | head -n 1)
+	fi
+	[ -s "$f" ] && dpkg-deb -I "$f" >/dev/null ||
+		{ echo "e2e: $dir: no usable $pkg package" >&2; return 1; }
+	echo "$f"
+}
+
 # rrs_conf MODE: the drop-in for rerandd.  Only what a small test machine
 # needs differently from the defaults: no initrd, short ticks, reboots
 # outside windows, no jitter.  Tests (short, long): the layout age starts
@@ -100,7 +149,16 @@ rrs_conf() {
 CheckInterval=5s
 
 [Stage]
-Initrd=none
+CONF
+	# (The UKI guest boots with the UKI's own initrd, which rerandd passes on.)
+	[ "${RRS_BOOT:-}" = uki ] || echo "Initrd=none"
+	# The second kernel package (RRS_INSTALL=deb): under TCG its initramfs
+	# and the hook's image take minutes; rerandd must stage after the hook,
+	# from its image (the agent checks it was not rebuilt).  A settle far
+	# shorter than dpkg's run, so that only the wait on dpkg's lock keeps
+	# rerandd from building the image itself (the agent checks it waited).
+	[ "$RRS_INSTALL" = deb ] && echo "NewKernelSettle=10s"
+	cat <<CONF
 
 [Policy]
 MaxLayoutAge=$age
@@ -135,20 +193,26 @@ rrs_fill() {
 	v=$("$E2E_RERAND" inspect "$kernel" 2>/dev/null | sed -n 's/^ *\(kernel \)\{0,1\}version: *\([^ ]*\).*/\2/p' | head -n 1)
 	[ -n "$v" ] || v=${kernel##*/vmlinuz-}
 	tar -C "$d" --numeric-owner -xpf "$base" || return 1
-	make -s -C "$E2E_TOP" install DESTDIR="$d" UNITDIR=/lib/systemd/system >"$d.install.log" 2>&1 ||
-		{ cat "$d.install.log" >&2; rm -f "$d.install.log"; return 1; }
-	rm -f "$d.install.log"
 	libexec="$d/usr/local/libexec/rerand-e2e"
 	install -d "$libexec" "$d/var/lib/rerand-e2e" "$d/var/log/journal" || return 1
+	if [ "$RRS_INSTALL" = deb ]; then
+		rrs_fill_deb "$d" || return 1
+	else
+		make -s -C "$E2E_TOP" install DESTDIR="$d" UNITDIR=/lib/systemd/system >"$d.install.log" 2>&1 ||
+			{ cat "$d.install.log" >&2; rm -f "$d.install.log"; return 1; }
+		rm -f "$d.install.log"
+	fi
 	install -m 0755 "$E2E_DIR/debian/agent.sh" "$libexec/agent" &&
 		install -m 0755 "$E2E_DIR/debian/writer.sh" "$libexec/writer" &&
 		install -m 0755 "$E2E_DIR/debian/ready.sh" "$libexec/ready" &&
 		install -m 0644 "$E2E_DIR/debian/rerand-e2e-writer.service" \
 			"$E2E_DIR/debian/rerand-e2e-agent.service" "$d/etc/systemd/system/" || return 1
-	for u in rerandd rerand-e2e-writer $([ "$mode" = vm ] || echo rerand-e2e-agent); do
+	for u in $([ "$RRS_INSTALL" = deb ] || echo rerandd) rerand-e2e-writer \
+		$([ "$mode" = vm ] || echo rerand-e2e-agent); do
 		systemctl --root="$d" enable "$u.service" >/dev/null 2>&1 ||
 			{ echo "e2e: systemctl --root enable $u failed" >&2; return 1; }
 	done
+	install -d "$d/etc/rerand/rerand.conf.d" || return 1
 	rrs_conf "$mode" >"$d/etc/rerand/rerand.conf.d/50-e2e.conf"
 	if [ "${RRS_FLEET:-0}" = 1 ]; then
 		# Debian's etcd.service (etcd-server) on 127.0.0.1:2379.  LockTTL
@@ -184,6 +248,9 @@ RetryMaxMSec=10000
 	fi
 	cp "$kernel" "$d/boot/vmlinuz-$v" || return 1
 	echo "/dev/nvme0n1 / ext4 defaults 0 1" >"$d/etc/fstab"
+	if [ "${RRS_BOOT:-}" = uki ]; then
+		rrs_fill_uki "$d" || return 1
+	fi
 	echo rerand-e2e >"$d/etc/hostname"
 	printf '127.0.0.1 localhost\n127.0.1.1 rerand-e2e\n' >"$d/etc/hosts"
 	rm -f "$d/etc/machine-id"
@@ -193,6 +260,71 @@ RetryMaxMSec=10000
 	install -d "$d/etc/systemd/system/serial-getty@ttyS0.service.d"
 	printf '[Service]\nExecStart=\nExecStart=-/sbin/agetty -o "-p -f -- \\\\u" --keep-baud --autologin root 115200,57600,38400,9600 - $TERM\n' \
 		>"$d/etc/systemd/system/serial-getty@ttyS0.service.d/autologin.conf"
+}
+
+# rrs_fill_deb ROOT: the packages the agent installs (tests/e2e/debian/
+# agent.sh): rerand's, built on this host (RRS_DEB, else rrs_deb), and the
+# second kernel's (RRS_KERNEL2_DEB, optional) with its version.  rerandd is
+# not enabled here: the package's postinst does that in the guest.
+rrs_fill_deb() {
+	local d=$1 deb=${RRS_DEB:-} v2
+	[ -n "$deb" ] || deb=$(rrs_deb) || return 1
+	install -m 0644 "$deb" "$d/var/lib/rerand-e2e/rerand.deb" || return 1
+	[ -n "${RRS_KERNEL2_DEB:-}" ] || return 0
+	v2=$(dpkg-deb -f "$RRS_KERNEL2_DEB" Package | sed -n 's/^linux-image-//p')
+	[ -n "$v2" ] || { echo "e2e: $RRS_KERNEL2_DEB: not a linux-image-VERSION package" >&2; return 1; }
+	install -m 0644 "$RRS_KERNEL2_DEB" "$d/var/lib/rerand-e2e/kernel2.deb" || return 1
+	# The kernel package's initramfs under TCG: only the modules
+	# /etc/initramfs-tools/modules lists (none; the cloud kernel has NVMe
+	# and ext4 built in), not "most" of them (minutes on a loaded host).
+	install -d "$d/etc/initramfs-tools/conf.d" &&
+		printf '# tests/e2e/lib-systemd.sh: a small initramfs under TCG\nMODULES=list\n' \
+			>"$d/etc/initramfs-tools/conf.d/rerand-e2e.conf" || return 1
+	echo "$v2" >"$d/var/lib/rerand-e2e/kernel2.version"
+}
+
+# rrs_fill_uki ROOT: the systemd-boot guest's parts.  The kernel package
+# RRS_UKI_DEB is unpacked aside: its vmlinuz goes into a UKI (with a small
+# initrd, so that the kexec'd boots show whether rerandd passed the UKI's
+# on, and the root's os-release, which systemd-boot needs to list it), its
+# modules into ROOT; the ESP (GPT, one FAT partition, written with mtools
+# without mounting) goes to $RRS_ESP and is mounted at /boot/efi.
+# $D/uki tells the agent the entry id and the UKI's path in the guest.
+rrs_fill_uki() {
+	local d=$1 x v id stub=/usr/lib/systemd/boot/efi/systemd-bootx64.efi img=$RRS_ESP
+	x=$(mktemp -d "$img.x.XXXXXX") || return 1
+	dpkg-deb -x "$RRS_UKI_DEB" "$x/pkg" || { rm -rf "$x"; return 1; }
+	v=$(basename "$(ls "$x/pkg/boot"/vmlinuz-* | head -n 1)" | sed 's/^vmlinuz-//')
+	[ -n "$v" ] && [ -d "$x/pkg/lib/modules/$v" ] ||
+		{ echo "e2e: $RRS_UKI_DEB: no vmlinuz and modules" >&2; rm -rf "$x"; return 1; }
+	# Into /usr/lib: the root is merged-/usr (its /lib is a link).
+	mkdir -p "$d/usr/lib/modules" && cp -a "$x/pkg/lib/modules/$v" "$d/usr/lib/modules/" || return 1
+	# The package ships no modules.dep (its postinst runs depmod): without
+	# it the guest's modprobe finds nothing, not even virtio_blk for the ESP
+	# (the first uki run ended in emergency mode: /dev/vda1 never came).
+	depmod -b "$d" "$v" || { echo "e2e: depmod -b $d $v failed" >&2; rm -rf "$x"; return 1; }
+	mkdir -p "$x/ird" && echo "rerand e2e: the UKI's initrd" >"$x/ird/rerand-e2e-uki" &&
+		(cd "$x/ird" && find . | cpio -o -H newc --quiet >"$x/initrd.cpio") || return 1
+	id=debian-$v.efi
+	"$E2E_TOP/tests/mkuki.sh" -o "$x/$id" -k "$x/pkg/boot/vmlinuz-$v" -i "$x/initrd.cpio" \
+		-r "$d/usr/lib/os-release" \
+		-c "root=/dev/nvme0n1 rw console=ttyS0,115200 panic=-1 ${RRS_APPEND:-quiet}" || { rm -rf "$x"; return 1; }
+	rm -f "$img"
+	truncate -s 100M "$img" &&
+		printf 'label: gpt\nstart=2048, type=C12A7328-F81F-11D2-BA4B-00A0C93EC93B, name="ESP"\n' |
+			sfdisk -q "$img" >/dev/null &&
+		mkfs.vfat -F 32 --offset=2048 -n ESP "$img" $(( (100 * 1024 - 1024 - 64) )) >/dev/null &&
+		mmd -i "$img@@1M" ::/EFI ::/EFI/BOOT ::/EFI/Linux ::/loader &&
+		mcopy -i "$img@@1M" "$stub" ::/EFI/BOOT/BOOTX64.EFI &&
+		mcopy -i "$img@@1M" "$x/$id" "::/EFI/Linux/$id" &&
+		printf 'timeout 0\n' >"$x/loader.conf" && mcopy -i "$img@@1M" "$x/loader.conf" ::/loader/loader.conf ||
+		{ echo "e2e: cannot build the ESP $img" >&2; rm -rf "$x"; return 1; }
+	rm -rf "$x"
+	mkdir -p "$d/boot/efi"
+	# (efivarfs is a module here: the mount loads it; PID 1 may have already.)
+	printf '/dev/vda1 /boot/efi vfat umask=0077 0 2\nefivarfs /sys/firmware/efi/efivars efivarfs nofail 0 0\n' \
+		>>"$d/etc/fstab"
+	printf '%s\n%s\n' "$id" "/boot/efi/EFI/Linux/$id" >"$d/var/lib/rerand-e2e/uki"
 }
 
 # rrs_qemu KERNEL DISK LOG AGENTLOG TIMEOUT [interactive]: boot the disk
@@ -207,9 +339,18 @@ rrs_qemu() {
 	local args=(-accel tcg -machine "$machine" -m "${RRS_MEM:-1}G" -smp "${RRS_SMP:-1}" -cpu max
 		-nographic -no-reboot -nic none
 		-drive "file=$disk,if=none,id=root,format=raw,cache=writeback"
-		-device "nvme,drive=root,serial=rrroot0"
-		-kernel "$kernel"
-		-append "root=/dev/nvme0n1 rw console=ttyS0,115200 panic=-1 ${RRS_APPEND:-quiet}")
+		-device "nvme,drive=root,serial=rrroot0")
+	if [ "${RRS_FW:-seabios}" = ovmf-uki ]; then
+		# OVMF boots systemd-boot from the ESP disk, which boots the UKI.
+		cp /usr/share/OVMF/OVMF_VARS_4M.fd "$log.vars.fd" || return 1
+		args+=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd"
+			-drive "if=pflash,format=raw,unit=1,file=$log.vars.fd"
+			-drive "file=$RRS_ESP,if=none,id=esp,format=raw"
+			-device "virtio-blk-pci,drive=esp,bootindex=0")
+	else
+		args+=(-kernel "$kernel"
+			-append "root=/dev/nvme0n1 rw console=ttyS0,115200 panic=-1 ${RRS_APPEND:-quiet}")
+	fi
 	if [ "${RRS_FW:-seabios}" = ovmf-sb ]; then
 		sb_fw_args "$log.vars.fd" || return 1
 		args+=("${SB_FW_ARGS[@]}")

@@ -116,14 +116,14 @@ static void one_kernel(const char *dir, const char *name, unsigned layout)
 	T_OK(rr_image_parse(img, len, name, &im, &e) == 0, "%s: image parses back", name);
 	T_EQ_U64(im.hdr.reloc_layout, layout, "%s: relocation layout kept", name);
 	T_OK(im.protocol >= 0x020c && (im.xloadflags & 0x03) == 0x03 && img[0x234] == 1 &&
-	     (im.xloadflags & 0x20) == (k.bz.xloadflags & 0x20),
-	     "%s: protocol 2.15, KERNEL_64 | ABOVE_4G, 5LEVEL as the kernel's, relocatable", name);
+	     (im.xloadflags & 0x30) == (k.bz.xloadflags & 0x30),
+	     "%s: protocol 2.15, KERNEL_64 | ABOVE_4G, 5LEVEL and EFI_KEXEC as the kernel's, relocatable", name);
 	T_OK(im.init_size >= len - RR_IMAGE_PM_OFFSET + RR_IMAGE_SIG_ROOM + RR_IMAGE_SCRATCH_SIZE &&
 	     im.init_size % 4096 == 0 && im.kernel_alignment == RR_IMAGE_ALIGNMENT,
 	     "%s: init_size covers file + signature room + scratch, alignment %u", name, im.kernel_alignment);
 	T_OK(rr_get32(img + 0x264) == 0 && rr_get32(img + 0x248) == 0 &&
-	     (rr_get16(img + 0x236) & 0x1c) == 0,
-	     "%s: no EFI handover, no stale payload fields", name);
+	     (rr_get16(img + 0x236) & 0x0c) == 0,
+	     "%s: no EFI handover (32 or 64), no stale payload fields", name);
 	T_OK(strstr(im.kernel_version, "6.") == im.kernel_version, "%s: version string kept: %.40s",
 	     name, im.kernel_version);
 

@@ -262,8 +262,30 @@ static void one_kernel(const char *dir, const char *name)
 		free(img2);
 	}
 
-	/* A bare vmlinux (+ relocs) makes no 5-level claim: the image does not
-	 * either (docs/design.md). */
+	/* XLF_EFI_KEXEC too: kexec-tools passes the EFI state only to an image
+	 * that claims it, and Debian's kernels do. */
+	if (k.is_bzimage) {
+		uint16_t had = k.bz.xloadflags;
+
+		T_OK((had & RERAND_XLF_EFI_KEXEC) != 0, "%s: the kernel claims XLF_EFI_KEXEC (0x%x)", name, had);
+		T_OK(rr_image_build(&k, fake_stage, sizeof(fake_stage), &o, &img2, &len2, name, &e) == 0 &&
+		     rr_image_parse(img2, len2, name, &im, &e) == 0 &&
+		     (im.xloadflags & RERAND_XLF_EFI_KEXEC),
+		     "%s: so does its image, and kexec_load passes the EFI state on (0x%x)", name,
+		     im.xloadflags);
+		free(img2);
+		k.bz.xloadflags &= (uint16_t)~RERAND_XLF_EFI_KEXEC;
+		T_OK(rr_image_build(&k, fake_stage, sizeof(fake_stage), &o, &img2, &len2, name, &e) == 0 &&
+		     rr_image_parse(img2, len2, name, &im, &e) == 0 &&
+		     !(im.xloadflags & RERAND_XLF_EFI_KEXEC),
+		     "%s: a kernel without XLF_EFI_KEXEC gives an image without it (0x%x)", name,
+		     im.xloadflags);
+		free(img2);
+		k.bz.xloadflags = had;
+	}
+
+	/* A bare vmlinux (+ relocs) makes no 5-level or EFI-kexec claim: the
+	 * image does not either (docs/design.md). */
 	char vp[600], rp[600];
 	struct rr_kernel vk;
 	snprintf(vp, sizeof(vp), "%s/vmlinux", tmpdir);
@@ -273,8 +295,8 @@ static void one_kernel(const char *dir, const char *name)
 	    rr_kernel_load(vp, rp, &vk, &e) == 0) {
 		T_OK(rr_image_build(&vk, fake_stage, sizeof(fake_stage), &o, &img2, &len2, name, &e) == 0 &&
 		     rr_image_parse(img2, len2, name, &im, &e) == 0 &&
-		     (im.xloadflags & 0x23) == 0x03,
-		     "%s: image from the bare vmlinux: KERNEL_64 | ABOVE_4G without 5LEVEL (0x%x)",
+		     (im.xloadflags & 0x33) == 0x03,
+		     "%s: image from the bare vmlinux: KERNEL_64 | ABOVE_4G without 5LEVEL or EFI_KEXEC (0x%x)",
 		     name, im.xloadflags);
 		free(img2);
 		rr_kernel_free(&vk);

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "image.h"
@@ -132,6 +134,52 @@ int main(void)
 	stage_prune(&c, p.sha, NULL);
 	T_OK(access(p.image, F_OK) == 0 && access(old_key, F_OK) < 0 && access(other_stage, F_OK) < 0,
 	     "stage_prune keeps this stage's image and removes the old stage's");
+
+	/* The kernel hook's images (debian/hooks/kernel-hook): of a kernel its
+	 * index names, with this stage, kept; of an unindexed kernel or an older
+	 * stage, removed; a half-written index entry (.tmp) names nothing. */
+	{
+		static const char *hooked = "1111111111111111111111111111111111111111111111111111111111111111";
+		static const char *loose = "2222222222222222222222222222222222222222222222222222222222222222";
+		static const char *pending = "3333333333333333333333333333333333333333333333333333333333333333";
+		char kept[RR_PATH + 200], gone[RR_PATH + 200], gone_old[RR_PATH + 200], tmp[RR_PATH + 200];
+		char idx[RR_PATH + 100];
+		FILE *f;
+		bool made = true;
+
+		snprintf(idx, sizeof(idx), "%s/kernels", dir);
+		mkdir(idx, 0700);
+		snprintf(kept, sizeof(kept), "%s/images/%s.%s.img", dir, hooked, stage_blob_sha());
+		snprintf(gone, sizeof(gone), "%s/images/%s.%s.img", dir, loose, stage_blob_sha());
+		snprintf(gone_old, sizeof(gone_old), "%s/images/%s.%s.img", dir, hooked, osha);
+		snprintf(tmp, sizeof(tmp), "%s/images/%s.%s.img", dir, pending, stage_blob_sha());
+		const char *files[] = { kept, gone, gone_old, tmp };
+		for (unsigned i = 0; i < 4; i++)
+			if (!(f = fopen(files[i], "w")) || fclose(f))
+				made = false;
+		snprintf(idx, sizeof(idx), "%s/kernels/6.12.118+deb12-cloud-amd64", dir);
+		if (!(f = fopen(idx, "w")) || fprintf(f, "%s\n", hooked) < 0 || fclose(f))
+			made = false;
+		snprintf(idx, sizeof(idx), "%s/kernels/.6.13.0-1-amd64.tmp", dir);
+		if (!(f = fopen(idx, "w")) || fprintf(f, "%s\n", pending) < 0 || fclose(f))
+			made = false;
+		T_OK(made, "the hook's index and images in %s", dir);
+		T_OK(kernels_indexed(&c, hooked) && !kernels_indexed(&c, loose) &&
+		     !kernels_indexed(&c, pending) && !kernels_indexed(&c, "11"),
+		     "kernels_indexed: the index names exactly the hooked kernel");
+		T_OK(!kernels_hook_busy(&c), "no hook at work: not busy");
+		snprintf(idx, sizeof(idx), "%s/images/.hook-6.12.118+deb12-cloud-amd64.tmp", dir);
+		T_OK((f = fopen(idx, "w")) && !fclose(f) && kernels_hook_busy(&c),
+		     "the hook's .hook-VERSION.tmp in the cache: busy");
+		struct timespec old[2] = { { time(NULL) - 700, 0 }, { time(NULL) - 700, 0 } };
+		T_OK(utimensat(AT_FDCWD, idx, old, 0) == 0 && !kernels_hook_busy(&c),
+		     "one 700 s old is a dead hook's: not busy");
+		stage_prune(&c, p.sha, NULL);
+		T_OK(access(kept, F_OK) == 0 && access(p.image, F_OK) == 0,
+		     "stage_prune keeps the image the hook built for an installed kernel");
+		T_OK(access(gone, F_OK) < 0 && access(gone_old, F_OK) < 0 && access(tmp, F_OK) < 0,
+		     "stage_prune removes an unindexed kernel's image and the hooked kernel's old-stage one");
+	}
 
 	free(other);
 	rr_kernel_free(&k);

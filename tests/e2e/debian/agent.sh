@@ -11,6 +11,10 @@
 # Under Secure Boot (check-systemd-sb.sh, $D/secureboot names the pre-signed
 # image and its signer) it also checks lockdown, the kernel seed and the
 # signed image, and at the last boot that rerandd is blocked without one.
+# With the package (RRS_INSTALL=deb, $D/rerand.deb) it installs rerand with
+# `dpkg -i` at boot 0, and at the last boot installs a second Debian kernel
+# package ($D/kernel2.deb: the hook builds its image, rerandd stages it) and
+# then purges rerand, checking what stays against docs/operations.md.
 # Boot 0 is the cold boot QEMU made; each later one followed a rerandomizing
 # kexec that rerandd decided on its own.  The last boot powers the guest off.
 set -u
@@ -57,6 +61,28 @@ echo "RRS-BOOT n=$n boot_id=$boot_id text=$text code=$code" >&3
 say "RRS-INFO n=$n kernel=$(uname -r) cmdline=$(cat /proc/cmdline)"
 # QEMU gave boot 0 its command line; every later one is what rerandd staged.
 [ "$n" -eq 0 ] && cp /proc/cmdline "$D/cmdline.0"
+
+# ---- the package: dpkg -i at boot 0 (tests/e2e/lib-systemd.sh, RRS_INSTALL=deb) --
+# Every path the package or its purge may touch, for the diff after the purge.
+pkg_paths() {
+	find -H /usr/bin /usr/sbin /usr/lib/rerand /usr/lib/kernel /lib/systemd/system \
+		/usr/lib/sysusers.d /etc/systemd/system /etc/rerand /etc/kernel /var/lib/rerand /usr/share/man/man1 \
+		/usr/share/man/man8 /usr/share/doc/rerand /usr/share/lintian/overrides 2>/dev/null | sort
+}
+if [ -r "$D/rerand.deb" ] && [ "$n" -eq 0 ]; then
+	pkg_paths >"$D/paths.before"
+	out=$(DEBIAN_FRONTEND=noninteractive dpkg -i "$D/rerand.deb" 2>&1)
+	rc=$?
+	echo "$out" >"$D/out/dpkg-install.log"
+	say "RRS-INFO n=$n package $(dpkg-query -W -f='${Package} ${Version} ${Status}' rerand 2>&1)"
+	tap "$rc" "dpkg -i rerand.deb: exit $rc" "$(tail -n 4 <<<"$out" | tr '\n' '|')"
+	wait_for 120 sh -c '[ "$(systemctl show -P ActiveState rerandd.service)" = active ]'
+	en=$(systemctl is-enabled rerandd.service 2>&1)
+	tap "$([ "$en" = enabled ] && [ "$(prop ActiveState)/$(prop SubState)" = active/running ] &&
+		[ "$(prop FragmentPath)" = /lib/systemd/system/rerandd.service ]; echo $?)" \
+		"the package enabled and started rerandd.service (dh_installsystemd)" \
+		"is-enabled $en, $(prop ActiveState)/$(prop SubState), unit $(prop FragmentPath)"
+fi
 
 # ---- rerandd as systemd runs it ---------------------------------------------
 pid=$(prop MainPID)
@@ -129,6 +155,37 @@ if [ -n "$sbimg" ]; then
 	ok=1
 	! grep -rqs '^ *SignKey *=' /etc/rerand/ && ! ls /var/lib/rerand/images/*.signed.img >/dev/null 2>&1 && ok=0
 	tap "$ok" "no signing key on the machine (no SignKey=, no image signed here)"
+fi
+
+# ---- systemd-boot and a UKI (check-systemd.sh uki) ------------------------------
+if [ -r "$D/uki" ]; then
+	{ read -r uki_id; read -r uki_path; } <"$D/uki"
+	var=/sys/firmware/efi/efivars/LoaderEntrySelected-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f
+	# Through a pipe: efivarfs files cannot seek (no_llseek), and tail -c +5
+	# on the file itself seeks, fails and prints nothing.
+	sel=$(cat "$var" 2>/dev/null | tail -c +5 | tr -d '\000')
+	say "RRS-INFO n=$n LoaderEntrySelected=${sel:-none} esp=$(findmnt -n -o SOURCE,FSTYPE /boot/efi | tr ' ' ,)"
+	if [ "$n" -eq 0 ]; then
+		tap "$([ "$sel" = "$uki_id" ] && [ -r "$uki_path" ]; echo $?)" \
+			"systemd-boot booted the UKI: LoaderEntrySelected is $uki_id, the ESP is at /boot/efi" \
+			"LoaderEntrySelected '${sel}' ($(ls $var 2>&1)); $(ls -l "$uki_path" 2>&1)"
+	else
+		# kexec leaves the EFI variables (runtime services) as they were.
+		tap "$([ "$sel" = "$uki_id" ]; echo $?)" "LoaderEntrySelected still names $uki_id after the kexec" "'$sel'"
+		# The UKI's .initrd (512 bytes) reached this kexec'd kernel: only
+		# `rerand load --uki` passes it (rerandd has no Initrd= here).
+		fi=$(dmesg | grep -o 'Freeing initrd memory: [0-9]*K' | head -n 1)
+		tap "$([ -n "$fi" ]; echo $?)" "the kexec'd kernel got the UKI's initrd (${fi:-no initrd}): rerand load --uki" \
+			"$(dmesg | grep -iE 'initrd|initramfs' | head -n 3 | tr '\n' '|')"
+	fi
+	wait_for 300 sh -c 'rerand status --json 2>/dev/null | grep -q "\"staged\":true"'
+	js=$(rerand status --json 2>&1)
+	echo "$js" >"$D/out/status-uki.$n.json"
+	log=$(journalctl -b -u rerandd -o cat --no-pager)
+	tap "$([ "$(jval "$js" kernel)" = "$uki_path" ] && [ "$(jval "$js" staged)" = true ] &&
+		grep -q "^staged $uki_path " <<<"$log"; echo $?)" \
+		"rerandd found the UKI through LoaderEntrySelected and staged it ($uki_path)" \
+		"kernel $(jval "$js" kernel), staged $(jval "$js" staged), error '$(jval "$js" stage_error)'; $(grep -E '^staged|staging failed' <<<"$log" | tail -n 2 | tr '\n' '|')"
 fi
 
 # ---- what the previous boot left ----------------------------------------------
@@ -343,6 +400,91 @@ if [ -n "$sbimg" ] && [ "$n" -ge "$target" ]; then
 	tap "$ok" "blocked without a loop: one 'staging failed' in 30 s, no image built, same PID" \
 		"staging failed x$nfail; pid $(prop MainPID) was $pid; images $(ls /var/lib/rerand/images 2>/dev/null | wc -l) were $nimg"
 	mv "$R/held.img" "$sbimg"
+fi
+
+# ---- last boot with the package: a second kernel package, then the purge --------
+if [ -r "$D/kernel2.deb" ] && [ -z "$sbimg" ] && [ "$n" -ge "$target" ]; then
+	v2=$(cat "$D/kernel2.version")
+	t5=$(date '+%Y-%m-%d %H:%M:%S')
+	out=$(DEBIAN_FRONTEND=noninteractive dpkg -i "$D/kernel2.deb" 2>&1)
+	rc=$?
+	echo "$out" >"$D/out/dpkg-kernel2.log"
+	tap "$rc" "dpkg -i linux-image-$v2: exit $rc" "$(tail -n 4 <<<"$out" | tr '\n' '|')"
+	# The hook (/etc/kernel/postinst.d/rerand) ran inside dpkg: the index
+	# entry is written only after `rerand image` succeeded.
+	sha2=$(sha256sum "/boot/vmlinuz-$v2" 2>/dev/null | cut -d' ' -f1)
+	img2=$(ls /var/lib/rerand/images/"$sha2".*.img 2>/dev/null | head -n 1)
+	ino2=$(stat -c %i "$img2" 2>/dev/null)
+	idx=$(cat "/var/lib/rerand/kernels/$v2" 2>&1)
+	tap "$([ -n "$sha2" ] && [ "$idx" = "$sha2" ] && [ -n "$ino2" ] && ! grep -q '^rerand:' <<<"$out"; echo $?)" \
+		"the kernel hook built $(basename "${img2:-none}") and indexed $v2 during dpkg -i" \
+		"index: $idx; image: ${img2:-none}; $(grep '^rerand:' <<<"$out" | head -n 2 | tr '\n' '|')"
+	# rerandd saw /boot change, waited NewKernelSettle= and for dpkg, and
+	# staged the newest kernel from its cache: the hook's file, not a rebuild.
+	wait_for 600 sh -c "rerand status --json 2>/dev/null | grep -q '\"kernel_sha256\":\"$sha2\"'"
+	js=$(rerand status --json 2>&1)
+	echo "$js" >"$D/out/status-kernel2.$n.json"
+	log=$(journalctl -u rerandd --since "$t5" -o cat --no-pager)
+	ok=1
+	[ "$(jval "$js" kernel)" = "/boot/vmlinuz-$v2" ] && [ "$(jval "$js" kernel_sha256)" = "$sha2" ] &&
+		[ "$(jval "$js" staged)" = true ] && grep -q "new kernel /boot/vmlinuz-$v2" <<<"$log" &&
+		grep -q "staged /boot/vmlinuz-$v2" <<<"$log" && ok=0
+	tap "$ok" "rerandd staged the new kernel: rerand status says /boot/vmlinuz-$v2, sha256 ${sha2:0:16}" \
+		"$(grep -E 'new kernel|staged|staging failed' <<<"$log" | tail -n 3 | tr '\n' '|') $js"
+	# NewKernelSettle=10s expires while dpkg still configures the package
+	# (depmod, mkinitramfs, then the hook): rerandd must have waited on
+	# dpkg's lock, probed from inside its sandbox.
+	tap "$(grep -q '^new kernel: waiting while the package manager holds /var/lib/dpkg/lock' <<<"$log"; echo $?)" \
+		"rerandd waited while dpkg held its lock (NewKernelSettle=10s expired during dpkg -i)" \
+		"$(grep -E '^new kernel' <<<"$log" | head -n 3 | tr '\n' '|')"
+	# rerandd logs "building IMAGE from KERNEL" whenever it builds one; it
+	# waits while the hook's .hook-VERSION.tmp exists, and while dpkg runs.
+	built=$(grep -c "^building .* from /boot/vmlinuz-$v2" <<<"$log")
+	tap "$([ "$built" = 0 ] && [ -n "$ino2" ] && [ "$(stat -c %i "$img2" 2>/dev/null)" = "$ino2" ]; echo $?)" \
+		"rerandd staged the hook's image (never built one itself; same file after staging and pruning)" \
+		"rerandd built it $built time(s); inode $(stat -c %i "$img2" 2>&1) was $ino2"
+	say "RRS-INFO n=$n kernel2=$v2 image=$(basename "${img2:-none}")"
+
+	# What the product wrote, before the purge takes it.
+	journalctl -b -o export --no-pager >"$D/out/journal.boot$n.export" 2>/dev/null
+	cp /var/lib/rerand/* "$D/out/" 2>/dev/null
+	# An admin's files under /etc/rerand: docs/operations.md says they stay
+	# (the drop-ins this agent added at boot 0, and a pre-reboot hook).
+	admin=$(find /etc/rerand/rerand.conf.d -type f | sort | comm -13 "$D/paths.before" - | tr '\n' ' ')
+	printf '#!/bin/sh\nexit 0\n' >/etc/rerand/pre-reboot.d/10-site
+	chmod 0755 /etc/rerand/pre-reboot.d/10-site
+	out=$(DEBIAN_FRONTEND=noninteractive apt-get purge -y rerand 2>&1)
+	rc=$?
+	echo "$out" >"$D/out/apt-purge.log"
+	tap "$rc" "apt-get purge -y rerand: exit $rc" "$(tail -n 4 <<<"$out" | tr '\n' '|')"
+	pkg_paths >"$R/paths.after"
+	added=$(comm -13 "$D/paths.before" "$R/paths.after" | tr '\n' ' ')
+	removed=$(comm -23 "$D/paths.before" "$R/paths.after" | tr '\n' ' ')
+	st=$(dpkg-query -W -f='${Status}' rerand 2>/dev/null)
+	# docs/operations.md, "Removal": left are the admin's files under
+	# /etc/rerand (and so their directories), the kexec image staged in the
+	# running kernel, and rerandd's lines in the journal; nothing else.
+	want=$(printf '%s\n' /etc/rerand/pre-reboot.d /etc/rerand/pre-reboot.d/10-site $admin | sort | tr '\n' ' ')
+	tap "$([ "$added" = "$want" ] && [ -z "$removed" ]; echo $?)" \
+		"after the purge only the admin's files under /etc/rerand stay (docs/operations.md)" \
+		"new since before dpkg -i: ${added:-none}; want: $want; gone: ${removed:-none}"
+	ok=1
+	[ -z "$st" ] || [ "$st" = "unknown ok not-installed" ] || [ "$st" = "deinstall ok config-files" ] || st=bad
+	[ "$st" != bad ] && [ "$st" != "deinstall ok config-files" ] && [ ! -e /var/lib/rerand ] && [ ! -e /etc/rerand/rerand.conf ] &&
+		[ ! -e /etc/kernel/postinst.d/rerand ] && [ ! -e /etc/kernel/postrm.d/rerand ] &&
+		[ ! -e /usr/lib/kernel/install.d/60-rerand.install ] && [ ! -e /usr/bin/rerand ] &&
+		[ ! -e /usr/sbin/rerand-fleetd ] && [ ! -e /etc/rerand/fleet-tls ] &&
+		[ ! -e /usr/lib/sysusers.d/rerand.conf ] &&
+		[ "$(systemctl show -P LoadState rerandd.service)" = not-found ] &&
+		[ "$(systemctl show -P LoadState rerand-fleetd.socket)" = not-found ] && ok=0
+	# The rerand system user stays, as Debian leaves system users (the
+	# image builder's; nothing of the package runs as it any more).
+	say "RRS-INFO n=$n after purge: user rerand $(getent passwd rerand >/dev/null && echo stays || echo gone)"
+	tap "$ok" "purged: no package record, conffiles, hooks, /var/lib/rerand, fleet-tls, sysusers.d file or units left" \
+		"status '${st}'; $(ls -d /var/lib/rerand /etc/rerand/rerand.conf /etc/kernel/postinst.d/rerand /usr/bin/rerand /usr/sbin/rerand-fleetd /etc/rerand/fleet-tls /usr/lib/sysusers.d/rerand.conf 2>/dev/null | tr '\n' ' ') units $(systemctl show -P LoadState rerandd.service) $(systemctl show -P LoadState rerand-fleetd.socket)"
+	kl=$(cat /sys/kernel/kexec_loaded 2>&1)
+	tap "$([ "$kl" = 1 ] && journalctl -b -u rerandd -o cat --no-pager | grep -q '^staged /boot/vmlinuz-'; echo $?)" \
+		"what docs/operations.md says stays does: the staged kexec image (kexec_loaded $kl) and rerandd's journal lines"
 fi
 
 # ---- fleet, boot 0: before rerandd may reboot ------------------------------------
