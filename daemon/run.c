@@ -80,14 +80,13 @@ static void relay_read(int fd, struct relay *rl)
 	}
 }
 
-/* Fork argv[0] in its own process group with a clean signal mask and the
- * given capabilities, its stdout and stderr on a pipe whose non-blocking
- * read end is *ret_rd. */
-static int spawn(char *const argv[], enum rr_child_caps caps, const struct rr_builder *builder,
-		 pid_t *ret_pid, int *ret_rd)
+/* A pipe (both ends close-on-exec, the read end non-blocking) and a fork.
+ * In the child (0): its own process group, a clean signal mask, the write
+ * end blocking and the read end closed.  In the parent: the child's pid, or
+ * a negative errno with both ends closed. */
+static pid_t fork_piped(int pfd[2])
 {
-	int pfd[2];
-	pid_t pid, parent = getpid();
+	pid_t pid;
 
 	if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -errno;
@@ -100,13 +99,31 @@ static int spawn(char *const argv[], enum rr_child_caps caps, const struct rr_bu
 	}
 	if (pid == 0) {
 		sigset_t none;
-		/* dup2 clears O_CLOEXEC on the copies; the child blocks as usual */
 		int fl = fcntl(pfd[1], F_GETFL);
 
 		setpgid(0, 0);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		fcntl(pfd[1], F_SETFL, fl & ~O_NONBLOCK);
+		close(pfd[0]);
+	}
+	return pid;
+}
+
+/* Fork argv[0] in its own process group with a clean signal mask and the
+ * given capabilities, its stdout and stderr on a pipe whose non-blocking
+ * read end is *ret_rd. */
+static int spawn(char *const argv[], enum rr_child_caps caps, const struct rr_builder *builder,
+		 pid_t *ret_pid, int *ret_rd)
+{
+	int pfd[2];
+	pid_t pid, parent = getpid();
+
+	pid = fork_piped(pfd);
+	if (pid < 0)
+		return pid;
+	if (pid == 0) {
+		/* dup2 clears O_CLOEXEC on the copies */
 		if (dup2(pfd[1], STDOUT_FILENO) < 0 || dup2(pfd[1], STDERR_FILENO) < 0)
 			_exit(126);
 		if (caps & RR_CHILD_NICE)
@@ -449,30 +466,15 @@ int job_start_fn(sd_event *ev, const char *name, int (*fn)(void *arg, int out_fd
 	j->raw_done = done;
 	j->arg = arg;
 	j->timeout_sec = timeout_sec;
-	if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK) < 0) {
-		int r = -errno;
-		job_free(j);
-		return r;
-	}
-	j->pid = fork();
+	j->pid = fork_piped(pfd);
 	if (j->pid < 0) {
-		int r = -errno;
-		close(pfd[0]);
-		close(pfd[1]);
+		int r = j->pid;
 		job_free(j);
 		return r;
 	}
 	if (j->pid == 0) {
-		sigset_t none;
-		int fl = fcntl(pfd[1], F_GETFL);
-
 		/* rerandd's own code, without its loop: background work, so
 		 * the loop and `rerand status` come first on a busy CPU */
-		setpgid(0, 0);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		fcntl(pfd[1], F_SETFL, fl & ~O_NONBLOCK);
-		close(pfd[0]);
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(126);
 		(void)!nice(10);
