@@ -286,8 +286,15 @@ int coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *s
 	return 0;
 }
 
+static void health_cancel(struct rr_coord *co)
+{
+	hooks_cancel(co->health);
+	co->health = NULL;
+}
+
 void coord_close(struct rr_coord *co)
 {
+	health_cancel(co);
 	if (co->io) {
 		co->io = sd_event_source_disable_unref(co->io);
 		close(co->fd);
@@ -328,6 +335,28 @@ void coord_startup(struct rr_coord *co, struct rr_state *st, enum rr_outcome out
 	pump(co);
 }
 
+static void health_failed(struct rr_coord *co, const char *why)
+{
+	set_why(co, RR_LOG_WARNING, "post-boot health check failed, keeping the slot "
+		"so the rollout stops here: %s", why);
+	/* keep the lease alive: a sick host must keep the group paused */
+	if (co->fstate == FLEET_ST_HELD && !co->busy)
+		coord_link_send(co, CO_KEEPALIVE, NULL);
+	retry_later(co);
+}
+
+static void on_health(int r, const char *msg, void *arg)
+{
+	struct rr_coord *co = arg;
+
+	co->health = NULL;
+	if (r < 0)
+		health_failed(co, msg);
+	else
+		co->health_needed = false;
+	coord_wake(co);
+}
+
 void coord_service(struct rr_coord *co, const struct rr_config *c, struct rr_state *st)
 {
 	int64_t now = coord_now_ms();
@@ -339,24 +368,25 @@ void coord_service(struct rr_coord *co, const struct rr_config *c, struct rr_sta
 	pump(co);
 	if (!co->opened || co->busy)
 		return;
-	if (!co->release_pending) {
+	/* the lease stays alive while the slot waits for the health hooks */
+	if (!co->release_pending || co->health) {
 		coord_keepalive(co);
 		return;
 	}
 	if (now < co->next_try_ms || co->resume_pending)
 		return;
 	if (co->health_needed) {
-		/* FIXME(async): the hooks still run inline, bounded by HookTimeout= */
-		if (reboot_run_hooks(c->post_boot_dir, c->hook_timeout, &e) < 0) {
-			set_why(co, RR_LOG_WARNING, "post-boot health check failed, keeping the slot "
-				"so the rollout stops here: %s", e.msg);
-			/* keep the lease alive: a sick host must keep the group paused */
-			if (co->fstate == FLEET_ST_HELD)
-				coord_link_send(co, CO_KEEPALIVE, NULL);
-			retry_later(co);
+		/* The hooks run as jobs, each bounded by HookTimeout=; on_health
+		 * wakes main when they are done. */
+		int r = hooks_start(co->ev, c->post_boot_dir, "post-boot", c->hook_timeout,
+				    on_health, co, &co->health, &e);
+		if (r > 0)
+			return;
+		if (r < 0) {
+			health_failed(co, e.msg);
 			return;
 		}
-		co->health_needed = false;
+		co->health_needed = false;         /* no hooks */
 	}
 	coord_link_send(co, CO_RELEASE, NULL);
 }
@@ -486,6 +516,7 @@ void coord_abort(struct rr_coord *co)
 	/* the slot (if still ours) goes back before the next try */
 	co->release_pending = true;
 	co->health_needed = false;
+	health_cancel(co);
 	co->spread_at_ms = 0;
 	co->gate_rc = co->confirm_rc = COORD_PENDING;
 	co->confirm_wanted = false;

@@ -61,6 +61,7 @@ struct rr_coord {
 	unsigned attempts;             /* failed steps in a row, for the back-off */
 	bool     release_pending;      /* something of ours may still be in the group */
 	bool     health_needed;        /* post-boot hooks must pass before the release */
+	struct rr_hooks *health;       /* the post-boot hooks running, NULL = none */
 	bool     resume_pending;       /* the slot from before the reboot not taken back yet */
 	bool     reopen_pending;       /* new [Fleet] settings wait for the release */
 	struct fleet_config reopen_cfg;

@@ -29,36 +29,6 @@ static int hook_filter(const struct dirent *de)
 	return n[0] != '.' && n[l - 1] != '~' && !strstr(n, ".dpkg-") && !strstr(n, ".rpm");
 }
 
-int reboot_run_hooks(const char *dir, int64_t timeout, struct rr_err *e)
-{
-	struct dirent **list;
-	int n = scandir(dir, &list, hook_filter, alphasort), r = 0;
-
-	if (n < 0)
-		return errno == ENOENT ? 0 : rr_errf(e, errno, "%s: %s", dir, strerror(errno));
-	for (int i = 0; i < n; i++) {
-		char path[RR_PATH + 256];
-		struct stat st;
-
-		snprintf(path, sizeof(path), "%s/%s", dir, list[i]->d_name);
-		if (r == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111)) {
-			char *argv[] = { path, NULL };
-			rr_log(RR_LOG_INFO, "running pre-reboot hook %s", path);
-			int s = run_argv(argv, timeout, RR_CHILD_NO_CAPS);
-			if (s == -ETIMEDOUT)
-				r = rr_errf(e, ETIMEDOUT, "%s: pre-reboot hook killed after %llds", path,
-					    (long long)timeout);
-			else if (s != 0)
-				r = rr_errf(e, s < 0 ? -s : ECANCELED,
-					    "%s: pre-reboot hook failed (%s %d)", path,
-					    s < 0 ? "error" : "status", s < 0 ? -s : s);
-		}
-		free(list[i]);
-	}
-	free(list);
-	return r;
-}
-
 /* ---- the system bus, attached to the loop --------------------------------- */
 
 static sd_bus *sysbus;
@@ -87,6 +57,7 @@ void reboot_bus_close(void)
 
 struct rr_hooks {
 	sd_event *ev;
+	const char *kind;                 /* "pre-reboot" or "post-boot", for the log */
 	struct dirent **list;
 	int n, i;
 	char dir[RR_PATH], path[RR_PATH + 256];
@@ -123,11 +94,11 @@ static void hook_done(int s, const char *out, void *ud)
 
 	h->job = NULL;
 	if (s == -ETIMEDOUT) {
-		r = rr_errf(&e, ETIMEDOUT, "%s: pre-reboot hook stopped after %llds", h->path,
+		r = rr_errf(&e, ETIMEDOUT, "%s: %s hook stopped after %llds", h->path, h->kind,
 			    (long long)h->timeout);
 	} else if (s != 0) {
-		r = rr_errf(&e, s < 0 ? -s : ECANCELED, "%s: pre-reboot hook failed (%s %d)", h->path,
-			    s < 0 ? "error" : "status", s < 0 ? -s : s);
+		r = rr_errf(&e, s < 0 ? -s : ECANCELED, "%s: %s hook failed (%s %d)", h->path,
+			    h->kind, s < 0 ? "error" : "status", s < 0 ? -s : s);
 	} else {
 		r = hooks_next(h, &e);
 		if (r > 0)
@@ -146,20 +117,20 @@ static int hooks_next(struct rr_hooks *h, struct rr_err *e)
 		if (stat(h->path, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & 0111))
 			continue;
 		char *argv[] = { h->path, NULL };
-		rr_log(RR_LOG_INFO, "running pre-reboot hook %s", h->path);
+		rr_log(RR_LOG_INFO, "running %s hook %s", h->kind, h->path);
 		h->i++;
 		int r = job_start(h->ev, argv, h->timeout, RR_CHILD_NO_CAPS, false, hook_done, h,
 				  &h->job);
 		if (r < 0)
-			return rr_errf(e, -r, "%s: cannot run the pre-reboot hook: %s", h->path,
+			return rr_errf(e, -r, "%s: cannot run the %s hook: %s", h->path, h->kind,
 				       strerror(-r));
 		return 1;
 	}
 	return 0;
 }
 
-int hooks_start(sd_event *ev, const char *dir, int64_t timeout, rr_op_done_fn done, void *arg,
-		struct rr_hooks **ret, struct rr_err *e)
+int hooks_start(sd_event *ev, const char *dir, const char *kind, int64_t timeout,
+		rr_op_done_fn done, void *arg, struct rr_hooks **ret, struct rr_err *e)
 {
 	struct rr_hooks *h = calloc(1, sizeof(*h));
 	int r;
@@ -174,6 +145,7 @@ int hooks_start(sd_event *ev, const char *dir, int64_t timeout, rr_op_done_fn do
 		return r == ENOENT ? 0 : rr_errf(e, r, "%s: %s", dir, strerror(r));
 	}
 	h->ev = ev;
+	h->kind = kind;
 	snprintf(h->dir, sizeof(h->dir), "%s", dir);
 	h->timeout = timeout;
 	h->done = done;

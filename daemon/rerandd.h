@@ -282,22 +282,13 @@ enum rr_child_caps { RR_CHILD_NO_CAPS = 0, RR_CHILD_KEXEC_CAPS,
 		    /* or'ed in: background work (building, loading) at nice 10, so
 		     * the loop and `rerand status` come first on a busy CPU */
 		    RR_CHILD_NICE = 0x100 };
-/* Returns the exit status (0-255), 128+signal, -ETIMEDOUT after killing the
- * child's process group, or another negative errno.  The child's stdout and
- * stderr are logged, escaped, a line at a time under its name. */
-int run_argv(char *const argv[], int64_t timeout_sec, enum rr_child_caps caps);
-/* The same, with the child's output captured instead of logged: the last
- * out_len - 1 bytes of it, NUL-terminated, in out (the caller logs it). */
-int run_argv_capture(char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
-		     char *out, size_t out_len);
-/* Split a command line (quotes allowed, no shell expansion) and run it. */
-int run_command(const char *cmdline, int64_t timeout_sec, enum rr_child_caps caps,
-		struct rr_err *e);
-/* The daemon's way: a job on the event loop.  The child is watched through
- * a pidfd, its output relayed as above (or captured: the last 4 KiB), and
- * after timeout_sec it gets SIGTERM, 5 s later SIGKILL (its whole process
- * group).  done(status, out, arg) runs once on the loop, with the status as
- * run_argv's and out the captured output ("" when not captured). */
+/* A child as a job on the event loop.  The child is watched through a
+ * pidfd; its stdout and stderr are logged, escaped, a line at a time under
+ * its name (or captured: the last 4 KiB); after timeout_sec it gets
+ * SIGTERM, 5 s later SIGKILL (its whole process group).  done(status, out,
+ * arg) runs once on the loop: the exit status (0-255), 128+signal,
+ * -ETIMEDOUT or another negative errno, and the captured output ("" when
+ * not captured). */
 struct rr_job;
 typedef void (*rr_job_done_fn)(int status, const char *out, void *arg);
 int job_start(sd_event *ev, char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
@@ -537,14 +528,13 @@ void crash_refresh(const struct rr_config *c, struct rr_crash *cr);
 /* An operation on the loop finished: r and a message (why it failed, or
  * what blocks); the operation is freed before done runs. */
 typedef void (*rr_op_done_fn)(int r, const char *msg, void *arg);
-/* Blocking: the post-boot hooks (coord.c) until the fleet side runs them as jobs. */
-int reboot_run_hooks(const char *dir, int64_t timeout, struct rr_err *e);
 /* The executable files of dir in name order, one job after another, each
- * stopped after timeout.  1: started, done(0 or <0, why) follows; 0: no
+ * stopped after timeout; kind ("pre-reboot", "post-boot") names them in
+ * the log (a static string).  1: started, done(0 or <0, why) follows; 0: no
  * hooks (done is not called); <0: error in e. */
 struct rr_hooks;
-int hooks_start(sd_event *ev, const char *dir, int64_t timeout, rr_op_done_fn done, void *arg,
-		struct rr_hooks **ret, struct rr_err *e);
+int hooks_start(sd_event *ev, const char *dir, const char *kind, int64_t timeout,
+		rr_op_done_fn done, void *arg, struct rr_hooks **ret, struct rr_err *e);
 void hooks_cancel(struct rr_hooks *h);
 /* Whether a reboot is blocked: a logind block-mode shutdown inhibitor
  * (HonorInhibitors=, an asynchronous ListInhibitors), then BlockerCommand=

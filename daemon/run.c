@@ -6,7 +6,6 @@
  * pidfd, the pipe and a timer each), so the loop never waits for a child. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <stdio.h>
@@ -62,21 +61,6 @@ static void relay_bytes(struct relay *rl, const char *p, size_t n)
 		if (rl->n == sizeof(rl->line))
 			relay_flush(rl);
 		rl->line[rl->n++] = p[i];
-	}
-}
-
-/* Pass on what the pipe holds. */
-static void relay_read(int fd, struct relay *rl)
-{
-	char buf[1024];
-
-	for (;;) {
-		ssize_t n = read(fd, buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return;
-		relay_bytes(rl, buf, (size_t)n);
 	}
 }
 
@@ -156,92 +140,6 @@ static int spawn(char *const argv[], enum rr_child_caps caps, const struct rr_bu
 static const char *base_name(const char *path)
 {
 	return strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-}
-
-/* Blocking: only for callers outside the event loop (the unit tests, and
- * coord.c's post-boot hooks until the fleet side runs them as jobs). */
-static int run_impl(char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
-		    char *out, size_t out_len)
-{
-	struct relay rl = { .tail = out, .tail_len = out_len };
-	struct timespec start, now;
-	int status, rd, r;
-	pid_t pid;
-
-	rl.name = base_name(argv[0]);
-	if (out)
-		out[0] = 0;
-	if ((r = spawn(argv, caps, NULL, &pid, &rd)) < 0)
-		return r;
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	for (;;) {
-		pid_t w = waitpid(pid, &status, WNOHANG);
-		if (w < 0 && errno != EINTR) {
-			r = -errno;
-			close(rd);
-			return r;
-		}
-		if (w == pid)
-			break;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (timeout_sec > 0 && now.tv_sec - start.tv_sec >= timeout_sec) {
-			kill(-pid, SIGKILL);
-			kill(pid, SIGKILL);
-			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-				;
-			relay_read(rd, &rl);
-			relay_flush(&rl);
-			close(rd);
-			return -ETIMEDOUT;
-		}
-		/* a full pipe would stall the child: drain it while waiting */
-		struct pollfd p = { .fd = rd, .events = POLLIN };
-		if (poll(&p, 1, 20) > 0)
-			relay_read(rd, &rl);
-	}
-	relay_read(rd, &rl);
-	relay_flush(&rl);
-	close(rd);
-	return rr_child_exit_code(status);
-}
-
-int run_argv(char *const argv[], int64_t timeout_sec, enum rr_child_caps caps)
-{
-	return run_impl(argv, timeout_sec, caps, NULL, 0);
-}
-
-int run_argv_capture(char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
-		     char *out, size_t out_len)
-{
-	if (!out || out_len < 2)
-		return -EINVAL;
-	return run_impl(argv, timeout_sec, caps, out, out_len);
-}
-
-int run_command(const char *cmdline, int64_t timeout_sec, enum rr_child_caps caps,
-		struct rr_err *e)
-{
-	wordexp_t we;
-	int r;
-
-	/* Quotes and backslashes as in a shell, but no $(...), no variables. */
-	r = wordexp(cmdline, &we, WRDE_NOCMD | WRDE_UNDEF);
-	if (r != 0)
-		return rr_errf(e, EINVAL, "%s: cannot split the command (quotes, $ or ` not allowed)",
-			       cmdline);
-	if (!we.we_wordc) {
-		wordfree(&we);
-		return rr_errf(e, EINVAL, "empty command");
-	}
-	r = run_argv(we.we_wordv, timeout_sec, caps);
-	if (r == -ETIMEDOUT)
-		rr_errf(e, ETIMEDOUT, "%s: killed after %llds", we.we_wordv[0], (long long)timeout_sec);
-	else if (r < 0)
-		rr_errf(e, -r, "%s: %s", we.we_wordv[0], strerror(-r));
-	else if (r)
-		rr_errf(e, 0, "%s: exit status %d", we.we_wordv[0], r);
-	wordfree(&we);
-	return r;
 }
 
 /* ---- jobs: the same children, on the event loop ---------------------------- */

@@ -93,7 +93,7 @@ void seq_restaged(struct daemon *d, int r)
 	}
 	set_phase(d, RR_PH_HOOKS);
 	daemon_publish(d);             /* hooks see this step's status and metrics */
-	r = hooks_start(d->ev, d->cfg.pre_reboot_dir, d->cfg.hook_timeout, on_hooks, d, &d->hooks, &e);
+	r = hooks_start(d->ev, d->cfg.pre_reboot_dir, "pre-reboot", d->cfg.hook_timeout, on_hooks, d, &d->hooks, &e);
 	if (r < 0)
 		seq_unwind(d, e.msg);
 	else if (r == 0)

@@ -4,6 +4,7 @@
  * event per journal line, no terminal controls, valid UTF-8. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,11 +104,52 @@ static void log_remote(void)
 	       "lock_held: held by\n<0>forged emergency\x1b[2J");
 }
 
+/* A job on a loop of its own, as rerandd runs its children: its status,
+ * and with capture its output in out. */
+struct job_result {
+	bool done;
+	int status;
+	char out[4096];
+};
+
+static void job_done(int status, const char *out, void *ud)
+{
+	struct job_result *res = ud;
+
+	res->done = true;
+	res->status = status;
+	snprintf(res->out, sizeof(res->out), "%s", out ? out : "");
+}
+
+static int run_job(char *const argv[], bool capture, struct job_result *res)
+{
+	struct rr_job *job;
+	sd_event *ev;
+	int r;
+
+	sigset_t chld;
+
+	/* sd-event watches children only with SIGCHLD blocked, as rerandd has it */
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	memset(res, 0, sizeof(*res));
+	if ((r = sd_event_new(&ev)) < 0)
+		return r;
+	r = job_start(ev, argv, 10, RR_CHILD_NO_CAPS, capture, job_done, res, &job);
+	while (r >= 0 && !res->done)
+		r = sd_event_run(ev, UINT64_MAX);
+	sd_event_unref(ev);
+	return r < 0 ? r : res->status;
+}
+
 static void run_child(void)
 {
 	char *argv[] = { "/bin/sh", "-c", "printf '<0>forged\\n\\033[31mred\\r\\n'; "
 			 "printf 'x\\n' >&2", NULL };
-	run_argv(argv, 10, RR_CHILD_NO_CAPS);
+	struct job_result res;
+
+	run_job(argv, false, &res);
 }
 
 static unsigned lines(const char *s)
@@ -120,7 +162,7 @@ static unsigned lines(const char *s)
 
 static void test_sinks(void)
 {
-	char got[8192], cap[256];
+	char got[8192];
 	struct rr_view v;
 	char st[8192];
 
@@ -134,9 +176,9 @@ static void test_sinks(void)
 	if (lines(got) != 3)
 		printf("# got: %s\n", got);
 	char *argv[] = { "/bin/sh", "-c", "printf 'rerand: no\\033[2J\\n' >&2; exit 3", NULL };
-	T_OK(run_argv_capture(argv, 10, RR_CHILD_NO_CAPS, cap, sizeof(cap)) == 3 &&
-	     !strcmp(cap, "rerand: no\x1b[2J\n"),
-	     "run_argv_capture: the raw output for the caller (who logs it through rr_log)");
+	struct job_result res;
+	T_OK(run_job(argv, true, &res) == 3 && !strcmp(res.out, "rerand: no\x1b[2J\n"),
+	     "a captured job: the raw output for the caller (who logs it through rr_log)");
 
 	memset(&v, 0, sizeof(v));
 	v.fleet_backend = "fleetlock";
