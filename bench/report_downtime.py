@@ -41,6 +41,13 @@ def main():
              'includes the old system\'s shutdown, kexec-tools\' purgatory, the stage (rerand), '
              'the kernel\'s boot and systemd\'s start-up.')
     L.append('')
+    cut = open(os.path.join(out, 'data', 'downtime-cut')).read().split('\t') \
+        if os.path.exists(os.path.join(out, 'data', 'downtime-cut')) else []
+    if len(cut) == 3:
+        L.append('**This run was cut short:** its deadline (`BENCH_DEADLINE`, %s UTC) stopped the '
+                 'guest after %s of the %s planned reboots; only the complete pairs below were '
+                 'measured.' % (cut[2].strip(), cut[0], cut[1]))
+        L.append('')
     L.append('| pair | order | stock s | rerand s | rerand ÷ stock |')
     L.append('|---|---|---|---|---|')
     for p in pairs:
@@ -51,7 +58,7 @@ def main():
         mr = statistics.median(p[3] for p in pairs)
         L.append('| median | | %.1f | %.1f | %.2f× |' % (ms, mr, mr / ms))
         L.append('')
-        L.append('Only %d pair(s) ran (`PAIRS` / `BENCH_PAIRS`); the goal (rerand ÷ stock ≤ 1.1× '
+        L.append('Only %d pair(s) ran (`BENCH_DOWNTIME_PAIRS`, `BENCH_DEADLINE`); the goal (rerand ÷ stock ≤ 1.1× '
                  'for every one of 10 pairs, median ≤ 1.0×) is **not shown** by so few.' % len(pairs))
     elif pairs:
         ms = statistics.median(p[2] for p in pairs)
