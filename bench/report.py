@@ -209,9 +209,11 @@ for k in kernels:
         worse = sum(1 for x in pr if x > 1)
         goal("reboot latency rerand ÷ stock (kexec -e → first line), {}".format(k),
              ratio(med(g["reboot"]["l"]), med(g["reboot"]["s"])), 1.0,
-             "medians only: {} of {} adjacent pairs had rerand slower (pair ratios {}–{}), "
-             "so *never worse* is not shown under this load".format(
-                 worse, len(pr), fr(min(pr) if pr else None), fr(max(pr) if pr else None)),
+             "{} of {} adjacent pairs had rerand slower (pair ratios {}–{}){}{}".format(
+                 worse, len(pr), fr(min(pr) if pr else None), fr(max(pr) if pr else None),
+                 ", so *never worse* is not shown under this load" if worse else "",
+                 "" if g["done"] else "; the guest stopped before the end of its plan: {}".format(
+                     g["fail"] or "no BENCH-DONE (a kernel panic or the timeout; findings)")),
              partial=worse > 0)
 for k in kernels:
     im = K[k]["img"]
