@@ -61,7 +61,8 @@ rm -rf "$root"
 log=$dir/serial.log
 tmo=${DOWNTIME_TIMEOUT:-$((900 + 420 * ${#plan[@]}))}
 # DOWNTIME_DEADLINE (epoch seconds): stop the guest then at the latest; the
-# pairs completed before it are what is measured, and data/downtime-cut says so.
+# pairs completed before it are what is measured, and data/downtime-cut says
+# so (bench/downtime-parse.sh).
 cut=0
 if [ -n "${DOWNTIME_DEADLINE:-}" ]; then
 	left=$((DOWNTIME_DEADLINE - EPOCHSECONDS))
@@ -73,21 +74,6 @@ rc=0
 rrs_qemu "$kernel" "$dir/disk.img" "$log" "$dir/ttyS1.log" "$tmo" || rc=$?
 echo "$rc" >"$dir/qemu-rc"
 
-# Host stamps: "EPOCH RRB go N MODE" and "EPOCH RRB up N BOOT_ID".
-# (A marker may share its line with other console output: match it anywhere.)
-awk 'match($0, /RRB (go|up) [0-9]+ [^ ]+/) {
-	split(substr($0, RSTART, RLENGTH), f, " ")
-	if (f[2] == "go") { go[f[3]] = $1; mode[f[3]] = f[4] } else up[f[3]] = $1 }
-     END { for (n in go) if (n in up) printf "downtime\t%d\t%s\t%.3f\n", n, mode[n], up[n] - go[n] }' \
-	"$log" | sort -n -k2 >"$OUT/data/downtime.tsv"
-got=$(grep -c . "$OUT/data/downtime.tsv")
-grep -a 'RRB \(note\|fail\)' "$log" | sed 's/^/# /'
-if [ "$got" -ne "${#plan[@]}" ]; then
-	# Only a deadline may cut the plan short, and only after a whole pair.
-	[ "$cut" = 1 ] && [ "$got" -ge 2 ] ||
-		die "$got of ${#plan[@]} reboots measured (QEMU exit $rc; $log)"
-	printf '%d\t%d\t%s\n' "$got" "${#plan[@]}" "$(date -u -d "@$DOWNTIME_DEADLINE" +%H:%M)" \
-		>"$OUT/data/downtime-cut"
-	echo "bench/downtime.sh: the deadline stopped the guest: $got of ${#plan[@]} reboots measured"
-fi
-echo "bench/downtime.sh: ${#plan[@]} reboots measured: $OUT/data/downtime.tsv"
+[ "$cut" = 1 ] && date -u -d "@$DOWNTIME_DEADLINE" +%H:%M >"$dir/deadline"
+echo "${plan[*]}" >"$dir/plan"
+"$TOP/bench/downtime-parse.sh" "$OUT"

@@ -231,15 +231,21 @@ for line in rd(os.path.join(data, "downtime.tsv")).splitlines():
         dt.append((int(f[1]), f[2], float(f[3])))
 dt.sort()
 dpairs = []
-for i in range(0, len(dt) - 1, 2):
-    m = {dt[i][1]: dt[i][2], dt[i + 1][1]: dt[i + 1][2]}
-    if set(m) == {"s", "r"}:
-        dpairs.append(m["r"] / m["s"])
+dby = {x[0]: x for x in dt}
+for i in range(1, (max(dby) + 1) // 2 + 1 if dby else 1):
+    # Pair i: steps 2i - 1 and 2i of the plan; one lost leaves the pair out.
+    if 2 * i - 1 in dby and 2 * i in dby:
+        m = {dby[2 * i - 1][1]: dby[2 * i - 1][2], dby[2 * i][1]: dby[2 * i][2]}
+        if set(m) == {"s", "r"}:
+            dpairs.append(m["r"] / m["s"])
 dcut = rd(os.path.join(data, "downtime-cut")).split("\t")
 dnote = ("{} pairs" if len(dpairs) >= 10 else "only {} of 10 pairs").format(len(dpairs))
-if len(dcut) == 3:
-    dnote += " (the run's deadline, {} UTC, stopped the guest after {} of {} reboots)".format(
-        dcut[2], dcut[0], dcut[1])
+dlost = rd(os.path.join(data, "downtime-lost")).split()
+if dlost:
+    dnote += " (reboot(s) {} lost a console marker: not measured)".format(", ".join(dlost))
+if len(dcut) >= 4:
+    dnote += " (the run's deadline, {} UTC, stopped the guest during reboot {} of {})".format(
+        dcut[2], dcut[3], dcut[1])
 def few(v):
     """A verdict on fewer pairs than the goal's 10 says so."""
     return v if len(dpairs) >= 10 else v + " for the {} pairs run (10 asked)".format(len(dpairs))
