@@ -542,7 +542,7 @@ set style data histogram
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
 set logscale y 2
-set yrange [0.05:16]
+set yrange [0.005:16]
 set ylabel 'ratio (log scale)'
 set grid ytics
 set key outside right top vertical
