@@ -28,6 +28,15 @@ else
 	CODEC_ROUNDS=${BENCH_CODEC_ROUNDS:-4}
 	ENTROPY_REPS=${BENCH_ENTROPY_REPS:-21}
 fi
+# Whole-reboot downtime pairs (bench/downtime.sh): the issue asks for 10.
+DOWNTIME_PAIRS=${BENCH_DOWNTIME_PAIRS:-$PAIRS}
+# BENCH_DEADLINE=HH:MM (UTC, today) or @EPOCH: the downtime guest is stopped
+# then at the latest, and the report says how many pairs ran before it.
+DEADLINE=
+if [ -n "${BENCH_DEADLINE:-}" ]; then
+	DEADLINE=$(date -u -d "$BENCH_DEADLINE" +%s 2>/dev/null) ||
+		{ echo "bench: BENCH_DEADLINE=$BENCH_DEADLINE: not a time (HH:MM UTC or @EPOCH)" >&2; exit 1; }
+fi
 
 # BENCH_ONLY="stage image scale qemu idle downtime": run only those parts (iteration).
 want() { [ -z "${BENCH_ONLY:-}" ] || [[ " $BENCH_ONLY " == *" $1 "* ]]; }
@@ -67,7 +76,7 @@ mkdir -p "$OUT"/{obj,data,img,payload,qemu,idle}
 T_START=$EPOCHSECONDS
 cut -d' ' -f1-3 /proc/loadavg >"$OUT/data/load-start"
 nproc >"$OUT/data/nproc"
-echo "${BENCH_ONLY:-stage image qemu idle}" >"$OUT/data/parts"
+echo "${BENCH_ONLY:-stage image scale qemu idle downtime}" >"$OUT/data/parts"
 note "kernels: ${KERNELS[*]##*/}; load average $(cat "$OUT/data/load-start"); $(nproc) CPUs"
 
 # ---- build the host benchmark: shared stage code with the stage's flags ---
@@ -174,19 +183,29 @@ for k in "${KERNELS[@]}"; do
 done
 
 note "QEMU: ${#QKERNELS[@]} guest(s), $PAIRS stock/rerand pairs each (codecs on $(kname "$CODEC_KERNEL"))"
-want qemu && (
-	# Two guests at a time; each guest alternates its own modes, so the
-	# ratios stay side by side whatever else runs.
-	pids=()
-	for k in "${QKERNELS[@]}"; do
-		bench_guest "$k" >"$OUT/qemu/$(kname "$k").out" 2>&1 &
-		pids+=($!)
-		if [ ${#pids[@]} -ge "${BENCH_JOBS:-2}" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
-	done
-	wait
-) &
-QEMU_PID=$!
-want qemu || QEMU_PID=
+# The QEMU chain runs in the background while the host parts run: the
+# reboot-latency guests (BENCH_JOBS at a time, default one: two TCG guests
+# on a 2-CPU machine slow each other and the host parts), then the
+# whole-reboot downtime guest (bench/downtime.sh), the longest part.
+if want qemu || want downtime; then (
+	if want qemu; then
+		# Each guest alternates its own modes, so the ratios stay side by
+		# side whatever else runs.
+		pids=()
+		for k in "${QKERNELS[@]}"; do
+			bench_guest "$k" >"$OUT/qemu/$(kname "$k").out" 2>&1 &
+			pids+=($!)
+			if [ ${#pids[@]} -ge "${BENCH_JOBS:-1}" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
+		done
+		wait
+	fi
+	if want downtime; then
+		note "downtime: Debian systemd guest, $DOWNTIME_PAIRS stock/rerand pairs${DEADLINE:+, QEMU stopped at $(date -u -d "@$DEADLINE" +%H:%M) UTC at the latest}"
+		DOWNTIME_DEADLINE=$DEADLINE "$TOP/bench/downtime.sh" "$OUT" "$DOWNTIME_PAIRS" \
+			>"$OUT/data/downtime.out" 2>&1
+		echo $? >"$OUT/data/downtime-rc"
+	fi
+) & QEMU_PID=$!; else QEMU_PID=; fi
 
 # ---- rerandd idle (background) ---------------------------------------------
 want idle && "$TOP/bench/idle.sh" "$RERANDD" "$OUT/idle" "$IDLE_SECS" "${KERNELS[0]}" >"$OUT/idle/out" 2>&1 &
@@ -257,10 +276,21 @@ note "waiting for the QEMU guests and the rerandd idle run"
 [ -z "$QEMU_PID" ] || wait "$QEMU_PID"
 [ -z "$IDLE_PID" ] || wait "$IDLE_PID"
 # ---- whole-reboot downtime under systemd (bench/downtime.sh) ---------------
-# After the other guests: one QEMU at a time, and its boots are the longest.
-want downtime && { note "downtime: Debian systemd guest, $PAIRS stock/rerand pairs";
-	"$TOP/bench/downtime.sh" "$OUT" "$PAIRS" >"$OUT/data/downtime.out" 2>&1 ||
-		{ tail -n 20 "$OUT/data/downtime.out" >&2; die "bench/downtime.sh failed"; }; }
+# Run at the end of the QEMU chain above (one QEMU at a time).
+# A failed downtime run still lets the report be written (the other parts
+# took most of the time), says so there, and fails `make bench` at the end.
+DOWNTIME_FAILED=
+if want downtime; then
+	if [ "$(cat "$OUT/data/downtime-rc" 2>/dev/null)" = 0 ]; then
+		tail -n 3 "$OUT/data/downtime.out"
+	else
+		DOWNTIME_FAILED=1
+		tail -n 20 "$OUT/data/downtime.out" >&2
+		grep -v '^#' "$OUT/data/downtime.out" | tail -n 1 >"$OUT/data/downtime-failed"
+		[ -e "$OUT/data/downtime.tsv" ] && mv "$OUT/data/downtime.tsv" "$OUT/data/downtime-failed.tsv"
+		echo "bench: bench/downtime.sh failed; the report says so" >&2
+	fi
+fi
 cut -d' ' -f1-3 /proc/loadavg >"$OUT/data/load-end"
 echo $((EPOCHSECONDS - T_START)) >"$OUT/data/elapsed"
 
@@ -269,3 +299,4 @@ python3 "$TOP/bench/report.py" "$OUT" "$TOP/docs" || die "report failed"
 python3 "$TOP/bench/report_scale.py" "$OUT" "$TOP/docs" || die "scale report failed"
 python3 "$TOP/bench/report_downtime.py" "$OUT" "$TOP/docs" || die "downtime report failed"
 note "done in $((EPOCHSECONDS - T_START)) s: docs/performance.md, docs/performance.png"
+[ -z "$DOWNTIME_FAILED" ] || die "the downtime part failed ($(cat "$OUT/data/downtime-failed"))"

@@ -15,19 +15,23 @@
 set -u
 D=/var/lib/rerand-bench
 mkdir -p /run/rerand-bench
-exec 3>/dev/ttyS0
+# Open the console for every marker: serial-getty (Type=idle) may start after
+# this agent and vhangup() the tty, after which an fd opened before it only
+# gets EIO; a run of 4 Dec 2026 lost every marker of one boot, most likely so.  A
+# write that fails is retried once on a fresh open.
+say() { echo "$*" >/dev/ttyS0 2>/dev/null || { sleep 0.2; echo "$*" >/dev/ttyS0; }; }
 n=$(cat "$D/n" 2>/dev/null || echo 0)
 plan=$(cat "$D/plan")                       # e.g. "s r r s ..."
 read -r -a steps <<<"$plan"
 kernel=$(cat "$D/kernel")
-echo "RRB up $n $(cat /proc/sys/kernel/random/boot_id)" >&3
+say "RRB up $n $(cat /proc/sys/kernel/random/boot_id)"
 # After the marker, so that it costs the measurement nothing: was this boot
 # randomized (rerand verify exits 0) or stock (1)?
 rerand verify >/dev/null 2>&1
-echo "RRB verify $n rc=$?" >&3
+say "RRB verify $n rc=$?"
 
 if [ "$n" -ge "${#steps[@]}" ]; then
-	echo "RRB done $n" >&3
+	say "RRB done $n"
 	sync
 	systemctl poweroff
 	exit 0
@@ -39,20 +43,20 @@ for _ in $(seq 1 150); do
 	sleep 2
 done
 rerand status 2>/dev/null | grep -qi '^ *staged: *yes' ||
-	echo "RRB note $n rerandd has nothing staged after 300 s" >&3
+	say "RRB note $n rerandd has nothing staged after 300 s"
 sleep "$(cat "$D/settle")"
 
 mode=${steps[$n]}
 echo $((n + 1)) >"$D/n.tmp" && mv "$D/n.tmp" "$D/n" && sync
 case "$mode" in
 s)
-	kexec -l "$kernel" --reuse-cmdline || { echo "RRB fail $n kexec -l" >&3; exit 1; }
-	echo "RRB go $((n + 1)) s" >&3
+	kexec -l "$kernel" --reuse-cmdline || { say "RRB fail $n kexec -l"; exit 1; }
+	say "RRB go $((n + 1)) s"
 	systemctl kexec
 	;;
 r)
 	touch /run/rerand-bench/go
-	echo "RRB go $((n + 1)) r" >&3
-	rerand now || echo "RRB fail $n rerand now" >&3
+	say "RRB go $((n + 1)) r"
+	rerand now || say "RRB fail $n rerand now"
 	;;
 esac

@@ -1,0 +1,59 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# `make bench`, downtime part: turn the serial log of bench/downtime.sh's
+# guest into OUT/data/downtime.tsv ("downtime STEP MODE SECONDS", one line
+# per reboot with both markers) and say what is missing:
+#   OUT/data/downtime-cut   "MEASURED PLANNED HH:MM REACHED": the deadline
+#                           stopped the guest during reboot REACHED;
+#   OUT/data/downtime-lost  "STEP..." : reboots the guest made whose "go" or
+#                           "up" marker never reached the console.
+# Exits non-zero when the guest failed (no "RRB done" and no deadline) or
+# when not one whole pair was measured.
+# Usage: bench/downtime-parse.sh OUT_DIR (after bench/downtime.sh's QEMU run).
+set -u
+OUT=${1:?usage: bench/downtime-parse.sh OUT_DIR}
+dir=$OUT/downtime
+log=$dir/serial.log
+die() { echo "bench/downtime-parse.sh: $*" >&2; exit 1; }
+[ -r "$log" ] && [ -r "$dir/plan" ] || die "$dir: no serial.log or plan"
+read -r -a plan <"$dir/plan"
+rc=$(cat "$dir/qemu-rc" 2>/dev/null || echo "?")
+rm -f "$OUT/data/downtime-cut" "$OUT/data/downtime-lost"
+
+# Host stamps: "EPOCH RRB go N MODE" and "EPOCH RRB up N BOOT_ID".
+# (A marker may share its line with other console output: match it anywhere.)
+awk 'match($0, /RRB (go|up) [0-9]+ [^ ]+/) {
+	split(substr($0, RSTART, RLENGTH), f, " ")
+	if (f[2] == "go") { go[f[3]] = $1; mode[f[3]] = f[4] } else up[f[3]] = $1 }
+     END { for (n in go) if (n in up) printf "downtime\t%d\t%s\t%.3f\n", n, mode[n], up[n] - go[n] }' \
+	"$log" | sort -n -k2 >"$OUT/data/downtime.tsv"
+got=$(grep -c . "$OUT/data/downtime.tsv")
+grep -a 'RRB \(note\|fail\)' "$log" | sed 's/^/# /'
+
+# The last step the guest reached: "done N", else the highest marker seen.
+last=$(grep -ao 'RRB \(go\|up\|done\) [0-9]*' "$log" | awk '{print $3}' | sort -n | tail -n 1)
+last=${last:-0}
+done_=0
+grep -aq 'RRB done' "$log" && done_=1
+lost=()
+# Without "done", the last step seen was still running when QEMU stopped.
+upto=$last
+[ "$done_" = 1 ] || upto=$((last - 1))
+for ((n = 1; n <= upto && n <= ${#plan[@]}; n++)); do
+	grep -q "^downtime	$n	" "$OUT/data/downtime.tsv" || lost+=("$n")
+done
+[ ${#lost[@]} -eq 0 ] || echo "${lost[*]}" >"$OUT/data/downtime-lost"
+if [ "$done_" = 0 ]; then
+	# Not finished: only a deadline may explain it (QEMU's timeout: 124).
+	[ -s "$dir/deadline" ] && [ "$rc" = 124 ] ||
+		die "the guest did not finish its plan ($got of ${#plan[@]} reboots measured, QEMU exit $rc; $log)"
+	printf '%d\t%d\t%s\t%d\n' "$got" "${#plan[@]}" "$(cat "$dir/deadline")" "$last" >"$OUT/data/downtime-cut"
+	echo "bench/downtime-parse.sh: the deadline stopped the guest: $got of ${#plan[@]} reboots measured"
+fi
+[ ${#lost[@]} -eq 0 ] ||
+	echo "bench/downtime-parse.sh: reboot(s) ${lost[*]} made without both markers on the console: not measured"
+# One whole pair at least (steps 2i-1 and 2i).
+pairs=$(awk -F'\t' '{s[$2] = 1; if ($2 > m) m = $2} END { n = 0; for (i = 1; 2 * i - 1 <= m; i++)
+	if ((2 * i) in s && (2 * i - 1) in s) n++; print n }' "$OUT/data/downtime.tsv")
+[ "$pairs" -ge 1 ] || die "no whole stock/rerand pair measured ($log)"
+echo "bench/downtime-parse.sh: $got of ${#plan[@]} reboots, $pairs whole pairs measured: $OUT/data/downtime.tsv"
