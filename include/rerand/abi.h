@@ -55,7 +55,9 @@ struct rerand_locator {
 };
 
 #define RERAND_IMAGE_MAGIC        "RERANDIH"
-#define RERAND_IMAGE_VERSION      2          /* 2: stage_sha256 */
+#define RERAND_IMAGE_VERSION      3          /* 2: stage_sha256; 3: the boot header passes on
+						* the kernel's XLF_EFI_KEXEC (a cached v2 image is
+						* rebuilt: the stage, and so the cache key, changed) */
 #define RERAND_MAX_SEGMENTS       8
 #define RERAND_SEED_SIZE          32
 
