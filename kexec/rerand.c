@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* rerand: build, inspect, stage and verify rerandomizing kernel images. */
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -77,6 +78,13 @@ int main(int argc, char **argv)
 		{ "entropy", cmd_entropy }, { "fleet", cmd_fleet },
 	};
 
+	/* Kernel-sized buffers (4 MiB and up) straight from mmap, zeroed by the
+	 * kernel and open to huge pages (rr_mem_thp), never from a heap that
+	 * glibc's sliding threshold grew after the first free: calloc() would
+	 * clear those by hand, a page fault per 4 KiB.  The 1 MiB LZ4 chunk
+	 * blocks stay in the heap, which keeps their pages for the next chunk. */
+	mallopt(M_MMAP_THRESHOLD, 4 << 20);
+	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

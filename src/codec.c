@@ -12,6 +12,10 @@
 #include <lzma.h>
 #include <lzo1x.h>
 #include <zlib.h>
+/* ZSTD_d_stableOutBuffer: an experimental parameter in zstd 1.5, which the
+ * shared library takes like any other; a library that refuses it is used
+ * without (dec_zstd). */
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 #include <zstd_errors.h>
 
@@ -104,6 +108,7 @@ static int ob_init(struct outbuf *o, size_t want, size_t in_len)
 	o->p = malloc(cap);
 	if (!o->p)
 		return -ENOMEM;
+	rr_mem_thp(o->p, cap);
 	o->len = 0;
 	o->cap = cap;
 	o->want = want;
@@ -135,6 +140,7 @@ static enum dec_status ob_reserve(struct outbuf *o, size_t need)
 	if (!np)
 		return DEC_NOMEM;
 	o->p = np;
+	rr_mem_thp(np + o->len, ncap - o->len);
 	o->cap = ncap;
 	return DEC_OK;
 }
@@ -317,13 +323,26 @@ static bool zstd_frame_follows(const uint8_t *p, size_t left)
 	return m == ZSTD_MAGICNUMBER || (m & ZSTD_MAGIC_SKIPPABLE_MASK) == ZSTD_MAGIC_SKIPPABLE_START;
 }
 
+/*
+ * With the size known, the output buffer never moves, and zstd may decode
+ * straight into it (ZSTD_d_stableOutBuffer) instead of into a window buffer
+ * of its own that it then copies out: a kernel's 128 MiB window costs one
+ * page fault per 4 KiB it fills and a second pass over the output.  The
+ * stable buffer must keep its size from call to call, so a hook hears of
+ * progress by the input being handed over a step at a time instead.
+ */
+#define ZSTD_IN_STEP (RR_DEC_HOOK_STEP / 4)
+
 static enum dec_status dec_zstd(struct dec *d)
 {
 	ZSTD_DCtx *dc = ZSTD_createDCtx();
 	enum dec_status st = DEC_OK;
+	bool stable = false;
 
 	if (!dc)
 		return DEC_NOMEM;
+	if (d->o.want)
+		stable = !ZSTD_isError(ZSTD_DCtx_setParameter(dc, ZSTD_d_stableOutBuffer, 1));
 	for (;;) {
 		ZSTD_inBuffer ib = { d->in, d->in_len, d->pos };
 		ZSTD_outBuffer ob;
@@ -333,8 +352,10 @@ static enum dec_status dec_zstd(struct dec *d)
 		if (st)
 			break;
 		ob.dst = d->o.p;
-		ob.size = d->o.len + ob_room(&d->o);
+		ob.size = stable ? d->o.cap : d->o.len + ob_room(&d->o);
 		ob.pos = d->o.len;
+		if (stable && d->o.hook && d->in_len - d->pos > ZSTD_IN_STEP)
+			ib.size = d->pos + ZSTD_IN_STEP;
 		in0 = ib.pos;
 		out0 = ob.pos;
 		r = ZSTD_decompressStream(dc, &ob, &ib);
@@ -342,7 +363,12 @@ static enum dec_status dec_zstd(struct dec *d)
 		d->o.len = ob.pos;
 		if (ZSTD_isError(r)) {
 			d->why = ZSTD_getErrorName(r);
-			st = ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? DEC_NOMEM : DEC_CORRUPT;
+			if (ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation)
+				st = DEC_NOMEM;
+			else if (stable && ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall)
+				st = DEC_OVER;  /* more than the size field said */
+			else
+				st = DEC_CORRUPT;
 			break;
 		}
 		if (r == 0) {

@@ -6,11 +6,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "image.h"
 #include "kernel.h"
+
+#define THP_SIZE ((uintptr_t)2 << 20)
+
+void rr_mem_thp(void *p, size_t len)
+{
+	uintptr_t a = ((uintptr_t)p + THP_SIZE - 1) & ~(THP_SIZE - 1);
+	uintptr_t end = ((uintptr_t)p + len) & ~(THP_SIZE - 1);
+
+	/* Smaller buffers come from the heap, which may share their pages. */
+	if (!p || len < 4 * THP_SIZE || end <= a)
+		return;
+	(void)madvise((void *)a, end - a, MADV_HUGEPAGE);
+}
 
 /*
  * Reads to EOF, never by st_size: procfs and sysfs files report size 0 in
@@ -66,6 +80,7 @@ int rr_read_fd(int fd, const char *path, size_t max, uint8_t **ret_buf, size_t *
 				goto out_free;
 			}
 			buf = nb;
+			rr_mem_thp(buf + got, ncap - got);
 			cap = ncap;
 		}
 		if (!buf) {
@@ -74,6 +89,7 @@ int rr_read_fd(int fd, const char *path, size_t max, uint8_t **ret_buf, size_t *
 				r = rr_errf(e, ENOMEM, "%s: out of memory", path);
 				goto out_close;
 			}
+			rr_mem_thp(buf, cap);
 		}
 		n = read(fd, buf + got, cap - got);
 		if (n < 0 && errno == EINTR)

@@ -236,6 +236,7 @@ int rr_image_build(const struct rr_kernel *k, const uint8_t *stage, size_t stage
 		rr_lz4par_free(own);
 		return rr_errf(e, ENOMEM, "%s: out of memory for a %zu-byte image", name, cap);
 	}
+	rr_mem_thp(img, cap);
 	pm = img + RR_IMAGE_PM_OFFSET;
 
 	memcpy(pm, stage, stage_len);

@@ -72,6 +72,7 @@ static int load_vmlinux(const uint8_t *buf, size_t len, const char *name,
 	k->payload = malloc(len);
 	if (!k->payload)
 		return rr_errf(e, ENOMEM, "%s: out of memory", name);
+	rr_mem_thp(k->payload, len);
 	memcpy(k->payload, buf, len);
 	k->payload_len = len;
 	r = rr_elf_read(k->payload, k->payload_len, name, &k->elf, e);

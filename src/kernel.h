@@ -167,6 +167,12 @@ int rr_kernel_load_fd(int fd, const char *name, const struct rr_dec_hook *hook,
 		      struct rr_kernel *ret, struct rr_err *e);
 void rr_kernel_free(struct rr_kernel *k);
 
+/* Ask for transparent huge pages on the 2 MiB-aligned part of a large heap
+ * buffer not yet written (src/fileio.c).  A 60 MiB decode into 4 KiB pages
+ * takes ~15,000 page faults, which cost more than the decode itself on a
+ * virtual machine.  A hint only: nothing fails if the kernel says no. */
+void rr_mem_thp(void *p, size_t len);
+
 /* Read a whole regular file of at most max bytes, to EOF (src/fileio.c). */
 int rr_read_file(const char *path, size_t max, uint8_t **ret_buf, size_t *ret_len,
 		 struct rr_err *e);
