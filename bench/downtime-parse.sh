@@ -24,7 +24,9 @@ rm -f "$OUT/data/downtime-cut" "$OUT/data/downtime-lost"
 # (A marker may share its line with other console output: match it anywhere.)
 awk 'match($0, /RRB (go|up) [0-9]+ [^ ]+/) {
 	split(substr($0, RSTART, RLENGTH), f, " ")
-	if (f[2] == "go") { go[f[3]] = $1; mode[f[3]] = f[4] } else up[f[3]] = $1 }
+	# The agent sends each marker twice (kernel log and tty): keep the first.
+	if (f[2] == "go") { if (!(f[3] in go)) { go[f[3]] = $1; mode[f[3]] = f[4] } }
+	else if (!(f[3] in up)) up[f[3]] = $1 }
      END { for (n in go) if (n in up) printf "downtime\t%d\t%s\t%.3f\n", n, mode[n], up[n] - go[n] }' \
 	"$log" | sort -n -k2 >"$OUT/data/downtime.tsv"
 got=$(grep -c . "$OUT/data/downtime.tsv")

@@ -15,11 +15,17 @@
 set -u
 D=/var/lib/rerand-bench
 mkdir -p /run/rerand-bench
-# Open the console for every marker: serial-getty (Type=idle) may start after
-# this agent and vhangup() the tty, after which an fd opened before it only
-# gets EIO; a run of 4 Dec 2026 lost every marker of one boot, most likely so.  A
-# write that fails is retried once on a fresh open.
-say() { echo "$*" >/dev/ttyS0 2>/dev/null || { sleep 0.2; echo "$*" >/dev/ttyS0; }; }
+# Every marker goes out twice: through the kernel log at level 3, which the
+# kernel's console prints even under "quiet" and which no tty hangup can stop,
+# and straight to the console, opened afresh each time: serial-getty
+# (Type=idle) may start after this agent and vhangup() the tty, after which an
+# fd opened before it gets only EIO.  The make bench of 4 Dec 2026 lost both
+# markers of 4 of its 20 reboots when the agent wrote to the tty alone.  The
+# host keeps the first copy of each (bench/downtime-parse.sh).
+say() {
+	echo "<3>$*" >/dev/kmsg 2>/dev/null
+	echo "$*" >/dev/ttyS0 2>/dev/null || { sleep 0.2; echo "$*" >/dev/ttyS0 2>/dev/null; }
+}
 n=$(cat "$D/n" 2>/dev/null || echo 0)
 plan=$(cat "$D/plan")                       # e.g. "s r r s ..."
 read -r -a steps <<<"$plan"
