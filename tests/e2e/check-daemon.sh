@@ -126,7 +126,10 @@ leak_check() {
 	rrd_addrs "$dir/serial.log" >"$addrs"
 	n=$(grep -c ' text ' "$addrs")
 	local files=()
-	while IFS= read -r f; do files+=("$f"); done < <(find "$dir/files" -type f ! -path '*/images/*' | sort)
+	# dmesg.N.txt: the kernel's own log of each boot (daemon-init.sh), kept
+	# for reading slow boots; it is the kernel's output, not rerand's.
+	while IFS= read -r f; do files+=("$f"); done < <(find "$dir/files" -type f ! -path '*/images/*' \
+		! -name 'dmesg.*.txt' | sort)
 	img=$(find "$dir/files/var/lib/rerand/images" -type f 2>/dev/null | head -n 1)
 	if [ -n "$img" ]; then
 		local rr
