@@ -32,7 +32,7 @@ read -r -a steps <<<"$plan"
 kernel=$(cat "$D/kernel")
 say "RRB up $n $(cat /proc/sys/kernel/random/boot_id)"
 # After the marker, so that it costs the measurement nothing: was this boot
-# randomized (rerand verify exits 0) or stock (1)?
+# randomized (rerand verify exits 0) or stock (2: no rerand record)?
 rerand verify >/dev/null 2>&1
 say "RRB verify $n rc=$?"
 
