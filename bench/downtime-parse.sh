@@ -22,12 +22,20 @@ rm -f "$OUT/data/downtime-cut" "$OUT/data/downtime-lost"
 
 # Host stamps: "EPOCH RRB go N MODE" and "EPOCH RRB up N BOOT_ID".
 # (A marker may share its line with other console output: match it anywhere.)
+# The kernel-log copy of "up" carries the new kernel's clock, "[ SECONDS]":
+# the fifth column, the time from the new kernel's start to multi-user.target
+# (-1 when only the tty copy arrived).  Downtime minus it is the old system's
+# shutdown, kexec, purgatory, the stage or the stock decompressor.
 awk 'match($0, /RRB (go|up) [0-9]+ [^ ]+/) {
 	split(substr($0, RSTART, RLENGTH), f, " ")
 	# The agent sends each marker twice (kernel log and tty): keep the first.
 	if (f[2] == "go") { if (!(f[3] in go)) { go[f[3]] = $1; mode[f[3]] = f[4] } }
-	else if (!(f[3] in up)) up[f[3]] = $1 }
-     END { for (n in go) if (n in up) printf "downtime\t%d\t%s\t%.3f\n", n, mode[n], up[n] - go[n] }' \
+	else {
+		if (!(f[3] in up)) up[f[3]] = $1
+		if (!(f[3] in ut) && match($0, /\[ *[0-9]+\.[0-9]+\] RRB up/)) {
+			s = substr($0, RSTART + 1); sub(/\].*/, "", s); ut[f[3]] = s + 0 } } }
+     END { for (n in go) if (n in up) printf "downtime\t%d\t%s\t%.3f\t%.3f\n", n, mode[n],
+		up[n] - go[n], (n in ut) ? ut[n] : -1 }' \
 	"$log" | sort -n -k2 >"$OUT/data/downtime.tsv"
 got=$(grep -c . "$OUT/data/downtime.tsv")
 grep -a 'RRB \(note\|fail\)' "$log" | sed 's/^/# /'

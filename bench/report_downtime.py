@@ -12,6 +12,36 @@ BEGIN = '<!-- downtime: bench/report_downtime.py -->'
 END = '<!-- /downtime -->'
 
 
+def phases(steps):
+    """Where each reboot's time went: before the new kernel's clock started
+    (shutdown, kexec, purgatory, stage or decompressor) and after it (the
+    kernel's boot and systemd until multi-user.target)."""
+    rows = [s for s in steps if s[3] >= 0]
+    if not rows:
+        return []
+    L = ['', '### Where the time goes', '',
+         'Each reboot split at the new kernel\'s clock, which the agent\'s kernel-log copy of '
+         '"up" carries: *before* is the old system\'s shutdown, kexec, kexec-tools\' purgatory '
+         'and the stage (rerand) or the kernel\'s own decompressor (stock), up to the new '
+         'kernel\'s time zero; *after* is the new kernel\'s boot and systemd up to '
+         '`multi-user.target`, the same kernel and services in both modes.', '',
+         '| reboot | mode | downtime s | before s | after s |', '|---|---|---|---|---|']
+    for n, m, tot, ut in rows:
+        L.append('| %d | %s | %.1f | %.1f | %.1f |' % (n, 'stock' if m == 's' else 'rerand',
+                                                     tot, tot - ut, ut))
+    L.append('')
+    L.append('| mode | reboots | before, median (min–max) s | after, median (min–max) s |')
+    L.append('|---|---|---|---|')
+    for m, name in (('s', 'stock'), ('r', 'rerand')):
+        b = [tot - ut for n, mm, tot, ut in rows if mm == m]
+        a = [ut for n, mm, tot, ut in rows if mm == m]
+        if b:
+            L.append('| %s | %d | %.1f (%.1f–%.1f) | %.1f (%.1f–%.1f) |' % (
+                name, len(b), statistics.median(b), min(b), max(b),
+                statistics.median(a), min(a), max(a)))
+    return L
+
+
 def main():
     out, docs = sys.argv[1], sys.argv[2]
     path = os.path.join(out, 'data', 'downtime.tsv')
@@ -21,7 +51,9 @@ def main():
     for line in open(path):
         c = line.rstrip('\n').split('\t')
         if c[0] == 'downtime':
-            steps.append((int(c[1]), c[2], float(c[3])))
+            # The fifth column (the new kernel's clock at multi-user) came
+            # with the kernel-log markers; older data has none (-1).
+            steps.append((int(c[1]), c[2], float(c[3]), float(c[4]) if len(c) > 4 else -1.0))
     steps.sort()
     # Pair i is steps 2i - 1 and 2i of the plan (s r, r s, ...); a pair with
     # a step missing (bench/downtime-parse.sh: downtime-lost) is left out.
@@ -88,6 +120,7 @@ def main():
                  '| **%s** |' % (worst, over, len(pairs), 'holds' if over == 0 else 'does not hold'))
         L.append('| downtime rerand ÷ stock, medians | ≤ 1.0× | %.2f× | **%s** |' % (
             mr / ms, 'holds' if mr <= ms else 'does not hold'))
+    L.extend(phases(steps))
     L.append(END)
     sec = '\n'.join(L) + '\n'
     md = os.path.join(docs, 'performance.md')
