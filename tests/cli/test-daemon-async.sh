@@ -2,7 +2,7 @@
 # rerandd's loop never waits for a child: against a real build/rerandd with
 # procfs-like fixtures and a real kernel,
 #  - `rerand status` answers within 250 ms while the image is built (the
-#    `rerand image` child) and while a pre-reboot hook hangs; the worst
+#    `rerand image` child, held for 3 s) and while a pre-reboot hook hangs; the worst
 #    latency seen is printed;
 #  - sd_notify WATCHDOG=1 keeps coming while the hook hangs;
 #  - the hung hook is stopped at HookTimeout= and the sequence unwinds to idle
@@ -47,7 +47,14 @@ wait
 EOF
 chmod +x "$hd/pre/10-hang"
 rerandd_no_reboot "$hd/no-reboot"
-rerandd_conf "$hd" /bin/true "$hd/sd" <<EOF
+# `rerand image` of a 6.1 cloud kernel takes a fraction of a second on a
+# fast host: too short to sample.  RerandBinary= is a wrapper that sleeps
+# 3 s before it execs the real `rerand image`, so that rerandd's loop is
+# sampled for that long while its child runs.  ImageUser=nobody runs it.
+chmod 0755 "$tmp"
+printf '#!/bin/sh\n[ "$1" = image ] && sleep 3\nexec "%s" "$@"\n' "$R" >"$tmp/slow-rerand"
+chmod 0755 "$tmp/slow-rerand"
+R=$tmp/slow-rerand rerandd_conf "$hd" /bin/true "$hd/sd" <<EOF
 PreRebootDirectory=$hd/pre
 PostBootDirectory=$hd/post
 KexecCrashSize=$hd/no-crash-size
