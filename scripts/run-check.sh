@@ -16,6 +16,10 @@ fail=0
 skip=0
 failed_names=()
 skipped_names=()
+# Every "not ok" line again at the end, with the diagnostic lines after it:
+# a CI log is often read from its tail only.
+failures=$(mktemp)
+trap 'rm -f "$failures"' EXIT
 
 # The kernels every suite uses: ../shared/kernels (checked against its
 # SHA256SUMS) or, on a machine without it, Debian's kernel packages fetched
@@ -48,6 +52,8 @@ count_tap() {
 	skipped=$(grep -ciE '^ok [^#]*#[[:space:]]*skip' "$log")
 	ok=$(( $(grep -c '^ok ' "$log") - skipped ))
 	notok=$(grep -c '^not ok ' "$log")
+	[ "$notok" -eq 0 ] || grep -A4 '^not ok ' "$log" | grep -E '^(not ok |#)' | cut -c1-240 |
+		sed "s|^|$name: |" >>"$failures"
 	rm -f "$log"
 	pass=$((pass + ok))
 	fail=$((fail + notok))
@@ -87,6 +93,10 @@ done
 if [ ${#skipped_names[@]} -gt 0 ]; then
 	echo "# skipped:"
 	printf '#   %s\n' "${skipped_names[@]}"
+fi
+if [ -s "$failures" ]; then
+	echo "# every not ok, again (first 80 lines):"
+	head -n 80 "$failures" | sed 's/^/#   /'
 fi
 if [ ${#failed_names[@]} -gt 0 ]; then
 	echo "# failed:"

@@ -1,7 +1,8 @@
 #!/bin/bash
 # scripts/run-check.sh counts what it is told: a TAP "# SKIP" is a skip, not
 # a pass; a "not ok" stays a failure whatever its directive; a suite that
-# exits non-zero or prints nothing fails; the closing line carries all three.
+# exits non-zero or prints nothing fails; every not ok comes again near the
+# end with its diagnostics; the closing line carries all three.
 # Run on a made-up tree (fake unit binaries, no kernels needed).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -39,6 +40,17 @@ unit "$t" test_c 'echo "ok 1 - c # SKIP all skipped"; echo "1..1"'
 got=$(run "$t")
 [ "$got" = "1 passed, 2 failed, 1 skipped rc=1 " ] && ok "a skipped not-ok line and a silent exit 3 fail, exit 1: $got" ||
 	nok "fails: got '$got'"
+
+t=$(tree repeat)
+unit "$t" test_a 'echo "not ok 1 - early failure"; echo "#   why: the early reason"; i=0; while [ $i -lt 200 ]; do i=$((i+1)); echo "ok $((i+1)) - filler $i"; done; echo "1..201"'
+got=$(run "$t")
+# The tail a CI log shows: the failure and its reason come again near the end.
+if tail -n 8 "$t/out" | grep -q '^#   unit test_a: not ok 1 - early failure$' &&
+	tail -n 8 "$t/out" | grep -q '^#   unit test_a: #   why: the early reason$'; then
+	ok "a not ok and its diagnostic line are repeated near the end: $got"
+else
+	nok "the not ok is not repeated near the end"; tail -n 8 "$t/out" | sed 's/^/#   /'
+fi
 
 t=$(tree nokernels)
 rm -rf "$t/k"
