@@ -19,6 +19,7 @@ skipped_names=()
 # Every "not ok" line again at the end, with the diagnostic lines after it:
 # a CI log is often read from its tail only.
 failures=$(mktemp)
+timings=()
 trap 'rm -f "$failures"' EXIT
 
 # The kernels every suite uses: ../shared/kernels (checked against its
@@ -40,12 +41,13 @@ export RERAND_MODE="$mode"
 # count_tap NAME CMD...: run CMD, echo its output, count its TAP lines.
 count_tap() {
 	local name=$1; shift
-	local log
+	local log t0=$EPOCHSECONDS
 	log=$(mktemp)
 	echo "# --- $name"
 	"$@" >"$log" 2>&1
 	local rc=$?
 	cat "$log"
+	timings+=("$((EPOCHSECONDS - t0)) $name")
 	local ok notok skipped
 	# TAP: the SKIP directive is case-insensitive; a "not ok" stays a
 	# failure whatever its directive says.
@@ -94,9 +96,14 @@ if [ ${#skipped_names[@]} -gt 0 ]; then
 	echo "# skipped:"
 	printf '#   %s\n' "${skipped_names[@]}"
 fi
+# The slowest suites (seconds), for keeping `make check` inside its budget.
+echo "# slowest suites (s):"
+printf '%s\n' "${timings[@]}" | sort -rn | head -n 8 | sed 's/^/#   /'
 if [ -s "$failures" ]; then
 	echo "# every not ok, again (first 80 lines):"
 	head -n 80 "$failures" | sed 's/^/#   /'
+	# A full disk fails whole suites at once (a guest's disk image, a build).
+	echo "# disk: $(df -h "$top" | awk 'NR == 2 { print $4 " free of " $2 " on " $6 }')"
 fi
 if [ ${#failed_names[@]} -gt 0 ]; then
 	echo "# failed:"

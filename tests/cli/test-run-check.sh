@@ -2,7 +2,8 @@
 # scripts/run-check.sh counts what it is told: a TAP "# SKIP" is a skip, not
 # a pass; a "not ok" stays a failure whatever its directive; a suite that
 # exits non-zero or prints nothing fails; every not ok comes again near the
-# end with its diagnostics; the closing line carries all three.
+# end with its diagnostics and the free disk; the slowest suites are
+# listed; the closing line carries all three.
 # Run on a made-up tree (fake unit binaries, no kernels needed).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -51,6 +52,10 @@ if tail -n 8 "$t/out" | grep -q '^#   unit test_a: not ok 1 - early failure$' &&
 else
 	nok "the not ok is not repeated near the end"; tail -n 8 "$t/out" | sed 's/^/#   /'
 fi
+
+grep -A8 '^# slowest suites (s):$' "$t/out" | grep -qE '^#   [0-9]+ unit test_a$' &&
+	ok "each suite's seconds are listed under '# slowest suites'" || nok "no '# slowest suites' line for test_a"
+grep -qE '^# disk: .* free of .* on /' "$t/out" && ok "a failed run says how much disk is free" || nok "no '# disk:' line"
 
 t=$(tree nokernels)
 rm -rf "$t/k"

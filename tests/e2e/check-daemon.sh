@@ -46,8 +46,13 @@ run_guest() {
 	local name=$1 scen=$2 tgt=$3 dir="$E2E_BUILD/runs/$1" initrd rc=0 t0=$EPOCHSECONDS
 	mkdir -p "$dir"
 	initrd=$(rrd_initrd) || return 1
-	rrd_disk "$scen" "$kernel" "$initrd" "$dir/disk.img" "$tgt" ||
-		{ echo "not ok - $name: cannot make the disk"; return 1; }
+	local err
+	err=$(rrd_disk "$scen" "$kernel" "$initrd" "$dir/disk.img" "$tgt" 2>&1) || {
+		echo "not ok - $name: cannot make the disk"
+		printf '%s\n' "$err" | tail -n 3 | sed 's/^/#   /'
+		echo "#   $(df -h "$dir" | awk 'NR == 2 { print $4 " free on " $6 }')"
+		return 1
+	}
 	local tmo=${RRD_TIMEOUT:-$((240 + 150 * tgt))}
 	e2e_note "$name: $(basename "$kernel") scenario=$scen boots=$tgt timeout=${tmo}s"
 	local slow=""
