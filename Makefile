@@ -202,11 +202,13 @@ deps:
 kernels:
 	$(Q)scripts/kernels.sh
 
-check: deps all $(UNIT_BINS) $(FUZZ_BINS)
-	$(Q)scripts/run-check.sh short
-
-check-long: deps all $(UNIT_BINS) $(FUZZ_BINS)
-	$(Q)scripts/run-check.sh long
+# The packages first, then the build in a new make: this make read
+# pkg-config's flags (LIB_CFLAGS, lzo2's -I/usr/include/lzo) when it started,
+# before a fresh machine had the -dev packages.
+check check-long:
+	$(Q)scripts/deps.sh check
+	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(FUZZ_BINS)
+	$(Q)scripts/run-check.sh $(if $(filter check-long,$@),long,short)
 
 unit-tests: $(UNIT_BINS)
 
