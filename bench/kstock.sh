@@ -32,7 +32,7 @@ kstock_tree() {
 	local series=$1 dir=$2 tar=/usr/src/linux-source-$1.tar.xz
 	local t="$dir/linux-source-$series"
 	[ -d "$t/lib" ] && { echo "$t"; return 0; }
-	[ -r "$tar" ] || { echo "kstock: $tar missing (apt-get install linux-source-$series)" >&2; return 1; }
+	[ -r "$tar" ] || { echo "kstock: $tar missing (apt-get install linux-config-$series)" >&2; return 1; }
 	mkdir -p "$dir"
 	tar -xJf "$tar" -C "$dir" --wildcards "linux-source-$series/lib/*" "linux-source-$series/include/*" \
 		"linux-source-$series/arch/x86/include/*" "linux-source-$series/arch/x86/boot/*" \
@@ -50,7 +50,7 @@ kstock_gen() {
 	local series=$1 flavour=$2 tree=$3 gen=$4
 	local cfg=/usr/src/linux-config-$series/config.amd64_none_$flavour.xz
 	mkdir -p "$gen/generated" "$gen/linux" "$gen/asm"
-	[ -r "$cfg" ] || { echo "kstock: $cfg missing (apt-get install linux-source-$series)" >&2; return 1; }
+	[ -r "$cfg" ] || { echo "kstock: $cfg missing (apt-get install linux-config-$series)" >&2; return 1; }
 	xzcat "$cfg" | awk -F= '/^CONFIG_/ { n = $1; v = substr($0, length(n) + 2);
 		if (v == "y") print "#define " n " 1"; else if (v == "m") print "#define " n "_MODULE 1";
 		else print "#define " n " " v }' >"$gen/generated/autoconf.h"

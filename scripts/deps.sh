@@ -18,7 +18,10 @@ sbsigntool osslsigncode pesign softhsm2 libengine-pkcs11-openssl"
 # image made from a directory, systemctl --root for enabling units.
 vm_pkgs="debootstrap e2fsprogs systemd ca-certificates"
 demo_pkgs="ca-certificates"
-bench_pkgs="valgrind gnuplot-nox time linux-source-6.1 linux-source-6.12"
+# linux-config-*: Debian's kernel configs (autoconf.h for the kernel's
+# decompressor path, bench/kstock.sh), only a Recommends of linux-source-*.
+bench_pkgs="valgrind gnuplot-nox time linux-source-6.1 linux-source-6.12 linux-config-6.1
+linux-config-6.12"
 # `make deb`: debhelper (dh, compat 13), dpkg-buildpackage, lintian.
 deb_pkgs="debhelper dpkg-dev lintian"
 # Test unified kernel images are built from systemd-boot's stub (tests/unit,
