@@ -95,7 +95,7 @@ FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	$(CPPFLAGS) $(LIB_CFLAGS)
 
-.PHONY: FORCE vm histogram all deps deb unit-tests kernels check check-unit check-fuzz check-e2e check-long demo fuzz bench install clean
+.PHONY: FORCE vm histogram all deps deb unit-tests kernels check check-long demo fuzz bench install clean
 all: $(RERAND) $(STAGE_BIN) $(RERANDD) $(FLEETD)
 
 $(O)/host/%.o: %.c
