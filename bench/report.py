@@ -529,6 +529,12 @@ for k in kernels:
     vals = [ratio(d["cg"].get("stage"), d["cg"].get("kstock")), med(paired(d, "stage", "kstock")),
             med(paired(d, "stage", "memcpy")), rb, st, rimg]
     rows.append([k.replace("_", "-")] + ["?" if v is None else "{:.3f}".format(v) for v in vals])
+if not rows:
+    # A BENCH_ONLY subset without "stage": the per-kernel tables and the chart
+    # are keyed by its data; gnuplot would fail on an empty file.
+    print("bench: no stage-cost data in this run (BENCH_ONLY without 'stage'): no chart",
+          file=sys.stderr)
+    sys.exit(0)
 dat = os.path.join(out, "chart.dat")
 with open(dat, "w") as f:
     for r in rows:
