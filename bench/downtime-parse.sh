@@ -6,7 +6,9 @@
 #   OUT/data/downtime-cut   "MEASURED PLANNED HH:MM REACHED": the deadline
 #                           stopped the guest during reboot REACHED;
 #   OUT/data/downtime-lost  "STEP..." : reboots the guest made whose "go" or
-#                           "up" marker never reached the console.
+#                           "up" marker never reached the console;
+#   OUT/data/downtime-clockstep  one STEP a line: reboots during which the
+#                           host's clock went back (not measured).
 # Exits non-zero when the guest failed (no "RRB done" and no deadline) or
 # when not one whole pair was measured.
 # Usage: bench/downtime-parse.sh OUT_DIR (after bench/downtime.sh's QEMU run).
@@ -18,7 +20,7 @@ die() { echo "bench/downtime-parse.sh: $*" >&2; exit 1; }
 [ -r "$log" ] && [ -r "$dir/plan" ] || die "$dir: no serial.log or plan"
 read -r -a plan <"$dir/plan"
 rc=$(cat "$dir/qemu-rc" 2>/dev/null || echo "?")
-rm -f "$OUT/data/downtime-cut" "$OUT/data/downtime-lost"
+rm -f "$OUT/data/downtime-cut" "$OUT/data/downtime-lost" "$OUT/data/downtime-clockstep"
 
 # Host stamps: "EPOCH RRB go N MODE" and "EPOCH RRB up N BOOT_ID".
 # (A marker may share its line with other console output: match it anywhere.)
@@ -26,17 +28,25 @@ rm -f "$OUT/data/downtime-cut" "$OUT/data/downtime-lost"
 # the fifth column, the time from the new kernel's start to multi-user.target
 # (-1 when only the tty copy arrived).  Downtime minus it is the old system's
 # shutdown, kexec, purgatory, the stage or the stock decompressor.
-awk 'match($0, /RRB (go|up) [0-9]+ [^ ]+/) {
+# The host stamps are wall-clock time (bash's EPOCHREALTIME): a reboot during
+# which the host's clock went back (a stamp below the one before it; seen on
+# 4 Dec 2026, 152 s back) is not measured, and counts as lost.  A step
+# forward cannot be told from a slow boot here.
+awk '$1 ~ /^[0-9]+\.[0-9]+$/ { if (prev != "" && $1 + 0 < prev + 0) back[++nb] = NR; prev = $1 }
+     match($0, /RRB (go|up) [0-9]+ [^ ]+/) {
 	split(substr($0, RSTART, RLENGTH), f, " ")
 	# The agent sends each marker twice (kernel log and tty): keep the first.
-	if (f[2] == "go") { if (!(f[3] in go)) { go[f[3]] = $1; mode[f[3]] = f[4] } }
+	if (f[2] == "go") { if (!(f[3] in go)) { go[f[3]] = $1; goL[f[3]] = NR; mode[f[3]] = f[4] } }
 	else {
-		if (!(f[3] in up)) up[f[3]] = $1
+		if (!(f[3] in up)) { up[f[3]] = $1; upL[f[3]] = NR }
 		if (!(f[3] in ut) && match($0, /\[ *[0-9]+\.[0-9]+\] RRB up/)) {
 			s = substr($0, RSTART + 1); sub(/\].*/, "", s); ut[f[3]] = s + 0 } } }
-     END { for (n in go) if (n in up) printf "downtime\t%d\t%s\t%.3f\t%.3f\n", n, mode[n],
-		up[n] - go[n], (n in ut) ? ut[n] : -1 }' \
-	"$log" | sort -n -k2 >"$OUT/data/downtime.tsv"
+     END { for (n in go) if (n in up) {
+		bad = 0
+		for (i = 1; i <= nb; i++) if (back[i] > goL[n] && back[i] <= upL[n]) bad = 1
+		if (bad) { print n > stepf; continue }
+		printf "downtime\t%d\t%s\t%.3f\t%.3f\n", n, mode[n], up[n] - go[n], (n in ut) ? ut[n] : -1 } }' \
+	stepf="$OUT/data/downtime-clockstep" "$log" | sort -n -k2 >"$OUT/data/downtime.tsv"
 got=$(grep -c . "$OUT/data/downtime.tsv")
 grep -a 'RRB \(note\|fail\)' "$log" | sed 's/^/# /'
 
@@ -50,9 +60,12 @@ lost=()
 upto=$last
 [ "$done_" = 1 ] || upto=$((last - 1))
 for ((n = 1; n <= upto && n <= ${#plan[@]}; n++)); do
-	grep -q "^downtime	$n	" "$OUT/data/downtime.tsv" || lost+=("$n")
+	grep -q "^downtime	$n	" "$OUT/data/downtime.tsv" ||
+		grep -qx "$n" "$OUT/data/downtime-clockstep" 2>/dev/null || lost+=("$n")
 done
 [ ${#lost[@]} -eq 0 ] || echo "${lost[*]}" >"$OUT/data/downtime-lost"
+[ -s "$OUT/data/downtime-clockstep" ] &&
+	echo "bench/downtime-parse.sh: reboot(s) $(tr '\n' ' ' <"$OUT/data/downtime-clockstep")during which the host clock went back: not measured"
 if [ "$done_" = 0 ]; then
 	# Not finished: only a deadline may explain it (QEMU's timeout: 124).
 	[ -s "$dir/deadline" ] && [ "$rc" = 124 ] ||

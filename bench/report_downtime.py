@@ -87,6 +87,13 @@ def main():
                  'guest during reboot %s of the %s planned; %s reboots were measured, and only '
                  'the whole pairs below count.' % (cut[2], cut[3].strip(), cut[1], cut[0]))
         L.append('')
+    step_path = os.path.join(out, 'data', 'downtime-clockstep')
+    step = open(step_path).read().split() if os.path.exists(step_path) else []
+    if step:
+        L.append('During reboot(s) %s the host\'s clock went back (a serial-console stamp below '
+                 'the one before it), so they are not measured, and their pair(s) are left '
+                 'out below.' % ', '.join(step))
+        L.append('')
     if lost:
         L.append('Reboot(s) %s of the plan happened, but a marker of each (its "go" or the next '
                  'boot\'s "up" line) never reached the serial console, so they are not measured, '
@@ -104,7 +111,7 @@ def main():
         L.append('')
         over = sum(p[4] > 1.1 for p in pairs)
         L.append('Only %d whole pair(s) measured (`BENCH_DOWNTIME_PAIRS`, `BENCH_DEADLINE`, lost '
-                 'markers: above). %s; the median (≤ 1.0×) is shown for these pairs only.' % (
+                 'markers or a host clock step: above). %s; the median (≤ 1.0×) is shown for these pairs only.' % (
                      len(pairs), '**Every pair ≤ 1.1× does not hold**: %d pair(s) over it' % over
                      if over else 'Every pair ≤ 1.1× holds for these pairs, not shown for 10'))
     elif pairs:
