@@ -8,9 +8,7 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-nok() { n=$((n + 1)); echo "not ok $n - $*"; }
+. "$top/tests/cli/lib-tap.sh"
 
 # mklog DIR STEPBACK: 4 reboots (plan "s r r s"), 40 s apart; with STEPBACK
 # the host clock goes 150 s back in the middle of reboot 3.
