@@ -70,8 +70,33 @@ if [ -n "${DOWNTIME_DEADLINE:-}" ]; then
 	if [ "$left" -lt "$tmo" ]; then tmo=$left; cut=1; fi
 fi
 echo "bench/downtime.sh: $(basename "$kernel"), ${#plan[@]} reboots (${plan[*]}), timeout ${tmo}s"
+# The agent ends with "RRB done" and `systemctl poweroff`, after which QEMU
+# exits.  Once (4 Dec 2026) it kept running after the guest's "reboot: Power
+# down" until it was stopped by hand, which would hold `make bench` until the
+# timeout above (hours).  So QEMU gets DOWNTIME_GRACE seconds (120) after
+# "RRB done" to exit, then SIGTERM; data/downtime-stopped says so.  Every
+# reboot is measured by then.
+grace=${DOWNTIME_GRACE:-120}
+rm -f "$OUT/data/downtime-stopped"
+stop_after_done() {
+	local pid sp=
+	# Its sleeps end with it, so none is left holding make's output open.
+	trap '[ -n "$sp" ] && kill "$sp" 2>/dev/null; exit 0' TERM
+	until grep -aq 'RRB done' "$log" 2>/dev/null; do sleep 5 & sp=$!; wait "$sp"; done
+	sleep "$grace" & sp=$!
+	wait "$sp"
+	pid=$(cat "$log.pid" 2>/dev/null) || return 0
+	[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = qemu-system-x86 ] || return 0
+	echo "bench/downtime.sh: QEMU still running ${grace}s after the guest's 'RRB done': stopping it" >&2
+	echo "$grace" >"$OUT/data/downtime-stopped"
+	kill -TERM "$pid"
+}
+stop_after_done &
+watcher=$!
 rc=0
 rrs_qemu "$kernel" "$dir/disk.img" "$log" "$dir/ttyS1.log" "$tmo" || rc=$?
+kill "$watcher" 2>/dev/null
+wait "$watcher" 2>/dev/null
 echo "$rc" >"$dir/qemu-rc"
 
 [ "$cut" = 1 ] && date -u -d "@$DOWNTIME_DEADLINE" +%H:%M >"$dir/deadline"

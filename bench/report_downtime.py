@@ -94,6 +94,12 @@ def main():
                  'the one before it), so they are not measured, and their pair(s) are left '
                  'out below.' % ', '.join(step))
         L.append('')
+    stop_path = os.path.join(out, 'data', 'downtime-stopped')
+    if os.path.exists(stop_path):
+        L.append('QEMU did not exit within %s s of the guest\'s last marker ("RRB done", before '
+                 'its `systemctl poweroff`) and was stopped (`bench/downtime.sh`); every reboot of '
+                 'the plan had been logged by then.' % open(stop_path).read().strip())
+        L.append('')
     if lost:
         L.append('Reboot(s) %s of the plan happened, but a marker of each (its "go" or the next '
                  'boot\'s "up" line) never reached the serial console, so they are not measured, '

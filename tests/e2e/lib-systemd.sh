@@ -359,7 +359,9 @@ rrs_qemu() {
 		exec qemu-system-x86_64 "${args[@]}" -serial mon:stdio -serial "file:$alog"
 	fi
 	echo "qemu-system-x86_64 ${args[*]}" >"$log.cmd"
+	rm -f "$log.pid"
 	timeout -k 5 "$tmo" qemu-system-x86_64 "${args[@]}" -monitor none -serial stdio -serial "file:$alog" \
+		-pidfile "$log.pid" \
 		</dev/null 2>"$log.stderr" | e2e_stamp >"$log"
 	return "${PIPESTATUS[0]}"
 }
