@@ -32,7 +32,7 @@ kstock_tree() {
 	local series=$1 dir=$2 tar=/usr/src/linux-source-$1.tar.xz
 	local t="$dir/linux-source-$series"
 	[ -d "$t/lib" ] && { echo "$t"; return 0; }
-	[ -r "$tar" ] || { echo "kstock: $tar missing (apt-get install linux-config-$series)" >&2; return 1; }
+	[ -r "$tar" ] || { echo "kstock: $tar missing (apt-get install linux-source-$series)" >&2; return 1; }
 	mkdir -p "$dir"
 	tar -xJf "$tar" -C "$dir" --wildcards "linux-source-$series/lib/*" "linux-source-$series/include/*" \
 		"linux-source-$series/arch/x86/include/*" "linux-source-$series/arch/x86/boot/*" \
