@@ -96,6 +96,8 @@ common_checks() {
 	done < <(grep -ao 'RRD-CHECK .*' "$log")
 	grep -ao 'RRD-LATENCY .*' "$log" | tr -d '\r' | sed "s/^RRD-LATENCY/$name: rerand status during the stage:/" |
 		while IFS= read -r line; do e2e_note "$line"; done
+	grep -ao 'RRD-NOTE .*' "$log" | tr -d '\r' | sed "s/^RRD-NOTE/$name:/" |
+		while IFS= read -r line; do e2e_note "$line"; done
 }
 
 # randomized_boots NAME LOG FIRST LAST: every boot FIRST..LAST verified by
