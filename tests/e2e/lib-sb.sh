@@ -556,11 +556,15 @@ sb_check_crash() {
 	echo "$text $cs $(grep -o '"phys_slots" *: *[0-9]*' <<<"$ver" | grep -o '[0-9]*$') $off" >"$dir/row"
 }
 
-# sb_check_crash_distinct NAME LOADER DIR...: the crash kernels' physical
-# bases all differ, and so do their offsets inside the crash region (which
-# moves with the first kernel: stock kexec -s -p lands at one offset every
-# time).  No repeat allowed: with two panics, one could never fail.  Stock
-# kexec is only reported.
+# sb_check_crash_distinct NAME LOADER DIR...: the crash kernel is placed
+# anew at every panic: its offsets inside the crash region differ.  The
+# region moves with the first kernel, so the offset is what tells: stock
+# kexec -s -p lands at one offset every time.  The physical bases are only
+# reported: in two different regions the same address is two different
+# offsets, and in the same region a repeated address is a repeated offset.
+# One chance repeat is allowed (about 90 slots: 1 in 90 for any pair), so
+# at least 3 panics are needed for the check to be able to fail; with 3,
+# a fixed offset gives 2 repeats.  Stock kexec is only reported.
 sb_check_crash_distinct() {
 	local name=$1 loader=$2; shift 2
 	local d rows="" n=0 prep orep vrep
@@ -576,7 +580,8 @@ sb_check_crash_distinct() {
 		return 0
 	fi
 	local why=""
+	[ $# -ge 3 ] || why="$# panics: at least 3 are needed"
 	[ "$n" -ge $# ] || why="only $n of $# panics reported"
-	e2e_tap "$([ -z "$why" ] && [ "$prep" -eq 0 ] && [ "$orep" -eq 0 ]; echo $?)" \
-		"$name: crash kernel physical bases distinct across $n panics, and their offsets in the crash region (repeats $prep and $orep; virtual repeats $vrep, not asserted)" "$why"
+	e2e_tap "$([ -z "$why" ] && [ "$orep" -le 1 ]; echo $?)" \
+		"$name: crash kernel placed anew at each of $n panics: offsets in the crash region distinct (repeats $orep, allowed 1; physical repeats $prep and virtual $vrep, not asserted)" "$why"
 }
