@@ -66,8 +66,11 @@ def main():
         m = {a[1]: a[2], b[1]: b[2]}
         if set(m) == {'s', 'r'}:
             pairs.append((i, a[1] + b[1], m['s'], m['r'], m['r'] / m['s']))
-    lost_path = os.path.join(out, 'data', 'downtime-lost')
-    lost = open(lost_path).read().split() if os.path.exists(lost_path) else []
+    def data(name):  # an optional file of bench/downtime*.sh, '' when absent
+        f = os.path.join(out, 'data', name)
+        return open(f).read() if os.path.exists(f) else ''
+
+    lost = data('downtime-lost').split()
     L = [BEGIN, '## 8. Whole-reboot downtime under systemd', '']
     L.append('The Debian 12 guest of `tests/e2e/lib-systemd.sh` (systemd as PID 1, rerandd, '
              'the e2e writer service, a getty; NVMe root, no initrd, QEMU TCG, 1 vCPU) reboots '
@@ -80,25 +83,23 @@ def main():
              'includes the old system\'s shutdown, kexec-tools\' purgatory, the stage (rerand), '
              'the kernel\'s boot and systemd\'s start-up.')
     L.append('')
-    cut = open(os.path.join(out, 'data', 'downtime-cut')).read().split('\t') \
-        if os.path.exists(os.path.join(out, 'data', 'downtime-cut')) else []
+    cut = data('downtime-cut').split('\t')
     if len(cut) >= 4:
         L.append('**This run was cut short:** its deadline (`BENCH_DEADLINE`, %s UTC) stopped the '
                  'guest during reboot %s of the %s planned; %s reboots were measured, and only '
                  'the whole pairs below count.' % (cut[2], cut[3].strip(), cut[1], cut[0]))
         L.append('')
-    step_path = os.path.join(out, 'data', 'downtime-clockstep')
-    step = open(step_path).read().split() if os.path.exists(step_path) else []
+    step = data('downtime-clockstep').split()
     if step:
         L.append('During reboot(s) %s the host\'s clock went back (a serial-console stamp below '
                  'the one before it), so they are not measured, and their pair(s) are left '
                  'out below.' % ', '.join(step))
         L.append('')
-    stop_path = os.path.join(out, 'data', 'downtime-stopped')
-    if os.path.exists(stop_path):
+    stopped = data('downtime-stopped').strip()
+    if stopped:
         L.append('QEMU did not exit within %s s of the guest\'s last marker ("RRB done", before '
                  'its `systemctl poweroff`) and was stopped (`bench/downtime.sh`); every reboot of '
-                 'the plan had been logged by then.' % open(stop_path).read().strip())
+                 'the plan had been logged by then.' % stopped)
         L.append('')
     if lost:
         L.append('Reboot(s) %s of the plan happened, but a marker of each (its "go" or the next '

@@ -94,9 +94,8 @@ common_checks() {
 		*) tap 1 "$name: guest check $(echo "${line#*RRD-CHECK }" | cut -d' ' -f1)" "${line#*RRD-CHECK }" ;;
 		esac
 	done < <(grep -ao 'RRD-CHECK .*' "$log")
-	grep -ao 'RRD-LATENCY .*' "$log" | tr -d '\r' | sed "s/^RRD-LATENCY/$name: rerand status during the stage:/" |
-		while IFS= read -r line; do e2e_note "$line"; done
-	grep -ao 'RRD-NOTE .*' "$log" | tr -d '\r' | sed "s/^RRD-NOTE/$name:/" |
+	grep -aoE 'RRD-(LATENCY|NOTE) .*' "$log" | tr -d '\r' |
+		sed -e "s/^RRD-LATENCY/$name: rerand status during the stage:/" -e "s/^RRD-NOTE/$name:/" |
 		while IFS= read -r line; do e2e_note "$line"; done
 }
 
@@ -161,15 +160,16 @@ leak_check() {
 # leak_selfcheck DIR: the search must catch an address planted in a copy of
 # a clean product file, in every form (hex with and without 0x, upper case,
 # without leading zeros, decimal); the clean copy must pass.  The text
-# offset is a needle only from 16 MiB up (rrd_needles: shorter numbers match
-# too much), so the boot planted is one whose offset is that large, and its
-# form is left out when no boot's is (seen: a last boot at +0x800000).
+# offset is searched only where rrd_needles gives it a needle (not below
+# 16 MiB: shorter numbers match too much), so the boot planted is one whose
+# offset has one, and that form is left out when no boot's has (seen: a last
+# boot at +0x800000).
 leak_selfcheck() {
 	local dir=$1 addrs="$1/addrs.txt" s="$1/leak-selftest" miss="" text code b form
-	local vb vo forms
+	local vb vo voff="" forms
 	b=$(awk '$2 == "text" { print $1; exit }' "$addrs")
 	while read -r vb _ vo; do
-		[ $((16#$vo)) -ge $((1 << 24)) ] && b=$vb
+		[ -n "$(rrd_needles voff "$vo")" ] && { b=$vb; voff=$vo; }
 	done < <(grep ' voff ' "$addrs")
 	text=$(awk -v b="$b" '$1 == b && $2 == "text" { print $3 }' "$addrs")
 	code=$(awk -v b="$b" '$1 == b && $2 == "phys" { print $3 }' "$addrs")
@@ -180,8 +180,7 @@ leak_selfcheck() {
 	cp "$src" "$s/clean"
 	rrd_leak_search "$addrs" "$s" >/dev/null || miss+=" clean-copy-flagged"
 	forms=("0x$text" "${text^^}" "$(printf '%u' $((16#$text)))" "$code" "0x$(printf '%X' $((16#$code)))" "$((16#$code))")
-	[ $((16#$text - 16#ffffffff81000000)) -ge $((1 << 24)) ] &&
-		forms+=("$(printf '%x' $((16#$text - 16#ffffffff81000000)))")
+	[ -n "$voff" ] && forms+=("$(printf '%x' $((16#$voff)))")
 	for form in "${forms[@]}"; do
 		rm -f "$s/planted"
 		{ head -c 40 "$src"; printf 'base=%s\n' "$form"; tail -c +41 "$src"; } >"$s/planted"

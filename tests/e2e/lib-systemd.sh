@@ -330,8 +330,9 @@ rrs_fill_uki() {
 # rrs_qemu KERNEL DISK LOG AGENTLOG TIMEOUT [interactive]: boot the disk
 # (SeaBIOS, or with RRS_FW=ovmf-sb OVMF under Secure Boot; q35, TCG, NVMe
 # root, no network).  ttyS0 (console) time-stamped
-# to LOG, ttyS1 (the agent's lines) to AGENTLOG.  Interactive: the console
-# on this terminal instead.
+# to LOG, ttyS1 (the agent's lines) to AGENTLOG, QEMU's pid to LOG.pid
+# while it runs (bench/downtime.sh stops a QEMU that hangs on at power-off).
+# Interactive: the console on this terminal instead.
 rrs_qemu() {
 	local kernel=$1 disk=$2 log=$3 alog=$4 tmo=$5 inter=${6:-}
 	local machine=q35
