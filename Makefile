@@ -1,10 +1,11 @@
 # rerand — GNU Make build.  `make`, `make check`, `make demo`, `make install`.
-# V=1 for verbose commands.  PREFIX, DESTDIR, SYSCONFDIR, UNITDIR, SYSUSERSDIR as usual.
+# V=1 for verbose commands.  PREFIX, DESTDIR, SYSCONFDIR, UNITDIR, SYSUSERSDIR, DOCDIR as usual.
 
 PREFIX      ?= /usr/local
 BINDIR      ?= $(PREFIX)/bin
 SBINDIR     ?= $(PREFIX)/sbin
 MANDIR      ?= $(PREFIX)/share/man
+DOCDIR      ?= $(PREFIX)/share/doc/rerand
 SYSCONFDIR  ?= /etc
 UNITDIR     ?= $(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null || echo /lib/systemd/system)
 SYSUSERSDIR ?= $(shell pkg-config --variable=sysusersdir systemd 2>/dev/null || echo /usr/lib/sysusers.d)
@@ -254,6 +255,10 @@ install: all
 	sed 's|/usr/local/sbin|$(SBINDIR)|g' systemd/rerand-fleetd.service \
 		> $(DESTDIR)$(UNITDIR)/rerand-fleetd.service
 	install -m 0644 systemd/rerand-fleetd.socket $(DESTDIR)$(UNITDIR)/rerand-fleetd.socket
+	install -d $(DESTDIR)$(DOCDIR)/examples/k8s/pre-reboot.d $(DESTDIR)$(DOCDIR)/examples/k8s/post-boot.d
+	install -m 0644 etc/examples/k8s/lib-k8s.sh $(DESTDIR)$(DOCDIR)/examples/k8s/lib-k8s.sh
+	install -m 0755 etc/examples/k8s/pre-reboot.d/50-k8s-drain $(DESTDIR)$(DOCDIR)/examples/k8s/pre-reboot.d/
+	install -m 0755 etc/examples/k8s/post-boot.d/50-k8s-uncordon $(DESTDIR)$(DOCDIR)/examples/k8s/post-boot.d/
 	install -m 0644 docs/rerand.1 $(DESTDIR)$(MANDIR)/man1/rerand.1
 	install -m 0644 docs/rerandd.8 $(DESTDIR)$(MANDIR)/man8/rerandd.8
 	sed 's|/usr/local/sbin|$(SBINDIR)|g; s|/usr/local/bin|$(BINDIR)|g' systemd/rerandd.service \

@@ -30,6 +30,8 @@ enum rr_ctl_cmd control_parse_arg(const char *line, size_t len, char *arg, size_
 	if (!strcmp(buf, "status")) return RR_CTL_STATUS;
 	if (!strcmp(buf, "status json")) return RR_CTL_STATUS_JSON;
 	if (!strcmp(buf, "now")) return RR_CTL_NOW;
+	if (!strcmp(buf, "due")) return RR_CTL_DUE;
+	if (!strcmp(buf, "phase")) return RR_CTL_PHASE;
 	if (!strcmp(buf, "hold")) return RR_CTL_HOLD;
 	if (!strcmp(buf, "release")) return RR_CTL_RELEASE;
 	if (!strcmp(buf, "fleet status")) return RR_CTL_FLEET_STATUS;

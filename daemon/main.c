@@ -208,6 +208,67 @@ static void on_crash_loaded(void *ud)
 	daemon_evaluate_soon(ud);
 }
 
+/* What policy decides on, from this boot's state (blockers aside). */
+static void policy_inputs(const struct daemon *d, time_t now, struct rr_policy_in *in)
+{
+	memset(in, 0, sizeof(*in));
+	in->now = now;
+	in->layout_born = d->boot_time;
+	in->jitter = d->st.jitter > 0 ? d->st.jitter : 0;
+	in->last_reboot = d->st.last_reboot;
+	in->last_failure = d->st.last_failure;
+	in->failures = d->st.failures;
+	in->oops = d->st.trig_oops;
+	in->new_kernel = d->st.trig_new_kernel;
+	in->now_requested = d->st.trig_now;
+	in->weak = d->verify == RR_V_WEAK;
+	in->hold = d->st.hold;
+	in->staged = d->staged;
+}
+
+/* `rerand due`: "due REASON" when a rerandomization is due now with every
+ * window open (kured's --reboot-sentinel-command), else "not due: WHY". */
+static void format_due(const struct daemon *d, char *out, size_t size)
+{
+	struct rr_policy_in in;
+	struct rr_policy_out o;
+	time_t now = time(NULL);
+	char when[40];
+	struct tm tm;
+
+	if (d->crash_boot) {
+		snprintf(out, size, "not due: this is a crash kernel boot\n");
+		return;
+	}
+	if (d->st.phase != RR_PH_IDLE) {
+		snprintf(out, size, "due: a rerandomizing reboot is under way (%s)\n",
+			 state_phase_name(d->st.phase));
+		return;
+	}
+	policy_inputs(d, now, &in);
+	policy_due(&d->cfg, &in, &o);
+	switch (o.action) {
+	case RR_ACT_REBOOT:
+		snprintf(out, size, "due: %s\n", policy_reason_name(o.reason));
+		break;
+	case RR_ACT_BLOCKED:
+		snprintf(out, size, "not due: %s is due but blocked by %s\n",
+			 policy_reason_name(o.reason), policy_blocker_name(o.blocker));
+		break;
+	case RR_ACT_WAIT:
+		gmtime_r(&o.when, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		snprintf(out, size, "not due: %s at %s\n", policy_reason_name(o.reason), when);
+		break;
+	case RR_ACT_STOPPED:
+		snprintf(out, size, "not due: stopped after %u failures in a row (MaxFailures=%u); "
+			 "`rerand now` still rerandomizes\n", d->st.failures, d->cfg.max_failures);
+		break;
+	default:
+		snprintf(out, size, "not due: nothing planned\n");
+	}
+}
+
 /* idle: keep an image staged and the crash kernel loaded, watch for
  * triggers; when policy says reboot and nothing blocks, start the sequence. */
 static void evaluate_idle(struct daemon *d, time_t now)
@@ -227,18 +288,7 @@ static void evaluate_idle(struct daemon *d, time_t now)
 		crash_start(d->ev, &d->cfg, &d->cr, d->staged ? &d->plan : NULL, now,
 			    on_crash_loaded, d);
 
-	in.now = now;
-	in.layout_born = d->boot_time;
-	in.jitter = d->st.jitter > 0 ? d->st.jitter : 0;
-	in.last_reboot = d->st.last_reboot;
-	in.last_failure = d->st.last_failure;
-	in.failures = d->st.failures;
-	in.oops = d->st.trig_oops;
-	in.new_kernel = d->st.trig_new_kernel;
-	in.now_requested = d->st.trig_now;
-	in.weak = d->verify == RR_V_WEAK;
-	in.hold = d->st.hold;
-	in.staged = d->staged;
+	policy_inputs(d, now, &in);
 	policy_decide(&d->cfg, &in, &d->out);
 	if (d->out.action != RR_ACT_REBOOT) {
 		d->blk_done = false;
@@ -421,6 +471,18 @@ static int on_control(sd_event_source *s, int fd, uint32_t revents, void *ud)
 						    : "requested\n");
 		daemon_evaluate_soon(d);
 		break;
+	case RR_CTL_DUE:
+		format_due(d, body, sizeof(body));
+		control_reply(cfd, true, body);
+		break;
+	case RR_CTL_PHASE:
+		/* what `rerand now --wait` polls: the sequence's phase, the last
+		 * plan, and the hold as it is now (the plan may predate it) */
+		snprintf(body, sizeof(body), "%s %s %s %s %s\n", state_phase_name(d->st.phase),
+			 policy_action_name(d->out.action), policy_blocker_name(d->out.blocker),
+			 policy_reason_name(d->out.reason), d->st.hold ? "held" : "free");
+		control_reply(cfd, true, body);
+		break;
 	case RR_CTL_HOLD:
 	case RR_CTL_RELEASE:
 		d->st.hold = cmd == RR_CTL_HOLD;
@@ -439,7 +501,7 @@ static int on_control(sd_event_source *s, int fd, uint32_t revents, void *ud)
 		daemon_evaluate_soon(d);
 		break;
 	default:
-		control_reply(cfd, false, "unknown command (status [json], now, hold, release, "
+		control_reply(cfd, false, "unknown command (status [json], now, due, phase, hold, release, "
 			      "fleet status [json], fleet release HOST)\n");
 	}
 	close(cfd);

@@ -199,7 +199,7 @@ static time_t max_t(time_t a, time_t b)
  *     due: hold, then nothing staged, then logind inhibitors, then the
  *     blocker command (the order in which they are cheap to check).
  */
-void policy_decide(const struct rr_config *c, const struct rr_policy_in *in,
+static void decide(const struct rr_config *c, const struct rr_policy_in *in, bool windows,
 		   struct rr_policy_out *out)
 {
 	struct { enum rr_reason why; time_t due; bool windowed; } cand[5];
@@ -233,7 +233,7 @@ void policy_decide(const struct rr_config *c, const struct rr_policy_in *in,
 
 	for (unsigned i = 0; i < n; i++) {
 		time_t when = cand[i].due;
-		if (cand[i].windowed && !c->outside_windows)
+		if (cand[i].windowed && windows)
 			when = policy_next_allowed(c, when);
 		if (!when)
 			continue;                  /* no window will ever open */
@@ -262,6 +262,22 @@ void policy_decide(const struct rr_config *c, const struct rr_policy_in *in,
 		out->blocker = RR_BLK_COMMAND;
 	else
 		out->action = RR_ACT_REBOOT;
+}
+
+void policy_decide(const struct rr_config *c, const struct rr_policy_in *in,
+		   struct rr_policy_out *out)
+{
+	decide(c, in, !c->outside_windows, out);
+}
+
+/* An outside scheduler (kured) keeps the windows, the drain and the
+ * group's lock: what it asks is whether a trigger has come, windows aside.
+ * MinRebootInterval, back-off, MaxFailures, a hold and a missing image still
+ * count: they are rerand's own reasons not to reboot. */
+void policy_due(const struct rr_config *c, const struct rr_policy_in *in,
+		struct rr_policy_out *out)
+{
+	decide(c, in, false, out);
 }
 
 const char *policy_reason_name(enum rr_reason r)

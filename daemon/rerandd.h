@@ -160,6 +160,10 @@ struct rr_policy_out {
 
 void policy_decide(const struct rr_config *c, const struct rr_policy_in *in,
 		   struct rr_policy_out *out);
+/* policy_decide with every window open: what `rerand due` answers for an
+ * outside scheduler (kured).  action RR_ACT_REBOOT means due now. */
+void policy_due(const struct rr_config *c, const struct rr_policy_in *in,
+		struct rr_policy_out *out);
 /* Start and end of the occurrence of w that contains t, else of the next one. */
 int policy_window_next(const struct rr_window *w, time_t t, time_t *ret_start, time_t *ret_end);
 /* t itself if some window contains t, else the earliest window start after t;
@@ -594,7 +598,7 @@ struct rr_view {
 };
 enum rr_ctl_cmd { RR_CTL_BAD = 0, RR_CTL_STATUS, RR_CTL_STATUS_JSON, RR_CTL_NOW, RR_CTL_HOLD,
 		  RR_CTL_RELEASE, RR_CTL_FLEET_STATUS, RR_CTL_FLEET_STATUS_JSON,
-		  RR_CTL_FLEET_RELEASE };
+		  RR_CTL_FLEET_RELEASE, RR_CTL_DUE, RR_CTL_PHASE };
 #define RR_CTL_LINE 256
 enum rr_ctl_cmd control_parse(const char *line, size_t len);
 /* The same, and the HOST of "fleet release HOST" in arg (else ""). */

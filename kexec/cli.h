@@ -11,6 +11,8 @@
 #define EXIT_USAGE          2
 #define EXIT_WEAK           3   /* verify: randomized, but from RDTSC alone */
 #define EXIT_FAILURE_RR     1
+#define EXIT_NOT_DUE        1   /* due: nothing is due now */
+#define EXIT_DUE_ERROR      3   /* due: rerandd could not be asked */
 
 extern const uint8_t rr_stage_blob[];
 extern const uint8_t rr_stage_blob_end[];
@@ -21,6 +23,7 @@ int cmd_load(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_now(int argc, char **argv);
+int cmd_due(int argc, char **argv);
 int cmd_hold(int argc, char **argv);
 int cmd_release(int argc, char **argv);
 int cmd_fleet(int argc, char **argv);

@@ -56,8 +56,12 @@ static void usage(FILE *f)
 	      "  status [--json]\n"
 	      "        Ask rerandd for the layout age, the next rerandomization and why,\n"
 	      "        the last verification, entropy, failures and the staged image.\n"
-	      "  now | hold | release\n"
-	      "        Ask rerandd to rerandomize now; block its reboots; lift the block.\n"
+	      "  now [--wait [--timeout SECONDS]] | hold | release\n"
+	      "        Ask rerandd to rerandomize now (--wait: until the reboot is under\n"
+	      "        way); block its reboots; lift the block.\n"
+	      "  due\n"
+	      "        Exit 0 when a rerandomization is due now, windows aside (kured's\n"
+	      "        --reboot-sentinel-command), 1 when not, 3 when rerandd cannot say.\n"
 	      "  fleet status [--json] | fleet release HOST\n"
 	      "        Through rerandd: the fleet group's holders and free slots; free a\n"
 	      "        stuck etcd slot of HOST.\n"
@@ -73,7 +77,7 @@ int main(int argc, char **argv)
 	static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
 		{ "image", cmd_image }, { "inspect", cmd_inspect },
 		{ "load", cmd_load }, { "verify", cmd_verify },
-		{ "status", cmd_status }, { "now", cmd_now },
+		{ "status", cmd_status }, { "now", cmd_now }, { "due", cmd_due },
 		{ "hold", cmd_hold }, { "release", cmd_release },
 		{ "entropy", cmd_entropy }, { "fleet", cmd_fleet },
 	};

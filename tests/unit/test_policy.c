@@ -332,12 +332,66 @@ static void test_watch(void)
 	     "bad taint text refused");
 }
 
+/* `rerand due` (kured's sentinel): windows are kured's, everything else
+ * is still rerand's. */
+static void test_due(void)
+{
+	struct rr_config c;
+	struct rr_policy_in in;
+	struct rr_policy_out o;
+	time_t outside = utc(2026, 2, 10, 12, 0);
+
+	base(&c, &in, outside);
+	policy_due(&c, &in, &o);
+	T_OK(o.action == RR_ACT_REBOOT && o.reason == RR_WHY_AGE,
+	     "old layout outside every window: due (age) for an outside scheduler");
+	policy_decide(&c, &in, &o);
+	T_OK(o.action == RR_ACT_WAIT, "... while rerandd itself still waits for its window");
+
+	c.nr_win = 0;
+	policy_due(&c, &in, &o);
+	T_OK(o.action == RR_ACT_REBOOT, "no window configured at all: still due");
+	policy_decide(&c, &in, &o);
+	T_OK(o.action == RR_ACT_NONE, "... and rerandd alone would never reboot");
+
+	base(&c, &in, outside);
+	in.layout_born = outside - 3600;
+	policy_due(&c, &in, &o);
+	T_OK(o.action == RR_ACT_WAIT && o.when == outside - 3600 + 86400,
+	     "young layout: not due before born + max age");
+
+	base(&c, &in, outside);
+	in.hold = true;
+	policy_due(&c, &in, &o);
+	T_OK(o.action == RR_ACT_BLOCKED && o.blocker == RR_BLK_HOLD, "a hold: not due (blocked)");
+
+	base(&c, &in, outside);
+	in.staged = false;
+	policy_due(&c, &in, &o);
+	T_OK(o.action == RR_ACT_BLOCKED && o.blocker == RR_BLK_NOT_STAGED,
+	     "nothing staged: not due (blocked)");
+
+	base(&c, &in, outside);
+	in.failures = c.max_failures;
+	in.last_failure = outside - 60;
+	policy_due(&c, &in, &o);
+	T_OK(o.action == RR_ACT_STOPPED, "stopped after MaxFailures: not due");
+
+	base(&c, &in, outside);
+	in.failures = 1;
+	in.last_failure = outside - 1;
+	policy_due(&c, &in, &o);
+	T_OK(o.action == RR_ACT_WAIT && o.when == outside - 1 + policy_backoff(&c, 1),
+	     "after a failure: not due before the back-off ends");
+}
+
 int main(void)
 {
 	test_wall_to_utc();
 	test_windows();
 	test_jitter_backoff();
 	test_decide();
+	test_due();
 	test_watch();
 	return t_done();
 }

@@ -1,0 +1,153 @@
+#!/bin/bash
+# kured (Kubernetes' reboot daemon) driving rerand, against a real
+# build/rerandd with procfs fixtures and a real kernel staged through a
+# stand-in kexec (/bin/true: nothing is loaded on this host):
+#  - `rerand due` (kured's --reboot-sentinel-command) exits 0 when the layout
+#    is older than MaxLayoutAge although no window is configured, 1 when it
+#    is not due (a hold, a young layout), 3 when rerandd cannot be asked;
+#  - rerandd with no window never reboots by itself: kured decides when;
+#  - `rerand now --wait` (kured's --reboot-command) fails at once on a hold,
+#    and returns 0 once rerandd's reboot is under way (the RebootCommand, a
+#    recorder here, was called);
+#  - the example Kubernetes hooks (etc/examples/k8s) cordon, drain and
+#    uncordon through kubectl.  kubectl is a stand-in that records its calls
+#    (no cluster here); the hooks run it directly (RERAND_K8S_DIRECT=1), not
+#    through systemd-run as they do under rerandd.service.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d /tmp/rerand-kured.XXXXXX)
+R=$top/build/rerand
+RERANDD=$top/build/rerandd
+. "$top/tests/cli/lib-tap.sh"
+. "$top/tests/cli/lib-rerandd.sh"
+trap rerandd_cleanup EXIT
+. "$top/tests/cli/procfs-fixture.sh"
+
+for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
+KERNEL=$("$top/scripts/kernels.sh" pick cloud61 2>"$tmp/kernels.err") ||
+	bail "a 6.1 cloud kernel to stage is needed: $(tail -n1 "$tmp/kernels.err")"
+chmod 0755 "$tmp"
+
+# instance DIR AGE_S: a rerandd whose "boot" began AGE_S seconds ago, with
+# MaxLayoutAge=1h, no maintenance window and RebootOutsideWindows=no (so it
+# never reboots by itself), and a RebootCommand that records its call.
+instance() {
+	local hd=$1
+	mkdir -p "$hd/state" "$hd/run" "$hd/boot" "$hd/conf.d" "$hd/pre" "$hd/post" "$hd/sd"
+	procfs_fixture "$hd/boot_id" "$(cat /proc/sys/kernel/random/uuid)"$'\n'
+	procfs_fixture "$hd/stat" "btime $(($(date +%s) - $2))"$'\n'
+	procfs_fixture "$hd/tainted" $'0\n'
+	procfs_fixture "$hd/cmdline" $'console=ttyS0 root=/dev/vda1 ro\n'
+	printf '#!/bin/sh\necho REBOOT >>"%s/reboot-called"\nexit 0\n' "$hd" >"$hd/reboot"
+	chmod +x "$hd/reboot"
+	rerandd_conf "$hd" /bin/true "$hd/sd" <<EOF
+PreRebootDirectory=$hd/pre
+PostBootDirectory=$hd/post
+KexecCrashSize=$hd/no-crash-size
+KexecCrashLoaded=$hd/no-crash-loaded
+ProcVmcore=$hd/no-vmcore
+
+[Stage]
+Kernel=$KERNEL
+Initrd=none
+CommandLine=console=ttyS0 root=/dev/vda1 ro
+
+[Policy]
+MaxLayoutAge=1h
+Jitter=0
+MinRebootInterval=0
+HonorInhibitors=no
+
+[Reboot]
+Method=command
+RebootCommand=$hd/reboot
+HookTimeout=20s
+
+[Crash]
+Mode=off
+EOF
+	rerandd_start "$hd"
+	rerandd_wait_up "$hd"
+}
+
+old=$tmp/old
+young=$tmp/young
+instance "$old" 7200
+instance "$young" 60
+staged() { RERAND_CONTROL_SOCKET=$1/run/control "$R" status 2>/dev/null | grep -q '^staged: *yes'; }
+wait_for 60 staged "$old" || bail "old: nothing staged within 60 s: $(tail -3 "$old/log")"
+wait_for 60 staged "$young" || bail "young: nothing staged within 60 s: $(tail -3 "$young/log")"
+
+due() { RERAND_CONTROL_SOCKET=$1/run/control "$R" due >"$tmp/due.out" 2>&1; echo $?; }
+rc=$(due "$old")
+check "due: an old layout with no window configured exits 0 (seen $rc: $(cat "$tmp/due.out"))" \
+	test "$rc" = 0
+check "due: it names the reason" grep -q '^due: layout-age$' "$tmp/due.out"
+rc=$(due "$young")
+check "due: a layout younger than MaxLayoutAge exits 1 (seen $rc: $(cat "$tmp/due.out"))" \
+	test "$rc" = 1
+check "due: it says when it will be due" grep -Eq '^not due: layout-age at 20[0-9-]+T' "$tmp/due.out"
+rc=$(RERAND_CONTROL_SOCKET=$tmp/no-such-socket "$R" due 2>"$tmp/due.err"; echo $?)
+check "due: rerandd unreachable exits 3, not 1 (seen $rc)" test "$rc" = 3
+check "due: unreachable says so" grep -q 'cannot reach rerandd' "$tmp/due.err"
+rc=$("$R" due extra 2>/dev/null; echo $?)
+check "due: an argument is a usage error (exit 2, seen $rc)" test "$rc" = 2
+
+sleep 3
+check "rerandd with no window did not reboot by itself while due" test ! -e "$old/reboot-called"
+
+ctl() { RERAND_CONTROL_SOCKET=$old/run/control "$R" "$@"; }
+ctl hold >/dev/null
+rc=$(due "$old")
+check "due: held exits 1 (seen $rc: $(cat "$tmp/due.out"))" test "$rc" = 1
+check "due: held says blocked by hold" grep -q 'blocked by hold' "$tmp/due.out"
+t0=$(date +%s)
+ctl now --wait --timeout 60 >"$tmp/now.out" 2>&1
+rc=$?
+check "now --wait: a hold fails it (exit 1, seen $rc) at once ($(($(date +%s) - t0)) s)" \
+	test "$rc" = 1 -a $(($(date +%s) - t0)) -lt 10
+check "now --wait: it says a hold is in place" grep -q 'hold is in place' "$tmp/now.out"
+check "now --wait: nothing rebooted while held" test ! -e "$old/reboot-called"
+ctl release >/dev/null
+rc=$(ctl now --wait --timeout 120 >"$tmp/now.out" 2>&1; echo $?)
+check "now --wait: released, it returns 0 once the reboot is under way (seen $rc: $(tr '\n' ' ' <"$tmp/now.out"))" \
+	test "$rc" = 0
+check "now --wait: the RebootCommand was called once" test "$(cat "$old/reboot-called" 2>/dev/null)" = REBOOT
+rc=$(ctl now --timeout x 2>/dev/null; echo $?)
+check "now: a bad --timeout is a usage error (exit 2, seen $rc)" test "$rc" = 2
+
+# ---- the example hooks, with a stand-in kubectl that records its calls --------
+k=$tmp/k8s
+mkdir -p "$k/pre" "$k/post"
+cp "$top"/etc/examples/k8s/pre-reboot.d/* "$top/etc/examples/k8s/lib-k8s.sh" "$k/pre/"
+cp "$top"/etc/examples/k8s/post-boot.d/* "$top/etc/examples/k8s/lib-k8s.sh" "$k/post/"
+cat >"$k/kubectl" <<EOF
+#!/bin/sh
+echo "\$KUBECONFIG \$*" >>"$k/calls"
+case "\$1" in drain) [ -e "$k/drain-fails" ] && exit 1 ;; esac
+exit 0
+EOF
+chmod +x "$k/kubectl"
+hook() { env -u INVOCATION_ID RERAND_K8S_DIRECT=1 KUBECTL="$k/kubectl" RERAND_K8S_NODE=node-7 \
+	KUBECONFIG=/etc/kubernetes/admin.conf "$@"; }
+hook "$k/pre/50-k8s-drain" >/dev/null 2>&1
+rc=$?
+check "drain hook: exit 0 when the drain succeeds (seen $rc)" test "$rc" = 0
+check "drain hook: cordon, then drain of the node, with the kubeconfig" diff -u - "$k/calls" <<'EOF'
+/etc/kubernetes/admin.conf cordon node-7
+/etc/kubernetes/admin.conf drain node-7 --ignore-daemonsets --delete-emptydir-data --timeout=300s
+EOF
+rm -f "$k/calls"; touch "$k/drain-fails"
+hook "$k/pre/50-k8s-drain" >/dev/null 2>"$k/err"
+rc=$?
+check "drain hook: a failed drain exits non-zero, which cancels the reboot (seen $rc)" test "$rc" != 0
+check "drain hook: ... and uncordons the node again" eval 'tail -n1 "$k/calls" | grep -qx "/etc/kubernetes/admin.conf uncordon node-7"'
+rm -f "$k/calls"
+hook "$k/post/50-k8s-uncordon" >/dev/null 2>&1
+rc=$?
+check "uncordon hook: exit 0 (seen $rc)" test "$rc" = 0
+check "uncordon hook: waits for Ready, then uncordons" diff -u - "$k/calls" <<'EOF'
+/etc/kubernetes/admin.conf wait --for=condition=Ready node/node-7 --timeout=120s
+/etc/kubernetes/admin.conf uncordon node-7
+EOF
+done_
