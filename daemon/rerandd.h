@@ -207,6 +207,10 @@ enum rr_outcome { RR_OUT_SAME_BOOT = 0, RR_OUT_UNPLANNED, RR_OUT_ABORTED, RR_OUT
 enum rr_phase { RR_PH_IDLE = 0, RR_PH_GATE, RR_PH_RESTAGE, RR_PH_HOOKS, RR_PH_CONFIRM,
 		RR_PH_REBOOT, RR_PH_REBOOTING };
 
+/* Why reboots are held: an operator's `rerand hold`, or a state file that
+ * could not be read whole (state_parse_damage: when in doubt, hold). */
+enum rr_hold_why { RR_HOLD_OPERATOR = 0, RR_HOLD_DAMAGED };
+
 struct rr_state {
 	char     boot_id[RR_BOOT_ID];         /* the boot the fields below belong to */
 	enum rr_phase phase;                  /* of the reboot sequence, in boot_id */
@@ -222,6 +226,7 @@ struct rr_state {
 	time_t   last_verify_time;
 	int64_t  jitter;                      /* for boot_id */
 	bool     hold;
+	enum rr_hold_why hold_why;            /* meaningful while hold */
 	bool     trig_oops, trig_new_kernel, trig_now;
 	uint64_t taint_handled;               /* taint bits already turned into a trigger */
 	char     staged_sha[65];              /* kernel hash of the staged image */
@@ -238,11 +243,26 @@ struct rr_state {
 
 void state_init(struct rr_state *s);
 int state_format(const struct rr_state *s, char *buf, size_t len);
-/* Lenient: unknown keys are skipped; a file without "version=1" or with a
- * malformed line gives -EBADMSG (and *s holds the defaults). */
+/* What a damaged state file lost. */
+struct rr_state_damage {
+	unsigned bad;                         /* lines skipped */
+	unsigned first_line;                  /* the first of them, from 1 */
+	char     first_why[96];
+	bool     held;                        /* the parse set a hold for it */
+};
+/* Line by line and fails closed: unknown keys are skipped; a line that
+ * cannot be read (no '=', a bad value, NUL, too long, cut short) is
+ * skipped and counted, the rest kept; when such damage may have cost the
+ * hold, the failures, the attempt or the version line (unattributable
+ * lines, any of those keys unreadable or missing), *s is held
+ * (RR_HOLD_DAMAGED).  0 for a clean file, else -EBADMSG; ret may be NULL. */
+int state_parse_damage(const char *text, size_t len, struct rr_state *s,
+		       struct rr_state_damage *ret);
 int state_parse(const char *text, size_t len, struct rr_state *s);
-/* ENOENT gives the defaults and 0.  A corrupt file is renamed to
- * PATH.corrupt, the defaults returned and -EBADMSG. */
+/* ENOENT gives the defaults and 0.  A damaged file: what could be read,
+ * -EBADMSG, and a hard link PATH.corrupt to it (the file stays until a
+ * save replaces it).  A file that cannot be read at all: the defaults,
+ * held, and the error. */
 int state_load(const char *path, struct rr_state *s, struct rr_err *e);
 /* write, fsync, rename, fsync the directory */
 int state_save(const char *path, const struct rr_state *s, struct rr_err *e);
@@ -265,6 +285,7 @@ void state_record_attempt(struct rr_state *s, enum rr_reason why, time_t now);
 void state_record_failed_reboot(struct rr_state *s, time_t now);
 const char *state_verify_name(enum rr_verify v);
 const char *state_phase_name(enum rr_phase ph);
+const char *state_hold_name(enum rr_hold_why h);
 /* At start-up, before state_account_boot: the phase the file holds, which
  * is then idle.  RR_RESUME_UNWIND: a sequence of this boot stopped half-way
  * (in any phase: a recorded attempt is then dropped as aborted, and
@@ -562,6 +583,8 @@ struct rr_view {
 	double   entropy_bits;
 	unsigned failures, max_failures;
 	bool     stopped, hold, staged;
+	const char *hold_reason;             /* state_hold_name(), "" when not held */
+	char     reboot_error[RR_ERR_MAX];   /* the last reboot cancelled, and why */
 	struct rr_policy_out plan;
 	uint64_t successes, total_failures, weak_boots;
 	time_t   last_success, last_failure, last_verify_time, staged_time;
@@ -647,10 +670,14 @@ struct daemon {
 	char blk_why[512];
 	struct rr_hooks *hooks;
 	struct rr_request *request;
+	char save_error[RR_ERR_MAX];   /* the last failed state save */
+	char seq_error[RR_ERR_MAX];    /* why the last reboot was cancelled */
+	time_t seq_cancelled_at;       /* ... for an unwritable state; 0 = none */
 };
 
 /* main.c */
-void daemon_save(struct daemon *d);
+/* 0, or <0 with the reason logged and in d->save_error. */
+int daemon_save(struct daemon *d);
 void daemon_publish(struct daemon *d);
 void daemon_evaluate_soon(struct daemon *d);
 /* Stage p (NULL: plan it now) as a job; 0 once started, <0 (the stage
