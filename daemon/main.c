@@ -475,7 +475,7 @@ static unsigned reload_effects(const struct rr_config *o, const struct rr_config
 
 	if (strcmp(c->kernel, o->kernel) || strcmp(c->initrd, o->initrd) ||
 	    strcmp(c->cmdline, o->cmdline) || c->cmdline_set != o->cmdline_set ||
-	    stage_secure_changed(c, o))
+	    c->panic_reboot != o->panic_reboot || stage_secure_changed(c, o))
 		fx |= RELOAD_RESTAGE | RELOAD_RECRASH;
 	if (c->crash_mode != o->crash_mode || strcmp(c->crash_kernel, o->crash_kernel) ||
 	    strcmp(c->crash_initrd, o->crash_initrd) || strcmp(c->crash_cmdline, o->crash_cmdline) ||

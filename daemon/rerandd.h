@@ -92,6 +92,9 @@ struct rr_config {
 	enum rr_method method;
 	char reboot_cmd[RR_CMD];
 	int64_t hook_timeout;
+	/* panic=N on what rerandd stages (and the crash kernel): seconds, 0 =
+	 * none added, < 0 = reboot at once */
+	int64_t panic_reboot;
 	/* [Crash]: the rerandomizing crash (kdump) kernel */
 	enum rr_crash_mode crash_mode;
 	char crash_kernel[RR_PATH];         /* "" = the kernel [Stage] stages */
@@ -297,6 +300,14 @@ enum rr_resume state_resume(struct rr_state *s, const char *boot_id);
 /* ---- digest.c: SHA-256 (libcrypto) as 64 hex digits ----------------------- */
 int digest_hex(const void *p, size_t n, char hex[65]);
 int digest_file_hex(const char *path, char hex[65], struct rr_err *e);
+/* The SHA-256 of a whole image as it was built, in <image>.sha256
+ * (sha256sum's "HEX  NAME" line), written atomically. */
+int digest_record_write(const char *image, const char hex[65], struct rr_err *e);
+/* -ENOENT: no record; -EBADMSG: not a record of this image. */
+int digest_record_read(const char *image, char hex[65], struct rr_err *e);
+/* The image's bytes hash to its record: 0 and hex; -EBADMSG when they do
+ * not (e names the file), -ENOENT without a record, or a read error. */
+int digest_image_check(const char *image, char hex[65], struct rr_err *e);
 
 /* ---- run.c: children with a timeout -------------------------------------- */
 enum rr_child_caps { RR_CHILD_NO_CAPS = 0, RR_CHILD_KEXEC_CAPS,
@@ -374,6 +385,9 @@ struct rr_stage_plan {
 	char release[128];                   /* the kernel's, when locked */
 	char signer[256];                    /* subject of the image's signer, "" = unsigned */
 	bool uki;                            /* the kernel is a UKI: `rerand load --uki` */
+	/* SHA-256 of the whole image file as built here (its .sha256 record),
+	 * checked by `rerand load --sha256`; "" for a pre-signed image */
+	char image_sha256[65];
 };
 const char *stage_source_name(enum rr_image_source s);
 /* The release (uname -r) a kernel file says it is: the first word of its
@@ -400,6 +414,7 @@ int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_er
 struct rr_load_argv {
 	char *argv[16];
 	char initrd[RR_PATH + 16], append[RR_CMD + 16], kexec[RR_PATH + 16], uki[RR_PATH + 16];
+	char sha256[80];
 };
 void stage_load_argv(const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
 		     struct rr_load_argv *ret);
@@ -483,6 +498,13 @@ const char *kernels_pkg_busy(const char *const *locks);
  * held, for at most 30 min counted from *pkg_since, which it keeps). */
 int64_t kernels_new_wait(const struct rr_config *c, const char *const *locks, time_t now,
 			 time_t *pkg_since);
+
+/* ---- panic.c: panic= on the staged command lines -------------------------- */
+/* in with panic=N (sec; < 0: -1, reboot at once) and its mark rerand.panic=N
+ * added before any "--", unless in has a panic= of its own (the user's
+ * wins); the panic= and mark an earlier stage added are dropped first, so a
+ * changed setting applies.  sec 0: only those are dropped. */
+int panic_cmdline(const char *in, int64_t sec, char *out, size_t len, struct rr_err *e);
 
 /* ---- crash.c: the rerandomizing crash kernel ------------------------------ */
 enum rr_crash_state { RR_CS_OFF = 0, RR_CS_NOT_RESERVED, RR_CS_PENDING, RR_CS_LOADED,
