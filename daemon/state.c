@@ -113,7 +113,8 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		s->weak_boots,
 		(long long)s->last_success, (long long)s->last_failure, (long long)s->last_reboot,
 		state_verify_name(s->last_verify), (long long)s->last_verify_time,
-		(long long)s->jitter, s->hold, state_hold_name(s->hold_why), s->trig_oops, s->trig_new_kernel, s->trig_now,
+		(long long)s->jitter, s->hold, state_hold_name(s->hold_why), s->trig_oops,
+		s->trig_new_kernel, s->trig_now,
 		s->taint_handled, s->staged_sha, (long long)s->staged_time, s->fleet_held,
 		s->fleet_token, s->crash_boots, (long long)s->last_crash_boot, s->crash_boot_id,
 		state_phase_name(s->phase));
