@@ -312,7 +312,7 @@ static const struct key {
 	{ "Reboot", "Method", K_METHOD, F(method) },
 	{ "Reboot", "RebootCommand", K_STR, F(reboot_cmd) },
 	{ "Reboot", "HookTimeout", K_DUR, F(hook_timeout) },
-	{ "Reboot", "PanicRebootSec", K_PANIC, F(panic_reboot) },
+	{ "Comeback", "PanicRebootSec", K_PANIC, F(panic_reboot) },
 };
 #undef F
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* panic= on the command lines rerandd stages ([Reboot] PanicRebootSec=).
+/* panic= on the command lines rerandd stages ([Comeback] PanicRebootSec=).
  * Debian's kernels are built with panic=0: a kernel that panics after the
  * kexec waits forever, and the machine is lost until someone power-cycles
  * it.  With panic=N it reboots through the firmware N seconds after the

@@ -92,7 +92,7 @@ struct rr_config {
 	enum rr_method method;
 	char reboot_cmd[RR_CMD];
 	int64_t hook_timeout;
-	/* panic=N on what rerandd stages (and the crash kernel): seconds, 0 =
+	/* [Comeback]: panic=N on what rerandd stages (and the crash kernel): seconds, 0 =
 	 * none added, < 0 = reboot at once */
 	int64_t panic_reboot;
 	/* [Crash]: the rerandomizing crash (kdump) kernel */

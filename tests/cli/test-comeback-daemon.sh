@@ -180,7 +180,7 @@ check "digest: no load ever got the flipped byte ($(loads digest) loads)" \
 check "digest: the rebuilt image is the one first built, and matches its record" \
 	bash -c "[ '$(sha256sum "$img" | cut -d' ' -f1)' = '$good' ] && cd '$tmp/digest/state/images' && sha256sum --quiet -c '${rec##*/}'"
 check "digest: ... and loaded ($(loads digest) loads)" test "$(loads digest)" = 2
-reload 50-panic.conf '[Reboot]\nPanicRebootSec=30\n'
+reload 50-panic.conf '[Comeback]\nPanicRebootSec=30\n'
 check "panic: PanicRebootSec=30 after a reload: restaged with panic=30 ($(last_append digest))" \
 	test "$(last_append digest)" = "--append=root=/dev/vda1 ro console=ttyS0 panic=30 rerand.panic=30"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* panic= on what rerandd stages ([Reboot] PanicRebootSec=, issue 22 item
+/* panic= on what rerandd stages ([Comeback] PanicRebootSec=, issue 22 item
  * 2): added with its rerand.panic= mark, the user's own panic= wins, a
  * changed setting replaces rerandd's earlier one, init's words stay last;
  * the key's values; and stage_plan's command line carrying it. */
@@ -82,12 +82,12 @@ static void test_config(void)
 	config_defaults(&c);
 	T_OK(c.panic_reboot == 10, "PanicRebootSec= defaults to 10");
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-		snprintf(text, sizeof(text), "[Reboot]\nPanicRebootSec=%s\n", ok[i].v);
+		snprintf(text, sizeof(text), "[Comeback]\nPanicRebootSec=%s\n", ok[i].v);
 		T_OK(conf(text, &c, &errs) == 0 && c.panic_reboot == ok[i].want,
 		     "PanicRebootSec=%s is %lld", ok[i].v, (long long)c.panic_reboot);
 	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		snprintf(text, sizeof(text), "[Reboot]\nPanicRebootSec=%s\n", bad[i]);
+		snprintf(text, sizeof(text), "[Comeback]\nPanicRebootSec=%s\n", bad[i]);
 		T_OK(conf(text, &c, &errs) < 0 && strstr(errs.msg[0], "t.conf:2: PanicRebootSec=") &&
 		     strstr(errs.msg[0], "want seconds"), "PanicRebootSec=%s refused: %s", bad[i],
 		     errs.n ? errs.msg[0] : "(no error)");
