@@ -161,6 +161,18 @@ static void test_damage(void)
 	T_OK(strstr(buf, "\nhold=1\nhold_reason=damaged-state\n") &&
 	     state_parse(buf, (size_t)n, &b) == 0 && b.hold && b.hold_why == RR_HOLD_DAMAGED,
 	     "hold_reason=damaged-state is saved and read back");
+	/* what rerand status shows of it, and of a reboot cancelled for a save */
+	struct rr_view v = { .hold = true, .hold_reason = "damaged-state", .fleet_backend = "none" };
+	snprintf(v.reboot_error, sizeof(v.reboot_error), "reboot cancelled: the state file cannot "
+		 "be written (x: No space left on device), so the next boot could not be counted");
+	T_OK(control_format_text(&v, buf, sizeof(buf)) > 0 &&
+	     strstr(buf, "\nhold:              yes (damaged-state: the state file could not be read "
+		    "whole; check the journal, then `rerand release`)\n") &&
+	     strstr(buf, "\nreboot error:      reboot cancelled: the state file cannot be written"),
+	     "rerand status: the hold's reason and the cancelled reboot");
+	T_OK(control_format_json(&v, buf, sizeof(buf)) > 0 &&
+	     strstr(buf, "\"hold_reason\":\"damaged-state\",\"reboot_error\":\"reboot cancelled: "),
+	     "rerand status --json: hold_reason and reboot_error");
 	/* a file that cannot be read at all: held */
 	snprintf(bad, sizeof(bad), "%s.dir", path);
 	mkdir(bad, 0700);
