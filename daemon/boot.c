@@ -52,7 +52,7 @@ enum rr_outcome boot_first_look(struct daemon *d, enum rr_resume *resume)
 	enum rr_outcome out;
 
 	if (state_load(d->state_path, &d->st, &e) < 0)
-		rr_log(RR_LOG_WARNING, "%s", e.msg);
+		rr_log(d->st.hold ? RR_LOG_ERR : RR_LOG_WARNING, "%s", e.msg);
 	read_verify(d);
 	/* where a sequence of this boot stopped: unwound */
 	*resume = state_resume(&d->st, d->boot_id);

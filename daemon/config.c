@@ -84,6 +84,7 @@ void config_defaults(struct rr_config *c)
 	c->max_failures = 3;
 	c->method = RR_RM_AUTO;
 	c->hook_timeout = 60;
+	c->panic_reboot = 10;
 	fleet_config_defaults(&c->fleet);
 }
 
@@ -248,7 +249,7 @@ bool config_tz_valid(const char *zone)
 
 /* ---- the key table ---------------------------------------------------------- */
 
-enum ktype { K_PATH, K_STR, K_DUR, K_BOOL, K_UINT, K_WHEN, K_METHOD, K_CRASHMODE };
+enum ktype { K_PATH, K_STR, K_DUR, K_BOOL, K_UINT, K_WHEN, K_METHOD, K_CRASHMODE, K_PANIC };
 
 #define F(field) offsetof(struct rr_config, field), sizeof(((struct rr_config *)0)->field)
 static const struct key {
@@ -311,6 +312,7 @@ static const struct key {
 	{ "Reboot", "Method", K_METHOD, F(method) },
 	{ "Reboot", "RebootCommand", K_STR, F(reboot_cmd) },
 	{ "Reboot", "HookTimeout", K_DUR, F(hook_timeout) },
+	{ "Comeback", "PanicRebootSec", K_PANIC, F(panic_reboot) },
 };
 #undef F
 
@@ -570,6 +572,22 @@ static int handler(void *user, const char *section, const char *name, const char
 		else if (!strcmp(value, "command")) *(enum rr_method *)f = RR_RM_COMMAND;
 		else perr(x, "%s=%s: want auto, logind, systemd, syscall or command", name, value);
 		break;
+	case K_PANIC: {
+		/* off/0: no panic= added; negative: the kernel's "reboot at once" */
+		int64_t d;
+		bool on;
+		if (parse_bool(value, &on) == 0 && !on)
+			*(int64_t *)f = 0;
+		else if (value[0] == '-' && value[1] >= '1' && value[1] <= '9' &&
+			 strspn(value + 1, "0123456789") == strlen(value + 1))
+			*(int64_t *)f = -1;
+		else if (config_parse_duration(value, &d) == 0 && d <= 3600)
+			*(int64_t *)f = d;
+		else
+			perr(x, "%s=%s: want seconds up to 1h (10, 30s, 1min), 0 or off for no panic=, "
+			     "or -1 to reboot at once", name, value);
+		break;
+	}
 	case K_CRASHMODE:
 		if (!strcmp(value, "auto")) *(enum rr_crash_mode *)f = RR_CRASH_AUTO;
 		else if (!strcmp(value, "off")) *(enum rr_crash_mode *)f = RR_CRASH_OFF;

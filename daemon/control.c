@@ -223,7 +223,16 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 	default:
 		put(&o, "not planned (no maintenance window?)");
 	}
-	put(&o, "\nhold:              %s\n", v->hold ? "yes" : "no");
+	put(&o, "\nhold:              %s", v->hold ? "yes" : "no");
+	if (v->hold && v->hold_reason && !strcmp(v->hold_reason, "damaged-state"))
+		put(&o, " (damaged-state: the state file could not be read whole; check the "
+		    "journal, then `rerand release`)");
+	put(&o, "\n");
+	if (*v->reboot_error) {
+		put(&o, "reboot error:      ");
+		put_ext(&o, v->reboot_error);
+		put(&o, "\n");
+	}
 	put(&o, "failures in a row: %u of %u%s\n", v->failures, v->max_failures,
 	    v->stopped ? "  ALERT: stopped rerandomizing" : "");
 	put(&o, "reboots:           %llu verified, %llu failed, %llu weak\n",
@@ -292,6 +301,10 @@ int control_format_json(const struct rr_view *v, char *buf, size_t len)
 	put_json_str(&o, v->image_sha);
 	put(&o, ",\"stage_error\":");
 	put_json_str(&o, v->stage_error);
+	put(&o, ",\"hold_reason\":");
+	put_json_str(&o, v->hold_reason ? v->hold_reason : "");
+	put(&o, ",\"reboot_error\":");
+	put_json_str(&o, v->reboot_error);
 	put(&o, ",\"secure_boot\":");
 	put_json_str(&o, v->secure_boot ? v->secure_boot : "unknown");
 	put(&o, ",\"lockdown\":");

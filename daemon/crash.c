@@ -396,14 +396,22 @@ static int crash_plan(const struct rr_config *c, const struct rr_stage_plan *bas
 				       c->crash_initrd);
 		snprintf(p->initrd, sizeof(p->initrd), "%s", c->crash_initrd);
 	}
-	if (c->crash_cmdline_set)
-		return crash_build_cmdline(NULL, c->crash_cmdline, p->cmdline, sizeof(p->cmdline), e);
-	char *text;
-	r = rr_read_text(c->proc_cmdline, CRASH_CMDLINE_MAX, &text, e);
-	if (r < 0)
-		return r;
-	r = crash_build_cmdline(text, NULL, p->cmdline, sizeof(p->cmdline), e);
-	free(text);
+	char built[RR_CMD];
+	if (c->crash_cmdline_set) {
+		r = crash_build_cmdline(NULL, c->crash_cmdline, built, sizeof(built), e);
+	} else {
+		char *text;
+		r = rr_read_text(c->proc_cmdline, CRASH_CMDLINE_MAX, &text, e);
+		if (r < 0)
+			return r;
+		r = crash_build_cmdline(text, NULL, built, sizeof(built), e);
+		free(text);
+	}
+	/* kdump-tools reboots once the dump is written; a crash kernel that
+	 * panics on the way (too little memory in the region, a device that
+	 * does not come back under reset_devices) would hang for good */
+	if (r == 0)
+		r = panic_cmdline(built, c->panic_reboot, p->cmdline, sizeof(p->cmdline), e);
 	return r;
 }
 

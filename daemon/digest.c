@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* SHA-256 for rerandd's image cache key (the kernel file and the stage it
- * carries), from OpenSSL's libcrypto. */
+ * carries) and for the record of each image it builds (the image loaded is
+ * the image built), from OpenSSL's libcrypto. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
 
+#include "image.h"
 #include "rerandd.h"
 
 static void to_hex(const unsigned char *md, char hex[65])
@@ -68,4 +71,71 @@ out:
 	EVP_MD_CTX_free(ctx);
 	close(fd);
 	return r;
+}
+
+/* ---- the record of a built image: <image>.sha256 -------------------------- */
+
+static int record_path(const char *image, char *out, size_t len, struct rr_err *e)
+{
+	if (snprintf(out, len, "%s.sha256", image) >= (int)len)
+		return rr_errf(e, ENAMETOOLONG, "%s: path too long", image);
+	return 0;
+}
+
+int digest_record_write(const char *image, const char hex[65], struct rr_err *e)
+{
+	char path[RR_PATH + 200], line[RR_PATH + 200];
+	const char *base = strrchr(image, '/') ? strrchr(image, '/') + 1 : image;
+	int n, r = record_path(image, path, sizeof(path), e);
+
+	if (r < 0)
+		return r;
+	/* sha256sum's format: `cd images && sha256sum -c NAME.sha256` checks it too */
+	n = snprintf(line, sizeof(line), "%s  %s\n", hex, base);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		return rr_errf(e, ENAMETOOLONG, "%s: name too long", image);
+	return rr_write_file_atomic(path, (const uint8_t *)line, (size_t)n, e);
+}
+
+int digest_record_read(const char *image, char hex[65], struct rr_err *e)
+{
+	char path[RR_PATH + 200], *text;
+	const char *base = strrchr(image, '/') ? strrchr(image, '/') + 1 : image;
+	size_t bl = strlen(base);
+	int r = record_path(image, path, sizeof(path), e);
+
+	if (r < 0)
+		return r;
+	r = rr_read_text(path, 4096, &text, e);
+	if (r < 0)
+		return r == -ENOENT ? rr_errf(e, ENOENT, "%s: no SHA-256 was recorded when it was "
+					      "built (%s is missing)", image, path) : r;
+	/* exactly "HEX  NAME\n", NAME this image's */
+	r = 0;
+	if (strlen(text) != 64 + 2 + bl + 1 || strspn(text, "0123456789abcdef") != 64 ||
+	    memcmp(text + 64, "  ", 2) || memcmp(text + 66, base, bl) || text[66 + bl] != '\n')
+		r = rr_errf(e, EBADMSG, "%s: not a SHA-256 record of %s (want \"HEX  %s\")", path,
+			    image, base);
+	else
+		snprintf(hex, 65, "%.64s", text);
+	free(text);
+	return r;
+}
+
+int digest_image_check(const char *image, char hex[65], struct rr_err *e)
+{
+	char want[65], got[65];
+	int r = digest_record_read(image, want, e);
+
+	if (r < 0)
+		return r;
+	r = digest_file_hex(image, got, e);
+	if (r < 0)
+		return r;
+	if (strcmp(want, got))
+		return rr_errf(e, EBADMSG, "%s: its SHA-256 is %.16s..., not the %.16s... recorded "
+			       "when it was built: the file changed since (a flipped bit on disk, or "
+			       "tampering)", image, got, want);
+	snprintf(hex, 65, "%s", got);
+	return 0;
 }

@@ -20,13 +20,18 @@
 #include "status.h"
 
 #define STAGE_RETRY 300            /* seconds between attempts after a stage failure */
+#define SAVE_RETRY 60              /* ... after a reboot cancelled for an unwritable state */
 
-void daemon_save(struct daemon *d)
+int daemon_save(struct daemon *d)
 {
 	struct rr_err e;
+	int r = state_save(d->state_path, &d->st, &e);
 
-	if (state_save(d->state_path, &d->st, &e) < 0)
+	if (r < 0) {
 		rr_log(RR_LOG_ERR, "%s", e.msg);
+		snprintf(d->save_error, sizeof(d->save_error), "%s", e.msg);
+	}
+	return r;
 }
 
 static void set_stage_error(struct daemon *d, const char *msg)
@@ -146,6 +151,8 @@ static void fill_view(struct daemon *d, struct rr_view *v)
 	v->max_failures = d->cfg.max_failures;
 	v->stopped = policy_stopped(&d->cfg, d->st.failures);
 	v->hold = d->st.hold;
+	v->hold_reason = d->st.hold ? state_hold_name(d->st.hold_why) : "";
+	snprintf(v->reboot_error, sizeof(v->reboot_error), "%s", d->seq_error);
 	v->staged = d->staged;
 	v->plan = d->out;
 	v->successes = d->st.successes;
@@ -316,7 +323,10 @@ static void evaluate_idle(struct daemon *d, time_t now)
 		rr_log(RR_LOG_NOTICE, "%s", d->blk_why);
 	snprintf(d->blocked_why, sizeof(d->blocked_why), "%s", d->blk_why);
 	policy_decide(&d->cfg, &in, &d->out);
-	if (d->out.action == RR_ACT_REBOOT)
+	/* the state could not be written the last time: not again at once
+	 * (the hooks would drain the machine every time) */
+	if (d->out.action == RR_ACT_REBOOT &&
+	    (!d->seq_cancelled_at || now - d->seq_cancelled_at >= SAVE_RETRY))
 		seq_begin(d);
 }
 
@@ -486,6 +496,7 @@ static int on_control(sd_event_source *s, int fd, uint32_t revents, void *ud)
 	case RR_CTL_HOLD:
 	case RR_CTL_RELEASE:
 		d->st.hold = cmd == RR_CTL_HOLD;
+		d->st.hold_why = RR_HOLD_OPERATOR;
 		daemon_save(d);
 		rr_log(RR_LOG_NOTICE, "operator %s", d->st.hold ? "hold" : "release");
 		control_reply(cfd, true, d->st.hold ? "held\n" : "released\n");
@@ -526,7 +537,7 @@ static unsigned reload_effects(const struct rr_config *o, const struct rr_config
 
 	if (strcmp(c->kernel, o->kernel) || strcmp(c->initrd, o->initrd) ||
 	    strcmp(c->cmdline, o->cmdline) || c->cmdline_set != o->cmdline_set ||
-	    stage_secure_changed(c, o))
+	    c->panic_reboot != o->panic_reboot || stage_secure_changed(c, o))
 		fx |= RELOAD_RESTAGE | RELOAD_RECRASH;
 	if (c->crash_mode != o->crash_mode || strcmp(c->crash_kernel, o->crash_kernel) ||
 	    strcmp(c->crash_initrd, o->crash_initrd) || strcmp(c->crash_cmdline, o->crash_cmdline) ||

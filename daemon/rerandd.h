@@ -92,6 +92,9 @@ struct rr_config {
 	enum rr_method method;
 	char reboot_cmd[RR_CMD];
 	int64_t hook_timeout;
+	/* [Comeback]: panic=N on what rerandd stages (and the crash kernel): seconds, 0 =
+	 * none added, < 0 = reboot at once */
+	int64_t panic_reboot;
 	/* [Crash]: the rerandomizing crash (kdump) kernel */
 	enum rr_crash_mode crash_mode;
 	char crash_kernel[RR_PATH];         /* "" = the kernel [Stage] stages */
@@ -211,6 +214,10 @@ enum rr_outcome { RR_OUT_SAME_BOOT = 0, RR_OUT_UNPLANNED, RR_OUT_ABORTED, RR_OUT
 enum rr_phase { RR_PH_IDLE = 0, RR_PH_GATE, RR_PH_RESTAGE, RR_PH_HOOKS, RR_PH_CONFIRM,
 		RR_PH_REBOOT, RR_PH_REBOOTING };
 
+/* Why reboots are held: an operator's `rerand hold`, or a state file that
+ * could not be read whole (state_parse_damage: when in doubt, hold). */
+enum rr_hold_why { RR_HOLD_OPERATOR = 0, RR_HOLD_DAMAGED };
+
 struct rr_state {
 	char     boot_id[RR_BOOT_ID];         /* the boot the fields below belong to */
 	enum rr_phase phase;                  /* of the reboot sequence, in boot_id */
@@ -226,6 +233,7 @@ struct rr_state {
 	time_t   last_verify_time;
 	int64_t  jitter;                      /* for boot_id */
 	bool     hold;
+	enum rr_hold_why hold_why;            /* meaningful while hold */
 	bool     trig_oops, trig_new_kernel, trig_now;
 	uint64_t taint_handled;               /* taint bits already turned into a trigger */
 	char     staged_sha[65];              /* kernel hash of the staged image */
@@ -242,11 +250,26 @@ struct rr_state {
 
 void state_init(struct rr_state *s);
 int state_format(const struct rr_state *s, char *buf, size_t len);
-/* Lenient: unknown keys are skipped; a file without "version=1" or with a
- * malformed line gives -EBADMSG (and *s holds the defaults). */
+/* What a damaged state file lost. */
+struct rr_state_damage {
+	unsigned bad;                         /* lines skipped */
+	unsigned first_line;                  /* the first of them, from 1 */
+	char     first_why[96];
+	bool     held;                        /* the parse set a hold for it */
+};
+/* Line by line and fails closed: unknown keys are skipped; a line that
+ * cannot be read (no '=', a bad value, NUL, too long, cut short) is
+ * skipped and counted, the rest kept; when such damage may have cost the
+ * hold, the failures, the attempt or the version line (unattributable
+ * lines, any of those keys unreadable or missing), *s is held
+ * (RR_HOLD_DAMAGED).  0 for a clean file, else -EBADMSG; ret may be NULL. */
+int state_parse_damage(const char *text, size_t len, struct rr_state *s,
+		       struct rr_state_damage *ret);
 int state_parse(const char *text, size_t len, struct rr_state *s);
-/* ENOENT gives the defaults and 0.  A corrupt file is renamed to
- * PATH.corrupt, the defaults returned and -EBADMSG. */
+/* ENOENT gives the defaults and 0.  A damaged file: what could be read,
+ * -EBADMSG, and a hard link PATH.corrupt to it (the file stays until a
+ * save replaces it).  A file that cannot be read at all: the defaults,
+ * held, and the error. */
 int state_load(const char *path, struct rr_state *s, struct rr_err *e);
 /* write, fsync, rename, fsync the directory */
 int state_save(const char *path, const struct rr_state *s, struct rr_err *e);
@@ -269,6 +292,7 @@ void state_record_attempt(struct rr_state *s, enum rr_reason why, time_t now);
 void state_record_failed_reboot(struct rr_state *s, time_t now);
 const char *state_verify_name(enum rr_verify v);
 const char *state_phase_name(enum rr_phase ph);
+const char *state_hold_name(enum rr_hold_why h);
 /* At start-up, before state_account_boot: the phase the file holds, which
  * is then idle.  RR_RESUME_UNWIND: a sequence of this boot stopped half-way
  * (in any phase: a recorded attempt is then dropped as aborted, and
@@ -280,6 +304,14 @@ enum rr_resume state_resume(struct rr_state *s, const char *boot_id);
 /* ---- digest.c: SHA-256 (libcrypto) as 64 hex digits ----------------------- */
 int digest_hex(const void *p, size_t n, char hex[65]);
 int digest_file_hex(const char *path, char hex[65], struct rr_err *e);
+/* The SHA-256 of a whole image as it was built, in <image>.sha256
+ * (sha256sum's "HEX  NAME" line), written atomically. */
+int digest_record_write(const char *image, const char hex[65], struct rr_err *e);
+/* -ENOENT: no record; -EBADMSG: not a record of this image. */
+int digest_record_read(const char *image, char hex[65], struct rr_err *e);
+/* The image's bytes hash to its record: 0 and hex; -EBADMSG when they do
+ * not (e names the file), -ENOENT without a record, or a read error. */
+int digest_image_check(const char *image, char hex[65], struct rr_err *e);
 
 /* ---- run.c: children with a timeout -------------------------------------- */
 enum rr_child_caps { RR_CHILD_NO_CAPS = 0, RR_CHILD_KEXEC_CAPS,
@@ -357,6 +389,9 @@ struct rr_stage_plan {
 	char release[128];                   /* the kernel's, when locked */
 	char signer[256];                    /* subject of the image's signer, "" = unsigned */
 	bool uki;                            /* the kernel is a UKI: `rerand load --uki` */
+	/* SHA-256 of the whole image file as built here (its .sha256 record),
+	 * checked by `rerand load --sha256`; "" for a pre-signed image */
+	char image_sha256[65];
 };
 const char *stage_source_name(enum rr_image_source s);
 /* The release (uname -r) a kernel file says it is: the first word of its
@@ -383,6 +418,7 @@ int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_er
 struct rr_load_argv {
 	char *argv[16];
 	char initrd[RR_PATH + 16], append[RR_CMD + 16], kexec[RR_PATH + 16], uki[RR_PATH + 16];
+	char sha256[80];
 };
 void stage_load_argv(const struct rr_config *c, const struct rr_stage_plan *p, bool crash,
 		     struct rr_load_argv *ret);
@@ -466,6 +502,13 @@ const char *kernels_pkg_busy(const char *const *locks);
  * held, for at most 30 min counted from *pkg_since, which it keeps). */
 int64_t kernels_new_wait(const struct rr_config *c, const char *const *locks, time_t now,
 			 time_t *pkg_since);
+
+/* ---- panic.c: panic= on the staged command lines -------------------------- */
+/* in with panic=N (sec; < 0: -1, reboot at once) and its mark rerand.panic=N
+ * added before any "--", unless in has a panic= of its own (the user's
+ * wins); the panic= and mark an earlier stage added are dropped first, so a
+ * changed setting applies.  sec 0: only those are dropped. */
+int panic_cmdline(const char *in, int64_t sec, char *out, size_t len, struct rr_err *e);
 
 /* ---- crash.c: the rerandomizing crash kernel ------------------------------ */
 enum rr_crash_state { RR_CS_OFF = 0, RR_CS_NOT_RESERVED, RR_CS_PENDING, RR_CS_LOADED,
@@ -566,6 +609,8 @@ struct rr_view {
 	double   entropy_bits;
 	unsigned failures, max_failures;
 	bool     stopped, hold, staged;
+	const char *hold_reason;             /* state_hold_name(), "" when not held */
+	char     reboot_error[RR_ERR_MAX];   /* the last reboot cancelled, and why */
 	struct rr_policy_out plan;
 	uint64_t successes, total_failures, weak_boots;
 	time_t   last_success, last_failure, last_verify_time, staged_time;
@@ -651,10 +696,14 @@ struct daemon {
 	char blk_why[512];
 	struct rr_hooks *hooks;
 	struct rr_request *request;
+	char save_error[RR_ERR_MAX];   /* the last failed state save */
+	char seq_error[RR_ERR_MAX];    /* why the last reboot was cancelled */
+	time_t seq_cancelled_at;       /* ... for an unwritable state; 0 = none */
 };
 
 /* main.c */
-void daemon_save(struct daemon *d);
+/* 0, or <0 with the reason logged and in d->save_error. */
+int daemon_save(struct daemon *d);
 void daemon_publish(struct daemon *d);
 void daemon_evaluate_soon(struct daemon *d);
 /* Stage p (NULL: plan it now) as a job; 0 once started, <0 (the stage

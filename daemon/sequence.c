@@ -16,14 +16,26 @@
 
 #define REBOOT_GRACE 300           /* an accepted reboot that never came is a failure */
 
-static void set_phase(struct daemon *d, enum rr_phase ph)
+/* False when the state file could not be written: the step must not go on. */
+static bool set_phase(struct daemon *d, enum rr_phase ph)
 {
 	if (d->st.phase == ph)
-		return;
+		return true;
 	rr_log(RR_LOG_DEBUG, "reboot sequence: %s -> %s", state_phase_name(d->st.phase),
 	       state_phase_name(ph));
 	d->st.phase = ph;
-	daemon_save(d);
+	return daemon_save(d) == 0;
+}
+
+/* A reboot whose attempt is not on disk would come back as an unplanned
+ * boot: not counted, so back-off and MaxFailures would never trip, and a
+ * slot or a hold could be lost.  No reboot then, and say why. */
+static void cancel_unsaved(struct daemon *d)
+{
+	snprintf(d->seq_error, sizeof(d->seq_error), "reboot cancelled: the state file cannot be "
+		 "written (%.400s), so the next boot could not be counted", d->save_error);
+	d->seq_cancelled_at = time(NULL);
+	seq_unwind(d, d->seq_error);
 }
 
 void seq_cancel(struct daemon *d)
@@ -59,7 +71,10 @@ static void step_gate(struct daemon *d)
 		return;
 	}
 	rr_log(RR_LOG_NOTICE, "rerandomizing reboot (%s)", policy_reason_name(d->out.reason));
-	set_phase(d, RR_PH_RESTAGE);
+	if (!set_phase(d, RR_PH_RESTAGE)) {
+		cancel_unsaved(d);
+		return;
+	}
 	/* A fresh seed just before the reboot: the staged one has sat in
 	 * memory since the last restage. */
 	if (daemon_stage(d, d->staged ? &d->plan : NULL, false) < 0)
@@ -77,7 +92,10 @@ static void on_hooks(int r, const char *msg, void *ud)
 		seq_unwind(d, msg);
 		return;
 	}
-	set_phase(d, RR_PH_CONFIRM);
+	if (!set_phase(d, RR_PH_CONFIRM)) {
+		cancel_unsaved(d);
+		return;
+	}
 	step_confirm(d);
 }
 
@@ -91,7 +109,10 @@ void seq_restaged(struct daemon *d, int r)
 		seq_unwind(d, "the fresh stage failed");
 		return;
 	}
-	set_phase(d, RR_PH_HOOKS);
+	if (!set_phase(d, RR_PH_HOOKS)) {
+		cancel_unsaved(d);
+		return;
+	}
 	daemon_publish(d);             /* hooks see this step's status and metrics */
 	r = hooks_start(d->ev, d->cfg.pre_reboot_dir, "pre-reboot", d->cfg.hook_timeout, on_hooks, d, &d->hooks, &e);
 	if (r < 0)
@@ -120,6 +141,7 @@ static void on_request(int r, const char *msg, void *ud)
  * before the request goes out. */
 static void step_confirm(struct daemon *d)
 {
+	struct rr_state before = d->st;
 	struct rr_err e;
 	int r = coord_confirm(&d->co);
 
@@ -131,7 +153,14 @@ static void step_confirm(struct daemon *d)
 	}
 	state_record_attempt(&d->st, d->out.reason, time(NULL));
 	d->st.trig_now = false;
-	set_phase(d, RR_PH_REBOOT);    /* saves: the attempt is on disk before we go */
+	/* saves: the attempt is on disk before we go, or we do not go */
+	if (!set_phase(d, RR_PH_REBOOT)) {
+		d->st = before;            /* nothing was attempted; `rerand now` stays asked */
+		cancel_unsaved(d);
+		return;
+	}
+	d->seq_error[0] = 0;
+	d->seq_cancelled_at = 0;
 	daemon_publish(d);
 	if (reboot_request_start(d->ev, &d->cfg, on_request, d, &d->request, &e) < 0)
 		on_request(-1, e.msg, d);
@@ -139,7 +168,10 @@ static void step_confirm(struct daemon *d)
 
 void seq_begin(struct daemon *d)
 {
-	set_phase(d, RR_PH_GATE);
+	if (!set_phase(d, RR_PH_GATE)) {
+		cancel_unsaved(d);
+		return;
+	}
 	step_gate(d);
 }
 

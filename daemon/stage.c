@@ -244,16 +244,20 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 	if (!*c->initrd && (booted || p->uki))
 		snprintf(p->initrd, sizeof(p->initrd), "%s", p->uki ? "" : be.initrd);
 
+	char clean[RR_CMD];
 	if (c->cmdline_set) {
-		r = stage_clean_cmdline(c->cmdline, p->cmdline, sizeof(p->cmdline), e);
+		r = stage_clean_cmdline(c->cmdline, clean, sizeof(clean), e);
 	} else {
 		char *text;
 		r = rr_read_text(c->proc_cmdline, CMDLINE_MAX, &text, e);
 		if (r < 0)
 			return r;
-		r = stage_clean_cmdline(text, p->cmdline, sizeof(p->cmdline), e);
+		r = stage_clean_cmdline(text, clean, sizeof(clean), e);
 		free(text);
 	}
+	/* a panic after the kexec reboots, rather than hanging for good */
+	if (r == 0)
+		r = panic_cmdline(clean, c->panic_reboot, p->cmdline, sizeof(p->cmdline), e);
 	if (r < 0)
 		return r;
 
@@ -409,18 +413,31 @@ static void sign_argv(const struct rr_config *c, const char *in, const char *out
 }
 
 /* 1: p->image must be built (the cache dir is there and the stale file gone),
- * 0: usable as it is, <0: not usable (a pre-signed image is never rebuilt). */
-static int build_needed(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e)
+ * 0: usable as it is, <0: not usable (a pre-signed image is never rebuilt).
+ * A cached image is usable only if its bytes are those recorded when it
+ * was built; why one is not is put in note (may be NULL), for the log. */
+static int build_needed(const struct rr_config *c, struct rr_stage_plan *p, char *note,
+			size_t notelen, struct rr_err *e)
 {
-	char dir[RR_PATH + 16];
+	char dir[RR_PATH + 16], rec[RR_PATH + 200];
 	bool want_signed = p->source != RR_IMG_BUILT;
+	struct rr_err de;
 
-	/* someone else's file: checked, never rebuilt or removed */
+	p->image_sha256[0] = 0;
+	/* someone else's file: checked, never rebuilt or removed; its content is
+	 * the signature's business (kexec_file_load verifies it) */
 	if (p->source == RR_IMG_PRESIGNED)
 		return check_image(p, p->image, true, e);
-	if (check_image(p, p->image, want_signed, NULL) == 0)
-		return 0;                          /* cached */
+	if (check_image(p, p->image, want_signed, NULL) == 0) {
+		if (digest_image_check(p->image, p->image_sha256, &de) == 0)
+			return 0;                  /* cached, and as it was built */
+		p->image_sha256[0] = 0;
+		if (note)
+			snprintf(note, notelen, "%s; not loaded: rebuilding it", de.msg);
+	}
 	unlink(p->image);
+	snprintf(rec, sizeof(rec), "%s.sha256", p->image);
+	unlink(rec);
 	snprintf(dir, sizeof(dir), "%s/images", c->state_dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return rr_errf(e, errno, "%s: cannot create: %s", dir, strerror(errno));
@@ -448,6 +465,12 @@ static int built(struct rr_stage_plan *p, const char *path, struct rr_err *e)
 {
 	int r = check_image(p, path, p->source != RR_IMG_BUILT, e);
 
+	/* the record first: an image in place without its record is rebuilt,
+	 * never loaded unchecked */
+	if (r == 0)
+		r = digest_file_hex(path, p->image_sha256, e);
+	if (r == 0)
+		r = digest_record_write(p->image, p->image_sha256, e);
 	if (r == 0 && rename(path, p->image) < 0)
 		r = rr_errf(e, errno, "%s: cannot rename into place: %s", p->image, strerror(errno));
 	return r;
@@ -480,6 +503,11 @@ void stage_load_argv(const struct rr_config *c, const struct rr_stage_plan *p, b
 	a->argv[n++] = a->kexec;
 	if (fsys)
 		a->argv[n++] = "--file-syscall";
+	if (*p->image_sha256) {
+		/* `rerand load` hashes the very bytes it hands to kexec */
+		snprintf(a->sha256, sizeof(a->sha256), "--sha256=%s", p->image_sha256);
+		a->argv[n++] = a->sha256;
+	}
 	a->argv[n] = NULL;
 	/* `rerand load` must look at the very files rerandd looked at ([Paths]
 	 * points them at fixtures in tests); rerandd is single-threaded. */
@@ -552,6 +580,7 @@ struct helper_result {
 	int r;                            /* <0 error, 0 go on, 1 unchanged */
 	int need_build;
 	char msg[RR_ERR_MAX];
+	char note[RR_ERR_MAX];            /* why a cached image is rebuilt, for the log */
 	struct rr_stage_plan p;
 };
 
@@ -593,7 +622,7 @@ static int prep_child(void *ud, int fd)
 		r = stage_plan(a->c, a->req->kernel, &res.p, &e);
 	if (r == 0 && a->req->unless_sha && !strcmp(res.p.sha, a->req->unless_sha))
 		r = 1;
-	if (r == 0 && (r = build_needed(a->c, &res.p, &e)) > 0) {
+	if (r == 0 && (r = build_needed(a->c, &res.p, res.note, sizeof(res.note), &e)) > 0) {
 		res.need_build = 1;
 		r = 0;
 	}
@@ -827,6 +856,8 @@ static void on_prepped(int status, const void *buf, size_t len, void *ud)
 		return;
 	}
 	sj->p = res->p;
+	if (*res->note)
+		rr_log(RR_LOG_ERR, "%s", res->note);
 	if (res->r != 0) {
 		stage_finish(sj, res->r, res->msg);
 		return;
@@ -899,13 +930,14 @@ bool stage_secure_changed(const struct rr_config *a, const struct rr_config *b)
 	       strcmp(a->secureboot_file, b->secureboot_file);
 }
 
-/* <key>.img or <key>.signed.img */
+/* <key>.img or <key>.signed.img, or the record of one (.sha256) */
 static bool image_of(const char *name, const char *key)
 {
 	size_t n = strlen(key);
 
 	return *key && !strncmp(name, key, n) &&
-	       (!strcmp(name + n, ".img") || !strcmp(name + n, ".signed.img"));
+	       (!strcmp(name + n, ".img") || !strcmp(name + n, ".signed.img") ||
+		!strcmp(name + n, ".img.sha256") || !strcmp(name + n, ".signed.img.sha256"));
 }
 
 /* <sha>.<this stage's sha>.img that the kernel hook built for an installed
@@ -972,7 +1004,7 @@ int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_er
 	struct rr_stage_job *sj;
 	sigset_t chld, old;
 	sd_event *ev = NULL;
-	int r = build_needed(c, p, e);
+	int r = build_needed(c, p, NULL, 0, e);
 
 	if (r <= 0)
 		return r;

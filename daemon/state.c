@@ -33,6 +33,11 @@ static const char *verify_names[] = { "unknown", "randomized", "not-randomized",
 static const char *phase_names[] = { "idle", "gate", "restage", "hooks", "confirm", "reboot",
 				     "rebooting" };
 
+const char *state_hold_name(enum rr_hold_why h)
+{
+	return h == RR_HOLD_DAMAGED ? "damaged-state" : "operator";
+}
+
 const char *state_phase_name(enum rr_phase ph)
 {
 	return (unsigned)ph < sizeof(phase_names) / sizeof(phase_names[0]) ? phase_names[ph]
@@ -90,6 +95,7 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		"last_verify_time=%lld\n"
 		"jitter=%lld\n"
 		"hold=%d\n"
+		"hold_reason=%s\n"
 		"trigger_oops=%d\n"
 		"trigger_new_kernel=%d\n"
 		"trigger_now=%d\n"
@@ -107,7 +113,8 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		s->weak_boots,
 		(long long)s->last_success, (long long)s->last_failure, (long long)s->last_reboot,
 		state_verify_name(s->last_verify), (long long)s->last_verify_time,
-		(long long)s->jitter, s->hold, s->trig_oops, s->trig_new_kernel, s->trig_now,
+		(long long)s->jitter, s->hold, state_hold_name(s->hold_why), s->trig_oops,
+		s->trig_new_kernel, s->trig_now,
 		s->taint_handled, s->staged_sha, (long long)s->staged_time, s->fleet_held,
 		s->fleet_token, s->crash_boots, (long long)s->last_crash_boot, s->crash_boot_id,
 		state_phase_name(s->phase));
@@ -193,6 +200,14 @@ static int set_key(struct rr_state *s, const char *k, const char *v, bool *versi
 			}
 		return -EINVAL;
 	}
+	if (!strcmp(k, "hold_reason")) {
+		for (int h = RR_HOLD_OPERATOR; h <= RR_HOLD_DAMAGED; h++)
+			if (!strcmp(v, state_hold_name(h))) {
+				s->hold_why = h;
+				return 0;
+			}
+		return -EINVAL;
+	}
 	if (!strcmp(k, "phase")) {
 		/* a phase a newer rerandd wrote: unwound as any unfinished one */
 		s->phase = RR_PH_GATE;
@@ -228,46 +243,113 @@ static int set_key(struct rr_state *s, const char *k, const char *v, bool *versi
 	return 0;                         /* unknown key: from a newer rerandd */
 }
 
-int state_parse(const char *text, size_t len, struct rr_state *s)
-{
-	struct rr_state t;
-	const char *p = text, *end = text + len;
-	bool version_seen = false;
+/* The keys whose loss could let through a reboot that must not happen: the
+ * hold, the failures in a row (the stopped state) and a pending attempt
+ * (which the next boot must count, or MaxFailures never trips). */
+static const char *const guarded[] = { "version", "hold", "failures", "attempt",
+				       "attempt_boot_id", NULL };
 
-	state_init(&t);
+static int guarded_index(const char *k)
+{
+	for (int i = 0; guarded[i]; i++)
+		if (!strcmp(k, guarded[i]))
+			return i;
+	return -1;
+}
+
+static void damaged(struct rr_state_damage *d, unsigned line, const char *fmt, const char *arg)
+{
+	if (!d->bad++) {
+		d->first_line = line;
+		snprintf(d->first_why, sizeof(d->first_why), fmt, arg);
+	}
+}
+
+int state_parse_damage(const char *text, size_t len, struct rr_state *s,
+		       struct rr_state_damage *ret)
+{
+	struct rr_state_damage d = { 0 };
+	const char *p = text, *end = text + len;
+	bool version_seen = false, doubt = false, seen[8] = { false };
+	unsigned lineno = 0;
+
+	state_init(s);
+	/* One bad line costs that line, not the file: every line is read on
+	 * its own, and a line that cannot be read is skipped and counted. */
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
 		char line[256], *eq;
-		size_t n;
+		int g;
 
-		if (!nl)                      /* a last line without '\n': truncated */
-			goto bad;
-		n = (size_t)(nl - p);
-		if (n >= sizeof(line) || memchr(p, 0, n))
-			goto bad;
+		lineno++;
+		if (n >= sizeof(line) || memchr(p, 0, n)) {
+			damaged(&d, lineno, "%s", n >= sizeof(line) ? "longer than 255 bytes"
+								      : "a NUL byte");
+			doubt = true;         /* it may have been any key */
+			p += n + (nl ? 1 : 0);
+			continue;
+		}
 		memcpy(line, p, n);
 		line[n] = 0;
-		p = nl + 1;
+		p += n + (nl ? 1 : 0);
 		if (!n)
 			continue;
 		eq = strchr(line, '=');
-		if (!eq)
-			goto bad;
+		if (!eq) {
+			damaged(&d, lineno, "%s", "no '='");
+			doubt = true;
+			continue;
+		}
 		*eq = 0;
-		if (set_key(&t, line, eq + 1, &version_seen) < 0)
-			goto bad;
+		g = guarded_index(line);
+		/* a last line without '\n' was cut: its value may be too */
+		if (!nl || set_key(s, line, eq + 1, &version_seen) < 0) {
+			damaged(&d, lineno, nl ? "%s: a value that cannot be read" :
+				"%s: cut short (no newline at the end)", line);
+			if (g >= 0 || !nl)
+				doubt = true;
+			continue;
+		}
+		if (g >= 0)
+			seen[g] = true;
 	}
-	if (!version_seen)
-		goto bad;
-	*s = t;
-	return 0;
-bad:
+	if (!version_seen) {
+		if (!d.bad)
+			damaged(&d, lineno, "%s", "no version=1 line");
+		doubt = true;
+	}
+	/* A damaged file may have lost the guarded lines themselves. */
+	for (int i = 0; d.bad && guarded[i]; i++)
+		if (!seen[i])
+			doubt = true;
+	if (doubt && !(s->hold && s->hold_why == RR_HOLD_OPERATOR)) {
+		s->hold = true;
+		s->hold_why = RR_HOLD_DAMAGED;
+		d.held = true;
+	}
+	if (ret)
+		*ret = d;
+	return d.bad ? -EBADMSG : 0;
+}
+
+int state_parse(const char *text, size_t len, struct rr_state *s)
+{
+	return state_parse_damage(text, len, s, NULL);
+}
+
+/* Fail closed: the defaults, held, when the file is there but cannot be read. */
+static void hold_unread(struct rr_state *s)
+{
 	state_init(s);
-	return -EBADMSG;
+	s->hold = true;
+	s->hold_why = RR_HOLD_DAMAGED;
 }
 
 int state_load(const char *path, struct rr_state *s, struct rr_err *e)
 {
+	struct rr_state_damage d;
+	char aside[PATH_MAX];
 	uint8_t *buf;
 	size_t len;
 	int r;
@@ -276,19 +358,27 @@ int state_load(const char *path, struct rr_state *s, struct rr_err *e)
 	r = rr_read_file(path, STATE_MAX, &buf, &len, e);
 	if (r == -ENOENT)
 		return 0;
-	if (r < 0)
-		return r;
-	r = state_parse((const char *)buf, len, s);
-	free(buf);
 	if (r < 0) {
-		char aside[PATH_MAX];
-		snprintf(aside, sizeof(aside), "%s.corrupt", path);
-		if (rename(path, aside) < 0)
-			unlink(path);
-		return rr_errf(e, EBADMSG, "%s: corrupt state file (moved to %s); starting afresh",
-			       path, aside);
+		hold_unread(s);
+		return rr_errf(e, -r, "%s: cannot read the state file (%s): held until an operator "
+			       "checks it and runs `rerand release`", path, strerror(-r));
 	}
-	return 0;
+	r = state_parse_damage((const char *)buf, len, s, &d);
+	free(buf);
+	if (r == 0)
+		return 0;
+	/* A hard link keeps the damaged bytes for a look, costs no space, and
+	 * leaves the file itself in place until a save replaces it: a save that
+	 * fails (a full disk) must not leave the next start with nothing. */
+	snprintf(aside, sizeof(aside), "%s.corrupt", path);
+	unlink(aside);
+	if (link(path, aside) < 0)
+		snprintf(aside, sizeof(aside), "(no copy: %s)", strerror(errno));
+	return rr_errf(e, EBADMSG, "%s: damaged state file: %u line%s skipped (the first, line %u: "
+		       "%s; a copy is in %s); kept the rest%s", path, d.bad, d.bad == 1 ? "" : "s",
+		       d.first_line, d.first_why, aside,
+		       d.held ? "; HELD: the hold, failure or attempt lines may be lost, so no "
+		       "reboot until an operator checks and runs `rerand release`" : "");
 }
 
 void state_remove_stale_temps(const char *path)

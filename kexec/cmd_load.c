@@ -240,6 +240,27 @@ static int uki_parts(const char *path, bool want_initrd, bool want_cmdline, char
 	return fd;
 }
 
+/* --sha256: the bytes read, which are the bytes kexec gets, are the image
+ * as it was built (its builder recorded the hash), not a copy with a bit
+ * flipped on disk since: a flipped byte in a segment passes every
+ * structural check and boots a broken kernel. */
+static int check_sha256(const char *path, const uint8_t *buf, size_t len, const char *want,
+			struct rr_err *e)
+{
+	uint8_t md[32];
+	char got[65];
+
+	if (rr_stage_sha256(buf, len, md) < 0)
+		return rr_errf(e, EIO, "%s: cannot compute its SHA-256 (libcrypto)", path);
+	for (int i = 0; i < 32; i++)
+		snprintf(got + 2 * i, 3, "%02x", md[i]);
+	if (strcmp(got, want))
+		return rr_errf(e, EBADMSG, "%s: its SHA-256 is %.16s..., not the %.16s... it had when "
+			       "it was built: the file changed since (a flipped bit on disk, or "
+			       "tampering); not loaded", path, got, want);
+	return 0;
+}
+
 int cmd_load(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -250,10 +271,11 @@ int cmd_load(int argc, char **argv)
 		{ "file-syscall", no_argument, NULL, 's' },
 		{ "kexec", required_argument, NULL, 'k' },
 		{ "uki", required_argument, NULL, 'U' },
+		{ "sha256", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	const char *initrd = NULL, *append = NULL, *kexec = "kexec", *uki = NULL;
+	const char *initrd = NULL, *append = NULL, *kexec = "kexec", *uki = NULL, *want_sha = NULL;
 	char uki_initrd[64], uki_cmdline[4096];
 	int uki_fd = -1;
 	bool reuse = false, crash = false, file_syscall = false;
@@ -274,9 +296,10 @@ int cmd_load(int argc, char **argv)
 		case 's': file_syscall = true; break;
 		case 'k': kexec = optarg; break;
 		case 'U': uki = optarg; break;
+		case 'S': want_sha = optarg; break;
 		case 'h':
 			puts("Usage: rerand load IMAGE [--initrd FILE] [--append S | --reuse-cmdline] "
-			     "[--crash] [--file-syscall] [--kexec PATH] [--uki FILE]");
+			     "[--crash] [--file-syscall] [--kexec PATH] [--uki FILE] [--sha256 HEX]");
 			return 0;
 		default:
 			return EXIT_USAGE;
@@ -289,6 +312,10 @@ int cmd_load(int argc, char **argv)
 	}
 	if (append && reuse) {
 		cli_err("load: --append and --reuse-cmdline exclude each other");
+		return EXIT_USAGE;
+	}
+	if (want_sha && (strlen(want_sha) != 64 || strspn(want_sha, "0123456789abcdef") != 64)) {
+		cli_err("load: --sha256 %s: want 64 lower-case hex digits", want_sha);
 		return EXIT_USAGE;
 	}
 	const char *path = argv[optind];
@@ -314,6 +341,7 @@ int cmd_load(int argc, char **argv)
 		return EXIT_FAILURE_RR;
 	}
 	if (rr_read_file(path, MAX_IMAGE_FILE, &buf, &len, &e) < 0 ||
+	    (want_sha && check_sha256(path, buf, len, want_sha, &e) < 0) ||
 	    rr_image_parse(buf, len, path, &im, &e) < 0 ||
 	    rr_pe_sig_read(buf, len, path, &sig, &e) < 0) {
 		cli_err("%s", e.msg);

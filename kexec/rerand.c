@@ -47,7 +47,7 @@ static void usage(FILE *f)
 	      "  inspect FILE [--json]\n"
 	      "        Describe a kernel or an image.\n"
 	      "  load IMAGE [--initrd FILE] [--append S | --reuse-cmdline] [--crash]\n"
-	      "       [--file-syscall] [--kexec PATH]\n"
+	      "       [--file-syscall] [--kexec PATH] [--uki FILE] [--sha256 HEX]\n"
 	      "        Stage IMAGE with kexec-tools (kexec_file_load and signed images only\n"
 	      "        under lockdown), from a sealed memfd.\n"
 	      "  verify [--json] [--setup-data DIR]\n"

@@ -51,6 +51,9 @@ inst() {
 	mkdir -p "$hd/state/images" "$hd/run" "$hd/boot" "$hd/conf.d" "$hd/bin" "$hd/pre" "$hd/post"
 	cp "$tmp/fake-kexec" "$hd/bin/kexec"
 	ln -f "$IMAGE" "$hd/state/images/$KSHA.$SSHA.img"
+	# its record, as rerandd or the kernel hook writes it when it builds one
+	printf '%s  %s\n' "$(sha256sum <"$IMAGE" | cut -d' ' -f1)" "$KSHA.$SSHA.img" \
+		>"$hd/state/images/$KSHA.$SSHA.img.sha256"
 	# procfs-like fixtures: size 0 in stat(), as on Debian 12's 6.1
 	procfs_fixture "$hd/boot_id" "$(cat /proc/sys/kernel/random/uuid)"$'\n'
 	procfs_fixture "$hd/stat" "btime $(date +%s)"$'\n'
@@ -140,12 +143,12 @@ args=$(cat "$(grep -l -x -- -p "$tmp"/big/kexec-args.* | head -1)")
 check "reserved: the crash kernel gets the [Crash] Initrd=" grep -qx -- "--initrd=$tmp/kdump-initrd.img" <<<"$args"
 cl=$(grep -- '^--append=' <<<"$args")
 echo "# crash command line: $cl"
-check "reserved: command line is the running one minus BOOT_IMAGE=, crashkernel=, hugepages=, nr_cpus=8, plus kdump-tools' words, init's args last" \
-	test "$cl" = "--append=root=/dev/vda1 ro console=ttyS0 quiet reset_devices systemd.unit=kdump-tools-dump.service nr_cpus=1 irqpoll nousb -- single"
+check "reserved: command line is the running one minus BOOT_IMAGE=, crashkernel=, hugepages=, nr_cpus=8, plus kdump-tools' words and panic=10 (PanicRebootSec=), init's args last" \
+	test "$cl" = "--append=root=/dev/vda1 ro console=ttyS0 quiet reset_devices systemd.unit=kdump-tools-dump.service nr_cpus=1 irqpoll nousb panic=10 rerand.panic=10 -- single"
 check "reserved: the normal staging (-l) went on as before" grep -qE -- '(^| )-l( |$)' "$tmp/big/kexec.log"
 check "cache: the image under <kernel sha256>.<stage sha256>.img was used, not rebuilt" \
 	eval 'test "$(stat -c %i "$IMAGE")" = "$(stat -c %i "$tmp/big/state/images/$KSHA.$SSHA.img")" &&
-	      [ "$(ls "$tmp/big/state/images" | wc -l)" = 1 ]'
+	      [ "$(ls "$tmp/big/state/images"/*.img | wc -l)" = 1 ]'
 check "reserved: metrics rerand_crash_kernel_loaded 1" grep -qx 'rerand_crash_kernel_loaded 1' "$tmp/big/run/rerand.prom"
 check "reserved: status --json parses, crash.state loaded, loaded true, the region's size" \
 	eval 'st big --json | python3 -c "import json,sys; c=json.load(sys.stdin)[\"crash\"]; sys.exit(not (c[\"state\"]==\"loaded\" and c[\"loaded\"] and c[\"reserved_bytes\"]==512<<20))"'

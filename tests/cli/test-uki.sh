@@ -79,6 +79,9 @@ st=$("$R" inspect --json "$tmp/bare.img" | grep -o '"stage_sha256":"[0-9a-f]*"' 
 DEB_MAINT_PARAMS="'configure' ''" "$H/postinst.d/rerand" 6.1.0-57-cloud-amd64 "$k"; rc=$?
 check "postinst.d/rerand VERSION IMAGE: exit $rc, image at images/SHA256.STAGE.img" \
 	bash -c "[ $rc -eq 0 ] && cmp -s '$tmp/bare.img' '$tmp/state/images/$sha.$st.img'"
+check "the hook records the image's SHA-256 beside it, as rerandd does (sha256sum -c)" \
+	bash -c "cd '$tmp/state/images' && [ \"\$(cat '$sha.$st.img.sha256')\" = \"\$(sha256sum '$sha.$st.img')\" ] &&
+		 sha256sum --quiet -c '$sha.$st.img.sha256' && ! ls -A | grep -q tmp"
 if [ "$(id -u)" = 0 ]; then
 	# who parsed the kernel: a wrapper around rerand reports its identity
 	chmod 0755 "$tmp"
@@ -105,7 +108,7 @@ DEB_MAINT_PARAMS="'purge'" "$H/postrm.d/rerand" 6.1.0-57-cloud-amd64
 check "postrm.d on purge (after remove) does nothing" test -e "$tmp/state/images/$sha.$st.img"
 DEB_MAINT_PARAMS="'remove'" "$H/postrm.d/rerand" 6.1.0-57-cloud-amd64; rc=$?
 check "postrm.d/rerand VERSION on remove: exit $rc, image and index gone" \
-	bash -c "[ $rc -eq 0 ] && [ ! -e '$tmp/state/images/$sha.$st.img' ] && [ ! -e '$tmp/state/kernels/6.1.0-57-cloud-amd64' ]"
+	bash -c "[ $rc -eq 0 ] && [ ! -e '$tmp/state/images/$sha.$st.img' ] && [ ! -e '$tmp/state/images/$sha.$st.img.sha256' ] && [ ! -e '$tmp/state/kernels/6.1.0-57-cloud-amd64' ]"
 "$H/postinst.d/rerand" 2> "$tmp/err"; rc=$?
 check "postinst.d without a version: exit $rc, '$(cat "$tmp/err")'" bash -c "[ $rc -eq 2 ] && grep -q 'did not pass a version' '$tmp/err'"
 head -c 4096 "$k" > "$tmp/vmlinuz-bad"

@@ -136,7 +136,7 @@ leak_check() {
 	# for reading slow boots; it is the kernel's output, not rerand's.
 	while IFS= read -r f; do files+=("$f"); done < <(find "$dir/files" -type f ! -path '*/images/*' \
 		! -name 'dmesg.*.txt' | sort)
-	img=$(find "$dir/files/var/lib/rerand/images" -type f 2>/dev/null | head -n 1)
+	img=$(find "$dir/files/var/lib/rerand/images" -type f -name "*.img" 2>/dev/null | head -n 1)
 	if [ -n "$img" ]; then
 		local rr
 		rr="$(cat "$dir/initrd.path" 2>/dev/null).rerand"

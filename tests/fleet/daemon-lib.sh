@@ -24,8 +24,10 @@ host_new() {
 	procfs_fixture "$hd/cmdline" $'console=ttyS0 quiet\n'
 	echo "machine-$id" >"$hd/machine-id"
 	# the image cache is keyed by the kernel's and the stage's hashes: share
-	# the one built image
+	# the one built image, with its record (rerandd rebuilds an image without one)
 	ln -f "$IMAGE" "$hd/state/images/$KSHA.$SSHA.img"
+	printf '%s  %s\n' "$(sha256sum <"$IMAGE" | cut -d' ' -f1)" "$KSHA.$SSHA.img" \
+		>"$hd/state/images/$KSHA.$SSHA.img.sha256"
 	rerandd_conf "$hd" /bin/true "$SD" <<EOF
 PreRebootDirectory=$hd/pre-reboot.d
 PostBootDirectory=$hd/post-boot.d

@@ -112,7 +112,9 @@ static void test_fixtures(void)
 	snprintf(c.initrd, sizeof(c.initrd), "none");
 	snprintf(c.proc_cmdline, sizeof(c.proc_cmdline), "%s", cmdline);
 	snprintf(c.state_dir, sizeof(c.state_dir), "/tmp");
-	T_OK(stage_plan(&c, NULL, &p, &e) == 0 && !strcmp(p.cmdline, "root=/dev/vda1 ro console=ttyS0"),
+	/* (and gets PanicRebootSec='s panic=10: tests/unit/test_panic.c) */
+	T_OK(stage_plan(&c, NULL, &p, &e) == 0 &&
+	     !strcmp(p.cmdline, "root=/dev/vda1 ro console=ttyS0 panic=10 rerand.panic=10"),
 	     "stage_plan: the staged command line keeps root= (got '%s' %s)", p.cmdline, e.msg);
 	unlink(kernel);
 

@@ -73,26 +73,112 @@ static void test_file(void)
 
 	n = state_format(&a, buf, sizeof(buf));
 	T_OK(n > 0 && state_parse(buf, (size_t)n, &b) == 0, "format/parse agree");
-	T_OK(state_parse(buf, (size_t)n - 5, &b) == -EBADMSG && b.failures == 0,
-	     "a file cut mid-line is refused and gives the defaults");
-	T_OK(state_parse(buf + 10, (size_t)n - 10, &b) == -EBADMSG, "a file without version=1 is refused");
+	T_OK(state_parse(buf, (size_t)n - 5, &b) == -EBADMSG && b.failures == 2 && b.hold &&
+	     b.successes == 17, "a file cut mid-line: damaged, and everything before the cut kept");
+	T_OK(state_parse(buf + 10, (size_t)n - 10, &b) == -EBADMSG && b.hold &&
+	     b.hold_why == RR_HOLD_OPERATOR, "a file without version=1 is damaged; its hold kept");
 	T_OK(state_parse("version=1\nfailures=-3\n", 22, &b) == -EBADMSG, "a negative count is refused");
 	T_OK(state_parse("version=1\nhold=2\n", 17, &b) == -EBADMSG, "a flag other than 0/1 is refused");
 	T_OK(state_parse("version=1\nfuture_key=x\nfailures=4\n", 34, &b) == 0 && b.failures == 4,
 	     "unknown keys from a newer rerandd are skipped");
 	T_OK(state_parse("version=1\nboot_id=../../etc\n", 28, &b) == -EBADMSG, "a non-hex boot id is refused");
 
-	/* A garbage file on disk is moved aside and the daemon starts afresh. */
+	/* A garbage file on disk: nothing can be read, so it is held; the
+	 * damaged bytes are kept beside it. */
 	put("\x7f" "ELF\0\0garbage\n", 13);
 	snprintf(corrupt, sizeof(corrupt), "%s.corrupt", path);
-	T_OK(state_load(path, &b, &e) == -EBADMSG && b.failures == 0 && strstr(e.msg, "corrupt"),
-	     "garbage state: -EBADMSG, defaults, a message");
-	T_OK(access(corrupt, F_OK) == 0 && access(path, F_OK) != 0, "the corrupt file is kept aside");
+	T_OK(state_load(path, &b, &e) == -EBADMSG && b.failures == 0 && b.hold &&
+	     b.hold_why == RR_HOLD_DAMAGED && strstr(e.msg, "damaged state file") &&
+	     strstr(e.msg, "HELD"), "garbage state: -EBADMSG, held (damaged-state), a message: %s", e.msg);
+	T_OK(access(corrupt, F_OK) == 0 && access(path, F_OK) == 0,
+	     "a copy of the damaged file is kept, and the file itself stays until a save replaces it");
 	put(buf, (size_t)n / 2);
-	T_OK(state_load(path, &b, &e) == -EBADMSG, "a truncated state file is handled the same way");
+	T_OK(state_load(path, &b, &e) == -EBADMSG && b.failures == 2 && b.hold,
+	     "a truncated state file keeps what was read, and holds");
 	T_OK(state_save(path, &a, &e) == 0 && state_load(path, &b, &e) == 0 && b.failures == 2,
 	     "and a new save works after it");
 	unlink(corrupt);
+}
+
+/* One bad line costs that line: an operator's hold and the stopped state
+ * survive it, and damage that may have cost them holds (issue 22, item 6). */
+static void test_damage(void)
+{
+	struct rr_state a, b;
+	struct rr_state_damage d;
+	struct rr_config c;
+	struct rr_err e;
+	char buf[4096], bad[4200], *at;
+	int n;
+
+	config_defaults(&c);                    /* MaxFailures=3 */
+	state_init(&a);
+	snprintf(a.boot_id, sizeof(a.boot_id), "0a1b2c3d-0000-4000-8000-00000000abcd");
+	a.hold = true;
+	a.failures = 3;
+	a.total_failures = 3;
+	a.successes = 9;
+	n = state_format(&a, buf, sizeof(buf));
+
+	/* a bad line in the middle: a garbled value of a key that is not guarded */
+	at = strstr(buf, "last_verify=");
+	snprintf(bad, sizeof(bad), "%.*slast_verify=\x01\x02garbage\n%s", (int)(at - buf), buf,
+		 strchr(at, '\n') + 1);
+	T_OK(state_parse_damage(bad, strlen(bad), &b, &d) == -EBADMSG && d.bad == 1 &&
+	     d.first_line == 14 && strstr(d.first_why, "last_verify") && b.hold &&
+	     b.hold_why == RR_HOLD_OPERATOR && b.failures == 3 && policy_stopped(&c, b.failures) &&
+	     b.successes == 9 && !strcmp(b.boot_id, a.boot_id),
+	     "a corrupt line: the operator's hold and the stopped state (3 failures) kept (%u bad, "
+	     "line %u: %s)", d.bad, d.first_line, d.first_why);
+	/* a line that names no key: it may have been the hold itself */
+	a.hold = false;
+	n = state_format(&a, buf, sizeof(buf));
+	at = strstr(buf, "hold=0\n");
+	snprintf(bad, sizeof(bad), "%.*sh\xffld 0\n%s", (int)(at - buf), buf, at + 7);
+	T_OK(state_parse_damage(bad, strlen(bad), &b, &d) == -EBADMSG && d.held && b.hold &&
+	     b.hold_why == RR_HOLD_DAMAGED && b.failures == 3,
+	     "the hold line unreadable: held (damaged-state), failures kept");
+	snprintf(bad, sizeof(bad), "%.*shold=yes\n%s", (int)(at - buf), buf, at + 7);
+	T_OK(state_parse_damage(bad, strlen(bad), &b, &d) == -EBADMSG && b.hold &&
+	     b.hold_why == RR_HOLD_DAMAGED, "hold= with a bad value: held");
+	at = strstr(buf, "failures=3\n");
+	snprintf(bad, sizeof(bad), "%.*sfailures=3x\n%s", (int)(at - buf), buf, at + 11);
+	T_OK(state_parse_damage(bad, strlen(bad), &b, &d) == -EBADMSG && b.hold &&
+	     b.hold_why == RR_HOLD_DAMAGED, "failures= unreadable (the stopped state unknown): held");
+	at = strstr(buf, "last_verify=");
+	snprintf(bad, sizeof(bad), "%.*slast_verify=bogus\n%s", (int)(at - buf), buf,
+		 strchr(at, '\n') + 1);
+	T_OK(state_parse_damage(bad, strlen(bad), &b, &d) == -EBADMSG && !b.hold && !d.held &&
+	     b.failures == 3, "an unguarded key unreadable, the guarded ones intact: not held");
+	T_OK(state_parse_damage("", 0, &b, &d) == -EBADMSG && b.hold,
+	     "an empty state file (no version line): held");
+	T_OK(state_parse_damage(buf, (size_t)n, &b, &d) == 0 && !b.hold && d.bad == 0,
+	     "the clean file: no damage, no hold");
+	/* the hold reason is saved, and a release (hold=0) is what clears it */
+	a.hold = true;
+	a.hold_why = RR_HOLD_DAMAGED;
+	n = state_format(&a, buf, sizeof(buf));
+	T_OK(strstr(buf, "\nhold=1\nhold_reason=damaged-state\n") &&
+	     state_parse(buf, (size_t)n, &b) == 0 && b.hold && b.hold_why == RR_HOLD_DAMAGED,
+	     "hold_reason=damaged-state is saved and read back");
+	/* what rerand status shows of it, and of a reboot cancelled for a save */
+	struct rr_view v = { .hold = true, .hold_reason = "damaged-state", .fleet_backend = "none" };
+	snprintf(v.reboot_error, sizeof(v.reboot_error), "reboot cancelled: the state file cannot "
+		 "be written (x: No space left on device), so the next boot could not be counted");
+	T_OK(control_format_text(&v, buf, sizeof(buf)) > 0 &&
+	     strstr(buf, "\nhold:              yes (damaged-state: the state file could not be read "
+		    "whole; check the journal, then `rerand release`)\n") &&
+	     strstr(buf, "\nreboot error:      reboot cancelled: the state file cannot be written"),
+	     "rerand status: the hold's reason and the cancelled reboot");
+	T_OK(control_format_json(&v, buf, sizeof(buf)) > 0 &&
+	     strstr(buf, "\"hold_reason\":\"damaged-state\",\"reboot_error\":\"reboot cancelled: "),
+	     "rerand status --json: hold_reason and reboot_error");
+	/* a file that cannot be read at all: held */
+	snprintf(bad, sizeof(bad), "%s.dir", path);
+	mkdir(bad, 0700);
+	T_OK(state_load(bad, &b, &e) < 0 && b.hold && b.hold_why == RR_HOLD_DAMAGED &&
+	     strstr(e.msg, "held"), "an unreadable state file (a directory): held: %s", e.msg);
+	rmdir(bad);
 }
 
 /* A boot whose record says RERAND_ST_WEAK (bases from the TSC alone) is
@@ -328,6 +414,7 @@ int main(void)
 		return 1;
 	snprintf(path, sizeof(path), "%s/state", dir);
 	test_file();
+	test_damage();
 	test_accounting();
 	test_weak();
 	test_helpers();
