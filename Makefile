@@ -67,7 +67,7 @@ DAEMON_PKGS := libsystemd libcap inih json-c libcrypto
 DAEMON_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
-DAEMON_MAIN_SRCS := daemon/main.c daemon/boot.c daemon/sequence.c
+DAEMON_MAIN_SRCS := daemon/main.c daemon/boot.c daemon/sequence.c daemon/confirm.c
 DAEMON_MAIN_OBJS := $(DAEMON_MAIN_SRCS:%.c=$(O)/host/%.o)
 DAEMON_LIB_SRCS := $(filter-out $(DAEMON_MAIN_SRCS),$(DAEMON_SRCS))
 DAEMON_LIB_OBJS := $(DAEMON_LIB_SRCS:%.c=$(O)/host/%.o)

@@ -48,6 +48,11 @@ static sd_bus *bus_get(sd_event *ev)
 	return sysbus;
 }
 
+sd_bus *reboot_bus(sd_event *ev)
+{
+	return bus_get(ev);
+}
+
 void reboot_bus_close(void)
 {
 	sysbus = sd_bus_flush_close_unref(sysbus);
@@ -415,6 +420,49 @@ int reboot_request_start(sd_event *ev, const struct rr_config *c, rr_op_done_fn 
 	}
 	*ret = q;
 	return 0;
+}
+
+static int on_reboot_target(sd_bus_message *reply, void *ud, sd_bus_error *ret_error)
+{
+	struct rr_request *q = ud;
+	const sd_bus_error *err = sd_bus_message_get_error(reply);
+	char msg[RR_ERR_MAX];
+
+	q->slot = sd_bus_slot_unref(q->slot);
+	if (!err) {
+		request_finish(q, 0, "");
+		return 0;
+	}
+	snprintf(msg, sizeof(msg), "systemd StartUnit(reboot.target): %s",
+		 err->message ? err->message : err->name);
+	request_finish(q, -EIO, msg);
+	return 0;
+}
+
+int reboot_firmware_start(sd_event *ev, const struct rr_config *c, rr_op_done_fn done,
+			  void *arg, struct rr_request **ret, struct rr_err *e)
+{
+	struct rr_request *q = calloc(1, sizeof(*q));
+	sd_bus *bus;
+
+	if (!q)
+		return rr_errf(e, ENOMEM, "out of memory");
+	q->ev = ev;
+	q->done = done;
+	q->arg = arg;
+	/* RebootCommand= kexecs; a failed boot must not, so it is never used here */
+	if (c->method != RR_RM_SYSCALL && sd_booted() > 0 && (bus = bus_get(ev)) &&
+	    sd_bus_call_method_async(bus, &q->slot, "org.freedesktop.systemd1",
+				     "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
+				     "StartUnit", on_reboot_target, q, "ss", "reboot.target",
+				     "replace-irreversibly") >= 0) {
+		*ret = q;
+		return 0;
+	}
+	free(q);
+	sync();
+	reboot(LINUX_REBOOT_CMD_RESTART);
+	return rr_errf(e, errno, "reboot(LINUX_REBOOT_CMD_RESTART): %s", strerror(errno));
 }
 
 void reboot_request_cancel(struct rr_request *q)

@@ -131,6 +131,8 @@ static void step_confirm(struct daemon *d)
 	}
 	state_record_attempt(&d->st, d->out.reason, time(NULL));
 	d->st.trig_now = false;
+	/* armed last, after the hooks and the slot: from here the reboot goes */
+	confirm_arm_for_kexec(d);
 	set_phase(d, RR_PH_REBOOT);    /* saves: the attempt is on disk before we go */
 	daemon_publish(d);
 	if (reboot_request_start(d->ev, &d->cfg, on_request, d, &d->request, &e) < 0)
