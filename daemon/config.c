@@ -321,6 +321,7 @@ static const struct key {
 	{ "Reboot", "Method", K_METHOD, F(method) },
 	{ "Reboot", "RebootCommand", K_STR, F(reboot_cmd) },
 	{ "Reboot", "HookTimeout", K_DUR, F(hook_timeout) },
+	{ "Reboot", "FirmwareRebootCommand", K_STR, F(firmware_reboot_cmd) },
 	{ "Comeback", "KexecWatchdogSec", K_WDOG, F(kexec_watchdog) },
 	{ "Comeback", "ConfirmTimeoutSec", K_DUR, F(confirm_timeout) },
 	{ "Paths", "Watchdog", K_PATH, F(watchdog_dev) },

@@ -7,10 +7,8 @@
  * firmware (kexec unloaded), and the next boot names the cause: the
  * watchdog's boot status, a panic in pstore, or what this boot recorded. */
 #include <errno.h>
-#include <linux/kexec.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <systemd/sd-bus.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
@@ -123,13 +121,6 @@ static void on_firmware(int r, const char *msg, void *ud)
 		       d->cf.wd_fd >= 0 ? "; the watchdog, no longer fed, will reset the machine" : "");
 }
 
-/* Unload what is staged, so that no path leads into another kexec. */
-static void kexec_unload(void)
-{
-	if (syscall(SYS_kexec_file_load, -1, -1, 0UL, NULL, (unsigned long)KEXEC_FILE_UNLOAD) < 0)
-		(void)syscall(SYS_kexec_load, 0UL, 0UL, NULL, 0UL);
-}
-
 static void confirm_fail(struct daemon *d, enum rr_cause c, const char *detail)
 {
 	time_t now = time(NULL);
@@ -149,8 +140,7 @@ static void confirm_fail(struct daemon *d, enum rr_cause c, const char *detail)
 	stage_cancel(d->stage_job);
 	d->stage_job = NULL;
 	d->staged = false;
-	kexec_unload();
-	rr_log(RR_LOG_ERR, "rebooting through the firmware (the staged kernel unloaded)");
+	rr_log(RR_LOG_ERR, "rebooting through the firmware (the staged kernel unloaded first)");
 	if (reboot_firmware_start(d->ev, &d->cfg, on_firmware, d, &d->cf.request, &e) < 0)
 		on_firmware(-1, e.msg, d);
 }

@@ -91,6 +91,7 @@ struct rr_config {
 	/* [Reboot] */
 	enum rr_method method;
 	char reboot_cmd[RR_CMD];
+	char firmware_reboot_cmd[RR_CMD];   /* Method=command: a reboot through the firmware */
 	int64_t hook_timeout;
 	/* [Comeback]: a rerandomized boot that does not come back by itself */
 	int64_t kexec_watchdog;             /* seconds, RR_WDOG_OFF */
@@ -610,8 +611,10 @@ void reboot_bus_close(void);
 /* The system bus on the loop (opened on first use), or NULL. */
 struct sd_bus;
 struct sd_bus *reboot_bus(sd_event *ev);
-/* A reboot through the firmware (not kexec): systemd's reboot.target when
- * systemd is PID 1 and Method= is not syscall, else reboot(2).  As
+/* A reboot through the firmware (not kexec), after `kexec -s -u` unloaded
+ * the staged kernel: FirmwareRebootCommand= with Method=command (none set:
+ * refused, the watchdog is left to reset the machine), reboot(2) with
+ * Method=syscall or without systemd, else systemd's reboot.target.  As
  * reboot_request_start. */
 int reboot_firmware_start(sd_event *ev, const struct rr_config *c, rr_op_done_fn done,
 			  void *arg, struct rr_request **ret, struct rr_err *e);
