@@ -51,7 +51,7 @@ static int read_long(const char *path, long *ret)
 {
 	char *text = NULL, *end;
 	long v;
-	int r = rr_read_text(path, 64, &text, NULL);
+	int r = rr_read_text(path, 4096, &text, NULL);   /* sysfs says 4096 bytes */
 
 	if (r < 0)
 		return r;
