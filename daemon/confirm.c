@@ -77,14 +77,15 @@ void confirm_first_look(struct daemon *d, enum rr_outcome out)
 		count_failure(d, c, detail, now);
 		d->st.confirm_pending = false;
 	} else if (out == RR_OUT_FAILURE && d->verify == RR_V_ABSENT) {
-		/* no stage record: the firmware booted this kernel */
+		/* no stage record: the firmware booted this kernel (or a kexec
+		 * that was not rerand's) */
 		enum rr_cause c = wdog_cause(false, wd_reset, pan);
 		snprintf(detail, sizeof(detail), "%s",
 			 c == RR_CAUSE_PANIC ? panic :
 			 c == RR_CAUSE_WATCHDOG ? "the watchdog reset the machine: the new kernel "
 						  "hung before rerandd started" :
-			 "a firmware boot with no trace (the stage reset the machine, or a reset "
-			 "that left nothing)");
+			 "no rerand record and no other trace: the stage reset the machine, a "
+			 "reset cleared the watchdog's status, or a kernel rerand did not stage");
 		count_failure(d, c, detail, now);
 	}
 	if (out == RR_OUT_SUCCESS || out == RR_OUT_WEAK) {

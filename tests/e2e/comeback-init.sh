@@ -9,7 +9,8 @@
 #   boot 1 (the rerandomized kernel): the fault, before the watchdog driver
 #     is loaded (its probe would stop the timer): "hang" spins PID 1 for
 #     ever, "panic" crashes through sysrq (no crash kernel; panic= on the
-#     command line reboots).
+#     command line reboots); "check": rerandd runs with a post-boot check
+#     that fails, and must reboot through the firmware itself.
 #   boot 2 (firmware again): rerandd names the cause; the status, JSON and
 #     metrics go to the console; poweroff.
 # Lines: RRC-BOOT n=N verify=rc=R, RRC-INJECT n=N kind=K, RRC-STATUS,
@@ -135,6 +136,22 @@ case "$boot" in
 	umount /persist
 	echo "RRC-INJECT n=$boot kind=$kind uptime=$(cut -d' ' -f1 /proc/uptime)"
 	case "$kind" in
+	check)
+		# a post-boot check that fails: rerandd (the watchdog taken over
+		# from the driver's probe) must send the boot back through the
+		# firmware, the staged kernel unloaded
+		mount -t ext4 /dev/nvme0n1 /persist || fail "cannot mount the state disk again"
+		mount --bind /persist/boot /boot && mount --bind /persist/var/lib/rerand /var/lib/rerand ||
+			fail "bind again"
+		mkdir -p /persist/etc/rerand/post-boot.d
+		printf '#!/bin/sh\necho "RRC-CHECK-HOOK ran, failing" >/dev/console\nexit 3\n' \
+			>/persist/etc/rerand/post-boot.d/50-fail
+		chmod 0755 /persist/etc/rerand/post-boot.d/50-fail
+		load_modules
+		rerandd --config /etc/rerand/rerand.conf --config-dir /etc/rerand/rerand.conf.d \
+			2>>"$out/rerandd.$boot.log"
+		fail "rerandd returned instead of rebooting through the firmware"
+		;;
 	hang)
 		# PID 1 spins: userspace never comes up, nothing feeds anything
 		while :; do :; done
