@@ -68,7 +68,7 @@ DAEMON_PKGS := libsystemd libcap inih json-c libcrypto
 DAEMON_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
-DAEMON_MAIN_SRCS := daemon/main.c daemon/boot.c daemon/sequence.c
+DAEMON_MAIN_SRCS := daemon/main.c daemon/boot.c daemon/sequence.c daemon/confirm.c
 DAEMON_MAIN_OBJS := $(DAEMON_MAIN_SRCS:%.c=$(O)/host/%.o)
 DAEMON_LIB_SRCS := $(filter-out $(DAEMON_MAIN_SRCS),$(DAEMON_SRCS))
 DAEMON_LIB_OBJS := $(DAEMON_LIB_SRCS:%.c=$(O)/host/%.o)
@@ -96,7 +96,7 @@ FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	$(CPPFLAGS) $(LIB_CFLAGS)
 
-.PHONY: FORCE vm histogram all deps deb unit-tests kernels check check-long demo fuzz bench install clean
+.PHONY: FORCE vm histogram all deps deb unit-tests kernels check check-long check-comeback demo fuzz bench install clean
 all: $(RERAND) $(STAGE_BIN) $(RERANDD) $(FLEETD)
 
 $(O)/host/%.o: %.c
@@ -210,6 +210,13 @@ check check-long:
 	$(Q)scripts/deps.sh check
 	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(FUZZ_BINS)
 	$(Q)scripts/run-check.sh $(if $(filter check-long,$@),long,short)
+
+# The comeback part of `make check` alone (issue 22): the watchdog unit test
+# and the hang guest of tests/e2e/check-comeback.sh, as TAP with the summary.
+check-comeback:
+	$(Q)scripts/deps.sh check
+	$(Q)$(MAKE) --no-print-directory all $(O)/tests/test_wdog
+	$(Q)scripts/run-check.sh short "test_wdog check-comeback.sh"
 
 unit-tests: $(UNIT_BINS)
 

@@ -39,6 +39,9 @@ Kmsg=$fx/kmsg
 Tainted=$fx/tainted
 BootId=$fx/boot_id
 PreRebootDirectory=$fx/prereboot-hooks
+Watchdog=
+WatchdogSysfs=
+Pstore=
 [Stage]
 Kernel=$fx/boot/vmlinuz-bench
 Initrd=none

@@ -68,6 +68,16 @@ void config_defaults(struct rr_config *c)
 		 "/sys/firmware/efi/efivars/LoaderEntrySelected-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f");
 	/* bootctl's order: the ESP at /efi, /boot or /boot/efi; XBOOTLDR at /boot */
 	snprintf(c->boot_loader_roots, sizeof(c->boot_loader_roots), "/efi /boot /boot/efi");
+	/* A boot has ConfirmTimeoutSec= to reach boot-complete.target and pass
+	 * the post-boot checks; the watchdog armed before the kexec covers the
+	 * same span (iTCO_wdt counts up to 613 s). */
+	c->kexec_watchdog = 600;
+	c->confirm_timeout = 600;
+	snprintf(c->watchdog_dev, sizeof(c->watchdog_dev), "/dev/watchdog0");
+	snprintf(c->watchdog_sysfs, sizeof(c->watchdog_sysfs), "/sys/class/watchdog/watchdog0");
+	snprintf(c->watchdog_stop_on_reboot, sizeof(c->watchdog_stop_on_reboot),
+		 "/sys/module/watchdog/parameters/stop_on_reboot");
+	snprintf(c->pstore_dir, sizeof(c->pstore_dir), "/sys/fs/pstore");
 	c->crash_mode = RR_CRASH_AUTO;
 	c->hotplug_settle = 10;
 	c->restage_interval = 6 * 3600;
@@ -249,7 +259,8 @@ bool config_tz_valid(const char *zone)
 
 /* ---- the key table ---------------------------------------------------------- */
 
-enum ktype { K_PATH, K_STR, K_DUR, K_BOOL, K_UINT, K_WHEN, K_METHOD, K_CRASHMODE, K_PANIC };
+enum ktype { K_PATH, K_STR, K_DUR, K_BOOL, K_UINT, K_WHEN, K_METHOD, K_CRASHMODE, K_PANIC,
+	     K_WDOG };
 
 #define F(field) offsetof(struct rr_config, field), sizeof(((struct rr_config *)0)->field)
 static const struct key {
@@ -313,6 +324,13 @@ static const struct key {
 	{ "Reboot", "RebootCommand", K_STR, F(reboot_cmd) },
 	{ "Reboot", "HookTimeout", K_DUR, F(hook_timeout) },
 	{ "Comeback", "PanicRebootSec", K_PANIC, F(panic_reboot) },
+	{ "Reboot", "FirmwareRebootCommand", K_STR, F(firmware_reboot_cmd) },
+	{ "Comeback", "KexecWatchdogSec", K_WDOG, F(kexec_watchdog) },
+	{ "Comeback", "ConfirmTimeoutSec", K_DUR, F(confirm_timeout) },
+	{ "Paths", "Watchdog", K_PATH, F(watchdog_dev) },
+	{ "Paths", "WatchdogSysfs", K_PATH, F(watchdog_sysfs) },
+	{ "Paths", "WatchdogStopOnReboot", K_PATH, F(watchdog_stop_on_reboot) },
+	{ "Paths", "Pstore", K_PATH, F(pstore_dir) },
 };
 #undef F
 
@@ -588,6 +606,12 @@ static int handler(void *user, const char *section, const char *name, const char
 			     "or -1 to reboot at once", name, value);
 		break;
 	}
+	case K_WDOG:
+		if (!strcmp(value, "off"))
+			*(int64_t *)f = RR_WDOG_OFF;
+		else if (config_parse_duration(value, f) < 0)
+			perr(x, "%s=%s: want a duration such as 10min, or off", name, value);
+		break;
 	case K_CRASHMODE:
 		if (!strcmp(value, "auto")) *(enum rr_crash_mode *)f = RR_CRASH_AUTO;
 		else if (!strcmp(value, "off")) *(enum rr_crash_mode *)f = RR_CRASH_OFF;
@@ -664,6 +688,7 @@ void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_
 			 c->sign_key);
 	if (c->hotplug_settle > 3600)
 		errs_add(errs, "%s: [Crash] HotplugSettle= must be at most 1h", name);
+	wdog_validate(c, name, errs, errs_add);
 	char ferr[256];
 	if (fleet_config_validate(&c->fleet, ferr, sizeof(ferr)) < 0)
 		errs_add(errs, "%s: %s", name, ferr);

@@ -252,6 +252,16 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 		put_ext(&o, v->stage_error);
 		put(&o, "\n");
 	}
+	put(&o, "watchdog:          %s\n", v->watchdog ? v->watchdog : "absent");
+	if (v->confirm && *v->confirm)
+		put(&o, "confirmation:      %s\n", v->confirm);
+	if (v->last_cause != RR_CAUSE_NONE) {
+		put(&o, "last failure:      %s (", wdog_cause_name(v->last_cause));
+		put_ext(&o, v->last_cause_detail);
+		put(&o, ", ");
+		put_time(&o, v->last_cause_time);
+		put(&o, ")\n");
+	}
 	put_secure_text(&o, v);
 	put_crash_text(&o, v);
 	if (v->fleet_backend && strcmp(v->fleet_backend, "none")) {
@@ -326,6 +336,18 @@ int control_format_json(const struct rr_view *v, char *buf, size_t len)
 	put_json_str(&o, v->crash_error);
 	put(&o, "},\"crash_boot\":%s,\"crash_boots\":%llu", v->crash_boot ? "true" : "false",
 	    (unsigned long long)v->crash_boots);
+	put(&o, ",\"watchdog\":");
+	put_json_str(&o, v->watchdog ? v->watchdog : "absent");
+	put(&o, ",\"confirmation\":");
+	put_json_str(&o, v->confirm ? v->confirm : "");
+	put(&o, ",\"confirmed\":%llu,\"last_cause\":\"%s\",\"last_cause_detail\":",
+	    (unsigned long long)v->confirmed, wdog_cause_name(v->last_cause));
+	put_json_str(&o, v->last_cause_detail);
+	put(&o, ",\"last_cause_time\":%lld,\"causes\":{", (long long)v->last_cause_time);
+	for (unsigned c = RR_CAUSE_NONE + 1; c < RR_NR_CAUSES; c++)
+		put(&o, "%s\"%s\":%llu", c > 1 ? "," : "", wdog_cause_name(c),
+		    (unsigned long long)v->causes[c]);
+	put(&o, "}");
 	put(&o, ",\"fleet\":{\"backend\":");
 	put_json_str(&o, v->fleet_backend ? v->fleet_backend : "none");
 	put(&o, ",\"group\":");

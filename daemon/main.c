@@ -179,6 +179,16 @@ static void fill_view(struct daemon *d, struct rr_view *v)
 	snprintf(v->crash_error, sizeof(v->crash_error), "%s", d->cr.error);
 	v->crash_boot = d->crash_boot;
 	v->crash_boots = d->st.crash_boots;
+	v->confirm = d->cf.failing ? "failed" : d->st.confirm_pending ? "pending" : "";
+	v->watchdog = d->cfg.kexec_watchdog == RR_WDOG_OFF ? "off" :
+		      !wdog_present(&d->cfg) ? "absent" :
+		      d->cf.wd_fd >= 0 && d->cf.feed ? "fed until this boot is confirmed" :
+		      d->cf.wd_fd >= 0 ? "running, no longer fed" : "armed before each kexec";
+	v->confirmed = d->st.confirmed;
+	v->last_cause = d->st.last_cause;
+	snprintf(v->last_cause_detail, sizeof(v->last_cause_detail), "%s", d->st.last_cause_detail);
+	v->last_cause_time = d->st.last_cause_time;
+	memcpy(v->causes, d->st.causes, sizeof(v->causes));
 }
 
 void daemon_publish(struct daemon *d)
@@ -286,7 +296,7 @@ static void evaluate_idle(struct daemon *d, time_t now)
 	check_taint(d);
 	if (!d->stage_job && d->new_kernel_at && now >= d->new_kernel_at)
 		check_new_kernel(d);
-	if (!d->stage_job &&
+	if (!d->stage_job && !d->cf.failing &&
 	    ((!d->staged && (!d->stage_failed_at || now - d->stage_failed_at >= STAGE_RETRY)) ||
 	     (d->staged && now - d->st.staged_time >= d->cfg.restage_interval)))
 		daemon_stage(d, d->staged ? &d->plan : NULL, false);
@@ -304,6 +314,9 @@ static void evaluate_idle(struct daemon *d, time_t now)
 		coord_not_due(&d->co);
 		return;
 	}
+	/* Not before this boot is confirmed; never after it failed. */
+	if (confirm_busy(d))
+		return;
 	/* Staging and the crash load finish first: one kexec load at a time. */
 	if (d->stage_job || d->cr.job || d->blockers)
 		return;
@@ -686,12 +699,14 @@ static int run(int argc, char **argv)
 		return 1;
 	}
 	crash_init(&d->cr);
+	confirm_init(d);
 	d->cr.state = d->cfg.crash_mode == RR_CRASH_OFF ? RR_CS_OFF : RR_CS_PENDING;
 	if (!boot_crash_check(d)) {
 		/* the boot is accounted for first: its verdict decides what happens
 		 * to a fleet slot held across the reboot */
 		enum rr_resume resume;
 		enum rr_outcome out = boot_first_look(d, &resume);
+		confirm_first_look(d, out);
 		coord_open(&d->co, &d->cfg.fleet, d->state_path);
 		coord_startup(&d->co, &d->st, out);
 		seq_resume(d, resume);
@@ -745,7 +760,8 @@ static int run(int argc, char **argv)
 
 	if (d->kmsg_fd >= 0)
 		on_kmsg(NULL, d->kmsg_fd, 0, d);    /* records from before we started */
-	if (d->st.phase == RR_PH_IDLE)
+	confirm_start(d);
+	if (d->st.phase == RR_PH_IDLE && !d->cf.failing)
 		daemon_stage(d, NULL, false);
 	evaluate(d);
 loop:
@@ -757,6 +773,7 @@ loop:
 	unlink(d->cfg.control_socket);
 	/* a sequence stopped here is unwound by the next start (st.phase) */
 	seq_cancel(d);
+	confirm_stop(d);
 	stage_cancel(d->stage_job);
 	stage_cancel(d->cr.job);
 	blockers_cancel(d->blockers);

@@ -127,6 +127,30 @@ int metrics_format(const struct rr_view *v, char *buf, size_t len)
 	if (s < 0)
 		return s;
 	n += s;
+	s = snprintf(buf + n, len - (size_t)n,
+		"# HELP rerand_failures_by_cause_total Failed rerandomizing reboots by the cause the next boot named.\n"
+		"# TYPE rerand_failures_by_cause_total counter\n");
+	if (s < 0 || (size_t)s >= len - (size_t)n)
+		return -ENOBUFS;
+	n += s;
+	for (unsigned c = RR_CAUSE_NONE + 1; c < RR_NR_CAUSES; c++) {
+		s = snprintf(buf + n, len - (size_t)n, "rerand_failures_by_cause_total{cause=\"%s\"} %llu\n",
+			     wdog_cause_name(c), (unsigned long long)v->causes[c]);
+		if (s < 0 || (size_t)s >= len - (size_t)n)
+			return -ENOBUFS;
+		n += s;
+	}
+	s = snprintf(buf + n, len - (size_t)n,
+		"# HELP rerand_confirm_pending 1 while this rerandomized boot waits for its confirmation.\n"
+		"# TYPE rerand_confirm_pending gauge\n"
+		"rerand_confirm_pending %d\n"
+		"# HELP rerand_confirmed_total Rerandomized boots confirmed (boot-complete.target and the post-boot checks).\n"
+		"# TYPE rerand_confirmed_total counter\n"
+		"rerand_confirmed_total %llu\n",
+		v->confirm && !strcmp(v->confirm, "pending"), (unsigned long long)v->confirmed);
+	if (s < 0 || (size_t)s >= len - (size_t)n)
+		return -ENOBUFS;
+	n += s;
 	/* rerand_fleet_lock_state and rerand_fleet_errors_total, from fleet.c */
 	int m = snprintf(buf + n, len - (size_t)n, "%s", v->fleet_metrics);
 	if (m < 0 || (size_t)m >= len - (size_t)n)

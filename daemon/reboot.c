@@ -48,6 +48,11 @@ static sd_bus *bus_get(sd_event *ev)
 	return sysbus;
 }
 
+sd_bus *reboot_bus(sd_event *ev)
+{
+	return bus_get(ev);
+}
+
 void reboot_bus_close(void)
 {
 	sysbus = sd_bus_flush_close_unref(sysbus);
@@ -291,6 +296,8 @@ struct rr_request {
 	struct rr_job *job;
 	rr_op_done_fn done;
 	void *arg;
+	enum rr_method fw_method;     /* a reboot through the firmware: how */
+	char fw_cmd[RR_CMD];
 };
 
 static void request_finish(struct rr_request *q, int r, const char *msg)
@@ -412,6 +419,93 @@ int reboot_request_start(sd_event *ev, const struct rr_config *c, rr_op_done_fn 
 		sd_bus_slot_unref(q->slot);
 		free(q);
 		return r;
+	}
+	*ret = q;
+	return 0;
+}
+
+static int on_reboot_target(sd_bus_message *reply, void *ud, sd_bus_error *ret_error)
+{
+	struct rr_request *q = ud;
+	const sd_bus_error *err = sd_bus_message_get_error(reply);
+	char msg[RR_ERR_MAX];
+
+	q->slot = sd_bus_slot_unref(q->slot);
+	if (!err) {
+		request_finish(q, 0, "");
+		return 0;
+	}
+	snprintf(msg, sizeof(msg), "systemd StartUnit(reboot.target): %s",
+		 err->message ? err->message : err->name);
+	request_finish(q, -EIO, msg);
+	return 0;
+}
+
+/* After the unload: the reboot itself. */
+static void firmware_go(struct rr_request *q)
+{
+	enum rr_method m = q->fw_method;
+	struct rr_err e;
+	sd_bus *bus;
+
+	if (m == RR_RM_COMMAND) {
+		if (job_start_command(q->ev, q->fw_cmd, 300, RR_CHILD_KEXEC_CAPS, on_command, q,
+				      &q->job, &e) < 0)
+			request_finish(q, -EIO, e.msg);
+		return;
+	}
+	if (m != RR_RM_SYSCALL && (bus = bus_get(q->ev)) &&
+	    sd_bus_call_method_async(bus, &q->slot, "org.freedesktop.systemd1",
+				     "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
+				     "StartUnit", on_reboot_target, q, "ss", "reboot.target",
+				     "replace-irreversibly") >= 0)
+		return;
+	sync();
+	reboot(LINUX_REBOOT_CMD_RESTART);
+	rr_errf(&e, errno, "reboot(LINUX_REBOOT_CMD_RESTART): %s", strerror(errno));
+	request_finish(q, -errno, e.msg);
+}
+
+static void on_unloaded(int s, const char *out, void *ud)
+{
+	struct rr_request *q = ud;
+
+	q->job = NULL;
+	/* a failed unload is said, and the reboot goes on: the boot loader's
+	 * default comes back whatever is staged */
+	if (s != 0)
+		rr_log(RR_LOG_WARNING, "kexec -s -u: exit %d; rebooting anyway", s);
+	firmware_go(q);
+}
+
+int reboot_firmware_start(sd_event *ev, const struct rr_config *c, rr_op_done_fn done,
+			  void *arg, struct rr_request **ret, struct rr_err *e)
+{
+	struct rr_request *q;
+	enum rr_method m = c->method;
+
+	if (m == RR_RM_AUTO)
+		m = *c->reboot_cmd ? RR_RM_COMMAND : sd_booted() > 0 ? RR_RM_SYSTEMD : RR_RM_SYSCALL;
+	else if (m == RR_RM_LOGIND)
+		m = RR_RM_SYSTEMD;
+	/* RebootCommand= kexecs: a failed boot must not, so it is never used */
+	if (m == RR_RM_COMMAND && !*c->firmware_reboot_cmd)
+		return rr_errf(e, EINVAL, "Method=command without FirmwareRebootCommand=: "
+			       "no way to reboot through the firmware");
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return rr_errf(e, ENOMEM, "out of memory");
+	q->ev = ev;
+	q->done = done;
+	q->arg = arg;
+	q->fw_method = m;
+	snprintf(q->fw_cmd, sizeof(q->fw_cmd), "%s", c->firmware_reboot_cmd);
+	/* kexec_file_load's unload frees whatever is staged, however it was
+	 * loaded, and is allowed under lockdown */
+	char *argv[] = { (char *)c->kexec_bin, "-s", "-u", NULL };
+	if (job_start(ev, argv, 60, RR_CHILD_KEXEC_CAPS, false, on_unloaded, q, &q->job) < 0) {
+		rr_log(RR_LOG_WARNING, "%s: cannot run to unload the staged kernel", c->kexec_bin);
+		firmware_go(q);
 	}
 	*ret = q;
 	return 0;

@@ -91,10 +91,18 @@ struct rr_config {
 	/* [Reboot] */
 	enum rr_method method;
 	char reboot_cmd[RR_CMD];
+	char firmware_reboot_cmd[RR_CMD];   /* Method=command: a reboot through the firmware */
 	int64_t hook_timeout;
 	/* [Comeback]: panic=N on what rerandd stages (and the crash kernel): seconds, 0 =
 	 * none added, < 0 = reboot at once */
 	int64_t panic_reboot;
+	/* [Comeback]: a rerandomized boot that does not come back by itself */
+	int64_t kexec_watchdog;             /* seconds, RR_WDOG_OFF */
+	int64_t confirm_timeout;            /* from the new boot's start */
+	char watchdog_dev[RR_PATH];         /* [Paths] Watchdog= */
+	char watchdog_sysfs[RR_PATH];       /* [Paths] WatchdogSysfs=: its class directory */
+	char watchdog_stop_on_reboot[RR_PATH]; /* the watchdog core's parameter */
+	char pstore_dir[RR_PATH];
 	/* [Crash]: the rerandomizing crash (kdump) kernel */
 	enum rr_crash_mode crash_mode;
 	char crash_kernel[RR_PATH];         /* "" = the kernel [Stage] stages */
@@ -109,6 +117,8 @@ struct rr_config {
 	/* [Fleet]: parsed and checked by fleet.c */
 	struct fleet_config fleet;
 };
+
+#define RR_WDOG_OFF (-1)
 
 #define RR_CFG_MAX_ERRS 64
 struct rr_cfg_errs {
@@ -199,6 +209,43 @@ int watch_read_boot_id(const char *path, char ret[RR_BOOT_ID]);
 /* When this boot began: the btime line of /proc/stat (not after now). */
 int watch_read_btime(const char *path, time_t now, time_t *ret);
 
+/* ---- wdog.c: the watchdog across the kexec, and what went wrong -------- */
+/* Why a rerandomizing reboot did not come back by itself (stored by name). */
+enum rr_cause { RR_CAUSE_NONE = 0, RR_CAUSE_WATCHDOG, RR_CAUSE_PANIC, RR_CAUSE_CHECK,
+		RR_CAUSE_UNCONFIRMED, RR_CAUSE_NO_TRACE, RR_NR_CAUSES };
+const char *wdog_cause_name(enum rr_cause c);
+int wdog_cause_parse(const char *s, enum rr_cause *ret);
+/* KexecWatchdogSec= against ConfirmTimeoutSec= and the hardware's
+ * max_timeout (WatchdogSysfs=): errors through add ("name: ..."). */
+struct rr_cfg_errs;
+void wdog_validate(const struct rr_config *c, const char *name, struct rr_cfg_errs *errs,
+		   void (*add)(struct rr_cfg_errs *, const char *, ...));
+/* On, and the device node exists. */
+bool wdog_present(const struct rr_config *c);
+/* Open, set the timeout (refused if the driver cannot count that long),
+ * ping.  The fd is the caller's: wdog_leave_running() or wdog_stop(). */
+int wdog_open(const struct rr_config *c, int64_t timeout, int *ret_fd, struct rr_err *e);
+/* in with watchdog.stop_on_reboot=0 first when KexecWatchdogSec= is on and in
+ * has no watchdog.stop_on_reboot= of its own. */
+int wdog_cmdline(const struct rr_config *c, const char *in, char *out, size_t len,
+		 struct rr_err *e);
+int wdog_feed(int fd);
+int wdog_leave_running(int fd);
+int wdog_stop(int fd);
+/* 1: this kernel stops the watchdog at a kexec or reboot (its
+ * watchdog.stop_on_reboot is not 0), 0: it keeps it running, -1: unknown. */
+int wdog_stops_on_reboot(const struct rr_config *c);
+/* The driver's boot status: the last reset was the watchdog's. */
+int wdog_bootstatus(const struct rr_config *c, bool *ret_reset);
+/* Runs of 6+ hex digits replaced by '#', unprintable bytes by '?'. */
+void wdog_redact(char *s);
+/* 1 and the redacted "Kernel panic - not syncing" line of a pstore dmesg
+ * record in dir, else 0. */
+int wdog_pstore_panic(const char *dir, char *line, size_t len);
+/* The cause of a boot that did not come back by itself, from what the
+ * next boot can see. */
+enum rr_cause wdog_cause(bool reached_rerandd, bool wd_reset, bool panic);
+
 /* ---- state.c ------------------------------------------------------------- */
 /* RR_V_WEAK: the stage randomized, but from the TSC alone (RERAND_ST_WEAK:
  * no seed, no RDSEED or RDRAND), so the layout may be guessed: not verified. */
@@ -246,6 +293,16 @@ struct rr_state {
 	uint64_t crash_boots;
 	time_t   last_crash_boot;
 	char     crash_boot_id[RR_BOOT_ID];   /* the crash boot already counted */
+	/* The comeback (wdog.c, confirm.c): the watchdog armed for the attempt;
+	 * a rerandomized boot waiting for its confirmation; the last cause. */
+	bool     watchdog_armed;
+	bool     confirm_pending;
+	char     confirm_boot_id[RR_BOOT_ID];
+	enum rr_cause last_cause;
+	char     last_cause_detail[160];
+	time_t   last_cause_time;
+	uint64_t causes[RR_NR_CAUSES];        /* failures by cause */
+	uint64_t confirmed;                   /* boots confirmed */
 };
 
 void state_init(struct rr_state *s);
@@ -288,6 +345,8 @@ enum rr_outcome state_account_boot(struct rr_state *s, const char *boot_id,
  * True if this call counted it. */
 bool state_account_crash_boot(struct rr_state *s, const char *boot_id, time_t now);
 void state_record_attempt(struct rr_state *s, enum rr_reason why, time_t now);
+/* A failure named: counted by cause, the last one kept with its detail. */
+void state_record_cause(struct rr_state *s, enum rr_cause c, const char *detail, time_t now);
 /* The reboot call itself failed: same boot, counted as a failure. */
 void state_record_failed_reboot(struct rr_state *s, time_t now);
 const char *state_verify_name(enum rr_verify v);
@@ -600,6 +659,16 @@ int reboot_request_start(sd_event *ev, const struct rr_config *c, rr_op_done_fn 
 			 struct rr_request **ret, struct rr_err *e);
 void reboot_request_cancel(struct rr_request *q);
 void reboot_bus_close(void);
+/* The system bus on the loop (opened on first use), or NULL. */
+struct sd_bus;
+struct sd_bus *reboot_bus(sd_event *ev);
+/* A reboot through the firmware (not kexec), after `kexec -s -u` unloaded
+ * the staged kernel: FirmwareRebootCommand= with Method=command (none set:
+ * refused, the watchdog is left to reset the machine), reboot(2) with
+ * Method=syscall or without systemd, else systemd's reboot.target.  As
+ * reboot_request_start. */
+int reboot_firmware_start(sd_event *ev, const struct rr_config *c, rr_op_done_fn done,
+			  void *arg, struct rr_request **ret, struct rr_err *e);
 
 /* ---- control.c ----------------------------------------------------------- */
 struct rr_view {
@@ -640,6 +709,14 @@ struct rr_view {
 	char     crash_error[RR_ERR_MAX];
 	bool     crash_boot;                /* this boot is a crash kernel's */
 	uint64_t crash_boots;
+	/* the comeback: confirmation, the watchdog, the last cause */
+	const char *confirm;                /* "pending", "failed", "" */
+	const char *watchdog;               /* "fed until confirmed", "off", "absent", ... */
+	uint64_t confirmed;
+	enum rr_cause last_cause;
+	char     last_cause_detail[160];
+	time_t   last_cause_time;
+	uint64_t causes[RR_NR_CAUSES];
 };
 enum rr_ctl_cmd { RR_CTL_BAD = 0, RR_CTL_STATUS, RR_CTL_STATUS_JSON, RR_CTL_NOW, RR_CTL_HOLD,
 		  RR_CTL_RELEASE, RR_CTL_FLEET_STATUS, RR_CTL_FLEET_STATUS_JSON,
@@ -661,6 +738,19 @@ int control_reply(int fd, bool ok, const char *body);
 #include "coord.h"
 
 /* ---- main.c and sequence.c: the daemon ---------------------------------- */
+/* confirm.c: the confirmation of a rerandomized boot */
+struct rr_confirm {
+	int wd_fd;                     /* the watchdog, fed until confirmed; -1 */
+	bool had_wd;
+	int64_t feed_sec;
+	const char *stage;             /* what it waits for (static) */
+	bool failing;                  /* failed: going back through the firmware */
+	sd_event_source *feed, *poll, *deadline;
+	struct sd_bus_slot *slot;
+	struct rr_hooks *hooks;
+	struct rr_request *request;
+};
+
 struct daemon {
 	char conf_main[RR_PATH], conf_dir[RR_PATH];
 	char blocked_why[512];          /* last blocker reason logged */
@@ -699,6 +789,7 @@ struct daemon {
 	char save_error[RR_ERR_MAX];   /* the last failed state save */
 	char seq_error[RR_ERR_MAX];    /* why the last reboot was cancelled */
 	time_t seq_cancelled_at;       /* ... for an unwritable state; 0 = none */
+	struct rr_confirm cf;
 };
 
 /* main.c */
@@ -716,6 +807,23 @@ int daemon_stage(struct daemon *d, const struct rr_stage_plan *p, bool new_kerne
 enum rr_outcome boot_first_look(struct daemon *d, enum rr_resume *resume);
 /* A crash kernel's boot: counted, and rerandd stays idle.  True if so. */
 bool boot_crash_check(struct daemon *d);
+
+/* confirm.c */
+void confirm_init(struct daemon *d);
+/* After the attempt is recorded, before the request: the watchdog armed
+ * for KexecWatchdogSec= and left running (st.watchdog_armed). */
+void confirm_arm_for_kexec(struct daemon *d);
+/* The reboot did not go: stop the watchdog armed for it. */
+void confirm_disarm(struct daemon *d);
+/* At start-up, after boot_first_look: the cause of a failed attempt named
+ * (state, journal), a rerandomized boot marked for confirmation. */
+void confirm_first_look(struct daemon *d, enum rr_outcome out);
+/* On the loop: take the watchdog over, wait for boot-complete.target and
+ * the post-boot checks until ConfirmTimeoutSec= from the boot's start. */
+void confirm_start(struct daemon *d);
+/* A confirmation runs or failed: no new rerandomization meanwhile. */
+bool confirm_busy(const struct daemon *d);
+void confirm_stop(struct daemon *d);
 
 /* sequence.c: the reboot sequence, one step per phase (rr_phase) */
 /* Policy says reboot and nothing blocks: idle -> gate. */

@@ -51,6 +51,9 @@ void seq_unwind(struct daemon *d, const char *why)
 	if (why)
 		rr_log(RR_LOG_ERR, "%s; not rebooting now", why);
 	seq_cancel(d);
+	/* a reboot that did not go: the watchdog armed for it must not reset
+	 * the machine that is still running */
+	confirm_disarm(d);
 	/* the slot (if any) goes back before the next try */
 	coord_abort(&d->co);
 	d->rebooting_since = 0;
@@ -153,8 +156,11 @@ static void step_confirm(struct daemon *d)
 	}
 	state_record_attempt(&d->st, d->out.reason, time(NULL));
 	d->st.trig_now = false;
+	/* armed last, after the hooks and the slot: from here the reboot goes */
+	confirm_arm_for_kexec(d);
 	/* saves: the attempt is on disk before we go, or we do not go */
 	if (!set_phase(d, RR_PH_REBOOT)) {
+		confirm_disarm(d);         /* no reboot: a healthy machine keeps running */
 		d->st = before;            /* nothing was attempted; `rerand now` stays asked */
 		cancel_unsaved(d);
 		return;

@@ -255,9 +255,13 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 		r = stage_clean_cmdline(text, clean, sizeof(clean), e);
 		free(text);
 	}
+	/* the watchdog keeps counting across the next kexec too */
+	char wd[RR_CMD];
+	if (r == 0)
+		r = wdog_cmdline(c, clean, wd, sizeof(wd), e);
 	/* a panic after the kexec reboots, rather than hanging for good */
 	if (r == 0)
-		r = panic_cmdline(clean, c->panic_reboot, p->cmdline, sizeof(p->cmdline), e);
+		r = panic_cmdline(wd, c->panic_reboot, p->cmdline, sizeof(p->cmdline), e);
 	if (r < 0)
 		return r;
 

@@ -107,6 +107,13 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		"crash_boots=%" PRIu64 "\n"
 		"last_crash_boot=%lld\n"
 		"crash_boot_id=%s\n"
+		"watchdog_armed=%d\n"
+		"confirm_pending=%d\n"
+		"confirm_boot_id=%s\n"
+		"confirmed=%" PRIu64 "\n"
+		"last_cause=%s\n"
+		"last_cause_detail=%s\n"
+		"last_cause_time=%lld\n"
 		"phase=%s\n",
 		s->boot_id, s->attempt, s->attempt_boot_id, (long long)s->attempt_time,
 		policy_reason_name(s->attempt_reason), s->failures, s->successes, s->total_failures,
@@ -117,9 +124,18 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		s->trig_new_kernel, s->trig_now,
 		s->taint_handled, s->staged_sha, (long long)s->staged_time, s->fleet_held,
 		s->fleet_token, s->crash_boots, (long long)s->last_crash_boot, s->crash_boot_id,
+		s->watchdog_armed, s->confirm_pending, s->confirm_boot_id, s->confirmed,
+		wdog_cause_name(s->last_cause), s->last_cause_detail, (long long)s->last_cause_time,
 		state_phase_name(s->phase));
 	if (n < 0 || (size_t)n >= len)
 		return -ENOBUFS;
+	for (unsigned c = RR_CAUSE_NONE + 1; c < RR_NR_CAUSES; c++) {
+		int m = snprintf(buf + n, len - (size_t)n, "cause_%s=%" PRIu64 "\n",
+				 wdog_cause_name(c), s->causes[c]);
+		if (m < 0 || (size_t)m >= len - (size_t)n)
+			return -ENOBUFS;
+		n += m;
+	}
 	return n;
 }
 
@@ -175,6 +191,34 @@ static int set_key(struct rr_state *s, const char *k, const char *v, bool *versi
 		return hexid(v, s->attempt_boot_id, sizeof(s->attempt_boot_id));
 	if (!strcmp(k, "crash_boot_id"))
 		return hexid(v, s->crash_boot_id, sizeof(s->crash_boot_id));
+	if (!strcmp(k, "confirm_boot_id"))
+		return hexid(v, s->confirm_boot_id, sizeof(s->confirm_boot_id));
+	if (!strcmp(k, "last_cause")) {
+		enum rr_cause c;
+		if (wdog_cause_parse(v, &c) < 0)
+			return -EINVAL;
+		s->last_cause = c;
+		return 0;
+	}
+	if (!strcmp(k, "last_cause_detail")) {
+		/* written redacted and printable by state_record_cause */
+		if (strlen(v) >= sizeof(s->last_cause_detail))
+			return -EINVAL;
+		for (const char *q = v; *q; q++)
+			if (!isprint((unsigned char)*q))
+				return -EINVAL;
+		memcpy(s->last_cause_detail, v, strlen(v) + 1);
+		return 0;
+	}
+	if (!strncmp(k, "cause_", 6)) {
+		enum rr_cause c;
+		if (wdog_cause_parse(k + 6, &c) < 0 || c == RR_CAUSE_NONE)
+			return 0;             /* a cause a newer rerandd knows */
+		if (num(v, 0, INT64_MAX, &x) < 0)
+			return -EINVAL;
+		s->causes[c] = (uint64_t)x;
+		return 0;
+	}
 	if (!strcmp(k, "staged_sha256"))
 		return hexid(v, s->staged_sha, sizeof(s->staged_sha));
 	if (!strcmp(k, "fleet_token")) {
@@ -219,6 +263,10 @@ static int set_key(struct rr_state *s, const char *k, const char *v, bool *versi
 	FLAG("attempt", attempt)
 	FLAG("hold", hold)
 	FLAG("fleet_held", fleet_held)
+	FLAG("watchdog_armed", watchdog_armed)
+	FLAG("confirm_pending", confirm_pending)
+	COUNT("confirmed", confirmed, INT64_MAX)
+	TIME("last_cause_time", last_cause_time)
 	FLAG("trigger_oops", trig_oops)
 	FLAG("trigger_new_kernel", trig_new_kernel)
 	FLAG("trigger_now", trig_now)
@@ -488,6 +536,17 @@ void state_record_attempt(struct rr_state *s, enum rr_reason why, time_t now)
 	s->attempt_time = now;
 	s->attempt_reason = why;
 	s->last_reboot = now;
+}
+
+void state_record_cause(struct rr_state *s, enum rr_cause c, const char *detail, time_t now)
+{
+	if ((unsigned)c >= RR_NR_CAUSES)
+		c = RR_CAUSE_NO_TRACE;
+	s->last_cause = c;
+	snprintf(s->last_cause_detail, sizeof(s->last_cause_detail), "%s", detail ? detail : "");
+	wdog_redact(s->last_cause_detail);
+	s->last_cause_time = now;
+	s->causes[c]++;
 }
 
 void state_record_failed_reboot(struct rr_state *s, time_t now)

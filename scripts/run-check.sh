@@ -5,9 +5,12 @@
 # replays and end-to-end runs count one test each.  A missing prerequisite
 # (a tool, a kernel) is the suite's "not ok", never a skip.
 # Ends with the line "N passed, N failed, N skipped" and exits non-zero on
-# any failure.
+# any failure.  ONLY (the second argument): the suites to run, by file name
+# (`make check-comeback`: "test_wdog check-comeback.sh"); all when empty.
 set -u
 mode=${1:-short}
+only=${2:-}
+wanted() { [ -z "$only" ] || [[ " $only " == *" $(basename "$1") "* ]]; }
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 O=build
@@ -73,22 +76,22 @@ count_tap() {
 }
 
 for t in $O/tests/test_*; do
-	[ -x "$t" ] || continue
+	[ -x "$t" ] && wanted "$t" || continue
 	count_tap "unit $(basename "$t")" "$t"
 done
 
 for t in tests/cli/test-*.sh; do
-	[ -x "$t" ] || continue
+	[ -x "$t" ] && wanted "$t" || continue
 	count_tap "cli $(basename "$t")" "$t"
 done
 
 for f in $O/fuzz/fuzz_*; do
-	[ -x "$f" ] || continue
+	[ -x "$f" ] && wanted "$f" || continue
 	count_tap "fuzz replay $(basename "$f")" scripts/fuzz-replay.sh "$f"
 done
 
 for t in tests/e2e/check-*.sh; do
-	[ -x "$t" ] || continue
+	[ -x "$t" ] && wanted "$t" || continue
 	count_tap "e2e $(basename "$t")" "$t" "$mode"
 done
 

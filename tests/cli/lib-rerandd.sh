@@ -42,6 +42,11 @@ Kmsg=$hd/no-kmsg
 Tainted=$hd/tainted
 BootId=$hd/boot_id
 ProcStat=$hd/stat
+# never the host's watchdog or pstore: a rerandd under test arms nothing
+Watchdog=
+WatchdogSysfs=$hd/no-watchdog
+WatchdogStopOnReboot=
+Pstore=$hd/no-pstore
 EOF
 		cat
 	} >"$hd/rerand.conf"

@@ -152,7 +152,7 @@ check "digest: the image built has its SHA-256 recorded beside it, in sha256sum'
 check "digest: the load was handed the image as built (byte for byte but the seed)" \
 	test "$(cmp -l "$tmp/digest/loaded.0.img" "$img" | wc -l)" -le 32
 check "panic: the staged command line carries panic=10 and its mark ($(last_append digest))" \
-	test "$(last_append digest)" = "--append=root=/dev/vda1 ro console=ttyS0 panic=10 rerand.panic=10"
+	test "$(last_append digest)" = "--append=watchdog.stop_on_reboot=0 root=/dev/vda1 ro console=ttyS0 panic=10 rerand.panic=10"
 
 read -r off old new < <(python3 "$tmp/flip.py" "$img")
 echo "# flipped byte $off of $img: $old -> $new (an LZ4 literal of segment 0)"
@@ -182,7 +182,7 @@ check "digest: the rebuilt image is the one first built, and matches its record"
 check "digest: ... and loaded ($(loads digest) loads)" test "$(loads digest)" = 2
 reload 50-panic.conf '[Comeback]\nPanicRebootSec=30\n'
 check "panic: PanicRebootSec=30 after a reload: restaged with panic=30 ($(last_append digest))" \
-	test "$(last_append digest)" = "--append=root=/dev/vda1 ro console=ttyS0 panic=30 rerand.panic=30"
+	test "$(last_append digest)" = "--append=watchdog.stop_on_reboot=0 root=/dev/vda1 ro console=ttyS0 panic=30 rerand.panic=30"
 
 # rerand load --sha256 itself: a raw segment (--codec none), a flipped byte
 "$R" image "$KERNEL" --codec none -o "$tmp/raw.img" >/dev/null 2>&1 || bail "rerand image --codec none failed"

@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* A rerandomizing reboot costs no node: the hardware watchdog is armed
+ * before the kexec; the new boot is good only once confirmed (systemd's
+ * boot-complete.target when systemd is PID 1, then the post-boot checks)
+ * within ConfirmTimeoutSec=, and rerandd feeds the watchdog until then.  A
+ * boot that fails its checks or is never confirmed goes back through the
+ * firmware (kexec unloaded), and the next boot names the cause: the
+ * watchdog's boot status, a panic in pstore, or what this boot recorded. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rerandd.h"
+
+#define BOOT_COMPLETE_POLL_SEC 2
+
+/* ---- before the kexec ----------------------------------------------------- */
+
+void confirm_arm_for_kexec(struct daemon *d)
+{
+	struct rr_err e;
+	int fd, stops;
+
+	d->st.watchdog_armed = false;
+	if (!wdog_present(&d->cfg))
+		return;
+	stops = wdog_stops_on_reboot(&d->cfg);
+	if (stops == 1)
+		rr_log(RR_LOG_WARNING, "%s: this kernel stops the watchdog at the kexec (it was "
+		       "booted without watchdog.stop_on_reboot=0): only the shutdown is covered",
+		       d->cfg.watchdog_dev);
+	if (wdog_open(&d->cfg, d->cfg.kexec_watchdog, &fd, &e) < 0) {
+		rr_log(RR_LOG_WARNING, "%s; rebooting without a watchdog across the kexec", e.msg);
+		return;
+	}
+	wdog_leave_running(fd);
+	d->st.watchdog_armed = true;
+	rr_log(RR_LOG_NOTICE, "%s armed for %llds across the kexec", d->cfg.watchdog_dev,
+	       (long long)d->cfg.kexec_watchdog);
+}
+
+/* The reboot did not go (its request failed, it never came, or its attempt
+ * could not be saved): stop the watchdog armed for it, with the magic close. */
+void confirm_disarm(struct daemon *d)
+{
+	struct rr_err e;
+	int fd, r = -1;
+
+	if (!d->st.watchdog_armed)
+		return;
+	d->st.watchdog_armed = false;
+	if (wdog_open(&d->cfg, d->cfg.kexec_watchdog, &fd, &e) == 0 && (r = wdog_stop(fd)) < 0)
+		rr_errf(&e, -r, "%s: the magic close failed: %s", d->cfg.watchdog_dev, strerror(-r));
+	if (r < 0) {
+		rr_log(RR_LOG_ERR, "the reboot did not happen, and the watchdog armed for it could "
+		       "not be stopped (%s): it will reset this machine", e.msg);
+		return;
+	}
+	rr_log(RR_LOG_NOTICE, "the reboot did not happen: %s stopped again", d->cfg.watchdog_dev);
+}
+
+/* ---- the next boot: what happened to the last one ------------------------ */
+
+static void count_failure(struct daemon *d, enum rr_cause c, const char *detail, time_t now)
+{
+	state_record_cause(&d->st, c, detail, now);
+	rr_log(RR_LOG_ERR, "rerandomizing reboot failed: cause %s: %s", wdog_cause_name(c),
+	       d->st.last_cause_detail);
+}
+
+void confirm_first_look(struct daemon *d, enum rr_outcome out)
+{
+	time_t now = time(NULL);
+	bool wd_reset = false;
+	char panic[160], detail[220];
+	int pan;
+
+	if (wdog_bootstatus(&d->cfg, &wd_reset) < 0)
+		wd_reset = false;
+	pan = wdog_pstore_panic(d->cfg.pstore_dir, panic, sizeof(panic));
+	if (d->st.confirm_pending && strcmp(d->st.confirm_boot_id, d->boot_id)) {
+		/* The rerandomized boot reached rerandd, and neither confirmed nor
+		 * named its own failure: it hung, panicked or was reset. */
+		enum rr_cause c = wdog_cause(true, wd_reset, pan);
+		snprintf(detail, sizeof(detail), "%s",
+			 c == RR_CAUSE_PANIC ? panic :
+			 c == RR_CAUSE_WATCHDOG ? "the watchdog reset the machine before the "
+						  "rerandomized boot was confirmed" :
+			 "the rerandomized boot was never confirmed and left no trace");
+		d->st.failures++;
+		d->st.total_failures++;
+		d->st.last_failure = now;
+		count_failure(d, c, detail, now);
+		d->st.confirm_pending = false;
+	} else if (out == RR_OUT_FAILURE && d->verify == RR_V_ABSENT) {
+		/* no stage record: the firmware booted this kernel (or a kexec
+		 * that was not rerand's) */
+		enum rr_cause c = wdog_cause(false, wd_reset, pan);
+		snprintf(detail, sizeof(detail), "%s",
+			 c == RR_CAUSE_PANIC ? panic :
+			 c == RR_CAUSE_WATCHDOG ? "the watchdog reset the machine: the new kernel "
+						  "hung before rerandd started" :
+			 "no rerand record and no other trace: the stage reset the machine, a "
+			 "reset cleared the watchdog's status, or a kernel rerand did not stage");
+		count_failure(d, c, detail, now);
+	}
+	if (out == RR_OUT_SUCCESS || out == RR_OUT_WEAK) {
+		d->st.confirm_pending = true;
+		snprintf(d->st.confirm_boot_id, sizeof(d->st.confirm_boot_id), "%s", d->boot_id);
+	}
+	d->st.watchdog_armed = false;
+	daemon_save(d);
+}
+
+/* ---- the rerandomized boot: confirmation ---------------------------------- */
+
+static void feed_cancel(struct daemon *d)
+{
+	d->cf.feed = sd_event_source_disable_unref(d->cf.feed);
+}
+
+static void confirm_stop_jobs(struct daemon *d)
+{
+	hooks_cancel(d->cf.hooks);
+	d->cf.hooks = NULL;
+	d->cf.slot = sd_bus_slot_unref(d->cf.slot);
+	d->cf.poll = sd_event_source_disable_unref(d->cf.poll);
+	d->cf.deadline = sd_event_source_disable_unref(d->cf.deadline);
+}
+
+static void on_firmware(int r, const char *msg, void *ud)
+{
+	struct daemon *d = ud;
+
+	d->cf.request = NULL;
+	if (r < 0)
+		rr_log(RR_LOG_ERR, "the reboot through the firmware failed: %s%s", msg,
+		       d->cf.wd_fd >= 0 ? "; the watchdog, no longer fed, will reset the machine" : "");
+}
+
+static void confirm_fail(struct daemon *d, enum rr_cause c, const char *detail)
+{
+	time_t now = time(NULL);
+	struct rr_err e;
+
+	confirm_stop_jobs(d);
+	d->st.confirm_pending = false;
+	d->st.failures++;
+	d->st.total_failures++;
+	d->st.last_failure = now;
+	count_failure(d, c, detail, now);
+	daemon_save(d);
+	d->cf.failing = true;
+	daemon_publish(d);
+	/* fed no more: if the reboot below hangs, the watchdog resets the machine */
+	feed_cancel(d);
+	stage_cancel(d->stage_job);
+	d->stage_job = NULL;
+	d->staged = false;
+	rr_log(RR_LOG_ERR, "rebooting through the firmware (the staged kernel unloaded first)");
+	if (reboot_firmware_start(d->ev, &d->cfg, on_firmware, d, &d->cf.request, &e) < 0)
+		on_firmware(-1, e.msg, d);
+}
+
+static void confirm_done(struct daemon *d)
+{
+	time_t now = time(NULL);
+
+	confirm_stop_jobs(d);
+	feed_cancel(d);
+	/* The machine had the watchdog stopped (else PID 1 would hold it and we
+	 * could not have opened it): stopped again, with the magic close. */
+	if (d->cf.wd_fd >= 0 && wdog_stop(d->cf.wd_fd) < 0)
+		rr_log(RR_LOG_WARNING, "%s: the magic close failed: the watchdog may still run",
+		       d->cfg.watchdog_dev);
+	d->cf.wd_fd = -1;
+	d->st.confirm_pending = false;
+	d->st.confirmed++;
+	daemon_save(d);
+	rr_log(RR_LOG_NOTICE, "rerandomized boot confirmed %llds after it began%s",
+	       (long long)(now - d->boot_time),
+	       d->cf.had_wd ? "; the watchdog is handed back (stopped)" : "");
+	daemon_evaluate_soon(d);
+}
+
+static void on_checks(int r, const char *msg, void *ud)
+{
+	struct daemon *d = ud;
+	char why[RR_ERR_MAX + 32];
+
+	d->cf.hooks = NULL;
+	if (r < 0) {
+		snprintf(why, sizeof(why), "%s", msg);
+		confirm_fail(d, RR_CAUSE_CHECK, why);
+		return;
+	}
+	confirm_done(d);
+}
+
+static void run_checks(struct daemon *d)
+{
+	struct rr_err e;
+	int r;
+
+	d->cf.stage = "post-boot checks";
+	r = hooks_start(d->ev, d->cfg.post_boot_dir, "post-boot", d->cfg.hook_timeout, on_checks,
+			d, &d->cf.hooks, &e);
+	if (r < 0)
+		confirm_fail(d, RR_CAUSE_CHECK, e.msg);
+	else if (r == 0)
+		confirm_done(d);
+}
+
+static void poll_boot_complete(struct daemon *d);
+
+static int on_poll(sd_event_source *s, uint64_t usec, void *ud)
+{
+	struct daemon *d = ud;
+
+	d->cf.poll = sd_event_source_disable_unref(d->cf.poll);
+	poll_boot_complete(d);
+	return 0;
+}
+
+static void poll_later(struct daemon *d)
+{
+	if (sd_event_add_time_relative(d->ev, &d->cf.poll, CLOCK_MONOTONIC,
+				       BOOT_COMPLETE_POLL_SEC * 1000000ull, 0, on_poll, d) < 0)
+		d->cf.poll = NULL;
+}
+
+static int on_active_state(sd_bus_message *m, void *ud, sd_bus_error *ret_error)
+{
+	struct daemon *d = ud;
+	const char *state = NULL;
+
+	d->cf.slot = sd_bus_slot_unref(d->cf.slot);
+	if (!sd_bus_message_is_method_error(m, NULL) &&
+	    sd_bus_message_enter_container(m, 'v', "s") > 0 &&
+	    sd_bus_message_read(m, "s", &state) > 0 && !strcmp(state, "active")) {
+		rr_log(RR_LOG_INFO, "boot-complete.target reached");
+		run_checks(d);
+		return 0;
+	}
+	poll_later(d);
+	return 0;
+}
+
+static void poll_boot_complete(struct daemon *d)
+{
+	sd_bus *bus = reboot_bus(d->ev);
+
+	if (!bus || sd_bus_call_method_async(bus, &d->cf.slot, "org.freedesktop.systemd1",
+					     "/org/freedesktop/systemd1/unit/boot_2dcomplete_2etarget",
+					     "org.freedesktop.DBus.Properties", "Get",
+					     on_active_state, d, "ss", "org.freedesktop.systemd1.Unit",
+					     "ActiveState") < 0)
+		poll_later(d);             /* the bus may come later in the boot */
+}
+
+static int on_feed(sd_event_source *s, uint64_t usec, void *ud)
+{
+	struct daemon *d = ud;
+
+	int r = d->cf.wd_fd >= 0 ? wdog_feed(d->cf.wd_fd) : 0;
+
+	if (r < 0)
+		rr_log(RR_LOG_WARNING, "%s: cannot feed the watchdog: %s", d->cfg.watchdog_dev,
+		       strerror(-r));
+	sd_event_source_set_time_relative(s, (uint64_t)d->cf.feed_sec * 1000000ull);
+	return 0;
+}
+
+static int on_deadline(sd_event_source *s, uint64_t usec, void *ud)
+{
+	struct daemon *d = ud;
+	char why[200];
+
+	d->cf.deadline = sd_event_source_disable_unref(d->cf.deadline);
+	snprintf(why, sizeof(why), "not confirmed within ConfirmTimeoutSec=%llds (waiting for %s)",
+		 (long long)d->cfg.confirm_timeout, d->cf.stage);
+	confirm_fail(d, RR_CAUSE_UNCONFIRMED, why);
+	return 0;
+}
+
+void confirm_init(struct daemon *d)
+{
+	memset(&d->cf, 0, sizeof(d->cf));
+	d->cf.wd_fd = -1;
+}
+
+void confirm_start(struct daemon *d)
+{
+	struct rr_err e;
+	time_t now = time(NULL), until = d->boot_time + d->cfg.confirm_timeout;
+
+	if (!d->st.confirm_pending)
+		return;
+	if (wdog_present(&d->cfg)) {
+		if (wdog_open(&d->cfg, d->cfg.kexec_watchdog, &d->cf.wd_fd, &e) < 0) {
+			rr_log(RR_LOG_WARNING, "%s; confirming without the watchdog", e.msg);
+			d->cf.wd_fd = -1;
+		} else {
+			d->cf.had_wd = true;
+			d->cf.feed_sec = d->cfg.kexec_watchdog / 4 > 0 ? d->cfg.kexec_watchdog / 4 : 1;
+			if (d->cf.feed_sec > 30)
+				d->cf.feed_sec = 30;
+			sd_event_add_time_relative(d->ev, &d->cf.feed, CLOCK_MONOTONIC,
+						   (uint64_t)d->cf.feed_sec * 1000000ull, 0, on_feed, d);
+			sd_event_source_set_enabled(d->cf.feed, SD_EVENT_ON);
+		}
+	}
+	rr_log(RR_LOG_NOTICE, "rerandomized boot: confirming within %llds%s",
+	       (long long)(until > now ? until - now : 0),
+	       d->cf.wd_fd >= 0 ? "; the watchdog is fed until then" : "");
+	sd_event_add_time_relative(d->ev, &d->cf.deadline, CLOCK_MONOTONIC,
+				   (uint64_t)(until > now ? until - now : 0) * 1000000ull, 0,
+				   on_deadline, d);
+	if (sd_booted() > 0) {
+		d->cf.stage = "boot-complete.target";
+		poll_boot_complete(d);
+	} else {
+		run_checks(d);               /* no systemd: the checks alone */
+	}
+}
+
+bool confirm_busy(const struct daemon *d)
+{
+	return d->st.confirm_pending || d->cf.failing;
+}
+
+void confirm_stop(struct daemon *d)
+{
+	/* at exit: a boot still being confirmed keeps its watchdog running
+	 * (the next rerandd takes it over, or it resets a hung machine) */
+	confirm_stop_jobs(d);
+	feed_cancel(d);
+	reboot_request_cancel(d->cf.request);
+	d->cf.request = NULL;
+	if (d->cf.wd_fd >= 0)
+		wdog_leave_running(d->cf.wd_fd);
+	d->cf.wd_fd = -1;
+}
