@@ -17,7 +17,19 @@
 
 #include "rerandd.h"
 
+/* Pacing (keepalives, back-off, timeouts) runs on CLOCK_BOOTTIME: a wall clock
+ * stepped back would hold keepalives off until it caught up again, and unlike
+ * CLOCK_MONOTONIC it counts a suspend, after which a keepalive is due at once.
+ * Only the maintenance windows are wall time (coord_wall_ms). */
 int64_t coord_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t coord_wall_ms(void)
 {
 	struct timespec ts;
 
@@ -454,15 +466,18 @@ int coord_gate(struct rr_coord *co, const struct rr_config *c, struct rr_state *
 	if (!co->spread_at_ms) {
 		/* Due hosts make their first attempt spread over the window, not all at
 		 * the moment it opens; `rerand now` is an operator's explicit order. */
+		int64_t wall = coord_wall_ms(), at = 0;
+
 		co->spread_at_ms = now;
-		if (why != RR_WHY_NOW && window_now(c, (time_t)(now / 1000), &ws, &we))
-			co->spread_at_ms = fleet_spread_start(now, (int64_t)ws * 1000,
-							      (int64_t)we * 1000, coord_rnd64());
+		if (why != RR_WHY_NOW && window_now(c, (time_t)(wall / 1000), &ws, &we))
+			at = fleet_spread_start(wall, (int64_t)ws * 1000, (int64_t)we * 1000,
+						coord_rnd64());
+		/* the window is wall time; the wait is paced on now's clock */
+		if (at > wall)
+			co->spread_at_ms = now + (at - wall);
 		if (co->spread_at_ms > now)
 			rr_log(RR_LOG_INFO, "fleet: first attempt in %" PRId64 " ms (spread over the "
 			       "window)", co->spread_at_ms - now);
-		if (!co->spread_at_ms)
-			co->spread_at_ms = now;
 	}
 	if (now < co->spread_at_ms) {
 		set_why(co, RR_LOG_DEBUG, "first attempt spread over the window");
@@ -586,7 +601,9 @@ void coord_view(const struct rr_coord *co, struct rr_view *v)
 	v->fleet_backend = fleet_backend_name(co->cfg.backend);
 	snprintf(v->fleet_group, sizeof(v->fleet_group), "%s", co->cfg.group);
 	snprintf(v->fleet_why, sizeof(v->fleet_why), "%s", co->why);
-	v->fleet_next_try = co->why[0] && co->next_try_ms ? (time_t)(co->next_try_ms / 1000) : 0;
+	/* shown as a wall time */
+	v->fleet_next_try = co->why[0] && co->next_try_ms ?
+		(time_t)((coord_wall_ms() + co->next_try_ms - coord_now_ms()) / 1000) : 0;
 	if (!co->want) {
 		/* the gauge exists either way, so one dashboard fits every host */
 		v->fleet_state = "disabled";
