@@ -29,6 +29,9 @@ struct fleet_config {
 	char     endpoints[FLEET_MAX_ENDPOINTS][FLEET_STR];
 	unsigned nr_endpoints;
 	char     ca_cert[FLEET_STR], cert[FLEET_STR], key[FLEET_STR];
+	char     user[FLEET_ID_MAX];        /* etcd auth user, "" = no etcd auth */
+	char     password_file[FLEET_STR];  /* its password, one line (a credential) */
+	bool     allow_plaintext;   /* http:// to a host that is not on loopback */
 	unsigned max_concurrent;
 	int64_t  lock_ttl;          /* seconds; must outlast drain + reboot + boot */
 	char     url[FLEET_STR];    /* FleetLock base URL */
@@ -52,6 +55,9 @@ int fleet_config_each(const struct fleet_config *c,
 const char *fleet_backend_name(enum fleet_backend b);
 /* The first line of path, trimmed; must be 1-127 printable non-space chars. */
 int fleet_read_identity(const char *path, char *out, size_t len, char *err, size_t errlen);
+/* A plaintext URL (http://, or a bare host:port without CACert=) to a host that is
+ * not on loopback: true, and the host in host. */
+bool fleet_url_plaintext_remote(const char *url, bool has_ca, char *host, size_t hlen);
 /* FleetLock's group syntax, ^[a-zA-Z0-9.-]+$, used for etcd too (it is part of a key). */
 bool fleet_group_valid(const char *g);
 

@@ -180,6 +180,38 @@ int fleet_config_set(struct fleet_config *c, const char *key, const char *value,
 		return set_str(c->cert, sizeof(c->cert), "Cert", value, err, errlen);
 	if (!strcasecmp(key, "Key"))
 		return set_str(c->key, sizeof(c->key), "Key", value, err, errlen);
+	if (!strcasecmp(key, "User")) {
+		/* etcd user names are free text, but this one goes into a JSON body and
+		 * the journal: keep it plain */
+		for (const char *p = value; *p; p++)
+			if (!isalnum((unsigned char)*p) && !strchr("._-", *p)) {
+				snprintf(err, errlen, "User=%s: want characters of [a-zA-Z0-9._-]",
+					 value);
+				return -EINVAL;
+			}
+		return set_str(c->user, sizeof(c->user), "User", value, err, errlen);
+	}
+	if (!strcasecmp(key, "PasswordFile")) {
+		if (*value && *value != '/') {
+			snprintf(err, errlen, "PasswordFile=%s: want an absolute path", value);
+			return -EINVAL;
+		}
+		return set_str(c->password_file, sizeof(c->password_file), "PasswordFile", value,
+			       err, errlen);
+	}
+	if (!strcasecmp(key, "AllowPlaintext")) {
+		if (!strcmp(value, "yes") || !strcmp(value, "true") || !strcmp(value, "1") ||
+		    !strcmp(value, "on"))
+			c->allow_plaintext = true;
+		else if (!strcmp(value, "no") || !strcmp(value, "false") || !strcmp(value, "0") ||
+			 !strcmp(value, "off") || !*value)
+			c->allow_plaintext = false;
+		else {
+			snprintf(err, errlen, "AllowPlaintext=%s: want yes or no", value);
+			return -EINVAL;
+		}
+		return 0;
+	}
 	if (!strcasecmp(key, "URL")) {
 		if (*value && strncmp(value, "http://", 7) && strncmp(value, "https://", 8)) {
 			snprintf(err, errlen, "URL=%s: want an http:// or https:// URL", value);
@@ -234,8 +266,50 @@ int fleet_config_set(struct fleet_config *c, const char *key, const char *value,
 	return -ENOENT;
 }
 
+bool fleet_url_plaintext_remote(const char *url, bool has_ca, char *host, size_t hlen)
+{
+	const char *h = url, *e;
+	size_t n;
+
+	if (!strncmp(url, "https://", 8))
+		return false;
+	if (!strncmp(url, "http://", 7))
+		h = url + 7;
+	else if (strstr(url, "://") || has_ca)
+		return false;             /* a bare host:port with CACert= means https */
+	/* the host: "[v6]" or up to ':' / '/' */
+	if (*h == '[') {
+		e = strchr(h, ']');
+		e = e ? e + 1 : h + strlen(h);
+	} else
+		e = h + strcspn(h, ":/");
+	n = (size_t)(e - h);
+	snprintf(host, hlen, "%.*s", (int)n, h);
+	/* loopback as the kernel routes it; curl resolves "localhost" to loopback
+	 * itself, without asking DNS */
+	if (!strcasecmp(host, "localhost") || !strcmp(host, "[::1]") || !strncmp(host, "127.", 4))
+		return false;
+	return true;
+}
+
+static int check_plaintext(const struct fleet_config *c, const char *key, const char *url,
+			   char *err, size_t errlen)
+{
+	char host[FLEET_STR];
+
+	if (c->allow_plaintext || !fleet_url_plaintext_remote(url, *c->ca_cert, host, sizeof(host)))
+		return 0;
+	snprintf(err, errlen, "[Fleet] %s=%s: plaintext HTTP to %s, which is not on loopback: "
+		 "the lock traffic%s would cross the network unprotected; use https:%s, or set "
+		 "AllowPlaintext=yes to accept that", key, url, host,
+		 *c->user ? " and the etcd password" : "", strstr(url, "://") ? "//" : "// or CACert=");
+	return -EINVAL;
+}
+
 int fleet_config_validate(const struct fleet_config *c, char *err, size_t errlen)
 {
+	int r;
+
 	if (c->retry_max_ms < c->retry_base_ms) {
 		snprintf(err, errlen, "[Fleet] RetryMaxMSec= is below RetryBaseMSec=");
 		return -EINVAL;
@@ -252,6 +326,14 @@ int fleet_config_validate(const struct fleet_config *c, char *err, size_t errlen
 			snprintf(err, errlen, "[Fleet] Cert= and Key= go together");
 			return -EINVAL;
 		}
+		if (!!*c->user != !!*c->password_file) {
+			snprintf(err, errlen, "[Fleet] User= and PasswordFile= go together (etcd "
+				 "authentication)");
+			return -EINVAL;
+		}
+		for (unsigned i = 0; i < c->nr_endpoints; i++)
+			if ((r = check_plaintext(c, "Endpoints", c->endpoints[i], err, errlen)))
+				return r;
 		/* etcd refuses leases shorter than ~2 s; less than 5 s cannot cover a reboot */
 		if (c->lock_ttl < 5) {
 			snprintf(err, errlen, "[Fleet] LockTTL= must be at least 5 seconds");
@@ -263,7 +345,7 @@ int fleet_config_validate(const struct fleet_config *c, char *err, size_t errlen
 			snprintf(err, errlen, "[Fleet] Backend=fleetlock needs URL=");
 			return -EINVAL;
 		}
-		return 0;
+		return check_plaintext(c, "URL", c->url, err, errlen);
 	}
 	return 0;
 }
@@ -364,6 +446,9 @@ int fleet_config_each(const struct fleet_config *c,
 	KV("CACert", c->ca_cert);
 	KV("Cert", c->cert);
 	KV("Key", c->key);
+	KV("User", c->user);
+	KV("PasswordFile", c->password_file);
+	KV("AllowPlaintext", c->allow_plaintext ? "yes" : "no");
 	KN("MaxConcurrent", "%u", c->max_concurrent);
 	KN("LockTTL", "%" PRId64, c->lock_ttl);
 	KV("URL", c->url);
