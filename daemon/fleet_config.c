@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* [Fleet] settings, the host's identity, and the pure timing helpers: shared by
  * rerandd (which parses the configuration) and rerand-fleetd (which is handed it). */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -269,6 +270,8 @@ int fleet_config_set(struct fleet_config *c, const char *key, const char *value,
 bool fleet_url_plaintext_remote(const char *url, bool has_ca, char *host, size_t hlen)
 {
 	const char *h = url, *e;
+	struct in6_addr a6;
+	struct in_addr a4;
 	size_t n;
 
 	if (!strncmp(url, "https://", 8))
@@ -285,10 +288,18 @@ bool fleet_url_plaintext_remote(const char *url, bool has_ca, char *host, size_t
 		e = h + strcspn(h, ":/");
 	n = (size_t)(e - h);
 	snprintf(host, hlen, "%.*s", (int)n, h);
-	/* loopback as the kernel routes it; curl resolves "localhost" to loopback
-	 * itself, without asking DNS */
-	if (!strcasecmp(host, "localhost") || !strcmp(host, "[::1]") || !strncmp(host, "127.", 4))
+	/* loopback by address (a name like 127.example.org is not), or
+	 * "localhost", which curl resolves to loopback itself without asking DNS */
+	if (!strcasecmp(host, "localhost"))
 		return false;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) != 127;
+	if (n > 2 && host[0] == '[' && host[n - 1] == ']') {
+		char v6[INET6_ADDRSTRLEN + 1];
+		snprintf(v6, sizeof(v6), "%.*s", (int)(n - 2), host + 1);
+		if (inet_pton(AF_INET6, v6, &a6) == 1)
+			return !IN6_IS_ADDR_LOOPBACK(&a6);
+	}
 	return true;
 }
 

@@ -216,6 +216,10 @@ printf '[Fleet]\nBackend=fleetlock\nURL=http://[fd00::1]:8080/\n' >"$tmp/f.conf"
 out=$(cc); rc=$?
 check "rerandd --check-config: FleetLock URL=http://[fd00::1]:8080/ refused (exit $rc)" \
 	eval '[ $rc -ne 0 ] && grep -q "URL=http://\[fd00::1\]:8080/: plaintext HTTP to \[fd00::1\]" <<<"$out"'
+printf '[Fleet]\nBackend=etcd\nEndpoints=http://127.example.org:2379\n' >"$tmp/f.conf"
+out=$(cc); rc=$?
+check "rerandd --check-config: http://127.example.org is a name, not loopback: refused (exit $rc)" \
+	eval '[ $rc -ne 0 ] && grep -q "plaintext HTTP to 127.example.org" <<<"$out"'
 printf '[Fleet]\nBackend=etcd\nEndpoints=http://etcd1.example:2379\nAllowPlaintext=yes\n' >"$tmp/f.conf"
 out=$(cc); rc=$?
 check "rerandd --check-config: AllowPlaintext=yes accepts it (exit $rc)" eval '! grep -qi plaintext <<<"$out"'
