@@ -19,6 +19,10 @@
 #define FLEET_MSG_MAX       512
 #define FLEET_DEFAULT_MACHINE_ID "/etc/machine-id"
 #define FLEET_DEFAULT_HELPER     "/run/rerand-fleetd/socket"
+/* A holder is "MACHINEID~INSTALLID": the machine id alone cannot tell two hosts
+ * cloned from one image apart, the install id (random, made once by rerandd
+ * in its state directory) can. */
+#define FLEET_ID_SEP '~'
 
 enum fleet_backend { FLEET_BACKEND_NONE = 0, FLEET_BACKEND_ETCD, FLEET_BACKEND_FLEETLOCK };
 
@@ -37,6 +41,7 @@ struct fleet_config {
 	char     url[FLEET_STR];    /* FleetLock base URL */
 	char     machine_id[FLEET_STR]; /* file holding the identity */
 	char     id[FLEET_ID_MAX];  /* explicit identity (tests); "" = read machine_id */
+	char     install_id[FLEET_ID_MAX]; /* per-install random id, "" = none (rerandd's) */
 	int64_t  timeout;           /* per request, seconds */
 	int64_t  retry_base_ms, retry_max_ms; /* back-off between attempts */
 	char     helper[FLEET_STR]; /* the fleet helper's socket (rerandd only) */
@@ -58,6 +63,8 @@ int fleet_read_identity(const char *path, char *out, size_t len, char *err, size
 /* A plaintext URL (http://, or a bare host:port without CACert=) to a host that is
  * not on loopback: true, and the host in host. */
 bool fleet_url_plaintext_remote(const char *url, bool has_ca, char *host, size_t hlen);
+/* The machine id part of a holder id (before FLEET_ID_SEP): its length. */
+size_t fleet_holder_machine_len(const char *holder);
 /* FleetLock's group syntax, ^[a-zA-Z0-9.-]+$, used for etcd too (it is part of a key). */
 bool fleet_group_valid(const char *g);
 

@@ -230,6 +230,15 @@ int fleet_config_set(struct fleet_config *c, const char *key, const char *value,
 		}
 		return set_str(c->id, sizeof(c->id), "ID", value, err, errlen);
 	}
+	if (!strcasecmp(key, "InstallID")) {
+		size_t n = strlen(value);
+		if (n && (n < 8 || n > 64 || strspn(value, "0123456789abcdef") != n)) {
+			snprintf(err, errlen, "InstallID=%s: want 8 to 64 lower-case hex digits", value);
+			return -EINVAL;
+		}
+		return set_str(c->install_id, sizeof(c->install_id), "InstallID", value, err,
+			       errlen);
+	}
 	if (!strcasecmp(key, "MaxConcurrent")) {
 		r = parse_u64("MaxConcurrent", value, 1, FLEET_MAX_SLOTS, &u, err, errlen);
 		if (!r)
@@ -385,7 +394,8 @@ int fleet_read_identity(const char *path, char *out, size_t len, char *err, size
 		return -EINVAL;
 	}
 	for (i = b; i < e; i++)
-		if (!isgraph((unsigned char)buf[i]) || buf[i] == '"' || buf[i] == '\\') {
+		if (!isgraph((unsigned char)buf[i]) || buf[i] == '"' || buf[i] == '\\' ||
+		    buf[i] == FLEET_ID_SEP) {
 			snprintf(err, errlen, "%s: the machine id has an unusable character", path);
 			free(buf);
 			return -EINVAL;
@@ -397,6 +407,13 @@ int fleet_read_identity(const char *path, char *out, size_t len, char *err, size
 }
 
 /* ---- pure helpers ------------------------------------------------------------ */
+
+size_t fleet_holder_machine_len(const char *holder)
+{
+	const char *s = strchr(holder, FLEET_ID_SEP);
+
+	return s ? (size_t)(s - holder) : strlen(holder);
+}
 
 int64_t fleet_backoff_ms(unsigned attempt, int64_t base_ms, int64_t cap_ms, uint64_t rnd)
 {
@@ -465,6 +482,7 @@ int fleet_config_each(const struct fleet_config *c,
 	KV("URL", c->url);
 	KV("MachineIDFile", c->machine_id);
 	KV("ID", c->id);
+	KV("InstallID", c->install_id);
 	KN("Timeout", "%" PRId64, c->timeout);
 	KN("RetryBaseMSec", "%" PRId64, c->retry_base_ms);
 	KN("RetryMaxMSec", "%" PRId64, c->retry_max_ms);

@@ -451,10 +451,19 @@ static int etcd_refresh(struct fleet_conn *c, struct fleet_etcd *e)
 	r = range(c, e, &st);
 	if (r < 0)
 		return r;
-	for (unsigned i = 0; i < st.nr_holders; i++)
-		if (st.holders[i].slot == e->slot && st.holders[i].lease == e->lease &&
-		    !strcmp(st.holders[i].id, c->id))
+	for (unsigned i = 0; i < st.nr_holders; i++) {
+		if (st.holders[i].lease != e->lease)
+			continue;
+		if (st.holders[i].slot == e->slot && !strcmp(st.holders[i].id, c->id))
 			return 1;
+		/* the lease holds another install's slot (a clone with a copy of our
+		 * state): not ours to revoke */
+		fleet_conn_error(c, "etcd: slot %d is held by %s under lease %" PRIx64 ", not by "
+				 "this install (%s)", st.holders[i].slot, st.holders[i].id,
+				 (uint64_t)e->lease, c->id);
+		forget(e);
+		return 0;
+	}
 	fleet_conn_error(c, "etcd: slot %d is no longer ours", e->slot);
 	lease_revoke(c, e, e->lease);
 	forget(e);
@@ -474,13 +483,26 @@ static int etcd_acquire(struct fleet_conn *c, struct fleet_etcd *e)
 	if (r < 0)
 		return r;
 	/* recursive: a slot already ours (this boot, or a lease that survived the
-	 * reboot) is kept, not doubled */
+	 * reboot) is kept, not doubled.  Ours means this install's full id: a slot
+	 * with our machine id and another install id is another host's. */
 	for (unsigned i = 0; i < st.nr_holders; i++) {
 		if (strcmp(st.holders[i].id, c->id))
 			continue;
 		e->lease = st.holders[i].lease;
 		e->slot = st.holders[i].slot;
 		return etcd_refresh(c, e);
+	}
+	for (unsigned i = 0; i < st.nr_holders; i++) {
+		const char *h = st.holders[i].id;
+		size_t m = fleet_holder_machine_len(c->id);
+		if (fleet_holder_machine_len(h) != m || strncmp(h, c->id, m))
+			continue;
+		fleet_conn_error(c, "etcd: slot %d of group %s is held by %s, another host with "
+				 "this machine id %.*s (an image cloned with its /etc/machine-id?): "
+				 "not taking a slot while it holds one; give each host its own "
+				 "machine id (rm /etc/machine-id; systemd-machine-id-setup)",
+				 st.holders[i].slot, cfg->group, h, (int)m, c->id);
+		return -EEXIST;
 	}
 	if (st.nr_holders >= cfg->max_concurrent) {
 		fleet_conn_error(c, "etcd: group %s is full (%u of %u slots held)", cfg->group,
@@ -601,11 +623,14 @@ static int etcd_release_host(struct fleet_conn *c, struct fleet_etcd *e, const c
 		return r;
 	slot_prefix(c, prefix, sizeof(prefix));
 	for (unsigned i = 0; i < st.nr_holders; i++) {
-		if (strcmp(st.holders[i].id, host))
+		const char *h = st.holders[i].id;
+		/* HOST is a holder as listed, or its machine id (every install of it) */
+		if (strcmp(h, host) && (fleet_holder_machine_len(h) != strlen(host) ||
+					strncmp(h, host, strlen(host))))
 			continue;
 		snprintf(key, sizeof(key), "%s%d", prefix, st.holders[i].slot);
 		/* only the exact key we saw: never a slot re-taken since by someone else */
-		r = delete_body(key, host, st.holders[i].mod_revision, body, sizeof(body));
+		r = delete_body(key, h, st.holders[i].mod_revision, body, sizeof(body));
 		if (r >= 0)
 			r = txn(c, e, body);
 		if (r < 0)
