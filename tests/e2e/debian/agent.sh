@@ -277,8 +277,10 @@ if [ "$n" -gt 0 ]; then
 		echo "$hist" >"$D/out/etcd-history.$n.txt"
 		put=$(grep -A2 -x PUT <<<"$hist" | tr '\n' ' ')
 		del=$(grep -A1 -x DELETE <<<"$hist" | tr '\n' ' ')
-		tap "$(grep -q "/rerand/fleet/e2e/slot/0 $mid" <<<"$put" && grep -q '/rerand/fleet/e2e/slot/0' <<<"$del"; echo $?)" \
-			"etcd history: PUT /rerand/fleet/e2e/slot/0 = this machine's id, then DELETE" "$(tr '\n' '|' <<<"$hist" | cut -c1-400)"
+		# the holder names this install: machine id ~ rerandd's install id
+		iid=$(cat /var/lib/rerand/fleet-install-id 2>/dev/null)
+		tap "$([ -n "$iid" ] && grep -q "/rerand/fleet/e2e/slot/0 $mid~$iid " <<<"$put " && grep -q '/rerand/fleet/e2e/slot/0' <<<"$del"; echo $?)" \
+			"etcd history: PUT /rerand/fleet/e2e/slot/0 = this machine's id ~ its install id, then DELETE" "iid '$iid'; $(tr '\n' '|' <<<"$hist" | cut -c1-400)"
 		grep -q 'rerandd\[[0-9]*\]: fleet: slot taken' <<<"$pj"
 		tap $? "previous boot's journal: rerandd took the slot before rebooting" \
 			"$(grep 'fleet:' <<<"$pj" | tail -n 3 | tr '\n' '|')"
