@@ -91,7 +91,7 @@ fleetd() {
 	rm -f "$tmp/$s.sock"
 	env "$@" "$FLEETD" --socket "$tmp/$s.sock" 2>>"$tmp/$s.log" &
 	bg_pids+=($!)
-	wait_for 10 test -S "$tmp/$s.sock" || bail "rerand-fleetd did not listen on $tmp/$s.sock"
+	wait_for 30 test -S "$tmp/$s.sock" || bail "rerand-fleetd did not listen on $tmp/$s.sock"
 }
 ask() { local s=$1; shift; $ASK "$tmp/$s.sock" "$@" 2>&1; }
 
@@ -106,7 +106,7 @@ etcd_start() {
 		--initial-cluster t1=http://127.0.0.1:2352 --cert-file "$tmp/srv.pem" --key-file "$tmp/srv.key" \
 		--client-cert-auth --trusted-ca-file "$tmp/ca.pem" >>"$tmp/etcd-t1.log" 2>&1 &
 	echo $! >"$tmp/etcd-t1.pid"
-	wait_for 30 "${ECTL[@]}" endpoint health >/dev/null 2>&1
+	wait_for 60 "${ECTL[@]}" endpoint health >/dev/null 2>&1
 }
 etcd_start || bail "etcd did not start on $E"
 BASE=(Backend=etcd Group=tls Endpoints=$E MaxConcurrent=1 LockTTL=30 Timeout=3 ID=host-1)
@@ -176,7 +176,7 @@ check "a wrong password: refused, naming the user, and no password shows in the 
 $ASK "$tmp/a.sock" "${BASE[@]}" "${TLS[@]}" "${AUTH[@]}" -- acquire wait:"$tmp/go" refresh release \
 	>"$tmp/restart.out" 2>&1 &
 asker=$!
-wait_for 20 grep -q '^acquire' "$tmp/restart.out"
+wait_for 60 grep -q "^acquire" "$tmp/restart.out"
 etcd_kill t1 TERM
 etcd_start
 touch "$tmp/go"
@@ -191,7 +191,7 @@ etcd_kill t1
 python3 "$top/tests/fleet/fleetlock-server.py" 1 "$tmp/fl.port" "$tmp/srv.pem" "$tmp/srv.key" "$tmp/ca.pem" \
 	2>"$tmp/fl.log" &
 bg_pids+=($!)
-wait_for 10 test -s "$tmp/fl.port" || bail "the FleetLock server did not start"
+wait_for 60 test -s "$tmp/fl.port" || bail "the FleetLock server did not start"
 FL=https://127.0.0.1:$(cat "$tmp/fl.port")/
 out=$(ask a Backend=fleetlock Group=workers URL="$FL" ID=host-1 "${TLS[@]}" -- acquire release)
 echo "$out" | sed 's/^/#   /'
