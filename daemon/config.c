@@ -689,7 +689,7 @@ void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_
 	if (c->hotplug_settle > 3600)
 		errs_add(errs, "%s: [Crash] HotplugSettle= must be at most 1h", name);
 	wdog_validate(c, name, errs, errs_add);
-	char ferr[256];
+	char ferr[FLEET_MSG_MAX];
 	if (fleet_config_validate(&c->fleet, ferr, sizeof(ferr)) < 0)
 		errs_add(errs, "%s: %s", name, ferr);
 	/* The slot must outlive the drain: the hooks run while it is held and a

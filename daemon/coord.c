@@ -5,6 +5,7 @@
  * over its unix socket and never waits for the answer; replies, a helper that went
  * away, and timeouts arrive on the sd-event loop and wake main. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,7 +18,19 @@
 
 #include "rerandd.h"
 
+/* Pacing (keepalives, back-off, timeouts) runs on CLOCK_BOOTTIME: a wall clock
+ * stepped back would hold keepalives off until it caught up again, and unlike
+ * CLOCK_MONOTONIC it counts a suspend, after which a keepalive is due at once.
+ * Only the maintenance windows are wall time (coord_wall_ms). */
 int64_t coord_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t coord_wall_ms(void)
 {
 	struct timespec ts;
 
@@ -257,10 +270,72 @@ static void pump(struct rr_coord *co)
 
 /* ---- what main calls ------------------------------------------------------------ */
 
+/* The per-install half of this host's fleet identity: 128 random bits made once
+ * and kept next to the state file, so that a host cloned from an image made
+ * before rerandd first ran there holds slots under a name of its own, and a
+ * slot is adopted after a reboot only by the install that took it.  0, or
+ * -errno and a message; an InstallID= already set (tests) is kept. */
+static int install_id(const char *state_path, struct fleet_config *fc, char *err, size_t errlen)
+{
+	char path[RR_PATH + 48], tmp[RR_PATH + 56], buf[72];
+	const char *slash = strrchr(state_path, '/');
+	uint8_t rnd[16];
+	ssize_t n;
+	int fd, r;
+
+	if (*fc->install_id || fc->backend == FLEET_BACKEND_NONE)
+		return 0;
+	snprintf(path, sizeof(path), "%.*s/fleet-install-id",
+		 slash ? (int)(slash - state_path) : 1, slash ? state_path : ".");
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = 0;
+		buf[strcspn(buf, "\n")] = 0;
+		if (fleet_config_set(fc, "InstallID", buf, err, errlen) == 0 && *fc->install_id)
+			return 0;
+		snprintf(err, errlen, "%.400s: not an install id (32 hex digits); remove it to make "
+			 "a new one", path);
+		return -EINVAL;
+	}
+	if (errno != ENOENT) {
+		r = -errno;
+		snprintf(err, errlen, "%.400s: %s", path, strerror(-r));
+		return r;
+	}
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
+		snprintf(err, errlen, "getrandom: %s", strerror(errno));
+		return -EIO;
+	}
+	for (unsigned i = 0; i < sizeof(rnd); i++)
+		snprintf(buf + 2 * i, 3, "%02x", rnd[i]);
+	/* written whole or not at all: a torn id would be a new identity */
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0 || dprintf(fd, "%s\n", buf) != 33 || fsync(fd) < 0 || close(fd) < 0 ||
+	    rename(tmp, path) < 0) {
+		r = -errno;
+		if (fd >= 0)
+			close(fd);
+		unlink(tmp);
+		snprintf(err, errlen, "%.400s: cannot write: %s", path, strerror(-r));
+		return r;
+	}
+	rr_log(RR_LOG_NOTICE, "fleet: made this install's id in %s", path);
+	return fleet_config_set(fc, "InstallID", buf, err, errlen);
+}
+
 int coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *state_path)
 {
+	char err[RR_ERR_MAX];
+
 	snprintf(co->state_path, sizeof(co->state_path), "%s", state_path);
 	co->cfg = *fc;
+	if (install_id(state_path, &co->cfg, err, sizeof(err)) < 0)
+		/* the machine id alone: fencing off, said loudly, the fleet still works */
+		rr_log(RR_LOG_ERR, "fleet: no install id, the slot is named by the machine id "
+		       "alone: %s", err);
 	co->want = fc->backend != FLEET_BACKEND_NONE;
 	co->fd = -1;
 	co->io = NULL;
@@ -442,6 +517,9 @@ int coord_gate(struct rr_coord *co, const struct rr_config *c, struct rr_state *
 		retry_later(co);
 		if (r == 0)
 			set_why(co, RR_LOG_INFO, "waiting for a slot: %s", co->last_error);
+		else if (r == -EEXIST)
+			set_why(co, RR_LOG_ERR, "another host uses this identity, not rebooting "
+				"(fail closed): %s", co->last_error);
 		else
 			set_why(co, RR_LOG_ERR, "backend unreachable, not rebooting (fail closed): %s",
 				co->last_error);
@@ -454,15 +532,18 @@ int coord_gate(struct rr_coord *co, const struct rr_config *c, struct rr_state *
 	if (!co->spread_at_ms) {
 		/* Due hosts make their first attempt spread over the window, not all at
 		 * the moment it opens; `rerand now` is an operator's explicit order. */
+		int64_t wall = coord_wall_ms(), at = 0;
+
 		co->spread_at_ms = now;
-		if (why != RR_WHY_NOW && window_now(c, (time_t)(now / 1000), &ws, &we))
-			co->spread_at_ms = fleet_spread_start(now, (int64_t)ws * 1000,
-							      (int64_t)we * 1000, coord_rnd64());
+		if (why != RR_WHY_NOW && window_now(c, (time_t)(wall / 1000), &ws, &we))
+			at = fleet_spread_start(wall, (int64_t)ws * 1000, (int64_t)we * 1000,
+						coord_rnd64());
+		/* the window is wall time; the wait is paced on now's clock */
+		if (at > wall)
+			co->spread_at_ms = now + (at - wall);
 		if (co->spread_at_ms > now)
 			rr_log(RR_LOG_INFO, "fleet: first attempt in %" PRId64 " ms (spread over the "
 			       "window)", co->spread_at_ms - now);
-		if (!co->spread_at_ms)
-			co->spread_at_ms = now;
 	}
 	if (now < co->spread_at_ms) {
 		set_why(co, RR_LOG_DEBUG, "first attempt spread over the window");
@@ -542,7 +623,13 @@ void coord_reconfigure(struct rr_coord *co, const struct fleet_config *fc,
 	struct rr_state *keep = co->st;
 	void (*w)(void *) = co->wake;
 	void *wa = co->wake_arg;
+	struct fleet_config nc = *fc;
+	char err[RR_ERR_MAX];
 
+	/* compared, and reopened, with this install's id as coord_open sets it */
+	if (install_id(co->state_path, &nc, err, sizeof(err)) < 0)
+		rr_log(RR_LOG_ERR, "fleet: no install id: %s", err);
+	fc = &nc;
 	if (!memcmp(fc, &co->cfg, sizeof(*fc)))
 		return;
 	if (co->fstate == FLEET_ST_HELD || st->fleet_held) {
@@ -586,7 +673,9 @@ void coord_view(const struct rr_coord *co, struct rr_view *v)
 	v->fleet_backend = fleet_backend_name(co->cfg.backend);
 	snprintf(v->fleet_group, sizeof(v->fleet_group), "%s", co->cfg.group);
 	snprintf(v->fleet_why, sizeof(v->fleet_why), "%s", co->why);
-	v->fleet_next_try = co->why[0] && co->next_try_ms ? (time_t)(co->next_try_ms / 1000) : 0;
+	/* shown as a wall time */
+	v->fleet_next_try = co->why[0] && co->next_try_ms ?
+		(time_t)((coord_wall_ms() + co->next_try_ms - coord_now_ms()) / 1000) : 0;
 	if (!co->want) {
 		/* the gauge exists either way, so one dashboard fits every host */
 		v->fleet_state = "disabled";

@@ -55,8 +55,8 @@ struct rr_coord {
 	int64_t  fst_at_ms;            /* when, 0 = never */
 	char     release_host[FLEET_ID_MAX];   /* queued operator release, "" = none */
 
-	int64_t  next_try_ms;          /* wall ms: next attempt after a refusal/error */
-	int64_t  spread_at_ms;         /* wall ms: this due period's first attempt */
+	int64_t  next_try_ms;          /* coord_now_ms: next attempt after a refusal/error */
+	int64_t  spread_at_ms;         /* coord_now_ms: this due period's first attempt */
 	int64_t  last_keepalive_ms;
 	unsigned attempts;             /* failed steps in a row, for the back-off */
 	bool     release_pending;      /* something of ours may still be in the group */
@@ -70,6 +70,7 @@ struct rr_coord {
 	void   (*wake)(void *arg);
 	void    *wake_arg;
 };
+/* CLOCK_BOOTTIME ms: every fleet time below is on it, none is wall time. */
 int64_t coord_now_ms(void);
 /* Connect to the helper (Backend=none: nothing).  Never blocks: an unreachable
  * helper is retried in the background and leaves reboots off meanwhile. */
@@ -95,7 +96,7 @@ void coord_abort(struct rr_coord *co);
 void coord_not_due(struct rr_coord *co);
 void coord_reconfigure(struct rr_coord *co, const struct fleet_config *fc,
 		       const struct rr_state *st);
-/* Wall ms of the next fleet action, 0 = none. */
+/* coord_now_ms() of the next fleet action, 0 = none. */
 int64_t coord_next_ms(const struct rr_coord *co);
 void coord_view(const struct rr_coord *co, struct rr_view *v);
 /* `rerand fleet status [--json]` / `rerand fleet release HOST`: from what the

@@ -19,6 +19,10 @@
 #define FLEET_MSG_MAX       512
 #define FLEET_DEFAULT_MACHINE_ID "/etc/machine-id"
 #define FLEET_DEFAULT_HELPER     "/run/rerand-fleetd/socket"
+/* A holder is "MACHINEID~INSTALLID": the machine id alone cannot tell two hosts
+ * cloned from one image apart, the install id (random, made once by rerandd
+ * in its state directory) can. */
+#define FLEET_ID_SEP '~'
 
 enum fleet_backend { FLEET_BACKEND_NONE = 0, FLEET_BACKEND_ETCD, FLEET_BACKEND_FLEETLOCK };
 
@@ -29,11 +33,15 @@ struct fleet_config {
 	char     endpoints[FLEET_MAX_ENDPOINTS][FLEET_STR];
 	unsigned nr_endpoints;
 	char     ca_cert[FLEET_STR], cert[FLEET_STR], key[FLEET_STR];
+	char     user[FLEET_ID_MAX];        /* etcd auth user, "" = no etcd auth */
+	char     password_file[FLEET_STR];  /* its password, one line (a credential) */
+	bool     allow_plaintext;   /* http:// to a host that is not on loopback */
 	unsigned max_concurrent;
 	int64_t  lock_ttl;          /* seconds; must outlast drain + reboot + boot */
 	char     url[FLEET_STR];    /* FleetLock base URL */
 	char     machine_id[FLEET_STR]; /* file holding the identity */
 	char     id[FLEET_ID_MAX];  /* explicit identity (tests); "" = read machine_id */
+	char     install_id[FLEET_ID_MAX]; /* per-install random id, "" = none (rerandd's) */
 	int64_t  timeout;           /* per request, seconds */
 	int64_t  retry_base_ms, retry_max_ms; /* back-off between attempts */
 	char     helper[FLEET_STR]; /* the fleet helper's socket (rerandd only) */
@@ -52,6 +60,11 @@ int fleet_config_each(const struct fleet_config *c,
 const char *fleet_backend_name(enum fleet_backend b);
 /* The first line of path, trimmed; must be 1-127 printable non-space chars. */
 int fleet_read_identity(const char *path, char *out, size_t len, char *err, size_t errlen);
+/* A plaintext URL (http://, or a bare host:port without CACert=) to a host that is
+ * not on loopback: true, and the host in host. */
+bool fleet_url_plaintext_remote(const char *url, bool has_ca, char *host, size_t hlen);
+/* The machine id part of a holder id (before FLEET_ID_SEP): its length. */
+size_t fleet_holder_machine_len(const char *holder);
 /* FleetLock's group syntax, ^[a-zA-Z0-9.-]+$, used for etcd too (it is part of a key). */
 bool fleet_group_valid(const char *g);
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* [Fleet] settings, the host's identity, and the pure timing helpers: shared by
  * rerandd (which parses the configuration) and rerand-fleetd (which is handed it). */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -180,6 +181,38 @@ int fleet_config_set(struct fleet_config *c, const char *key, const char *value,
 		return set_str(c->cert, sizeof(c->cert), "Cert", value, err, errlen);
 	if (!strcasecmp(key, "Key"))
 		return set_str(c->key, sizeof(c->key), "Key", value, err, errlen);
+	if (!strcasecmp(key, "User")) {
+		/* etcd user names are free text, but this one goes into a JSON body and
+		 * the journal: keep it plain */
+		for (const char *p = value; *p; p++)
+			if (!isalnum((unsigned char)*p) && !strchr("._-", *p)) {
+				snprintf(err, errlen, "User=%s: want characters of [a-zA-Z0-9._-]",
+					 value);
+				return -EINVAL;
+			}
+		return set_str(c->user, sizeof(c->user), "User", value, err, errlen);
+	}
+	if (!strcasecmp(key, "PasswordFile")) {
+		if (*value && *value != '/') {
+			snprintf(err, errlen, "PasswordFile=%s: want an absolute path", value);
+			return -EINVAL;
+		}
+		return set_str(c->password_file, sizeof(c->password_file), "PasswordFile", value,
+			       err, errlen);
+	}
+	if (!strcasecmp(key, "AllowPlaintext")) {
+		if (!strcmp(value, "yes") || !strcmp(value, "true") || !strcmp(value, "1") ||
+		    !strcmp(value, "on"))
+			c->allow_plaintext = true;
+		else if (!strcmp(value, "no") || !strcmp(value, "false") || !strcmp(value, "0") ||
+			 !strcmp(value, "off") || !*value)
+			c->allow_plaintext = false;
+		else {
+			snprintf(err, errlen, "AllowPlaintext=%s: want yes or no", value);
+			return -EINVAL;
+		}
+		return 0;
+	}
 	if (!strcasecmp(key, "URL")) {
 		if (*value && strncmp(value, "http://", 7) && strncmp(value, "https://", 8)) {
 			snprintf(err, errlen, "URL=%s: want an http:// or https:// URL", value);
@@ -196,6 +229,15 @@ int fleet_config_set(struct fleet_config *c, const char *key, const char *value,
 			return -EINVAL;
 		}
 		return set_str(c->id, sizeof(c->id), "ID", value, err, errlen);
+	}
+	if (!strcasecmp(key, "InstallID")) {
+		size_t n = strlen(value);
+		if (n && (n < 8 || n > 64 || strspn(value, "0123456789abcdef") != n)) {
+			snprintf(err, errlen, "InstallID=%s: want 8 to 64 lower-case hex digits", value);
+			return -EINVAL;
+		}
+		return set_str(c->install_id, sizeof(c->install_id), "InstallID", value, err,
+			       errlen);
 	}
 	if (!strcasecmp(key, "MaxConcurrent")) {
 		r = parse_u64("MaxConcurrent", value, 1, FLEET_MAX_SLOTS, &u, err, errlen);
@@ -234,8 +276,60 @@ int fleet_config_set(struct fleet_config *c, const char *key, const char *value,
 	return -ENOENT;
 }
 
+bool fleet_url_plaintext_remote(const char *url, bool has_ca, char *host, size_t hlen)
+{
+	const char *h = url, *e;
+	struct in6_addr a6;
+	struct in_addr a4;
+	size_t n;
+
+	if (!strncmp(url, "https://", 8))
+		return false;
+	if (!strncmp(url, "http://", 7))
+		h = url + 7;
+	else if (strstr(url, "://") || has_ca)
+		return false;             /* a bare host:port with CACert= means https */
+	/* the host: "[v6]" or up to ':' / '/' */
+	if (*h == '[') {
+		e = strchr(h, ']');
+		e = e ? e + 1 : h + strlen(h);
+	} else
+		e = h + strcspn(h, ":/");
+	n = (size_t)(e - h);
+	snprintf(host, hlen, "%.*s", (int)n, h);
+	/* loopback by address (a name like 127.example.org is not), or
+	 * "localhost", which curl resolves to loopback itself without asking DNS */
+	if (!strcasecmp(host, "localhost"))
+		return false;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) != 127;
+	if (n > 2 && host[0] == '[' && host[n - 1] == ']') {
+		char v6[INET6_ADDRSTRLEN + 1];
+		snprintf(v6, sizeof(v6), "%.*s", (int)(n - 2), host + 1);
+		if (inet_pton(AF_INET6, v6, &a6) == 1)
+			return !IN6_IS_ADDR_LOOPBACK(&a6);
+	}
+	return true;
+}
+
+static int check_plaintext(const struct fleet_config *c, const char *key, const char *url,
+			   char *err, size_t errlen)
+{
+	char host[FLEET_STR];
+
+	if (c->allow_plaintext || !fleet_url_plaintext_remote(url, *c->ca_cert, host, sizeof(host)))
+		return 0;
+	snprintf(err, errlen, "[Fleet] %s=%s: plaintext HTTP to %s, which is not on loopback: "
+		 "the lock traffic%s would cross the network unprotected; use https:%s, or set "
+		 "AllowPlaintext=yes to accept that", key, url, host,
+		 *c->user ? " and the etcd password" : "", strstr(url, "://") ? "//" : "// or CACert=");
+	return -EINVAL;
+}
+
 int fleet_config_validate(const struct fleet_config *c, char *err, size_t errlen)
 {
+	int r;
+
 	if (c->retry_max_ms < c->retry_base_ms) {
 		snprintf(err, errlen, "[Fleet] RetryMaxMSec= is below RetryBaseMSec=");
 		return -EINVAL;
@@ -252,6 +346,14 @@ int fleet_config_validate(const struct fleet_config *c, char *err, size_t errlen
 			snprintf(err, errlen, "[Fleet] Cert= and Key= go together");
 			return -EINVAL;
 		}
+		if (!!*c->user != !!*c->password_file) {
+			snprintf(err, errlen, "[Fleet] User= and PasswordFile= go together (etcd "
+				 "authentication)");
+			return -EINVAL;
+		}
+		for (unsigned i = 0; i < c->nr_endpoints; i++)
+			if ((r = check_plaintext(c, "Endpoints", c->endpoints[i], err, errlen)))
+				return r;
 		/* etcd refuses leases shorter than ~2 s; less than 5 s cannot cover a reboot */
 		if (c->lock_ttl < 5) {
 			snprintf(err, errlen, "[Fleet] LockTTL= must be at least 5 seconds");
@@ -263,7 +365,7 @@ int fleet_config_validate(const struct fleet_config *c, char *err, size_t errlen
 			snprintf(err, errlen, "[Fleet] Backend=fleetlock needs URL=");
 			return -EINVAL;
 		}
-		return 0;
+		return check_plaintext(c, "URL", c->url, err, errlen);
 	}
 	return 0;
 }
@@ -292,7 +394,8 @@ int fleet_read_identity(const char *path, char *out, size_t len, char *err, size
 		return -EINVAL;
 	}
 	for (i = b; i < e; i++)
-		if (!isgraph((unsigned char)buf[i]) || buf[i] == '"' || buf[i] == '\\') {
+		if (!isgraph((unsigned char)buf[i]) || buf[i] == '"' || buf[i] == '\\' ||
+		    buf[i] == FLEET_ID_SEP) {
 			snprintf(err, errlen, "%s: the machine id has an unusable character", path);
 			free(buf);
 			return -EINVAL;
@@ -304,6 +407,13 @@ int fleet_read_identity(const char *path, char *out, size_t len, char *err, size
 }
 
 /* ---- pure helpers ------------------------------------------------------------ */
+
+size_t fleet_holder_machine_len(const char *holder)
+{
+	const char *s = strchr(holder, FLEET_ID_SEP);
+
+	return s ? (size_t)(s - holder) : strlen(holder);
+}
 
 int64_t fleet_backoff_ms(unsigned attempt, int64_t base_ms, int64_t cap_ms, uint64_t rnd)
 {
@@ -364,11 +474,15 @@ int fleet_config_each(const struct fleet_config *c,
 	KV("CACert", c->ca_cert);
 	KV("Cert", c->cert);
 	KV("Key", c->key);
+	KV("User", c->user);
+	KV("PasswordFile", c->password_file);
+	KV("AllowPlaintext", c->allow_plaintext ? "yes" : "no");
 	KN("MaxConcurrent", "%u", c->max_concurrent);
 	KN("LockTTL", "%" PRId64, c->lock_ttl);
 	KV("URL", c->url);
 	KV("MachineIDFile", c->machine_id);
 	KV("ID", c->id);
+	KV("InstallID", c->install_id);
 	KN("Timeout", "%" PRId64, c->timeout);
 	KN("RetryBaseMSec", "%" PRId64, c->retry_base_ms);
 	KN("RetryMaxMSec", "%" PRId64, c->retry_max_ms);

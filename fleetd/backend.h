@@ -18,6 +18,8 @@ struct fleet_conn {
 	const struct fleet_config *cfg;
 	const char *id;                  /* this host's identity */
 	void *curl;                      /* the easy handle, reused between requests */
+	char password[256];              /* etcd auth: from PasswordFile=, never logged */
+	char auth_token[2048];           /* etcd auth: the token it gave, "" = none yet */
 	char err[FLEET_MSG_MAX];         /* why the last call failed or was refused */
 };
 

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The fleet client's state machine: which backend, the identity, the lock's
  * state and error count.  It calls a backend through its ops table only. */
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fleetd.h"
 #include "backend.h"
@@ -19,6 +22,50 @@ struct fleet {
 	const struct fleet_backend_ops *ops;
 	void *be;
 };
+
+/* etcd's password: the first line of path, read into out only (no copy left in
+ * freed memory), never echoed in a message. */
+static int read_password(const char *path, char *out, size_t len, char *err, size_t errlen)
+{
+	char buf[512];
+	ssize_t n;
+	size_t e;
+	int fd, r = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "PasswordFile=%s: cannot open: %s", path, strerror(-r));
+		return r;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n < 0)
+		r = -errno;
+	close(fd);
+	if (r < 0) {
+		snprintf(err, errlen, "PasswordFile=%s: cannot read: %s", path, strerror(-r));
+		return r;
+	}
+	buf[n > 0 ? n : 0] = 0;
+	e = strcspn(buf, "\r\n");
+	if (!e || e >= len) {
+		snprintf(err, errlen, "PasswordFile=%s: want the password on the first line "
+			 "(1 to %zu bytes)", path, len - 1);
+		r = -EINVAL;
+	}
+	for (size_t i = 0; !r && i < e; i++)
+		if (iscntrl((unsigned char)buf[i])) {
+			snprintf(err, errlen, "PasswordFile=%s: the password has a control character",
+				 path);
+			r = -EINVAL;
+		}
+	if (!r) {
+		memcpy(out, buf, e);
+		out[e] = 0;
+	}
+	explicit_bzero(buf, sizeof(buf));
+	return r;
+}
 
 int fleet_open(const struct fleet_config *c, struct fleet **ret, char *err, size_t errlen)
 {
@@ -44,12 +91,30 @@ int fleet_open(const struct fleet_config *c, struct fleet **ret, char *err, size
 			return r;
 		}
 	}
+	if (*c->install_id && *f->id) {
+		/* the slot names this install, not only the machine id a clone shares */
+		size_t n = strlen(f->id);
+		if (n + 1 + strlen(c->install_id) >= sizeof(f->id)) {
+			snprintf(err, errlen, "the identity %s with its install id is too long", f->id);
+			free(f);
+			return -EINVAL;
+		}
+		snprintf(f->id + n, sizeof(f->id) - n, "%c%s", FLEET_ID_SEP, c->install_id);
+	}
 	if (c->backend != FLEET_BACKEND_NONE) {
 		f->ops = c->backend == FLEET_BACKEND_ETCD ? &fleet_etcd_ops : &fleet_lock_ops;
 		r = fleet_conn_init(&f->conn, &f->cfg, f->id, err, errlen);
 		if (r) {
 			free(f);
 			return r;
+		}
+		if (c->backend == FLEET_BACKEND_ETCD && *c->password_file) {
+			r = read_password(c->password_file, f->conn.password,
+					  sizeof(f->conn.password), err, errlen);
+			if (r) {
+				fleet_close(f);
+				return r;
+			}
 		}
 		f->be = f->ops->create();
 		if (!f->be) {
@@ -69,6 +134,7 @@ void fleet_close(struct fleet *f)
 	if (f->ops && f->be)
 		f->ops->destroy(f->be);
 	fleet_conn_fini(&f->conn);
+	explicit_bzero(&f->conn, sizeof(f->conn));
 	free(f);
 }
 

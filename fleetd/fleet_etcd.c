@@ -10,6 +10,7 @@
 #include <json-c/json.h>
 
 #include "backend.h"
+#include "fleetd.h"          /* rr_escape_str() */
 
 #define KEY_MAX (FLEET_GROUP_MAX + 64)
 
@@ -187,8 +188,8 @@ int fleet_etcd_parse_range(const char *body, const char *prefix, unsigned max_co
 /* One gateway call.  Endpoints are tried in turn, starting with the last one that
  * answered, until one gives an HTTP answer that is not "unavailable".  0 and the
  * parsed reply, -ENOENT for etcd's NotFound, another -errno otherwise. */
-static int call(struct fleet_conn *c, struct fleet_etcd *e, const char *path, const char *body,
-		json_object **ret)
+static int call_once(struct fleet_conn *c, struct fleet_etcd *e, const char *path,
+		     const char *body, json_object **ret)
 {
 	const struct fleet_config *cfg = c->cfg;
 	char last[256] = "no endpoint";
@@ -207,6 +208,20 @@ static int call(struct fleet_conn *c, struct fleet_etcd *e, const char *path, co
 			continue;
 		}
 		root = json_tokener_parse(r.body);
+		if (!root && r.status >= 400 && r.status < 500) {
+			/* etcd's HTTP layer answers some refusals in plain text, the same
+			 * on every member: say what it said, do not fail over */
+			char line[160], text[4 * sizeof(line)];
+			snprintf(line, sizeof(line), "%.*s", (int)strcspn(r.body, "\r\n"), r.body);
+			rr_escape_str(text, sizeof(text), line);
+			fleet_conn_error(c, "%s%s: HTTP %ld: %s%s", cfg->endpoints[ep], path,
+					 r.status, text, strstr(r.body, "CommonName") ?
+					 " (with etcd authentication on, the client certificate "
+					 "must have no CN; see docs/fleet.md)" : "");
+			free(r.body);
+			e->cur = ep;
+			return -EPROTO;
+		}
 		if (r.status == 503 || r.status == 502 || r.status == 504 || (!root && r.status != 200)) {
 			/* a member without quorum or a proxy in front of a dead one */
 			snprintf(last, sizeof(last), "%s%s: HTTP %ld", cfg->endpoints[ep], path, r.status);
@@ -226,13 +241,78 @@ static int call(struct fleet_conn *c, struct fleet_etcd *e, const char *path, co
 			fleet_conn_error(c, "%s%s: HTTP %ld: %s", cfg->endpoints[ep], path, r.status,
 					msg ? msg : "error");
 			json_object_put(root);
-			return code == 5 ? -ENOENT : -EPROTO;
+			/* 16 Unauthenticated: no token, or one etcd no longer knows */
+			return code == 5 ? -ENOENT : code == 16 ? -EACCES : -EPROTO;
 		}
 		*ret = root;
 		return 0;
 	}
 	fleet_conn_error(c, "etcd: no endpoint answered (%u tried; last: %s)", n, last);
 	return -EHOSTUNREACH;
+}
+
+/* etcd authentication: the user and password for a token that every later call
+ * carries (Authorization:).  The body holds the password: it is wiped, and no
+ * message quotes it. */
+static int authenticate(struct fleet_conn *c, struct fleet_etcd *e)
+{
+	json_object *req = json_object_new_object(), *root;
+	const char *tok;
+	char body[1024];
+	int n, r;
+
+	c->auth_token[0] = 0;
+	if (!req)
+		return -ENOMEM;
+	json_object_object_add(req, "name", json_object_new_string(c->cfg->user));
+	json_object_object_add(req, "password", json_object_new_string(c->password));
+	n = snprintf(body, sizeof(body), "%s", json_object_to_json_string_ext(req,
+										JSON_C_TO_STRING_PLAIN));
+	json_object_put(req);
+	if (n < 0 || (size_t)n >= sizeof(body)) {
+		explicit_bzero(body, sizeof(body));
+		fleet_conn_error(c, "etcd: the authentication request for user %s is too long",
+				 c->cfg->user);
+		return -ENOBUFS;
+	}
+	r = call_once(c, e, "/v3/auth/authenticate", body, &root);
+	explicit_bzero(body, sizeof(body));
+	if (r < 0) {
+		/* call_once's message names the endpoint and etcd's reason */
+		char why[sizeof(c->err)];
+		snprintf(why, sizeof(why), "%s", c->err);
+		fleet_conn_error(c, "etcd: authentication as user %s failed: %s", c->cfg->user, why);
+		return r == -EACCES ? -EACCES : r;
+	}
+	tok = j_str(root, "token");
+	if (!tok || !*tok || strlen(tok) >= sizeof(c->auth_token) || strpbrk(tok, "\r\n")) {
+		json_object_put(root);
+		fleet_conn_error(c, "etcd: authentication as user %s: no usable token in the reply",
+				 c->cfg->user);
+		return -EPROTO;
+	}
+	snprintf(c->auth_token, sizeof(c->auth_token), "%s", tok);
+	json_object_put(root);
+	return 0;
+}
+
+/* A call with etcd authentication when User= is set: a token is fetched first,
+ * and once more if etcd says it no longer knows it (simple tokens expire after
+ * five idle minutes, and a restarted member forgets them). */
+static int call(struct fleet_conn *c, struct fleet_etcd *e, const char *path, const char *body,
+		json_object **ret)
+{
+	int r;
+
+	if (*c->cfg->user && !*c->auth_token && (r = authenticate(c, e)) < 0)
+		return r;
+	r = call_once(c, e, path, body, ret);
+	if (r == -EACCES && *c->cfg->user) {
+		if ((r = authenticate(c, e)) < 0)
+			return r;
+		r = call_once(c, e, path, body, ret);
+	}
+	return r;
 }
 
 static int range(struct fleet_conn *c, struct fleet_etcd *e, struct fleet_status *st)
@@ -371,10 +451,19 @@ static int etcd_refresh(struct fleet_conn *c, struct fleet_etcd *e)
 	r = range(c, e, &st);
 	if (r < 0)
 		return r;
-	for (unsigned i = 0; i < st.nr_holders; i++)
-		if (st.holders[i].slot == e->slot && st.holders[i].lease == e->lease &&
-		    !strcmp(st.holders[i].id, c->id))
+	for (unsigned i = 0; i < st.nr_holders; i++) {
+		if (st.holders[i].lease != e->lease)
+			continue;
+		if (st.holders[i].slot == e->slot && !strcmp(st.holders[i].id, c->id))
 			return 1;
+		/* the lease holds another install's slot (a clone with a copy of our
+		 * state): not ours to revoke */
+		fleet_conn_error(c, "etcd: slot %d is held by %s under lease %" PRIx64 ", not by "
+				 "this install (%s)", st.holders[i].slot, st.holders[i].id,
+				 (uint64_t)e->lease, c->id);
+		forget(e);
+		return 0;
+	}
 	fleet_conn_error(c, "etcd: slot %d is no longer ours", e->slot);
 	lease_revoke(c, e, e->lease);
 	forget(e);
@@ -394,13 +483,26 @@ static int etcd_acquire(struct fleet_conn *c, struct fleet_etcd *e)
 	if (r < 0)
 		return r;
 	/* recursive: a slot already ours (this boot, or a lease that survived the
-	 * reboot) is kept, not doubled */
+	 * reboot) is kept, not doubled.  Ours means this install's full id: a slot
+	 * with our machine id and another install id is another host's. */
 	for (unsigned i = 0; i < st.nr_holders; i++) {
 		if (strcmp(st.holders[i].id, c->id))
 			continue;
 		e->lease = st.holders[i].lease;
 		e->slot = st.holders[i].slot;
 		return etcd_refresh(c, e);
+	}
+	for (unsigned i = 0; i < st.nr_holders; i++) {
+		const char *h = st.holders[i].id;
+		size_t m = fleet_holder_machine_len(c->id);
+		if (fleet_holder_machine_len(h) != m || strncmp(h, c->id, m))
+			continue;
+		fleet_conn_error(c, "etcd: slot %d of group %s is held by %s, another host with "
+				 "this machine id %.*s (an image cloned with its /etc/machine-id?): "
+				 "not taking a slot while it holds one; give each host its own "
+				 "machine id (rm /etc/machine-id; systemd-machine-id-setup)",
+				 st.holders[i].slot, cfg->group, h, (int)m, c->id);
+		return -EEXIST;
 	}
 	if (st.nr_holders >= cfg->max_concurrent) {
 		fleet_conn_error(c, "etcd: group %s is full (%u of %u slots held)", cfg->group,
@@ -521,11 +623,14 @@ static int etcd_release_host(struct fleet_conn *c, struct fleet_etcd *e, const c
 		return r;
 	slot_prefix(c, prefix, sizeof(prefix));
 	for (unsigned i = 0; i < st.nr_holders; i++) {
-		if (strcmp(st.holders[i].id, host))
+		const char *h = st.holders[i].id;
+		/* HOST is a holder as listed, or its machine id (every install of it) */
+		if (strcmp(h, host) && (fleet_holder_machine_len(h) != strlen(host) ||
+					strncmp(h, host, strlen(host))))
 			continue;
 		snprintf(key, sizeof(key), "%s%d", prefix, st.holders[i].slot);
 		/* only the exact key we saw: never a slot re-taken since by someone else */
-		r = delete_body(key, host, st.holders[i].mod_revision, body, sizeof(body));
+		r = delete_body(key, h, st.holders[i].mod_revision, body, sizeof(body));
 		if (r >= 0)
 			r = txn(c, e, body);
 		if (r < 0)

@@ -91,6 +91,13 @@ int fleet_http_post(struct fleet_conn *c, const char *base, const char *path, co
 	h = curl_slist_append(h, "Content-Type: application/json");
 	if (fleetlock_header)
 		h = curl_slist_append(h, "fleet-lock-protocol: true");
+	if (h && *c->auth_token) {
+		/* etcd's gateway takes the token from authenticate as it is */
+		char auth[sizeof(c->auth_token) + 32];
+		snprintf(auth, sizeof(auth), "Authorization: %s", c->auth_token);
+		h = curl_slist_append(h, auth);
+		explicit_bzero(auth, sizeof(auth));
+	}
 	if (!h)
 		return -ENOMEM;
 	curl_easy_setopt(cu, CURLOPT_URL, url);

@@ -70,20 +70,73 @@ static void logf_(int prio, const char *fmt, ...)
 
 /* ---- the worker --------------------------------------------------------------- */
 
-/* TLS material handed over by systemd (LoadCredential=) is found by its file
- * name in $CREDENTIALS_DIRECTORY: the unit needs no read access to /etc/rerand. */
-static void credential(char *path, size_t len)
-{
-	const char *dir = getenv("CREDENTIALS_DIRECTORY"), *base;
-	char p[FLEET_STR + 256];
+/* The unit loads /etc/rerand/fleet-tls (root-only) with
+ * LoadCredential=rerand-fleet:/etc/rerand/fleet-tls.  For a directory, systemd
+ * loads each regular file in it, recursively and skipping symlinks, as a
+ * credential named after the ID and the file's path below the directory with
+ * '/' turned into '_' (systemd 252 src/core/execute.c and 257
+ * src/core/exec-credential.c, load_cred_recurse_dir_cb): ca.pem arrives as
+ * $CREDENTIALS_DIRECTORY/rerand-fleet_ca.pem. */
+#define CRED_ID  "rerand-fleet"
+#define CRED_DIR "/etc/rerand/fleet-tls/"
 
-	if (!dir || !*path)
-		return;
-	base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	snprintf(p, sizeof(p), "%s/%s", dir, base);
-	if (access(p, R_OK) == 0 && strlen(p) < len)
-		snprintf(path, len, "%s", p);
+/* The credential name systemd gives the file at path: its path below CRED_DIR,
+ * or, for a file elsewhere, its base name (a unit whose LoadCredential= an
+ * admin pointed at another directory). */
+static void credential_name(const char *path, char *name, size_t len)
+{
+	const char *rel = path;
+	size_t o;
+
+	if (!strncmp(path, CRED_DIR, strlen(CRED_DIR)))
+		rel = path + strlen(CRED_DIR);
+	else if (strrchr(path, '/'))
+		rel = strrchr(path, '/') + 1;
+	o = (size_t)snprintf(name, len, "%s_", CRED_ID);
+	for (; *rel && o + 1 < len; rel++)
+		name[o++] = *rel == '/' ? '_' : *rel;
+	name[o < len ? o : len - 1] = 0;
+}
+
+/* Point a CACert=, Cert=, Key= or PasswordFile= path at what the helper can read:
+ * systemd's copy of it when there is one, else the file itself (a test, or a
+ * world-readable CA such as /etc/ssl/certs/...).  Neither: -errno and a message
+ * naming the setting, the file and the credential looked for. */
+static int credential(const char *key, char *path, size_t len, char *err, size_t errlen)
+{
+	const char *dir = getenv("CREDENTIALS_DIRECTORY");
+	char name[FLEET_STR], p[FLEET_STR + 512];
+	int r;
+
+	if (!*path)
+		return 0;
+	credential_name(path, name, sizeof(name));
+	if (dir && *dir) {
+		snprintf(p, sizeof(p), "%s/%s", dir, name);
+		if (access(p, R_OK) == 0) {
+			if (strlen(p) >= len) {
+				snprintf(err, errlen, "%s=%.200s: the credential's path is too long",
+					 key, path);
+				return -ENAMETOOLONG;
+			}
+			snprintf(path, len, "%s", p);
+			return 0;
+		}
+	}
+	if (access(path, R_OK) == 0)
+		return 0;
+	r = -errno;
+	if (dir && *dir)
+		snprintf(err, errlen, "%s=%.96s: no credential %.96s in $CREDENTIALS_DIRECTORY "
+			 "(%.48s) and the file is not readable here (%s): put it (not a symlink) "
+			 "in " CRED_DIR ", which rerand-fleetd.service loads as "
+			 "LoadCredential=" CRED_ID ":/etc/rerand/fleet-tls",
+			 key, path, name, dir, strerror(-r));
+	else
+		snprintf(err, errlen, "%s=%.120s: cannot read: %s (and no $CREDENTIALS_DIRECTORY: "
+			 "not started by rerand-fleetd.service, which would pass it as the "
+			 "credential %.120s)", key, path, strerror(-r), name);
+	return r;
 }
 
 static int do_open(const struct fleet_request *q, struct fleet_reply *p)
@@ -108,9 +161,17 @@ static int do_open(const struct fleet_request *q, struct fleet_reply *p)
 			return r;
 		}
 	}
-	credential(c.ca_cert, sizeof(c.ca_cert));
-	credential(c.cert, sizeof(c.cert));
-	credential(c.key, sizeof(c.key));
+	/* a missing file fails the open, naming it: curl would only say "Problem
+	 * with the SSL CA cert" at every request */
+	if ((r = credential("CACert", c.ca_cert, sizeof(c.ca_cert), err, sizeof(err))) < 0 ||
+	    (r = credential("Cert", c.cert, sizeof(c.cert), err, sizeof(err))) < 0 ||
+	    (r = credential("Key", c.key, sizeof(c.key), err, sizeof(err))) < 0 ||
+	    (r = credential("PasswordFile", c.password_file, sizeof(c.password_file), err,
+			    sizeof(err))) < 0) {
+		snprintf(p->msg, sizeof(p->msg), "%s", err);
+		logf_(3, "%s", err);
+		return r;
+	}
 	fleet_close(g.f);
 	g.f = NULL;
 	r = fleet_open(&c, &g.f, err, sizeof(err));

@@ -146,7 +146,8 @@ if grep -qx 'Backend=etcd' "\$1/rerand.conf"; then
 	if v=\$(ETCDCTL_API=3 etcdctl --endpoints="\$eps" --dial-timeout=2s --command-timeout=8s \\
 		get --prefix "/rerand/fleet/\$grp/slot/" --print-value-only 2>/dev/null); then
 		held=no
-		printf '%s\\n' "\$v" | grep -qxF "\$(cat "\$1/machine-id")" && held=yes
+		# the holder is MACHINEID~INSTALLID (rerandd made the install id)
+		printf '%s\\n' "\$v" | grep -qxF "\$(cat "\$1/machine-id")~\$(cat "\$1/state/fleet-install-id")" && held=yes
 	else
 		held=unknown
 	fi
@@ -246,7 +247,7 @@ check "A: every slot was given back (group empty)" test "$(etcd_keys "$E" /reran
 j=$(ctl a1 status --json)
 check "A: rerand status --json: randomized, 1 verified reboot, fleet idle with no errors" \
 	python3 -c "import json,sys; d=json.loads(sys.argv[1]); f=d['fleet']
-assert d['randomized'] and d['successes']==1 and f['backend']=='etcd' and f['state']=='idle' and f['errors']==0 and f['id']=='machine-a1', d" "$j"
+assert d['randomized'] and d['successes']==1 and f['backend']=='etcd' and f['state']=='idle' and f['errors']==0 and f['id']=='machine-a1~'+open('$tmp/h/a1/state/fleet-install-id').read().strip(), d" "$j"
 check "A: the metrics file has rerand_fleet_lock_state 1 (idle) and no errors" \
 	eval 'grep -qx "rerand_fleet_lock_state{backend=\"etcd\",group=\"web\"} 1" "$tmp/h/a1/run/rerand.prom" &&
 	      grep -qx "rerand_fleet_errors_total{backend=\"etcd\"} 0" "$tmp/h/a1/run/rerand.prom"'
@@ -288,12 +289,12 @@ wait_for 20 eval 'ctl waiter status >"$tmp/waiter.txt" 2>&1 && grep -q "waiting 
 j=$(fstatus waiter --json)
 check "B: rerand fleet status --json shows the dead victim holding the one slot, ttl <= 10 s" \
 	python3 -c "import json,sys; d=json.loads(sys.argv[1]); h=d['holders']
-assert d['group']=='kill' and d['free']==0 and len(h)==1 and h[0]['id']=='machine-victim' and 0 < h[0]['ttl'] <= 10, d" "$j"
+assert d['group']=='kill' and d['free']==0 and len(h)==1 and h[0]['id'].startswith('machine-victim~') and 0 < h[0]['ttl'] <= 10, d" "$j"
 check "B: rerand status says the waiter waits for a slot" grep -q "fleet wait: .*waiting for a slot: etcd: group kill is full" "$tmp/waiter.txt"
 wait_for 15 grep -q 'DELETE /rerand/fleet/kill/slot/0 ' "$tmp/obs-b.log"
 tfree=$(awk '$4 == "DELETE" { print $1; exit }' "$tmp/obs-b.log")
 wait_for 30 host_done waiter
-tw=$(awk '$4 == "PUT" && $6 == "machine-waiter" { print $1; exit }' "$tmp/obs-b.log")
+tw=$(awk '$4 == "PUT" && index($6, "machine-waiter~") == 1 { print $1; exit }' "$tmp/obs-b.log")
 free_ms=$(( ${tfree:-0} - ${treq:-0} )); take_ms=$(( ${tw:-0} - ${treq:-0} ))
 check "B: the dead holder's slot freed ${free_ms} ms after its reboot request (which came $(( ${tk:-0} - ${treq:-0} )) ms before its death; LockTTL=10s)" \
 	eval '[ -n "$tfree" ] && [ -n "$treq" ] && [ $free_ms -ge 7000 ] && [ $free_ms -le 12000 ] && [ "${tfree:-0}" -gt "${tk:-0}" ]'
@@ -663,7 +664,7 @@ check "W: due hosts spread their first attempts over the window's first half (ms
 check "W: every host gave its FleetLock slot back (steady-state)" \
 	python3 -c "import json,sys; s=json.load(open('$tmp/fl.json')); assert s['holders'].get('edge')==[], s"
 j=$(fstatus w1)
-check "W: rerand fleet status on FleetLock explains the protocol cannot list holders" grep -q 'cannot list holders; this host (machine-w1) is idle' <<<"$j"
+check "W: rerand fleet status on FleetLock explains the protocol cannot list holders" grep -q 'cannot list holders; this host (machine-w1~[0-9a-f]*) is idle' <<<"$j"
 echo "# W: window $(date -u -d "@$wopen" +%H:%M) UTC; last slot given back $(( twd - wopen * 1000 )) ms after it opened ($(elapsed))"
 hosts_stop $wids
 

@@ -221,6 +221,35 @@ check "kill -9: the waiting host got the slot ${take_ms} ms after the kill and c
 	eval '[ -n "$tw" ] && [ $take_ms -ge $((free_ms - 250)) ] && hosts_rc_zero waiter'
 check "kill -9: the victim never came back" eval '! grep -q " victim \(RESUMED\|COMPLETE\)" "$FLEET"'
 echo "# recovery after a holder died: slot free after ${free_ms} ms, next holder after ${take_ms} ms (TTL ${TTL} s)"
+
+# two hosts cloned with one /etc/machine-id: each install has its own id (rerandd
+# makes it), so a slot names the install; the clone is refused, and neither
+# adopts nor releases the other's slot
+printf 'c0ffee0000000000000000000000cafe\n' >"$tmp/clone-mid"
+sed -e 's/^Group=web/Group=clone/' "$tmp/e1.conf" >"$tmp/clone.conf"
+printf 'MachineIDFile=%s\nLockTTL=30\n' "$tmp/clone-mid" >>"$tmp/clone.conf"
+{ cat "$tmp/clone.conf"; echo InstallID=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa; } >"$tmp/clone-a.conf"
+{ cat "$tmp/clone.conf"; echo InstallID=bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb; } >"$tmp/clone-b.conf"
+"$SIM" -c "$tmp/clone-a.conf" acquire >"$tmp/ca.out" 2>&1
+"$SIM" -c "$tmp/clone-b.conf" acquire >"$tmp/cb.out" 2>&1; rcb=$?
+sed 's/^/#   /' "$tmp/cb.out"
+check "fencing: a holder is MACHINEID~INSTALLID" \
+	eval 'grep -q "^held" "$tmp/ca.out" &&
+	      etcdctl --endpoints="$E1" get --print-value-only /rerand/fleet/clone/slot/0 |
+	      grep -qx "c0ffee0000000000000000000000cafe~aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"'
+check "fencing: a second host with the same machine id is refused as an error, naming both (exit $rcb)" \
+	eval '[ $rcb -eq 2 ] && grep -q "^error etcd: slot 0 of group clone is held by c0ffee0000000000000000000000cafe~aaaa.*another host with this machine id c0ffee0000000000000000000000cafe" "$tmp/cb.out"'
+"$SIM" -c "$tmp/clone-b.conf" release >/dev/null 2>&1
+check "fencing: the clone's start-up release leaves the other's slot alone" \
+	test "$(etcd_keys "$E1" /rerand/fleet/clone/)" -eq 1
+tok=$(awk '{print $2}' "$tmp/ca.out")
+"$SIM" -c "$tmp/clone-b.conf" refresh "$tok" >"$tmp/out" 2>&1
+check "fencing: the clone cannot adopt the slot with the other's token" grep -q '^lost' "$tmp/out"
+"$SIM" -c "$tmp/clone-a.conf" refresh "$tok" >"$tmp/out" 2>&1
+check "fencing: the install that took the slot resumes it after its \"reboot\"" grep -q '^held' "$tmp/out"
+check "release-host by machine id frees the slot of every install of it" \
+	eval '[ "$("$SIM" -c "$tmp/clone.conf" -i any release-host c0ffee0000000000000000000000cafe | sed "s/^freed //")" = 1 ] &&
+	      [ "$(etcd_keys "$E1" /rerand/fleet/clone/)" -eq 0 ]'
 etcd_kill s1
 
 # ---- etcd over TLS with client certificates ----------------------------------------------

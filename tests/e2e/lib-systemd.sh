@@ -187,6 +187,59 @@ rrs_disk() {
 	e2e_mkfs "$d" "$disk" "$RRS_DISK_MIB" rrroot
 }
 
+# rrs_fleet_tls ROOT: fresh certificates for the fleet guest, made here with
+# openssl (test keys, one guest's life).  A CA; etcd's server certificate (SAN
+# 127.0.0.1, and clientAuth too: etcd's gateway dials its own port with it);
+# rerand-fleetd's client certificate, installed as docs/fleet.md says; and the
+# agent's own for etcdctl.  etcd gets its files as credentials too
+# (LoadCredential= in a drop-in, so they need no owner in the guest), and
+# listens on https only, with --client-cert-auth.
+rrs_fleet_tls() {
+	local d=$1 t
+	t=$(mktemp -d "$d.tls.XXXXXX") || return 1
+	(
+		cd "$t" || exit 1
+		gen() { # NAME SUBJECT EXT...
+			openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+				-keyout "$1.key" -out "$1.csr" -subj "$2" &&
+			printf '%s\n' "${@:3}" >"$1.ext" &&
+			openssl x509 -req -in "$1.csr" -CA ca.pem -CAkey ca.key -CAcreateserial \
+				-days 2 -out "$1.pem" -extfile "$1.ext"
+		}
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+			-keyout ca.key -out ca.pem -days 2 -subj "/O=rerand-e2e/CN=rerand-e2e fleet CA" &&
+		gen server "/O=rerand-e2e/CN=etcd.e2e" subjectAltName=IP:127.0.0.1,DNS:localhost \
+			extendedKeyUsage=serverAuth,clientAuth &&
+		gen client "/O=rerand-e2e/OU=fleet/CN=rerand-fleetd.e2e" extendedKeyUsage=clientAuth &&
+		gen agent "/O=rerand-e2e/CN=e2e-agent" extendedKeyUsage=clientAuth
+	) >"$t.log" 2>&1 || { cat "$t.log" >&2; rm -rf "$t" "$t.log"; echo "e2e: openssl could not make the fleet certificates" >&2; return 1; }
+	rm -f "$t.log"
+	install -d -m 0700 "$d/etc/rerand/fleet-tls" "$d/etc/rerand-e2e/etcd-tls" &&
+	install -m 0600 "$t/ca.pem" "$d/etc/rerand/fleet-tls/ca.pem" &&
+	install -m 0600 "$t/client.pem" "$d/etc/rerand/fleet-tls/client.pem" &&
+	install -m 0600 "$t/client.key" "$d/etc/rerand/fleet-tls/client.key" &&
+	install -m 0600 "$t/ca.pem" "$t/server.pem" "$t/server.key" "$d/etc/rerand-e2e/etcd-tls/" &&
+	install -d -m 0700 "$d/var/lib/rerand-e2e/etcd-client" &&
+	install -m 0600 "$t/ca.pem" "$t/agent.pem" "$t/agent.key" "$d/var/lib/rerand-e2e/etcd-client/" &&
+	install -d "$d/etc/systemd/system/etcd.service.d" || { rm -rf "$t"; return 1; }
+	# What the agent reports as the subject of the certificate rerand-fleetd
+	# hands etcd (the guest has no openssl); it checks its copy is that file.
+	openssl x509 -in "$t/client.pem" -noout -subject -nameopt RFC2253 |
+		sed 's/^subject=//' >"$d/var/lib/rerand-e2e/fleet-client-subject"
+	rm -rf "$t"
+	cat >"$d/etc/systemd/system/etcd.service.d/50-e2e-tls.conf" <<'EOF'
+# tests/e2e/lib-systemd.sh: etcd on https only, client certificates required.
+[Service]
+LoadCredential=etcd-tls:/etc/rerand-e2e/etcd-tls
+Environment=ETCD_LISTEN_CLIENT_URLS=https://127.0.0.1:2379
+Environment=ETCD_ADVERTISE_CLIENT_URLS=https://127.0.0.1:2379
+Environment=ETCD_CERT_FILE=%d/etcd-tls_server.pem
+Environment=ETCD_KEY_FILE=%d/etcd-tls_server.key
+Environment=ETCD_TRUSTED_CA_FILE=%d/etcd-tls_ca.pem
+Environment=ETCD_CLIENT_CERT_AUTH=true
+EOF
+}
+
 # rrs_fill ROOT BASE KERNEL MODE TARGET: everything rrs_disk puts in ROOT.
 rrs_fill() {
 	local d=$1 base=$2 kernel=$3 mode=$4 target=$5 v libexec u
@@ -215,14 +268,20 @@ rrs_fill() {
 	install -d "$d/etc/rerand/rerand.conf.d" || return 1
 	rrs_conf "$mode" >"$d/etc/rerand/rerand.conf.d/50-e2e.conf"
 	if [ "${RRS_FLEET:-0}" = 1 ]; then
-		# Debian's etcd.service (etcd-server) on 127.0.0.1:2379.  LockTTL
-		# covers a kexec reboot and a boot under TCG on a loaded host.
+		# Debian's etcd.service (etcd-server) on https://127.0.0.1:2379 with
+		# client-certificate authentication; rerand-fleetd's CA, certificate
+		# and key in /etc/rerand/fleet-tls/ as docs/fleet.md tells an admin.
+		# LockTTL covers a kexec reboot and a boot under TCG on a loaded host.
 		systemctl --root="$d" enable etcd.service >/dev/null 2>&1 ||
 			{ echo "e2e: systemctl --root enable etcd failed (etcd-server in the root?)" >&2; return 1; }
+		rrs_fleet_tls "$d" || return 1
 		printf '# tests/e2e/lib-systemd.sh: fleet mode against the guest'"'"'s own etcd
 [Fleet]
 Backend=etcd
-Endpoints=http://127.0.0.1:2379
+Endpoints=https://127.0.0.1:2379
+CACert=/etc/rerand/fleet-tls/ca.pem
+Cert=/etc/rerand/fleet-tls/client.pem
+Key=/etc/rerand/fleet-tls/client.key
 Group=e2e
 MaxConcurrent=1
 LockTTL=30min

@@ -14,9 +14,12 @@
 # (not part of the protocol; for the tests) returns the holders, the highest
 # number of simultaneous holders seen, the count of rejected requests, and the
 # log of grants and releases as [unix ms, "lock"|"unlock", id].
+# With CERT KEY [CA] after the port file it serves HTTPS (and with CA, requires a
+# client certificate signed by it), as a FleetLock server behind TLS would.
 import json
 import os
 import re
+import ssl
 import sys
 import threading
 import time
@@ -113,11 +116,18 @@ class Handler(BaseHTTPRequestHandler):
 
 def main():
     global SLOTS
-    if len(sys.argv) != 3:
-        print("usage: fleetlock-server.py SLOTS PORTFILE", file=sys.stderr)
+    if len(sys.argv) not in (3, 5, 6):
+        print("usage: fleetlock-server.py SLOTS PORTFILE [CERT KEY [CA]]", file=sys.stderr)
         return 2
     SLOTS = int(sys.argv[1])
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if len(sys.argv) >= 5:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(sys.argv[3], sys.argv[4])
+        if len(sys.argv) == 6:
+            ctx.load_verify_locations(sys.argv[5])
+            ctx.verify_mode = ssl.CERT_REQUIRED
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     with open(sys.argv[2] + ".tmp", "w") as f:
         f.write("%d\n" % srv.server_address[1])
     os.rename(sys.argv[2] + ".tmp", sys.argv[2])

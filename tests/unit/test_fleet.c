@@ -258,6 +258,32 @@ static void test_config(void)
 	     strstr(err, "URL="), "config: fleetlock without URL= fails validation");
 	T_OK(set(&c, "URL", "ftp://x") == -EINVAL && !set(&c, "URL", "https://fleetlock.example/base"),
 	     "config: URL= must be http(s)");
+	T_OK(!set(&c, "URL", "http://fleetlock.example/") && fleet_config_validate(&c, err, sizeof(err)) ==
+	     -EINVAL && strstr(err, "plaintext HTTP to fleetlock.example") && strstr(err, "AllowPlaintext=yes"),
+	     "config: plaintext FleetLock to another host fails validation, saying why");
+	T_OK(!set(&c, "AllowPlaintext", "yes") && fleet_config_validate(&c, err, sizeof(err)) == 0 &&
+	     set(&c, "AllowPlaintext", "maybe") == -EINVAL, "config: AllowPlaintext=yes accepts it");
+
+	char host[64];
+	T_OK(fleet_url_plaintext_remote("10.1.2.3:2379", false, host, sizeof(host)) && !strcmp(host, "10.1.2.3") &&
+	     !fleet_url_plaintext_remote("10.1.2.3:2379", true, host, sizeof(host)) &&
+	     !fleet_url_plaintext_remote("https://10.1.2.3:2379", false, host, sizeof(host)),
+	     "plaintext: a bare host:port is plaintext unless CACert= makes it https");
+	T_OK(!fleet_url_plaintext_remote("http://127.0.0.9:1", false, host, sizeof(host)) &&
+	     !fleet_url_plaintext_remote("http://[::1]:1/", false, host, sizeof(host)) &&
+	     !fleet_url_plaintext_remote("localhost:1", false, host, sizeof(host)) &&
+	     fleet_url_plaintext_remote("http://127.example.org/", false, host, sizeof(host)) &&
+	     fleet_url_plaintext_remote("http://[::ffff:10.0.0.1]:1", false, host, sizeof(host)),
+	     "plaintext: loopback is 127/8, ::1 or localhost, by address, not by a name's prefix");
+
+	fleet_config_defaults(&c);
+	T_OK(!set(&c, "InstallID", "0123456789abcdef0123456789abcdef") && set(&c, "InstallID", "XYZ") == -EINVAL &&
+	     set(&c, "InstallID", "abc") == -EINVAL, "config: InstallID= is 8 to 64 lower-case hex digits");
+	T_OK(fleet_holder_machine_len("m1~abcd") == 2 && fleet_holder_machine_len("m1") == 2,
+	     "identity: the machine id part of MACHINEID~INSTALLID");
+	T_OK(!set(&c, "User", "rerand-web") && set(&c, "User", "a b") == -EINVAL && !set(&c, "Backend", "etcd") &&
+	     !set(&c, "Endpoints", "https://e1:2379") && fleet_config_validate(&c, err, sizeof(err)) == -EINVAL &&
+	     strstr(err, "PasswordFile="), "config: User= without PasswordFile= fails validation");
 }
 
 static void test_identity_and_none(void)

@@ -29,8 +29,12 @@ mode=$(cat "$D/mode")
 security_max=$(cat "$D/security-max")
 sbimg="" signer=""
 fleet=$(cat "$D/fleet" 2>/dev/null)    # "etcd" in fleet mode (check-systemd-fleet.sh)
-ETCD=127.0.0.1:2379
-ectl() { ETCDCTL_API=3 timeout 20 etcdctl --endpoints="$ETCD" "$@"; }
+# etcd in the guest speaks https only and wants a client certificate
+# (lib-systemd.sh rrs_fleet_tls); the agent has one of its own.
+ETCD=https://127.0.0.1:2379
+EC=$D/etcd-client
+ectl() { ETCDCTL_API=3 timeout 20 etcdctl --endpoints="$ETCD" --cacert="$EC/ca.pem" \
+	--cert="$EC/agent.pem" --key="$EC/agent.key" "$@"; }
 [ -r "$D/secureboot" ] && { read -r sbimg; read -r signer; } <"$D/secureboot"
 
 say() { echo "$*" >&3; echo "$*"; }
@@ -254,7 +258,7 @@ if [ "$n" -gt 0 ]; then
 		# The slot came back with the reboot, and rerandd gave it back
 		# once the boot was verified and its health hooks passed.
 		mid=$(cat /etc/machine-id)
-		wait_for 180 sh -c "[ -z \"\$(ETCDCTL_API=3 etcdctl --endpoints=$ETCD get --prefix /rerand/fleet/ --keys-only 2>&1)\" ] &&
+		wait_for 180 sh -c "[ -z \"\$(ETCDCTL_API=3 etcdctl --endpoints=$ETCD --cacert=$EC/ca.pem --cert=$EC/agent.pem --key=$EC/agent.key get --prefix /rerand/fleet/ --keys-only 2>&1)\" ] &&
 			journalctl -b -u rerandd -o cat | grep -q 'fleet: slot released'"
 		keys=$(ectl get --prefix /rerand/fleet/ --keys-only 2>&1)
 		leases=$(ectl lease list 2>&1 | head -n 1)
@@ -268,15 +272,33 @@ if [ "$n" -gt 0 ]; then
 			"keys '$keys'; $leases; $(tr '\n' '|' <<<"$jl"); $fj"
 		# etcd's own history, replayed from revision 1: the slot key was
 		# created with this machine's id and deleted again.
-		hist=$(ETCDCTL_API=3 timeout 8 etcdctl --endpoints="$ETCD" watch --rev=1 --prefix /rerand/fleet/ 2>&1)
+		hist=$(ETCDCTL_API=3 timeout 8 etcdctl --endpoints="$ETCD" --cacert="$EC/ca.pem" --cert="$EC/agent.pem" \
+			--key="$EC/agent.key" watch --rev=1 --prefix /rerand/fleet/ 2>&1)
 		echo "$hist" >"$D/out/etcd-history.$n.txt"
 		put=$(grep -A2 -x PUT <<<"$hist" | tr '\n' ' ')
 		del=$(grep -A1 -x DELETE <<<"$hist" | tr '\n' ' ')
-		tap "$(grep -q "/rerand/fleet/e2e/slot/0 $mid" <<<"$put" && grep -q '/rerand/fleet/e2e/slot/0' <<<"$del"; echo $?)" \
-			"etcd history: PUT /rerand/fleet/e2e/slot/0 = this machine's id, then DELETE" "$(tr '\n' '|' <<<"$hist" | cut -c1-400)"
+		# the holder names this install: machine id ~ rerandd's install id
+		iid=$(cat /var/lib/rerand/fleet-install-id 2>/dev/null)
+		tap "$([ -n "$iid" ] && grep -q "/rerand/fleet/e2e/slot/0 $mid~$iid " <<<"$put " && grep -q '/rerand/fleet/e2e/slot/0' <<<"$del"; echo $?)" \
+			"etcd history: PUT /rerand/fleet/e2e/slot/0 = this machine's id ~ its install id, then DELETE" "iid '$iid'; $(tr '\n' '|' <<<"$hist" | cut -c1-400)"
 		grep -q 'rerandd\[[0-9]*\]: fleet: slot taken' <<<"$pj"
 		tap $? "previous boot's journal: rerandd took the slot before rebooting" \
 			"$(grep 'fleet:' <<<"$pj" | tail -n 3 | tr '\n' '|')"
+		# The TLS material reached rerand-fleetd through LoadCredential= under
+		# the names systemd gives a directory's files, and it is what the slot
+		# was taken with: etcd listens on https only and refuses a client
+		# without a certificate (checked at boot 0).  etcd 3.4 does not log the
+		# subject of a client certificate it accepts: the agent reports the
+		# subject of the one rerand-fleetd holds (computed where it was made).
+		cd_=/run/credentials/rerand-fleetd.service ok=0 why=""
+		for f in ca.pem client.pem client.key; do
+			cmp -s "$cd_/rerand-fleet_$f" "/etc/rerand/fleet-tls/$f" || { ok=1; why+="rerand-fleet_$f differs or is missing; "; }
+		done
+		fj_=$(journalctl -b -u rerand-fleetd.service -o cat --no-pager 2>&1)
+		grep -qi 'SSL\|credential\|cannot read' <<<"$fj_" && { ok=1; why+="fleetd journal: $(grep -i 'SSL\|credential\|cannot read' <<<"$fj_" | head -n 2 | tr '\n' '|')"; }
+		tap "$ok" "fleet TLS: rerand-fleetd's credentials are /etc/rerand/fleet-tls/{ca.pem,client.pem,client.key} as rerand-fleet_FILE; no TLS error in its journal" \
+			"$why $(ls "$cd_" 2>&1 | tr '\n' ' ')"
+		say "RRS-INFO n=$n fleet_client_cert_subject=$(cat "$D/fleet-client-subject") etcd=$ETCD client-cert-auth"
 		st_txt=$(rerand status 2>&1)
 		grep -q "^fleet: *etcd, group e2e as .*: idle" <<<"$st_txt"
 		tap $? "rerand status: fleet etcd, group e2e, idle" "$(grep -i fleet <<<"$st_txt" | tr '\n' '|')"
@@ -491,6 +513,11 @@ fi
 if [ -n "$fleet" ] && [ "$n" -eq 0 ]; then
 	tap "$(systemctl is-active -q etcd.service && ectl endpoint health >/dev/null 2>&1; echo $?)" \
 		"etcd.service (Debian's etcd-server) is active and healthy on $ETCD" "$(ectl endpoint health 2>&1)"
+	# client-cert-auth: the same CA but no client certificate is refused
+	nocert=$(ETCDCTL_API=3 timeout 20 etcdctl --endpoints="$ETCD" --cacert="$EC/ca.pem" --dial-timeout=3s \
+		--command-timeout=5s endpoint health 2>&1)
+	tap "$(! grep -q 'is healthy' <<<"$nocert"; echo $?)" \
+		"etcd refuses a client without a certificate (--client-cert-auth)" "$(tr '\n' '|' <<<"$nocert" | cut -c1-300)"
 	# The fleet client has a unit of its own (make install ships it):
 	# rerandd keeps its network-less sandbox and reaches etcd through it.
 	tap "$([ "$(prop PrivateNetwork)" = yes ] && [ -e /lib/systemd/system/rerand-fleetd.service ] &&
