@@ -112,6 +112,7 @@ static void test_fixtures(void)
 	snprintf(c.initrd, sizeof(c.initrd), "none");
 	snprintf(c.proc_cmdline, sizeof(c.proc_cmdline), "%s", cmdline);
 	snprintf(c.state_dir, sizeof(c.state_dir), "/tmp");
+	c.kexec_watchdog = RR_WDOG_OFF;    /* its word: tests/unit/test_wdog.c */
 	/* (and gets PanicRebootSec='s panic=10: tests/unit/test_panic.c) */
 	T_OK(stage_plan(&c, NULL, &p, &e) == 0 &&
 	     !strcmp(p.cmdline, "root=/dev/vda1 ro console=ttyS0 panic=10 rerand.panic=10"),
@@ -155,6 +156,7 @@ static void test_real_proc(void)
 		printf("ok %d # SKIP this host boots with nokaslr: stage_plan refuses it\n", ++t_run);
 	} else {
 		config_defaults(&c);
+		c.kexec_watchdog = RR_WDOG_OFF;
 		snprintf(c.kernel, sizeof(c.kernel), "/proc/self/exe");
 		snprintf(c.initrd, sizeof(c.initrd), "none");
 		T_OK(stage_clean_cmdline(ref, clean, sizeof(clean), &e) == 0 &&

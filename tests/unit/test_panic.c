@@ -128,6 +128,10 @@ static void test_plan(void)
 	snprintf(c.loader_entry_selected, sizeof(c.loader_entry_selected), "%s/no-entry", dir);
 	c.panic_reboot = 20;
 	T_OK(stage_plan(&c, NULL, &p, &e) == 0 &&
+	     !strcmp(p.cmdline, "watchdog.stop_on_reboot=0 root=/dev/vda1 ro panic=20 rerand.panic=20"),
+	     "KexecWatchdogSec= on (the default): the watchdog word too: '%s' %s", p.cmdline, e.msg);
+	c.kexec_watchdog = RR_WDOG_OFF;            /* panic= alone from here */
+	T_OK(stage_plan(&c, NULL, &p, &e) == 0 &&
 	     !strcmp(p.cmdline, "root=/dev/vda1 ro panic=20 rerand.panic=20"),
 	     "stage_plan from /proc/cmdline of a boot rerandd staged, PanicRebootSec=20: '%s' %s",
 	     p.cmdline, e.msg);
