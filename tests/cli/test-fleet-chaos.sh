@@ -6,8 +6,8 @@
 # boot id and /proc/stat fixtures), MaxConcurrent=2.  SIMULATED: only the reboot
 # (kexec-tools is /bin/true; the RebootCommand asks the host's runner to stop rerandd
 # and its helper, wait, write a new boot id and start both again) and the clock
-# steps (libfaketime preloaded into each host's rerandd and rerand-fleetd, the wall
-# clock only).  While the hosts rerandomize over and over, faults are injected:
+# steps (libfaketime preloaded into each host's rerand-fleetd, the wall clock only;
+# not into rerandd, see hostenv).  While the hosts rerandomize over and over, faults are injected:
 # the etcd leader and a follower killed and SIGSTOPped, a host SIGSTOPped while it
 # holds a slot, a host down longer than LockTTL=, forward and backward clock steps,
 # two hosts cloned with one machine id (for the whole run), rerand-fleetd killed
@@ -90,7 +90,7 @@ nap() { sleep "$1" & wait $!; }
 mode=${RERAND_MODE:-short}
 # how long faults are injected while the hosts cycle, and the heal's bound
 # (the short run goes on until each kind of fault was injected once)
-if [ "$mode" = long ]; then CHAOS_S=1620; HEAL_S=400; else CHAOS_S=90; HEAL_S=400; fi
+if [ "$mode" = long ]; then CHAOS_S=1620; HEAL_S=300; else CHAOS_S=90; HEAL_S=180; fi
 
 for b in "$R" "$RERANDD" "$FLEETD_GOOD" "$FLEETD_BROKEN"; do
 	[ -x "$b" ] || bail "$b is missing: make all $FLEETD_BROKEN (or make check-chaos)"
@@ -156,9 +156,13 @@ fleet_conf() { # FILE GROUP
 	printf '[Fleet]\nBackend=etcd\nGroup=%s\nEndpoints=%s\nMaxConcurrent=2\nLockTTL=%s\nDownTTL=%s\nTimeout=1\nRetryBaseMSec=300\nRetryMaxMSec=3000\n' \
 		"$2" "$EP" "$LTTL" "$DTTL" >"$1"
 }
-# the host's processes see the wall clock through libfaketime: $hd/faketime holds
-# the offset ("+0", "+300", "-300"), re-read every second; CLOCK_MONOTONIC is left
-# alone, as a real clock step leaves it
+# The host's rerand-fleetd sees the wall clock through libfaketime: $hd/faketime
+# holds the offset ("+0", "+300", "-300"), re-read every second; CLOCK_MONOTONIC is
+# left alone, as a real clock step leaves it.  Not rerandd: libfaketime 0.9.10 also
+# shifts absolute CLOCK_MONOTONIC timerfd deadlines by the offset (even with
+# FAKETIME_DONT_FAKE_MONOTONIC=1: a 1 s timer fires at once at +300 and 300 s late
+# at -300), so every sd-event timer of rerandd would spin or stall, which no real
+# clock step does.
 # (exec: run with &, the process whose pid $! gives must be the host's own, not a
 # subshell's, or a signal to it would miss the host and leave it running)
 hostenv() {
@@ -185,9 +189,11 @@ chaos_host() {
 	while :; do
 		conf_harmless "$id" || { ev "$id" UNSAFE_CONFIG; return 1; }
 		cfleetd_start "$hd" "$fd"
-		hostenv "$hd" "$RERANDD" --config "$hd/rerand.conf" --config-dir "$hd/conf.d" >>"$hd/log" 2>&1 &
-		pid=$!; echo $pid >"$hd/pid"
+		# up: logged before rerandd starts, whose first act may be to give its
+		# slot back (logged after, a release could seem to come while it was down)
 		ev "$id" BOOT
+		"$RERANDD" --config "$hd/rerand.conf" --config-dir "$hd/conf.d" >>"$hd/log" 2>&1 &
+		pid=$!; echo $pid >"$hd/pid"
 		while [ ! -e "$hd/reboot-requested" ] && [ ! -e "$hd/stop" ]; do
 			if ! kill -0 "$(<"$hd/fleetd.pid")" 2>/dev/null; then
 				wait "$(<"$hd/fleetd.pid")" 2>/dev/null
@@ -322,13 +328,20 @@ f_etcd_stop() { # leader|follower
 f_host_stop() { # a host SIGSTOPped while it holds a slot, for longer than LockTTL=
 	local h i p
 	for ((i = 0; i < 40; i++)); do
-		h=$(pick $(holding "$G" "${HS[@]}")) && [ -n "$h" ] && break
+		h=$(pick $(holding "$G" "${HS[@]}"))
+		if [ -n "$h" ]; then
+			p="$(cat "$tmp/h/$h/pid" "$tmp/h/$h/fleetd.pid" 2>/dev/null)"
+			# stopped, and still the holder it was (not gone down in between)
+			kill -STOP $p 2>/dev/null && [ ! -e "$tmp/h/$h/reboot-requested" ] && break
+			kill -CONT $p 2>/dev/null
+			h=
+		fi
 		nap 0.25
 	done
 	[ -n "$h" ] || return 1
-	p="$(<"$tmp/h/$h/pid") $(<"$tmp/h/$h/fleetd.pid")"
 	cfault host-sigstop-holding "$h"
-	kill -STOP $p; nap $((LTTL + 4)); kill -CONT $p
+	nap $((LTTL + 4)); kill -CONT $p 2>/dev/null
+	return 0
 }
 f_long_down() { # the next reboot of a host takes LockTTL= + 6 s
 	local h; h=$(pick "${HS[@]}")
@@ -405,7 +418,7 @@ TR=$(now_ms)
 booted_since() { local t=$1 id; shift; for id in "$@"; do
 	awk -v t="$t" -v h="$id" '$2 == h && $1 >= t && $3 == "BOOT" { b = 1 } END { exit !b }' "$EVENTS" || return 1; done; }
 all_idle() { local id; for id in "$@"; do host_idle "$id" || return 1; done; }
-wait_for "$HEAL_S" booted_since "$TR" "${HS[@]}"
+wait_for 90 booted_since "$TR" "${HS[@]}"
 wait_for 60 eval 'all_idle "${HS[@]}" && [ "$(etcd_keys "$EP" "/rerand/fleet/$G/")" = 0 ]'
 # the observer's watch may lag the last release a little
 nap 3
