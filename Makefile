@@ -96,7 +96,8 @@ FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	$(CPPFLAGS) $(LIB_CFLAGS)
 
-.PHONY: FORCE vm histogram all deps deb unit-tests kernels check check-long check-comeback demo fuzz bench install clean
+.PHONY: FORCE vm histogram all deps deb unit-tests kernels check check-long check-comeback check-chaos \
+	demo fuzz bench install clean
 all: $(RERAND) $(STAGE_BIN) $(RERANDD) $(FLEETD)
 
 $(O)/host/%.o: %.c
@@ -162,6 +163,18 @@ $(FLEETD): $(O)/host/fleetd/main.o $(LIBFLEETD) $(FLEETD_SHARED_OBJS) $(LIBRERAN
 
 $(O)/host/fleetd/%.o: HOST_CFLAGS += $(FLEETD_CFLAGS) -Idaemon -pthread
 
+# The chaos test's deliberately broken helper (tests/cli/test-fleet-chaos.sh): the
+# slot's down lease (DownTTL=) switched off at build time, so that the test can
+# show its checker catches a slot lapsing while its host is down.  Never installed.
+FLEETD_BROKEN := $(O)/chaos-broken/rerand-fleetd
+$(O)/chaos-broken/fleet_etcd.o: fleetd/fleet_etcd.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) $(HOST_CFLAGS) $(FLEETD_CFLAGS) -Idaemon -pthread \
+		-DRERAND_TEST_NO_DOWN_TTL -c -o $@ $<
+$(FLEETD_BROKEN): $(O)/host/fleetd/main.o $(O)/chaos-broken/fleet_etcd.o \
+		$(filter-out $(O)/host/fleetd/fleet_etcd.o,$(FLEETD_LIB_OBJS)) $(FLEETD_SHARED_OBJS) $(LIBRERAND)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(FLEETD_LIBS)
+
 $(O)/host/daemon/config.o: CPPFLAGS += -DRR_RERAND_BIN='"$(BINDIR)/rerand"'
 # rerandd's built-in RerandBinary= follows BINDIR: `make install PREFIX=/usr`
 # after a plain `make` rebuilds it (the stamp changes only with BINDIR).
@@ -208,7 +221,7 @@ kernels:
 # before a fresh machine had the -dev packages.
 check check-long:
 	$(Q)scripts/deps.sh check
-	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(FUZZ_BINS)
+	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(FUZZ_BINS) $(FLEETD_BROKEN)
 	$(Q)scripts/run-check.sh $(if $(filter check-long,$@),long,short)
 
 # The comeback part of `make check` alone (issue 22): the watchdog unit test
@@ -217,6 +230,12 @@ check-comeback:
 	$(Q)scripts/deps.sh check
 	$(Q)$(MAKE) --no-print-directory all $(O)/tests/test_wdog
 	$(Q)scripts/run-check.sh short "test_wdog check-comeback.sh"
+
+# The fleet chaos test alone: `make check-chaos` (about 3 min), `CHAOS=long` (30 min).
+CHAOS ?= short
+check-chaos:
+	$(Q)$(MAKE) --no-print-directory all $(FLEETD_BROKEN)
+	$(Q)RERAND_MODE=$(CHAOS) tests/cli/test-fleet-chaos.sh
 
 unit-tests: $(UNIT_BINS)
 

@@ -213,6 +213,25 @@ void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p)
 			rr_log(RR_LOG_WARNING, "fleet: keepalive: %s", p->msg);
 		break;
 	case CO_CONFIRM:
+		/* The slot now hangs on the down lease (DownTTL=): the next boot must
+		 * resume that one, so it is on disk before the answer lets the reboot
+		 * go ahead.  A confirm whose token cannot be saved is no confirm. */
+		if (p->rc == 1 && st && *p->token && strcmp(p->token, st->fleet_token)) {
+			struct rr_err e;
+
+			snprintf(st->fleet_token, sizeof(st->fleet_token), "%s", p->token);
+			st->fleet_held = true;
+			if (state_save(co->state_path, st, &e) < 0) {
+				rr_log(RR_LOG_ERR, "%s", e.msg);
+				co->confirm_rc = -EIO;
+				snprintf(co->last_error, sizeof(co->last_error),
+					 "cannot save the slot's down lease: %.400s", e.msg);
+				co->last_keepalive_ms = coord_now_ms();
+				break;
+			}
+			rr_log(RR_LOG_INFO, "fleet: slot %s kept across the reboot for up to %" PRId64
+			       " s (DownTTL=)", st->fleet_token, co->cfg.down_ttl);
+		}
 		co->confirm_rc = p->rc;
 		co->last_keepalive_ms = coord_now_ms();
 		break;

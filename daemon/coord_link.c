@@ -116,7 +116,7 @@ static int send_line(struct rr_coord *co, enum coord_op op, const char *arg, uin
 	static const enum fleet_verb verb[] = {
 		[CO_OPEN] = FLEET_V_OPEN, [CO_RESUME] = FLEET_V_RESUME,
 		[CO_ACQUIRE] = FLEET_V_ACQUIRE, [CO_KEEPALIVE] = FLEET_V_REFRESH,
-		[CO_CONFIRM] = FLEET_V_REFRESH, [CO_RELEASE] = FLEET_V_RELEASE,
+		[CO_CONFIRM] = FLEET_V_DOWN, [CO_RELEASE] = FLEET_V_RELEASE,
 		[CO_STATUS] = FLEET_V_STATUS, [CO_RELEASE_HOST] = FLEET_V_RELEASE_HOST,
 	};
 	static struct fleet_request q;

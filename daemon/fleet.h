@@ -38,6 +38,7 @@ struct fleet_config {
 	bool     allow_plaintext;   /* http:// to a host that is not on loopback */
 	unsigned max_concurrent;
 	int64_t  lock_ttl;          /* seconds; must outlast drain + reboot + boot */
+	int64_t  down_ttl;          /* seconds; the slot's lease across the reboot (etcd) */
 	char     url[FLEET_STR];    /* FleetLock base URL */
 	char     machine_id[FLEET_STR]; /* file holding the identity */
 	char     id[FLEET_ID_MAX];  /* explicit identity (tests); "" = read machine_id */
@@ -134,6 +135,8 @@ enum fleet_verb {
 	FLEET_V_RESUME,         /* ARG: the token */
 	FLEET_V_STATUS,
 	FLEET_V_RELEASE_HOST,   /* ARG: the host */
+	FLEET_V_DOWN,           /* the last word before the reboot: confirm the slot and
+	                         * move it to a lease of DownTTL= that outlasts the reboot */
 };
 const char *fleet_verb_name(enum fleet_verb v);
 

@@ -22,6 +22,7 @@ void fleet_config_defaults(struct fleet_config *c)
 	snprintf(c->group, sizeof(c->group), "default");
 	c->max_concurrent = 1;
 	c->lock_ttl = 900;
+	c->down_ttl = 1800;
 	snprintf(c->machine_id, sizeof(c->machine_id), "%s", FLEET_DEFAULT_MACHINE_ID);
 	c->timeout = 5;
 	c->retry_base_ms = 5000;
@@ -247,6 +248,8 @@ int fleet_config_set(struct fleet_config *c, const char *key, const char *value,
 	}
 	if (!strcasecmp(key, "LockTTL"))
 		return parse_seconds("LockTTL", value, &c->lock_ttl, err, errlen);
+	if (!strcasecmp(key, "DownTTL"))
+		return parse_seconds("DownTTL", value, &c->down_ttl, err, errlen);
 	if (!strcasecmp(key, "Timeout"))
 		return parse_seconds("Timeout", value, &c->timeout, err, errlen);
 	if (!strcasecmp(key, "RetryBaseMSec") || !strcasecmp(key, "RetryMaxMSec")) {
@@ -357,6 +360,13 @@ int fleet_config_validate(const struct fleet_config *c, char *err, size_t errlen
 		/* etcd refuses leases shorter than ~2 s; less than 5 s cannot cover a reboot */
 		if (c->lock_ttl < 5) {
 			snprintf(err, errlen, "[Fleet] LockTTL= must be at least 5 seconds");
+			return -EINVAL;
+		}
+		/* the down lease replaces the lock's for the reboot: a shorter one would
+		 * free the slot sooner than LockTTL= promises */
+		if (c->down_ttl < c->lock_ttl) {
+			snprintf(err, errlen, "[Fleet] DownTTL= (%" PRId64 " s) must not be shorter "
+				 "than LockTTL= (%" PRId64 " s)", c->down_ttl, c->lock_ttl);
 			return -EINVAL;
 		}
 		return 0;
@@ -479,6 +489,7 @@ int fleet_config_each(const struct fleet_config *c,
 	KV("AllowPlaintext", c->allow_plaintext ? "yes" : "no");
 	KN("MaxConcurrent", "%u", c->max_concurrent);
 	KN("LockTTL", "%" PRId64, c->lock_ttl);
+	KN("DownTTL", "%" PRId64, c->down_ttl);
 	KV("URL", c->url);
 	KV("MachineIDFile", c->machine_id);
 	KV("ID", c->id);

@@ -14,7 +14,7 @@
 static const char *const verbs[] = {
 	[FLEET_V_OPEN] = "open", [FLEET_V_ACQUIRE] = "acquire", [FLEET_V_REFRESH] = "refresh",
 	[FLEET_V_RELEASE] = "release", [FLEET_V_RESUME] = "resume", [FLEET_V_STATUS] = "status",
-	[FLEET_V_RELEASE_HOST] = "release-host",
+	[FLEET_V_RELEASE_HOST] = "release-host", [FLEET_V_DOWN] = "down",
 };
 #define NR_VERBS (sizeof(verbs) / sizeof(verbs[0]))
 

@@ -42,6 +42,9 @@ struct fleet_backend_ops {
 	void  (*destroy)(void *be);
 	int   (*acquire)(struct fleet_conn *c, void *be);
 	int   (*refresh)(struct fleet_conn *c, void *be);
+	/* as refresh, then the slot outlasts the reboot; NULL: refresh (FleetLock
+	 * holds without expiry) */
+	int   (*down)(struct fleet_conn *c, void *be);
 	/* 0 released (or nothing was held), <0 not known to be released */
 	int   (*release)(struct fleet_conn *c, void *be);
 	int   (*resume)(struct fleet_conn *c, void *be, const char *token);
@@ -67,6 +70,9 @@ int fleet_lock_parse_error(const char *body, char *kind, size_t klen, char *valu
 /* etcd: the txn that takes slot key for id under lease when the key does not exist. */
 int fleet_etcd_acquire_body(const char *key, const char *id, int64_t lease, char *buf,
 			    size_t len);
+/* etcd: move key (still id's, on lease from) to lease to. */
+int fleet_etcd_move_body(const char *key, const char *id, int64_t from, int64_t to, char *buf,
+			 size_t len);
 /* etcd: parse a range response into holders of prefix (slot number from the key suffix). */
 int fleet_etcd_parse_range(const char *body, const char *prefix, unsigned max_concurrent,
 			   struct fleet_status *st);

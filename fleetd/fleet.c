@@ -171,6 +171,15 @@ int fleet_refresh(struct fleet *f)
 	return settle(f, f->ops->refresh(&f->conn, f->be), FLEET_ST_IDLE);
 }
 
+int fleet_down(struct fleet *f)
+{
+	if (!f->ops)
+		return 1;
+	if (!f->ops->down)
+		return fleet_refresh(f);
+	return settle(f, f->ops->down(&f->conn, f->be), FLEET_ST_IDLE);
+}
+
 int fleet_release(struct fleet *f)
 {
 	int r;

@@ -17,6 +17,7 @@
 struct fleet_etcd {
 	int64_t  lease;          /* 0 = none */
 	int      slot;           /* -1 = none */
+	int64_t  granted;        /* the lease's TTL as the last keepalive renewed it */
 	unsigned cur;            /* endpoint that answered last */
 };
 
@@ -353,14 +354,14 @@ static int txn(struct fleet_conn *c, struct fleet_etcd *e, const char *body)
 	return ok ? 1 : 0;
 }
 
-static int lease_grant(struct fleet_conn *c, struct fleet_etcd *e, int64_t *ret)
+static int lease_grant(struct fleet_conn *c, struct fleet_etcd *e, int64_t ttl, int64_t *ret)
 {
 	char body[64];
 	json_object *root;
 	int64_t id;
 	int r;
 
-	snprintf(body, sizeof(body), "{\"TTL\":\"%" PRId64 "\"}", c->cfg->lock_ttl);
+	snprintf(body, sizeof(body), "{\"TTL\":\"%" PRId64 "\"}", ttl);
 	r = call(c, e, "/v3/lease/grant", body, &root);
 	if (r < 0)
 		return r;
@@ -447,6 +448,7 @@ static int etcd_refresh(struct fleet_conn *c, struct fleet_etcd *e)
 		forget(e);
 		return 0;
 	}
+	e->granted = ttl;
 	/* the lease lives, but an operator may have freed the slot */
 	r = range(c, e, &st);
 	if (r < 0)
@@ -512,7 +514,7 @@ static int etcd_acquire(struct fleet_conn *c, struct fleet_etcd *e)
 	for (unsigned i = 0; i < st.nr_holders; i++)
 		if (st.holders[i].slot < FLEET_MAX_SLOTS)
 			used[st.holders[i].slot] = true;
-	r = lease_grant(c, e, &lease);
+	r = lease_grant(c, e, cfg->lock_ttl, &lease);
 	if (r < 0)
 		return r;
 	slot_prefix(c, prefix, sizeof(prefix));
@@ -538,6 +540,78 @@ static int etcd_acquire(struct fleet_conn *c, struct fleet_etcd *e)
 		fleet_conn_error(c, "etcd: group %s: lost the race for every free slot",
 				cfg->group);
 	return r < 0 ? r : 0;
+}
+
+int fleet_etcd_move_body(const char *key, const char *id, int64_t from, int64_t to, char *buf,
+			 size_t len)
+{
+	char k[KEY_MAX * 2], v[FLEET_ID_MAX * 2];
+	int n;
+
+	if (b64(key, k, sizeof(k)) || b64(id, v, sizeof(v)))
+		return -ENOBUFS;
+	/* only the key that is still ours on the lease we hold: a slot that expired and
+	 * was taken by someone else in between is never overwritten */
+	n = snprintf(buf, len,
+		"{\"compare\":[{\"key\":\"%s\",\"target\":\"VALUE\",\"result\":\"EQUAL\",\"value\":\"%s\"},"
+		"{\"key\":\"%s\",\"target\":\"LEASE\",\"result\":\"EQUAL\",\"lease\":\"%" PRId64 "\"}],"
+		"\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%" PRId64 "\"}}]}",
+		k, v, k, from, k, v, to);
+	return n < 0 || (size_t)n >= len ? -ENOBUFS : n;
+}
+
+/* Move our slot key to a new lease of ttl seconds and revoke the old one.  1 moved,
+ * 0 the slot is not ours any more (forgotten), <0 not known: the old lease is kept
+ * as it was and the new one revoked, so a failure never leaves a second lease on
+ * the slot that outlives what the caller believes. */
+static int move_lease(struct fleet_conn *c, struct fleet_etcd *e, int64_t ttl)
+{
+	char prefix[KEY_MAX], key[KEY_MAX + 16], body[2048];
+	int64_t nl;
+	int r;
+
+	r = lease_grant(c, e, ttl, &nl);
+	if (r < 0)
+		return r;
+	slot_prefix(c, prefix, sizeof(prefix));
+	snprintf(key, sizeof(key), "%s%d", prefix, e->slot);
+	r = fleet_etcd_move_body(key, c->id, e->lease, nl, body, sizeof(body));
+	if (r >= 0)
+		r = txn(c, e, body);
+	if (r != 1) {
+		/* an unknown outcome (r < 0) may have moved the key: revoking the new
+		 * lease deletes it then, which frees the slot rather than stretch it */
+		lease_revoke(c, e, nl);
+		if (r == 0) {
+			fleet_conn_error(c, "etcd: slot %d is no longer ours", e->slot);
+			lease_revoke(c, e, e->lease);
+			forget(e);
+		}
+		return r;
+	}
+	/* the key left the old lease: revoking it frees nothing; if that fails, it
+	 * expires by itself */
+	lease_revoke(c, e, e->lease);
+	e->lease = nl;
+	return 1;
+}
+
+/* Before the reboot: the slot must outlast the host being down (a stage reset, a
+ * firmware POST, a fallback boot), so it goes to a lease of DownTTL=. */
+static int etcd_down(struct fleet_conn *c, struct fleet_etcd *e)
+{
+	int r = etcd_refresh(c, e);
+
+	if (r != 1)
+		return r;
+#ifdef RERAND_TEST_NO_DOWN_TTL
+	/* a deliberately broken build for the chaos test's own check: the slot
+	 * lapses after LockTTL= while the host is down */
+	return 1;
+#endif
+	if (c->cfg->down_ttl <= c->cfg->lock_ttl)
+		return 1;
+	return move_lease(c, e, c->cfg->down_ttl);
 }
 
 static int etcd_release(struct fleet_conn *c, struct fleet_etcd *e)
@@ -585,7 +659,7 @@ static int etcd_token(const struct fleet_etcd *e, char *buf, size_t len)
 static int etcd_resume(struct fleet_conn *c, struct fleet_etcd *e, const char *token)
 {
 	unsigned long long lease;
-	int slot, used = 0;
+	int slot, used = 0, r;
 
 	forget(e);
 	if (!token || !*token)
@@ -597,7 +671,16 @@ static int etcd_resume(struct fleet_conn *c, struct fleet_etcd *e, const char *t
 	}
 	e->lease = (int64_t)lease;
 	e->slot = slot;
-	return etcd_refresh(c, e);
+	r = etcd_refresh(c, e);
+	/* a restart in the same boot resumes a lease of LockTTL= already */
+	if (r != 1 || e->granted <= c->cfg->lock_ttl)
+		return r;
+	/* Up again: back to a lease of LockTTL=, so a host that dies during its
+	 * post-boot checks frees its slot after LockTTL=, not DownTTL=.  If the move
+	 * fails the slot stays on the down lease, still ours, kept alive the same. */
+	if (move_lease(c, e, c->cfg->lock_ttl) == 0)
+		return 0;
+	return 1;
 }
 
 static int etcd_status(struct fleet_conn *c, struct fleet_etcd *e, struct fleet_status *st)
@@ -645,6 +728,7 @@ static int etcd_release_host(struct fleet_conn *c, struct fleet_etcd *e, const c
 static int op_acquire(struct fleet_conn *c, void *e) { return etcd_acquire(c, e); }
 static int op_refresh(struct fleet_conn *c, void *e) { return etcd_refresh(c, e); }
 static int op_release(struct fleet_conn *c, void *e) { return etcd_release(c, e); }
+static int op_down(struct fleet_conn *c, void *e) { return etcd_down(c, e); }
 static int op_resume(struct fleet_conn *c, void *e, const char *t) { return etcd_resume(c, e, t); }
 static int op_token(const void *e, char *buf, size_t len) { return etcd_token(e, buf, len); }
 static int op_status(struct fleet_conn *c, void *e, struct fleet_status *st)
@@ -662,6 +746,7 @@ const struct fleet_backend_ops fleet_etcd_ops = {
 	.destroy = etcd_destroy,
 	.acquire = op_acquire,
 	.refresh = op_refresh,
+	.down = op_down,
 	.release = op_release,
 	.resume = op_resume,
 	.token = op_token,

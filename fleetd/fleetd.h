@@ -20,6 +20,9 @@ int fleet_acquire(struct fleet *f);
 /* Keep what we hold alive and check it is still ours: 1 held, 0 lost, <0 unknown.
  * The caller must treat anything but 1 as "do not reboot". */
 int fleet_refresh(struct fleet *f);
+/* The last word before the reboot: as fleet_refresh(), and the slot is moved to
+ * a lease that outlasts the reboot (DownTTL=); fleet_token() names it after. */
+int fleet_down(struct fleet *f);
 /* Give back any slot this identity holds (FleetLock: steady-state). 0 or <0. */
 int fleet_release(struct fleet *f);
 /* What to persist across the reboot so the next boot can take the lease back. */

@@ -203,6 +203,7 @@ static void run_job(struct job *j)
 		switch (q->verb) {
 		case FLEET_V_ACQUIRE: r = fleet_acquire(g.f); break;
 		case FLEET_V_REFRESH: r = fleet_refresh(g.f); break;
+		case FLEET_V_DOWN: r = fleet_down(g.f); break;
 		case FLEET_V_RELEASE: r = fleet_release(g.f); break;
 		case FLEET_V_RESUME: r = fleet_resume(g.f, q->args[0]); break;
 		case FLEET_V_STATUS:

@@ -181,6 +181,17 @@ static void test_etcd_json(void)
 	T_OK(!json_object_object_get_ex(o, "failure", &f), "etcd: a lost race changes nothing (no failure ops)");
 	json_object_put(o);
 
+	T_OK(fleet_etcd_move_body("/rerand/fleet/web/slot/1", "host-7", 11, 22, buf, sizeof(buf)) > 0 &&
+	     (o = json_tokener_parse(buf)) != NULL, "etcd: the down-lease move txn is JSON");
+	T_OK(!strcmp(jpath_str(o, "compare", 0, "target", NULL) ?: "", "VALUE") &&
+	     !strcmp(jpath_str(o, "compare", 0, "value", NULL) ?: "", "aG9zdC03") &&
+	     !strcmp(jpath_str(o, "compare", 1, "target", NULL) ?: "", "LEASE") &&
+	     !strcmp(jpath_str(o, "compare", 1, "lease", NULL) ?: "", "11") &&
+	     !strcmp(jpath_str(o, "success", 0, "request_put", "lease") ?: "", "22") &&
+	     !json_object_object_get_ex(o, "failure", &f),
+	     "etcd: the move puts the slot on the new lease only while it is ours on the old one");
+	json_object_put(o);
+
 	/* a reply as etcd 3.4's gateway writes it: int64 as strings, key order by bytes */
 	const char *reply =
 		"{\"header\":{\"revision\":\"9\"},\"kvs\":["
@@ -253,6 +264,13 @@ static void test_config(void)
 	     fleet_config_validate(&c, err, sizeof(err)) == 0, "config: a complete etcd TLS section validates");
 	T_OK(!set(&c, "LockTTL", "3") && fleet_config_validate(&c, err, sizeof(err)) == -EINVAL,
 	     "config: LockTTL below 5 s fails validation");
+	T_OK(!set(&c, "LockTTL", "15min") && c.down_ttl == 1800 && !fleet_config_validate(&c, err, sizeof(err)),
+	     "config: DownTTL= defaults to 30 min, twice the default LockTTL=");
+	T_OK(!set(&c, "DownTTL", "2h") && c.down_ttl == 7200 && set(&c, "DownTTL", "0") == -EINVAL,
+	     "config: DownTTL= takes 2h and refuses 0");
+	T_OK(!set(&c, "DownTTL", "10min") && fleet_config_validate(&c, err, sizeof(err)) == -EINVAL &&
+	     strstr(err, "DownTTL=") && strstr(err, "LockTTL="),
+	     "config: a DownTTL= shorter than LockTTL= fails validation, naming both");
 	fleet_config_defaults(&c);
 	T_OK(!set(&c, "Backend", "fleetlock") && fleet_config_validate(&c, err, sizeof(err)) == -EINVAL &&
 	     strstr(err, "URL="), "config: fleetlock without URL= fails validation");
@@ -370,6 +388,9 @@ static void test_proto(void)
 	T_OK(fleet_proto_parse_reply("R 1 1 3 0 - - x 2 65 0", 22, &p2) == -EBADMSG,
 	     "proto: more holders than slots exist is refused");
 	T_OK(fleet_proto_parse_request("Q 1 reboot", 10, &q2) == -EBADMSG, "proto: an unknown verb is refused");
+	T_OK(!fleet_proto_parse_request("Q 3 down", 8, &q2) && q2.verb == FLEET_V_DOWN && !q2.nr_args &&
+	     fleet_proto_parse_request("Q 3 down x", 10, &q2) == -EBADMSG,
+	     "proto: down takes no argument");
 	T_OK(fleet_proto_parse_request("Q 1 resume", 10, &q2) == -EBADMSG, "proto: resume without its token is refused");
 	T_OK(fleet_proto_parse_request("Q 1 acquire x", 13, &q2) == -EBADMSG, "proto: acquire with an argument is refused");
 }
