@@ -232,13 +232,20 @@ hosts_new() {
 	done
 }
 hosts_start() { local fd=$1 id; shift; for id in "$@"; do chaos_host "$id" "$fd" & done; }
-ids_arg() { local id s=; for id in "$@"; do s+=${s:+,}$id=${MID[$id]}; done; echo "$s"; }
+# holder ID: what a slot taken by host ID holds, its machine id ~ its install id
+# (rerandd makes the install id once, in its state directory): a clone's slot,
+# with the same machine id, does not name the other host
+holder() {
+	local f=$tmp/h/$1/state/fleet-install-id
+	if [ -s "$f" ]; then echo "${MID[$1]}~$(<"$f")"; else echo "${MID[$1]}"; fi
+}
+ids_arg() { local id s=; for id in "$@"; do s+=${s:+,}$id=$(holder "$id"); done; echo "$s"; }
 holding() { # the hosts whose machine id a slot key of group $1 names now
 	local v id
 	v=$(etcdctl --endpoints="$EP" --dial-timeout=1s --command-timeout=2s get --prefix \
 		"/rerand/fleet/$1/slot/" --print-value-only 2>/dev/null) || return 1
 	for id in "${@:2}"; do
-		grep -qxF "${MID[$id]}" <<<"$v" && [ ! -e "$tmp/h/$id/reboot-requested" ] && echo "$id"
+		grep -qxF "$(holder "$id")" <<<"$v" && [ ! -e "$tmp/h/$id/reboot-requested" ] && echo "$id"
 	done
 }
 host_idle() { # no reboot pending, no slot on disk
