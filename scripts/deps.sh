@@ -9,8 +9,10 @@
 #
 # Debian 12 (bookworm) and 13 (trixie) name some packages differently, so a
 # list entry may be:
-#   a|b     the first of a, b that is installed, else the first apt offers
-#           (the t64 library names: trixie's libfoo1t64 is bookworm's libfoo1);
+#   a|b     the first of a, b that is installed or that apt offers, in that
+#           order, as apt-get build-dep takes alternatives (the t64 library
+#           names: trixie's libfoo1t64|libfoo1; systemd-dev|systemd, the
+#           systemd.pc trixie has in systemd-dev, bookworm in systemd);
 #   name?   only if apt offers it, saying so when it does not;
 #   @clang-rt   clang's runtime (the fuzzers' libFuzzer and sanitizers):
 #           libclang-rt-N-dev for the N of the clang that is installed, else
@@ -38,8 +40,10 @@ demo_pkgs="ca-certificates"
 # trixie has no 6.1 (bench/kstock.sh then says which series it cannot build).
 bench_pkgs="valgrind gnuplot-nox time linux-source-6.1? linux-source-6.12 linux-config-6.1?
 linux-config-6.12"
-# `make deb`: debhelper (dh, compat 13), dpkg-buildpackage, lintian.
-deb_pkgs="debhelper dpkg-dev lintian"
+# `make deb`: debhelper (dh, compat 13), dpkg-buildpackage, lintian, and
+# the rest of debian/control's Build-Depends: systemd.pc (systemd-dev on
+# trixie, systemd on bookworm), the tools the unit tests run.
+deb_pkgs="debhelper dpkg-dev lintian systemd-dev|systemd bzip2 xz-utils lzop lz4 zstd"
 # `make deb-chroot` (scripts/deb-chroot.sh): debootstrap, unshare and setpriv
 # (util-linux), ip (the build's loopback), dpkg-parsechangelog.
 chroot_pkgs="debootstrap util-linux iproute2 dpkg-dev debian-archive-keyring"
@@ -103,10 +107,7 @@ resolve() {
 		echo "$e" ;;
 	*'|'*)
 		for alt in ${e//|/ }; do
-			installed "$alt" && { echo "$alt"; return 0; }
-		done
-		for alt in ${e//|/ }; do
-			offered "$alt" && { echo "$alt"; return 0; }
+			if installed "$alt" || offered "$alt"; then echo "$alt"; return 0; fi
 		done
 		return 1 ;;
 	*'?')
