@@ -166,7 +166,7 @@ in_root --net /bin/sh -c 'DEBIAN_FRONTEND=noninteractive apt-get install -y -qq 
 	die "$suite: installing lintian failed"
 lrc=0
 in_root --user /bin/sh -c 'cd /build && env HOME=/build lintian --version && exec env HOME=/build \
-	lintian --pedantic --display-info --fail-on error,warning "$0"' \
+	lintian --pedantic --display-info --show-overrides --fail-on error,warning "$0"' \
 	"rerand_${version}_amd64.changes" >"$out/lintian.txt" 2>&1 || lrc=$?
 cat "$out/lintian.txt"
 [ "$lrc" -eq 0 ] || die "$suite: lintian reports errors or warnings (exit $lrc)"
