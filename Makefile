@@ -96,8 +96,8 @@ FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	$(CPPFLAGS) $(LIB_CFLAGS)
 
-.PHONY: FORCE vm histogram all deps deb unit-tests kernels check check-long check-comeback check-chaos \
-	demo fuzz bench install clean
+.PHONY: FORCE vm histogram all deps deb deb-chroot unit-tests kernels check check-long check-comeback \
+	check-chaos demo fuzz bench install clean
 all: $(RERAND) $(STAGE_BIN) $(RERANDD) $(FLEETD)
 
 $(O)/host/%.o: %.c
@@ -309,6 +309,16 @@ deb:
 	$(Q)cd $(O)/deb/rerand-$(DEB_VERSION) && dpkg-buildpackage -b -us -uc
 	$(Q)cp $(O)/deb/rerand_$(DEB_VERSION)_amd64.deb .
 	@echo "deb: rerand_$(DEB_VERSION)_amd64.deb"
+
+# The package built as Debian's build daemons build it: in a pristine
+# debootstrap --variant=buildd root of SUITE (bookworm, trixie; default this
+# machine's release) holding only build-essential and the Build-Depends,
+# dpkg-buildpackage -b with its tests, then SUITE's own lintian --pedantic.
+# Leaves build/deb-SUITE/rerand_VERSION_amd64.deb (and build.log,
+# lintian.txt); the base root is cached in ~/.cache/rerand-e2e.
+deb-chroot:
+	$(Q)scripts/deps.sh deb-chroot
+	$(Q)scripts/deb-chroot.sh $(SUITE)
 
 clean:
 	rm -rf $(O)
