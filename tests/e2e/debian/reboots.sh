@@ -44,8 +44,9 @@ x_check() {
 	log=$(journalctl -b -u rerandd -o cat --no-pager 2>&1)
 	# (A soft-reboot keeps the boot: only rerandd's lines since then.)
 	[ "$step" = soft-reboot ] && log=$(journalctl -u rerandd --since "$(cat "$D/xtime")" -o cat --no-pager 2>&1)
-	fails=$(jval "$js" failures)
-	say "RRS-INFO n=$n after $step: boot_id=$boot_id verify=$(jval "$js" verify) successes=$(jval "$js" successes) failures=${fails:-?} kexec_loaded_before=$(cat "$D/xkexec-loaded" 2>/dev/null)"
+	# Failures in a row and in all: neither may move.
+	fails=$(jval "$js" consecutive_failures)/$(jval "$js" failures_total)
+	say "RRS-INFO n=$n after $step: boot_id=$boot_id verify=$(jval "$js" verify) successes=$(jval "$js" successes) failures=$fails kexec_loaded_before=$(cat "$D/xkexec-loaded" 2>/dev/null) now=$(cat /sys/kernel/kexec_loaded)"
 	case "$step" in
 	systemctl-reboot | reboot)
 		tap "$([ "$prev" != "$boot_id" ]; echo $?)" "after \`$step\`: a new boot id"
@@ -61,8 +62,8 @@ x_check() {
 			"after \`$step\` the kernel is rerandomized: rerand verify and rerandd's status say randomized" "$vj | $js"
 		grep -q '^booted without rerandd into its staged image: this boot is randomized' <<<"$log"
 		tap $? "rerandd says the boot is randomized but not its reboot" "$(grep -iE 'boot|verif' <<<"$log" | head -n 3 | tr '\n' '|')"
-		tap "$([ "$(jval "$js" successes)" = "$succ0" ] && [ "$fails" = 0 ]; echo $?)" \
-			"rerandd counted it neither as its success nor as a failure (successes $succ0, failures 0)" "$js"
+		tap "$([ "$(jval "$js" successes)" = "$succ0" ] && [ "$fails" = 0/0 ]; echo $?)" \
+			"rerandd counted it neither as its success nor as a failure (successes $succ0, failures 0/0)" "$js"
 		say "RRS-INFO n=$n xverified boot_id=$boot_id after=$step entropy_bits=$(jval "$js" entropy_bits)"
 		;;
 	soft-reboot)
@@ -71,9 +72,9 @@ x_check() {
 		tap $? "the journal shows the soft-reboot" "$(grep -i 'soft' <<<"$pj" | tail -n 2 | tr '\n' '|')"
 		tap "$([ "$(prop ExecMainStartTimestampMonotonic)" -gt "$(cat "$D/xrerandd-start")" ]; echo $?)" \
 			"rerandd was started again by the new userspace"
-		tap "$([ "$(jval "$js" successes)" = "$succ0" ] && [ "$fails" = 0 ] && [ "$(jval "$js" verify)" = randomized ] &&
+		tap "$([ "$(jval "$js" successes)" = "$succ0" ] && [ "$fails" = 0/0 ] && [ "$(jval "$js" verify)" = randomized ] &&
 			! grep -Eq 'rerandomizing reboot (verified|failed|was weak)|booted without rerandd|did not happen' <<<"$log"; echo $?)" \
-			"rerandd counted no reboot and no failure after the soft-reboot (successes $succ0, failures ${fails:-?}, still randomized)" \
+			"rerandd counted no reboot and no failure after the soft-reboot (successes $succ0, failures in a row/in all $fails, still randomized)" \
 			"$js; $(grep -Ei 'boot|verif' <<<"$log" | head -n 3 | tr '\n' '|')"
 		;;
 	kexec-default)
@@ -86,7 +87,7 @@ x_check() {
 			"that boot is not rerand's: rerand status says verify absent" "$js"
 		grep -q '^booted without rerandd: this boot is absent, not rerand'"'"'s' <<<"$log"
 		tap $? "rerandd says the boot is not rerand's" "$(grep -iE 'boot|verif' <<<"$log" | head -n 3 | tr '\n' '|')"
-		tap "$([ "$(jval "$js" successes)" = "$succ0" ] && [ "$fails" = 0 ]; echo $?)" \
+		tap "$([ "$(jval "$js" successes)" = "$succ0" ] && [ "$fails" = 0/0 ]; echo $?)" \
 			"rerandd counted it neither as a success nor as a failure" "$js"
 		;;
 	skip-auto-kexec)
@@ -98,7 +99,7 @@ x_check() {
 		tap "$([ "$(jval "$js" verify)" = absent ] && [ "$(cat /proc/cmdline)" = "$(cat "$D/cmdline.0")" ]; echo $?)" \
 			"a firmware boot (QEMU's command line again), not rerand's: verify absent" "$js; $(cat /proc/cmdline)"
 		grep -q '^booted without rerandd: this boot is absent' <<<"$log" &&
-			[ "$(jval "$js" successes)" = "$succ0" ] && [ "$fails" = 0 ]
+			[ "$(jval "$js" successes)" = "$succ0" ] && [ "$fails" = 0/0 ]
 		tap $? "rerandd says so and counts nothing" "$js; $(grep -iE 'boot|verif' <<<"$log" | head -n 2 | tr '\n' '|')"
 		;;
 	esac
