@@ -102,6 +102,17 @@ suite_deb() {
 	echo "$deb"
 }
 
+# pick_deb: the package the guest installs (see install_note above).
+pick_deb() {
+	if [ -n "${RRS_DEB:-}" ]; then
+		echo "$RRS_DEB"
+	elif [ "$suite" = "$host_suite" ]; then
+		rrs_deb
+	else
+		suite_deb
+	fi
+}
+
 # The kernels: RRD_KERNEL alone when given; else Debian 12's own series, the
 # 6.1 cloud kernel (its stat of /proc/cmdline says 0 bytes), and in long mode
 # the 6.12 cloud kernel bookworm also ships (scripts/kernels.sh pick).
@@ -135,12 +146,7 @@ kernel2_deb=""
 if [ "$RRS_INSTALL" = deb ] && [ "$suite" != bookworm ]; then
 	# (No second kernel: trixie's archive serves one 6.12 cloud kernel, the
 	# one the guest boots.)
-	deb=${RRS_DEB:-}
-	if [ -z "$deb" ] && [ "$suite" = "$host_suite" ]; then
-		deb=$(rrs_deb) || { echo "not ok - $name: make deb failed"; exit 0; }
-	elif [ -z "$deb" ]; then
-		deb=$(suite_deb) || { echo "not ok - $name: make deb-chroot SUITE=$suite failed"; exit 0; }
-	fi
+	deb=$(pick_deb) || { echo "not ok - $name: no $suite package to install (make deb or make deb-chroot SUITE=$suite failed)"; exit 0; }
 	export RRS_DEB=$deb
 	e2e_note "$name: installs $deb ($(dpkg-deb -f "$deb" Version)) with dpkg -i; no second kernel package"
 elif [ "$RRS_INSTALL" = deb ]; then
@@ -148,8 +154,7 @@ elif [ "$RRS_INSTALL" = deb ]; then
 		{ echo "not ok - $name: no cloud612 kernel to name the second kernel package"; exit 0; }
 	kernel2_deb=$(rrs_kernel_deb "linux-image-${k2##*/vmlinuz-}") ||
 		{ echo "not ok - $name: no linux-image-${k2##*/vmlinuz-} package for the second-kernel check"; exit 0; }
-	deb=${RRS_DEB:-}
-	[ -n "$deb" ] || deb=$(rrs_deb) || { echo "not ok - $name: make deb failed"; exit 0; }
+	deb=$(pick_deb) || { echo "not ok - $name: no $suite package to install (make deb or make deb-chroot SUITE=$suite failed)"; exit 0; }
 	export RRS_DEB=$deb
 	e2e_note "$name: installs $(basename "$deb") with dpkg -i; second kernel $(basename "$kernel2_deb")"
 fi
