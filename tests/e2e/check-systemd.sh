@@ -228,7 +228,9 @@ run_one() {
 	[ "$RRS_BOOT" = uki ] && base=$((base + 300))
 	# Fleet: etcd's start, the fail-closed wait and a rerandd restart.
 	[ "$fleet" = 1 ] && base=$((base + 300))
-	tmo=${RRS_TIMEOUT:-$((base + 300 * (target + xboots)))}
+	# (reboots: 600 s per extra boot; at load 40-60 the first 3 of them
+	# took 45 min.)
+	tmo=${RRS_TIMEOUT:-$((base + 300 * target + 600 * xboots))}
 	t0=$EPOCHSECONDS
 	rc=0
 	rrs_qemu "$boot" "$dir/disk.img" "$log" "$alog" "$tmo" || rc=$?
