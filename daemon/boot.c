@@ -75,8 +75,18 @@ enum rr_outcome boot_first_look(struct daemon *d, enum rr_resume *resume)
 		rr_log(RR_LOG_WARNING, "a planned reboot did not happen before rerandd restarted");
 		break;
 	case RR_OUT_UNPLANNED:
-		rr_log(RR_LOG_NOTICE, "booted without rerandd (this boot: %s)",
-		       state_verify_name(d->verify));
+		/* systemd 256 and later turn `systemctl reboot` into a kexec of
+		 * whatever is loaded, which is rerandd's staged image: such a
+		 * boot is randomized without rerandd having asked for it.  It
+		 * is not counted as rerandd's; the layout age starts again. */
+		if (d->verify == RR_V_RANDOMIZED)
+			rr_log(RR_LOG_NOTICE, "booted without rerandd into its staged image: this "
+			       "boot is randomized (%.1f bits); a reboot rerandd did not plan, "
+			       "not counted", d->entropy_bits);
+		else
+			rr_log(RR_LOG_NOTICE, "booted without rerandd: this boot is %s, not "
+			       "rerand's; a reboot rerandd did not plan, not counted",
+			       state_verify_name(d->verify));
 		break;
 	default:
 		break;

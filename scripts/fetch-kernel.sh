@@ -13,32 +13,47 @@
 # version, in $RERAND_KERNEL_CACHE (default ~/.cache/rerand-e2e/kernels), so
 # that `make clean` and fresh clones on the same machine reuse it; a cached
 # copy is checked against the SHA256SUMS written when it was extracted.
+# RERAND_SUITE=SUITE (e.g. trixie): from that suite's archive instead of the
+# machine's apt sources, through scripts/suite-apt.sh (a temporary sources
+# list checked against the archive keyring; the same signed-index check).
 set -eu
 meta=${1:-linux-image-cloud-amd64}
 cache=${RERAND_KERNEL_CACHE:-${XDG_CACHE_HOME:-${HOME:-/var/tmp}/.cache}/rerand-e2e/kernels}
+suite=${RERAND_SUITE:-}
+top=$(cd "$(dirname "$0")/.." && pwd)
 die() { echo "fetch-kernel: $*" >&2; exit 1; }
+apt_cache() {
+	if [ -n "$suite" ]; then "$top/scripts/suite-apt.sh" "$suite" apt-cache "$@"; else apt-cache "$@"; fi
+}
+apt_get() {
+	if [ -n "$suite" ]; then "$top/scripts/suite-apt.sh" "$suite" apt-get "$@"; else apt-get "$@"; fi
+}
 
 # A meta-package (linux-image-cloud-amd64, linux-image-6.12-cloud-amd64)
 # depends on the versioned package; a versioned one depends on none.
 resolve() {
 	local dep
-	dep=$(apt-cache depends "$meta" 2>/dev/null |
+	dep=$(apt_cache depends "$meta" 2>/dev/null |
 		sed -n 's/^ *Depends: *\(linux-image-[0-9][^ ]*\).*/\1/p' | head -n1)
 	if [ -n "$dep" ]; then
 		echo "$dep"
-	elif apt-cache show --no-all-versions "$meta" >/dev/null 2>&1; then
+	elif apt_cache show --no-all-versions "$meta" 2>/dev/null | grep -qx "Package: $meta"; then
 		echo "$meta"
 	fi
 }
 
+# The suite's index first, so that its errors (an unknown suite, an
+# InRelease the keyring does not verify) are the ones shown.
+[ -z "$suite" ] || "$top/scripts/suite-apt.sh" "$suite" apt-cache stats >/dev/null ||
+	die "no checked package index of $suite (scripts/suite-apt.sh)"
 pkg=$(resolve)
-if [ -z "$pkg" ]; then
+if [ -z "$pkg" ] && [ -z "$suite" ]; then
 	echo "fetch-kernel: $meta unknown to apt-cache; running apt-get update" >&2
 	apt-get update -qq >&2 || true
 	pkg=$(resolve)
 fi
-[ -n "$pkg" ] || die "cannot resolve $meta to a kernel package (apt-cache policy $meta)"
-ver=$(apt-cache show --no-all-versions "$pkg" 2>/dev/null | sed -n 's/^Version: *//p' | head -n1)
+[ -n "$pkg" ] || die "cannot resolve $meta${suite:+ of $suite} to a kernel package (apt-cache policy $meta)"
+ver=$(apt_cache show --no-all-versions "$pkg" 2>/dev/null | sed -n 's/^Version: *//p' | head -n1)
 [ -n "$ver" ] || die "$pkg: apt-cache shows no candidate version"
 
 mkdir -p "$cache"
@@ -55,8 +70,8 @@ fi
 
 tmp=$(mktemp -d "$cache/fetch.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-echo "fetch-kernel: downloading $pkg $ver (apt-get download, checked against the archive's signed hashes)" >&2
-(cd "$tmp" && apt-get download -q "$pkg=$ver" >&2 2>"$tmp/apt.err") ||
+echo "fetch-kernel: downloading $pkg $ver${suite:+ from $suite} (apt-get download, checked against the archive's signed hashes)" >&2
+(cd "$tmp" && apt_get download -q "$pkg=$ver" >&2 2>"$tmp/apt.err") ||
 	{ cat "$tmp/apt.err" >&2; die "apt-get download $pkg=$ver failed"; }
 deb=$(ls "$tmp"/*.deb 2>/dev/null | head -n1)
 [ -n "$deb" ] || die "apt-get download $pkg=$ver left no .deb"

@@ -14,6 +14,11 @@
 #   short (make check): one rerandomizing reboot.
 #   long (make check-long): two, plus the watchdog (fed for 3 min, then
 #   SIGSTOP must get rerandd restarted); then the uki run.
+#   reboots (trixie's make check-long): one rerandomizing reboot by
+#   rerandd, then the reboot commands of systemd 256+ (tests/e2e/debian/
+#   reboots.sh): systemctl reboot and reboot with an image staged, soft-reboot,
+#   systemctl kexec with nothing staged, SYSTEMCTL_SKIP_AUTO_KEXEC; QEMU
+#   without -no-reboot, so that the last one's firmware reboot comes back.
 #   uki (also part of long): the guest boots OVMF -> systemd-boot -> a UKI
 #   of the 6.12 cloud kernel on an ESP; rerandd must find the UKI through
 #   LoaderEntrySelected, stage it with `rerand load --uki`, and the next
@@ -26,9 +31,27 @@
 set -u
 sb=${RRS_SB:-0}
 fleet=${RRS_FLEET:-0}
+# RRS_SUITE=trixie (check-systemd-trixie.sh): Debian 13's guest (systemd
+# 257, its kexec-tools) on the 6.12 cloud kernel trixie's archive serves
+# (scripts/fetch-kernel.sh with RERAND_SUITE), installing the .deb built for
+# trixie; one kernel series, no second kernel package and no uki run.
+suite=${RRS_SUITE:-bookworm}
+host_suite=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+top=$(cd "$(dirname "$0")/../.." && pwd)
+# The package to install: RRS_DEB when given; `make deb` when the guest's
+# suite is this host's (a package built here is built for it); else the one
+# `make deb-chroot SUITE=` builds in a pristine root of the suite.  Without
+# that target (a tree that predates it) the tree install, said in a note.
+install_note=""
+if [ "$sb" = 0 ] && [ "$fleet" = 0 ] && [ -z "${RRS_INSTALL:-}" ] && [ -z "${RRS_DEB:-}" ] &&
+	[ "$suite" != "$host_suite" ] && ! grep -q '^deb-chroot:' "$top/Makefile"; then
+	export RRS_INSTALL=tree
+	install_note="no \`make deb-chroot\` in this tree to build the $suite package: make install DESTDIR= instead"
+fi
 # Before lib-systemd.sh: the package's guest has its own base root.  Under
 # Secure Boot and in fleet mode the tree install (their point is elsewhere).
 [ "$sb" = 1 ] || [ "$fleet" = 1 ] || export RRS_INSTALL=${RRS_INSTALL:-deb}
+export RRS_SUITE=$suite
 . "$(dirname "$0")/lib-systemd.sh"
 [ "$sb" = 1 ] && . "$(dirname "$0")/lib-sb.sh"
 
@@ -37,12 +60,58 @@ case "$what" in
 short) target=${RRS_REBOOTS:-1} ;;
 long) target=${RRS_REBOOTS:-2} ;;
 uki) target=${RRS_REBOOTS:-1} ;;
-*) echo "usage: $0 short|long|uki" >&2; exit 2 ;;
+reboots) target=1 ;;
+*) echo "usage: $0 short|long|uki|reboots" >&2; exit 2 ;;
 esac
-name=debian-systemd-$what
-[ "$sb" = 1 ] && name=debian-systemd-sb-$what
-[ "$fleet" = 1 ] && name=debian-systemd-fleet-$what
+# "reboots": the boots after rerandd's, one per step of debian/reboots.sh,
+# and how many of them are a new kernel from rerand's image (systemctl
+# reboot, reboot).
+xsteps="" xboots=0 xkexec=0
+if [ "$what" = reboots ]; then
+	xsteps="systemctl-reboot reboot soft-reboot kexec-default skip-auto-kexec"
+	xboots=5 xkexec=2
+	export RRS_RESET=1
+fi
+export RRS_XSTEPS=$xsteps
+last=$((target + xboots))
+# Test names: debian-systemd-MODE-KERNEL for bookworm (as before), with the
+# suite after "systemd" for any other.
+sn=""
+[ "$suite" = bookworm ] || sn=-$suite
+name=debian-systemd$sn-$what
+[ "$sb" = 1 ] && name=debian-systemd$sn-sb-$what
+[ "$fleet" = 1 ] && name=debian-systemd$sn-fleet-$what
 tap() { e2e_tap "$@"; }
+[ -z "$install_note" ] || e2e_note "$name: $install_note"
+
+# suite_deb: print the .deb built for $suite in its pristine root (build/
+# deb-SUITE/, scripts/deb-chroot.sh), running `make deb-chroot` first when it
+# is missing or older than any source file.
+suite_deb() {
+	local deb d="$E2E_TOP/build/deb-$suite"
+	deb=$(ls -t "$d"/rerand_*_amd64.deb 2>/dev/null | head -n 1)
+	if [ -z "$deb" ] || [ -n "$(cd "$E2E_TOP" && find Makefile debian src kexec daemon fleetd include systemd etc docs scripts/deb-chroot.sh \
+		-newer "$deb" -type f -print -quit 2>/dev/null)" ]; then
+		echo "# make deb-chroot SUITE=$suite (the $suite guest installs the package built for $suite)" >&2
+		mkdir -p "$E2E_BUILD" || return 1
+		make -s -C "$E2E_TOP" deb-chroot SUITE="$suite" >"$E2E_BUILD/deb-$suite.log" 2>&1 ||
+			{ tail -n 20 "$E2E_BUILD/deb-$suite.log" >&2; echo "e2e: make deb-chroot SUITE=$suite failed (log: $E2E_BUILD/deb-$suite.log)" >&2; return 1; }
+		deb=$(ls -t "$d"/rerand_*_amd64.deb 2>/dev/null | head -n 1)
+	fi
+	[ -s "$deb" ] || { echo "e2e: make deb-chroot SUITE=$suite wrote no rerand_*_amd64.deb in $d" >&2; return 1; }
+	echo "$deb"
+}
+
+# pick_deb: the package the guest installs (see install_note above).
+pick_deb() {
+	if [ -n "${RRS_DEB:-}" ]; then
+		echo "$RRS_DEB"
+	elif [ "$suite" = "$host_suite" ]; then
+		rrs_deb
+	else
+		suite_deb
+	fi
+}
 
 # The kernels: RRD_KERNEL alone when given; else Debian 12's own series, the
 # 6.1 cloud kernel (its stat of /proc/cmdline says 0 bytes), and in long mode
@@ -50,6 +119,11 @@ tap() { e2e_tap "$@"; }
 kernels=()
 if [ -n "${RRD_KERNEL:-}" ]; then
 	kernels=("$RRD_KERNEL")
+elif [ "$suite" != bookworm ]; then
+	# The suite's own cloud kernel, from its archive (cached).
+	mkdir -p "$E2E_BUILD" && k=$(RERAND_SUITE=$suite "$E2E_TOP/scripts/fetch-kernel.sh" "${RRS_SUITE_KERNEL:-linux-image-cloud-amd64}" 2>"$E2E_BUILD/fetch-$suite.err") ||
+		{ echo "not ok - $name: no $suite cloud kernel: $(tail -n 1 "$E2E_BUILD/fetch-$suite.err")"; exit 0; }
+	kernels=("$k")
 else
 	e2e_kernels "$name" || exit 0
 	roles=cloud61
@@ -64,17 +138,23 @@ else
 fi
 # The systemd-boot guest boots the kernel of the second kernel's package,
 # inside a UKI (run_one "uki").
-{ [ "$what" = uki ] || [ "$what" = long ]; } && [ "$sb" = 0 ] && [ "$fleet" = 0 ] && kernels+=(uki)
+{ [ "$what" = uki ] || [ "$what" = long ]; } && [ "$sb" = 0 ] && [ "$fleet" = 0 ] && [ "$suite" = bookworm ] && kernels+=(uki)
 
 # The package guest's second kernel: the 6.12 cloud kernel's Debian package
 # (named after the test kernel of that role), fetched once.
 kernel2_deb=""
-if [ "$RRS_INSTALL" = deb ]; then
+if [ "$RRS_INSTALL" = deb ] && [ "$suite" != bookworm ]; then
+	# (No second kernel: trixie's archive serves one 6.12 cloud kernel, the
+	# one the guest boots.)
+	deb=$(pick_deb) || { echo "not ok - $name: no $suite package to install (make deb or make deb-chroot SUITE=$suite failed)"; exit 0; }
+	export RRS_DEB=$deb
+	e2e_note "$name: installs $deb ($(dpkg-deb -f "$deb" Version)) with dpkg -i; no second kernel package"
+elif [ "$RRS_INSTALL" = deb ]; then
 	{ [ -n "${RERAND_KERNELS:-}" ] || e2e_kernels "$name"; } && k2=$(e2e_pick cloud612) ||
 		{ echo "not ok - $name: no cloud612 kernel to name the second kernel package"; exit 0; }
 	kernel2_deb=$(rrs_kernel_deb "linux-image-${k2##*/vmlinuz-}") ||
 		{ echo "not ok - $name: no linux-image-${k2##*/vmlinuz-} package for the second-kernel check"; exit 0; }
-	deb=$(rrs_deb) || { echo "not ok - $name: make deb failed"; exit 0; }
+	deb=$(pick_deb) || { echo "not ok - $name: no $suite package to install (make deb or make deb-chroot SUITE=$suite failed)"; exit 0; }
 	export RRS_DEB=$deb
 	e2e_note "$name: installs $(basename "$deb") with dpkg -i; second kernel $(basename "$kernel2_deb")"
 fi
@@ -88,12 +168,12 @@ run_one() {
 		RRS_BOOT=uki RRS_FW=ovmf-uki RRS_UKI_DEB=$kernel2_deb
 		export RRS_UKI_DEB
 		set -- "$(e2e_pick cloud612)"
-		name=debian-systemd-uki-$(basename "$1" | sed 's/^vmlinuz-//')
+		name=debian-systemd$sn-uki-$(basename "$1" | sed 's/^vmlinuz-//')
 	else
-		name=debian-systemd-$what-$(basename "$1" | sed 's/^vmlinuz-//')
+		name=debian-systemd$sn-$what-$(basename "$1" | sed 's/^vmlinuz-//')
 	fi
-	[ "$sb" = 1 ] && name=debian-systemd-sb-$what-$(basename "$1" | sed 's/^vmlinuz-//')
-	[ "$fleet" = 1 ] && name=debian-systemd-fleet-$what-$(basename "$1" | sed 's/^vmlinuz-//')
+	[ "$sb" = 1 ] && name=debian-systemd$sn-sb-$what-$(basename "$1" | sed 's/^vmlinuz-//')
+	[ "$fleet" = 1 ] && name=debian-systemd$sn-fleet-$what-$(basename "$1" | sed 's/^vmlinuz-//')
 	kernel=$(RRD_KERNEL=$1 rrd_preflight "$name" qemu-system-x86_64 mkfs.ext4 debugfs debootstrap systemctl) ||
 		{ echo "$kernel"; return 0; }
 	boot=$kernel
@@ -131,6 +211,8 @@ run_one() {
 		echo "not ok - $name: cannot build the Debian guest disk"
 		return 0
 	fi
+	# The base root's lines: the package names chosen for the suite.
+	grep -a "^# $RRS_SUITE" "$dir/build.err" | cut -c1-400
 	e2e_note "$name: disk built in $((EPOCHSECONDS - t0)) s; $(basename "$kernel")$([ "$sb" = 1 ] && echo " (snakeoil-signed, Secure Boot)"), $target rerandomizing reboot(s)"
 	# TCG: a cold boot to multi-user takes 1-3 min, each kexec'd boot as long;
 	# on a host shared by several QEMUs (load 20 on 2 CPUs) a short run
@@ -146,7 +228,9 @@ run_one() {
 	[ "$RRS_BOOT" = uki ] && base=$((base + 300))
 	# Fleet: etcd's start, the fail-closed wait and a rerandd restart.
 	[ "$fleet" = 1 ] && base=$((base + 300))
-	tmo=${RRS_TIMEOUT:-$((base + 300 * target))}
+	# (reboots: 600 s per extra boot; at load 40-60 the first 3 of them
+	# took 45 min.)
+	tmo=${RRS_TIMEOUT:-$((base + 300 * target + 600 * xboots))}
 	t0=$EPOCHSECONDS
 	rc=0
 	rrs_qemu "$boot" "$dir/disk.img" "$log" "$alog" "$tmo" || rc=$?
@@ -156,16 +240,16 @@ run_one() {
 
 	# 1. Every boot came up, reported, and the last one powered off.
 	got=$(grep -ao 'RRS-BOOT n=[0-9]*' "$alog.txt" | sed 's/.*=//' | tr '\n' ' ')
-	want=$(seq 0 "$target" | tr '\n' ' ')
+	want=$(seq 0 "$last" | tr '\n' ' ')
 	why=""
 	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
 		why="timeout after ${tmo}s; boots: ${got:-none}"
-	elif ! grep -aq "RRS-DONE n=$target" "$alog.txt"; then
+	elif ! grep -aq "RRS-DONE n=$last" "$alog.txt"; then
 		why="QEMU exit $rc without RRS-DONE; boots: ${got:-none}"
 	elif [ "$got" != "$want" ]; then
 		why="boots reported: $got, want: $want"
 	fi
-	tap "$([ -z "$why" ]; echo $?)" "$name: boots 0..$target came up, the last powered off" "$why"
+	tap "$([ -z "$why" ]; echo $?)" "$name: boots 0..$last came up, the last powered off" "$why"
 	[ -z "$why" ] || grep -aE 'Kernel panic|BUG:|Failed|rerandd' "$log" | tail -n 8 | cut -c1-200 | sed 's/^/#   /'
 
 	# 2. The agent's own checks, boot by boot.
@@ -184,11 +268,18 @@ run_one() {
 	nb=$(grep -c . <<<"$rows")
 	vrep=$(( nb - $(grep -o 'text=[0-9a-f]*' <<<"$rows" | sort -u | wc -l) ))
 	prep=$(( nb - $(grep -o 'code=[0-9a-f]*' <<<"$rows" | sort -u | wc -l) ))
-	tap "$([ "$nb" -eq $((target + 1)) ] && [ "$vrep" -eq 0 ] && [ "$prep" -eq 0 ]; echo $?)" \
+	tap "$([ "$nb" -eq $((target + 1 + xkexec)) ] && [ "$vrep" -eq 0 ] && [ "$prep" -eq 0 ]; echo $?)" \
 		"$name: every boot at a new virtual and physical base ($nb boots)" "virtual repeats $vrep, physical $prep"
 	verified=$(grep -ao 'RRS-INFO n=[0-9]* verified boot_id=[0-9a-f-]*' "$alog.txt" | sed 's/.*boot_id=//' | sort -u | wc -l)
 	tap "$([ "$verified" -eq "$target" ]; echo $?)" "$name: $target rerandomizing reboot(s) verified, each with its own boot id" "distinct verified boot ids: $verified"
 	e2e_note "$name: verified boot ids: $(grep -ao 'RRS-INFO n=[0-9]* verified boot_id=[0-9a-f-]*' "$alog.txt" | sed 's/RRS-INFO //; s/ verified / /' | tr '\n' ' ')"
+	if [ -n "$xsteps" ]; then
+		xv=$(grep -ao 'RRS-INFO n=[0-9]* xverified boot_id=[0-9a-f-]* after=[a-z-]*' "$alog.txt")
+		tap "$([ "$(sed 's/.*boot_id=//; s/ .*//' <<<"$xv" | sort -u | grep -c .)" -eq "$xkexec" ]; echo $?)" \
+			"$name: $xkexec reboots by the administrator's commands landed in rerandomized kernels, each with its own boot id" \
+			"$(tr '\n' ';' <<<"$xv")"
+		e2e_note "$name: rerandomized by systemctl reboot / reboot: $(sed 's/RRS-INFO //; s/ xverified / /' <<<"$xv" | tr '\n' ' ')"
+	fi
 
 	# 4. Nothing the product wrote holds an address: the journals (export
 	# format), status, metrics and state the agent copied, read off the disk.

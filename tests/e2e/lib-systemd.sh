@@ -44,7 +44,9 @@ RRS_CACHE=${RRS_CACHE:-${XDG_CACHE_HOME:-${HOME:-/var/tmp}/.cache}/rerand-e2e}
 RRS_DISK_MIB=${RRS_DISK_MIB:-1536}
 # The guest's own systemd stack plus what the tests use in the guest.
 # libcurl4: rerand-fleetd (the fleet helper that `make install` also ships)
-# links it; rerandd no longer loads it.
+# links it; rerandd no longer loads it.  Names as bookworm (and this host's
+# dpkg -S) spell them: rrs_suite_pkgs turns each into what RRS_SUITE's
+# archive offers (trixie: libcurl4t64).
 RRS_BASE_PKGS="systemd systemd-sysv udev dbus kexec-tools procps libcurl4"
 # RRS_INSTALL=deb: the second kernel package's dependencies too (kmod and
 # initramfs-tools: what a Debian kernel package needs to configure).
@@ -69,20 +71,51 @@ rrs_lib_pkgs() {
 	done | cut -d: -f1 | sort -u | tr '\n' ' '
 }
 
+# rrs_suite_pkgs NAME...: each NAME as RRS_SUITE's archive offers it, one
+# line "NAME CHOSEN" each: NAME itself when the suite has a package of that
+# name, else the one package that provides it there (the 64-bit time_t
+# renames: trixie's libcurl4t64 provides libcurl4).  Asks the suite's own
+# signed index (scripts/suite-apt.sh), not this host's apt.  Fails naming
+# the suite and the package when there is none or more than one.
+rrs_suite_pkgs() {
+	local p prov n
+	for p in "$@"; do
+		if "$E2E_TOP/scripts/suite-apt.sh" "$RRS_SUITE" apt-cache show --no-all-versions "$p" 2>/dev/null |
+			grep -qx "Package: $p"; then
+			echo "$p $p"; continue
+		fi
+		prov=$("$E2E_TOP/scripts/suite-apt.sh" "$RRS_SUITE" apt-cache showpkg "$p" 2>/dev/null |
+			sed -n '/^Reverse Provides:/,$p' | sed '1d' | awk 'NF { print $1 }' | sort -u)
+		n=$(grep -c . <<<"$prov")
+		[ "$n" -eq 1 ] ||
+			{ echo "e2e: $RRS_SUITE's archive has no package $p and ${n/#0/no} provider of it${prov:+: $(tr '\n' ' ' <<<"$prov")}" >&2; return 1; }
+		echo "$p $prov"
+	done
+}
+
 # rrs_rootfs: print the path of the cached base root tarball, building it
 # with debootstrap when its inputs changed.  Needs root and the mirror.
+# The key holds the names asked for; the names chosen for the suite are
+# logged and kept beside the tarball (.pkgs).
 rrs_rootfs() {
-	local libpkgs pkgs key out tmp
+	local libpkgs pkgs key out tmp map
 	libpkgs=$(rrs_lib_pkgs "$E2E_RERAND" "$RRD_RERANDD") || return 1
 	pkgs=$(echo $RRS_BASE_PKGS $libpkgs | tr ' ' '\n' | sort -u | tr '\n' ',' | sed 's/,$//')
 	key=$(printf '%s|%s|%s|%s' "$RRS_SUITE" "$RRS_MIRROR" "$pkgs" "$RRS_ROOTFS_VERSION" |
 		sha256sum | cut -c1-16)
 	out="$RRS_CACHE/rootfs-$RRS_SUITE-$key.tar"
-	if [ -s "$out" ]; then touch "$out"; echo "$out"; return 0; fi
+	if [ -s "$out" ]; then
+		touch "$out"
+		[ -s "$out.pkgs" ] && echo "# $RRS_SUITE base root (cached): $(awk '$1 != $2 { printf "%s -> %s, ", $1, $2 }' "$out.pkgs")$(wc -l <"$out.pkgs") packages asked for" >&2
+		echo "$out"; return 0
+	fi
 	command -v debootstrap >/dev/null || e2e_die "debootstrap is missing (scripts/deps.sh check)"
 	[ "$(id -u)" -eq 0 ] || e2e_die "debootstrap needs root"
 	mkdir -p "$RRS_CACHE" || return 1
 	find "$RRS_CACHE" -maxdepth 1 -name 'rootfs-*.tar' -mtime +30 -delete 2>/dev/null
+	map=$(rrs_suite_pkgs $(tr ',' ' ' <<<"$pkgs")) || e2e_die "cannot choose $RRS_SUITE's package names"
+	echo "# $RRS_SUITE's names: $(awk '$1 != $2 { printf "%s -> %s, ", $1, $2 }' <<<"$map")the rest as asked: $(awk '$1 == $2 { printf "%s ", $1 }' <<<"$map")" >&2
+	pkgs=$(awk '{ print $2 }' <<<"$map" | sort -u | tr '\n' ',' | sed 's/,$//')
 	tmp=$(mktemp -d "$RRS_CACHE/debootstrap.XXXXXX") || return 1
 	echo "# debootstrap $RRS_SUITE from $RRS_MIRROR into $tmp (cached in $out)" >&2
 	# minbase: no "required"-priority extras; the listed packages pull
@@ -96,6 +129,7 @@ rrs_rootfs() {
 	grep -q " $tmp/root" /proc/mounts && e2e_die "debootstrap left mounts under $tmp/root"
 	rm -rf "$tmp/root/var/cache/apt/archives/"*.deb "$tmp/root/var/lib/apt/lists/"*_Packages
 	tar -C "$tmp/root" --numeric-owner -cf "$out.tmp" . || e2e_die "cannot write $out"
+	echo "$map" >"$out.pkgs"
 	mv "$out.tmp" "$out" && rm -rf "$tmp" "$tmp.log"
 	echo "$out"
 }
@@ -256,6 +290,7 @@ rrs_fill() {
 		rm -f "$d.install.log"
 	fi
 	install -m 0755 "$E2E_DIR/debian/agent.sh" "$libexec/agent" &&
+		{ [ -z "${RRS_XSTEPS:-}" ] || install -m 0644 "$E2E_DIR/debian/reboots.sh" "$libexec/reboots"; } &&
 		install -m 0755 "$E2E_DIR/debian/writer.sh" "$libexec/writer" &&
 		install -m 0755 "$E2E_DIR/debian/ready.sh" "$libexec/ready" &&
 		install -m 0644 "$E2E_DIR/debian/rerand-e2e-writer.service" \
@@ -296,6 +331,9 @@ RetryMaxMSec=10000
 			{ echo "e2e: systemctl --root enable rerand-fleetd.socket failed" >&2; return 1; }
 	fi
 	echo "$target" >"$d/var/lib/rerand-e2e/target"
+	# check-systemd.sh reboots: the administrator's reboot commands after
+	# rerandd's reboots (debian/reboots.sh).
+	[ -z "${RRS_XSTEPS:-}" ] || echo "$RRS_XSTEPS" >"$d/var/lib/rerand-e2e/xsteps"
 	echo "$mode" >"$d/var/lib/rerand-e2e/mode"
 	echo "${RRS_SECURITY_MAX:-2.0}" >"$d/var/lib/rerand-e2e/security-max"
 	if [ -n "${RRS_SB_IMAGE:-}" ]; then
@@ -394,10 +432,13 @@ rrs_fill_uki() {
 # Interactive: the console on this terminal instead.
 rrs_qemu() {
 	local kernel=$1 disk=$2 log=$3 alog=$4 tmo=$5 inter=${6:-}
-	local machine=q35
+	local machine=q35 noreboot=-no-reboot
+	# RRS_RESET=1: a firmware reboot boots the disk again (-kernel is
+	# loaded anew on reset) instead of ending QEMU.
+	[ "${RRS_RESET:-0}" = 1 ] && noreboot=""
 	[ "${RRS_FW:-seabios}" = ovmf-sb ] && machine+=",smm=on"
-	local args=(-accel tcg -machine "$machine" -m "${RRS_MEM:-1}G" -smp "${RRS_SMP:-1}" -cpu max
-		-nographic -no-reboot -nic none
+	local args=(-accel tcg -machine "$machine" -m "${RRS_MEM:-1}G" -smp "${RRS_SMP:-1}" -cpu max $noreboot
+		-nographic -nic none
 		-drive "file=$disk,if=none,id=root,format=raw,cache=writeback"
 		-device "nvme,drive=root,serial=rrroot0")
 	if [ "${RRS_FW:-seabios}" = ovmf-uki ]; then

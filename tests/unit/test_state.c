@@ -288,6 +288,41 @@ static void test_accounting(void)
 	T_OK(!s.attempt && s.failures == 1 && s.last_failure == 1401, "a refused reboot call is a failure");
 }
 
+/* systemctl soft-reboot (systemd 254+) restarts userspace, rerandd with it,
+ * on the same kernel: the boot id stays.  rerandd must take it as a restart
+ * in the same boot, never as a reboot (no success, no failure, no unplanned
+ * boot) and keep what belongs to the running kernel: its verdict, the time
+ * the next image was staged and the jitter drawn for this boot. */
+static void test_soft_reboot(void)
+{
+	const char *b1 = "11111111-1111-4111-8111-111111111111";
+	const char *b2 = "22222222-2222-4222-8222-222222222222";
+	struct rr_state s;
+
+	state_init(&s);
+	state_account_boot(&s, b1, RR_V_ABSENT, 100);
+	state_record_attempt(&s, RR_WHY_AGE, 200);
+	T_OK(state_account_boot(&s, b2, RR_V_RANDOMIZED, 300) == RR_OUT_SUCCESS && s.successes == 1,
+	     "soft-reboot setup: a verified rerandomizing reboot into boot 2");
+	s.staged_time = 350;
+	s.jitter = 42;
+	T_OK(state_resume(&s, b2) == RR_RESUME_NONE, "soft-reboot while idle: no sequence to unwind");
+	T_OK(state_account_boot(&s, b2, RR_V_RANDOMIZED, 400) == RR_OUT_SAME_BOOT &&
+	     s.successes == 1 && s.failures == 0 && s.total_failures == 0 && s.weak_boots == 0 &&
+	     !strcmp(s.boot_id, b2) && s.last_verify == RR_V_RANDOMIZED && s.last_verify_time == 300 &&
+	     s.staged_time == 350 && s.jitter == 42,
+	     "soft-reboot (same boot id, same record): not a reboot, nothing counted, "
+	     "the staged image's time and the jitter kept");
+	/* A soft-reboot while rerandd was in its reboot sequence: the kexec it
+	 * asked for did not happen (the kernel is the same). */
+	s.phase = RR_PH_REBOOTING;
+	state_record_attempt(&s, RR_WHY_AGE, 500);
+	T_OK(state_resume(&s, b2) == RR_RESUME_UNWIND &&
+	     state_account_boot(&s, b2, RR_V_RANDOMIZED, 600) == RR_OUT_ABORTED && !s.attempt &&
+	     s.successes == 1 && s.failures == 0 && s.total_failures == 0,
+	     "soft-reboot during a reboot sequence: the attempt dropped as aborted, not a failure");
+}
+
 static void test_helpers(void)
 {
 	char out[256];
@@ -416,6 +451,7 @@ int main(void)
 	test_file();
 	test_damage();
 	test_accounting();
+	test_soft_reboot();
 	test_weak();
 	test_helpers();
 	test_stale_temps();

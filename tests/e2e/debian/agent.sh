@@ -60,8 +60,16 @@ btime=$(sed -n 's/^btime //p' /proc/stat)
 text=$(awk '$3 == "_text" { print $1; exit }' /proc/kallsyms)
 code=$(awk -F' : ' '/Kernel code/ { gsub(/ /, "", $1); print $1; exit }' /proc/iomem)
 # The secret goes to the host only (never to the journal: the leak search
-# reads the journal).
-echo "RRS-BOOT n=$n boot_id=$boot_id text=$text code=$code" >&3
+# reads the journal).  In "reboots" mode ($D/xsteps) not for the boots that
+# are not a new kernel from rerand's image (soft-reboot: the same kernel;
+# systemd's own kexec and the firmware reboot: the kernel's own KASLR).
+xsteps=$(cat "$D/xsteps" 2>/dev/null)
+xlast=""
+[ -z "$xsteps" ] || [ "$n" -le "$target" ] || xlast=$(cat "$D/xstep" 2>/dev/null)
+case "$xlast" in
+soft-reboot | kexec-default | skip-auto-kexec) ;;
+*) echo "RRS-BOOT n=$n boot_id=$boot_id text=$text code=$code" >&3 ;;
+esac
 say "RRS-INFO n=$n kernel=$(uname -r) cmdline=$(cat /proc/cmdline)"
 # QEMU gave boot 0 its command line; every later one is what rerandd staged.
 [ "$n" -eq 0 ] && cp /proc/cmdline "$D/cmdline.0"
@@ -82,10 +90,14 @@ if [ -r "$D/rerand.deb" ] && [ "$n" -eq 0 ]; then
 	tap "$rc" "dpkg -i rerand.deb: exit $rc" "$(tail -n 4 <<<"$out" | tr '\n' '|')"
 	wait_for 120 sh -c '[ "$(systemctl show -P ActiveState rerandd.service)" = active ]'
 	en=$(systemctl is-enabled rerandd.service 2>&1)
+	# The unit where the package put it: /lib/systemd/system on bookworm,
+	# /usr/lib/systemd/system where the release wants that (trixie); the
+	# same file either way on a merged-/usr root.
+	unit=$(dpkg -L rerand 2>/dev/null | grep -m1 '/systemd/system/rerandd\.service$')
 	tap "$([ "$en" = enabled ] && [ "$(prop ActiveState)/$(prop SubState)" = active/running ] &&
-		[ "$(prop FragmentPath)" = /lib/systemd/system/rerandd.service ]; echo $?)" \
-		"the package enabled and started rerandd.service (dh_installsystemd)" \
-		"is-enabled $en, $(prop ActiveState)/$(prop SubState), unit $(prop FragmentPath)"
+		[ -n "$unit" ] && [ "$(readlink -f "$(prop FragmentPath)")" = "$(readlink -f "$unit")" ]; echo $?)" \
+		"the package enabled and started rerandd.service (dh_installsystemd) from ${unit:-?}" \
+		"is-enabled $en, $(prop ActiveState)/$(prop SubState), unit $(prop FragmentPath), package's ${unit:-none}"
 fi
 
 # ---- rerandd as systemd runs it ---------------------------------------------
@@ -193,7 +205,8 @@ if [ -r "$D/uki" ]; then
 fi
 
 # ---- what the previous boot left ----------------------------------------------
-if [ "$n" -gt 0 ]; then
+# (After rerandd's own reboots, in "reboots" mode, debian/reboots.sh checks.)
+if [ "$n" -gt 0 ] && [ "$n" -le "$target" ]; then
 	prev=$(cat "$D/last-boot-id")
 	tap "$([ "$prev" != "$boot_id" ]; echo $?)" "a new boot id after the rerandomizing reboot"
 	# The writer's ExecStop fsyncs a marker with the last record number.
@@ -219,9 +232,12 @@ if [ "$n" -gt 0 ]; then
 		"$(grep -c . <<<"$pj") lines; rerandd: $(grep 'rerandd\[' <<<"$pj" | tail -n 2 | tr '\n' '|')"
 	# logind's RebootWithFlags(kexec) starts kexec.target itself and says
 	# so; Method=systemd starts kexec.target directly.  Either way systemd
-	# runs systemd-kexec.service after the clean shutdown.
+	# runs systemd-kexec.service after the clean shutdown, and the journal
+	# says so as the release writes it: systemd 252 (bookworm) logs
+	# "Starting systemd-kexec.service", 257 (trixie) only "Finished
+	# systemd-kexec.service".  Neither line: not through systemd-kexec.
 	path=""
-	if grep -q 'Starting systemd-kexec.service' <<<"$pj"; then
+	if grep -Eq '(Starting|Finished) systemd-kexec\.service' <<<"$pj"; then
 		path=kexec.target
 		grep -q 'System is rebooting with kexec' <<<"$pj" && path=logind
 	fi
@@ -534,7 +550,11 @@ fi
 journalctl -b -o export --no-pager >"$D/out/journal.boot$n.export" 2>/dev/null
 cp /var/lib/rerand/* "$D/out/" 2>/dev/null
 sync -f "$D"
-if [ "$n" -ge "$target" ]; then
+if [ -n "$xsteps" ] && [ "$n" -ge "$target" ]; then
+	# "reboots" mode: the administrator's reboot commands, one per boot.
+	. /usr/local/libexec/rerand-e2e/reboots
+	x_main
+elif [ "$n" -ge "$target" ]; then
 	say "RRS-DONE n=$n"
 	systemctl poweroff
 else
