@@ -224,8 +224,8 @@ for id in held heldbad; do rerandd_start "$tmp/$id"; done
 for id in held heldbad; do rerandd_wait_up "$tmp/$id"; done
 for id in held heldbad; do wait_for 60 status_has $id "staged:            yes" || true; done
 check "held: staged from the cache, no build" eval 'status_has held "staged:            yes" && ! grep -q building "$tmp/held/log"'
-check "panic: a user's panic=5 wins, nothing added ($(last_append held))" \
-	test "$(last_append held)" = "--append=root=/dev/vda1 ro panic=5"
+check "panic: a user's panic=5 wins, no panic= added ($(last_append held))" \
+	test "$(last_append held)" = "--append=watchdog.stop_on_reboot=0 root=/dev/vda1 ro panic=5"
 check "held: the log names the file and the bad line" \
 	grep -qF "$tmp/held/state/state: damaged state file: 1 line skipped (the first, line 14: last_verify: a value that cannot be read" "$tmp/held/log"
 check "held: a corrupt line keeps the operator's hold" status_has held "hold:              yes"
