@@ -28,9 +28,7 @@ const char *crash_state_name(enum rr_crash_state s)
 
 /* ---- the command line ----------------------------------------------------- */
 
-/* The next word of a kernel command line (blanks outside double quotes end
- * it, as the kernel splits); NULL at the end. */
-static const char *next_word(const char **pp, size_t *len)
+const char *cmdline_next_word(const char **pp, size_t *len)
 {
 	const char *p = *pp, *w;
 	bool quoted = false;
@@ -79,7 +77,7 @@ bool crash_cmdline_has_nokaslr(const char *s)
 	const char *w;
 	size_t n;
 
-	while ((w = next_word(&s, &n))) {
+	while ((w = cmdline_next_word(&s, &n))) {
 		if (n == 2 && !memcmp(w, "--", 2))
 			return false;               /* the rest is init's */
 		if (n == 7 && !memcmp(w, "nokaslr", 7))
@@ -115,7 +113,7 @@ int crash_build_cmdline(const char *running, const char *custom, char *out, size
 	if (custom && crash_cmdline_has_nokaslr(custom))
 		return rr_errf(e, EINVAL, "[Crash] CommandLine= has nokaslr: the crash kernel "
 			       "must be randomized");
-	while ((w = next_word(&s, &n))) {
+	while ((w = cmdline_next_word(&s, &n))) {
 		if (n == 2 && !memcmp(w, "--", 2)) {
 			rest = w;
 			break;
@@ -127,12 +125,12 @@ int crash_build_cmdline(const char *running, const char *custom, char *out, size
 	}
 	if (!custom) {
 		const char *a = RR_CRASH_APPEND;
-		while ((w = next_word(&a, &n)))
+		while ((w = cmdline_next_word(&a, &n)))
 			if ((r = put_word(out, len, &used, w, n, e)) < 0)
 				return r;
 	}
 	/* init's arguments stay last, unchanged */
-	while (rest && (w = next_word(&rest, &n)))
+	while (rest && (w = cmdline_next_word(&rest, &n)))
 		if ((r = put_word(out, len, &used, w, n, e)) < 0)
 			return r;
 	return 0;
@@ -283,7 +281,7 @@ bool crash_boot_detect(bool have_status, uint32_t status_flags, bool vmcore_exis
 
 	if ((have_status && (status_flags & RERAND_ST_CRASH)) || vmcore_exists)
 		return true;
-	while ((w = next_word(&s, &n))) {
+	while ((w = cmdline_next_word(&s, &n))) {
 		if (n == 2 && !memcmp(w, "--", 2))
 			break;
 		if (n >= 11 && !memcmp(w, "elfcorehdr=", 11))

@@ -20,28 +20,6 @@
 #define MARK "rerand.panic="
 #define MAX_MARKS 8
 
-/* The next word (blanks outside double quotes end it, as the kernel
- * splits); NULL at the end. */
-static const char *word(const char **pp, size_t *len)
-{
-	const char *p = *pp, *w;
-	bool quoted = false;
-
-	while (*p == ' ' || *p == '\t' || *p == '\n')
-		p++;
-	if (!*p)
-		return NULL;
-	w = p;
-	while (*p && (quoted || (*p != ' ' && *p != '\t' && *p != '\n'))) {
-		if (*p == '"')
-			quoted = !quoted;
-		p++;
-	}
-	*len = (size_t)(p - w);
-	*pp = p;
-	return w;
-}
-
 static bool starts(const char *w, size_t n, const char *lit)
 {
 	size_t l = strlen(lit);
@@ -73,12 +51,12 @@ int panic_cmdline(const char *in, int64_t sec, char *out, size_t len, struct rr_
 	if (!len)
 		return rr_errf(e, ENOBUFS, "command line buffer too small");
 	/* the values rerandd marked as its own (kernel words only) */
-	while ((w = word(&s, &n)) && !(n == 2 && !memcmp(w, "--", 2)))
+	while ((w = cmdline_next_word(&s, &n)) && !(n == 2 && !memcmp(w, "--", 2)))
 		if (starts(w, n, MARK) && nmark < MAX_MARKS)
 			mark[nmark++] = (struct mark){ w + strlen(MARK), n - strlen(MARK), false };
 	out[0] = 0;
 	s = in;
-	while ((w = word(&s, &n))) {
+	while ((w = cmdline_next_word(&s, &n))) {
 		if (n == 2 && !memcmp(w, "--", 2)) {
 			rest = w;
 			break;
@@ -108,7 +86,7 @@ int panic_cmdline(const char *in, int64_t sec, char *out, size_t len, struct rr_
 			return r;
 	}
 	/* init's arguments stay last, unchanged */
-	while (rest && (w = word(&rest, &n)))
+	while (rest && (w = cmdline_next_word(&rest, &n)))
 		if ((r = put(out, len, &used, w, n, e)) < 0)
 			return r;
 	return 0;

@@ -310,9 +310,9 @@ static void request_finish(struct rr_request *q, int r, const char *msg)
 	done(r, msg, arg);
 }
 
-static int on_systemd(sd_bus_message *reply, void *ud, sd_bus_error *ret_error)
+/* StartUnit's reply: the request is done, or failed with systemd's words. */
+static int start_unit_reply(struct rr_request *q, sd_bus_message *reply, const char *unit)
 {
-	struct rr_request *q = ud;
 	const sd_bus_error *err = sd_bus_message_get_error(reply);
 	char msg[RR_ERR_MAX];
 
@@ -321,10 +321,15 @@ static int on_systemd(sd_bus_message *reply, void *ud, sd_bus_error *ret_error)
 		request_finish(q, 0, "");
 		return 0;
 	}
-	snprintf(msg, sizeof(msg), "systemd StartUnit(kexec.target): %s",
+	snprintf(msg, sizeof(msg), "systemd StartUnit(%s): %s", unit,
 		 err->message ? err->message : err->name);
 	request_finish(q, -EIO, msg);
 	return 0;
+}
+
+static int on_systemd(sd_bus_message *reply, void *ud, sd_bus_error *ret_error)
+{
+	return start_unit_reply(ud, reply, "kexec.target");
 }
 
 static int via_systemd(struct rr_request *q, char *msg, size_t len)
@@ -426,19 +431,7 @@ int reboot_request_start(sd_event *ev, const struct rr_config *c, rr_op_done_fn 
 
 static int on_reboot_target(sd_bus_message *reply, void *ud, sd_bus_error *ret_error)
 {
-	struct rr_request *q = ud;
-	const sd_bus_error *err = sd_bus_message_get_error(reply);
-	char msg[RR_ERR_MAX];
-
-	q->slot = sd_bus_slot_unref(q->slot);
-	if (!err) {
-		request_finish(q, 0, "");
-		return 0;
-	}
-	snprintf(msg, sizeof(msg), "systemd StartUnit(reboot.target): %s",
-		 err->message ? err->message : err->name);
-	request_finish(q, -EIO, msg);
-	return 0;
+	return start_unit_reply(ud, reply, "reboot.target");
 }
 
 /* After the unload: the reboot itself. */
