@@ -145,8 +145,10 @@ t_back=$(now_ms)
 wait_for 30 test -e "$hd/reboot-called"
 check "after the outage: the slot is taken and the reboot goes out ($(( $(now_ms) - t_back )) ms after etcd came back)" \
 	test -e "$hd/reboot-called"
-check "after the outage: etcd holds this host's slot" \
-	eval '[ "$(etcdctl --endpoints=127.0.0.1:2441 get --prefix /rerand/fleet/lat/slot/ --print-value-only)" = machine-lat ]'
+# a slot names the holder as machine id ~ install id (fencing)
+slot=$(etcdctl --endpoints=127.0.0.1:2441 get --prefix /rerand/fleet/lat/slot/ --print-value-only)
+check "after the outage: etcd holds this host's slot ($slot)" \
+	test "$slot" = "machine-lat~$(cat "$hd/state/fleet-install-id" 2>/dev/null)"
 # ---- who may talk to the helper ------------------------------------------------------
 if [ -n "${OLD_RERANDD:-}" ]; then
 	skip "peer check: no helper in the old design"
