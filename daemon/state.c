@@ -130,8 +130,14 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 	if (n < 0 || (size_t)n >= len)
 		return -ENOBUFS;
 	for (unsigned c = RR_CAUSE_NONE + 1; c < RR_NR_CAUSES; c++) {
-		int m = snprintf(buf + n, len - (size_t)n, "cause_%s=%" PRIu64 "\n",
-				 wdog_cause_name(c), s->causes[c]);
+		char key[32];
+		size_t i;
+		/* a key is [a-z0-9_] like every other: check-failed -> check_failed */
+		for (i = 0; wdog_cause_name(c)[i] && i < sizeof(key) - 1; i++)
+			key[i] = wdog_cause_name(c)[i] == '-' ? '_' : wdog_cause_name(c)[i];
+		key[i] = 0;
+		int m = snprintf(buf + n, len - (size_t)n, "cause_%s=%" PRIu64 "\n", key,
+				 s->causes[c]);
 		if (m < 0 || (size_t)m >= len - (size_t)n)
 			return -ENOBUFS;
 		n += m;
@@ -212,7 +218,13 @@ static int set_key(struct rr_state *s, const char *k, const char *v, bool *versi
 	}
 	if (!strncmp(k, "cause_", 6)) {
 		enum rr_cause c;
-		if (wdog_cause_parse(k + 6, &c) < 0 || c == RR_CAUSE_NONE)
+		char name[32];
+		size_t i;
+		/* keys are [a-z0-9_]: cause_check_failed for check-failed */
+		for (i = 0; k[6 + i] && i < sizeof(name) - 1; i++)
+			name[i] = k[6 + i] == '_' ? '-' : k[6 + i];
+		name[i] = 0;
+		if (wdog_cause_parse(name, &c) < 0 || c == RR_CAUSE_NONE)
 			return 0;             /* a cause a newer rerandd knows */
 		if (num(v, 0, INT64_MAX, &x) < 0)
 			return -EINVAL;

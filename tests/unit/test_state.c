@@ -71,8 +71,24 @@ static void test_file(void)
 	     b.last_verify == RR_V_RANDOMIZED && b.last_reboot == 1767229200,
 	     "every field round-trips");
 
+	a.causes[RR_CAUSE_CHECK] = 3;
+	a.causes[RR_CAUSE_NO_TRACE] = 1;
 	n = state_format(&a, buf, sizeof(buf));
 	T_OK(n > 0 && state_parse(buf, (size_t)n, &b) == 0, "format/parse agree");
+	T_OK(b.causes[RR_CAUSE_CHECK] == 3 && b.causes[RR_CAUSE_NO_TRACE] == 1,
+	     "the failure counts by cause round-trip");
+	{
+		/* every line key=value with a key of [a-z0-9_], as operators'
+		 * scripts (and tests/e2e/daemon-init.sh) read the file */
+		bool keys_ok = n > 0;
+		for (const char *l = buf; keys_ok && *l; l = strchr(l, '\n') + 1) {
+			size_t k = strspn(l, "abcdefghijklmnopqrstuvwxyz0123456789_");
+			keys_ok = k > 0 && l[k] == '=' && strchr(l, '\n');
+			if (!keys_ok)
+				printf("# bad line: %.60s\n", l);
+		}
+		T_OK(keys_ok, "every line is key=value with a key of [a-z0-9_]");
+	}
 	T_OK(state_parse(buf, (size_t)n - 5, &b) == -EBADMSG && b.failures == 2 && b.hold &&
 	     b.successes == 17, "a file cut mid-line: damaged, and everything before the cut kept");
 	T_OK(state_parse(buf + 10, (size_t)n - 10, &b) == -EBADMSG && b.hold &&
