@@ -23,7 +23,7 @@ skipped_names=()
 # a CI log is often read from its tail only.
 failures=$(mktemp)
 timings=()
-trap 'rm -f "$failures"' EXIT
+t_start=$EPOCHSECONDS
 
 # The kernels every suite uses: ../shared/kernels (checked against its
 # SHA256SUMS) or, on a machine without it, Debian's kernel packages fetched
@@ -41,25 +41,115 @@ fi
 export RERAND_KERNELS="$kernels_dir"
 export RERAND_MODE="$mode"
 
-# count_tap NAME CMD...: run CMD, echo its output, count its TAP lines.
-count_tap() {
-	local name=$1; shift
-	local log t0=$EPOCHSECONDS
-	log=$(mktemp)
-	echo "# --- $name"
+# Two lanes by default (RERAND_CHECK_JOBS, 1 for one after the other): the
+# guests are single-vCPU QEMU TCG processes, so a 2-core machine runs two
+# suites at once in about half the time.  Suites that share something run
+# one after the other in one job: the Debian systemd guests and the
+# deb-chroot check (`make deb`, `make deb-chroot`, the cached build roots),
+# and the cli tests that listen on fixed loopback ports (etcd, FleetLock).
+# Each suite's output is printed whole when it ends; the totals, the
+# failures and the timings are gathered in the order of the suite list.
+lanes=${RERAND_CHECK_JOBS:-2}
+[[ "$lanes" =~ ^[1-9][0-9]*$ ]] || { echo "run-check: RERAND_CHECK_JOBS=$lanes is not a positive number" >&2; exit 2; }
+res=$(mktemp -d)
+trap 'rm -rf "$failures" "$res"' EXIT
+
+# run_suite N NAME CMD...: run CMD into $res/N.log, its counts into $res/N.rec
+# ("ok notok skipped rc seconds"), then print the log whole.
+run_suite() {
+	local n=$1 name=$2; shift 2
+	local log=$res/$n.log t0=$EPOCHSECONDS rc ok notok skipped
 	"$@" >"$log" 2>&1
-	local rc=$?
-	cat "$log"
-	timings+=("$((EPOCHSECONDS - t0)) $name")
-	local ok notok skipped
+	rc=$?
 	# TAP: the SKIP directive is case-insensitive; a "not ok" stays a
 	# failure whatever its directive says.
 	skipped=$(grep -ciE '^ok [^#]*#[[:space:]]*skip' "$log")
 	ok=$(( $(grep -c '^ok ' "$log") - skipped ))
 	notok=$(grep -c '^not ok ' "$log")
-	[ "$notok" -eq 0 ] || grep -A4 '^not ok ' "$log" | grep -E '^(not ok |#)' | cut -c1-240 |
+	echo "$ok $notok $skipped $rc $((EPOCHSECONDS - t0))" >"$res/$n.rec"
+	{
+		flock 8
+		echo "# --- $name"
+		cat "$log"
+	} 8>>"$res/print.lock"
+}
+
+# The suite list, in order: "N|GROUP|NAME|CMD ARG" (GROUP empty: a job of
+# its own).  The guests go first: they are the longest jobs.
+suites=()
+add() { suites+=("${#suites[@]}|$1|$2|$3"); }
+for t in tests/e2e/check-*.sh; do
+	[ -x "$t" ] && wanted "$t" || continue
+	case $(basename "$t") in
+	check-systemd*.sh | check-deb-chroot.sh) g=debian-guests ;;
+	*) g="" ;;
+	esac
+	add "$g" "e2e $(basename "$t")" "$t $mode"
+done
+for t in tests/cli/test-*.sh; do
+	[ -x "$t" ] && wanted "$t" || continue
+	g=""
+	grep -q 'port_free\|etcd' "$t" && g=loopback-ports
+	add "$g" "cli $(basename "$t")" "$t"
+done
+for t in $O/tests/test_*; do
+	[ -x "$t" ] && wanted "$t" || continue
+	add "" "unit $(basename "$t")" "$t"
+done
+for f in $O/fuzz/fuzz_*; do
+	[ -x "$f" ] && wanted "$f" || continue
+	add "" "fuzz replay $(basename "$f")" "scripts/fuzz-replay.sh $f"
+done
+
+# The jobs: one line each, the suite numbers it runs in order.  A group is
+# one job, placed where its first suite is.
+jobs_file=$res/jobs
+declare -A group_job=()
+njobs=0
+jobline=()
+for s in "${suites[@]}"; do
+	IFS='|' read -r n g _ _ <<<"$s"
+	if [ -n "$g" ] && [ -n "${group_job[$g]:-}" ]; then
+		jobline[${group_job[$g]}]+=" $n"
+	else
+		[ -n "$g" ] && group_job[$g]=$njobs
+		jobline[$njobs]=$n
+		njobs=$((njobs + 1))
+	fi
+done
+printf '%s\n' "${jobline[@]}" >"$jobs_file"
+echo 0 >"$res/next"
+
+# lane: take the next job (under a lock) until none is left.
+lane() {
+	local j line n s name cmd
+	while :; do
+		j=$({ flock 9; j=$(cat "$res/next"); echo $((j + 1)) >"$res/next"; echo "$j"; } 9>>"$res/next.lock")
+		[ "$j" -lt "$njobs" ] || return 0
+		line=$(sed -n "$((j + 1))p" "$jobs_file")
+		for n in $line; do
+			IFS='|' read -r _ _ name cmd <<<"${suites[$n]}"
+			# shellcheck disable=SC2086 # CMD is a path and one argument
+			run_suite "$n" "$name" $cmd
+		done
+	done
+}
+[ "$lanes" -gt 1 ] && echo "# $lanes lanes (RERAND_CHECK_JOBS), ${#suites[@]} suites in $njobs jobs"
+pids=()
+for ((l = 0; l < lanes; l++)); do lane & pids+=($!); done
+wait "${pids[@]}"
+
+for s in "${suites[@]}"; do
+	IFS='|' read -r n _ name _ <<<"$s"
+	if [ ! -s "$res/$n.rec" ]; then
+		echo "not ok - $name did not run"
+		fail=$((fail + 1)); failed_names+=("$name (did not run)")
+		continue
+	fi
+	read -r ok notok skipped rc secs <"$res/$n.rec"
+	timings+=("$secs $name")
+	[ "$notok" -eq 0 ] || grep -A4 '^not ok ' "$res/$n.log" | grep -E '^(not ok |#)' | cut -c1-240 |
 		sed "s|^|$name: |" >>"$failures"
-	rm -f "$log"
 	pass=$((pass + ok))
 	fail=$((fail + notok))
 	skip=$((skip + skipped))
@@ -73,26 +163,6 @@ count_tap() {
 		echo "not ok - $name ran no test"
 		fail=$((fail + 1)); failed_names+=("$name (no test)")
 	fi
-}
-
-for t in $O/tests/test_*; do
-	[ -x "$t" ] && wanted "$t" || continue
-	count_tap "unit $(basename "$t")" "$t"
-done
-
-for t in tests/cli/test-*.sh; do
-	[ -x "$t" ] && wanted "$t" || continue
-	count_tap "cli $(basename "$t")" "$t"
-done
-
-for f in $O/fuzz/fuzz_*; do
-	[ -x "$f" ] && wanted "$f" || continue
-	count_tap "fuzz replay $(basename "$f")" scripts/fuzz-replay.sh "$f"
-done
-
-for t in tests/e2e/check-*.sh; do
-	[ -x "$t" ] && wanted "$t" || continue
-	count_tap "e2e $(basename "$t")" "$t" "$mode"
 done
 
 if [ ${#skipped_names[@]} -gt 0 ]; then
@@ -100,6 +170,7 @@ if [ ${#skipped_names[@]} -gt 0 ]; then
 	printf '#   %s\n' "${skipped_names[@]}"
 fi
 # The slowest suites (seconds), for keeping `make check` inside its budget.
+echo "# $((EPOCHSECONDS - t_start)) s in all, in $lanes lane(s)"
 echo "# slowest suites (s):"
 printf '%s\n' "${timings[@]}" | sort -rn | head -n 8 | sed 's/^/#   /'
 if [ -s "$failures" ]; then

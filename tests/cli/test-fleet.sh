@@ -165,8 +165,10 @@ tok=$(awk '{print $2}' "$tmp/tok")
 check "status --json: op1 holds slot 0, one slot free, ttl within LockTTL" \
 	python3 -c "import json,sys; s=json.load(open('$tmp/st.json')); h=s['holders'];
 sys.exit(not (s['free']==1 and len(h)==1 and h[0]['id']=='op1' and h[0]['slot']==0 and 0 < h[0]['ttl'] <= $TTL))"
-check "release-host: the operator frees op1's slot" \
-	eval '[ "$("$SIM" -c "$tmp/e1.conf" -i any release-host op1)" = "freed 1" ]'
+"$SIM" -c "$tmp/e1.conf" -i any release-host op1 >"$tmp/rel" 2>&1
+# "freed 0" here means op1's lease ($TTL s) ran out before the operator
+# got to it: a machine too loaded for this test's short LockTTL.
+check "release-host: the operator frees op1's slot (said: $(tr '\n' ' ' <"$tmp/rel"))" grep -qx 'freed 1' "$tmp/rel"
 "$SIM" -c "$tmp/e1.conf" -i op1 refresh "$tok" >"$tmp/out" 2>&1
 check "release-host: op1's next keepalive learns its slot is gone" grep -q '^lost' "$tmp/out"
 

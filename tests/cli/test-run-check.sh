@@ -65,4 +65,26 @@ case "$got" in
 "1 passed, 1 failed, 0 skipped rc=1 ") ok "no kernel directory is a failure, not a skip: $got" ;;
 *) nok "no kernels: got '$got'"; sed 's/^/#   /' "$t/out" ;;
 esac
+# Lanes: two suites with nothing in common run at the same time (each waits
+# for the other's mark; one after the other, the first gives up); two cli
+# tests that listen on fixed loopback ports ("port_free") never overlap.
+t=$(tree lanes)
+unit "$t" test_a "touch $t/a; i=0; while [ ! -e $t/b ] && [ \$i -lt 50 ]; do sleep 0.1; i=\$((i+1)); done; [ -e $t/b ] && echo 'ok 1 - a saw b' || echo 'not ok 1 - a ran alone'"
+unit "$t" test_b "touch $t/b; i=0; while [ ! -e $t/a ] && [ \$i -lt 50 ]; do sleep 0.1; i=\$((i+1)); done; [ -e $t/a ] && echo 'ok 1 - b saw a' || echo 'not ok 1 - b ran alone'"
+for c in p q; do
+	printf '#!/bin/sh\n# port_free\necho start-%s >>%s/order; sleep 1; echo end-%s >>%s/order; echo "ok 1 - %s"\n' \
+		"$c" "$t" "$c" "$t" "$c" >"$t/tests/cli/test-$c.sh"
+	chmod +x "$t/tests/cli/test-$c.sh"
+done
+got=$(run "$t")
+order=$(tr '\n' ' ' <"$t/order")
+if [ "$got" = "5 passed, 0 failed, 0 skipped rc=0 " ] && [ "$order" = "start-p end-p start-q end-q " ]; then
+	ok "two lanes: independent suites overlap, port users take turns: $got"
+else
+	nok "two lanes: got '$got', port users ran '$order'"; sed 's/^/#   /' "$t/out"
+fi
+rm -f "$t/a" "$t/b" "$t/order"
+got=$( (cd "$t" && RERAND_CHECK_JOBS=1 RERAND_KERNELS="$t/k" scripts/run-check.sh short 2>&1; echo "rc=$?") | tail -n 2 | tr '\n' ' ')
+[ "$got" = "4 passed, 1 failed, 0 skipped rc=1 " ] && ok "RERAND_CHECK_JOBS=1 runs one suite at a time (the first of the waiting pair gives up): $got" ||
+	nok "one lane: got '$got'"
 echo "1..$n"
