@@ -2,12 +2,15 @@
 /* The control socket (root only, checked with SO_PEERCRED) and its tiny line
  * protocol: "status", "status json", "now", "hold", "release", "fleet status
  * [json]", "fleet release HOST".  The reply is
- * "ok\n" or "error: ...\n", then the body; the server then closes. */
+ * "ok\n" or "error: ...\n", then the body; the server then closes.  Each
+ * connection is read by an event source of its own, within a deadline. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -386,40 +389,137 @@ int control_listen(const char *path, struct rr_err *e)
 	return fd;
 }
 
-int control_accept(int lfd, enum rr_ctl_cmd *ret_cmd, char *arg, size_t arglen, int *ret_fd)
+/*
+ * Each connection is an event source of its own with a deadline: the line
+ * is read as it arrives, without ever blocking the loop, so a client that
+ * trickles its bytes (or sends none) costs rerandd nothing but a slot
+ * until CTL_DEADLINE_USEC, while other clients are answered and the
+ * watchdog is fed.  At most CTL_MAX_CONNS wait at once; more are turned
+ * away at once.
+ */
+#define CTL_DEADLINE_USEC (2 * 1000000ULL)
+#define CTL_MAX_CONNS 32
+
+struct ctl_server;
+struct ctl_conn {
+	struct ctl_server *srv;
+	int fd;
+	size_t got;
+	char line[RR_CTL_LINE];
+	sd_event_source *io, *timer;
+	struct ctl_conn *next;
+};
+struct ctl_server {
+	sd_event *ev;
+	control_fn fn;
+	void *ud;
+	unsigned nconns;
+	struct ctl_conn *conns;
+};
+
+static void conn_free(struct ctl_conn *c)
 {
-	struct timeval tv = { 1, 0 };
+	struct ctl_conn **p;
+
+	for (p = &c->srv->conns; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
+	c->srv->nconns--;
+	sd_event_source_disable_unref(c->io);
+	sd_event_source_disable_unref(c->timer);
+	close(c->fd);
+	free(c);
+}
+
+static int on_conn_deadline(sd_event_source *s, uint64_t usec, void *ud)
+{
+	struct ctl_conn *c = ud;
+
+	(void)s;
+	(void)usec;
+	control_reply(c->fd, false, "no complete command line in time\n");
+	conn_free(c);
+	return 0;
+}
+
+static int on_conn_read(sd_event_source *s, int fd, uint32_t revents, void *ud)
+{
+	struct ctl_conn *c = ud;
+	char arg[FLEET_ID_MAX];
+	enum rr_ctl_cmd cmd;
+	char *nl;
+
+	(void)s;
+	(void)revents;
+	for (;;) {
+		ssize_t n = read(fd, c->line + c->got, sizeof(c->line) - c->got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;                   /* more later */
+		if (n > 0)
+			c->got += (size_t)n;
+		nl = memchr(c->line, '\n', c->got);
+		if (nl || n <= 0 || c->got == sizeof(c->line))
+			break;
+	}
+	cmd = nl ? control_parse_arg(c->line, (size_t)(nl - c->line), arg, sizeof(arg)) : RR_CTL_BAD;
+	/* the answer goes out at once: a status fits the socket's buffer */
+	c->srv->fn(c->srv->ud, cmd, arg, c->fd);
+	conn_free(c);
+	return 0;
+}
+
+static int on_listen(sd_event_source *s, int lfd, uint32_t revents, void *ud)
+{
+	struct ctl_server *srv = ud;
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
-	char line[RR_CTL_LINE];
-	size_t got = 0;
+	struct ctl_conn *c;
+	uint64_t now;
 	int fd;
 
-	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	(void)s;
+	(void)revents;
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0)
-		return -errno;
+		return 0;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 || cred.uid != 0) {
 		control_reply(fd, false, "permission denied: root only\n");
 		close(fd);
-		return -EPERM;
+		return 0;
 	}
-	/* Root only, so a short blocking read with a timeout is enough. */
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	while (got < sizeof(line)) {
-		ssize_t n = read(fd, line + got, sizeof(line) - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-		if (memchr(line, '\n', got))
-			break;
+	if (srv->nconns >= CTL_MAX_CONNS) {
+		control_reply(fd, false, "busy: too many connections waiting for their command\n");
+		close(fd);
+		return 0;
 	}
-	char *nl = memchr(line, '\n', got);
-	*ret_cmd = nl ? control_parse_arg(line, (size_t)(nl - line), arg, arglen) : RR_CTL_BAD;
-	*ret_fd = fd;
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return 0;
+	}
+	c->srv = srv;
+	c->fd = fd;
+	c->next = srv->conns;
+	srv->conns = c;
+	srv->nconns++;
+	if (sd_event_now(srv->ev, CLOCK_MONOTONIC, &now) < 0 ||
+	    sd_event_add_io(srv->ev, &c->io, fd, EPOLLIN, on_conn_read, c) < 0 ||
+	    sd_event_add_time(srv->ev, &c->timer, CLOCK_MONOTONIC, now + CTL_DEADLINE_USEC, 0,
+			      on_conn_deadline, c) < 0)
+		conn_free(c);
 	return 0;
+}
+
+int control_serve(sd_event *ev, int lfd, control_fn fn, void *ud)
+{
+	static struct ctl_server srv;       /* one control socket per rerandd */
+
+	srv = (struct ctl_server){ .ev = ev, .fn = fn, .ud = ud };
+	return sd_event_add_io(ev, NULL, lfd, EPOLLIN, on_listen, &srv);
 }
 
 int control_reply(int fd, bool ok, const char *body)

@@ -462,16 +462,12 @@ static int on_uevent(sd_event_source *s, int fd, uint32_t revents, void *ud)
 	return 0;
 }
 
-static int on_control(sd_event_source *s, int fd, uint32_t revents, void *ud)
+static void on_control(void *ud, enum rr_ctl_cmd cmd, const char *arg, int cfd)
 {
 	struct daemon *d = ud;
-	enum rr_ctl_cmd cmd;
 	struct rr_view v;
-	char body[16384], arg[FLEET_ID_MAX];
-	int cfd;
+	char body[16384];
 
-	if (control_accept(fd, &cmd, arg, sizeof(arg), &cfd) < 0)
-		return 0;
 	switch (cmd) {
 	case RR_CTL_STATUS:
 	case RR_CTL_STATUS_JSON:
@@ -528,8 +524,6 @@ static int on_control(sd_event_source *s, int fd, uint32_t revents, void *ud)
 		control_reply(cfd, false, "unknown command (status [json], now, due, phase, hold, release, "
 			      "fleet status [json], fleet release HOST)\n");
 	}
-	close(cfd);
-	return 0;
 }
 
 static void print_errs(const struct rr_cfg_errs *errs)
@@ -727,7 +721,7 @@ static int run(int argc, char **argv)
 	    (r = sd_event_add_signal(d->ev, NULL, SIGTERM, NULL, NULL)) < 0 ||
 	    (r = sd_event_add_signal(d->ev, NULL, SIGINT, NULL, NULL)) < 0 ||
 	    (r = sd_event_add_signal(d->ev, NULL, SIGHUP, on_sighup, d)) < 0 ||
-	    (r = sd_event_add_io(d->ev, NULL, d->ctl_fd, EPOLLIN, on_control, d)) < 0 ||
+	    (r = control_serve(d->ev, d->ctl_fd, on_control, d)) < 0 ||
 	    (r = sd_event_set_watchdog(d->ev, true)) < 0) {
 		rr_log(RR_LOG_ERR, "sd-event setup: %s", strerror(-r));
 		return 1;

@@ -732,9 +732,11 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len);
 int control_format_json(const struct rr_view *v, char *buf, size_t len);
 /* A listening socket at path, mode 0600. */
 int control_listen(const char *path, struct rr_err *e);
-/* Accept one client, check it is root, read one line.  Returns the command
- * and the connected fd in *ret_fd (caller answers and closes), or <0. */
-int control_accept(int lfd, enum rr_ctl_cmd *ret_cmd, char *arg, size_t arglen, int *ret_fd);
+/* Serve the listening socket lfd on ev: each root client's line, read
+ * without blocking and within a deadline, goes to fn with the connection's
+ * fd, which fn answers with control_reply (the server closes it). */
+typedef void (*control_fn)(void *ud, enum rr_ctl_cmd cmd, const char *arg, int fd);
+int control_serve(sd_event *ev, int lfd, control_fn fn, void *ud);
 int control_reply(int fd, bool ok, const char *body);
 
 /* ---- coord.c: the fleet lock around the reboot (coord.h) ---------------- */

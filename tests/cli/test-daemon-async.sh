@@ -8,7 +8,10 @@
 #  - the hung hook is stopped at HookTimeout= and the sequence unwinds to idle
 #    without a reboot;
 #  - a rerandd killed while in the hooks phase comes back, unwinds to idle,
-#    and says so.
+#    and says so;
+#  - clients that trickle their command line, or send none, are cut off at
+#    the control socket's deadline while `rerand status` keeps answering
+#    and WATCHDOG=1 keeps coming.
 # Nothing reboots: the RebootCommand only records a call, which fails the test.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -173,4 +176,65 @@ check "restarted in the hooks phase: it unwound to idle and says so" \
 	wait_for 10 grep -q "restarted in the middle of a rerandomizing reboot: unwound" "$hd/log"
 check "restarted in the hooks phase: the next sequence starts from the gate (its hook ran) and nothing rebooted" \
 	eval 'wait_for 30 test -s "$hd/hook-ran2" && test ! -e "$hd/reboot-called"'
+
+# ---- slow clients on the control socket ------------------------------------------------
+# Four root clients trickle "status\n" a byte every 0.9 s (a line takes them
+# 6.3 s) and one connects and says nothing, each twice over, while the
+# sampler asks for the status every 50 ms and sd_notify is watched: each
+# connection is an event source with a 2 s deadline, so rerandd goes on
+# answering and pinging.  (A blocking read of each client, as before, held
+# the loop for the whole trickle.)
+kill -TERM "$(cat "$hd/pid")"; wait "$(cat "$hd/pid")" 2>/dev/null
+: >"$tmp/notify.log"; rm -f "$tmp/lat.stop"; : >"$tmp/lat.ms"
+python3 "$top/tests/cli/status-latency.py" "$R" "$sock" "$tmp/lat.ms" "$tmp/lat.stop" &
+sampler=$!
+NOTIFY_SOCKET=$tmp/notify.sock WATCHDOG_USEC=2000000 rerandd_start "$hd"
+rerandd_wait_up "$hd"
+mark slow
+python3 - "$sock" "$tmp/slow.out" <<'PY' &
+import socket, sys, threading, time
+def trickle(i, out, silent):
+    for rnd in range(2):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sys.argv[1])
+        t0 = time.monotonic()
+        try:
+            for b in ([] if silent else b"status\n"):
+                s.send(bytes([b]))
+                time.sleep(0.9)
+            if silent:
+                time.sleep(8)
+        except BrokenPipeError:
+            pass                    # cut off: the reason waits to be read
+        try:
+            got = s.recv(100)
+        except OSError as e:
+            got = repr(e).encode()
+        out.append("%s%d round %d after %.1f s: %s" % ("silent" if silent else "trickle", i, rnd,
+                   time.monotonic() - t0, got.split(b"\n")[0].decode(errors="replace")))
+        s.close()
+out = []
+th = [threading.Thread(target=trickle, args=(i, out, i == 4)) for i in range(5)]
+for t in th: t.start()
+for t in th: t.join()
+open(sys.argv[2], "w").write("\n".join(sorted(out)) + "\n")
+PY
+slow=$!
+wd0=$(grep -c "WATCHDOG=1" "$tmp/notify.log")
+wait "$slow"
+mark slow_over
+touch "$tmp/lat.stop"; wait "$sampler"
+wd1=$(grep -c "WATCHDOG=1" "$tmp/notify.log")
+sed 's/^/# /' "$tmp/slow.out"
+wss=$(worst slow slow_over 3); cs=$(count slow slow_over)
+secs=$(( (at_slow_over - at_slow) / 1000 ))
+echo "# slow clients for $secs s: $cs status samples, worst rerandd answer ${wss:-none} ms; WATCHDOG=1 sent $((wd1 - wd0)) times"
+check "slow clients: at least 20 status samples answered meanwhile ($cs, $(failed slow slow_over) failed)" \
+	eval '[ "$cs" -ge 20 ] && [ "$(failed slow slow_over)" = 0 ]'
+# 2 s, not LIMIT_MS: a loop that waited on a trickle would take 0.9 s per
+# byte, seconds per line; a host loaded with guests adds tenths here.
+check "slow clients: worst rerandd answer ${wss:-none} ms <= 2000 ms" test "${wss:-99999}" -le 2000
+check "slow clients: WATCHDOG=1 kept coming ($((wd1 - wd0)) in $secs s)" test $((wd1 - wd0)) -ge $((secs - 3))
+check "slow clients: each was cut off at the deadline with the reason (8 of 8 trickles, 2 of 2 silent)" \
+	test "$(grep -c 'after [0-9.]* s: error: no complete command line in time' "$tmp/slow.out")" = 10
 done_
