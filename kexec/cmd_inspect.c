@@ -209,11 +209,13 @@ int cmd_inspect(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "relocs", required_argument, NULL, 'r' },
+		{ "input-fd", required_argument, NULL, 'i' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *relocs = NULL;
 	struct rr_pe_sig sig;
+	int in_fd = -1;
 	bool json = false;
 	struct rr_err e;
 	uint8_t *buf;
@@ -224,8 +226,21 @@ int cmd_inspect(int argc, char **argv)
 		switch (c) {
 		case 'j': json = true; break;
 		case 'r': relocs = optarg; break;
+		case 'i': {
+			/* an open file: what a caller that dropped its privileges
+			 * hands over, FILE then only names it */
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*end || v < 0 || v > 1023) {
+				cli_err("--input-fd: '%s' is not an open file descriptor number "
+					"(0 to 1023)", optarg);
+				return EXIT_USAGE;
+			}
+			in_fd = (int)v;
+			break;
+		}
 		case 'h':
-			puts("Usage: rerand inspect FILE [--relocs FILE] [--json]");
+			puts("Usage: rerand inspect FILE [--relocs FILE] [--input-fd N] [--json]");
 			return 0;
 		default:
 			return EXIT_USAGE;
@@ -236,7 +251,8 @@ int cmd_inspect(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *path = argv[optind];
-	if (rr_read_file(path, MAX_KERNEL_FILE, &buf, &len, &e) < 0) {
+	if ((in_fd >= 0 ? rr_read_fd(in_fd, path, MAX_KERNEL_FILE, &buf, &len, &e)
+			: rr_read_file(path, MAX_KERNEL_FILE, &buf, &len, &e)) < 0) {
 		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;
 	}

@@ -86,14 +86,17 @@ if [ "$(id -u)" = 0 ]; then
 	# who parsed the kernel: a wrapper around rerand reports its identity
 	chmod 0755 "$tmp"
 	printf '#!/bin/sh
-[ "$1" = image ] && grep -E "^(Uid|CapEff|CapBnd|NoNewPrivs):" /proc/self/status | tr -s "\t " " " >"%s/hook-id" 2>/dev/null; exec %s "$@"\n' \
+case "$1" in image|inspect) grep -E "^(Uid|CapEff|CapBnd|NoNewPrivs):" /proc/self/status | tr -s "\t " " " >"%s/hook-$1" 2>/dev/null;; esac; exec %s "$@"\n' \
 		"$tmp/idout" "$R" >"$tmp/rerand-wrap"
 	mkdir -p "$tmp/idout" && chmod 0777 "$tmp/idout" && chmod 0755 "$tmp/rerand-wrap"
 	RERAND_BIN=$tmp/rerand-wrap RERAND_STATE_DIR=$tmp/state2 "$H/kernel-hook" add 6.1-id "$k"; rc=$?
-	id=$(tr '\n' ' ' <"$tmp/idout/hook-id" 2>/dev/null)
+	id=$(tr '\n' ' ' <"$tmp/idout/hook-image" 2>/dev/null)
 	nb=$(id -u nobody)
+	want="Uid: $nb $nb $nb $nb CapEff: 0000000000000000 CapBnd: 0000000000000000 NoNewPrivs: 1 "
 	check "as root the hook builds as RERAND_IMAGE_USER with no capabilities (exit $rc: $id)" \
-		bash -c "[ $rc -eq 0 ] && [ '$id' = 'Uid: $nb $nb $nb $nb CapEff: 0000000000000000 CapBnd: 0000000000000000 NoNewPrivs: 1 ' ] && ls '$tmp/state2/images/'*.img >/dev/null"
+		bash -c "[ $rc -eq 0 ] && [ '$id' = '$want' ] && ls '$tmp/state2/images/'*.img >/dev/null"
+	id=$(tr '\n' ' ' <"$tmp/idout/hook-inspect" 2>/dev/null)
+	check "and inspects what it built as that user too, not as root ($id)" test "$id" = "$want"
 	RERAND_IMAGE_USER=rerand-no-such-user "$H/kernel-hook" add 6.1-nouser "$k" 2>"$tmp/err"; rc=$?
 	check "without the image user the hook builds nothing and says so (exit $rc)" \
 		bash -c "[ $rc -eq 0 ] && grep -q 'no user rerand-no-such-user to build images as' '$tmp/err' && [ ! -e '$tmp/state/kernels/6.1-nouser' ]"
