@@ -376,6 +376,11 @@ int job_start_fn(sd_event *ev, const char *name, int (*fn)(void *arg, int out_fd
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(126);
 		(void)!nice(10);
+		/* It parses what the unprivileged builder wrote: with no
+		 * capability at all, and no exec that could give one back.
+		 * Root's own files (the state directory, /boot) stay its own. */
+		if (caps_child_none() < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+			_exit(126);
 		_exit(fn(fn_arg, pfd[1]) < 0 ? 1 : 0);
 	}
 	setpgid(j->pid, j->pid);

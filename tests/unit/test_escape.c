@@ -208,9 +208,71 @@ static void test_sinks(void)
 	     !strchr(st, '\x1b'), "fleet status: a holder id from etcd adds no line: %s", st);
 }
 
+/* rerandd's staging helpers (rerandd-plan, rerandd-check) parse what the
+ * unprivileged builder wrote: they must hold no capability while they do.
+ * The helper reports its own capability lines from /proc. */
+static int caps_fn(void *arg, int fd)
+{
+	char buf[4096], out[512] = "";
+	FILE *f = fopen("/proc/self/status", "re");
+
+	(void)arg;
+	while (f && fgets(buf, sizeof(buf), f))
+		if (!strncmp(buf, "CapInh:", 7) || !strncmp(buf, "CapPrm:", 7) ||
+		    !strncmp(buf, "CapEff:", 7) || !strncmp(buf, "CapAmb:", 7) ||
+		    !strncmp(buf, "NoNewPrivs:", 11))
+			strncat(out, buf, sizeof(out) - strlen(out) - 1);
+	if (f)
+		fclose(f);
+	return write(fd, out, strlen(out)) < 0 ? -errno : 0;
+}
+
+struct raw_result {
+	bool done;
+	int status;
+	char out[512];
+};
+
+static void raw_done(int status, const void *buf, size_t len, void *ud)
+{
+	struct raw_result *res = ud;
+
+	res->done = true;
+	res->status = status;
+	snprintf(res->out, sizeof(res->out), "%.*s", (int)len, (const char *)buf);
+}
+
+static void test_fn_caps(void)
+{
+	struct raw_result res = { 0 };
+	struct rr_job *job;
+	sd_event *ev;
+	int r;
+
+	if (geteuid() != 0) {
+		T_OK(1, "# SKIP not root: a helper's capabilities drop from root's");
+		return;
+	}
+	if ((r = sd_event_new(&ev)) < 0) {
+		T_OK(0, "sd_event_new: %s", strerror(-r));
+		return;
+	}
+	r = job_start_fn(ev, "rerandd-check", caps_fn, NULL, 10, raw_done, &res, &job);
+	while (r >= 0 && !res.done)
+		r = sd_event_run(ev, UINT64_MAX);
+	sd_event_unref(ev);
+	T_OK(r >= 0 && res.status == 0 &&
+	     !strcmp(res.out, "CapInh:\t0000000000000000\nCapPrm:\t0000000000000000\n"
+			      "CapEff:\t0000000000000000\nCapAmb:\t0000000000000000\n"
+			      "NoNewPrivs:\t1\n"),
+	     "a staging helper (job_start_fn) parses with no capability and no_new_privs%s%s",
+	     res.status ? "" : ": ", res.status ? "" : res.out);
+}
+
 int main(void)
 {
 	test_escape();
 	test_sinks();
+	test_fn_caps();
 	return t_done();
 }
