@@ -463,20 +463,64 @@ static void build_failed(const char *what, const char *file, int status, const c
 		 last ? (int)strcspn(last, "\n") : 0, last ? last : "");
 }
 
-/* The builder ran unprivileged: what it wrote (path) is checked like any
- * other file before it is named an image. */
+/* A copy of path that only root holds, beside the image, in copy. */
+static int private_copy(const struct rr_stage_plan *p, const char *path, char *copy, size_t len,
+			struct rr_err *e)
+{
+	char buf[65536];
+	int in, out, r = 0;
+	ssize_t n;
+
+	in = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (in < 0)
+		return rr_errf(e, errno, "%s: cannot open: %s", path, strerror(errno));
+	out = make_tmp(p, "chk", copy, len, e);
+	if (out < 0) {
+		close(in);
+		*copy = 0;
+		return out;
+	}
+	while ((n = read(in, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || write(out, buf, (size_t)n) != n) {
+			r = rr_errf(e, errno ? errno : EIO, "%s: cannot copy to %s: %s", path, copy,
+				    strerror(errno ? errno : EIO));
+			break;
+		}
+	}
+	if (r == 0 && fchmod(out, 0644) < 0)
+		r = rr_errf(e, errno, "%s: chmod: %s", copy, strerror(errno));
+	close(in);
+	close(out);
+	if (r < 0) {
+		unlink(copy);
+		*copy = 0;
+	}
+	return r;
+}
+
+/* The builder ran unprivileged, and what it started may outlive it with
+ * its output still open: the file it wrote (path) is copied into one only
+ * root holds, and that copy is checked like any other file before it is
+ * named an image.  Nothing the builder left behind can change it after. */
 static int built(struct rr_stage_plan *p, const char *path, struct rr_err *e)
 {
-	int r = check_image(p, path, p->source != RR_IMG_BUILT, e);
+	char copy[RR_PATH + 64];
+	int r = private_copy(p, path, copy, sizeof(copy), e);
 
+	if (r == 0)
+		r = check_image(p, copy, p->source != RR_IMG_BUILT, e);
 	/* the record first: an image in place without its record is rebuilt,
 	 * never loaded unchecked */
 	if (r == 0)
-		r = digest_file_hex(path, p->image_sha256, e);
+		r = digest_file_hex(copy, p->image_sha256, e);
 	if (r == 0)
 		r = digest_record_write(p->image, p->image_sha256, e);
-	if (r == 0 && rename(path, p->image) < 0)
+	if (r == 0 && rename(copy, p->image) < 0)
 		r = rr_errf(e, errno, "%s: cannot rename into place: %s", p->image, strerror(errno));
+	if (r < 0 && *copy)
+		unlink(copy);
 	return r;
 }
 
@@ -727,7 +771,7 @@ static void on_checked(int status, const void *buf, size_t len, void *ud)
 		stage_finish(sj, res->r, res->msg);
 		return;
 	}
-	*sj->tmp = *sj->sig = 0;           /* renamed into place */
+	unlink_tmps(sj);                   /* a copy of them is in place */
 	rr_log(RR_LOG_INFO, "built %s as %s without capabilities%s", sj->p.image,
 	       b_user_log(&sj->c), sj->p.source == RR_IMG_SIGNED_HERE ? ", signed by sbsign" : "");
 	if (sj->build_only)

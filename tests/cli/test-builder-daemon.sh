@@ -8,7 +8,9 @@
 # an empty bounding set and no_new_privs, handed the kernel and its output
 # as fds 3 and 4, unable to read the state directory; the image it wrote is
 # staged; a builder that fails, a missing ImageUser= and a RerandBinary=
-# of another stage leave nothing in the cache and say why.
+# of another stage leave nothing in the cache and say why; a process the
+# builder leaves behind with its output open cannot change the cached image
+# (rerandd checks and caches a copy only root holds).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/rerand-buildd.XXXXXX)
@@ -50,6 +52,17 @@ if [ "\$1" = image ]; then
 		echo "BUILDER state unreadable" >&2
 	mode=\$(cat "\${0%/bin/*}/mode" 2>/dev/null)
 	if [ "\$mode" = fail ]; then echo "half an image" >&4; echo "BUILDER failing on purpose" >&2; exit 1; fi
+	if [ "\$mode" = linger ]; then
+		$R "\$@" || exit
+		# left behind, in a session of its own, with the output open: once
+		# the file it wrote is no longer the temporary one (renamed into
+		# the cache, or unlinked), it appends to it
+		out=\${0%/bin/*}/linger
+		setsid sh -c 'i=0; while [ \$i -lt 600 ]; do case \$(readlink /proc/self/fd/4) in *.tmp??????) sleep 0.1; i=\$((i+1));; *) break;; esac; done
+			echo "\$(readlink /proc/self/fd/4)" >"\$0/target"; printf "written by what the builder left behind" >&4; echo done >"\$0/wrote"' "\$out" \
+			</dev/null >/dev/null 2>&1 &
+		exit 0
+	fi
 fi
 exec $R "\$@"
 EOF
@@ -108,8 +121,10 @@ cache() { find "$tmp/$1/state/images" -mindepth 1 2>/dev/null | sed 's|.*/||' | 
 inst good ok
 inst fail fail
 inst nouser ok rerand-no-such-user
-for id in good fail nouser; do rerandd_start "$tmp/$id"; done
-for id in good fail nouser; do rerandd_wait_up "$tmp/$id"; done
+inst linger linger
+mkdir -p "$tmp/linger/linger" && chmod 0777 "$tmp/linger/linger"
+for id in good fail nouser linger; do rerandd_start "$tmp/$id"; done
+for id in good fail nouser linger; do rerandd_wait_up "$tmp/$id"; done
 
 # ---- the builder's identity ------------------------------------------------------------------
 wait_for 60 status_has good "staged:            yes" || true
@@ -148,6 +163,19 @@ check "nouser: the stage error names ImageUser= and the missing user" \
 	bash -c "RERAND_CONTROL_SOCKET=$tmp/nouser/run/control '$R' status | grep -q 'stage error: .*ImageUser=rerand-no-such-user: no such user'"
 check "nouser: no builder ran, nothing cached or staged" \
 	bash -c "! grep -q BUILDER '$tmp/nouser/log' && [ -z '$(cache nouser)' ] && [ ! -e '$tmp/nouser/kexec.log' ]"
+
+# ---- what the builder leaves behind cannot change the image ----------------------------------
+wait_for 60 status_has linger "staged:            yes" || true
+wait_for 60 test -s "$tmp/linger/linger/wrote" || true
+img=$(find "$tmp/linger/state/images" -name '*.img' | head -1)
+check "linger: its leftover process wrote to the builder's file ($(cat "$tmp/linger/linger/target" 2>/dev/null))" \
+	test -s "$tmp/linger/linger/wrote"
+check "linger: the cached image is still the one checked (its .sha256 record holds)" \
+	bash -c "[ -n '$img' ] && cd '${img%/*}' && sha256sum --quiet -c '${img##*/}.sha256'"
+check "linger: the cached image never held the leftover's bytes" \
+	bash -c "[ -n '$img' ] && ! grep -q 'written by what the builder left behind' '$img'"
+check "linger: no temporary file left in the cache ($(cache linger))" \
+	bash -c "! ls -A '$tmp/linger/state/images' | grep -q -e tmp -e chk"
 
 # ---- configuration ---------------------------------------------------------------------------
 printf '[Daemon]\nImageUser=root\n' >"$tmp/root.conf"
