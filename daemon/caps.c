@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "rerandd.h"
@@ -23,6 +24,12 @@
 static const cap_value_t keep[] = { CAP_SYS_BOOT, CAP_SYS_ADMIN };
 static const cap_value_t effective[] = { CAP_SYS_BOOT };
 static const cap_value_t builder_drop[] = { CAP_SETUID, CAP_SETGID, CAP_SETPCAP };
+static const struct { int res; rlim_t max; } builder_limits[] = {
+	{ RLIMIT_AS, 2ULL << 30 },          /* address space: 2 GiB */
+	{ RLIMIT_CPU, 300 },                /* seconds of CPU */
+	{ RLIMIT_FSIZE, 512ULL << 20 },     /* the image it writes: 512 MiB */
+	{ RLIMIT_CORE, 0 },                 /* no core file of a kernel's bytes */
+};
 
 static bool have(cap_t cur, cap_value_t v)
 {
@@ -174,6 +181,14 @@ int caps_child_builder(const struct rr_builder *b)
 		return r;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -errno;
+	/* Bounds for a parser fed a hostile kernel file: a decompression bomb
+	 * or a loop stops here, not in the machine's memory or disk.  An
+	 * image of Debian's largest kernel needs about 130 MB and a second. */
+	for (size_t i = 0; i < sizeof(builder_limits) / sizeof(builder_limits[0]); i++) {
+		struct rlimit rl = { builder_limits[i].max, builder_limits[i].max };
+		if (setrlimit(builder_limits[i].res, &rl) < 0)
+			return -errno;
+	}
 	/* Check rather than trust: a root builder would be no separation. */
 	if (b->switch_user && (getuid() == 0 || geteuid() == 0 || getgid() == 0 ||
 			       setresuid(0, 0, 0) == 0))

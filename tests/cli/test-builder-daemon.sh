@@ -46,6 +46,7 @@ cat >"$tmp/wrap" <<EOF
 if [ "\$1" = image ]; then
 	grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status |
 		tr -s '\t ' ' ' | sed 's/^/BUILDER /' >&2
+	sed -n 's/^Max \(cpu time\|file size\|address space\|core file size\)  *\([^ ]*\)  *\([^ ]*\).*/BUILDER limit \1: \2 \3/p' /proc/self/limits >&2
 	echo "BUILDER fd3 \$(readlink /proc/self/fd/3)" >&2
 	echo "BUILDER fd4 \$(readlink /proc/self/fd/4)" >&2
 	ls "\${0%/bin/*}/state/images" >/dev/null 2>&1 && echo "BUILDER state readable" >&2 ||
@@ -142,6 +143,9 @@ for set in CapInh CapPrm CapEff CapBnd CapAmb; do
 	check "builder $set is empty ($(b $set:))" test "$(b $set:)" = 0000000000000000
 done
 check "builder has no_new_privs ($(b NoNewPrivs:))" test "$(b NoNewPrivs:)" = 1
+check "builder limits: CPU 300 s, address space 2 GiB, files 512 MiB, no core ($(b 'limit cpu time:'); $(b 'limit address space:'); $(b 'limit file size:'); $(b 'limit core file size:'))" \
+	test "$(b 'limit cpu time:'),$(b 'limit address space:'),$(b 'limit file size:'),$(b 'limit core file size:')" = \
+		"300 300,2147483648 2147483648,536870912 536870912,0 0"
 check "builder reads the kernel from fd 3 ($(b fd3))" test "$(b fd3)" = "$(readlink -f "$KERNEL")"
 check "builder writes a temporary file beside the image on fd 4 ($(b fd4))" \
 	bash -c "[[ '$(b fd4)' == $tmp/good/state/images/*.img.tmp* ]]"

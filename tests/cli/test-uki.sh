@@ -86,8 +86,10 @@ if [ "$(id -u)" = 0 ]; then
 	# who parsed the kernel: a wrapper around rerand reports its identity
 	chmod 0755 "$tmp"
 	printf '#!/bin/sh
-case "$1" in image|inspect) grep -E "^(Uid|CapEff|CapBnd|NoNewPrivs):" /proc/self/status | tr -s "\t " " " >"%s/hook-$1" 2>/dev/null;; esac; exec %s "$@"\n' \
-		"$tmp/idout" "$R" >"$tmp/rerand-wrap"
+case "$1" in image|inspect) grep -E "^(Uid|CapEff|CapBnd|NoNewPrivs):" /proc/self/status | tr -s "\t " " " >"%s/hook-$1" 2>/dev/null;; esac
+[ "$1" = image ] && grep -E "^Max (cpu time|address space|file size|core file size) " /proc/self/limits | sed "s/core file size/core file/" | tr -s " " | cut -d" " -f4,5 | tr "\n" " " >"%s/hook-limits"
+exec %s "$@"\n' \
+		"$tmp/idout" "$tmp/idout" "$R" >"$tmp/rerand-wrap"
 	mkdir -p "$tmp/idout" && chmod 0777 "$tmp/idout" && chmod 0755 "$tmp/rerand-wrap"
 	RERAND_BIN=$tmp/rerand-wrap RERAND_STATE_DIR=$tmp/state2 "$H/kernel-hook" add 6.1-id "$k"; rc=$?
 	id=$(tr '\n' ' ' <"$tmp/idout/hook-image" 2>/dev/null)
@@ -95,6 +97,9 @@ case "$1" in image|inspect) grep -E "^(Uid|CapEff|CapBnd|NoNewPrivs):" /proc/sel
 	want="Uid: $nb $nb $nb $nb CapEff: 0000000000000000 CapBnd: 0000000000000000 NoNewPrivs: 1 "
 	check "as root the hook builds as RERAND_IMAGE_USER with no capabilities (exit $rc: $id)" \
 		bash -c "[ $rc -eq 0 ] && [ '$id' = '$want' ] && ls '$tmp/state2/images/'*.img >/dev/null"
+	lim=$(cat "$tmp/idout/hook-limits" 2>/dev/null)
+	check "the hook's builder has rerandd's limits: CPU, file size, core, address space ($lim)" \
+		test "$lim" = "300 300 536870912 536870912 0 0 2147483648 2147483648 "
 	id=$(tr '\n' ' ' <"$tmp/idout/hook-inspect" 2>/dev/null)
 	check "and inspects what it built as that user too, not as root ($id)" test "$id" = "$want"
 	RERAND_IMAGE_USER=rerand-no-such-user "$H/kernel-hook" add 6.1-nouser "$k" 2>"$tmp/err"; rc=$?
