@@ -417,7 +417,7 @@ struct ctl_server {
 	struct ctl_conn *conns;
 };
 
-static void conn_free(struct ctl_conn *c)
+static void conn_free(struct ctl_conn *c, bool close_fd)
 {
 	struct ctl_conn **p;
 
@@ -429,7 +429,8 @@ static void conn_free(struct ctl_conn *c)
 	c->srv->nconns--;
 	sd_event_source_disable_unref(c->io);
 	sd_event_source_disable_unref(c->timer);
-	close(c->fd);
+	if (close_fd)
+		close(c->fd);
 	free(c);
 }
 
@@ -440,7 +441,7 @@ static int on_conn_deadline(sd_event_source *s, uint64_t usec, void *ud)
 	(void)s;
 	(void)usec;
 	control_reply(c->fd, false, "no complete command line in time\n");
-	conn_free(c);
+	conn_free(c, true);
 	return 0;
 }
 
@@ -466,9 +467,9 @@ static int on_conn_read(sd_event_source *s, int fd, uint32_t revents, void *ud)
 			break;
 	}
 	cmd = nl ? control_parse_arg(c->line, (size_t)(nl - c->line), arg, sizeof(arg)) : RR_CTL_BAD;
-	/* the answer goes out at once: a status fits the socket's buffer */
-	c->srv->fn(c->srv->ud, cmd, arg, c->fd);
-	conn_free(c);
+	/* the answer goes out at once (a status fits the socket's buffer),
+	 * or fn keeps the connection to answer later */
+	conn_free(c, !c->srv->fn(c->srv->ud, cmd, arg, c->fd));
 	return 0;
 }
 
@@ -510,7 +511,7 @@ static int on_listen(sd_event_source *s, int lfd, uint32_t revents, void *ud)
 	    sd_event_add_io(srv->ev, &c->io, fd, EPOLLIN, on_conn_read, c) < 0 ||
 	    sd_event_add_time(srv->ev, &c->timer, CLOCK_MONOTONIC, now + CTL_DEADLINE_USEC, 0,
 			      on_conn_deadline, c) < 0)
-		conn_free(c);
+		conn_free(c, true);
 	return 0;
 }
 

@@ -462,7 +462,7 @@ static int on_uevent(sd_event_source *s, int fd, uint32_t revents, void *ud)
 	return 0;
 }
 
-static void on_control(void *ud, enum rr_ctl_cmd cmd, const char *arg, int cfd)
+static int on_control(void *ud, enum rr_ctl_cmd cmd, const char *arg, int cfd)
 {
 	struct daemon *d = ud;
 	struct rr_view v;
@@ -524,6 +524,7 @@ static void on_control(void *ud, enum rr_ctl_cmd cmd, const char *arg, int cfd)
 		control_reply(cfd, false, "unknown command (status [json], now, due, phase, hold, release, "
 			      "fleet status [json], fleet release HOST)\n");
 	}
+	return 0;
 }
 
 static void print_errs(const struct rr_cfg_errs *errs)

@@ -734,8 +734,9 @@ int control_format_json(const struct rr_view *v, char *buf, size_t len);
 int control_listen(const char *path, struct rr_err *e);
 /* Serve the listening socket lfd on ev: each root client's line, read
  * without blocking and within a deadline, goes to fn with the connection's
- * fd, which fn answers with control_reply (the server closes it). */
-typedef void (*control_fn)(void *ud, enum rr_ctl_cmd cmd, const char *arg, int fd);
+ * fd, which fn answers with control_reply; the server closes it unless fn
+ * returns 1: it kept the fd, to answer and close later. */
+typedef int (*control_fn)(void *ud, enum rr_ctl_cmd cmd, const char *arg, int fd);
 int control_serve(sd_event *ev, int lfd, control_fn fn, void *ud);
 int control_reply(int fd, bool ok, const char *body);
 
