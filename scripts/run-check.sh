@@ -102,22 +102,25 @@ for f in $O/fuzz/fuzz_*; do
 done
 
 # The jobs: one line each, the suite numbers it runs in order.  A group is
-# one job, placed where its first suite is.
+# one job; the groups go first (each is the longest job there is: the guest
+# group alone is about half of the run), then every other suite in order.
 jobs_file=$res/jobs
 declare -A group_job=()
-njobs=0
-jobline=()
+groups=()
+singles=()
 for s in "${suites[@]}"; do
 	IFS='|' read -r n g _ _ <<<"$s"
-	if [ -n "$g" ] && [ -n "${group_job[$g]:-}" ]; then
-		jobline[${group_job[$g]}]+=" $n"
+	if [ -z "$g" ]; then
+		singles+=("$n")
+	elif [ -n "${group_job[$g]:-}" ]; then
+		groups[${group_job[$g]}]+=" $n"
 	else
-		[ -n "$g" ] && group_job[$g]=$njobs
-		jobline[$njobs]=$n
-		njobs=$((njobs + 1))
+		group_job[$g]=${#groups[@]}
+		groups+=("$n")
 	fi
 done
-printf '%s\n' "${jobline[@]}" >"$jobs_file"
+printf '%s\n' "${groups[@]}" "${singles[@]}" | grep . >"$jobs_file"
+njobs=$(wc -l <"$jobs_file")
 echo 0 >"$res/next"
 
 # lane: take the next job (under a lock) until none is left.
