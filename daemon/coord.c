@@ -141,6 +141,50 @@ static void release_done(struct rr_coord *co)
 	}
 }
 
+/* How often a host reads the breaker when nothing else made it ask: a
+ * rollout stopped elsewhere shows in `rerand status` within this. */
+#define BREAKER_POLL_MS (5 * 60 * 1000)
+
+static bool breaker_backend(const struct rr_coord *co)
+{
+	return co->cfg.backend == FLEET_BACKEND_ETCD;
+}
+
+/* What fleetd said about the breaker; the journal hears of a change once. */
+static void breaker_update(struct rr_coord *co, bool tripped, const char *text)
+{
+	char esc[4 * FLEET_MSG_MAX];
+
+	if (tripped && (!co->breaker_known || !co->breaker_tripped))
+		rr_log(RR_LOG_ERR, "fleet: BREAKER TRIPPED for group %s: %s; no host of the group "
+		       "takes a slot until an operator runs `rerand fleet clear-breaker`",
+		       co->cfg.group, rr_escape_str(esc, sizeof(esc), text));
+	else if (!tripped && co->breaker_known && co->breaker_tripped)
+		rr_log(RR_LOG_NOTICE, "fleet: the breaker of group %s is cleared", co->cfg.group);
+	co->breaker_known = true;
+	co->breaker_tripped = tripped;
+	snprintf(co->breaker_text, sizeof(co->breaker_text), "%s", text);
+	co->breaker_at_ms = coord_now_ms();
+}
+
+static void clear_answer(struct rr_coord *co, bool ok, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void clear_answer(struct rr_coord *co, bool ok, const char *fmt, ...)
+{
+	char msg[FLEET_MSG_MAX * 4 + 64];
+	va_list ap;
+
+	if (!co->clear_pending)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	control_reply(co->clear_fd, ok, msg);
+	close(co->clear_fd);
+	co->clear_pending = co->clear_sent = false;
+	co->clear_fd = -1;
+}
+
 void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p)
 {
 	enum coord_op op = co->busy;
@@ -178,9 +222,11 @@ void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p)
 		co->reconnects = 0;
 		rr_log(RR_LOG_INFO, "fleet: %s, group %s, identity %s (through %s)",
 		       fleet_backend_name(co->cfg.backend), co->cfg.group, co->id, co->cfg.helper);
-		/* a new helper knows no lease: the persisted one is taken back first */
-		if (st && st->fleet_held && *st->fleet_token)
+		/* a new helper knows no lease: the persisted one is taken back first
+		 * (not a slot kept for a failed attempt: it runs out by itself) */
+		if (st && st->fleet_held && *st->fleet_token && !st->fleet_keep)
 			co->resume_pending = true;
+		co->breaker_wanted = breaker_backend(co);
 		break;
 	case CO_RESUME:
 		if (p->rc < 0) {
@@ -202,11 +248,15 @@ void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p)
 			 * after a kill -9) must know there is a slot to take back or give back. */
 			snprintf(tok, sizeof(tok), "%s", p->token);
 			st->fleet_held = true;
+			st->fleet_keep = false;
 			snprintf(st->fleet_token, sizeof(st->fleet_token), "%s", tok);
 			persist(co, st);
 			co->last_keepalive_ms = coord_now_ms();
 			rr_log(RR_LOG_NOTICE, "fleet: slot taken%s%s", *tok ? " " : "", tok);
 		}
+		/* refused: perhaps by the breaker; what it says shows in the status */
+		if (p->rc == 0)
+			co->breaker_wanted = breaker_backend(co);
 		break;
 	case CO_KEEPALIVE:
 		if (p->rc != 1)
@@ -234,6 +284,8 @@ void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p)
 		}
 		co->confirm_rc = p->rc;
 		co->last_keepalive_ms = coord_now_ms();
+		if (p->rc == 0)
+			co->breaker_wanted = breaker_backend(co);
 		break;
 	case CO_RELEASE:
 		if (p->rc < 0) {
@@ -257,6 +309,38 @@ void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p)
 			rr_log(RR_LOG_NOTICE, "fleet: operator freed %s slot(s)", p->msg);
 		co->fst_at_ms = 0;      /* the cached holders are stale */
 		break;
+	case CO_FAILED:
+		if (p->rc < 0) {
+			rr_log(RR_LOG_WARNING, "fleet: cannot record the failure for group %s's "
+			       "breaker yet: %s", co->cfg.group, p->msg);
+			co->report_next_ms = coord_now_ms() + fleet_backoff_ms(co->attempts,
+				co->cfg.retry_base_ms, co->cfg.retry_max_ms, coord_rnd64());
+			break;
+		}
+		rr_log(RR_LOG_NOTICE, "fleet: failure (%s) recorded for group %s: %s",
+		       st ? wdog_cause_name(st->last_cause) : "?", co->cfg.group, p->msg);
+		if (st) {
+			st->fleet_report = false;
+			persist(co, st);
+		}
+		breaker_update(co, p->rc == 1, p->msg);
+		break;
+	case CO_BREAKER:
+		if (p->rc >= 0)
+			breaker_update(co, p->rc == 1, p->msg);
+		else
+			rr_log(RR_LOG_DEBUG, "fleet: cannot read the breaker: %s", p->msg);
+		break;
+	case CO_CLEAR_BREAKER:
+		if (p->rc < 0) {
+			clear_answer(co, false, "cannot clear the breaker of group %s: %s\n",
+				     co->cfg.group, p->msg);
+			break;
+		}
+		rr_log(RR_LOG_NOTICE, "fleet: operator clear-breaker: %s", p->msg);
+		breaker_update(co, false, "");
+		clear_answer(co, true, "%s\n", p->msg);
+		break;
 	case CO_NONE:
 		break;
 	}
@@ -277,6 +361,33 @@ static void pump(struct rr_coord *co)
 	if (co->confirm_wanted) {
 		co->confirm_wanted = false;
 		coord_link_send(co, CO_CONFIRM, NULL);
+		return;
+	}
+	if (co->clear_pending && !co->clear_sent) {
+		co->clear_sent = true;
+		coord_link_send(co, CO_CLEAR_BREAKER, NULL);
+		return;
+	}
+	if (co->st && co->st->fleet_report && coord_now_ms() >= co->report_next_ms) {
+		char arg[64];
+
+		if (!breaker_backend(co)) {
+			/* said once per failure, in the journal and by --check-config */
+			rr_log(RR_LOG_WARNING, "fleet: the failure is not recorded for group %s: the %s "
+			       "backend has no place for the group-wide breaker (etcd only)",
+			       co->cfg.group, fleet_backend_name(co->cfg.backend));
+			co->st->fleet_report = false;
+			persist(co, co->st);
+		} else {
+			snprintf(arg, sizeof(arg), "%s %lld", wdog_cause_name(co->st->last_cause),
+				 (long long)co->st->last_cause_time);
+			coord_link_send(co, CO_FAILED, arg);
+			return;
+		}
+	}
+	if (co->breaker_wanted) {
+		co->breaker_wanted = false;
+		coord_link_send(co, CO_BREAKER, NULL);
 		return;
 	}
 	if (*co->release_host) {
@@ -356,6 +467,9 @@ int coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *s
 		rr_log(RR_LOG_ERR, "fleet: no install id, the slot is named by the machine id "
 		       "alone: %s", err);
 	co->want = fc->backend != FLEET_BACKEND_NONE;
+	co->breaker_known = co->breaker_tripped = co->breaker_wanted = false;
+	co->breaker_text[0] = 0;
+	co->breaker_at_ms = co->report_next_ms = 0;
 	co->fd = -1;
 	co->io = NULL;
 	co->open_error[0] = 0;
@@ -412,13 +526,29 @@ void coord_startup(struct rr_coord *co, struct rr_state *st, enum rr_outcome out
 		}
 		return;
 	}
+	/* A failed attempt's slot is not given back: the group stays a slot short
+	 * until its lease (DownTTL=) runs out or an operator frees it, so a bad
+	 * kernel does not move on to the next host at once.  Forgotten here: a
+	 * release, a resume or a keepalive from this host would undo that. */
+	if (st->fleet_keep && st->fleet_held) {
+		rr_log(RR_LOG_NOTICE, "fleet: the slot of the failed rerandomization stays in group "
+		       "%s until its lease runs out (DownTTL=%llds) or an operator frees it "
+		       "(`rerand fleet release HOST`)", co->cfg.group, (long long)co->cfg.down_ttl);
+		st->fleet_held = false;
+		st->fleet_token[0] = 0;
+		persist(co, st);
+	}
 	/* The machine came back from our reboot: the slot stays ours until this
-	 * boot has been checked and the post-boot health hooks pass. */
-	co->health_needed = out == RR_OUT_SUCCESS || out == RR_OUT_FAILURE || out == RR_OUT_WEAK;
+	 * boot has been checked.  A rerandomized boot is confirmed by confirm.c
+	 * (boot-complete.target, then post-boot.d), which says when it is done:
+	 * the hooks run there, once.  Other boots run them here. */
+	co->await_confirm = st->confirm_pending;
+	co->health_needed = !co->await_confirm &&
+		(out == RR_OUT_SUCCESS || out == RR_OUT_FAILURE || out == RR_OUT_WEAK);
 	/* Whatever else happened (a restart mid-drain, a kill -9 between taking the
 	 * slot and writing it down, a FleetLock slot from an older boot), nothing of
 	 * ours may stay in the group: release at start-up, as Zincati does. */
-	co->release_pending = true;
+	co->release_pending = !st->fleet_keep;
 	/* Taken back, its lease is kept alive while the health hooks fail: a sick
 	 * host keeps the group paused. */
 	co->resume_pending = st->fleet_held && *st->fleet_token;
@@ -427,6 +557,50 @@ void coord_startup(struct rr_coord *co, struct rr_state *st, enum rr_outcome out
 	if (co->resume_pending && co->busy == CO_OPEN)
 		coord_link_pipeline(co, CO_RESUME, st->fleet_token);
 	pump(co);
+}
+
+void coord_confirmed(struct rr_coord *co, bool ok)
+{
+	struct rr_state *st = co->st;
+
+	co->await_confirm = false;
+	if (!co->want)
+		return;
+	if (ok) {
+		/* the release in coord_service follows: the hooks ran in confirm.c */
+		co->health_needed = false;
+		coord_wake(co);
+		return;
+	}
+	/* the firmware reboot follows; the slot stays (confirm.c set fleet_keep) */
+	co->release_pending = false;
+	co->health_needed = false;
+	health_cancel(co);
+	if (st && st->fleet_held)
+		set_why(co, RR_LOG_WARNING, "the rerandomized boot failed its confirmation: keeping "
+			"the slot so the rollout stops here");
+}
+
+void coord_confirm_stranded(struct rr_coord *co)
+{
+	struct rr_state *st = co->st;
+
+	if (!co->want)
+		return;
+	/* The failed boot could not go back through the firmware, so the host
+	 * stays up in it: as with any sick host, its post-boot hooks are tried
+	 * again with back-off, the slot kept alive meanwhile, and given back once
+	 * they pass (the failure is recorded for the breaker either way). */
+	co->release_pending = true;
+	co->health_needed = true;
+	if (st && st->fleet_keep) {
+		st->fleet_keep = false;
+		persist(co, st);
+	}
+	set_why(co, RR_LOG_WARNING, "the failed boot did not go back through the firmware: "
+		"keeping the slot until the post-boot hooks pass");
+	retry_later(co);
+	coord_wake(co);
 }
 
 static void health_failed(struct rr_coord *co, const char *why)
@@ -459,11 +633,14 @@ void coord_service(struct rr_coord *co, const struct rr_config *c, struct rr_sta
 	co->st = st;
 	if (!co->want)
 		return;
+	if (breaker_backend(co) && co->opened && now - co->breaker_at_ms > BREAKER_POLL_MS)
+		co->breaker_wanted = true;
 	pump(co);
 	if (!co->opened || co->busy)
 		return;
-	/* the lease stays alive while the slot waits for the health hooks */
-	if (!co->release_pending || co->health) {
+	/* the lease stays alive while the slot waits for the health hooks or
+	 * the confirmation */
+	if (!co->release_pending || co->health || co->await_confirm) {
 		coord_keepalive(co);
 		return;
 	}
@@ -685,6 +862,20 @@ int64_t coord_next_ms(const struct rr_coord *co)
 	return t;
 }
 
+/* rerand_fleet_breaker_tripped: on every host, 0 where there is no breaker,
+ * so one alert rule fits the fleet. */
+static void breaker_metric(const struct rr_coord *co, struct rr_view *v)
+{
+	size_t n = strlen(v->fleet_metrics);
+
+	snprintf(v->fleet_metrics + n, sizeof(v->fleet_metrics) - n,
+		 "# HELP rerand_fleet_breaker_tripped The fleet group's breaker (etcd only): 1 "
+		 "tripped, no host takes a slot until `rerand fleet clear-breaker`.\n"
+		 "# TYPE rerand_fleet_breaker_tripped gauge\n"
+		 "rerand_fleet_breaker_tripped{group=\"%s\"} %d\n", co->cfg.group,
+		 co->want && co->breaker_tripped);
+}
+
 void coord_view(const struct rr_coord *co, struct rr_view *v)
 {
 	enum fleet_state s = co->opened ? co->fstate : FLEET_ST_ERROR;
@@ -703,6 +894,8 @@ void coord_view(const struct rr_coord *co, struct rr_view *v)
 			 "3 held, 4 error (fail closed).\n"
 			 "# TYPE rerand_fleet_lock_state gauge\n"
 			 "rerand_fleet_lock_state{backend=\"none\",group=\"%s\"} 0\n", co->cfg.group);
+		v->fleet_breaker = "etcd only";
+		breaker_metric(co, v);
 		return;
 	}
 	v->fleet_state = fleet_state_name(s);
@@ -714,6 +907,10 @@ void coord_view(const struct rr_coord *co, struct rr_view *v)
 	if (fleet_metrics_text(v->fleet_backend, co->cfg.group, s, v->fleet_errors,
 			       v->fleet_metrics, sizeof(v->fleet_metrics)) < 0)
 		v->fleet_metrics[0] = 0;
+	v->fleet_breaker = !breaker_backend(co) ? "etcd only" : !co->breaker_known ? "unknown" :
+		co->breaker_tripped ? "tripped" : "ok";
+	snprintf(v->fleet_breaker_text, sizeof(v->fleet_breaker_text), "%s", co->breaker_text);
+	breaker_metric(co, v);
 }
 
 /* A server's words on their way to the operator's terminal. */
@@ -776,5 +973,25 @@ int coord_release_host(struct rr_coord *co, const char *host, char *buf, size_t 
 	pump(co);
 	snprintf(buf, len, "queued: free the slots held by %s in group %s (the journal says how "
 		 "many)\n", host, co->cfg.group);
+	return 0;
+}
+
+int coord_clear_breaker(struct rr_coord *co, int fd, char *buf, size_t len)
+{
+	char esc[4 * RR_ERR_MAX];
+
+	if (!co->want)
+		return snprintf(buf, len, "fleet coordination is off ([Fleet] Backend=none)\n"), -EINVAL;
+	if (!breaker_backend(co))
+		return snprintf(buf, len, "the %s backend has no group-wide breaker (etcd only)\n",
+				fleet_backend_name(co->cfg.backend)), -EOPNOTSUPP;
+	if (!co->opened)
+		return snprintf(buf, len, "%s\n", ext(co->open_error, esc, sizeof(esc))), -EIO;
+	if (co->clear_pending)
+		return snprintf(buf, len, "a clear-breaker is already on its way\n"), -EBUSY;
+	co->clear_pending = true;
+	co->clear_sent = false;
+	co->clear_fd = fd;
+	pump(co);
 	return 0;
 }
