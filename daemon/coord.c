@@ -202,7 +202,10 @@ void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p)
 	if (*p->id)
 		snprintf(co->id, sizeof(co->id), "%s", p->id);
 	snprintf(co->token, sizeof(co->token), "%s", p->token);
-	snprintf(co->last_error, sizeof(co->last_error), "%s", p->msg);
+	/* the lock's last word: what the breaker's and the status calls say is
+	 * theirs, and must not replace a refusal the gate has yet to read */
+	if (op != CO_BREAKER && op != CO_FAILED && op != CO_CLEAR_BREAKER && op != CO_STATUS)
+		snprintf(co->last_error, sizeof(co->last_error), "%s", p->msg);
 	switch (op) {
 	case CO_OPEN:
 		if (p->rc < 0) {
@@ -338,7 +341,8 @@ void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p)
 			break;
 		}
 		rr_log(RR_LOG_NOTICE, "fleet: operator clear-breaker: %s", p->msg);
-		breaker_update(co, false, "");
+		breaker_update(co, false, "cleared");
+		co->breaker_wanted = true;      /* what is left: read again */
 		clear_answer(co, true, "%s\n", p->msg);
 		break;
 	case CO_NONE:
@@ -532,8 +536,10 @@ void coord_startup(struct rr_coord *co, struct rr_state *st, enum rr_outcome out
 	 * release, a resume or a keepalive from this host would undo that. */
 	if (st->fleet_keep && st->fleet_held) {
 		rr_log(RR_LOG_NOTICE, "fleet: the slot of the failed rerandomization stays in group "
-		       "%s until its lease runs out (DownTTL=%llds) or an operator frees it "
-		       "(`rerand fleet release HOST`)", co->cfg.group, (long long)co->cfg.down_ttl);
+		       "%s until its lease runs out (DownTTL=%llds from the reboot, or LockTTL=%llds "
+		       "from the failed boot's last keepalive if it took the slot back) or an "
+		       "operator frees it (`rerand fleet release HOST`)", co->cfg.group,
+		       (long long)co->cfg.down_ttl, (long long)co->cfg.lock_ttl);
 		st->fleet_held = false;
 		st->fleet_token[0] = 0;
 		persist(co, st);
@@ -803,8 +809,10 @@ void coord_abort(struct rr_coord *co)
 void coord_not_due(struct rr_coord *co)
 {
 	co->spread_at_ms = 0;
-	/* an acquire that came back after the reboot stopped being due */
-	if (co->want && co->st && co->st->fleet_held && !co->release_pending) {
+	/* an acquire that came back after the reboot stopped being due (not the
+	 * slot a failed confirmation keeps) */
+	if (co->want && co->st && co->st->fleet_held && !co->release_pending &&
+	    !co->st->fleet_keep) {
 		rr_log(RR_LOG_INFO, "fleet: the reboot is no longer due; giving the slot back");
 		coord_abort(co);
 		co->next_try_ms = 0;

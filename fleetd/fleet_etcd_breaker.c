@@ -174,7 +174,13 @@ int fleet_etcd_failed(struct fleet_conn *c, void *be, const char *cause, int64_t
 	if (fleet_breaker_summary(f, n, now, c->cfg->breaker_window, sum, sizeof(sum)) < 0)
 		snprintf(sum, sizeof(sum), "%u failures", count);
 	if (fleet_breaker_trips(count, c->cfg->breaker_failures)) {
-		snprintf(why, sizeof(why), "tripped at %" PRId64 " (BreakerFailures=%u): %.400s", now,
+		time_t t = (time_t)now;
+		struct tm tm;
+		char when[32] = "?";
+
+		if (gmtime_r(&t, &tm))
+			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		snprintf(why, sizeof(why), "tripped %s by BreakerFailures=%u: %.400s", when,
 			 c->cfg->breaker_failures, sum);
 		if ((r = trip(c, be, why)) < 0)
 			return r;
