@@ -107,8 +107,8 @@ void confirm_first_look(struct daemon *d, enum rr_outcome out)
 			 c == RR_CAUSE_PANIC ? panic :
 			 c == RR_CAUSE_WATCHDOG ? "the watchdog reset the machine: the new kernel "
 						  "hung before rerandd started" :
-			 "no rerand record and no other trace: the stage reset the machine, a "
-			 "reset cleared the watchdog's status, or a kernel rerand did not stage");
+			 "no trace: a stage reset (its reason goes to the serial port only), a "
+			 "reset that cleared the watchdog status, or a kernel rerand did not stage");
 		count_failure(d, c, detail, now);
 	}
 	if (out == RR_OUT_SUCCESS || out == RR_OUT_WEAK) {
