@@ -82,6 +82,8 @@ struct rr_coord {
 };
 /* CLOCK_BOOTTIME ms: every fleet time below is on it, none is wall time. */
 int64_t coord_now_ms(void);
+/* CLOCK_REALTIME ms: the maintenance windows, and times shown to the operator. */
+int64_t coord_wall_ms(void);
 /* Connect to the helper (Backend=none: nothing).  Never blocks: an unreachable
  * helper is retried in the background and leaves reboots off meanwhile. */
 int  coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *state_path);
@@ -123,6 +125,15 @@ int  coord_clear_breaker(struct rr_coord *co, int fd, char *buf, size_t len);
 void coord_confirmed(struct rr_coord *co, bool ok);
 /* ... and the firmware reboot after a failed one did not happen. */
 void coord_confirm_stranded(struct rr_coord *co);
+/* ---- between coord.c and coord_ops.c (the group-wide breaker) -------- */
+/* How often an idle host reads the breaker: a rollout stopped elsewhere shows
+ * in its `rerand status` within this. */
+#define BREAKER_POLL_MS (5 * 60 * 1000)
+bool coord_breaker_backend(const struct rr_coord *co);
+void coord_breaker_on_reply(struct rr_coord *co, enum coord_op op, const struct fleet_reply *p);
+/* One breaker request sent (a clear, a failure report, a read): true. */
+bool coord_breaker_pump(struct rr_coord *co);
+void coord_breaker_metric(const struct rr_coord *co, struct rr_view *v);
 /* ---- between coord.c and coord_link.c (the helper connection) ---------- */
 void coord_link_connect(struct rr_coord *co);
 /* Send one request (none may be in flight); <0 and the link dropped on failure. */
