@@ -84,7 +84,7 @@ FLEETD_LIBS := $(shell $(PKG_CONFIG) --libs $(FLEETD_PKGS) 2>/dev/null) -lpthrea
 FLEETD_LIB_SRCS := $(filter-out fleetd/main.c,$(sort $(wildcard fleetd/*.c)))
 FLEETD_LIB_OBJS := $(FLEETD_LIB_SRCS:%.c=$(O)/host/%.o)
 FLEETD_SHARED_OBJS := $(O)/host/daemon/fleet_config.o $(O)/host/daemon/fleet_proto.o \
-	$(O)/host/daemon/escape.o
+	$(O)/host/daemon/fleet_breaker.o $(O)/host/daemon/escape.o
 LIBFLEETD   := $(O)/libfleetd.a
 FLEETD      := $(O)/rerand-fleetd
 

@@ -68,6 +68,9 @@ void confirm_disarm(struct daemon *d)
 static void count_failure(struct daemon *d, enum rr_cause c, const char *detail, time_t now)
 {
 	state_record_cause(&d->st, c, detail, now);
+	/* the slot taken for this attempt stays in the group (coord.c) */
+	if (d->st.fleet_held)
+		d->st.fleet_keep = true;
 	rr_log(RR_LOG_ERR, "rerandomizing reboot failed: cause %s: %s", wdog_cause_name(c),
 	       d->st.last_cause_detail);
 }
@@ -104,8 +107,8 @@ void confirm_first_look(struct daemon *d, enum rr_outcome out)
 			 c == RR_CAUSE_PANIC ? panic :
 			 c == RR_CAUSE_WATCHDOG ? "the watchdog reset the machine: the new kernel "
 						  "hung before rerandd started" :
-			 "no rerand record and no other trace: the stage reset the machine, a "
-			 "reset cleared the watchdog's status, or a kernel rerand did not stage");
+			 "no trace: a stage reset (its reason goes to the serial port only), a "
+			 "reset that cleared the watchdog status, or a kernel rerand did not stage");
 		count_failure(d, c, detail, now);
 	}
 	if (out == RR_OUT_SUCCESS || out == RR_OUT_WEAK) {
@@ -137,9 +140,12 @@ static void on_firmware(int r, const char *msg, void *ud)
 	struct daemon *d = ud;
 
 	d->cf.request = NULL;
-	if (r < 0)
+	if (r < 0) {
 		rr_log(RR_LOG_ERR, "the reboot through the firmware failed: %s%s", msg,
 		       d->cf.wd_fd >= 0 ? "; the watchdog, no longer fed, will reset the machine" : "");
+		if (d->cf.wd_fd < 0)
+			coord_confirm_stranded(&d->co);
+	}
 }
 
 static void confirm_fail(struct daemon *d, enum rr_cause c, const char *detail)
@@ -154,6 +160,7 @@ static void confirm_fail(struct daemon *d, enum rr_cause c, const char *detail)
 	d->st.last_failure = now;
 	count_failure(d, c, detail, now);
 	daemon_save(d);
+	coord_confirmed(&d->co, false);
 	d->cf.failing = true;
 	daemon_publish(d);
 	/* fed no more: if the reboot below hangs, the watchdog resets the machine */
@@ -181,6 +188,8 @@ static void confirm_done(struct daemon *d)
 	d->st.confirm_pending = false;
 	d->st.confirmed++;
 	daemon_save(d);
+	/* only now may the fleet slot go back */
+	coord_confirmed(&d->co, true);
 	rr_log(RR_LOG_NOTICE, "rerandomized boot confirmed %llds after it began%s",
 	       (long long)(now - d->boot_time),
 	       d->cf.had_wd ? "; the watchdog is handed back (stopped)" : "");

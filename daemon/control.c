@@ -39,6 +39,7 @@ enum rr_ctl_cmd control_parse_arg(const char *line, size_t len, char *arg, size_
 	if (!strcmp(buf, "release")) return RR_CTL_RELEASE;
 	if (!strcmp(buf, "fleet status")) return RR_CTL_FLEET_STATUS;
 	if (!strcmp(buf, "fleet status json")) return RR_CTL_FLEET_STATUS_JSON;
+	if (!strcmp(buf, "fleet clear-breaker")) return RR_CTL_FLEET_CLEAR_BREAKER;
 	if (!strncmp(buf, "fleet release ", 14)) {
 		const char *h = buf + 14;
 		/* a fleet identity: what fleet_read_identity() accepts */
@@ -285,6 +286,21 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 			}
 			put(&o, "\n");
 		}
+		put(&o, "fleet breaker:     ");
+		if (v->fleet_breaker && !strcmp(v->fleet_breaker, "tripped")) {
+			put(&o, "TRIPPED: ");
+			put_ext(&o, v->fleet_breaker_text);
+			put(&o, "; no host of the group takes a slot until `rerand fleet "
+			    "clear-breaker`\n");
+		} else if (v->fleet_breaker && !strcmp(v->fleet_breaker, "ok")) {
+			put(&o, "ok (");
+			put_ext(&o, v->fleet_breaker_text);
+			put(&o, ")\n");
+		} else if (v->fleet_breaker && !strcmp(v->fleet_breaker, "etcd only")) {
+			put(&o, "none: the FleetLock protocol has no place for it (etcd only)\n");
+		} else {
+			put(&o, "not read yet\n");
+		}
 	}
 	return o.full ? -ENOBUFS : (int)o.used;
 }
@@ -361,7 +377,11 @@ int control_format_json(const struct rr_view *v, char *buf, size_t len)
 	put_json_str(&o, v->fleet_state ? v->fleet_state : "disabled");
 	put(&o, ",\"errors\":%llu,\"waiting_because\":", (unsigned long long)v->fleet_errors);
 	put_json_str(&o, v->fleet_why);
-	put(&o, ",\"next_try\":%lld}}\n", (long long)v->fleet_next_try);
+	put(&o, ",\"next_try\":%lld,\"breaker\":", (long long)v->fleet_next_try);
+	put_json_str(&o, v->fleet_breaker ? v->fleet_breaker : "etcd only");
+	put(&o, ",\"breaker_failures\":");
+	put_json_str(&o, v->fleet_breaker_text);
+	put(&o, "}}\n");
 	return o.full ? -ENOBUFS : (int)o.used;
 }
 

@@ -30,7 +30,7 @@ int64_t coord_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int64_t coord_wall_ms(void)
+int64_t coord_wall_ms(void)
 {
 	struct timespec ts;
 
@@ -158,7 +158,10 @@ void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p)
 	if (*p->id)
 		snprintf(co->id, sizeof(co->id), "%s", p->id);
 	snprintf(co->token, sizeof(co->token), "%s", p->token);
-	snprintf(co->last_error, sizeof(co->last_error), "%s", p->msg);
+	/* the lock's last word: what the breaker's and the status calls say is
+	 * theirs, and must not replace a refusal the gate has yet to read */
+	if (op != CO_BREAKER && op != CO_FAILED && op != CO_CLEAR_BREAKER && op != CO_STATUS)
+		snprintf(co->last_error, sizeof(co->last_error), "%s", p->msg);
 	switch (op) {
 	case CO_OPEN:
 		if (p->rc < 0) {
@@ -178,9 +181,11 @@ void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p)
 		co->reconnects = 0;
 		rr_log(RR_LOG_INFO, "fleet: %s, group %s, identity %s (through %s)",
 		       fleet_backend_name(co->cfg.backend), co->cfg.group, co->id, co->cfg.helper);
-		/* a new helper knows no lease: the persisted one is taken back first */
-		if (st && st->fleet_held && *st->fleet_token)
+		/* a new helper knows no lease: the persisted one is taken back first
+		 * (not a slot kept for a failed attempt: it runs out by itself) */
+		if (st && st->fleet_held && *st->fleet_token && !st->fleet_keep)
 			co->resume_pending = true;
+		co->breaker_wanted = coord_breaker_backend(co);
 		break;
 	case CO_RESUME:
 		if (p->rc < 0) {
@@ -202,11 +207,15 @@ void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p)
 			 * after a kill -9) must know there is a slot to take back or give back. */
 			snprintf(tok, sizeof(tok), "%s", p->token);
 			st->fleet_held = true;
+			st->fleet_keep = false;
 			snprintf(st->fleet_token, sizeof(st->fleet_token), "%s", tok);
 			persist(co, st);
 			co->last_keepalive_ms = coord_now_ms();
 			rr_log(RR_LOG_NOTICE, "fleet: slot taken%s%s", *tok ? " " : "", tok);
 		}
+		/* refused: perhaps by the breaker; what it says shows in the status */
+		if (p->rc == 0)
+			co->breaker_wanted = coord_breaker_backend(co);
 		break;
 	case CO_KEEPALIVE:
 		if (p->rc != 1)
@@ -234,6 +243,8 @@ void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p)
 		}
 		co->confirm_rc = p->rc;
 		co->last_keepalive_ms = coord_now_ms();
+		if (p->rc == 0)
+			co->breaker_wanted = coord_breaker_backend(co);
 		break;
 	case CO_RELEASE:
 		if (p->rc < 0) {
@@ -257,6 +268,11 @@ void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p)
 			rr_log(RR_LOG_NOTICE, "fleet: operator freed %s slot(s)", p->msg);
 		co->fst_at_ms = 0;      /* the cached holders are stale */
 		break;
+	case CO_FAILED:
+	case CO_BREAKER:
+	case CO_CLEAR_BREAKER:
+		coord_breaker_on_reply(co, op, p);
+		break;
 	case CO_NONE:
 		break;
 	}
@@ -279,6 +295,8 @@ static void pump(struct rr_coord *co)
 		coord_link_send(co, CO_CONFIRM, NULL);
 		return;
 	}
+	if (coord_breaker_pump(co))
+		return;
 	if (*co->release_host) {
 		char h[FLEET_ID_MAX];
 		snprintf(h, sizeof(h), "%s", co->release_host);
@@ -356,6 +374,9 @@ int coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *s
 		rr_log(RR_LOG_ERR, "fleet: no install id, the slot is named by the machine id "
 		       "alone: %s", err);
 	co->want = fc->backend != FLEET_BACKEND_NONE;
+	co->breaker_known = co->breaker_tripped = co->breaker_wanted = false;
+	co->breaker_text[0] = 0;
+	co->breaker_at_ms = co->report_next_ms = 0;
 	co->fd = -1;
 	co->io = NULL;
 	co->open_error[0] = 0;
@@ -412,13 +433,31 @@ void coord_startup(struct rr_coord *co, struct rr_state *st, enum rr_outcome out
 		}
 		return;
 	}
+	/* A failed attempt's slot is not given back: the group stays a slot short
+	 * until its lease (DownTTL=) runs out or an operator frees it, so a bad
+	 * kernel does not move on to the next host at once.  Forgotten here: a
+	 * release, a resume or a keepalive from this host would undo that. */
+	if (st->fleet_keep && st->fleet_held) {
+		rr_log(RR_LOG_NOTICE, "fleet: the slot of the failed rerandomization stays in group "
+		       "%s until its lease runs out (DownTTL=%llds from the reboot, or LockTTL=%llds "
+		       "from the failed boot's last keepalive if it took the slot back) or an "
+		       "operator frees it (`rerand fleet release HOST`)", co->cfg.group,
+		       (long long)co->cfg.down_ttl, (long long)co->cfg.lock_ttl);
+		st->fleet_held = false;
+		st->fleet_token[0] = 0;
+		persist(co, st);
+	}
 	/* The machine came back from our reboot: the slot stays ours until this
-	 * boot has been checked and the post-boot health hooks pass. */
-	co->health_needed = out == RR_OUT_SUCCESS || out == RR_OUT_FAILURE || out == RR_OUT_WEAK;
+	 * boot has been checked.  A rerandomized boot is confirmed by confirm.c
+	 * (boot-complete.target, then post-boot.d), which says when it is done:
+	 * the hooks run there, once.  Other boots run them here. */
+	co->await_confirm = st->confirm_pending;
+	co->health_needed = !co->await_confirm &&
+		(out == RR_OUT_SUCCESS || out == RR_OUT_FAILURE || out == RR_OUT_WEAK);
 	/* Whatever else happened (a restart mid-drain, a kill -9 between taking the
 	 * slot and writing it down, a FleetLock slot from an older boot), nothing of
 	 * ours may stay in the group: release at start-up, as Zincati does. */
-	co->release_pending = true;
+	co->release_pending = !st->fleet_keep;
 	/* Taken back, its lease is kept alive while the health hooks fail: a sick
 	 * host keeps the group paused. */
 	co->resume_pending = st->fleet_held && *st->fleet_token;
@@ -427,6 +466,50 @@ void coord_startup(struct rr_coord *co, struct rr_state *st, enum rr_outcome out
 	if (co->resume_pending && co->busy == CO_OPEN)
 		coord_link_pipeline(co, CO_RESUME, st->fleet_token);
 	pump(co);
+}
+
+void coord_confirmed(struct rr_coord *co, bool ok)
+{
+	struct rr_state *st = co->st;
+
+	co->await_confirm = false;
+	if (!co->want)
+		return;
+	if (ok) {
+		/* the release in coord_service follows: the hooks ran in confirm.c */
+		co->health_needed = false;
+		coord_wake(co);
+		return;
+	}
+	/* the firmware reboot follows; the slot stays (confirm.c set fleet_keep) */
+	co->release_pending = false;
+	co->health_needed = false;
+	health_cancel(co);
+	if (st && st->fleet_held)
+		set_why(co, RR_LOG_WARNING, "the rerandomized boot failed its confirmation: keeping "
+			"the slot so the rollout stops here");
+}
+
+void coord_confirm_stranded(struct rr_coord *co)
+{
+	struct rr_state *st = co->st;
+
+	if (!co->want)
+		return;
+	/* The failed boot could not go back through the firmware, so the host
+	 * stays up in it: as with any sick host, its post-boot hooks are tried
+	 * again with back-off, the slot kept alive meanwhile, and given back once
+	 * they pass (the failure is recorded for the breaker either way). */
+	co->release_pending = true;
+	co->health_needed = true;
+	if (st && st->fleet_keep) {
+		st->fleet_keep = false;
+		persist(co, st);
+	}
+	set_why(co, RR_LOG_WARNING, "the failed boot did not go back through the firmware: "
+		"keeping the slot until the post-boot hooks pass");
+	retry_later(co);
+	coord_wake(co);
 }
 
 static void health_failed(struct rr_coord *co, const char *why)
@@ -459,11 +542,14 @@ void coord_service(struct rr_coord *co, const struct rr_config *c, struct rr_sta
 	co->st = st;
 	if (!co->want)
 		return;
+	if (coord_breaker_backend(co) && co->opened && now - co->breaker_at_ms > BREAKER_POLL_MS)
+		co->breaker_wanted = true;
 	pump(co);
 	if (!co->opened || co->busy)
 		return;
-	/* the lease stays alive while the slot waits for the health hooks */
-	if (!co->release_pending || co->health) {
+	/* the lease stays alive while the slot waits for the health hooks or
+	 * the confirmation */
+	if (!co->release_pending || co->health || co->await_confirm) {
 		coord_keepalive(co);
 		return;
 	}
@@ -626,8 +712,10 @@ void coord_abort(struct rr_coord *co)
 void coord_not_due(struct rr_coord *co)
 {
 	co->spread_at_ms = 0;
-	/* an acquire that came back after the reboot stopped being due */
-	if (co->want && co->st && co->st->fleet_held && !co->release_pending) {
+	/* an acquire that came back after the reboot stopped being due (not the
+	 * slot a failed confirmation keeps) */
+	if (co->want && co->st && co->st->fleet_held && !co->release_pending &&
+	    !co->st->fleet_keep) {
 		rr_log(RR_LOG_INFO, "fleet: the reboot is no longer due; giving the slot back");
 		coord_abort(co);
 		co->next_try_ms = 0;
@@ -685,82 +773,6 @@ int64_t coord_next_ms(const struct rr_coord *co)
 	return t;
 }
 
-void coord_view(const struct rr_coord *co, struct rr_view *v)
-{
-	enum fleet_state s = co->opened ? co->fstate : FLEET_ST_ERROR;
-
-	v->fleet_backend = fleet_backend_name(co->cfg.backend);
-	snprintf(v->fleet_group, sizeof(v->fleet_group), "%s", co->cfg.group);
-	snprintf(v->fleet_why, sizeof(v->fleet_why), "%s", co->why);
-	/* shown as a wall time */
-	v->fleet_next_try = co->why[0] && co->next_try_ms ?
-		(time_t)((coord_wall_ms() + co->next_try_ms - coord_now_ms()) / 1000) : 0;
-	if (!co->want) {
-		/* the gauge exists either way, so one dashboard fits every host */
-		v->fleet_state = "disabled";
-		snprintf(v->fleet_metrics, sizeof(v->fleet_metrics),
-			 "# HELP rerand_fleet_lock_state Fleet lock: 0 disabled, 1 idle, 2 waiting, "
-			 "3 held, 4 error (fail closed).\n"
-			 "# TYPE rerand_fleet_lock_state gauge\n"
-			 "rerand_fleet_lock_state{backend=\"none\",group=\"%s\"} 0\n", co->cfg.group);
-		return;
-	}
-	v->fleet_state = fleet_state_name(s);
-	/* an unreachable helper counts as an error, so the counter moves */
-	v->fleet_errors = co->errors + (co->opened ? 0 : 1);
-	snprintf(v->fleet_id, sizeof(v->fleet_id), "%s", co->id);
-	if (!co->opened)
-		snprintf(v->fleet_why, sizeof(v->fleet_why), "%s", co->open_error);
-	if (fleet_metrics_text(v->fleet_backend, co->cfg.group, s, v->fleet_errors,
-			       v->fleet_metrics, sizeof(v->fleet_metrics)) < 0)
-		v->fleet_metrics[0] = 0;
-}
-
-/* A server's words on their way to the operator's terminal. */
-static const char *ext(const char *s, char *esc, size_t len)
-{
-	return rr_escape_str(esc, len, s);
-}
-
-int coord_status(struct rr_coord *co, bool json, char *buf, size_t len)
-{
-	char esc[4 * RR_ERR_MAX];
-	int64_t age;
-	int r;
-
-	if (!co->want)
-		return snprintf(buf, len, "fleet coordination is off ([Fleet] Backend=none)\n"), -EINVAL;
-	if (!co->opened)
-		return snprintf(buf, len, "%s\n", ext(co->open_error, esc, sizeof(esc))), -EIO;
-	if (co->cfg.backend == FLEET_BACKEND_FLEETLOCK) {
-		/* the protocol has no read call: say what this host knows */
-		r = json ? snprintf(buf, len, "{\"group\":\"%s\",\"backend\":\"fleetlock\",\"url\":\"%s\","
-				    "\"holders\":null,\"self\":{\"id\":\"%s\",\"state\":\"%s\"}}\n",
-				    co->cfg.group, ext(co->cfg.url, esc, sizeof(esc)), co->id,
-				    fleet_state_name(co->fstate))
-			 : snprintf(buf, len, "group %s (fleetlock, %s): the FleetLock protocol cannot "
-				    "list holders; this host (%s) is %s\n", co->cfg.group,
-				    ext(co->cfg.url, esc, sizeof(esc)), co->id,
-				    fleet_state_name(co->fstate));
-		return r < 0 || (size_t)r >= len ? -ENOBUFS : 0;
-	}
-	/* the answer is what the helper said last; a fresh one is asked for now
-	 * and shows on the next call */
-	if (!co->busy)
-		coord_link_send(co, CO_STATUS, NULL);
-	if (!co->fst_at_ms)
-		return snprintf(buf, len, "asking rerand-fleetd for group %s's holders; ask again "
-				"in a moment\n", co->cfg.group), -EAGAIN;
-	r = json ? fleet_status_format_json(&co->fst, co->cfg.group, buf, len)
-		 : fleet_status_format_text(&co->fst, co->cfg.group, buf, len);
-	if (r < 0)
-		return snprintf(buf, len, "fleet status does not fit\n"), r;
-	age = (coord_now_ms() - co->fst_at_ms) / 1000;
-	if (!json && (size_t)r < len)
-		snprintf(buf + r, len - (size_t)r, "(as etcd said %" PRId64 " s ago)\n", age);
-	return 0;
-}
-
 int coord_release_host(struct rr_coord *co, const char *host, char *buf, size_t len)
 {
 	char esc[4 * RR_ERR_MAX];
@@ -768,7 +780,7 @@ int coord_release_host(struct rr_coord *co, const char *host, char *buf, size_t 
 	if (!co->want)
 		return snprintf(buf, len, "fleet coordination is off ([Fleet] Backend=none)\n"), -EINVAL;
 	if (!co->opened)
-		return snprintf(buf, len, "%s\n", ext(co->open_error, esc, sizeof(esc))), -EIO;
+		return snprintf(buf, len, "%s\n", rr_escape_str(esc, sizeof(esc), co->open_error)), -EIO;
 	if (co->cfg.backend != FLEET_BACKEND_ETCD)
 		return snprintf(buf, len, "the %s backend cannot free another host's slot\n",
 				fleet_backend_name(co->cfg.backend)), -EOPNOTSUPP;

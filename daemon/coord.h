@@ -21,7 +21,7 @@ typedef struct sd_event sd_event;
 typedef struct sd_event_source sd_event_source;
 
 enum coord_op { CO_NONE = 0, CO_OPEN, CO_RESUME, CO_ACQUIRE, CO_KEEPALIVE, CO_CONFIRM,
-		CO_RELEASE, CO_STATUS, CO_RELEASE_HOST };
+		CO_RELEASE, CO_STATUS, CO_RELEASE_HOST, CO_FAILED, CO_BREAKER, CO_CLEAR_BREAKER };
 
 struct rr_coord {
 	struct fleet_config cfg;       /* the [Fleet] settings in use */
@@ -67,11 +67,23 @@ struct rr_coord {
 	struct fleet_config reopen_cfg;
 	char     why[RR_ERR_MAX];      /* why a due reboot waits */
 
+	/* the group-wide breaker (etcd only) */
+	bool     await_confirm;        /* the slot waits for confirm.c's verdict */
+	bool     breaker_known, breaker_tripped, breaker_wanted;
+	char     breaker_text[FLEET_MSG_MAX];  /* the failures counted, as fleetd said */
+	int64_t  breaker_at_ms;        /* when fleetd last said, 0 = never */
+	int64_t  report_next_ms;       /* the next try to record a failure */
+	bool     clear_pending;        /* an operator's clear-breaker waits on clear_fd */
+	bool     clear_sent;
+	int      clear_fd;
+
 	void   (*wake)(void *arg);
 	void    *wake_arg;
 };
 /* CLOCK_BOOTTIME ms: every fleet time below is on it, none is wall time. */
 int64_t coord_now_ms(void);
+/* CLOCK_REALTIME ms: the maintenance windows, and times shown to the operator. */
+int64_t coord_wall_ms(void);
 /* Connect to the helper (Backend=none: nothing).  Never blocks: an unreachable
  * helper is retried in the background and leaves reboots off meanwhile. */
 int  coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *state_path);
@@ -104,6 +116,24 @@ void coord_view(const struct rr_coord *co, struct rr_view *v);
  * message in buf. */
 int  coord_status(struct rr_coord *co, bool json, char *buf, size_t len);
 int  coord_release_host(struct rr_coord *co, const char *host, char *buf, size_t len);
+/* `rerand fleet clear-breaker`: 0 and the control connection fd is coord's,
+ * answered once fleetd has cleared the breaker (or failed to); <0 and the
+ * refusal in buf (the caller answers and closes fd). */
+int  coord_clear_breaker(struct rr_coord *co, int fd, char *buf, size_t len);
+/* confirm.c's verdict on the rerandomized boot: the slot goes back only after
+ * a confirmed boot; a failed one keeps it (its lease runs out by itself). */
+void coord_confirmed(struct rr_coord *co, bool ok);
+/* ... and the firmware reboot after a failed one did not happen. */
+void coord_confirm_stranded(struct rr_coord *co);
+/* ---- between coord.c and coord_ops.c (the group-wide breaker) -------- */
+/* How often an idle host reads the breaker: a rollout stopped elsewhere shows
+ * in its `rerand status` within this. */
+#define BREAKER_POLL_MS (5 * 60 * 1000)
+bool coord_breaker_backend(const struct rr_coord *co);
+void coord_breaker_on_reply(struct rr_coord *co, enum coord_op op, const struct fleet_reply *p);
+/* One breaker request sent (a clear, a failure report, a read): true. */
+bool coord_breaker_pump(struct rr_coord *co);
+void coord_breaker_metric(const struct rr_coord *co, struct rr_view *v);
 /* ---- between coord.c and coord_link.c (the helper connection) ---------- */
 void coord_link_connect(struct rr_coord *co);
 /* Send one request (none may be in flight); <0 and the link dropped on failure. */

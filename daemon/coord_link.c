@@ -50,6 +50,14 @@ void coord_link_down(struct rr_coord *co, const char *fmt, ...)
 	if (co->busy == CO_CONFIRM || co->next_op == CO_CONFIRM || co->confirm_wanted)
 		co->confirm_rc = -EIO;
 	co->confirm_wanted = false;
+	/* an operator's clear-breaker in flight: it is not known to be done */
+	if (co->clear_pending) {
+		char m[RR_ERR_MAX + 64];
+		snprintf(m, sizeof(m), "the breaker is not known to be cleared: %s\n", msg);
+		control_reply(co->clear_fd, false, m);
+		close(co->clear_fd);
+		co->clear_pending = co->clear_sent = false;
+	}
 	co->busy = co->next_op = CO_NONE;
 	co->fstate = FLEET_ST_ERROR;
 	if (strcmp(msg, co->open_error))
@@ -118,6 +126,8 @@ static int send_line(struct rr_coord *co, enum coord_op op, const char *arg, uin
 		[CO_ACQUIRE] = FLEET_V_ACQUIRE, [CO_KEEPALIVE] = FLEET_V_REFRESH,
 		[CO_CONFIRM] = FLEET_V_DOWN, [CO_RELEASE] = FLEET_V_RELEASE,
 		[CO_STATUS] = FLEET_V_STATUS, [CO_RELEASE_HOST] = FLEET_V_RELEASE_HOST,
+		[CO_FAILED] = FLEET_V_FAILED, [CO_BREAKER] = FLEET_V_BREAKER,
+		[CO_CLEAR_BREAKER] = FLEET_V_CLEAR_BREAKER,
 	};
 	static struct fleet_request q;
 	char line[FLEET_ARGS_MAX * (FLEET_STR + 32) * 3 + 64];
@@ -129,7 +139,13 @@ static int send_line(struct rr_coord *co, enum coord_op op, const char *arg, uin
 	q.verb = verb[op];
 	if (op == CO_OPEN && fleet_config_each(&co->cfg, add_kv, &q) < 0)
 		return -E2BIG;
-	if (arg) {
+	if (arg && op == CO_FAILED) {
+		/* "CAUSE TIME": two fields */
+		size_t k = strcspn(arg, " ");
+		snprintf(q.args[0], sizeof(q.args[0]), "%.*s", (int)k, arg);
+		snprintf(q.args[1], sizeof(q.args[1]), "%s", arg[k] ? arg + k + 1 : "");
+		q.nr_args = 2;
+	} else if (arg) {
 		snprintf(q.args[0], sizeof(q.args[0]), "%s", arg);
 		q.nr_args = 1;
 	}

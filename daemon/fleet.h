@@ -46,6 +46,8 @@ struct fleet_config {
 	int64_t  timeout;           /* per request, seconds */
 	int64_t  retry_base_ms, retry_max_ms; /* back-off between attempts */
 	char     helper[FLEET_STR]; /* the fleet helper's socket (rerandd only) */
+	unsigned breaker_failures;  /* group-wide breaker: failures that trip it, 0 = off */
+	int64_t  breaker_window;    /* seconds: only failures this recent count */
 };
 
 /* ---- fleet_config.c ------------------------------------------------------ */
@@ -104,6 +106,34 @@ struct fleet_status {
 	unsigned nr_stray;      /* slot keys outside 0..K-1 (a K changed fleet-wide) */
 };
 
+/* ---- fleet_breaker.c: the group-wide breaker's pure logic ------------------
+ * Every failed rerandomization of a host is a record FAILURE_PREFIX ID/TIME =
+ * CAUSE under the group's prefix (etcd only: FleetLock has no place for it);
+ * once BreakerFailures= of them are younger than BreakerWindowSec=, the
+ * breaker key exists and no host of the group takes a slot until an operator
+ * clears it. */
+#define FLEET_CAUSE_MAX     32
+#define FLEET_FAILURES_MAX  64
+struct fleet_failure {
+	char    id[FLEET_ID_MAX];
+	char    cause[FLEET_CAUSE_MAX];
+	int64_t at;             /* unix seconds, as the failing host saw it */
+};
+/* A cause name as rerandd writes it: 1-31 of [a-z0-9-]. */
+bool fleet_cause_valid(const char *cause);
+/* The part of a failure key after the prefix, "ID/TIME": 0, or -EINVAL. */
+int fleet_failure_key_parse(const char *rel, struct fleet_failure *f);
+/* Failures with now - window < at <= now + 300 (a clock a little ahead still
+ * counts; a record from the far future would never age out and does not). */
+unsigned fleet_breaker_count(const struct fleet_failure *f, unsigned n, int64_t now,
+			     int64_t window);
+/* threshold 0: the breaker is off. */
+bool fleet_breaker_trips(unsigned count, unsigned threshold);
+/* "N failure(s) in the last W s: ID (CAUSE), ..." of the counted failures,
+ * newest first, cut with "+K more" to fit len; the length, or -ENOBUFS. */
+int fleet_breaker_summary(const struct fleet_failure *f, unsigned n, int64_t now,
+			  int64_t window, char *buf, size_t len);
+
 /* ---- fleet_format.c: `rerand fleet status` -------------------------------- */
 int fleet_status_format_text(const struct fleet_status *st, const char *group, char *buf,
 			     size_t len);
@@ -137,6 +167,10 @@ enum fleet_verb {
 	FLEET_V_RELEASE_HOST,   /* ARG: the host */
 	FLEET_V_DOWN,           /* the last word before the reboot: confirm the slot and
 	                         * move it to a lease of DownTTL= that outlasts the reboot */
+	FLEET_V_FAILED,         /* ARG: CAUSE TIME: record a failed rerandomization for the
+	                         * group; RC 1 the breaker is (now) tripped, 0 not */
+	FLEET_V_BREAKER,        /* RC 1 tripped, 0 not; MESSAGE: the failures counted */
+	FLEET_V_CLEAR_BREAKER,  /* remove the breaker and the failure records; MESSAGE: how many */
 };
 const char *fleet_verb_name(enum fleet_verb v);
 

@@ -27,6 +27,8 @@ void fleet_config_defaults(struct fleet_config *c)
 	c->timeout = 5;
 	c->retry_base_ms = 5000;
 	c->retry_max_ms = 300000;
+	c->breaker_failures = 3;
+	c->breaker_window = 24 * 3600;
 	snprintf(c->helper, sizeof(c->helper), "%s", FLEET_DEFAULT_HELPER);
 }
 
@@ -252,6 +254,21 @@ int fleet_config_set(struct fleet_config *c, const char *key, const char *value,
 		return parse_seconds("DownTTL", value, &c->down_ttl, err, errlen);
 	if (!strcasecmp(key, "Timeout"))
 		return parse_seconds("Timeout", value, &c->timeout, err, errlen);
+	if (!strcasecmp(key, "BreakerFailures")) {
+		r = parse_u64("BreakerFailures", value, 0, 1000, &u, err, errlen);
+		if (!r)
+			c->breaker_failures = (unsigned)u;
+		return r;
+	}
+	if (!strcasecmp(key, "BreakerWindowSec")) {
+		r = parse_seconds("BreakerWindowSec", value, &c->breaker_window, err, errlen);
+		if (!r && c->breaker_window < 60) {
+			snprintf(err, errlen, "BreakerWindowSec=%s: want at least 60 seconds",
+				 value);
+			r = -EINVAL;
+		}
+		return r;
+	}
 	if (!strcasecmp(key, "RetryBaseMSec") || !strcasecmp(key, "RetryMaxMSec")) {
 		r = parse_u64(key, value, 10, 24ull * 3600 * 1000, &u, err, errlen);
 		if (r)
@@ -497,6 +514,8 @@ int fleet_config_each(const struct fleet_config *c,
 	KN("Timeout", "%" PRId64, c->timeout);
 	KN("RetryBaseMSec", "%" PRId64, c->retry_base_ms);
 	KN("RetryMaxMSec", "%" PRId64, c->retry_max_ms);
+	KN("BreakerFailures", "%u", c->breaker_failures);
+	KN("BreakerWindowSec", "%" PRId64, c->breaker_window);
 #undef KN
 #undef KV
 	return 0;

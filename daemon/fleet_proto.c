@@ -15,6 +15,8 @@ static const char *const verbs[] = {
 	[FLEET_V_OPEN] = "open", [FLEET_V_ACQUIRE] = "acquire", [FLEET_V_REFRESH] = "refresh",
 	[FLEET_V_RELEASE] = "release", [FLEET_V_RESUME] = "resume", [FLEET_V_STATUS] = "status",
 	[FLEET_V_RELEASE_HOST] = "release-host", [FLEET_V_DOWN] = "down",
+	[FLEET_V_FAILED] = "failed", [FLEET_V_BREAKER] = "breaker",
+	[FLEET_V_CLEAR_BREAKER] = "clear-breaker",
 };
 #define NR_VERBS (sizeof(verbs) / sizeof(verbs[0]))
 
@@ -232,6 +234,7 @@ int fleet_proto_parse_request(const char *line, size_t len, struct fleet_request
 	case FLEET_V_NONE: return -EBADMSG;
 	case FLEET_V_OPEN: want_lo = 1; want_hi = FLEET_ARGS_MAX; break;
 	case FLEET_V_RESUME: case FLEET_V_RELEASE_HOST: want_lo = want_hi = 1; break;
+	case FLEET_V_FAILED: want_lo = want_hi = 2; break;
 	default: want_lo = want_hi = 0; break;
 	}
 	for (;;) {

@@ -520,9 +520,15 @@ static int on_control(void *ud, enum rr_ctl_cmd cmd, const char *arg, int cfd)
 		control_reply(cfd, coord_release_host(&d->co, arg, body, sizeof(body)) == 0, body);
 		daemon_evaluate_soon(d);
 		break;
+	case RR_CTL_FLEET_CLEAR_BREAKER:
+		/* answered by coord once rerand-fleetd has done it */
+		if (coord_clear_breaker(&d->co, cfd, body, sizeof(body)) == 0)
+			return 1;          /* kept: coord answers and closes it */
+		control_reply(cfd, false, body);
+		break;
 	default:
 		control_reply(cfd, false, "unknown command (status [json], now, due, phase, hold, release, "
-			      "fleet status [json], fleet release HOST)\n");
+			      "fleet status [json], fleet release HOST, fleet clear-breaker)\n");
 	}
 	return 0;
 }
@@ -666,6 +672,11 @@ static int run(int argc, char **argv)
 			fprintf(stderr, "rerandd: ... and %u more errors\n", errs->dropped);
 		if (!r)
 			printf("%s: configuration OK\n", d->conf_main);
+		if (!r && d->cfg.fleet.backend == FLEET_BACKEND_FLEETLOCK)
+			/* said where the operator looks before relying on it */
+			printf("%s: note: [Fleet] Backend=fleetlock: no group-wide breaker "
+			       "(BreakerFailures= is etcd only: the FleetLock protocol has no place "
+			       "to record failures)\n", d->conf_main);
 		return r ? 1 : 0;
 	}
 	if (r < 0) {

@@ -292,6 +292,11 @@ struct rr_state {
 	 * given back.  The token lets the next boot take an etcd lease back. */
 	bool     fleet_held;
 	char     fleet_token[FLEET_TOKEN_MAX];
+	/* The last cause (last_cause at last_cause_time) is still to be recorded
+	 * for the group's breaker; the slot of a failed attempt is not given back
+	 * (it runs out with its DownTTL= lease, or an operator frees it). */
+	bool     fleet_report;
+	bool     fleet_keep;
 	/* Crash (kdump) kernel boots: counted apart, never settling an attempt. */
 	uint64_t crash_boots;
 	time_t   last_crash_boot;
@@ -701,7 +706,10 @@ struct rr_view {
 	char     fleet_why[RR_ERR_MAX];     /* why a due reboot waits: full, error, spread */
 	uint64_t fleet_errors;
 	time_t   fleet_next_try;            /* next attempt at the backend, 0 = none */
-	char     fleet_metrics[1024];       /* fleet_metrics_format() */
+	char     fleet_metrics[2048];       /* fleet_metrics_format(), the breaker's gauge */
+	/* the group-wide breaker: "tripped", "ok", "unknown", or "etcd only" */
+	const char *fleet_breaker;
+	char     fleet_breaker_text[FLEET_MSG_MAX];  /* the failures counted (ids, causes) */
 	/* the crash kernel */
 	const char *crash_mode;
 	enum rr_crash_state crash_state;
@@ -723,7 +731,7 @@ struct rr_view {
 };
 enum rr_ctl_cmd { RR_CTL_BAD = 0, RR_CTL_STATUS, RR_CTL_STATUS_JSON, RR_CTL_NOW, RR_CTL_HOLD,
 		  RR_CTL_RELEASE, RR_CTL_FLEET_STATUS, RR_CTL_FLEET_STATUS_JSON,
-		  RR_CTL_FLEET_RELEASE, RR_CTL_DUE, RR_CTL_PHASE };
+		  RR_CTL_FLEET_RELEASE, RR_CTL_DUE, RR_CTL_PHASE, RR_CTL_FLEET_CLEAR_BREAKER };
 #define RR_CTL_LINE 256
 enum rr_ctl_cmd control_parse(const char *line, size_t len);
 /* The same, and the HOST of "fleet release HOST" in arg (else ""). */

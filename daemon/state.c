@@ -104,6 +104,8 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		"staged_time=%lld\n"
 		"fleet_held=%d\n"
 		"fleet_token=%s\n"
+		"fleet_report=%d\n"
+		"fleet_keep=%d\n"
 		"crash_boots=%" PRIu64 "\n"
 		"last_crash_boot=%lld\n"
 		"crash_boot_id=%s\n"
@@ -123,7 +125,7 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		(long long)s->jitter, s->hold, state_hold_name(s->hold_why), s->trig_oops,
 		s->trig_new_kernel, s->trig_now,
 		s->taint_handled, s->staged_sha, (long long)s->staged_time, s->fleet_held,
-		s->fleet_token, s->crash_boots, (long long)s->last_crash_boot, s->crash_boot_id,
+		s->fleet_token, s->fleet_report, s->fleet_keep, s->crash_boots, (long long)s->last_crash_boot, s->crash_boot_id,
 		s->watchdog_armed, s->confirm_pending, s->confirm_boot_id, s->confirmed,
 		wdog_cause_name(s->last_cause), s->last_cause_detail, (long long)s->last_cause_time,
 		state_phase_name(s->phase));
@@ -275,6 +277,8 @@ static int set_key(struct rr_state *s, const char *k, const char *v, bool *versi
 	FLAG("attempt", attempt)
 	FLAG("hold", hold)
 	FLAG("fleet_held", fleet_held)
+	FLAG("fleet_report", fleet_report)
+	FLAG("fleet_keep", fleet_keep)
 	FLAG("watchdog_armed", watchdog_armed)
 	FLAG("confirm_pending", confirm_pending)
 	COUNT("confirmed", confirmed, INT64_MAX)
@@ -559,6 +563,8 @@ void state_record_cause(struct rr_state *s, enum rr_cause c, const char *detail,
 	wdog_redact(s->last_cause_detail);
 	s->last_cause_time = now;
 	s->causes[c]++;
+	/* told to the group (fleet mode) once the helper can be asked */
+	s->fleet_report = true;
 }
 
 void state_record_failed_reboot(struct rr_state *s, time_t now)

@@ -8,6 +8,8 @@
 
 #include "fleet.h"
 
+typedef struct json_object *json_object_ptr;
+
 struct fleet_http_reply {
 	long  status;           /* HTTP status, 0 = no answer */
 	char *body;             /* NUL-terminated, owned by the caller of fleet_http_post */
@@ -52,9 +54,26 @@ struct fleet_backend_ops {
 	/* NULL where the protocol cannot list holders or free another's slot */
 	int   (*status)(struct fleet_conn *c, void *be, struct fleet_status *st);
 	int   (*release_host)(struct fleet_conn *c, void *be, const char *host);
+	/* the group-wide breaker; NULL where the protocol has no place for it */
+	int   (*failed)(struct fleet_conn *c, void *be, const char *cause, int64_t at);
+	int   (*breaker)(struct fleet_conn *c, void *be);
+	int   (*clear_breaker)(struct fleet_conn *c, void *be);
 };
 extern const struct fleet_backend_ops fleet_etcd_ops;   /* fleet_etcd.c */
 extern const struct fleet_backend_ops fleet_lock_ops;   /* fleet_lock.c */
+
+/* ---- fleet_etcd.c / fleet_etcd_breaker.c ------------------------------------- */
+/* One gateway call with failover and authentication: 0 and the parsed reply. */
+int fleet_etcd_call(struct fleet_conn *c, void *be, const char *path, const char *body,
+		    json_object_ptr *ret);
+/* Record a failure (1: the breaker is tripped now, 0: not); the breaker's
+ * state (1/0) with the failures counted in c->err; clear it (1 it was
+ * tripped, 0 it was not). */
+int fleet_etcd_failed(struct fleet_conn *c, void *be, const char *cause, int64_t at);
+int fleet_etcd_breaker(struct fleet_conn *c, void *be);
+int fleet_etcd_clear_breaker(struct fleet_conn *c, void *be);
+/* 1 and the breaker key's value (why may be NULL), 0 none, <0 unknown. */
+int fleet_etcd_breaker_get(struct fleet_conn *c, void *be, char *why, size_t len);
 
 /* ---- fleet_b64.c: etcd's gateway speaks base64 keys and values --------------- */
 int fleet_b64_encode(const void *in, size_t n, char *out, size_t outlen);

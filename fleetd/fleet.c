@@ -246,6 +246,44 @@ int fleet_release_host(struct fleet *f, const char *host)
 	return r;
 }
 
+/* The breaker calls leave the lock's state alone: they are about the group. */
+static int breaker_op(struct fleet *f, int r)
+{
+	if (r < 0)
+		f->errors++;
+	return r;
+}
+
+static bool breaker_supported(struct fleet *f)
+{
+	if (f->ops && f->ops->failed)
+		return true;
+	fleet_conn_error(&f->conn, "the %s backend has no place for the group-wide breaker "
+			 "(etcd only)", fleet_backend_name(f->cfg.backend));
+	return false;
+}
+
+int fleet_record_failure(struct fleet *f, const char *cause, int64_t at)
+{
+	if (!breaker_supported(f))
+		return -EOPNOTSUPP;
+	return breaker_op(f, f->ops->failed(&f->conn, f->be, cause, at));
+}
+
+int fleet_breaker(struct fleet *f)
+{
+	if (!breaker_supported(f))
+		return -EOPNOTSUPP;
+	return breaker_op(f, f->ops->breaker(&f->conn, f->be));
+}
+
+int fleet_clear_breaker(struct fleet *f)
+{
+	if (!breaker_supported(f))
+		return -EOPNOTSUPP;
+	return breaker_op(f, f->ops->clear_breaker(&f->conn, f->be));
+}
+
 enum fleet_state fleet_state(const struct fleet *f) { return f->state; }
 const char *fleet_identity(const struct fleet *f) { return f->id; }
 uint64_t fleet_errors(const struct fleet *f) { return f->errors; }

@@ -316,6 +316,25 @@ static int call(struct fleet_conn *c, struct fleet_etcd *e, const char *path, co
 	return r;
 }
 
+int fleet_etcd_call(struct fleet_conn *c, void *be, const char *path, const char *body,
+		    json_object_ptr *ret)
+{
+	return call(c, be, path, body, ret);
+}
+
+/* The breaker stops every acquire and every last word before a reboot. */
+static int breaker_refuses(struct fleet_conn *c, struct fleet_etcd *e)
+{
+	char why[FLEET_MSG_MAX];
+	int r = fleet_etcd_breaker_get(c, e, why, sizeof(why));
+
+	if (r == 1)
+		fleet_conn_error(c, "etcd: group %s: the breaker is tripped (%.300s): no host takes "
+				 "a slot until an operator runs `rerand fleet clear-breaker`",
+				 c->cfg->group, why);
+	return r;
+}
+
 static int range(struct fleet_conn *c, struct fleet_etcd *e, struct fleet_status *st)
 {
 	char prefix[KEY_MAX], end[KEY_MAX], k[KEY_MAX * 2], ke[KEY_MAX * 2], body[KEY_MAX * 5];
@@ -481,6 +500,9 @@ static int etcd_acquire(struct fleet_conn *c, struct fleet_etcd *e)
 	int64_t lease;
 	int r;
 
+	r = breaker_refuses(c, e);
+	if (r != 0)
+		return r < 0 ? r : 0;
 	r = range(c, e, &st);
 	if (r < 0)
 		return r;
@@ -604,6 +626,10 @@ static int etcd_down(struct fleet_conn *c, struct fleet_etcd *e)
 
 	if (r != 1)
 		return r;
+	/* tripped since this host took its slot: it does not reboot either */
+	r = breaker_refuses(c, e);
+	if (r != 0)
+		return r < 0 ? r : 0;
 #ifdef RERAND_TEST_NO_DOWN_TTL
 	/* a deliberately broken build for the chaos test's own check: the slot
 	 * lapses after LockTTL= while the host is down */
@@ -752,4 +778,7 @@ const struct fleet_backend_ops fleet_etcd_ops = {
 	.token = op_token,
 	.status = op_status,
 	.release_host = op_release_host,
+	.failed = fleet_etcd_failed,
+	.breaker = fleet_etcd_breaker,
+	.clear_breaker = fleet_etcd_clear_breaker,
 };

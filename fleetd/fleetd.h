@@ -35,6 +35,14 @@ int fleet_status(struct fleet *f, struct fleet_status *st);
 /* Operator override: free every slot held by host.  Returns how many, or <0. */
 int fleet_release_host(struct fleet *f, const char *host);
 
+/* The group-wide breaker (etcd; -EOPNOTSUPP for FleetLock): record a failed
+ * rerandomization of this host (1 the breaker is tripped now, 0 not), ask its
+ * state (1 tripped, 0 not), clear it (1 it was tripped, 0 not); what etcd
+ * holds in fleet_last_error(). */
+int fleet_record_failure(struct fleet *f, const char *cause, int64_t at);
+int fleet_breaker(struct fleet *f);
+int fleet_clear_breaker(struct fleet *f);
+
 enum fleet_state fleet_state(const struct fleet *f);
 const char *fleet_identity(const struct fleet *f);
 uint64_t fleet_errors(const struct fleet *f);

@@ -211,6 +211,16 @@ static void run_job(struct job *j)
 			p->has_status = r >= 0;
 			break;
 		case FLEET_V_RELEASE_HOST: r = fleet_release_host(g.f, q->args[0]); break;
+		case FLEET_V_FAILED: {
+			char *end;
+			long long at = strtoll(q->args[1], &end, 10);
+			/* a bad time is refused by the record's key parser in etcd
+			 * anyway; 0 makes the refusal say so */
+			r = fleet_record_failure(g.f, q->args[0], *end || at <= 0 ? 0 : at);
+			break;
+		}
+		case FLEET_V_BREAKER: r = fleet_breaker(g.f); break;
+		case FLEET_V_CLEAR_BREAKER: r = fleet_clear_breaker(g.f); break;
 		default: r = -EINVAL; break;
 		}
 		/* the server's words, escaped here: the reply carries no control bytes */

@@ -242,7 +242,8 @@ int cmd_release(int argc, char **argv)
  * client certificate and the identity, so the CLI needs none of them. */
 int cmd_fleet(int argc, char **argv)
 {
-	static const char usage[] = "rerand fleet status [--json] | rerand fleet release HOST";
+	static const char usage[] = "rerand fleet status [--json] | rerand fleet release HOST | "
+		"rerand fleet clear-breaker";
 	char line[300];
 
 	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
@@ -253,6 +254,8 @@ int cmd_fleet(int argc, char **argv)
 		return ctl("fleet status\n");
 	if (argc == 3 && !strcmp(argv[1], "status") && !strcmp(argv[2], "--json"))
 		return ctl("fleet status json\n");
+	if (argc == 2 && !strcmp(argv[1], "clear-breaker"))
+		return ctl("fleet clear-breaker\n");
 	if (argc == 3 && !strcmp(argv[1], "release")) {
 		const char *h = argv[2];
 		if (!*h || strlen(h) > 127 || strpbrk(h, " \t\n\r\"\\")) {

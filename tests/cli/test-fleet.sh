@@ -44,6 +44,7 @@ done
 if ! ${CC:-cc} -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE \
 	-I"$top/include" -I"$top/src" -I"$top/daemon" -I"$top/fleetd" $(pkg-config --cflags libcurl json-c) \
 	-o "$SIM" "$top/tests/fleet/fleet-sim.c" "$top"/fleetd/fleet.c "$top"/fleetd/fleet_etcd.c \
+	"$top"/fleetd/fleet_etcd_breaker.c "$top"/daemon/fleet_breaker.c \
 	"$top"/fleetd/fleet_lock.c "$top"/fleetd/fleet_http.c "$top"/fleetd/fleet_b64.c \
 	"$top"/daemon/fleet_config.c "$top"/daemon/fleet_format.c "$top"/daemon/escape.c \
 	"$top"/src/fileio.c "$top"/src/err.c \

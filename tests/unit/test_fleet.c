@@ -395,8 +395,80 @@ static void test_proto(void)
 	T_OK(fleet_proto_parse_request("Q 1 acquire x", 13, &q2) == -EBADMSG, "proto: acquire with an argument is refused");
 }
 
+/* The group-wide breaker: which records count, when they trip it, what the
+ * operator reads, and its settings. */
+static void test_breaker(void)
+{
+	struct fleet_failure f[5], big[FLEET_FAILURES_MAX];
+	struct fleet_config c;
+	struct fleet_request q;
+	char err[256], buf[FLEET_MSG_MAX];
+	const int64_t now = 1700000000, w = 3600;
+	int n;
+
+	T_OK(!fleet_failure_key_parse("m1~0123/1699999000", &f[0]) && !strcmp(f[0].id, "m1~0123") &&
+	     f[0].at == 1699999000, "breaker: a failure key is ID/TIME");
+	T_OK(fleet_failure_key_parse("m1", &f[1]) == -EINVAL &&
+	     fleet_failure_key_parse("/17", &f[1]) == -EINVAL &&
+	     fleet_failure_key_parse("m1/", &f[1]) == -EINVAL &&
+	     fleet_failure_key_parse("m1/17x", &f[1]) == -EINVAL &&
+	     fleet_failure_key_parse("m1/0", &f[1]) == -EINVAL &&
+	     fleet_failure_key_parse("a/b/17", &f[1]) == -EINVAL,
+	     "breaker: a key without an id, or without a whole positive time, is refused");
+	T_OK(fleet_cause_valid("check-failed") && fleet_cause_valid("no-trace") &&
+	     !fleet_cause_valid("") && !fleet_cause_valid("Panic") && !fleet_cause_valid("a b") &&
+	     !fleet_cause_valid("0xffffffff81000000/x") &&
+	     !fleet_cause_valid("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
+	     "breaker: a cause is 1-31 of [a-z0-9-]");
+
+	memset(f, 0, sizeof(f));
+	f[0] = (struct fleet_failure){ .id = "a", .cause = "watchdog", .at = now - 10 };
+	f[1] = (struct fleet_failure){ .id = "b", .cause = "panic", .at = now - w };       /* edge: out */
+	f[2] = (struct fleet_failure){ .id = "c", .cause = "no-trace", .at = now - w + 1 }; /* in */
+	f[3] = (struct fleet_failure){ .id = "d", .cause = "panic", .at = now + 299 };     /* skew: in */
+	f[4] = (struct fleet_failure){ .id = "e", .cause = "panic", .at = now + 301 };     /* future: out */
+	T_OK(fleet_breaker_count(f, 5, now, w) == 3,
+	     "breaker: counted are failures younger than the window and at most 300 s ahead (%u)",
+	     fleet_breaker_count(f, 5, now, w));
+	T_OK(fleet_breaker_count(f, 5, now + w, w) == 2 && fleet_breaker_count(f, 0, now, w) == 0,
+	     "breaker: a window later only the two written with the clock ahead are left");
+	T_OK(!fleet_breaker_trips(2, 3) && fleet_breaker_trips(3, 3) && fleet_breaker_trips(4, 3) &&
+	     !fleet_breaker_trips(100, 0) && fleet_breaker_trips(1, 1),
+	     "breaker: trips at the threshold, never with BreakerFailures=0");
+	n = fleet_breaker_summary(f, 5, now, w, buf, sizeof(buf));
+	T_OK(n > 0 && !strcmp(buf, "3 failures in the last 3600 s: d (panic), a (watchdog), c (no-trace)"),
+	     "breaker: the summary names the hosts and causes, newest first: %s", buf);
+	for (unsigned i = 0; i < FLEET_FAILURES_MAX; i++) {
+		snprintf(big[i].id, sizeof(big[i].id), "%064u~%032u", i, i);
+		snprintf(big[i].cause, sizeof(big[i].cause), "check-failed");
+		big[i].at = now - (int64_t)i;
+	}
+	n = fleet_breaker_summary(big, FLEET_FAILURES_MAX, now, w, buf, sizeof(buf));
+	T_OK(n > 0 && (size_t)n < sizeof(buf) && strstr(buf, "64 failures in the last") == buf &&
+	     strstr(buf, " more") && strlen(buf) == (size_t)n,
+	     "breaker: 64 long ids fit a message, cut with \"+N more\" (%d bytes)", n);
+
+	fleet_config_defaults(&c);
+	T_OK(c.breaker_failures == 3 && c.breaker_window == 86400,
+	     "breaker: BreakerFailures=3 and BreakerWindowSec=24h by default");
+	T_OK(!fleet_config_set(&c, "BreakerFailures", "0", err, sizeof(err)) && c.breaker_failures == 0 &&
+	     !fleet_config_set(&c, "BreakerWindowSec", "2h", err, sizeof(err)) && c.breaker_window == 7200,
+	     "breaker: BreakerFailures=0 (off) and BreakerWindowSec=2h are taken");
+	T_OK(fleet_config_set(&c, "BreakerWindowSec", "30s", err, sizeof(err)) == -EINVAL &&
+	     strstr(err, "BreakerWindowSec=30s"), "breaker: a window under a minute is refused: %s", err);
+	T_OK(fleet_config_set(&c, "BreakerFailures", "-1", err, sizeof(err)) == -EINVAL &&
+	     strstr(err, "BreakerFailures=-1"), "breaker: a negative threshold is refused: %s", err);
+	T_OK(!fleet_proto_parse_request("Q 4 failed watchdog 1700000000", 30, &q) &&
+	     q.verb == FLEET_V_FAILED && q.nr_args == 2 &&
+	     fleet_proto_parse_request("Q 4 failed watchdog", 19, &q) == -EBADMSG &&
+	     !fleet_proto_parse_request("Q 5 clear-breaker", 17, &q) && q.verb == FLEET_V_CLEAR_BREAKER &&
+	     !fleet_proto_parse_request("Q 6 breaker", 11, &q) && q.verb == FLEET_V_BREAKER,
+	     "breaker: failed takes a cause and a time; breaker and clear-breaker nothing");
+}
+
 int main(void)
 {
+	test_breaker();
 	test_proto();
 	test_backoff();
 	test_spread();
