@@ -32,8 +32,10 @@ bzip2 gzip lzop python3 coreutils util-linux"
 test_pkgs="clang @clang-rt etcd-server etcd-client openssl curl iproute2 gnuplot-nox
 sbsigntool osslsigncode pesign softhsm2 libengine-pkcs11-openssl"
 # The Debian guest (tests/e2e/lib-systemd.sh, make vm): debootstrap, an ext4
-# image made from a directory, systemctl --root for enabling units.
-vm_pkgs="debootstrap e2fsprogs systemd ca-certificates"
+# image made from a directory, systemctl --root for enabling units; kmod's
+# depmod -b for the modules put into the root (the UKI guest, the comeback
+# guest's watchdog driver).
+vm_pkgs="debootstrap e2fsprogs systemd ca-certificates kmod"
 demo_pkgs="ca-certificates"
 # linux-config-*: Debian's kernel configs (autoconf.h for the kernel's
 # decompressor path, bench/kstock.sh), only a Recommends of linux-source-*.

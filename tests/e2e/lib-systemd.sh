@@ -452,6 +452,9 @@ rrs_qemu() {
 		args+=(-kernel "$kernel"
 			-append "root=/dev/nvme0n1 rw console=ttyS0,115200 panic=-1 ${RRS_APPEND:-quiet}")
 	fi
+	# RRS_QEMU_EXTRA: more devices, split on blanks (check-systemd-comeback.sh:
+	# "-device i6300esb -action watchdog=reset").
+	[ -z "${RRS_QEMU_EXTRA:-}" ] || args+=($RRS_QEMU_EXTRA)
 	if [ "${RRS_FW:-seabios}" = ovmf-sb ]; then
 		sb_fw_args "$log.vars.fd" || return 1
 		args+=("${SB_FW_ARGS[@]}")
