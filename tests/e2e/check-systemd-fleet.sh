@@ -11,4 +11,11 @@
 # the journal and `rerand status`.
 #   short (make check): one rerandomizing reboot.
 #   long (make check-long): the same (fleet mode adds nothing per reboot).
+# long also runs the Debian 13 guest against trixie's own etcd-server (3.5
+# as of 13.2), as make check-long's trixie variant; RRS_SUITE=trixie alone
+# runs only that one.
+if [ "${1:-short}" = long ] && [ -z "${RRS_SUITE:-}" ]; then
+	RRS_FLEET=1 "$(dirname "$0")/check-systemd.sh" long
+	exec env RRS_FLEET=1 RRS_SUITE=trixie "$(dirname "$0")/check-systemd.sh" long
+fi
 exec env RRS_FLEET=1 "$(dirname "$0")/check-systemd.sh" "$@"
