@@ -36,7 +36,8 @@ die() { echo "kernels: $*" >&2; exit 1; }
 
 # Each entry is PACKAGE (this machine's apt) or SUITE:PACKAGE (that suite's
 # archive, checked against the archive keyring: scripts/suite-apt.sh).
-host_suite=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+# (RERAND_HOST_SUITE: tests/cli/test-kernels.sh plays a trixie host.)
+host_suite=${RERAND_HOST_SUITE:-$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")}
 bw=""
 [ "$host_suite" = bookworm ] || bw=bookworm-security:
 fetch_list=${RERAND_FETCH_KERNELS:-${bw}linux-image-cloud-amd64 ${bw}linux-image-amd64 ${bw}linux-image-6.12-cloud-amd64 trixie-backports:linux-image-cloud-amd64}
