@@ -9,7 +9,10 @@
 # PACKAGE is a meta-package (resolved with apt-cache to the versioned
 # linux-image-* it depends on) or a versioned package.  `apt-get download`
 # checks the .deb against the archive's signed index (Release signature ->
-# Packages hash), dpkg-deb extracts ./boot only.  Cached, keyed by package and
+# Packages hash), dpkg-deb extracts ./boot only.  Newer kernel packages (7.x
+# in trixie-backports, forky) are split: linux-image-V is empty and depends
+# on linux-binary-V (./usr/lib/modules/V/vmlinuz) and linux-base-V (its
+# config beside it), both fetched the same checked way, at the same version.  Cached, keyed by package and
 # version, in $RERAND_KERNEL_CACHE (default ~/.cache/rerand-e2e/kernels), so
 # that `make clean` and fresh clones on the same machine reuse it; a cached
 # copy is checked against the SHA256SUMS written when it was extracted.
@@ -70,19 +73,48 @@ fi
 
 tmp=$(mktemp -d "$cache/fetch.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-echo "fetch-kernel: downloading $pkg $ver${suite:+ from $suite} (apt-get download, checked against the archive's signed hashes)" >&2
-(cd "$tmp" && apt_get download -q "$pkg=$ver" >&2 2>"$tmp/apt.err") ||
-	{ cat "$tmp/apt.err" >&2; die "apt-get download $pkg=$ver failed"; }
-deb=$(ls "$tmp"/*.deb 2>/dev/null | head -n1)
-[ -n "$deb" ] || die "apt-get download $pkg=$ver left no .deb"
-got=$(dpkg-deb -f "$deb" Package Version | tr '\n' ' ')
-[ "$got" = "Package: $pkg Version: $ver " ] || die "$deb: holds '$got', want $pkg $ver"
-mkdir "$tmp/x"
-dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp/x" --wildcards './boot/vmlinuz-*' './boot/config-*' ||
-	die "$deb: cannot extract ./boot/vmlinuz-* and ./boot/config-*"
-mkdir "$tmp/out"
-mv "$tmp"/x/boot/vmlinuz-* "$tmp"/x/boot/config-* "$tmp/out/" || die "$deb: no vmlinuz or config in ./boot"
+# download PKG...: each at version $ver into $tmp/debs, each checked to be
+# the package and version asked for.
+download() {
+	local p deb got
+	mkdir -p "$tmp/debs"
+	echo "fetch-kernel: downloading $* $ver${suite:+ from $suite} (apt-get download, checked against the archive's signed hashes)" >&2
+	(cd "$tmp/debs" && apt_get download -q "${@/%/=$ver}" >&2 2>"$tmp/apt.err") ||
+		{ cat "$tmp/apt.err" >&2; die "apt-get download $*=$ver failed"; }
+	for p in "$@"; do
+		deb=$(ls "$tmp/debs/${p}_"*.deb 2>/dev/null | head -n1)
+		[ -n "$deb" ] || die "apt-get download $p=$ver left no .deb"
+		got=$(dpkg-deb -f "$deb" Package Version | tr '\n' ' ')
+		[ "$got" = "Package: $p Version: $ver " ] || die "$deb: holds '$got', want $p $ver"
+	done
+}
+kver=${pkg#linux-image-}
+download "$pkg"
+deb=$(ls "$tmp/debs/${pkg}_"*.deb)
+mkdir "$tmp/x" "$tmp/out"
+if dpkg-deb -c "$deb" | grep " \./boot/vmlinuz-" >/dev/null; then
+	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp/x" --wildcards './boot/vmlinuz-*' './boot/config-*' ||
+		die "$deb: cannot extract ./boot/vmlinuz-* and ./boot/config-*"
+	mv "$tmp"/x/boot/vmlinuz-* "$tmp"/x/boot/config-* "$tmp/out/" || die "$deb: no vmlinuz or config in ./boot"
+else
+	# The split packaging: the two packages of the same version it names.
+	deps=$(dpkg-deb -f "$deb" Depends)
+	for p in "linux-binary-$kver" "linux-base-$kver"; do
+		grep -q "\(^\|, \)$p (= $ver)" <<<"$deps" ||
+			die "$deb: no ./boot/vmlinuz-$kver, and it does not depend on $p (= $ver): $deps"
+	done
+	download "linux-binary-$kver" "linux-base-$kver"
+	m=./usr/lib/modules/$kver
+	dpkg-deb --fsys-tarfile "$tmp/debs/linux-binary-${kver}_"*.deb | tar -x -C "$tmp/x" "$m/vmlinuz" ||
+		die "linux-binary-$kver $ver: cannot extract $m/vmlinuz"
+	dpkg-deb --fsys-tarfile "$tmp/debs/linux-base-${kver}_"*.deb | tar -x -C "$tmp/x" "$m/config" ||
+		die "linux-base-$kver $ver: cannot extract $m/config"
+	mv "$tmp/x/$m/vmlinuz" "$tmp/out/vmlinuz-$kver" && mv "$tmp/x/$m/config" "$tmp/out/config-$kver" ||
+		die "$tmp/out: cannot move vmlinuz-$kver and config-$kver"
+fi
 (cd "$tmp/out" && sha256sum vmlinuz-* config-* >SHA256SUMS)
-printf '%s %s %s\n' "$pkg" "$ver" "$(sha256sum "$deb" | cut -c1-64)" >"$tmp/out/PACKAGE"
+for deb in "$tmp"/debs/*.deb; do
+	printf '%s %s %s\n' "$(dpkg-deb -f "$deb" Package)" "$ver" "$(sha256sum "$deb" | cut -c1-64)"
+done >"$tmp/out/PACKAGE"
 rm -rf "$dir" && mv "$tmp/out" "$dir"
 ls "$dir"/vmlinuz-* | head -n1

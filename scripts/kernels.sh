@@ -7,24 +7,40 @@
 #   scripts/kernels.sh pick ROLE    print one kernel of that directory
 #
 # The directory is, in order: $RERAND_KERNELS when set; ../shared/kernels
-# beside the tree (CI), checked against its SHA256SUMS; else the Debian kernel
-# packages that bookworm's apt sources serve, fetched by fetch-kernel.sh
-# ($RERAND_FETCH_KERNELS, default below) and gathered, hard-linked, in one
-# directory of the cache with its own SHA256SUMS.
+# beside the tree (CI), checked against its SHA256SUMS; else Debian kernel
+# packages fetched by fetch-kernel.sh ($RERAND_FETCH_KERNELS, default below)
+# and gathered, hard-linked, in one directory of the cache with its own
+# SHA256SUMS.  The default set is ../shared's on any host: Debian 12's 6.1
+# cloud and generic kernels and its 6.12 cloud kernel (from this machine's
+# apt sources on bookworm; elsewhere, e.g. on trixie, whose apt has none of
+# them, from bookworm-security through scripts/suite-apt.sh: the only suite
+# with the 6.12 one, and the newest 6.1 builds, as a bookworm host gets), and a kernel of 6.15 or later, which no bookworm suite
+# serves: the cloud kernel of trixie-backports, Debian 13's own newer
+# kernels, built for the release users run and moving more slowly than
+# forky's or sid's.  Its version is whatever trixie-backports serves that
+# day (old ones leave the archive); make check prints the kernel names and
+# the set's PACKAGES file records each package, version and .deb hash.
 #
 # Roles, so that suites adapt to the versions they are given:
 #   cloud61     Debian 12's default series, cloud flavour (lz4, NVMe and ext4
 #               built in): what a stock Debian 12 cloud machine runs
 #   generic61   Debian 12's default series, generic flavour (xz)
 #   cloud612    the 6.12 cloud kernel bookworm also ships (zstd)
-#   twolists    a kernel of 6.15 or later (two relocation lists)
+#   twolists    a kernel of 6.15 or later (two relocation lists): 7.x in
+#               trixie-backports since late 2025
 #   newest      the highest version present
 # Exit 1, with a message naming the directory, when the role has no kernel.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 die() { echo "kernels: $*" >&2; exit 1; }
 
-fetch_list=${RERAND_FETCH_KERNELS:-linux-image-cloud-amd64 linux-image-amd64 linux-image-6.12-cloud-amd64}
+# Each entry is PACKAGE (this machine's apt) or SUITE:PACKAGE (that suite's
+# archive, checked against the archive keyring: scripts/suite-apt.sh).
+# (RERAND_HOST_SUITE: tests/cli/test-kernels.sh plays a trixie host.)
+host_suite=${RERAND_HOST_SUITE:-$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")}
+bw=""
+[ "$host_suite" = bookworm ] || bw=bookworm-security:
+fetch_list=${RERAND_FETCH_KERNELS:-${bw}linux-image-cloud-amd64 ${bw}linux-image-amd64 ${bw}linux-image-6.12-cloud-amd64 trixie-backports:linux-image-cloud-amd64}
 
 check_sums() { # DIR: its SHA256SUMS holds and names every vmlinuz-*
 	local d=$1 k
@@ -50,12 +66,14 @@ kernels_dir() {
 		echo "$d"
 		return
 	fi
-	local meta k pkgs=() cache set
+	local meta k pkgs=() cache set fsuite
 	cache=${RERAND_KERNEL_CACHE:-${XDG_CACHE_HOME:-${HOME:-/var/tmp}/.cache}/rerand-e2e/kernels}
 	echo "kernels: no ../shared/kernels beside $top: using Debian's packages ($fetch_list)" >&2
 	for meta in $fetch_list; do
-		k=$(RERAND_KERNEL_CACHE=$cache "$top/scripts/fetch-kernel.sh" "$meta") ||
-			die "cannot fetch $meta"
+		fsuite=""
+		[[ $meta != *:* ]] || { fsuite=${meta%%:*}; meta=${meta#*:}; }
+		k=$(RERAND_KERNEL_CACHE=$cache RERAND_SUITE=$fsuite "$top/scripts/fetch-kernel.sh" "$meta") ||
+			die "cannot fetch $meta${fsuite:+ of $fsuite}"
 		pkgs+=("$(dirname "$k")")
 	done
 	set="$cache/set-$(printf '%s\n' "${pkgs[@]##*/}" | sha256sum | cut -c1-16)"

@@ -15,12 +15,16 @@
 # not verify is an error naming the suite and the keyring, never a fallback
 # to an unchecked index.  `apt-get download` then checks each .deb against
 # that signed index, as scripts/fetch-kernel.sh relies on.
-# $RERAND_APT_MIRROR (default $RRS_MIRROR or deb.debian.org) is the mirror.
+# $RERAND_APT_MIRROR (default $RRS_MIRROR or deb.debian.org) is the mirror;
+# a SUITE-security suite comes from the security archive
+# ($RERAND_APT_SECURITY_MIRROR, default deb.debian.org/debian-security),
+# signed by the same keyring: bookworm serves its 6.12 kernel only there.
 set -eu
 [ $# -ge 2 ] || { echo "usage: $0 SUITE apt-cache|apt-get ARGS..." >&2; exit 2; }
 suite=$1; shift
 case "$1" in apt-cache | apt-get) ;; *) echo "suite-apt: $1: only apt-cache and apt-get" >&2; exit 2 ;; esac
 mirror=${RERAND_APT_MIRROR:-${RRS_MIRROR:-http://deb.debian.org/debian}}
+[[ $suite != *-security ]] || mirror=${RERAND_APT_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 keyring=${RERAND_APT_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
 dir=${RERAND_APT_CACHE:-${XDG_CACHE_HOME:-${HOME:-/var/tmp}/.cache}/rerand-e2e/apt-$suite}
 die() { echo "suite-apt: $suite: $*" >&2; exit 1; }

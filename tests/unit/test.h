@@ -60,7 +60,8 @@ static inline const char *t_kernels_dir(void)
 /* The kernel a test names, or its stand-in: NAME itself when the directory
  * holds it; else the newest kernel matching GLOB whose name lacks NOT (the
  * same series and flavour from another build: on a machine without
- * ../shared the kernels come from whatever Debian's archive serves).
+ * ../shared the kernels come from whatever Debian's archive serves).  GLOB
+ * may hold {a,b} alternatives (GLOB_BRACE: "6.15 or later" is no one glob).
  * Writes the file name (not the path) to out; 1 exact, 0 stand-in, -1 none. */
 static inline int t_kernel_pick(const char *name, const char *glob_pat, const char *not,
 				char *out, size_t n)
@@ -77,9 +78,9 @@ static inline int t_kernel_pick(const char *name, const char *glob_pat, const ch
 		return 1;
 	}
 	snprintf(pat, sizeof(pat), "%s/%s", t_kernels_dir(), glob_pat);
-	if (glob(pat, 0, NULL, &g) != 0)
+	if (glob(pat, GLOB_BRACE, NULL, &g) != 0)
 		return -1;
-	for (size_t i = g.gl_pathc; i-- > 0;) {   /* sorted: newest last, mostly */
+	for (size_t i = g.gl_pathc; i-- > 0;) {   /* sorted per alternative: newest last, mostly */
 		const char *b = strrchr(g.gl_pathv[i], '/') + 1;
 		if (not && strstr(b, not))
 			continue;

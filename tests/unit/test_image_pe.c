@@ -328,8 +328,18 @@ int main(void)
 		T_OK(1, "# SKIP RERAND_KERNELS not set: PE image tests need the shared kernels");
 	} else {
 		one_kernel(dir, "vmlinuz-6.1.0-57-cloud-amd64");
-		if (getenv("RERAND_MODE") && !strcmp(getenv("RERAND_MODE"), "long"))
-			one_kernel(dir, "vmlinuz-6.16.12+deb13-cloud-amd64");
+		if (getenv("RERAND_MODE") && !strcmp(getenv("RERAND_MODE"), "long")) {
+			/* Or the 6.15+ kernel fetched without ../shared (7.x today);
+			 * none is the load's failure, not a skip. */
+			const char *want = "vmlinuz-6.16.12+deb13-cloud-amd64";
+			char k2[256];
+
+			if (t_kernel_pick(want, "vmlinuz-{6.1[5-9],[7-9]}.*-cloud-amd64", NULL, k2, sizeof(k2)) < 0)
+				snprintf(k2, sizeof(k2), "%s", want);
+			else if (strcmp(k2, want))
+				printf("# %s is not here: %s stands in for it\n", want, k2);
+			one_kernel(dir, k2);
+		}
 	}
 	rmdir(tmpdir);
 	return t_done();

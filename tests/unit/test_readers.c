@@ -423,7 +423,7 @@ static struct kspec {
 	{ "vmlinuz-6.1.0-57-cloud-amd64", "vmlinuz-6.1.0-*-cloud-amd64", NULL, RR_KC_LZ4, 3, 0, "", 0 },
 	{ "vmlinuz-6.12.118+deb12-cloud-amd64", "vmlinuz-6.12.*-cloud-amd64", NULL, RR_KC_ZSTD, 3,
 	  0xb53, "", 0 },                                                   /* readelf: 0x1000b53 */
-	{ "vmlinuz-6.16.12+deb13-cloud-amd64", "vmlinuz-6.1[5-9].*-cloud-amd64", NULL, RR_KC_ZSTD, 2,
+	{ "vmlinuz-6.16.12+deb13-cloud-amd64", "vmlinuz-{6.1[5-9],[7-9]}.*-cloud-amd64", NULL, RR_KC_ZSTD, 2,
 	  0x1ffd574 - 0x1000000, "", 0 },
 };
 
