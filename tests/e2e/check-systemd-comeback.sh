@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-check: long only (each case is a guest of 10 to 25 minutes under TCG)
 # SPDX-License-Identifier: GPL-2.0-only
 # A rerandomization never costs a node (issue 22), on the Debian 12 systemd
 # guest of check-systemd-fleet.sh (systemd as PID 1, etcd and rerand-fleetd,
