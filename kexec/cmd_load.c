@@ -201,7 +201,7 @@ static void report_failure(const char *path, const char *kexec, bool file_syscal
 		return;
 	}
 	line = rr_last_line(out, &n);
-	cli_err("%s: %s %s %s failed (%s %d)%s%.*s%s; %s", path, kexec, file_syscall ? "-s" : "-c",
+	cli_err("%s: %s %s%s failed (%s %d)%s%.*s%s; %s", path, kexec, file_syscall ? "-s " : "",
 		crash ? "-p" : "-l", r < 0 ? "error" : "exit status", r < 0 ? -r : r,
 		line ? ": \"" : "", line ? (int)n : 0, line ? line : "", line ? "\"" : "", after);
 }
@@ -394,12 +394,8 @@ int cmd_load(int argc, char **argv)
 	int n = 0;
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
 	args[n++] = (char *)kexec;
-	/* Always name the syscall: kexec-tools 2.0.28 and later try
-	 * kexec_file_load first when told nothing (-a), which would bypass
-	 * the seed rule above and, on a kernel that enforces signatures
-	 * without being locked down, refuse an unsigned image that kexec_load
-	 * takes (-c exists since kexec-tools 2.0.8). */
-	args[n++] = file_syscall ? "-s" : "-c";
+	if (file_syscall)
+		args[n++] = "-s";
 	args[n++] = crash ? "-p" : "-l";
 	args[n++] = fdpath;
 	if (initrd) {

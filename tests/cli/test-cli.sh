@@ -112,7 +112,7 @@ EOS
 	export FAKE_KEXEC_DIR=$tmp/calls
 	echo initrd >"$tmp/initrd"
 	"$R" load "$img" --initrd "$tmp/initrd" --append "console=ttyS0 quiet" --kexec "$tmp/fake-kexec"
-	check "load runs kexec -c -l with the image from a memfd" bash -c "grep -qx -- -l $tmp/calls/*.args && grep -qx -- -c $tmp/calls/*.args && grep -q '^/proc/self/fd/' $tmp/calls/*.args && grep -qx -- '--initrd=$tmp/initrd' $tmp/calls/*.args && grep -qx -- '--append=console=ttyS0 quiet' $tmp/calls/*.args"
+	check "load runs kexec -l with the image from a memfd" bash -c "grep -qx -- -l $tmp/calls/*.args && grep -q '^/proc/self/fd/' $tmp/calls/*.args && grep -qx -- '--initrd=$tmp/initrd' $tmp/calls/*.args && grep -qx -- '--append=console=ttyS0 quiet' $tmp/calls/*.args"
 	# kexec_file_load: on Linux >= 6.0 the kernel adds the seed (checked in
 	# test-load-lockdown.sh); its copy is kept apart from the two below
 	mkdir -p "$tmp/calls-s"
