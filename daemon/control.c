@@ -206,7 +206,11 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 	    v->verify == RR_V_WEAK ? "randomized from the TSC alone: no seed, no RDSEED or RDRAND; "
 				     "not verified; checked" : "verified");
 	put_time(&o, v->last_verify_time);
-	put(&o, ")\nentropy:           %.1f bits%s\n", v->entropy_bits,
+	put(&o, ")\nbooted by:         %s\n", v->boot_origin == RR_BO_RERANDD ?
+		"rerandd's rerandomizing reboot (counted)" : v->boot_origin == RR_BO_UNPLANNED ?
+		"a reboot rerandd did not plan (not counted: not a success, not a failure)" :
+		"a boot before rerandd's record (not counted)");
+	put(&o, "entropy:           %.1f bits%s\n", v->entropy_bits,
 	    v->verify == RR_V_WEAK ? " of slots, drawn from a guessable source" : "");
 	put(&o, "next rerandomize:  ");
 	switch (v->plan.action) {
@@ -239,9 +243,9 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 	}
 	put(&o, "failures in a row: %u of %u%s\n", v->failures, v->max_failures,
 	    v->stopped ? "  ALERT: stopped rerandomizing" : "");
-	put(&o, "reboots:           %llu verified, %llu failed, %llu weak\n",
+	put(&o, "reboots:           %llu verified, %llu failed, %llu weak; %llu not rerandd's\n",
 	    (unsigned long long)v->successes, (unsigned long long)v->total_failures,
-	    (unsigned long long)v->weak_boots);
+	    (unsigned long long)v->weak_boots, (unsigned long long)v->unplanned_boots);
 	put(&o, "staged:            %s", v->staged ? "yes" : "no");
 	if (v->staged) {
 		put(&o, " (kernel ");
@@ -313,7 +317,7 @@ int control_format_json(const struct rr_view *v, char *buf, size_t len)
 		"\"verified_at\":%lld,\"entropy_bits\":%.1f,\"action\":\"%s\",\"reason\":\"%s\","
 		"\"blocker\":\"%s\",\"next_reboot\":%lld,\"hold\":%s,\"consecutive_failures\":%u,"
 		"\"max_failures\":%u,\"stopped\":%s,\"successes\":%llu,\"weak_total\":%llu,"
-		"\"failures_total\":%llu,"
+		"\"failures_total\":%llu,\"boot_origin\":\"%s\",\"unplanned_boots\":%llu,"
 		"\"last_success\":%lld,\"last_failure\":%lld,\"staged\":%s,\"staged_at\":%lld,"
 		"\"kernel\":",
 	    (long long)v->layout_age, state_verify_name(v->verify),
@@ -323,7 +327,9 @@ int control_format_json(const struct rr_view *v, char *buf, size_t len)
 	    policy_blocker_name(v->plan.blocker), (long long)v->plan.when,
 	    v->hold ? "true" : "false", v->failures, v->max_failures,
 	    v->stopped ? "true" : "false", (unsigned long long)v->successes,
-	    (unsigned long long)v->weak_boots, (unsigned long long)v->total_failures, (long long)v->last_success,
+	    (unsigned long long)v->weak_boots, (unsigned long long)v->total_failures,
+	    state_origin_name(v->boot_origin), (unsigned long long)v->unplanned_boots,
+	    (long long)v->last_success,
 	    (long long)v->last_failure, v->staged ? "true" : "false", (long long)v->staged_time);
 	put_json_str(&o, v->kernel);
 	put(&o, ",\"kernel_sha256\":");

@@ -158,6 +158,8 @@ static void fill_view(struct daemon *d, struct rr_view *v)
 	v->successes = d->st.successes;
 	v->total_failures = d->st.total_failures;
 	v->weak_boots = d->st.weak_boots;
+	v->boot_origin = d->st.boot_origin;
+	v->unplanned_boots = d->st.unplanned_boots;
 	v->last_success = d->st.last_success;
 	v->last_failure = d->st.last_failure;
 	v->last_verify_time = d->st.last_verify_time;

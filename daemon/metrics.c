@@ -141,13 +141,17 @@ int metrics_format(const struct rr_view *v, char *buf, size_t len)
 		n += s;
 	}
 	s = snprintf(buf + n, len - (size_t)n,
+		"# HELP rerand_unplanned_boots_total Boots after a reboot rerandd did not ask for (not rerandomizations, not failures).\n"
+		"# TYPE rerand_unplanned_boots_total counter\n"
+		"rerand_unplanned_boots_total %llu\n"
 		"# HELP rerand_confirm_pending 1 while this rerandomized boot waits for its confirmation.\n"
 		"# TYPE rerand_confirm_pending gauge\n"
 		"rerand_confirm_pending %d\n"
 		"# HELP rerand_confirmed_total Rerandomized boots confirmed (boot-complete.target and the post-boot checks).\n"
 		"# TYPE rerand_confirmed_total counter\n"
 		"rerand_confirmed_total %llu\n",
-		v->confirm && !strcmp(v->confirm, "pending"), (unsigned long long)v->confirmed);
+		(unsigned long long)v->unplanned_boots, v->confirm && !strcmp(v->confirm, "pending"),
+		(unsigned long long)v->confirmed);
 	if (s < 0 || (size_t)s >= len - (size_t)n)
 		return -ENOBUFS;
 	n += s;

@@ -256,6 +256,12 @@ enum rr_verify { RR_V_UNKNOWN = 0, RR_V_RANDOMIZED, RR_V_NOT_RANDOMIZED, RR_V_AB
 		 RR_V_MALFORMED, RR_V_WEAK };
 enum rr_outcome { RR_OUT_SAME_BOOT = 0, RR_OUT_UNPLANNED, RR_OUT_ABORTED, RR_OUT_SUCCESS,
 		  RR_OUT_FAILURE, RR_OUT_WEAK };
+/* Whose reboot led to this boot: none rerandd saw before ("first"), one
+ * rerandd asked for ("rerandd", counted as a success or a failure), or one
+ * it did not (an administrator's reboot, which systemd 256+ turns into a
+ * kexec of the staged image; a firmware reboot; systemd's own kexec):
+ * never counted, said in the status. */
+enum rr_boot_origin { RR_BO_FIRST = 0, RR_BO_RERANDD, RR_BO_UNPLANNED };
 
 /* The reboot sequence (main.c): idle -> gate (fleet slot) -> restage (a
  * fresh seed) -> hooks -> confirm (the slot is still ours) -> reboot (the
@@ -311,6 +317,8 @@ struct rr_state {
 	time_t   last_cause_time;
 	uint64_t causes[RR_NR_CAUSES];        /* failures by cause */
 	uint64_t confirmed;                   /* boots confirmed */
+	enum rr_boot_origin boot_origin;      /* of boot_id */
+	uint64_t unplanned_boots;             /* new boots rerandd did not plan */
 };
 
 void state_init(struct rr_state *s);
@@ -358,6 +366,7 @@ void state_record_cause(struct rr_state *s, enum rr_cause c, const char *detail,
 /* The reboot call itself failed: same boot, counted as a failure. */
 void state_record_failed_reboot(struct rr_state *s, time_t now);
 const char *state_verify_name(enum rr_verify v);
+const char *state_origin_name(enum rr_boot_origin o);
 const char *state_phase_name(enum rr_phase ph);
 const char *state_hold_name(enum rr_hold_why h);
 /* At start-up, before state_account_boot: the phase the file holds, which
@@ -690,6 +699,8 @@ struct rr_view {
 	char     reboot_error[RR_ERR_MAX];   /* the last reboot cancelled, and why */
 	struct rr_policy_out plan;
 	uint64_t successes, total_failures, weak_boots;
+	enum rr_boot_origin boot_origin;
+	uint64_t unplanned_boots;
 	time_t   last_success, last_failure, last_verify_time, staged_time;
 	char     kernel[RR_PATH];
 	char     image_sha[65];

@@ -30,6 +30,14 @@ static const char *verify_names[] = { "unknown", "randomized", "not-randomized",
 				      "malformed", "weak" };
 #define NR_VERIFY (sizeof(verify_names) / sizeof(verify_names[0]))
 
+static const char *origin_names[] = { "first", "rerandd", "unplanned" };
+
+const char *state_origin_name(enum rr_boot_origin o)
+{
+	return (unsigned)o < sizeof(origin_names) / sizeof(origin_names[0]) ? origin_names[o]
+									    : "first";
+}
+
 static const char *phase_names[] = { "idle", "gate", "restage", "hooks", "confirm", "reboot",
 				     "rebooting" };
 
@@ -116,7 +124,9 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		"last_cause=%s\n"
 		"last_cause_detail=%s\n"
 		"last_cause_time=%lld\n"
-		"phase=%s\n",
+		"phase=%s\n"
+		"boot_origin=%s\n"
+		"unplanned_boots=%" PRIu64 "\n",
 		s->boot_id, s->attempt, s->attempt_boot_id, (long long)s->attempt_time,
 		policy_reason_name(s->attempt_reason), s->failures, s->successes, s->total_failures,
 		s->weak_boots,
@@ -128,7 +138,7 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		s->fleet_token, s->fleet_report, s->fleet_keep, s->crash_boots, (long long)s->last_crash_boot, s->crash_boot_id,
 		s->watchdog_armed, s->confirm_pending, s->confirm_boot_id, s->confirmed,
 		wdog_cause_name(s->last_cause), s->last_cause_detail, (long long)s->last_cause_time,
-		state_phase_name(s->phase));
+		state_phase_name(s->phase), state_origin_name(s->boot_origin), s->unplanned_boots);
 	if (n < 0 || (size_t)n >= len)
 		return -ENOBUFS;
 	for (unsigned c = RR_CAUSE_NONE + 1; c < RR_NR_CAUSES; c++) {
@@ -258,6 +268,14 @@ static int set_key(struct rr_state *s, const char *k, const char *v, bool *versi
 			}
 		return -EINVAL;
 	}
+	if (!strcmp(k, "boot_origin")) {
+		for (unsigned o = RR_BO_FIRST; o <= RR_BO_UNPLANNED; o++)
+			if (!strcmp(v, origin_names[o])) {
+				s->boot_origin = o;
+				return 0;
+			}
+		return -EINVAL;
+	}
 	if (!strcmp(k, "hold_reason")) {
 		for (int h = RR_HOLD_OPERATOR; h <= RR_HOLD_DAMAGED; h++)
 			if (!strcmp(v, state_hold_name(h))) {
@@ -292,6 +310,7 @@ static int set_key(struct rr_state *s, const char *k, const char *v, bool *versi
 	COUNT("weak_boots", weak_boots, INT64_MAX)
 	COUNT("taint_handled", taint_handled, INT64_MAX)
 	COUNT("crash_boots", crash_boots, INT64_MAX)
+	COUNT("unplanned_boots", unplanned_boots, INT64_MAX)
 	RANGE("jitter", jitter, -1, INT64_C(1) << 40)   /* -1: not drawn yet this boot */
 	TIME("attempt_time", attempt_time)
 	TIME("last_success", last_success)
@@ -516,7 +535,14 @@ enum rr_outcome state_account_boot(struct rr_state *s, const char *boot_id,
 		s->attempt_boot_id[0] = 0;
 	} else if (new_boot && s->boot_id[0]) {
 		out = RR_OUT_UNPLANNED;
+		s->unplanned_boots++;
 	}
+	if (out == RR_OUT_UNPLANNED)
+		s->boot_origin = RR_BO_UNPLANNED;
+	else if (out == RR_OUT_SUCCESS || out == RR_OUT_FAILURE || out == RR_OUT_WEAK)
+		s->boot_origin = RR_BO_RERANDD;
+	else if (new_boot)
+		s->boot_origin = RR_BO_FIRST;
 	if (new_boot) {
 		s->phase = RR_PH_IDLE;
 		s->trig_oops = s->trig_new_kernel = s->trig_now = false;

@@ -6,7 +6,9 @@
 # with `dpkg -i`; the base root's package names are the ones trixie's
 # archive offers (libcurl4t64, ...).  Runnable alone on any Debian host as
 # `RRS_SUITE=trixie tests/e2e/check-systemd.sh short`.
-#   short (make check): one rerandomizing reboot, nothing more: make check's
+#   short (make check): one rerandomizing reboot, then `systemctl reboot`
+#   with rerandd's image staged (systemd 257 kexecs it; one boot more) and
+#   the kexec-tools syscall probe (tests/e2e/debian/reboots.sh): make check's
 #   time budget holds a second Debian guest only this lean.
 #   long (make check-long): two reboots and the watchdog, then the
 #   "reboots" run: systemd 257's own reboot commands (systemctl reboot,

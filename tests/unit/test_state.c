@@ -339,6 +339,71 @@ static void test_soft_reboot(void)
 	     "soft-reboot during a reboot sequence: the attempt dropped as aborted, not a failure");
 }
 
+/* Reboots rerandd did not ask for (systemd 256+ turns `systemctl reboot`
+ * into a kexec of the staged image; SYSTEMCTL_SKIP_AUTO_KEXEC and a firmware
+ * reboot; systemd's own kexec): said as such, counted apart, never a
+ * success nor a failure; a soft-reboot (same boot id) changes nothing. */
+static void test_unplanned(void)
+{
+	const char *b1 = "11111111-1111-4111-8111-111111111111";
+	const char *b2 = "22222222-2222-4222-8222-222222222222";
+	const char *b3 = "33333333-3333-4333-8333-333333333333";
+	const char *b4 = "44444444-4444-4444-8444-444444444444";
+	struct rr_state s, t;
+	struct rr_view v;
+	char buf[8192];
+
+	state_init(&s);
+	T_OK(state_account_boot(&s, b1, RR_V_ABSENT, 100) == RR_OUT_SAME_BOOT &&
+	     s.boot_origin == RR_BO_FIRST && s.unplanned_boots == 0,
+	     "the first boot rerandd sees: origin first, nothing counted");
+	state_record_attempt(&s, RR_WHY_AGE, 200);
+	T_OK(state_account_boot(&s, b2, RR_V_RANDOMIZED, 300) == RR_OUT_SUCCESS &&
+	     s.boot_origin == RR_BO_RERANDD && s.unplanned_boots == 0,
+	     "rerandd's own reboot: origin rerandd");
+	T_OK(state_account_boot(&s, b3, RR_V_RANDOMIZED, 400) == RR_OUT_UNPLANNED &&
+	     s.boot_origin == RR_BO_UNPLANNED && s.unplanned_boots == 1 && s.successes == 1 &&
+	     s.failures == 0 && s.total_failures == 0 && s.weak_boots == 0,
+	     "`systemctl reboot` into the staged image: unplanned 1, successes still 1, no failure");
+	T_OK(state_account_boot(&s, b3, RR_V_RANDOMIZED, 500) == RR_OUT_SAME_BOOT &&
+	     s.boot_origin == RR_BO_UNPLANNED && s.unplanned_boots == 1,
+	     "a soft-reboot after it (same boot id): still unplanned, not counted again");
+	T_OK(state_account_boot(&s, b4, RR_V_ABSENT, 600) == RR_OUT_UNPLANNED &&
+	     s.unplanned_boots == 2 && s.successes == 1 && s.failures == 0 && s.total_failures == 0,
+	     "a firmware reboot or systemd's own kexec (verify absent): unplanned 2, no failure");
+	T_OK(state_format(&s, buf, sizeof(buf)) > 0 && strstr(buf, "\nboot_origin=unplanned\n") &&
+	     strstr(buf, "\nunplanned_boots=2\n") && state_parse(buf, strlen(buf), &t) == 0 &&
+	     t.boot_origin == RR_BO_UNPLANNED && t.unplanned_boots == 2,
+	     "boot_origin and unplanned_boots persist (a restart in the same boot keeps them)");
+	T_OK(state_parse("version=1\nhold=0\nfailures=0\nattempt=0\nattempt_boot_id=\nboot_origin=bogus\n",
+			 strlen("version=1\nhold=0\nfailures=0\nattempt=0\nattempt_boot_id=\nboot_origin=bogus\n"),
+			 &t) == -EBADMSG && t.boot_origin == RR_BO_FIRST,
+	     "an unknown boot_origin is a bad line, read as first");
+
+	memset(&v, 0, sizeof(v));
+	v.verify = RR_V_ABSENT;
+	v.successes = 1;
+	v.boot_origin = RR_BO_UNPLANNED;
+	v.unplanned_boots = 2;
+	v.fleet_backend = "none";
+	T_OK(control_format_text(&v, buf, sizeof(buf)) > 0 &&
+	     strstr(buf, "\nbooted by:         a reboot rerandd did not plan (not counted: not a "
+			 "success, not a failure)\n") &&
+	     strstr(buf, "reboots:           1 verified, 0 failed, 0 weak; 2 not rerandd's\n"),
+	     "rerand status says the boot is not rerandd's and counts it apart");
+	T_OK(control_format_json(&v, buf, sizeof(buf)) > 0 &&
+	     strstr(buf, "\"boot_origin\":\"unplanned\",\"unplanned_boots\":2"),
+	     "rerand status --json: boot_origin unplanned, unplanned_boots 2");
+	T_OK(metrics_format(&v, buf, sizeof(buf)) > 0 &&
+	     strstr(buf, "\nrerand_unplanned_boots_total 2\n") &&
+	     strstr(buf, "\nrerand_reboots_total{result=\"success\"} 1\n"),
+	     "metrics: rerand_unplanned_boots_total apart from rerand_reboots_total");
+	v.boot_origin = RR_BO_RERANDD;
+	T_OK(control_format_text(&v, buf, sizeof(buf)) > 0 &&
+	     strstr(buf, "\nbooted by:         rerandd's rerandomizing reboot (counted)\n"),
+	     "rerand status: rerandd's own reboot says so");
+}
+
 static void test_helpers(void)
 {
 	char out[256];
@@ -468,6 +533,7 @@ int main(void)
 	test_damage();
 	test_accounting();
 	test_soft_reboot();
+	test_unplanned();
 	test_weak();
 	test_helpers();
 	test_stale_temps();

@@ -17,9 +17,60 @@
 #                     rerand's and rerandd must say so and count nothing
 #   skip-auto-kexec   SYSTEMCTL_SKIP_AUTO_KEXEC=1 systemctl reboot with the
 #                     image staged: a firmware reboot (QEMU runs without
-#                     -no-reboot here), not rerand's either; then power off
+#                     -no-reboot here), not rerand's either
+# The steps to run are the host's ($D/xsteps: all five in long mode, only
+# systemctl-reboot in trixie's short run).  After the last: kexec-tools'
+# syscalls (x_probe), then power off.  Every step after rerandd's own
+# reboots checks rerand status's boot_origin and unplanned_boots.
 # Uses the agent's n, D, R, boot_id, btime, say, tap, jval, wait_for, prop.
-XSTEPS="systemctl-reboot reboot soft-reboot kexec-default skip-auto-kexec"
+XSTEPS=$(cat "$D/xsteps" 2>/dev/null)
+XSTEPS=${XSTEPS:-systemctl-reboot reboot soft-reboot kexec-default skip-auto-kexec}
+
+# x_probe: which syscall kexec-tools uses when told nothing (checked), and
+# which one `rerand load` ends up with (reported only), counted from the
+# kernel's syscall trace
+# events (tracefs; the cloud kernel has CONFIG_FTRACE_SYSCALLS).  Only the
+# counts leave the guest: the trace lines hold load addresses.  rerandd is
+# stopped first (its own staging would add calls) and nothing stays loaded.
+x_probe() {
+	local T=/sys/kernel/tracing img f l v kv
+	systemctl stop rerandd.service
+	kv=$(kexec --version 2>&1 | head -n 1)
+	say "RRS-INFO n=$n kexec --version: $kv"
+	[ -r "$T/trace" ] || mount -t tracefs nodev "$T" 2>/dev/null
+	if ! [ -d "$T/events/syscalls/sys_enter_kexec_file_load" ]; then
+		tap 1 "kexec-tools probe: syscall trace events" "no $T/events/syscalls/sys_enter_kexec_file_load"
+		return
+	fi
+	echo 1 >"$T/events/syscalls/sys_enter_kexec_file_load/enable"
+	echo 1 >"$T/events/syscalls/sys_enter_kexec_load/enable"
+	echo 1 >"$T/tracing_on"
+	# x_count: "FILE LOAD", the calls since the last x_count.
+	x_count() {
+		local t
+		t=$(cat "$T/trace")
+		echo >"$T/trace"
+		echo "$(grep -c 'sys_kexec_file_load(' <<<"$t") $(grep -c 'sys_kexec_load(' <<<"$t")"
+	}
+	kexec -s -u >/dev/null 2>&1
+	x_count >/dev/null
+	v=$(uname -r)
+	kexec -l "/boot/vmlinuz-$v" --append="$(cat /proc/cmdline)" >"$R/probe-default.out" 2>&1
+	read -r f l < <(x_count)
+	say "RRS-INFO n=$n kexec -l (no syscall option): kexec_file_load calls $f, kexec_load calls $l, loaded $(cat /sys/kernel/kexec_loaded)"
+	tap "$([ "$f" -ge 1 ] && [ "$l" = 0 ] && [ "$(cat /sys/kernel/kexec_loaded)" = 1 ]; echo $?)" \
+		"$kv: \`kexec -l\` with no syscall option loads with kexec_file_load (kexec_file_load $f, kexec_load $l)" \
+		"$(tr '\n' '|' <"$R/probe-default.out" | cut -c1-200)"
+	kexec -s -u >/dev/null 2>&1
+	x_count >/dev/null
+	img=$(ls -t /var/lib/rerand/images/*.img 2>/dev/null | head -n 1)
+	rerand load "$img" --append="$(cat /proc/cmdline)" >"$R/probe-rerand.out" 2>&1
+	read -r f l < <(x_count)
+	say "RRS-INFO n=$n rerand load (FileSyscall=no): kexec_file_load calls $f, kexec_load calls $l, loaded $(cat /sys/kernel/kexec_loaded)"
+	kexec -s -u >/dev/null 2>&1
+	echo 0 >"$T/events/syscalls/sys_enter_kexec_file_load/enable"
+	echo 0 >"$T/events/syscalls/sys_enter_kexec_load/enable"
+}
 
 # x_next STEP: the step after STEP ("" after the last).
 x_next() {
@@ -32,9 +83,10 @@ x_next() {
 
 # x_check STEP: this boot, after STEP.
 x_check() {
-	local step=$1 prev js pj log succ0 fails
+	local step=$1 prev js pj log succ0 fails unp0 unp want worigin
 	prev=$(cat "$D/xprev-boot-id")
 	succ0=$(cat "$D/xsuccesses")
+	unp0=$(cat "$D/xunplanned")
 	pj=$(journalctl -b -1 -o short-monotonic --no-pager 2>&1)
 	[ "$step" = soft-reboot ] && pj=$(journalctl -b 0 -o short-monotonic --no-pager 2>&1)
 	echo "$pj" >"$D/out/journal.x-$step.txt"
@@ -46,7 +98,15 @@ x_check() {
 	[ "$step" = soft-reboot ] && log=$(journalctl -u rerandd --since "$(cat "$D/xtime")" -o cat --no-pager 2>&1)
 	# Failures in a row and in all: neither may move.
 	fails=$(jval "$js" consecutive_failures)/$(jval "$js" failures_total)
-	say "RRS-INFO n=$n after $step: boot_id=$boot_id verify=$(jval "$js" verify) successes=$(jval "$js" successes) failures=$fails kexec_loaded_before=$(cat "$D/xkexec-loaded" 2>/dev/null) now=$(cat /sys/kernel/kexec_loaded)"
+	say "RRS-INFO n=$n after $step: boot_id=$boot_id verify=$(jval "$js" verify) successes=$(jval "$js" successes) failures=$fails boot_origin=$(jval "$js" boot_origin) unplanned_boots=$(jval "$js" unplanned_boots) kexec_loaded_before=$(cat "$D/xkexec-loaded" 2>/dev/null) now=$(cat /sys/kernel/kexec_loaded)"
+	# rerand status says whose boot it is: every step but the soft-reboot
+	# is a new boot rerandd did not plan; the soft-reboot keeps the boot.
+	unp=$(jval "$js" unplanned_boots)
+	want=$((unp0 + 1)) worigin=unplanned
+	[ "$step" = soft-reboot ] && want=$unp0 worigin=$(cat "$D/xorigin")
+	tap "$([ "$(jval "$js" boot_origin)" = "$worigin" ] && [ "$unp" = "$want" ]; echo $?)" \
+		"rerand status after \`$step\`: boot_origin $worigin, unplanned_boots $unp0 -> $want" \
+		"boot_origin $(jval "$js" boot_origin), unplanned_boots $unp; $(rerand status 2>&1 | grep -E '^(booted by|reboots):' | tr '\n' '|')"
 	case "$step" in
 	systemctl-reboot | reboot)
 		tap "$([ "$prev" != "$boot_id" ]; echo $?)" "after \`$step\`: a new boot id"
@@ -111,6 +171,8 @@ x_run() {
 	wait_for 300 sh -c 'rerand status --json 2>/dev/null | grep -q "\"staged\":true"'
 	echo "$boot_id" >"$D/xprev-boot-id"
 	jval "$(rerand status --json 2>&1)" successes >"$D/xsuccesses"
+	jval "$(rerand status --json 2>&1)" unplanned_boots >"$D/xunplanned"
+	jval "$(rerand status --json 2>&1)" boot_origin >"$D/xorigin"
 	prop ExecMainStartTimestampMonotonic >"$D/xrerandd-start"
 	echo "$step" >"$D/xstep"
 	date '+%Y-%m-%d %H:%M:%S' >"$D/xtime"
@@ -164,6 +226,7 @@ x_main() {
 	next=$(x_next "$last")
 	[ -n "$last" ] || next=${XSTEPS%% *}
 	if [ -z "$next" ]; then
+		x_probe
 		journalctl -b -o export --no-pager >"$D/out/journal.boot$n.export" 2>/dev/null
 		sync -f "$D"
 		say "RRS-DONE n=$n"
