@@ -558,9 +558,33 @@ elif [ "$n" -ge "$target" ]; then
 	say "RRS-DONE n=$n"
 	systemctl poweroff
 else
+	# fleet, boot 0: fencing.  A slot key as a clone of this machine would
+	# hold it (this machine id, another install id) is there when rerandd
+	# first asks for a slot: it must refuse, say so in its journal and
+	# status, and take the slot once the clone's key is gone.
+	if [ -n "$fleet" ] && [ "$n" -eq 0 ]; then
+		mid=$(cat /etc/machine-id)
+		ectl put /rerand/fleet/e2e/slot/0 "$mid~c10e0000000000000000000000000000" >/dev/null 2>&1
+	fi
 	# rerandd's BlockerCommand waits for this file: no reboot before the
 	# checks above are done.
 	touch "$R/checked"
 	say "RRS-INFO n=$n handed over: rerandd reboots when the layout is 1 min old"
+	if [ -n "$fleet" ] && [ "$n" -eq 0 ]; then
+		refused() { journalctl -b -u rerandd.service -o cat --no-pager | grep -q 'another host uses this identity'; }
+		wait_for 600 refused
+		jline=$(journalctl -b -u rerandd.service -o cat --no-pager | grep -m1 'another host uses this identity')
+		st_txt=$(rerand status 2>&1 | grep -i 'fleet')
+		fj=$(rerand status --json 2>&1 | grep -o '"fleet":{[^}]*}')
+		say "RRS-INFO n=$n clone refusal, journal: $jline"
+		say "RRS-INFO n=$n clone refusal, rerand status: $(tr '\n' '|' <<<"$st_txt")"
+		say "RRS-INFO n=$n clone refusal, rerand status --json: $fj"
+		tap "$(grep -q "held by $mid~c10e0000000000000000000000000000, another host with this machine id $mid" <<<"$jline" &&
+			grep -q '"waiting_because":"another host uses this identity' <<<"$fj"; echo $?)" \
+			"fleet fencing: a slot held with this machine id and another install id (a clone) is refused; journal and status say so" \
+			"journal '$jline'; status $fj"
+		ectl del /rerand/fleet/e2e/slot/0 >/dev/null 2>&1
+		say "RRS-INFO n=$n clone's slot key deleted: rerandd takes the slot at its next try"
+	fi
 fi
 exit 0
