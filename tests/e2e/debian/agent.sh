@@ -315,6 +315,26 @@ if [ "$n" -gt 0 ] && [ "$n" -le "$target" ]; then
 		tap "$ok" "fleet TLS: rerand-fleetd's credentials are /etc/rerand/fleet-tls/{ca.pem,client.pem,client.key} as rerand-fleet_FILE; no TLS error in its journal" \
 			"$why $(ls "$cd_" 2>&1 | tr '\n' ' ')"
 		say "RRS-INFO n=$n fleet_client_cert_subject=$(cat "$D/fleet-client-subject") etcd=$ETCD client-cert-auth"
+		# The example Kubernetes hooks ran under rerandd.service, through
+		# systemd-run: kubectl (a stand-in, lib-systemd.sh) outside rerandd's
+		# sandbox, in the host's network namespace and a transient unit.
+		kc=$(cat "$D/kubectl-calls" 2>/dev/null)
+		init_net=$(readlink /proc/1/ns/net)
+		say "RRS-INFO n=$n kubectl calls: $(tr '\n' ';' <<<"$kc")"
+		# boot 0's drain, then boot 1's post-boot hook: wait Ready and
+		# uncordon, once or more (rerandd may run its post-boot hooks again)
+		ok=0
+		cut -d'|' -f1 <<<"$kc" | awk 'NR == 1 { ok = $0 == "cordon e2e-node" }
+			NR == 2 { ok = ok && $0 == "drain e2e-node --ignore-daemonsets --delete-emptydir-data --timeout=300s" }
+			NR > 2 && NR % 2 == 1 { ok = ok && $0 == "wait --for=condition=Ready node/e2e-node --timeout=120s" }
+			NR > 2 && NR % 2 == 0 { ok = ok && $0 == "uncordon e2e-node" }
+			END { exit !(ok && NR >= 4 && NR % 2 == 0) }' || ok=1
+		while IFS='|' read -r args kcfg net cg; do
+			[ "$kcfg" = /etc/rerand-e2e/kubeconfig ] && [ "$net" = "$init_net" ] &&
+				case "$cg" in /system.slice/run-*.service) true ;; *) false ;; esac || ok=1
+		done <<<"$kc"
+		tap "$ok" "k8s hooks under rerandd.service: cordon, drain, wait Ready, uncordon, each kubectl run by systemd-run in a transient unit outside the sandbox (host network namespace, KUBECONFIG passed)" \
+			"calls: $(tr '\n' ';' <<<"$kc"); init net $init_net"
 		st_txt=$(rerand status 2>&1)
 		grep -q "^fleet: *etcd, group e2e as .*: idle" <<<"$st_txt"
 		tap $? "rerand status: fleet etcd, group e2e, idle" "$(grep -i fleet <<<"$st_txt" | tr '\n' '|')"
