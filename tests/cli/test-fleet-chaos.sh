@@ -6,8 +6,9 @@
 # boot id and /proc/stat fixtures), MaxConcurrent=2.  SIMULATED: only the reboot
 # (kexec-tools is /bin/true; the RebootCommand asks the host's runner to stop rerandd
 # and its helper, wait, write a new boot id and start both again) and the clock
-# steps (libfaketime preloaded into each host's rerand-fleetd, the wall clock only;
-# not into rerandd, see hostenv).  While the hosts rerandomize over and over, faults are injected:
+# steps (tests/fleet/wallstep.c preloaded into each host's rerandd and rerand-fleetd:
+# the wall clock alone steps, CLOCK_MONOTONIC, CLOCK_BOOTTIME and the timers on them
+# do not, as in a real step; see hostenv).  While the hosts rerandomize over and over, faults are injected:
 # the etcd leader and a follower killed and SIGSTOPped, a host SIGSTOPped while it
 # holds a slot, a host down longer than LockTTL=, forward and backward clock steps,
 # two hosts cloned with one machine id (for the whole run), rerand-fleetd killed
@@ -31,6 +32,7 @@ R=$top/build/rerand
 RERANDD=$top/build/rerandd
 FLEETD_GOOD=$top/build/rerand-fleetd
 FLEETD_BROKEN=$top/build/chaos-broken/rerand-fleetd
+WALLSTEP=$tmp/wallstep.so
 EVENTS=$tmp/events.log
 FAULTS=$tmp/faults.log
 SIMREBOOT=$tmp/sim-reboot
@@ -96,11 +98,25 @@ for b in "$R" "$RERANDD" "$FLEETD_GOOD" "$FLEETD_BROKEN"; do
 	[ -x "$b" ] || bail "$b is missing: make all $FLEETD_BROKEN (or make check-chaos)"
 done
 command -v etcd >/dev/null && command -v etcdctl >/dev/null || bail "etcd/etcdctl missing (Debian: etcd-server etcd-client)"
-FAKETIME_LIB=
-for f in /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1; do
-	[ -r "$f" ] && { FAKETIME_LIB=$f; break; }
-done
-[ -n "$FAKETIME_LIB" ] || bail "libfaketime.so.1 missing (Debian: libfaketime)"
+${CC:-cc} -std=gnu11 -O2 -Wall -Wextra -Werror -fPIC -shared -o "$WALLSTEP" "$top/tests/fleet/wallstep.c" -ldl \
+	2>"$tmp/cc.log" || bail "tests/fleet/wallstep.c does not build: $(head -n 3 "$tmp/cc.log")"
+# the mock itself: under a +300 s step the wall clock reads 300 s further from
+# CLOCK_MONOTONIC than without it, CLOCK_BOOTTIME as far as without it (each
+# pair read in one process: the probes may start seconds apart on a loaded host)
+echo "+300" >"$tmp/ws-probe"
+ws_probe() { # wall - monotonic, boot-time - monotonic, in s, with $1 preloaded
+	env LD_PRELOAD="$1" RERAND_WALLSTEP_FILE="$tmp/ws-probe" python3 -c '
+import time
+m = time.monotonic(); w = time.time(); b = time.clock_gettime(time.CLOCK_BOOTTIME)
+print("%.0f %.0f" % (w - m, b - m))'
+}
+read -r w0 b0 <<<"$(ws_probe "")"; read -r w1 b1 <<<"$(ws_probe "$WALLSTEP")"
+check "wallstep mock: a +300 s step moves the wall clock $((w1 - w0)) s from CLOCK_MONOTONIC, CLOCK_BOOTTIME $((b1 - b0)) s" \
+	eval '[ $((w1 - w0)) -ge 299 ] && [ $((w1 - w0)) -le 301 ] && [ $((b1 - b0)) -ge -1 ] && [ $((b1 - b0)) -le 1 ]'
+# and it touches no timer (libfaketime's fault): it defines the four readers alone
+ws_syms=$(nm -D --defined-only "$WALLSTEP" | awk '$2 == "T" { print $3 }' | sort | tr '\n' ' ')
+check "wallstep mock: it defines only the wall-clock readers ($ws_syms)" \
+	test "$ws_syms" = "clock_gettime gettimeofday time timespec_get "
 KERNEL=$("$top/scripts/kernels.sh" pick cloud61 2>"$tmp/kernels.err") ||
 	bail "a 6.1 cloud kernel to stage is needed: $(tail -n1 "$tmp/kernels.err")"
 PORTS="2441 2442 2443 2444 2445 2446"
@@ -114,14 +130,16 @@ echo 0x1 >"$SD/0/type"; printf 'xxxx' >"$SD/0/data"
 echo 0x52520001 >"$SD/1/type"
 python3 -c "import struct,sys; sys.stdout.buffer.write(b'RERANDST'+struct.pack('<HHIIIIIIIQQQ',1,64,1,1,0x0d,0,3,5,1,480,470,123456))" >"$SD/1/data"
 "$R" verify --setup-data "$SD" >/dev/null || bail "the setup_data fixture does not verify"
-# The simulated reboot.  It runs as rerandd's child, so it drops libfaketime first:
-# the history's times are the real clock's.
+# The simulated reboot.  It runs as rerandd's child, so it drops the clock step
+# first: the history's times are the real clock's.
 cat >"$SIMREBOOT" <<EOF
 #!/bin/sh
 # SIMULATED reboot for test-fleet-chaos.sh: no kexec, no reboot.
-unset LD_PRELOAD FAKETIME_TIMESTAMP_FILE
+unset LD_PRELOAD RERAND_WALLSTEP_FILE
 t=\$(date +%s%3N)
-echo "\$t \$(basename "\$1") REBOOT" >>"$EVENTS"
+# skew: rerandd's record of this attempt (its wall clock) less the real clock
+a=\$(sed -n 's/^attempt_time=//p' "\$1/state/state")
+echo "\$t \$(basename "\$1") REBOOT skew=\$(( \${a:-0} - t / 1000 ))" >>"$EVENTS"
 touch "\$1/reboot-requested"
 EOF
 chmod +x "$SIMREBOOT"
@@ -156,18 +174,22 @@ fleet_conf() { # FILE GROUP
 	printf '[Fleet]\nBackend=etcd\nGroup=%s\nEndpoints=%s\nMaxConcurrent=2\nLockTTL=%s\nDownTTL=%s\nTimeout=1\nRetryBaseMSec=300\nRetryMaxMSec=3000\n' \
 		"$2" "$EP" "$LTTL" "$DTTL" >"$1"
 }
-# The host's rerand-fleetd sees the wall clock through libfaketime: $hd/faketime
-# holds the offset ("+0", "+300", "-300"), re-read every second; CLOCK_MONOTONIC is
-# left alone, as a real clock step leaves it.  Not rerandd: libfaketime 0.9.10 also
-# shifts absolute CLOCK_MONOTONIC timerfd deadlines by the offset (even with
-# FAKETIME_DONT_FAKE_MONOTONIC=1: a 1 s timer fires at once at +300 and 300 s late
-# at -300), so every sd-event timer of rerandd would spin or stall, which no real
-# clock step does.
+# The host's rerandd and rerand-fleetd see its wall clock through
+# tests/fleet/wallstep.c: $hd/wallstep holds the step ("+0", "+300", "-300"), re-read
+# every second; CLOCK_MONOTONIC, CLOCK_BOOTTIME and the timers on them are left
+# alone, as a real clock step leaves them.  What each reads: rerandd its policy's
+# wall times (layout age, state records, the maintenance windows, unused here:
+# RebootOutsideWindows=yes) while its fleet pacing runs on CLOCK_BOOTTIME (coord.c);
+# rerand-fleetd none of its own (libcurl's timeouts are CLOCK_MONOTONIC; a TLS
+# check would read it, but this etcd is plaintext on loopback).  Not libfaketime:
+# 0.9.10 also shifts absolute CLOCK_MONOTONIC and CLOCK_BOOTTIME timerfd deadlines by
+# its offset (even with FAKETIME_DONT_FAKE_MONOTONIC=1: a 1 s timer fires at once
+# at +300 and 300 s late at -300), so every sd-event timer of rerandd would spin or
+# stall, which no real clock step does.  The btime fixture stays on the real clock.
 # (exec: run with &, the process whose pid $! gives must be the host's own, not a
 # subshell's, or a signal to it would miss the host and leave it running)
 hostenv() {
-	exec env LD_PRELOAD="$FAKETIME_LIB" FAKETIME_TIMESTAMP_FILE="$1/faketime" FAKETIME_CACHE_DURATION=1 \
-		FAKETIME_DONT_FAKE_MONOTONIC=1 "${@:2}"
+	exec env LD_PRELOAD="$WALLSTEP" RERAND_WALLSTEP_FILE="$1/wallstep" "${@:2}"
 }
 cfleetd_start() { # DIR: the host's rerand-fleetd, as its .socket would start it
 	rm -f "$1/run/fleet.sock"
@@ -192,7 +214,7 @@ chaos_host() {
 		# up: logged before rerandd starts, whose first act may be to give its
 		# slot back (logged after, a release could seem to come while it was down)
 		ev "$id" BOOT
-		"$RERANDD" --config "$hd/rerand.conf" --config-dir "$hd/conf.d" >>"$hd/log" 2>&1 &
+		hostenv "$hd" "$RERANDD" --config "$hd/rerand.conf" --config-dir "$hd/conf.d" >>"$hd/log" 2>&1 &
 		pid=$!; echo $pid >"$hd/pid"
 		while [ ! -e "$hd/reboot-requested" ] && [ ! -e "$hd/stop" ]; do
 			if ! kill -0 "$(<"$hd/fleetd.pid")" 2>/dev/null; then
@@ -227,7 +249,7 @@ hosts_new() {
 	for id in "$@"; do
 		host_new "$id" "$tmp/$g.fleet"
 		outside_windows "$id"
-		echo "+0" >"$tmp/h/$id/faketime"
+		echo "+0" >"$tmp/h/$id/wallstep"
 		MID[$id]=machine-$id
 	done
 }
@@ -359,7 +381,7 @@ f_long_down() { # the next reboot of a host takes LockTTL= + 6 s
 f_clock() { # forward|backward: the host's wall clock steps 300 s
 	local h; h=$(pick "${HS[@]}")
 	cfault "clock-step-$1" "$h"
-	if [ "$1" = forward ]; then echo "+300" >"$tmp/h/$h/faketime"; else echo "-300" >"$tmp/h/$h/faketime"; fi
+	if [ "$1" = forward ]; then echo "+300" >"$tmp/h/$h/wallstep"; else echo "-300" >"$tmp/h/$h/wallstep"; fi
 	nap 2
 }
 f_fleetd_kill() { # while its host waits for a slot (a request in flight or next)
@@ -402,11 +424,11 @@ for m in e1 e2 e3; do
 	fi
 done
 for h in "${HS[@]}"; do
-	echo "+0" >"$tmp/h/$h/faketime"
+	echo "+0" >"$tmp/h/$h/wallstep"
 	for p in "$tmp/h/$h/pid" "$tmp/h/$h/fleetd.pid"; do [ -e "$p" ] && kill -CONT "$(<"$p")" 2>/dev/null; done
 done
 etcd_healthy "$EP" 30 || echo "# the etcd cluster is not healthy after the heal"
-# the clock reset is read within FAKETIME_CACHE_DURATION=1 s
+# the clock reset is read within 1 s (wallstep.c)
 nap 2
 TH=$(now_ms)
 echo "# $(elapsed) healed; every host must rerandomize once more"
@@ -451,6 +473,24 @@ all_kinds() {
 	done
 }
 check "chaos: each kind of fault was injected" all_kinds
+# The clock steps reached the processes (wallstep.c's own record of a wall-clock
+# read under a step), and rerandd's records used the stepped clock: the skew of
+# its attempt time, taken at each reboot (SIMREBOOT).
+seen() { cat "$tmp"/h/*/wallstep.seen 2>/dev/null | awk -v c="$1" -v s="$2" '$1 == c && $3 == s' | wc -l; }
+skews=$(grep -o ' REBOOT skew=-\{0,1\}[0-9]*' "$tmp/chaos.events" | sed 's/.*=//' |
+	awk '$1 >= 290 { f++ } $1 <= -290 { b++ } $1 > -5 && $1 < 5 { z++ } END { printf "%d %d %d", f, b, z }')
+read -r skf skb skz <<<"$skews"
+echo "# clock steps seen: rerandd +300 $(seen rerandd +300)x, -300 $(seen rerandd -300)x; rerand-fleetd +300 $(seen rerand-fleetd +300)x, -300 $(seen rerand-fleetd -300)x"
+echo "# reboots whose attempt time (rerandd's wall clock) was ~300 s ahead: $skf, ~300 s behind: $skb, on time: $skz"
+check "clock steps: rerandd read its wall clock stepped forward and back ($(seen rerandd +300) and $(seen rerandd -300) process starts or step changes)" \
+	eval '[ "$(seen rerandd +300)" -ge 1 ] && [ "$(seen rerandd -300)" -ge 1 ]'
+# two hosts with one machine id: the clone that asks while the other holds a slot
+# is refused, as rerandd's journal (its stderr here) says
+dup=$(grep -h 'another host uses this identity' "$tmp/h/c1/log" "$tmp/h/c2/log" 2>/dev/null)
+echo "# duplicate-id refusals logged: $(grep -c . <<<"$dup"); the first, as printed:"
+echo "# $(head -n 1 <<<"$dup")"
+check "clones: a host refused a slot because its clone held one ($(grep -c . <<<"$dup") times)" \
+	eval 'grep -q "fleet: another host uses this identity, not rebooting (fail closed): etcd: slot [0-9] of group chaos is held by machine-c1~[0-9a-f]*, another host with this machine id machine-c1 " <<<"$dup"'
 check "loopback only: every TCP socket of etcd, rerand-fleetd and rerandd was on 127.0.0.1 ($(wc -l <"$tmp/sockets") seen mid-run)" \
 	eval '[ -s "$tmp/sockets" ] && ! grep -vE "^(127\.0\.0\.1|\[::ffff:127\.0\.0\.1\]):[0-9]+$" "$tmp/sockets"'
 echo "1..$n"

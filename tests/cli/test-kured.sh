@@ -11,8 +11,13 @@
 #    recorder here, was called);
 #  - the example Kubernetes hooks (etc/examples/k8s) cordon, drain and
 #    uncordon through kubectl.  kubectl is a stand-in that records its calls
-#    (no cluster here); the hooks run it directly (RERAND_K8S_DIRECT=1), not
-#    through systemd-run as they do under rerandd.service.
+#    (no cluster here).  Run by hand (RERAND_K8S_DIRECT=1) they start it
+#    directly; under rerandd.service (INVOCATION_ID set) through systemd-run,
+#    a stand-in here too (no systemd manager of the test's own) that records
+#    its arguments and starts the command as a transient unit would: with an
+#    empty environment but for --setenv=.  The real systemd-run, under the
+#    shipped rerandd.service sandbox, runs in the fleet systemd guest
+#    (tests/e2e/check-systemd-fleet.sh).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/rerand-kured.XXXXXX)
@@ -149,5 +154,41 @@ check "uncordon hook: exit 0 (seen $rc)" test "$rc" = 0
 check "uncordon hook: waits for Ready, then uncordons" diff -u - "$k/calls" <<'EOF'
 /etc/kubernetes/admin.conf wait --for=condition=Ready node/node-7 --timeout=120s
 /etc/kubernetes/admin.conf uncordon node-7
+EOF
+
+# under rerandd.service: through systemd-run, out of rerandd's network-less sandbox
+mkdir -p "$k/bin"
+cat >"$k/bin/systemd-run" <<EOF
+#!/bin/sh
+# STAND-IN systemd-run: records its arguments, then runs the command after --
+# as a transient service would, with only the --setenv= variables (and PATH).
+echo "\$*" >>"$k/sdrun"
+env=""
+while [ \$# -gt 0 ] && [ "\$1" != -- ]; do
+	case "\$1" in --setenv=*) env="\$env \${1#--setenv=}" ;; esac
+	shift
+done
+shift
+exec env -i PATH=/usr/bin:/bin \$env "\$@"
+EOF
+chmod +x "$k/bin/systemd-run"
+rm -f "$k/calls" "$k/drain-fails"
+svc() { env -u RERAND_K8S_DIRECT INVOCATION_ID=0123456789abcdef0123456789abcdef PATH="$k/bin:$PATH" \
+	KUBECTL="$k/kubectl" RERAND_K8S_NODE=node-7 KUBECONFIG=/etc/kubernetes/kubelet.conf "$@"; }
+svc "$k/pre/50-k8s-drain" >/dev/null 2>&1; rc1=$?
+svc "$k/post/50-k8s-uncordon" >/dev/null 2>&1; rc2=$?
+check "hooks under rerandd.service: exit 0 (drain $rc1, uncordon $rc2)" test "$rc1$rc2" = 00
+check "hooks under rerandd.service: each kubectl call goes through systemd-run --wait --pipe, KUBECONFIG passed by --setenv" \
+	diff -u - "$k/sdrun" <<EOF
+--quiet --wait --pipe --collect --service-type=exec --setenv=KUBECONFIG=/etc/kubernetes/kubelet.conf -- $k/kubectl cordon node-7
+--quiet --wait --pipe --collect --service-type=exec --setenv=KUBECONFIG=/etc/kubernetes/kubelet.conf -- $k/kubectl drain node-7 --ignore-daemonsets --delete-emptydir-data --timeout=300s
+--quiet --wait --pipe --collect --service-type=exec --setenv=KUBECONFIG=/etc/kubernetes/kubelet.conf -- $k/kubectl wait --for=condition=Ready node/node-7 --timeout=120s
+--quiet --wait --pipe --collect --service-type=exec --setenv=KUBECONFIG=/etc/kubernetes/kubelet.conf -- $k/kubectl uncordon node-7
+EOF
+check "hooks under rerandd.service: kubectl saw the kubeconfig in its clean environment" diff -u - "$k/calls" <<'EOF'
+/etc/kubernetes/kubelet.conf cordon node-7
+/etc/kubernetes/kubelet.conf drain node-7 --ignore-daemonsets --delete-emptydir-data --timeout=300s
+/etc/kubernetes/kubelet.conf wait --for=condition=Ready node/node-7 --timeout=120s
+/etc/kubernetes/kubelet.conf uncordon node-7
 EOF
 done_

@@ -274,6 +274,30 @@ Environment=ETCD_CLIENT_CERT_AUTH=true
 EOF
 }
 
+# rrs_fleet_k8s ROOT: the example Kubernetes hooks (etc/examples/k8s) installed
+# as docs/fleet.md says, run by rerandd under the shipped rerandd.service, so
+# through systemd-run out of its sandbox.  No cluster here: kubectl is a
+# stand-in that records each call with the network namespace and cgroup it ran
+# in, and fails when it cannot write its record (as it would inside rerandd's
+# read-only, network-less sandbox).
+rrs_fleet_k8s() {
+	local d=$1 k=$E2E_TOP/etc/examples/k8s
+	install -d "$d/etc/rerand/pre-reboot.d" "$d/etc/rerand/post-boot.d" "$d/usr/local/bin" &&
+	install -m 0755 "$k/pre-reboot.d/50-k8s-drain" "$d/etc/rerand/pre-reboot.d/" &&
+	install -m 0644 "$k/lib-k8s.sh" "$d/etc/rerand/pre-reboot.d/" &&
+	install -m 0755 "$k/post-boot.d/50-k8s-uncordon" "$d/etc/rerand/post-boot.d/" &&
+	install -m 0644 "$k/lib-k8s.sh" "$d/etc/rerand/post-boot.d/" || return 1
+	printf 'RERAND_K8S_NODE=e2e-node\nKUBECTL=/usr/local/bin/kubectl\nKUBECONFIG=/etc/rerand-e2e/kubeconfig\n' \
+		>"$d/etc/rerand/k8s.env"
+	cat >"$d/usr/local/bin/kubectl" <<'EOF'
+#!/bin/sh
+# STAND-IN kubectl (tests/e2e/lib-systemd.sh): records its call, no cluster.
+printf '%s|%s|%s|%s\n' "$*" "${KUBECONFIG:-}" "$(readlink /proc/self/ns/net)" \
+	"$(sed -n 's/^0:://p' /proc/self/cgroup)" >>/var/lib/rerand-e2e/kubectl-calls || exit 1
+EOF
+	chmod 0755 "$d/usr/local/bin/kubectl"
+}
+
 # rrs_fill ROOT BASE KERNEL MODE TARGET: everything rrs_disk puts in ROOT.
 rrs_fill() {
 	local d=$1 base=$2 kernel=$3 mode=$4 target=$5 v libexec u
@@ -310,6 +334,7 @@ rrs_fill() {
 		systemctl --root="$d" enable etcd.service >/dev/null 2>&1 ||
 			{ echo "e2e: systemctl --root enable etcd failed (etcd-server in the root?)" >&2; return 1; }
 		rrs_fleet_tls "$d" || return 1
+		rrs_fleet_k8s "$d" || return 1
 		printf '# tests/e2e/lib-systemd.sh: fleet mode against the guest'"'"'s own etcd
 [Fleet]
 Backend=etcd

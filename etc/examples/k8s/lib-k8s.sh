@@ -8,7 +8,9 @@
 #   RERAND_K8S_DRAIN_TIMEOUT  kubectl drain --timeout (default 300s)
 # rerandd runs its hooks inside its own sandbox, which has no network
 # (PrivateNetwork=yes): under rerandd.service kubectl is started as a
-# transient unit of its own through systemd-run, outside the sandbox.
+# transient unit of its own through systemd-run, outside the sandbox
+# (systemd-run asks the service manager over its AF_UNIX socket in
+# /run/systemd, which the sandbox allows; docs/fleet.md says why).
 # RERAND_K8S_DIRECT=1 runs kubectl directly instead (a hook run by hand).
 [ -r /etc/rerand/k8s.env ] && . /etc/rerand/k8s.env
 node=${RERAND_K8S_NODE:-$(hostname)}

@@ -315,6 +315,26 @@ if [ "$n" -gt 0 ] && [ "$n" -le "$target" ]; then
 		tap "$ok" "fleet TLS: rerand-fleetd's credentials are /etc/rerand/fleet-tls/{ca.pem,client.pem,client.key} as rerand-fleet_FILE; no TLS error in its journal" \
 			"$why $(ls "$cd_" 2>&1 | tr '\n' ' ')"
 		say "RRS-INFO n=$n fleet_client_cert_subject=$(cat "$D/fleet-client-subject") etcd=$ETCD client-cert-auth"
+		# The example Kubernetes hooks ran under rerandd.service, through
+		# systemd-run: kubectl (a stand-in, lib-systemd.sh) outside rerandd's
+		# sandbox, in the host's network namespace and a transient unit.
+		kc=$(cat "$D/kubectl-calls" 2>/dev/null)
+		init_net=$(readlink /proc/1/ns/net)
+		say "RRS-INFO n=$n kubectl calls: $(tr '\n' ';' <<<"$kc")"
+		# boot 0's drain, then boot 1's post-boot hook: wait Ready and
+		# uncordon, once or more (rerandd may run its post-boot hooks again)
+		ok=0
+		cut -d'|' -f1 <<<"$kc" | awk 'NR == 1 { ok = $0 == "cordon e2e-node" }
+			NR == 2 { ok = ok && $0 == "drain e2e-node --ignore-daemonsets --delete-emptydir-data --timeout=300s" }
+			NR > 2 && NR % 2 == 1 { ok = ok && $0 == "wait --for=condition=Ready node/e2e-node --timeout=120s" }
+			NR > 2 && NR % 2 == 0 { ok = ok && $0 == "uncordon e2e-node" }
+			END { exit !(ok && NR >= 4 && NR % 2 == 0) }' || ok=1
+		while IFS='|' read -r args kcfg net cg; do
+			[ "$kcfg" = /etc/rerand-e2e/kubeconfig ] && [ "$net" = "$init_net" ] &&
+				case "$cg" in /system.slice/run-*.service) true ;; *) false ;; esac || ok=1
+		done <<<"$kc"
+		tap "$ok" "k8s hooks under rerandd.service: cordon, drain, wait Ready, uncordon, each kubectl run by systemd-run in a transient unit outside the sandbox (host network namespace, KUBECONFIG passed)" \
+			"calls: $(tr '\n' ';' <<<"$kc"); init net $init_net"
 		st_txt=$(rerand status 2>&1)
 		grep -q "^fleet: *etcd, group e2e as .*: idle" <<<"$st_txt"
 		tap $? "rerand status: fleet etcd, group e2e, idle" "$(grep -i fleet <<<"$st_txt" | tr '\n' '|')"
@@ -558,9 +578,33 @@ elif [ "$n" -ge "$target" ]; then
 	say "RRS-DONE n=$n"
 	systemctl poweroff
 else
+	# fleet, boot 0: fencing.  A slot key as a clone of this machine would
+	# hold it (this machine id, another install id) is there when rerandd
+	# first asks for a slot: it must refuse, say so in its journal and
+	# status, and take the slot once the clone's key is gone.
+	if [ -n "$fleet" ] && [ "$n" -eq 0 ]; then
+		mid=$(cat /etc/machine-id)
+		ectl put /rerand/fleet/e2e/slot/0 "$mid~c10e0000000000000000000000000000" >/dev/null 2>&1
+	fi
 	# rerandd's BlockerCommand waits for this file: no reboot before the
 	# checks above are done.
 	touch "$R/checked"
 	say "RRS-INFO n=$n handed over: rerandd reboots when the layout is 1 min old"
+	if [ -n "$fleet" ] && [ "$n" -eq 0 ]; then
+		refused() { journalctl -b -u rerandd.service -o cat --no-pager | grep -q 'another host uses this identity'; }
+		wait_for 600 refused
+		jline=$(journalctl -b -u rerandd.service -o cat --no-pager | grep -m1 'another host uses this identity')
+		st_txt=$(rerand status 2>&1 | grep -i 'fleet')
+		fj=$(rerand status --json 2>&1 | grep -o '"fleet":{[^}]*}')
+		say "RRS-INFO n=$n clone refusal, journal: $jline"
+		say "RRS-INFO n=$n clone refusal, rerand status: $(tr '\n' '|' <<<"$st_txt")"
+		say "RRS-INFO n=$n clone refusal, rerand status --json: $fj"
+		tap "$(grep -q "held by $mid~c10e0000000000000000000000000000, another host with this machine id $mid" <<<"$jline" &&
+			grep -q '"waiting_because":"another host uses this identity' <<<"$fj"; echo $?)" \
+			"fleet fencing: a slot held with this machine id and another install id (a clone) is refused; journal and status say so" \
+			"journal '$jline'; status $fj"
+		ectl del /rerand/fleet/e2e/slot/0 >/dev/null 2>&1
+		say "RRS-INFO n=$n clone's slot key deleted: rerandd takes the slot at its next try"
+	fi
 fi
 exit 0
