@@ -85,10 +85,16 @@ void coord_breaker_on_reply(struct rr_coord *co, enum coord_op op, const struct 
 		breaker_update(co, p->rc == 1, p->msg);
 		break;
 	case CO_BREAKER:
-		if (p->rc >= 0)
+		if (p->rc >= 0) {
 			breaker_update(co, p->rc == 1, p->msg);
-		else
+		} else {
+			/* read again at the next poll, or when an acquire is
+			 * refused: not at every tick of an outage, and not beside
+			 * each retry (each failed request is an error of the
+			 * backend's); an acquire checks the breaker by itself */
 			rr_log(RR_LOG_DEBUG, "fleet: cannot read the breaker: %s", p->msg);
+			co->breaker_at_ms = coord_now_ms();
+		}
 		break;
 	case CO_CLEAR_BREAKER:
 		if (p->rc < 0) {
