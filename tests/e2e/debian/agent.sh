@@ -549,7 +549,7 @@ fi
 if [ -n "$fleet" ] && [ "$n" -eq 0 ]; then
 	# up to 90 s: a TCG guest on a busy host starts etcd slowly (seen as
 	# "activating", or a health call over its timeout, then healthy)
-	for i in $(seq 1 30); do
+	for etcd_try in $(seq 1 30); do
 		systemctl is-active -q etcd.service && ectl endpoint health >/dev/null 2>&1 && break
 		sleep 3
 	done
