@@ -433,25 +433,16 @@ struct ctl_conn {
 	size_t got;
 	char line[RR_CTL_LINE];
 	sd_event_source *io, *timer;
-	struct ctl_conn *next;
 };
 struct ctl_server {
 	sd_event *ev;
 	control_fn fn;
 	void *ud;
 	unsigned nconns;
-	struct ctl_conn *conns;
 };
 
 static void conn_free(struct ctl_conn *c, bool close_fd)
 {
-	struct ctl_conn **p;
-
-	for (p = &c->srv->conns; *p; p = &(*p)->next)
-		if (*p == c) {
-			*p = c->next;
-			break;
-		}
 	c->srv->nconns--;
 	sd_event_source_disable_unref(c->io);
 	sd_event_source_disable_unref(c->timer);
@@ -530,8 +521,6 @@ static int on_listen(sd_event_source *s, int lfd, uint32_t revents, void *ud)
 	}
 	c->srv = srv;
 	c->fd = fd;
-	c->next = srv->conns;
-	srv->conns = c;
 	srv->nconns++;
 	if (sd_event_now(srv->ev, CLOCK_MONOTONIC, &now) < 0 ||
 	    sd_event_add_io(srv->ev, &c->io, fd, EPOLLIN, on_conn_read, c) < 0 ||
