@@ -88,6 +88,9 @@ enum rr_outcome boot_first_look(struct daemon *d, enum rr_resume *resume)
 			       "rerand's; a reboot rerandd did not plan, not counted",
 			       state_verify_name(d->verify));
 		break;
+	case RR_OUT_FALLBACK:
+		/* said by confirm_first_look, which knows how that reboot went */
+		break;
 	default:
 		break;
 	}

@@ -110,6 +110,20 @@ void confirm_first_look(struct daemon *d, enum rr_outcome out)
 			 "no trace: a stage reset (its reason goes to the serial port only), a "
 			 "reset that cleared the watchdog status, or a kernel rerand did not stage");
 		count_failure(d, c, detail, now);
+	} else if (out == RR_OUT_FALLBACK && (wd_reset || pan > 0)) {
+		/* The failed boot's own reboot through the firmware did not end
+		 * cleanly: its shutdown hung until the watchdog reset the machine,
+		 * or it panicked.  Not a second failure; told with the first. */
+		size_t l = strlen(d->st.last_cause_detail);
+		snprintf(d->st.last_cause_detail + l, sizeof(d->st.last_cause_detail) - l, "%s",
+			 wd_reset ? "; then its reboot through the firmware hung and the watchdog "
+				    "reset the machine" : "; then its reboot through the firmware panicked");
+		rr_log(RR_LOG_ERR, "back through the firmware after the failed rerandomized boot "
+		       "(cause %s), but not cleanly: %s", wdog_cause_name(d->st.last_cause),
+		       wd_reset ? "its reboot hung and the watchdog reset the machine" : panic);
+	} else if (out == RR_OUT_FALLBACK) {
+		rr_log(RR_LOG_NOTICE, "back through the firmware after the failed rerandomized boot "
+		       "(cause %s)", wdog_cause_name(d->st.last_cause));
 	}
 	if (out == RR_OUT_SUCCESS || out == RR_OUT_WEAK) {
 		d->st.confirm_pending = true;
@@ -159,6 +173,8 @@ static void confirm_fail(struct daemon *d, enum rr_cause c, const char *detail)
 	d->st.total_failures++;
 	d->st.last_failure = now;
 	count_failure(d, c, detail, now);
+	/* the next boot is this reboot, not one rerandd did not plan */
+	snprintf(d->st.fallback_boot_id, sizeof(d->st.fallback_boot_id), "%s", d->boot_id);
 	daemon_save(d);
 	coord_confirmed(&d->co, false);
 	d->cf.failing = true;

@@ -209,6 +209,9 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 	put(&o, ")\nbooted by:         %s\n", v->boot_origin == RR_BO_RERANDD ?
 		"rerandd's rerandomizing reboot (counted)" : v->boot_origin == RR_BO_UNPLANNED ?
 		"a reboot rerandd did not plan (not counted: not a success, not a failure)" :
+		v->boot_origin == RR_BO_FALLBACK ?
+		"rerandd's reboot through the firmware after a failed rerandomized boot "
+		"(counted with that failure)" :
 		"a boot before rerandd's record (not counted)");
 	put(&o, "entropy:           %.1f bits%s\n", v->entropy_bits,
 	    v->verify == RR_V_WEAK ? " of slots, drawn from a guessable source" : "");

@@ -255,13 +255,15 @@ enum rr_cause wdog_cause(bool reached_rerandd, bool wd_reset, bool panic);
 enum rr_verify { RR_V_UNKNOWN = 0, RR_V_RANDOMIZED, RR_V_NOT_RANDOMIZED, RR_V_ABSENT,
 		 RR_V_MALFORMED, RR_V_WEAK };
 enum rr_outcome { RR_OUT_SAME_BOOT = 0, RR_OUT_UNPLANNED, RR_OUT_ABORTED, RR_OUT_SUCCESS,
-		  RR_OUT_FAILURE, RR_OUT_WEAK };
+		  RR_OUT_FAILURE, RR_OUT_WEAK, RR_OUT_FALLBACK };
 /* Whose reboot led to this boot: none rerandd saw before ("first"), one
  * rerandd asked for ("rerandd", counted as a success or a failure), or one
  * it did not (an administrator's reboot, which systemd 256+ turns into a
  * kexec of the staged image; a firmware reboot; systemd's own kexec):
- * never counted, said in the status. */
-enum rr_boot_origin { RR_BO_FIRST = 0, RR_BO_RERANDD, RR_BO_UNPLANNED };
+ * never counted, said in the status.  "fallback": the firmware reboot
+ * rerandd itself asked for after a rerandomized boot failed its
+ * confirmation (confirm.c); that failure is already counted. */
+enum rr_boot_origin { RR_BO_FIRST = 0, RR_BO_RERANDD, RR_BO_UNPLANNED, RR_BO_FALLBACK };
 
 /* The reboot sequence (main.c): idle -> gate (fleet slot) -> restage (a
  * fresh seed) -> hooks -> confirm (the slot is still ours) -> reboot (the
@@ -312,8 +314,11 @@ struct rr_state {
 	bool     watchdog_armed;
 	bool     confirm_pending;
 	char     confirm_boot_id[RR_BOOT_ID];
+	/* the boot that failed its confirmation and asked the firmware for a
+	 * reboot: the next boot is that reboot, not an unplanned one */
+	char     fallback_boot_id[RR_BOOT_ID];
 	enum rr_cause last_cause;
-	char     last_cause_detail[160];
+	char     last_cause_detail[256];
 	time_t   last_cause_time;
 	uint64_t causes[RR_NR_CAUSES];        /* failures by cause */
 	uint64_t confirmed;                   /* boots confirmed */
@@ -736,7 +741,7 @@ struct rr_view {
 	const char *watchdog;               /* "fed until confirmed", "off", "absent", ... */
 	uint64_t confirmed;
 	enum rr_cause last_cause;
-	char     last_cause_detail[160];
+	char     last_cause_detail[256];
 	time_t   last_cause_time;
 	uint64_t causes[RR_NR_CAUSES];
 };

@@ -30,7 +30,7 @@ static const char *verify_names[] = { "unknown", "randomized", "not-randomized",
 				      "malformed", "weak" };
 #define NR_VERIFY (sizeof(verify_names) / sizeof(verify_names[0]))
 
-static const char *origin_names[] = { "first", "rerandd", "unplanned" };
+static const char *origin_names[] = { "first", "rerandd", "unplanned", "fallback" };
 
 const char *state_origin_name(enum rr_boot_origin o)
 {
@@ -126,7 +126,8 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		"last_cause_time=%lld\n"
 		"phase=%s\n"
 		"boot_origin=%s\n"
-		"unplanned_boots=%" PRIu64 "\n",
+		"unplanned_boots=%" PRIu64 "\n"
+		"fallback_boot_id=%s\n",
 		s->boot_id, s->attempt, s->attempt_boot_id, (long long)s->attempt_time,
 		policy_reason_name(s->attempt_reason), s->failures, s->successes, s->total_failures,
 		s->weak_boots,
@@ -138,7 +139,8 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		s->fleet_token, s->fleet_report, s->fleet_keep, s->crash_boots, (long long)s->last_crash_boot, s->crash_boot_id,
 		s->watchdog_armed, s->confirm_pending, s->confirm_boot_id, s->confirmed,
 		wdog_cause_name(s->last_cause), s->last_cause_detail, (long long)s->last_cause_time,
-		state_phase_name(s->phase), state_origin_name(s->boot_origin), s->unplanned_boots);
+		state_phase_name(s->phase), state_origin_name(s->boot_origin), s->unplanned_boots,
+		s->fallback_boot_id);
 	if (n < 0 || (size_t)n >= len)
 		return -ENOBUFS;
 	for (unsigned c = RR_CAUSE_NONE + 1; c < RR_NR_CAUSES; c++) {
@@ -211,6 +213,8 @@ static int set_key(struct rr_state *s, const char *k, const char *v, bool *versi
 		return hexid(v, s->crash_boot_id, sizeof(s->crash_boot_id));
 	if (!strcmp(k, "confirm_boot_id"))
 		return hexid(v, s->confirm_boot_id, sizeof(s->confirm_boot_id));
+	if (!strcmp(k, "fallback_boot_id"))
+		return hexid(v, s->fallback_boot_id, sizeof(s->fallback_boot_id));
 	if (!strcmp(k, "last_cause")) {
 		enum rr_cause c;
 		if (wdog_cause_parse(v, &c) < 0)
@@ -533,12 +537,20 @@ enum rr_outcome state_account_boot(struct rr_state *s, const char *boot_id,
 		}
 		s->attempt = false;
 		s->attempt_boot_id[0] = 0;
+	} else if (new_boot && s->boot_id[0] && !strcmp(s->fallback_boot_id, s->boot_id)) {
+		/* the firmware reboot the failed boot asked for (confirm.c): its
+		 * failure is counted already */
+		out = RR_OUT_FALLBACK;
 	} else if (new_boot && s->boot_id[0]) {
 		out = RR_OUT_UNPLANNED;
 		s->unplanned_boots++;
 	}
+	if (new_boot)
+		s->fallback_boot_id[0] = 0;
 	if (out == RR_OUT_UNPLANNED)
 		s->boot_origin = RR_BO_UNPLANNED;
+	else if (out == RR_OUT_FALLBACK)
+		s->boot_origin = RR_BO_FALLBACK;
 	else if (out == RR_OUT_SUCCESS || out == RR_OUT_FAILURE || out == RR_OUT_WEAK)
 		s->boot_origin = RR_BO_RERANDD;
 	else if (new_boot)

@@ -18,7 +18,9 @@
 #          rerandd's ConfirmTimeoutSec= runs out, it reboots through the
 #          firmware; the next boot names "never-confirmed".
 #   hang:  the same unit ignores its stop as well, so that reboot hangs too:
-#          the watchdog, no longer fed, resets the machine; "watchdog".
+#          the watchdog, no longer fed, resets the machine; the cause stays
+#          "never-confirmed" (counted once) and its detail adds the
+#          watchdog's reset, read from the i6300esb's boot status.
 #   good:  confirmed, the watchdog stopped again (handed back), and the boot
 #          id unchanged over the next RRCS_WATCH seconds (660: 5 minutes, and
 #          more than the 600 s watchdog period, so a watchdog left running
@@ -235,7 +237,7 @@ judge() {
 
 	want=check-failed bs=0
 	[ "$kind" = block ] && want=never-confirmed
-	[ "$kind" = hang ] && want=watchdog bs=32
+	[ "$kind" = hang ] && want=never-confirmed bs=32
 	b2=$(grep -a 'RRC-BOOT n=2 ' "$log" | head -n 1)
 	e2e_tap "$(grep -q 'verify=rc=2 ' <<<"$b2" && [ "$fw" -eq 2 ]; echo $?)" \
 		"$name: the machine came back by itself through the firmware (firmware boots: $fw, want 2; kexec unloaded)" \
@@ -251,6 +253,13 @@ judge() {
 	e2e_tap "$([ "$cause" = "$want" ]; echo $?)" "$name: rerand status names the cause '$want'" "got '${cause:-none}': $detail"
 	[ "$kind" = check ] && e2e_tap "$(grep -q '50-e2e-fail' <<<"$detail"; echo $?)" \
 		"$name: the cause names the check that failed" "$detail"
+	[ "$kind" = hang ] && e2e_tap "$(grep -q 'watchdog reset the machine' <<<"$detail"; echo $?)" \
+		"$name: the cause's detail adds that the reboot hung and the watchdog reset the machine" "$detail"
+	# boot 2 is rerandd's own reboot through the firmware, not an unplanned one
+	e2e_tap "$(grep -q '"boot_origin":"fallback"' <<<"$js" &&
+		grep -aq 'RRC-LOG n=2 b=0 | .*back through the firmware after the failed rerandomized boot' "$log"; echo $?)" \
+		"$name: boot 2 is rerandd's fallback (boot_origin fallback), not a reboot it did not plan" \
+		"$(grep -o '"boot_origin":"[^"]*"' <<<"$js")"
 	grep -aq "RRC-METRIC n=2 | rerand_failures_by_cause_total{cause=\"$want\"} 1" "$log"
 	e2e_tap $? "$name: the metric rerand_failures_by_cause_total{cause=\"$want\"} is 1" \
 		"$(grep -a 'RRC-METRIC n=2 | rerand_failures_by_cause_total' "$log" | sed 's/.*| //' | tr '\n' ';')"

@@ -404,6 +404,57 @@ static void test_unplanned(void)
 	     "rerand status: rerandd's own reboot says so");
 }
 
+/* The firmware reboot rerandd asks for after a rerandomized boot failed its
+ * confirmation (confirm.c sets fallback_boot_id): the next boot is that
+ * reboot, counted with the failure, not "a reboot rerandd did not plan". */
+static void test_fallback(void)
+{
+	const char *b1 = "11111111-1111-4111-8111-111111111111";
+	const char *b2 = "22222222-2222-4222-8222-222222222222";
+	const char *b3 = "33333333-3333-4333-8333-333333333333";
+	const char *b4 = "44444444-4444-4444-8444-444444444444";
+	struct rr_state s, t;
+	struct rr_view v;
+	char buf[8192];
+
+	state_init(&s);
+	state_account_boot(&s, b1, RR_V_ABSENT, 100);
+	state_record_attempt(&s, RR_WHY_AGE, 200);
+	state_account_boot(&s, b2, RR_V_RANDOMIZED, 300);
+	/* b2 never confirmed: it records the cause and asks the firmware */
+	s.failures++;
+	s.total_failures++;
+	snprintf(s.fallback_boot_id, sizeof(s.fallback_boot_id), "%s", b2);
+	T_OK(state_format(&s, buf, sizeof(buf)) > 0 &&
+	     strstr(buf, "\nfallback_boot_id=22222222-2222-4222-8222-222222222222\n") &&
+	     state_parse(buf, strlen(buf), &t) == 0 && !strcmp(t.fallback_boot_id, b2),
+	     "fallback_boot_id persists across the reboot");
+	T_OK(state_account_boot(&t, b3, RR_V_ABSENT, 400) == RR_OUT_FALLBACK &&
+	     t.boot_origin == RR_BO_FALLBACK && t.unplanned_boots == 0 && t.failures == 1 &&
+	     t.total_failures == 1 && !t.fallback_boot_id[0],
+	     "the next boot is rerandd's fallback: not unplanned, the failure not counted twice");
+	T_OK(state_account_boot(&t, b3, RR_V_ABSENT, 450) == RR_OUT_SAME_BOOT &&
+	     t.boot_origin == RR_BO_FALLBACK,
+	     "a restart of rerandd in that boot keeps the origin");
+	T_OK(state_account_boot(&t, b4, RR_V_ABSENT, 500) == RR_OUT_UNPLANNED &&
+	     t.unplanned_boots == 1, "the boot after it, by someone else's reboot, is unplanned again");
+	/* a fallback that never went out (the request failed): same boot, nothing */
+	snprintf(t.fallback_boot_id, sizeof(t.fallback_boot_id), "%s", b4);
+	T_OK(state_account_boot(&t, b4, RR_V_ABSENT, 550) == RR_OUT_SAME_BOOT,
+	     "a fallback whose reboot did not happen: the same boot, nothing counted");
+
+	memset(&v, 0, sizeof(v));
+	v.verify = RR_V_ABSENT;
+	v.boot_origin = RR_BO_FALLBACK;
+	v.fleet_backend = "none";
+	T_OK(control_format_text(&v, buf, sizeof(buf)) > 0 &&
+	     strstr(buf, "\nbooted by:         rerandd's reboot through the firmware after a failed "
+			 "rerandomized boot (counted with that failure)\n"),
+	     "rerand status says the firmware boot was rerandd's fallback");
+	T_OK(control_format_json(&v, buf, sizeof(buf)) > 0 &&
+	     strstr(buf, "\"boot_origin\":\"fallback\""), "rerand status --json: boot_origin fallback");
+}
+
 static void test_helpers(void)
 {
 	char out[256];
@@ -534,6 +585,7 @@ int main(void)
 	test_accounting();
 	test_soft_reboot();
 	test_unplanned();
+	test_fallback();
 	test_weak();
 	test_helpers();
 	test_stale_temps();
