@@ -7,28 +7,38 @@
 # ramoops.ko of this very kernel, from its Debian package (apt-get download,
 # checked against the archive's signed index), cached beside the kernels
 # fetch-kernel.sh caches.  The package's vmlinuz must be the kernel under
-# test byte for byte, else its modules would not load.
+# test byte for byte, else its modules would not load: ../shared holds the
+# -unsigned package's vmlinuz, scripts/kernels.sh fetches the signed one, so
+# both packages are tried and the one that matches is used.  From this
+# machine's apt, else (a Debian 12 kernel on a newer host) from
+# bookworm-security through scripts/suite-apt.sh, as kernels.sh fetches it.
 rrc_modules() {
 	local cache=${RERAND_KERNEL_CACHE:-${XDG_CACHE_HOME:-${HOME:-/var/tmp}/.cache}/rerand-e2e/kernels}
-	local dir="$cache/modules-$kver" pkg tmp deb m
+	local dir="$cache/modules-$kver" pkg tmp deb="" m src why=""
 	local mods="drivers/watchdog/watchdog drivers/watchdog/i6300esb lib/reed_solomon/reed_solomon fs/pstore/ramoops"
 	if [ -s "$dir/SHA256SUMS" ] && (cd "$dir" && sha256sum --quiet -c SHA256SUMS >/dev/null 2>&1); then
 		echo "$dir"; return 0
 	fi
 	mkdir -p "$cache" || return 1
 	tmp=$(mktemp -d "$cache/mods.XXXXXX") || return 1
-	for pkg in "linux-image-$kver-unsigned" "linux-image-$kver"; do
-		apt-cache show "$pkg" >/dev/null 2>&1 || continue
-		(cd "$tmp" && apt-get download -q "$pkg" >/dev/null 2>"$tmp/apt.err") && break
+	for src in "" bookworm-security; do
+		for pkg in "linux-image-$kver" "linux-image-$kver-unsigned"; do
+			rrc_apt "$src" apt-cache show "$pkg" >/dev/null 2>&1 || continue
+			rm -rf "$tmp/x" "$tmp"/*.deb
+			(cd "$tmp" && rrc_apt "$src" apt-get download -q "$pkg" >/dev/null 2>"$tmp/apt.err") ||
+				{ why="$pkg: $(tail -n1 "$tmp/apt.err")"; continue; }
+			deb=$(ls "$tmp"/*.deb 2>/dev/null | head -n1)
+			mkdir "$tmp/x"
+			dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp/x" "./boot/vmlinuz-$kver" \
+				$(for m in $mods; do echo "./lib/modules/$kver/kernel/$m.ko.xz"; done) 2>"$tmp/tar.err" ||
+				{ why="$deb: $(tail -n1 "$tmp/tar.err")"; deb=""; continue; }
+			cmp -s "$tmp/x/boot/vmlinuz-$kver" "$kernel" && break 2
+			why="${why:+$why; }${deb##*/}: its vmlinuz-$kver differs from $kernel"
+			deb=""
+		done
 	done
-	deb=$(ls "$tmp"/*.deb 2>/dev/null | head -n1)
-	[ -n "$deb" ] || { echo "no package linux-image-$kver(-unsigned) to download: $(tail -n1 "$tmp/apt.err" 2>/dev/null)" >&2; rm -rf "$tmp"; return 1; }
-	mkdir "$tmp/x"
-	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp/x" "./boot/vmlinuz-$kver" \
-		$(for m in $mods; do echo "./lib/modules/$kver/kernel/$m.ko.xz"; done) 2>"$tmp/tar.err" ||
-		{ echo "$deb: $(tail -n1 "$tmp/tar.err")" >&2; rm -rf "$tmp"; return 1; }
-	if ! cmp -s "$tmp/x/boot/vmlinuz-$kver" "$kernel"; then
-		echo "$deb: its vmlinuz-$kver differs from $kernel: its modules would not load" >&2
+	if [ -z "$deb" ]; then
+		echo "no package of linux-image-$kver(-unsigned) holds $kernel byte for byte (its modules would not load): ${why:-none to download}" >&2
 		rm -rf "$tmp"; return 1
 	fi
 	mkdir "$tmp/out"
@@ -38,4 +48,12 @@ rrc_modules() {
 	(cd "$tmp/out" && sha256sum ./*.ko >SHA256SUMS)
 	rm -rf "$dir" && mv "$tmp/out" "$dir" && rm -rf "$tmp"
 	echo "$dir"
+}
+
+# rrc_apt SUITE CMD...: CMD with this machine's apt sources ("") or SUITE's
+# archive (scripts/suite-apt.sh: a temporary sources list, the keyring check).
+rrc_apt() {
+	local suite=$1
+	shift
+	if [ -z "$suite" ]; then "$@"; else "$E2E_TOP/scripts/suite-apt.sh" "$suite" "$@"; fi
 }
