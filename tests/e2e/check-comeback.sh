@@ -121,7 +121,7 @@ run() {
 	err=$(e2e_mkfs "$d" "$dir/disk.img" 256 rrstate 2>&1) ||
 		{ echo "not ok - comeback $kind: cannot make the disk: $err"; return; }
 
-	local append="console=ttyS0,115200 quiet watchdog.stop_on_reboot=0"
+	local append="console=ttyS0,115200 no_timer_check quiet watchdog.stop_on_reboot=0"
 	if [ "$kind" = panic ]; then
 		# ramoops in RAM the firmware leaves alone, kept out of the
 		# kernel's hands by memmap= (both kernels, and the stage, honour it)

@@ -62,7 +62,7 @@ run_guest() {
 		truncate -s 96M "$slow" && mkfs.ext4 -q -F -L rrslow -E lazy_itable_init=0,lazy_journal_init=0 "$slow" >/dev/null ||
 			{ echo "not ok - $name: cannot make the slow disk"; return 1; }
 	fi
-	rrd_qemu "$kernel" "$initrd" "$dir/disk.img" "console=ttyS0,115200 panic=-1 quiet" \
+	rrd_qemu "$kernel" "$initrd" "$dir/disk.img" "console=ttyS0,115200 panic=-1 no_timer_check quiet" \
 		"$dir/serial.log" "$tmo" "$slow" || rc=$?
 	rm -f "$slow"
 	echo "$rc" >"$dir/qemu.rc"

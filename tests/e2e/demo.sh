@@ -42,7 +42,7 @@ image=$(e2e_image "$mode" "$kernel") || exit 1
 initrd=$(e2e_initrd "$mode" "$image") || exit 1
 dir="$E2E_BUILD/runs/demo"
 mkdir -p "$dir"
-append="console=ttyS0,115200 panic=-1 e2e.gen=0 e2e.target=$kexecs e2e.mode=$mode e2e.syscall=$syscall"
+append="console=ttyS0,115200 panic=-1 no_timer_check e2e.gen=0 e2e.target=$kexecs e2e.mode=$mode e2e.syscall=$syscall"
 rc=0
 e2e_qemu "$kernel" "$initrd" "$append" "$dir/serial.log" "$fw" "$cpu" "$mem" \
 	"${E2E_TIMEOUT:-$((90 + 60 * kexecs))}" || rc=$?

@@ -68,7 +68,7 @@ crash_boot() {
 	dir="$E2E_BUILD/runs/crash/$name"
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	local append="console=ttyS0,115200 panic=-1 $ck e2e.role=$role e2e.syscall=$sc e2e.loader=$loader"
+	local append="console=ttyS0,115200 panic=-1 no_timer_check $ck e2e.role=$role e2e.syscall=$sc e2e.loader=$loader"
 	[ "${E2E_CRASH_DEBUG:-0}" = 1 ] && append+=" e2e.debug=1"
 	local t0=$EPOCHSECONDS rc=0
 	e2e_qemu "$kernel" "$initrd" "$append" "$dir/serial.log" "$fw" "$cpu" "$mem" \

@@ -430,7 +430,7 @@ rrs_fill_uki() {
 	id=debian-$v.efi
 	"$E2E_TOP/tests/mkuki.sh" -o "$x/$id" -k "$x/pkg/boot/vmlinuz-$v" -i "$x/initrd.cpio" \
 		-r "$d/usr/lib/os-release" \
-		-c "root=/dev/nvme0n1 rw console=ttyS0,115200 panic=-1 nvme_core.io_timeout=600 ${RRS_APPEND:-quiet}" || { rm -rf "$x"; return 1; }
+		-c "root=/dev/nvme0n1 rw console=ttyS0,115200 panic=-1 no_timer_check nvme_core.io_timeout=600 ${RRS_APPEND:-quiet}" || { rm -rf "$x"; return 1; }
 	rm -f "$img"
 	truncate -s 100M "$img" &&
 		printf 'label: gpt\nstart=2048, type=C12A7328-F81F-11D2-BA4B-00A0C93EC93B, name="ESP"\n' |
@@ -478,7 +478,7 @@ rrs_qemu() {
 		# lanes of make check) timed its disk I/O out at the default 30 s,
 		# aborted ext4's journal and froze systemd (SIGBUS)
 		args+=(-kernel "$kernel"
-			-append "root=/dev/nvme0n1 rw console=ttyS0,115200 panic=-1 nvme_core.io_timeout=600 ${RRS_APPEND:-quiet}")
+			-append "root=/dev/nvme0n1 rw console=ttyS0,115200 panic=-1 no_timer_check nvme_core.io_timeout=600 ${RRS_APPEND:-quiet}")
 	fi
 	# RRS_QEMU_EXTRA: more devices, split on blanks (check-systemd-comeback.sh:
 	# "-device i6300esb -action watchdog=reset").

@@ -373,7 +373,7 @@ e2e_run() {
 	initrd=$(e2e_initrd "$mode" "$image") || return 1
 	dir="$E2E_BUILD/runs/$name"
 	mkdir -p "$dir"
-	local append="console=ttyS0,115200 panic=-1 e2e.gen=0 e2e.target=$gens e2e.mode=$mode e2e.syscall=$syscall"
+	local append="console=ttyS0,115200 panic=-1 no_timer_check e2e.gen=0 e2e.target=$gens e2e.mode=$mode e2e.syscall=$syscall"
 	[ "$nokaslr" = 1 ] && append+=" nokaslr"
 	[ -n "${E2E_LOADER:-}" ] && append+=" e2e.loader=$E2E_LOADER"
 	[ -n "${E2E_APPEND:-}" ] && append+=" $E2E_APPEND"
