@@ -2,7 +2,9 @@
 /* Fuzz the status record parser (rr_status_parse, src/status.c) that
  * `rerand status`, `rerand verify` and rerandd run on the setup_data node the
  * stage left (world-readable in sysfs, written by whatever booted the
- * machine), and the printers that show what parsed, text and JSON. */
+ * machine), and the printers that show what parsed, text and JSON.  The
+ * valid-* seeds (records in the stage's layout, versions 1 and 2) must parse:
+ * the replay runs them with RR_FUZZ_MUST_PARSE=1. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +27,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(rec, data, size);
 	if (!null)
 		null = fopen("/dev/null", "we");
-	if (!rr_status_parse(rec, size, "fuzz", &st, &e)) {
+	if (rr_status_parse(rec, size, "fuzz", &st, &e) < 0) {
+		if (getenv("RR_FUZZ_MUST_PARSE")) {
+			fprintf(stderr, "fuzz_status: a seed that must parse is refused: %s\n", e.msg);
+			abort();
+		}
+	} else {
 		if (memcmp(st.magic, RERAND_STATUS_MAGIC, 8) || (st.version != 1 && st.version != 2) ||
 		    st.result < RERAND_RES_RANDOMIZED || st.result > RERAND_RES_NO_SLOT ||
 		    size < st.size)
