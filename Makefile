@@ -192,21 +192,23 @@ $(O)/tests/%: tests/unit/%.c $(LIBRERAND) $(LIBDAEMON) $(LIBFLEETD) $(O)/host/ke
 		$(LIBFLEETD) $(LIBDAEMON) $(O)/host/kexec/stage_blob.o $(LIBRERAND) $(DAEMON_LIBS) $(FLEETD_LIBS) $(LIB_LIBS)
 
 # Fuzzers link the real parsers, compiled once with the sanitizers
-# (fuzzer-no-link) into their own objects.
-FUZZ_LIB_SRCS := $(LIB_SRCS) $(SHARED_SRCS) $(DAEMON_LIB_SRCS)
+# (fuzzer-no-link) into their own objects; rerand-fleetd's client too, for
+# its reply parsers (etcd's gateway, FleetLock, base64).
+FUZZ_LIB_SRCS := $(LIB_SRCS) $(SHARED_SRCS) $(DAEMON_LIB_SRCS) $(FLEETD_LIB_SRCS)
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.c=$(O)/fuzzobj/%.o) $(LIB_ASM_OBJS)
 .SECONDARY: $(FUZZ_LIB_OBJS)
 
 $(O)/fuzzobj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC [fuzz] $<")
-	$(Q)$(CLANG) $(subst fuzzer$(comma),fuzzer-no-link$(comma),$(FUZZ_CFLAGS)) -Idaemon $(DAEMON_CFLAGS) -c -o $@ $<
+	$(Q)$(CLANG) $(subst fuzzer$(comma),fuzzer-no-link$(comma),$(FUZZ_CFLAGS)) -Idaemon $(DAEMON_CFLAGS) \
+		$(FLEETD_CFLAGS) -c -o $@ $<
 
 $(O)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJS) $(O)/host/kexec/stage_blob.o
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ    $<")
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) -Idaemon $(DAEMON_CFLAGS) -o $@ $< $(FUZZ_LIB_OBJS) \
-		$(O)/host/kexec/stage_blob.o $(DAEMON_LIBS) $(LIB_LIBS)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -Idaemon -Ifleetd $(DAEMON_CFLAGS) $(FLEETD_CFLAGS) -o $@ $< \
+		$(FUZZ_LIB_OBJS) $(O)/host/kexec/stage_blob.o $(DAEMON_LIBS) $(FLEETD_LIBS) $(LIB_LIBS)
 
 deps:
 	$(Q)scripts/deps.sh check

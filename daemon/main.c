@@ -17,6 +17,7 @@
 
 #include "rerandd.h"
 #include "image.h"
+#include "sign.h"
 #include "status.h"
 
 #define STAGE_RETRY 300            /* seconds between attempts after a stage failure */
@@ -665,6 +666,10 @@ static int run(int argc, char **argv)
 	}
 	r = config_load(d->conf_main, d->conf_dir, &d->cfg, errs);
 	if (check) {
+		struct rr_err ke;
+		/* the key staging would sign with, judged as staging judges it */
+		bool key_bad = !r && *d->cfg.sign_key && rr_sign_key_check(d->cfg.sign_key, &ke) < 0;
+
 		/* the values quoted are the file's: escaped for the terminal */
 		for (unsigned i = 0; i < errs->n; i++) {
 			char esc[4 * sizeof(errs->msg[0])];
@@ -672,6 +677,11 @@ static int run(int argc, char **argv)
 		}
 		if (errs->dropped)
 			fprintf(stderr, "rerandd: ... and %u more errors\n", errs->dropped);
+		if (key_bad) {
+			char esc[4 * sizeof(ke.msg)];
+			fprintf(stderr, "rerandd: %s\n", rr_escape_str(esc, sizeof(esc), ke.msg));
+			r = -EPERM;
+		}
 		if (!r)
 			printf("%s: configuration OK\n", d->conf_main);
 		if (!r && d->cfg.fleet.backend == FLEET_BACKEND_FLEETLOCK)

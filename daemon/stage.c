@@ -21,6 +21,7 @@
 #include "lockdown.h"
 #include "pesig.h"
 #include "rerandd.h"
+#include "sign.h"
 
 #ifndef __clang__
 #pragma GCC diagnostic ignored "-Wformat-truncation"  /* paths are checked by stat() */
@@ -182,6 +183,10 @@ static int plan_signed(const struct rr_config *c, struct rr_stage_plan *p, struc
 		return 0;
 	}
 	if (*c->sign_key && *c->sign_cert) {
+		/* before anything is built: a key others can read is not used */
+		r = rr_sign_key_check(c->sign_key, e);
+		if (r < 0)
+			return r;
 		snprintf(p->image, sizeof(p->image), "%s/images/%s.%s.signed.img", c->state_dir, p->sha,
 			 p->stage_sha);
 		p->source = RR_IMG_SIGNED_HERE;

@@ -74,6 +74,10 @@ int fleet_etcd_breaker(struct fleet_conn *c, void *be);
 int fleet_etcd_clear_breaker(struct fleet_conn *c, void *be);
 /* 1 and the breaker key's value (why may be NULL), 0 none, <0 unknown. */
 int fleet_etcd_breaker_get(struct fleet_conn *c, void *be, char *why, size_t len);
+/* The group's failure records in a range reply's text (keys under prefix,
+ * at most FLEET_FAILURES_MAX): 0 and *n of them, -EBADMSG if it is not JSON. */
+int fleet_etcd_parse_failures(const char *body, const char *prefix, struct fleet_failure *f,
+			      unsigned *n);
 
 /* ---- fleet_b64.c: etcd's gateway speaks base64 keys and values --------------- */
 int fleet_b64_encode(const void *in, size_t n, char *out, size_t outlen);

@@ -83,11 +83,45 @@ int fleet_etcd_breaker_get(struct fleet_conn *c, void *be, char *why, size_t len
 	return r;
 }
 
+static void failures_of(json_object *root, const char *prefix, struct fleet_failure *f,
+			unsigned *n)
+{
+	json_object *kvs = kvs_of(root);
+	size_t pl = strlen(prefix);
+
+	*n = 0;
+	for (size_t i = 0; kvs && i < json_object_array_length(kvs) && *n < FLEET_FAILURES_MAX; i++) {
+		json_object *kv = json_object_array_get_idx(kvs, i);
+		char kt[KEY_MAX + 1];
+		struct fleet_failure *x = &f[*n];
+
+		if (j_b64(kv, "key", kt, sizeof(kt)) < 0 || strncmp(kt, prefix, pl) ||
+		    fleet_failure_key_parse(kt + pl, x) < 0)
+			continue;     /* not ours to judge: someone else's key under the prefix */
+		if (j_b64(kv, "value", x->cause, sizeof(x->cause)) < 0 || !fleet_cause_valid(x->cause))
+			snprintf(x->cause, sizeof(x->cause), "unknown");
+		(*n)++;
+	}
+}
+
+int fleet_etcd_parse_failures(const char *body, const char *prefix, struct fleet_failure *f,
+			      unsigned *n)
+{
+	json_object *root = json_tokener_parse(body);
+
+	*n = 0;
+	if (!root)
+		return -EBADMSG;
+	failures_of(root, prefix, f, n);
+	json_object_put(root);
+	return 0;
+}
+
 /* The newest FLEET_FAILURES_MAX failure records of the group. */
 static int read_failures(struct fleet_conn *c, void *be, struct fleet_failure *f, unsigned *n)
 {
 	char prefix[KEY_MAX], end[KEY_MAX], k[KEY_MAX * 2], ke[KEY_MAX * 2], body[KEY_MAX * 6];
-	json_object *root, *kvs;
+	json_object *root;
 	size_t pl;
 	int r;
 
@@ -104,19 +138,7 @@ static int read_failures(struct fleet_conn *c, void *be, struct fleet_failure *f
 	r = fleet_etcd_call(c, be, "/v3/kv/range", body, &root);
 	if (r < 0)
 		return r;
-	kvs = kvs_of(root);
-	for (size_t i = 0; kvs && i < json_object_array_length(kvs) && *n < FLEET_FAILURES_MAX; i++) {
-		json_object *kv = json_object_array_get_idx(kvs, i);
-		char kt[KEY_MAX + 1];
-		struct fleet_failure *x = &f[*n];
-
-		if (j_b64(kv, "key", kt, sizeof(kt)) < 0 || strncmp(kt, prefix, pl) ||
-		    fleet_failure_key_parse(kt + pl, x) < 0)
-			continue;     /* not ours to judge: someone else's key under the prefix */
-		if (j_b64(kv, "value", x->cause, sizeof(x->cause)) < 0 || !fleet_cause_valid(x->cause))
-			snprintf(x->cause, sizeof(x->cause), "unknown");
-		(*n)++;
-	}
+	failures_of(root, prefix, f, n);
 	json_object_put(root);
 	return 0;
 }

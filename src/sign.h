@@ -27,4 +27,9 @@ struct rr_sign_opts {
 int rr_sign_image_file(const uint8_t *buf, size_t len, const char *path,
 		       const struct rr_sign_opts *o, struct rr_err *e);
 
+/* A SignKey= that rerandd may sign with: a pkcs11: URI, or a regular file
+ * owned by root that neither its group nor others can read (src/signkey.c).
+ * 0, or an error naming the file and its owner or mode. */
+int rr_sign_key_check(const char *key, struct rr_err *e);
+
 #endif

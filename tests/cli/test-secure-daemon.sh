@@ -152,6 +152,34 @@ check "SignKey=: signed here, cached as <sha>.signed.img, staged with -s" \
 check "SignKey=: the staged bytes are the cached signed image's" \
 	eval 'cmp -s "$tmp"/signhere/state/images/*.signed.img "$tmp/signhere/staged.img"'
 
+# ---- SignKey= that others can read, or not root's: --check-config refuses it --------------------
+# (the same check refuses it at staging: tests/unit/test_secure_daemon.c)
+cc() { "$RERANDD" --check-config --config "$tmp/keycheck.conf" --config-dir "$tmp/none.d" 2>&1; }
+cp "$tmp/db.key" "$tmp/loose.key"
+sed "s|^SignKey=.*|SignKey=$tmp/loose.key|" "$tmp/signhere/rerand.conf" >"$tmp/keycheck.conf"
+chmod 644 "$tmp/loose.key"
+out=$(cc); rc=$?
+check "--check-config: a world-readable SignKey= is refused, naming the file and its mode (exit $rc): $out" \
+	eval '[ $rc -ne 0 ] && grep -qF "$tmp/loose.key: signing key (SignKey=) has mode 0644, readable by everyone" <<<"$out" &&
+	      ! grep -q "configuration OK" <<<"$out"'
+chmod 640 "$tmp/loose.key"
+out=$(cc); rc=$?
+check "--check-config: a group-readable SignKey= is refused (exit $rc)" \
+	eval '[ $rc -ne 0 ] && grep -qF "$tmp/loose.key: signing key (SignKey=) has mode 0640, readable by its group" <<<"$out"'
+chmod 600 "$tmp/loose.key"
+if [ "$(id -u)" = 0 ]; then
+	chown 65534 "$tmp/loose.key"
+	out=$(cc); rc=$?
+	check "--check-config: a SignKey= not owned by root is refused (exit $rc)" \
+		eval '[ $rc -ne 0 ] && grep -qF "$tmp/loose.key: signing key (SignKey=) is owned by uid 65534, not root" <<<"$out"'
+	chown 0 "$tmp/loose.key"
+	out=$(cc); rc=$?
+	check "--check-config: root's SignKey= of mode 0600 passes (exit $rc)" \
+		eval '[ $rc -eq 0 ] && grep -q "configuration OK" <<<"$out"'
+else
+	skip "--check-config: SignKey= ownership (the test is not root)"
+fi
+
 # ---- a pre-signed image of another release ----------------------------------------------------------
 wait_for 20 status_has wrongrel "stage error:"
 check "another release's image: refused, nothing staged: $(st wrongrel | grep '^stage error:' | cut -c1-160)..." \

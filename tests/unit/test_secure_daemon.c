@@ -159,12 +159,36 @@ static void test_plan(const char *kernel)
 	     "Secure Boot on without a lockdown file counts as locked down");
 
 	set_state("none [integrity] confidentiality\n", 1);
-	snprintf(c.sign_key, sizeof(c.sign_key), "/etc/rerand/db.key");
+	/* SignKey= that others can read, or that is not root's: refused at the
+	 * plan, before anything is built, naming the file and what is wrong */
+	snprintf(c.sign_key, sizeof(c.sign_key), "%s", put_text("db.key", "(a PEM key)\n"));
 	snprintf(c.sign_cert, sizeof(c.sign_cert), "/etc/rerand/db.crt");
+	chmod(c.sign_key, 0644);
+	r = stage_plan(&c, NULL, &p, &e);
+	T_OK(r == -EPERM && strstr(e.msg, c.sign_key) && strstr(e.msg, "mode 0644, readable by everyone"),
+	     "a world-readable SignKey= is refused: %s", e.msg);
+	chmod(c.sign_key, 0640);
+	r = stage_plan(&c, NULL, &p, &e);
+	T_OK(r == -EPERM && strstr(e.msg, c.sign_key) && strstr(e.msg, "mode 0640, readable by its group"),
+	     "a group-readable SignKey= is refused: %s", e.msg);
+	chmod(c.sign_key, 0600);
+	if (geteuid() == 0) {
+		r = chown(c.sign_key, 65534, 0) ? -errno : stage_plan(&c, NULL, &p, &e);
+		T_OK(r == -EPERM && strstr(e.msg, c.sign_key) && strstr(e.msg, "owned by uid 65534, not root"),
+		     "a SignKey= not owned by root is refused: %s", e.msg);
+		if (chown(c.sign_key, 0, 0))
+			perror(c.sign_key);
+	} else {
+		T_OK(1, "# SKIP a SignKey= not owned by root: the test is not root");
+	}
 	r = stage_plan(&c, NULL, &p, &e);
 	snprintf(want, sizeof(want), "%s/images/%s.%s.signed.img", c.state_dir, p.sha, stage_blob_sha());
 	T_OK(r == 0 && p.locked && p.source == RR_IMG_SIGNED_HERE && !strcmp(p.image, want),
 	     "SignKey= set: signed here, cached apart as <sha>.<stage sha>.signed.img");
+	snprintf(c.sign_key, sizeof(c.sign_key), "pkcs11:token=db;object=key");
+	r = stage_plan(&c, NULL, &p, &e);
+	T_OK(r == 0 && p.source == RR_IMG_SIGNED_HERE, "a pkcs11: SignKey= has no file to judge: signed here");
+	snprintf(c.sign_key, sizeof(c.sign_key), "%s/db.key", dir);
 
 	/* a pre-signed file wins over signing here */
 	put("signed/" REL ".img", "not an image", 12);
