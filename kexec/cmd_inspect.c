@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cmdtab.h"
 #include "image.h"
 #include "kernel.h"
 #include "pesig.h"
@@ -204,15 +205,29 @@ static int print_uki(const char *path, const uint8_t *buf, size_t len, bool json
 	return 0;
 }
 
+static const struct cli_opt inspect_opts[] = {
+	{ "json", 0, optional_argument, "pretty|short", 'j',
+	  "one JSON object (short, the default: one line; pretty: indented)", "pretty short" },
+	{ "relocs", 0, required_argument, "FILE", 'r',
+	  "the relocation table (vmlinux.relocs) of a vmlinux FILE", "@file" },
+	{ "input-fd", 0, required_argument, "N", 'i',
+	  "read FILE from this open descriptor; FILE only names it", NULL },
+	{ 0 }
+};
+
+const struct cli_cmd cli_inspect = {
+	.name = "inspect", .synopsis = "FILE", .fn = cmd_inspect, .opts = inspect_opts,
+	.summary = "Describe a kernel, a unified kernel image or a rerand image, and who signed it.",
+	.text = "Exit status:\n"
+		"  0  FILE described\n"
+		"  1  FILE cannot be read, or is malformed (the problem on stderr)\n"
+		"  2  FILE is a PE file but no kernel, UKI or rerand image (its signature is shown)\n"
+		" 64  usage error\n",
+	.operand_complete = "@file",
+};
+
 int cmd_inspect(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "relocs", required_argument, NULL, 'r' },
-		{ "input-fd", required_argument, NULL, 'i' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
 	const char *relocs = NULL;
 	struct rr_pe_sig sig;
 	int in_fd = -1;
@@ -220,11 +235,16 @@ int cmd_inspect(int argc, char **argv)
 	struct rr_err e;
 	uint8_t *buf;
 	size_t len;
-	int c, r;
+	int c, r, rc = 0;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&cli_inspect, argc, argv)) != -1) {
 		switch (c) {
-		case 'j': json = true; break;
+		case 'j':
+			if (optarg && strcmp(optarg, "pretty") && strcmp(optarg, "short"))
+				return cli_usage_error(&cli_inspect, "--json=%s: want pretty or short",
+						       optarg);
+			json = true;
+			break;
 		case 'r': relocs = optarg; break;
 		case 'i': {
 			/* an open file: what a caller that dropped its privileges
@@ -239,17 +259,17 @@ int cmd_inspect(int argc, char **argv)
 			in_fd = (int)v;
 			break;
 		}
-		case 'h':
-			puts("Usage: rerand inspect FILE [--relocs FILE] [--input-fd N] [--json]");
+		case CLI_HELP:
 			return 0;
 		default:
 			return EXIT_USAGE;
 		}
 	}
-	if (optind != argc - 1) {
-		cli_err("inspect: usage: rerand inspect FILE [--json]");
-		return EXIT_USAGE;
-	}
+	if (optind == argc)
+		return cli_usage_error(&cli_inspect, "the FILE to describe is missing");
+	if (optind < argc - 1)
+		return cli_usage_error(&cli_inspect, "one FILE only ('%s' is one too many)",
+				       argv[optind + 1]);
 	const char *path = argv[optind];
 	if ((in_fd >= 0 ? rr_read_fd(in_fd, path, MAX_KERNEL_FILE, &buf, &len, &e)
 			: rr_read_file(path, MAX_KERNEL_FILE, &buf, &len, &e)) < 0) {
@@ -285,6 +305,9 @@ int cmd_inspect(int argc, char **argv)
 		} else if (r == 0) {
 			printf("%s: PE image, neither a kernel nor a rerand image\n", path);
 		}
+		/* described, but not what inspect is for: a script that takes
+		 * exit 0 for "a kernel" must not take a boot loader for one */
+		rc = EXIT_NOT_KERNEL;
 		if (r == 0)
 			print_sig(&sig, json);
 	} else {
@@ -311,5 +334,5 @@ int cmd_inspect(int argc, char **argv)
 		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;
 	}
-	return 0;
+	return rc;
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cmdtab.h"
 #include "image.h"
 #include "kexec_run.h"
 #include "lockdown.h"
@@ -261,20 +262,33 @@ static int check_sha256(const char *path, const uint8_t *buf, size_t len, const 
 	return 0;
 }
 
+static const struct cli_opt load_opts[] = {
+	{ "initrd", 0, required_argument, "FILE", 'i', "the initrd to pass", "@file" },
+	{ "append", 0, required_argument, "CMDLINE", 'a', "the next kernel's command line", NULL },
+	{ "reuse-cmdline", 0, no_argument, NULL, 'R',
+	  "pass this boot's command line (/proc/cmdline) instead", NULL },
+	{ "crash", 0, no_argument, NULL, 'p',
+	  "stage the crash kernel (kexec -p) into the crashkernel= region", NULL },
+	{ "file-syscall", 0, no_argument, NULL, 's',
+	  "use kexec_file_load (kexec -s); chosen by itself under lockdown", NULL },
+	{ "kexec", 0, required_argument, "PATH", 'k', "the kexec binary (default: kexec in $PATH)",
+	  "@file" },
+	{ "uki", 0, required_argument, "FILE", 'U',
+	  "take the initrd and command line from this unified kernel image", "@file" },
+	{ "sha256", 0, required_argument, "HEX", 'S',
+	  "refuse IMAGE unless its SHA-256 is HEX (64 lower-case hex digits)", NULL },
+	{ 0 }
+};
+
+const struct cli_cmd cli_load = {
+	.name = "load", .synopsis = "IMAGE", .fn = cmd_load, .opts = load_opts,
+	.summary = "Stage IMAGE with kexec-tools from a sealed memfd (kexec_file_load and signed\n"
+		   "images only under lockdown).",
+	.operand_complete = "@file",
+};
+
 int cmd_load(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "initrd", required_argument, NULL, 'i' },
-		{ "append", required_argument, NULL, 'a' },
-		{ "reuse-cmdline", no_argument, NULL, 'R' },
-		{ "crash", no_argument, NULL, 'p' },
-		{ "file-syscall", no_argument, NULL, 's' },
-		{ "kexec", required_argument, NULL, 'k' },
-		{ "uki", required_argument, NULL, 'U' },
-		{ "sha256", required_argument, NULL, 'S' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
 	const char *initrd = NULL, *append = NULL, *kexec = "kexec", *uki = NULL, *want_sha = NULL;
 	char uki_initrd[64], uki_cmdline[4096];
 	int uki_fd = -1;
@@ -287,7 +301,7 @@ int cmd_load(int argc, char **argv)
 	size_t len;
 	int c, r, fd;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&cli_load, argc, argv)) != -1) {
 		switch (c) {
 		case 'i': initrd = optarg; break;
 		case 'a': append = optarg; break;
@@ -297,23 +311,19 @@ int cmd_load(int argc, char **argv)
 		case 'k': kexec = optarg; break;
 		case 'U': uki = optarg; break;
 		case 'S': want_sha = optarg; break;
-		case 'h':
-			puts("Usage: rerand load IMAGE [--initrd FILE] [--append S | --reuse-cmdline] "
-			     "[--crash] [--file-syscall] [--kexec PATH] [--uki FILE] [--sha256 HEX]");
+		case CLI_HELP:
 			return 0;
 		default:
 			return EXIT_USAGE;
 		}
 	}
-	if (optind != argc - 1) {
-		cli_err("load: usage: rerand load IMAGE [--initrd FILE] [--append S | --reuse-cmdline] "
-			"[--crash] [--file-syscall]");
-		return EXIT_USAGE;
-	}
-	if (append && reuse) {
-		cli_err("load: --append and --reuse-cmdline exclude each other");
-		return EXIT_USAGE;
-	}
+	if (optind == argc)
+		return cli_usage_error(&cli_load, "the IMAGE to stage is missing");
+	if (optind < argc - 1)
+		return cli_usage_error(&cli_load, "one IMAGE only ('%s' is one too many)",
+				       argv[optind + 1]);
+	if (append && reuse)
+		return cli_usage_error(&cli_load, "--append and --reuse-cmdline exclude each other");
 	if (want_sha && (strlen(want_sha) != 64 || strspn(want_sha, "0123456789abcdef") != 64)) {
 		cli_err("load: --sha256 %s: want 64 lower-case hex digits", want_sha);
 		return EXIT_USAGE;

@@ -37,7 +37,7 @@ fi
 rm -f "${TMPDIR:-/tmp}/test-cli.kernels.$$"
 
 check "--help exits 0 and lists the commands" bash -c "'$R' --help | grep -q 'image KERNEL'"
-"$R" frobnicate 2>/dev/null; check "unknown command exits 2" test $? -eq 2
+"$R" frobnicate 2>/dev/null; check "unknown command exits 64 (a usage error)" test $? -eq 64
 
 # --- refusals -------------------------------------------------------------
 head -c 100000 /dev/urandom >"$tmp/random.bin"
@@ -93,8 +93,8 @@ if [ -n "$K" ]; then
 	rm -f "$tmp/t1.img" "$tmp/t3.img"
 	"$R" image "$cloud" --threads 0 -o "$tmp/out.img" 2>"$tmp/stderr"
 	rc=$?
-	check "--threads 0 refused with exit 2 and says why" \
-		bash -c "[ $rc -eq 2 ] && grep -q -- \"--threads: '0' is not 1 to 64\" '$tmp/stderr' && [ ! -e '$tmp/out.img' ]"
+	check "--threads 0 refused with exit 64 and says why" \
+		bash -c "[ $rc -eq 64 ] && grep -q -- \"--threads: '0' is not 1 to 64\" '$tmp/stderr' && [ ! -e '$tmp/out.img' ]"
 
 	# --- load with a stand-in kexec -------------------------------------
 	cat >"$tmp/fake-kexec" <<'EOS'
@@ -187,10 +187,10 @@ check "verify: an RDTSC-only record says weak" bash -c "grep -q 'weak: no source
 check "verify: an RDTSC-only record exits 3, not 0 (rc $rc, --json rc $jrc)" bash -c "[ $rc -eq 3 ] && [ $jrc -eq 3 ]"
 mkrec2 "$tmp/sd-v3" 1 0 0x2d 3 56
 "$R" verify --setup-data "$tmp/sd-v3" >/dev/null 2>"$tmp/stderr"; rc=$?
-check "verify: an unknown record version exits 2 naming the file and version" bash -c "[ $rc -eq 2 ] && grep -q 'sd-v3/1/data: status record version 3 is not supported' '$tmp/stderr'"
+check "verify: an unknown record version exits 4 naming the file and version" bash -c "[ $rc -eq 4 ] && grep -q 'sd-v3/1/data: status record version 3 is not supported' '$tmp/stderr'"
 mkrec2 "$tmp/sd-v2big" 1 0 0x2d 2 64
 "$R" verify --setup-data "$tmp/sd-v2big" >/dev/null 2>"$tmp/stderr"; rc=$?
-check "verify: a version 2 record claiming 64 bytes is refused" bash -c "[ $rc -eq 2 ] && grep -q 'claims 64 bytes' '$tmp/stderr'"
+check "verify: a version 2 record claiming 64 bytes is refused (exit 4)" bash -c "[ $rc -eq 4 ] && grep -q 'claims 64 bytes' '$tmp/stderr'"
 mkdir -p "$tmp/sd-none/0"; echo 0x9 >"$tmp/sd-none/0/type"
 "$R" verify --setup-data "$tmp/sd-none" >/dev/null 2>&1; rc=$?
 check "verify: no record exits 2" test $rc -eq 2
