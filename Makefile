@@ -279,7 +279,7 @@ bench:
 	$(Q)scripts/bench.sh
 
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man1 \
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(SYSCONFDIR)/rerand/rerand.conf.d $(DESTDIR)$(SYSCONFDIR)/rerand/pre-reboot.d
 	install -d -m 0700 $(DESTDIR)$(SYSCONFDIR)/rerand/fleet-tls
@@ -294,7 +294,7 @@ install: all
 	install -m 0644 etc/examples/k8s/lib-k8s.sh $(DESTDIR)$(DOCDIR)/examples/k8s/lib-k8s.sh
 	install -m 0755 etc/examples/k8s/pre-reboot.d/50-k8s-drain $(DESTDIR)$(DOCDIR)/examples/k8s/pre-reboot.d/
 	install -m 0755 etc/examples/k8s/post-boot.d/50-k8s-uncordon $(DESTDIR)$(DOCDIR)/examples/k8s/post-boot.d/
-	install -m 0644 docs/rerand.1 $(DESTDIR)$(MANDIR)/man1/rerand.1
+	install -m 0644 docs/rerand.8 $(DESTDIR)$(MANDIR)/man8/rerand.8
 	install -d $(DESTDIR)$(BASHCOMPDIR)
 	install -m 0644 $(BASH_COMPLETION) $(DESTDIR)$(BASHCOMPDIR)/rerand
 	install -m 0644 docs/rerandd.8 $(DESTDIR)$(MANDIR)/man8/rerandd.8

@@ -18,13 +18,29 @@
 
 #define CONTROL_SOCKET "/run/rerand/control"
 
+/* --socket PATH, else RERAND_CONTROL_SOCKET, else rerandd's default. */
+static const char *ctl_socket;
+
+#define SOCKET_OPT { "socket", 0, required_argument, "PATH", 'S', \
+		     "rerandd's control socket (default $RERAND_CONTROL_SOCKET or " \
+		     CONTROL_SOCKET ")", "@file" }
+
+/* The socket is root's alone (rerandd checks the peer too): say so, not
+ * just "Permission denied", to the admin who forgot sudo. */
+static const char *perm_hint(int err)
+{
+	if ((err == EACCES || err == EPERM) && geteuid() != 0)
+		return " (rerandd's control socket is root's only: run rerand as root, e.g. with sudo)";
+	return "";
+}
+
 /* Send LINE, read the answer into BUF.  0: rerandd said ok, BUF holds the
  * rest of its answer; 1: it refused, BUF holds why; < 0: it could not be
  * reached (-errno; the error is said on stderr unless QUIET). */
 static int ctl_ask(const char *line, char *buf, size_t size, bool quiet)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	const char *path = getenv("RERAND_CONTROL_SOCKET");
+	const char *path = ctl_socket ? ctl_socket : getenv("RERAND_CONTROL_SOCKET");
 	size_t got = 0;
 	int fd, err;
 
@@ -39,7 +55,7 @@ static int ctl_ask(const char *line, char *buf, size_t size, bool quiet)
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		err = errno;
 		if (!quiet)
-			cli_err("%s: cannot reach rerandd: %s", path, strerror(err));
+			cli_err("%s: cannot reach rerandd: %s%s", path, strerror(err), perm_hint(err));
 		if (fd >= 0)
 			close(fd);
 		return -err;
@@ -86,12 +102,13 @@ static int ctl(const char *line)
 		return 0;
 	}
 	if (r > 0)
-		cli_err("rerandd: %s", buf);
+		cli_err("rerandd: %s%s", buf, strstr(buf, "root only") ? perm_hint(EPERM) : "");
 	return EXIT_FAILURE_RR;
 }
 
 static const struct cli_opt status_opts[] = {
 	{ "json", 0, no_argument, NULL, 'j', "rerandd's status as one JSON object", NULL },
+	SOCKET_OPT,
 	{ 0 }
 };
 
@@ -101,13 +118,23 @@ const struct cli_cmd cli_status = {
 		   "verification, entropy, failures and the staged image.",
 };
 
-/* A command with no operands and no options but the table's; -1 to go on. */
+static const struct cli_opt socket_only_opts[] = {
+	SOCKET_OPT,
+	{ 0 }
+};
+
+/* A command with no operands and no option but --socket; -1 to go on. */
 static int no_operands(const struct cli_cmd *cmd, int argc, char **argv)
 {
 	int c;
 
-	while ((c = cli_getopt(cmd, argc, argv)) != -1)
+	while ((c = cli_getopt(cmd, argc, argv)) != -1) {
+		if (c == 'S') {
+			ctl_socket = optarg;
+			continue;
+		}
 		return c == CLI_HELP ? 0 : EXIT_USAGE;
+	}
 	if (optind != argc)
 		return cli_usage_error(cmd, "takes no operands ('%s')", argv[optind]);
 	return -1;
@@ -119,6 +146,10 @@ int cmd_status(int argc, char **argv)
 	int c;
 
 	while ((c = cli_getopt(&cli_status, argc, argv)) != -1) {
+		if (c == 'S') {
+			ctl_socket = optarg;
+			continue;
+		}
 		if (c != 'j')
 			return c == CLI_HELP ? 0 : EXIT_USAGE;
 		json = true;
@@ -184,6 +215,7 @@ static const struct cli_opt now_opts[] = {
 	  "return once the reboot is under way (exit 0); fail on a hold or a timeout", NULL },
 	{ "timeout", 0, required_argument, "SECONDS", 't',
 	  "how long --wait waits for the reboot to start (default 600)", NULL },
+	SOCKET_OPT,
 	{ 0 }
 };
 
@@ -210,6 +242,9 @@ int cmd_now(int argc, char **argv)
 				return cli_usage_error(&cli_now, "--timeout '%s' is not a number of "
 						       "seconds (1-86400)", optarg);
 			break;
+		case 'S':
+			ctl_socket = optarg;
+			break;
 		case CLI_HELP:
 			return 0;
 		default:
@@ -224,7 +259,7 @@ int cmd_now(int argc, char **argv)
 /* `rerand due`: kured's --reboot-sentinel-command.  kured reboots on 0 and
  * warns on any code but 1, so an unreachable rerandd is not "not due". */
 const struct cli_cmd cli_due = {
-	.name = "due", .synopsis = "", .fn = cmd_due, .opts = NULL,
+	.name = "due", .synopsis = "", .fn = cmd_due, .opts = socket_only_opts,
 	.summary = "Say whether a rerandomization is due now, windows aside (kured's\n"
 		   "--reboot-sentinel-command).",
 	.text = "Exit status:\n"
@@ -251,12 +286,12 @@ int cmd_due(int argc, char **argv)
 }
 
 const struct cli_cmd cli_hold = {
-	.name = "hold", .synopsis = "", .fn = cmd_hold,
+	.name = "hold", .synopsis = "", .fn = cmd_hold, .opts = socket_only_opts,
 	.summary = "Ask rerandd to block its reboots until `rerand release`.",
 };
 
 const struct cli_cmd cli_release = {
-	.name = "release", .synopsis = "", .fn = cmd_release,
+	.name = "release", .synopsis = "", .fn = cmd_release, .opts = socket_only_opts,
 	.summary = "Lift the block `rerand hold` put in place.",
 };
 
@@ -276,6 +311,7 @@ int cmd_release(int argc, char **argv)
  * client certificate and the identity, so the CLI needs none of them. */
 static const struct cli_opt fleet_opts[] = {
 	{ "json", 0, no_argument, NULL, 'j', "fleet status: as one JSON object", NULL },
+	SOCKET_OPT,
 	{ 0 }
 };
 
@@ -293,6 +329,10 @@ int cmd_fleet(int argc, char **argv)
 	int c;
 
 	while ((c = cli_getopt(&cli_fleet, argc, argv)) != -1) {
+		if (c == 'S') {
+			ctl_socket = optarg;
+			continue;
+		}
 		if (c != 'j')
 			return c == CLI_HELP ? 0 : EXIT_USAGE;
 		json = true;

@@ -119,7 +119,7 @@ static int make_memfd(const uint8_t *buf, size_t len)
 	return fd;
 }
 
-/* The state files, overridable for tests (documented as such in rerand(1)). */
+/* The state files, overridable for tests (documented as such in rerand(8)). */
 static const char *env_or(const char *name, const char *dflt)
 {
 	const char *v = getenv(name);

@@ -6,7 +6,7 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 R=$top/build/rerand
-MAN=$top/docs/rerand.1
+MAN=$top/docs/rerand.8
 COMP=$top/build/rerand.bash
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -150,5 +150,41 @@ if [ -r "$bc" ]; then
 		test "$(echo $got)" = "--codec lz4 none help hold"
 else
 	ok "# SKIP bash-completion is not installed ($bc): the completion is checked as text only"
+fi
+
+# ---- 8. versions, section 8, --socket, a hint for non-root ---------------------
+ver=$(head -n 1 "$top/debian/changelog" | cut -d'(' -f2 | cut -d')' -f1)
+check "rerand --version is debian/changelog's ($ver)" test "$("$R" --version)" = "rerand $ver"
+check "rerand-fleetd --version is the same" test "$("$top/build/rerand-fleetd" --version 2>&1)" = "rerand-fleetd $ver"
+check "rerand's man page is in section 8" bash -c "head -1 '$MAN' | grep -q '^\.TH RERAND 8 ' && [ ! -e '$top/docs/rerand.1' ]"
+check "no page still points at rerand(1)" bash -c "! grep -rn 'rerand (1)\|rerand(1)\|rerand\.1' '$top/docs' '$top/README.md' '$top/systemd' '$top/kexec' '$top/Makefile' '$top/debian'"
+make -s -C "$top" install DESTDIR="$tmp/root" PREFIX=/usr BASHCOMPDIR=/usr/share/bash-completion/completions \
+	>"$tmp/install.log" 2>&1
+check "make install puts rerand.8 in man8 and the bash completion in place" \
+	bash -c "[ -f '$tmp/root/usr/share/man/man8/rerand.8' ] && [ ! -e '$tmp/root/usr/share/man/man1' ] && \
+		cmp -s '$tmp/root/usr/share/bash-completion/completions/rerand' '$COMP'"
+# a stand-in for rerandd: answers one line ("ok" and what it was asked)
+python3 - "$tmp/ctl.sock" <<'EOF' &
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o600); s.listen(4)
+for _ in range(2):
+    c, _ = s.accept(); line = c.recv(100).decode(); c.sendall(("ok\nasked: " + line).encode()); c.close()
+EOF
+srv=$!
+for _ in $(seq 50); do [ -S "$tmp/ctl.sock" ] && break; sleep 0.1; done
+run status --socket "$tmp/ctl.sock"
+check "status --socket PATH talks to PATH, not \$RERAND_CONTROL_SOCKET" bash -c "[ $rc = 0 ] && grep -qx 'asked: status' '$tmp/out'"
+run hold --socket "$tmp/ctl.sock"
+check "hold --socket PATH" bash -c "[ $rc = 0 ] && grep -qx 'asked: hold' '$tmp/out'"
+kill $srv 2>/dev/null; wait $srv 2>/dev/null
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	# the socket rerandd makes: 0600 root's, in a directory anyone may enter
+	chmod 0755 "$tmp"
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$R" status --socket "$tmp/ctl.sock" \
+		>/dev/null 2>"$tmp/err"; rc=$?
+	check "status as a user who is not root: exit $rc, a hint: $(cat "$tmp/err")" \
+		bash -c "[ $rc = 1 ] && grep -q 'Permission denied (rerandd.s control socket is root.s only: run rerand as root' '$tmp/err'"
+else
+	ok "# SKIP not root or no setpriv: the non-root hint needs a user to switch to"
 fi
 echo "1..$n"
