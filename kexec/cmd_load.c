@@ -126,21 +126,46 @@ static const char *env_or(const char *name, const char *dflt)
 	return v && *v ? v : dflt;
 }
 
+/* boot_params for the Secure Boot byte where efivarfs cannot say.  A caller
+ * that substitutes the SecureBoot file (tests, rerandd's [Paths]) gets no
+ * second opinion from this host's boot_params unless it names one too. */
+static const char *boot_params_path(void)
+{
+	const char *v = getenv("RERAND_BOOT_PARAMS_FILE");
+
+	if (v)
+		return *v ? v : NULL;
+	return getenv("RERAND_SECUREBOOT_FILE") ? NULL : RR_BOOT_PARAMS_PATH;
+}
+
+/* kexec-tools said kexec_load(2) failed with EPERM. */
+static bool kexec_load_eperm(const char *out)
+{
+	for (const char *p = out; (p = strstr(p, "kexec_load failed")); p++) {
+		const char *eol = strchr(p, '\n');
+		size_t n = eol ? (size_t)(eol - p) : strlen(p);
+		if (memmem(p, n, strerror(EPERM), strlen(strerror(EPERM))))
+			return true;
+	}
+	return false;
+}
+
 /* Refuse what lockdown would refuse, before kexec runs: a kexec_file_load
  * of an unsigned image fails anyway, and a failed `kexec -p` takes the
  * loaded crash kernel with it. */
-static int check_lockdown(const char *path, const struct rr_lockdown_state *ld,
+static int check_lockdown(const char *path, const struct rr_lockdown_state *ld, bool sb_bp,
 			  const struct rr_pe_sig *sig)
 {
 	if (!ld->locked)
 		return 0;
 	if (!sig->is_signed) {
-		cli_err("%s: not signed, and the kernel is locked down (lockdown: %s, Secure Boot: %s), "
+		cli_err("%s: not signed, and the kernel is locked down (lockdown: %s, Secure Boot: %s%s), "
 			"so kexec_file_load accepts only signed images. Sign it with "
 			"'rerand image --sign-key KEY --sign-cert CERT' and, if the certificate is not in "
 			"db or MOK, enroll it with 'mokutil --import CERT' (then reboot and confirm in "
 			"MokManager). Nothing was staged; any kernel staged before is unchanged",
-			path, rr_lockdown_name(ld->lockdown), rr_secureboot_name(ld->secureboot));
+			path, rr_lockdown_name(ld->lockdown), rr_secureboot_name(ld->secureboot),
+			sb_bp ? " per boot_params" : "");
 		return -EKEYREJECTED;
 	}
 	if (sig->nr_signatures > 1) {
@@ -292,7 +317,7 @@ int cmd_load(int argc, char **argv)
 	const char *initrd = NULL, *append = NULL, *kexec = "kexec", *uki = NULL, *want_sha = NULL;
 	char uki_initrd[64], uki_cmdline[4096];
 	int uki_fd = -1;
-	bool reuse = false, crash = false, file_syscall = false;
+	bool reuse = false, crash = false, file_syscall = false, sb_bp = false;
 	struct rr_lockdown_state ld;
 	struct rr_pe_sig sig;
 	struct rr_image im;
@@ -345,8 +370,9 @@ int cmd_load(int argc, char **argv)
 		if (!append && !reuse)
 			append = uki_cmdline;
 	}
-	if (rr_lockdown_probe(env_or("RERAND_LOCKDOWN_FILE", RR_LOCKDOWN_PATH),
-			      env_or("RERAND_SECUREBOOT_FILE", RR_SECUREBOOT_PATH), &ld, &e) < 0) {
+	if (rr_lockdown_probe_bp(env_or("RERAND_LOCKDOWN_FILE", RR_LOCKDOWN_PATH),
+				 env_or("RERAND_SECUREBOOT_FILE", RR_SECUREBOOT_PATH),
+				 boot_params_path(), &ld, &sb_bp, &e) < 0) {
 		cli_err("%s; cannot tell whether the kernel is locked down, so nothing was staged", e.msg);
 		return EXIT_FAILURE_RR;
 	}
@@ -361,7 +387,7 @@ int cmd_load(int argc, char **argv)
 	/* kexec_load is refused under lockdown: kexec_file_load by itself */
 	if (ld.locked)
 		file_syscall = true;
-	if (check_lockdown(path, &ld, &sig) < 0 || (crash && check_crash_fit(path, &im, initrd) < 0)) {
+	if (check_lockdown(path, &ld, sb_bp, &sig) < 0 || (crash && check_crash_fit(path, &im, initrd) < 0)) {
 		free(buf);
 		return EXIT_FAILURE_RR;
 	}
@@ -434,6 +460,24 @@ int cmd_load(int argc, char **argv)
 		return EXIT_FAILURE_RR;
 	}
 	r = kexec_run_capture(kexec, args, STDERR_FILENO, out, KEXEC_OUT_MAX);
+	if (r != 0 && !file_syscall && ld.lockdown == RR_LD_ABSENT && kexec_load_eperm(out) &&
+	    kexec_have_cap_sys_boot() && !kexec_disabled()) {
+		/* No securityfs to say whether the kernel is locked down, and
+		 * kexec_load refused with what lockdown refuses with: try the
+		 * call a locked-down kernel accepts (as newer kexec-tools do).
+		 * A refused kexec_load changed nothing, crash kernel included. */
+		char *args2[13];
+		fputs(out, stderr);
+		cli_err("%s: kexec_load was refused (%s) and the lockdown state is unknown (%s is "
+			"missing: no securityfs); retrying with kexec_file_load (kexec -s), which a "
+			"locked-down kernel accepts for a signed image", path, strerror(EPERM),
+			env_or("RERAND_LOCKDOWN_FILE", RR_LOCKDOWN_PATH));
+		args2[0] = args[0];
+		args2[1] = "-s";
+		memcpy(args2 + 2, args + 1, sizeof(char *) * (size_t)n);
+		file_syscall = true;
+		r = kexec_run_capture(kexec, args2, STDERR_FILENO, out, KEXEC_OUT_MAX);
+	}
 	close(fd);
 	if (uki_fd >= 0)
 		close(uki_fd);
