@@ -146,9 +146,14 @@ $(O)/host/kexec/stage_blob.o: kexec/stage_blob.S $(STAGE_BIN)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -c -DSTAGE_BIN='"$(STAGE_BIN)"' -o $@ $<
 
+# json-c: --json=pretty re-prints the one-line JSON indented
+CLI_JSONC_CFLAGS := $(shell $(PKG_CONFIG) --cflags json-c 2>/dev/null)
+CLI_JSONC_LIBS := $(shell $(PKG_CONFIG) --libs json-c 2>/dev/null)
+$(O)/host/kexec/%.o: HOST_CFLAGS += $(CLI_JSONC_CFLAGS)
+
 $(RERAND): $(CLI_OBJS) $(LIBRERAND)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(LIBRERAND) $(LIB_LIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(LIBRERAND) $(LIB_LIBS) $(CLI_JSONC_LIBS)
 
 $(BASH_COMPLETION): $(RERAND)
 	$(Q)$(RERAND) --bash-completion >$@.tmp && mv $@.tmp $@

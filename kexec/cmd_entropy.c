@@ -239,7 +239,9 @@ int cmd_entropy(int argc, char **argv)
 	const char *cmdline_from = "--cmdline", *size_from = "--size";
 	char cmdbuf[RR_CMDLINE_MAX + 1], defkernel[300];
 	enum rr_msrc_firmware fw = RR_FW_UNKNOWN;
-	bool json = false, kpath_is_kernel = false;
+	bool kpath_is_kernel = false;
+	int json = CLI_JSON_NONE;
+	struct cli_json_capture cap;
 	uint64_t mem_size = 0;
 	struct rr_msrc_info info;
 	struct rr_cmdline cl;
@@ -253,10 +255,10 @@ int cmd_entropy(int argc, char **argv)
 		case 'm': src = optarg; break;
 		case 'c': cmdline = optarg; break;
 		case 'j':
-			if (optarg && strcmp(optarg, "pretty") && strcmp(optarg, "short"))
+			json = cli_json_mode(optarg);
+			if (json < 0)
 				return cli_usage_error(&cli_entropy, "--json=%s: want pretty or short",
 						       optarg);
-			json = true;
 			break;
 		case 's':
 			if (parse_size(optarg, &mem_size) < 0)
@@ -338,16 +340,17 @@ int cmd_entropy(int argc, char **argv)
 
 	const char *rule = fw == RR_FW_UEFI ? "uefi-runtime-map" : "bios-min-512m";
 	if (json) {
+		cli_json_begin(&cap, json);
 		printf("{\"memmap\":{\"source\":");
 		cli_json_str(src ? src : RR_MSRC_LIVE);
-		printf(",\"format\":\"%s\",\"entries\":%u,\"ram_entries\":%u,\"ram_bytes\":%llu},",
+		printf(",\"format\":\"%s\",\"entries\":%u,\"ram_entries\":%u,\"ram_bytes\":\"0x%llx\"},",
 		       rr_msrc_format_name(info.format), info.nr_entries, info.nr_ram,
 		       (unsigned long long)info.ram_bytes);
 		printf("\"firmware\":\"%s\",\"firmware_from\":", fw == RR_FW_UEFI ? "uefi" : "bios");
 		cli_json_str(fw_how);
 		printf(",\"kernel\":");
 		cli_json_str(size_from);
-		printf(",\"mem_size\":%llu,\"slot_size\":%llu,\"cmdline_from\":",
+		printf(",\"mem_size\":\"0x%llx\",\"slot_size\":\"0x%llx\",\"cmdline_from\":",
 		       (unsigned long long)mem_size,
 		       (unsigned long long)RR_ALIGN_UP(mem_size, RERAND_SLOT_ALIGN));
 		cli_json_str(cmdline_from);
@@ -355,8 +358,9 @@ int cmd_entropy(int argc, char **argv)
 		json_fig("rerand", &rr);
 		printf(",");
 		json_fig("stock", &stock);
-		printf(",\"stock_rule\":\"%s\",\"stock_min_addr\":%llu,\"upper_bound\":true}\n", rule,
-		       (unsigned long long)STOCK_KEXEC_MIN);
+		printf(",\"stock_rule\":\"%s\",\"stock_min_addr\":\"0x%llx\",\"upper_bound\":true}\n",
+		       rule, (unsigned long long)STOCK_KEXEC_MIN);
+		cli_json_end(&cap);
 		return 0;
 	}
 	printf("memory map:   %s (%s), %u entries, %u usable, %.1f MiB\n",

@@ -58,23 +58,27 @@ static void print_kernel(const char *path, const struct rr_kernel *k, bool json)
 	if (json) {
 		printf("{\"file\":");
 		cli_json_str(path);
-		printf(",\"type\":\"%s\",\"codec\":\"%s\",\"file_size\":%zu,",
+		printf(",\"type\":\"%s\",\"codec\":\"%s\",\"file_size\":\"0x%zx\",",
 		       k->is_bzimage ? "bzImage" : "vmlinux", rr_kcodec_name(k->codec), k->file_size);
 		if (k->is_bzimage) {
-			printf("\"protocol\":\"%u.%02u\",\"xloadflags\":%u,\"payload_size\":%llu,"
+			printf("\"protocol\":\"%u.%02u\",\"xloadflags\":%u,\"payload_size\":\"0x%llx\","
 			       "\"kernel_version\":", k->bz.version >> 8, k->bz.version & 0xff,
 			       k->bz.xloadflags, (unsigned long long)k->bz.payload_length);
 			cli_json_str(k->bz.kernel_version);
 			putchar(',');
 		}
-		printf("\"decoded_size\":%zu,\"mem_size\":%llu,\"entry_offset\":%llu,\"segments\":[",
-		       k->payload_len, (unsigned long long)v->mem_size,
-		       (unsigned long long)(v->entry - v->link_paddr));
+		/* addresses and 64-bit sizes as "0x..." strings: a JSON number
+		 * past 2^53 loses digits in jq and JavaScript */
+		printf("\"decoded_size\":\"0x%zx\",\"mem_size\":\"0x%llx\",\"entry_offset\":\"0x%llx\","
+		       "\"nr_segments\":%u,\"segments\":[", k->payload_len,
+		       (unsigned long long)v->mem_size, (unsigned long long)(v->entry - v->link_paddr),
+		       v->nr_seg);
 		for (unsigned i = 0; i < v->nr_seg; i++)
-			printf("%s{\"paddr\":%llu,\"vaddr\":%llu,\"filesz\":%llu,\"memsz\":%llu}",
-			       i ? "," : "", (unsigned long long)v->seg[i].paddr,
-			       (unsigned long long)v->seg[i].vaddr, (unsigned long long)v->seg[i].filesz,
-			       (unsigned long long)v->seg[i].memsz);
+			printf("%s{\"offset\":\"0x%llx\",\"filesz\":\"0x%llx\",\"memsz\":\"0x%llx\","
+			       "\"paddr\":\"0x%llx\",\"vaddr\":\"0x%llx\"}", i ? "," : "",
+			       (unsigned long long)(v->seg[i].paddr - v->link_paddr),
+			       (unsigned long long)v->seg[i].filesz, (unsigned long long)v->seg[i].memsz,
+			       (unsigned long long)v->seg[i].paddr, (unsigned long long)v->seg[i].vaddr);
 		printf("],\"reloc_layout\":%u,\"relocs64\":%zu,\"inverse32\":%zu,\"relocs32\":%zu,"
 		       "\"virt_slots\":%llu,\"virt_bits\":%s", k->relocs.layout,
 		       k->relocs.nr_reloc64, k->relocs.nr_inverse32, k->relocs.nr_reloc32,
@@ -125,9 +129,9 @@ static void print_image(const char *path, size_t len, const struct rr_image *im,
 		printf("\"image_version\":%u,\"kernel_version\":", h->version);
 		cli_json_str(im->kernel_version);
 		printf(",\"protocol\":\"%u.%02u\",\"xloadflags\":%u,"
-		       "\"file_size\":%zu,\"init_size\":%u,\"kernel_alignment\":%u,\"codec\":\"%s\","
-		       "\"stored_size\":%llu,\"decoded_size\":%llu,\"mem_size\":%llu,"
-		       "\"entry_offset\":%llu,\"segments\":%u,\"reloc_layout\":%u,\"relocs64\":%u,"
+		       "\"file_size\":\"0x%zx\",\"init_size\":%u,\"kernel_alignment\":%u,\"codec\":\"%s\","
+		       "\"stored_size\":\"0x%llx\",\"decoded_size\":\"0x%llx\",\"mem_size\":\"0x%llx\","
+		       "\"entry_offset\":\"0x%llx\",\"nr_segments\":%u,\"reloc_layout\":%u,\"relocs64\":%u,"
 		       "\"inverse32\":%u,\"relocs32\":%u,\"virt_slots\":%llu,\"virt_bits\":%s",
 		       im->protocol >> 8, im->protocol & 0xff,
 		       im->xloadflags, len, im->init_size, im->kernel_alignment,
@@ -135,6 +139,16 @@ static void print_image(const char *path, size_t len, const struct rr_image *im,
 		       (unsigned long long)decoded, (unsigned long long)h->mem_size,
 		       (unsigned long long)h->entry_offset, h->nr_segments, h->reloc_layout,
 		       h->nr_reloc64, h->nr_inverse32, h->nr_reloc32, (unsigned long long)vs, vb);
+		/* the same array as a kernel's, less the link addresses */
+		printf(",\"segments\":[");
+		for (unsigned i = 0; i < h->nr_segments; i++)
+			printf("%s{\"offset\":\"0x%llx\",\"filesz\":\"0x%llx\",\"memsz\":\"0x%llx\","
+			       "\"stored_size\":\"0x%llx\"}", i ? "," : "",
+			       (unsigned long long)h->seg[i].mem_offset,
+			       (unsigned long long)h->seg[i].file_size,
+			       (unsigned long long)h->seg[i].mem_size,
+			       (unsigned long long)h->seg[i].data_size);
+		printf("]");
 		return;
 	}
 	printf("%s: rerand image, format %u%s\n", path, h->version,
@@ -184,7 +198,7 @@ static int print_uki(const char *path, const uint8_t *buf, size_t len, bool json
 		printf(",\"sections\":{");
 		for (int i = 0, n = 0; i < RR_UKI_NR_PARTS; i++)
 			if (u.part[i].present)
-				printf("%s\"%s\":%llu", n++ ? "," : "", rr_uki_part_name(i),
+				printf("%s\"%s\":\"0x%llx\"", n++ ? "," : "", rr_uki_part_name(i),
 				       (unsigned long long)u.part[i].size);
 		printf("}");
 		if (u.part[RR_UKI_CMDLINE].present) {
@@ -231,7 +245,8 @@ int cmd_inspect(int argc, char **argv)
 	const char *relocs = NULL;
 	struct rr_pe_sig sig;
 	int in_fd = -1;
-	bool json = false;
+	int json = CLI_JSON_NONE;
+	struct cli_json_capture cap;
 	struct rr_err e;
 	uint8_t *buf;
 	size_t len;
@@ -240,10 +255,10 @@ int cmd_inspect(int argc, char **argv)
 	while ((c = cli_getopt(&cli_inspect, argc, argv)) != -1) {
 		switch (c) {
 		case 'j':
-			if (optarg && strcmp(optarg, "pretty") && strcmp(optarg, "short"))
+			json = cli_json_mode(optarg);
+			if (json < 0)
 				return cli_usage_error(&cli_inspect, "--json=%s: want pretty or short",
 						       optarg);
-			json = true;
 			break;
 		case 'r': relocs = optarg; break;
 		case 'i': {
@@ -276,6 +291,7 @@ int cmd_inspect(int argc, char **argv)
 		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;
 	}
+	cli_json_begin(&cap, json);
 	if (rr_image_probe(buf, len)) {
 		struct rr_image im;
 		r = rr_image_parse(buf, len, path, &im, &e);
@@ -330,6 +346,15 @@ int cmd_inspect(int argc, char **argv)
 		free(rbuf);
 	}
 	free(buf);
+	/* nothing was printed on an error: the capture is empty, and so is
+	 * stdout (no "null") */
+	if (r < 0 && cap.saved) {
+		fclose(stdout);
+		stdout = cap.saved;
+		free(cap.buf);
+	} else {
+		cli_json_end(&cap);
+	}
 	if (r < 0) {
 		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;

@@ -36,16 +36,18 @@ int cmd_verify(int argc, char **argv)
 	const char *dir = RR_SETUP_DATA_SYSFS;
 	struct rerand_status st;
 	struct rr_err e;
-	bool json = false, dir_given = false;
+	bool dir_given = false;
+	int json = CLI_JSON_NONE;
+	struct cli_json_capture cap;
 	int c, r;
 
 	while ((c = cli_getopt(&cli_verify, argc, argv)) != -1) {
 		switch (c) {
 		case 'j':
-			if (optarg && strcmp(optarg, "pretty") && strcmp(optarg, "short"))
+			json = cli_json_mode(optarg);
+			if (json < 0)
 				return cli_usage_error(&cli_verify, "--json=%s: want pretty or short",
 						       optarg);
-			json = true;
 			break;
 		case 'd': dir = optarg; dir_given = true; break;
 		case CLI_HELP: return 0;
@@ -55,6 +57,7 @@ int cmd_verify(int argc, char **argv)
 	if (optind != argc)
 		return cli_usage_error(&cli_verify, "takes no operands ('%s')", argv[optind]);
 	r = rr_status_read(dir, &st, &e);
+	cli_json_begin(&cap, json);
 	if (r < 0) {
 		/* The kernel's own tree is absent where no setup_data was passed;
 		 * a directory the user named that is not there is a mistake. */
@@ -68,10 +71,12 @@ int cmd_verify(int argc, char **argv)
 			printf("{\"randomized\":false,\"result\":\"%s\"}\n",
 			       rc == EXIT_NO_RECORD ? "absent" : rc == EXIT_BAD_RECORD ? "malformed"
 							       : "unreadable");
+		cli_json_end(&cap);
 		cli_err("%s", e.msg);
 		return rc;
 	}
-	rr_status_print(stdout, &st, json);
+	rr_status_print(stdout, &st, json != CLI_JSON_NONE);
+	cli_json_end(&cap);
 	if (st.result != RERAND_RES_RANDOMIZED)
 		return EXIT_NOT_RANDOMIZED;
 	/* A base drawn from the TSC alone is guessable: a script that checks

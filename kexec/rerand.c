@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* rerand: build, inspect, stage and verify rerandomizing kernel images. */
+#include <errno.h>
 #include <getopt.h>
+#include <json-c/json.h>
 #include <malloc.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,6 +40,54 @@ void cli_json_str(const char *s)
 			putchar(*s);
 	}
 	putchar('"');
+}
+
+int cli_json_mode(const char *arg)
+{
+	if (!arg || !strcmp(arg, "short"))
+		return CLI_JSON_SHORT;
+	if (!strcmp(arg, "pretty"))
+		return CLI_JSON_PRETTY;
+	return -1;
+}
+
+void cli_json_begin(struct cli_json_capture *c, int mode)
+{
+	c->saved = NULL;
+	c->buf = NULL;
+	c->len = 0;
+	if (mode != CLI_JSON_PRETTY)
+		return;
+	FILE *m = open_memstream(&c->buf, &c->len);
+	if (!m)
+		return;         /* out of memory: one line it is */
+	fflush(stdout);
+	c->saved = stdout;
+	stdout = m;             /* glibc's stdout is an ordinary variable */
+}
+
+int cli_json_end(struct cli_json_capture *c)
+{
+	struct json_object *o;
+	int r = 0;
+
+	if (!c->saved)
+		return 0;
+	fclose(stdout);
+	stdout = c->saved;
+	o = json_tokener_parse(c->buf);
+	if (!o) {
+		/* never expected: show what there is rather than nothing */
+		fputs(c->buf, stdout);
+		r = -EBADMSG;
+	} else {
+		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+						    JSON_C_TO_STRING_SPACED |
+						    JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(o);
+	}
+	free(c->buf);
+	return r;
 }
 
 const struct cli_cmd *const cli_cmds[] = {

@@ -133,7 +133,7 @@ check "image without KERNEL: the error says KERNEL is missing" bash -c "[ $rc = 
 (cd "$tmp" && "$R" image "$tmp/random.bin" -o - >/dev/null 2>"$tmp/err"); rc=$?
 check "image -o -: refused (exit $rc), no file named '-'" bash -c "[ $rc = 64 ] && [ ! -e '$tmp/-' ] && grep -q 'not to standard output' '$tmp/err'"
 run entropy --size 64M --memmap "$top/tests/data/maps/qemu-ovmf-3g.dmesg" --cmdline "" --json
-check "entropy --size 64M (docs/performance.md) is 64 MiB" grep -q '"mem_size":67108864' "$tmp/out"
+check "entropy --size 64M (docs/performance.md) is 64 MiB" grep -q '"mem_size":"0x4000000"' "$tmp/out"
 run entropy --size 64Q --memmap "$top/tests/data/maps/qemu-ovmf-3g.dmesg"
 check "entropy --size 64Q: usage error" test "$rc" = 64
 check "docs/performance.md's entropy command line is accepted" bash -c "
@@ -186,5 +186,42 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 		bash -c "[ $rc = 1 ] && grep -q 'Permission denied (rerandd.s control socket is root.s only: run rerand as root' '$tmp/err'"
 else
 	ok "# SKIP not root or no setpriv: the non-root hint needs a user to switch to"
+fi
+
+# ---- 2. JSON: "0x..." strings for addresses and 64-bit sizes, one segments type, pretty -----
+run verify --json --setup-data "$tmp/sd-weak"
+check "verify --json: a weak boot is randomized:true, weak:true (as rerandd's status)" python3 -c "
+import json, sys; d = json.load(open(sys.argv[1])); assert d['randomized'] is True and d['weak'] is True, d" "$tmp/out"
+run verify --json=pretty --setup-data "$tmp/sd-rand"
+check "verify --json=pretty: indented, the same object as --json=short (exit $rc)" python3 -c "
+import json, subprocess, sys
+p = open(sys.argv[1]).read()
+s = subprocess.run([sys.argv[2], 'verify', '--json=short', '--setup-data', sys.argv[3]], capture_output=True, text=True).stdout
+assert p.count(chr(10)) > 5 and s.count(chr(10)) == 1 and json.loads(p) == json.loads(s), (p, s)" "$tmp/out" "$R" "$tmp/sd-rand"
+run verify --json=long --setup-data "$tmp/sd-rand"
+check "verify --json=long: usage error" test "$rc" = 64
+K=${RERAND_KERNELS:-}
+kern=$K/vmlinuz-6.1.0-57-cloud-amd64
+if [ -n "$K" ] && [ -r "$kern" ]; then
+	"$R" image "$kern" -o "$tmp/k.img" 2>"$tmp/err" || nok "image: $(cat "$tmp/err")"
+	"$R" inspect --json "$kern" >"$tmp/kj" 2>&1
+	"$R" inspect --json=pretty "$tmp/k.img" >"$tmp/ij" 2>&1
+	check "inspect --json: segments is an array of objects for a kernel and an image alike, addresses and sizes as 0x strings" python3 -c "
+import json, sys
+k = json.load(open(sys.argv[1])); i = json.load(open(sys.argv[2]))
+hexs = lambda v: isinstance(v, str) and v.startswith('0x') and int(v, 16) >= 0
+for d in (k, i):
+    assert isinstance(d['segments'], list) and len(d['segments']) == d['nr_segments'] > 0, d
+    for s in d['segments']:
+        assert all(hexs(s[f]) for f in ('offset', 'filesz', 'memsz')), s
+    assert all(hexs(d[f]) for f in ('mem_size', 'entry_offset', 'file_size', 'decoded_size')), d
+assert all(hexs(s['vaddr']) and hexs(s['paddr']) for s in k['segments'])
+assert int(k['segments'][0]['vaddr'], 16) >= 2**63, 'a kernel vaddr is past 2^53: a string keeps it exact'
+assert [s['offset'] for s in k['segments']] == [s['offset'] for s in i['segments']]
+assert k['mem_size'] == i['mem_size']" "$tmp/kj" "$tmp/ij"
+	check "inspect --json (short) stays one line with the stage hash as the kernel hooks grep it" \
+		bash -c "'$R' inspect --json '$tmp/k.img' | grep -c . | grep -qx 1 && '$R' inspect --json '$tmp/k.img' | grep -q '\"stage_sha256\":\"[0-9a-f]\{64\}\"'"
+else
+	ok "# SKIP no test kernels (RERAND_KERNELS): inspect --json of a kernel and an image"
 fi
 echo "1..$n"

@@ -74,7 +74,7 @@ if [ -n "$K" ]; then
 		fi
 		j=$("$R" inspect --json "$tmp/$name.img")
 		check "inspect $name.img: rerand image, lz4, 2.15, 5-level capable" \
-			python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert d['type']=='rerand-image' and d['codec']=='lz4' and d['protocol']=='2.15' and d['xloadflags']&0x23==0x23 and d['virt_slots']>400 and d['init_size']>=d['file_size']-1024, d" "$j"
+			python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert d['type']=='rerand-image' and d['codec']=='lz4' and d['protocol']=='2.15' and d['xloadflags']&0x23==0x23 and d['virt_slots']>400 and d['init_size']>=int(d['file_size'],16)-1024, d" "$j"
 		kj=$("$R" inspect --json "$k")
 		check "inspect $name: relocation counts match the image's" \
 			python3 -c "import json,sys; a=json.loads(sys.argv[1]); b=json.loads(sys.argv[2]); assert all(a[x]==b[x] for x in ('relocs64','inverse32','relocs32','reloc_layout','mem_size','entry_offset','virt_slots')), (a,b)" "$kj" "$j"
