@@ -92,13 +92,20 @@ static int ctl_ask(const char *line, char *buf, size_t size, bool quiet)
 	return 1;
 }
 
+/* JSON: --json=pretty of status and fleet status re-prints rerandd's line */
+static int ctl_json = CLI_JSON_NONE;
+
 static int ctl(const char *line)
 {
 	char buf[32768];
 	int r = ctl_ask(line, buf, sizeof(buf), false);
 
 	if (r == 0) {
+		struct cli_json_capture cap;
+
+		cli_json_begin(&cap, ctl_json);
 		fputs(buf, stdout);
+		cli_json_end(&cap);
 		return 0;
 	}
 	if (r > 0)
@@ -107,7 +114,9 @@ static int ctl(const char *line)
 }
 
 static const struct cli_opt status_opts[] = {
-	{ "json", 0, no_argument, NULL, 'j', "rerandd's status as one JSON object", NULL },
+	{ "json", 0, optional_argument, "pretty|short", 'j',
+	  "rerandd's status as one JSON object (short: one line; pretty: indented)",
+	  "pretty short" },
 	SOCKET_OPT,
 	{ 0 }
 };
@@ -153,6 +162,8 @@ int cmd_status(int argc, char **argv)
 		if (c != 'j')
 			return c == CLI_HELP ? 0 : EXIT_USAGE;
 		json = true;
+		if ((ctl_json = cli_json_mode(optarg)) < 0)
+			return cli_usage_error(&cli_status, "--json=%s: want pretty or short", optarg);
 	}
 	if (optind != argc)
 		return cli_usage_error(&cli_status, "takes no operands ('%s')", argv[optind]);
@@ -310,7 +321,8 @@ int cmd_release(int argc, char **argv)
 /* The fleet commands go through rerandd: it has the [Fleet] settings, the TLS
  * client certificate and the identity, so the CLI needs none of them. */
 static const struct cli_opt fleet_opts[] = {
-	{ "json", 0, no_argument, NULL, 'j', "fleet status: as one JSON object", NULL },
+	{ "json", 0, optional_argument, "pretty|short", 'j',
+	  "fleet status: as one JSON object (short: one line; pretty: indented)", "pretty short" },
 	SOCKET_OPT,
 	{ 0 }
 };
@@ -336,6 +348,8 @@ int cmd_fleet(int argc, char **argv)
 		if (c != 'j')
 			return c == CLI_HELP ? 0 : EXIT_USAGE;
 		json = true;
+		if ((ctl_json = cli_json_mode(optarg)) < 0)
+			return cli_usage_error(&cli_fleet, "--json=%s: want pretty or short", optarg);
 	}
 	/* getopt moved the operands behind the options */
 	char **ops = argv + optind;

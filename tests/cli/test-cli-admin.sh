@@ -167,8 +167,13 @@ check "make install puts rerand.8 in man8 and the bash completion in place" \
 python3 - "$tmp/ctl.sock" <<'EOF' &
 import os, socket, sys
 s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o600); s.listen(4)
-for _ in range(2):
-    c, _ = s.accept(); line = c.recv(100).decode(); c.sendall(("ok\nasked: " + line).encode()); c.close()
+for _ in range(3):
+    c, _ = s.accept(); line = c.recv(100).decode()
+    if line.startswith("status json"):
+        c.sendall(b'ok\n{"randomized":true,"weak":true,"next_reboot":"0xffffffffffffffff"}\n')
+    else:
+        c.sendall(("ok\nasked: " + line).encode())
+    c.close()
 EOF
 srv=$!
 for _ in $(seq 50); do [ -S "$tmp/ctl.sock" ] && break; sleep 0.1; done
@@ -176,6 +181,10 @@ run status --socket "$tmp/ctl.sock"
 check "status --socket PATH talks to PATH, not \$RERAND_CONTROL_SOCKET" bash -c "[ $rc = 0 ] && grep -qx 'asked: status' '$tmp/out'"
 run hold --socket "$tmp/ctl.sock"
 check "hold --socket PATH" bash -c "[ $rc = 0 ] && grep -qx 'asked: hold' '$tmp/out'"
+run status --socket "$tmp/ctl.sock" --json=pretty
+check "status --json=pretty: rerandd's line indented, the same object (exit $rc)" python3 -c "
+import json, sys; t = open(sys.argv[1]).read()
+assert t.count(chr(10)) == 5 and json.loads(t) == {'randomized': True, 'weak': True, 'next_reboot': '0xffffffffffffffff'}, t" "$tmp/out"
 kill $srv 2>/dev/null; wait $srv 2>/dev/null
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	# the socket rerandd makes: 0600 root's, in a directory anyone may enter
