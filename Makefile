@@ -24,7 +24,9 @@ endif
 
 WARN        := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 CFLAGS      ?= -O2 -g
-CPPFLAGS    += -Iinclude -Isrc -Isrc/shared -D_GNU_SOURCE
+# One version for every program (--version): debian/changelog's.
+VERSION     := $(shell head -n 1 debian/changelog | cut -d'(' -f2 | cut -d')' -f1)
+CPPFLAGS    += -Iinclude -Isrc -Isrc/shared -D_GNU_SOURCE -DRERAND_VERSION='"$(VERSION)"'
 LIBS_PKG    := libelf liblzma libzstd liblz4 zlib lzo2 libcrypto
 LIB_CFLAGS  := $(shell $(PKG_CONFIG) --cflags $(LIBS_PKG) 2>/dev/null)
 LIB_LIBS    := $(shell $(PKG_CONFIG) --libs $(LIBS_PKG) 2>/dev/null) \
@@ -58,6 +60,10 @@ STAGE_BIN   := $(O)/stage.bin
 CLI_SRCS    := $(sort $(wildcard kexec/*.c))
 CLI_OBJS    := $(CLI_SRCS:%.c=$(O)/host/%.o) $(O)/host/kexec/stage_blob.o
 RERAND      := $(O)/rerand
+# bash completion, written by the built rerand from its command tables
+BASH_COMPLETION := $(O)/rerand.bash
+BASHCOMPDIR ?= $(shell $(PKG_CONFIG) --variable=completionsdir bash-completion 2>/dev/null || \
+	echo /usr/share/bash-completion/completions)
 
 # ---- rerandd ---------------------------------------------------------------
 # daemon/main.c holds main(), and with boot.c and sequence.c the daemon's own
@@ -98,7 +104,7 @@ FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-saniti
 
 .PHONY: FORCE vm histogram all deps deb deb-chroot unit-tests kernels check check-long check-comeback \
 	check-chaos demo fuzz bench install clean
-all: $(RERAND) $(STAGE_BIN) $(RERANDD) $(FLEETD)
+all: $(RERAND) $(BASH_COMPLETION) $(STAGE_BIN) $(RERANDD) $(FLEETD)
 
 $(O)/host/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -140,9 +146,17 @@ $(O)/host/kexec/stage_blob.o: kexec/stage_blob.S $(STAGE_BIN)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -c -DSTAGE_BIN='"$(STAGE_BIN)"' -o $@ $<
 
+# json-c: --json=pretty re-prints the one-line JSON indented
+CLI_JSONC_CFLAGS := $(shell $(PKG_CONFIG) --cflags json-c 2>/dev/null)
+CLI_JSONC_LIBS := $(shell $(PKG_CONFIG) --libs json-c 2>/dev/null)
+$(O)/host/kexec/%.o: HOST_CFLAGS += $(CLI_JSONC_CFLAGS)
+
 $(RERAND): $(CLI_OBJS) $(LIBRERAND)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(LIBRERAND) $(LIB_LIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(LIBRERAND) $(LIB_LIBS) $(CLI_JSONC_LIBS)
+
+$(BASH_COMPLETION): $(RERAND)
+	$(Q)$(RERAND) --bash-completion >$@.tmp && mv $@.tmp $@
 
 $(LIBDAEMON): $(DAEMON_LIB_OBJS)
 	@$(if $(Q),echo "  AR      $@")
@@ -272,7 +286,7 @@ bench:
 	$(Q)scripts/bench.sh
 
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man1 \
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(SYSCONFDIR)/rerand/rerand.conf.d $(DESTDIR)$(SYSCONFDIR)/rerand/pre-reboot.d
 	install -d -m 0700 $(DESTDIR)$(SYSCONFDIR)/rerand/fleet-tls
@@ -287,7 +301,9 @@ install: all
 	install -m 0644 etc/examples/k8s/lib-k8s.sh $(DESTDIR)$(DOCDIR)/examples/k8s/lib-k8s.sh
 	install -m 0755 etc/examples/k8s/pre-reboot.d/50-k8s-drain $(DESTDIR)$(DOCDIR)/examples/k8s/pre-reboot.d/
 	install -m 0755 etc/examples/k8s/post-boot.d/50-k8s-uncordon $(DESTDIR)$(DOCDIR)/examples/k8s/post-boot.d/
-	install -m 0644 docs/rerand.1 $(DESTDIR)$(MANDIR)/man1/rerand.1
+	install -m 0644 docs/rerand.8 $(DESTDIR)$(MANDIR)/man8/rerand.8
+	install -d $(DESTDIR)$(BASHCOMPDIR)
+	install -m 0644 $(BASH_COMPLETION) $(DESTDIR)$(BASHCOMPDIR)/rerand
 	install -m 0644 docs/rerandd.8 $(DESTDIR)$(MANDIR)/man8/rerandd.8
 	sed 's|/usr/local/sbin|$(SBINDIR)|g; s|/usr/local/bin|$(BINDIR)|g' systemd/rerandd.service \
 		> $(DESTDIR)$(UNITDIR)/rerandd.service
@@ -298,13 +314,10 @@ install: all
 # rerand_VERSION_amd64.deb from debian/ (dh, compat 13), built in a copy of
 # the tree under build/deb so that dpkg-buildpackage's ../ outputs stay in
 # build/; the .deb is copied here.  The version is debian/changelog's, which
-# must match `rerand --version`.
+# is also every program's --version (VERSION above).
 DEB_VERSION = $(shell dpkg-parsechangelog -S Version 2>/dev/null)
 deb:
 	$(Q)scripts/deps.sh deb
-	$(Q)v=$$(sed -n 's/^#define RERAND_VERSION "\(.*\)"/\1/p' kexec/rerand.c); \
-	if [ "$$v" != "$(DEB_VERSION)" ]; then \
-		echo "deb: debian/changelog says $(DEB_VERSION) but kexec/rerand.c says $$v" >&2; exit 1; fi
 	$(Q)rm -rf $(O)/deb && mkdir -p $(O)/deb/rerand-$(DEB_VERSION)
 	$(Q)tar -c --exclude=./build --exclude=./.git --exclude='./*.deb' . | \
 		tar -x -C $(O)/deb/rerand-$(DEB_VERSION)

@@ -447,7 +447,7 @@ static int listen_on(const char *path)
 
 static void usage(FILE *f)
 {
-	fputs("Usage: rerand-fleetd [--socket PATH] [--debug]\n"
+	fputs("Usage: rerand-fleetd [--socket PATH] [--debug] [--version]\n"
 	      "rerandd's fleet lock client (etcd, FleetLock); see rerand-fleetd(8).\n", f);
 }
 
@@ -457,6 +457,7 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "debug", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
 	const char *path = NULL;
@@ -464,11 +465,12 @@ int main(int argc, char **argv)
 	sigset_t ss;
 	int c, r, n;
 
-	while ((c = getopt_long(argc, argv, "s:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': path = optarg; break;
 		case 'D': log_level = 7; break;
 		case 'h': usage(stdout); return 0;
+		case 'V': printf("rerand-fleetd %s\n", RERAND_VERSION); return 0;
 		default: usage(stderr); return 2;
 		}
 	}

@@ -6,16 +6,25 @@
 #include <stdint.h>
 #include <stddef.h>
 
-/* Exit codes. */
+/* Exit codes (rerand(8), EXIT STATUS).  Scripts and kured depend on them:
+ * change none.  A usage error has a code no command uses for an answer. */
+#define EXIT_FAILURE_RR     1   /* the command failed (named on stderr) */
 #define EXIT_NOT_RANDOMIZED 1   /* verify: record present, boot not randomized */
-#define EXIT_USAGE          2
-#define EXIT_WEAK           3   /* verify: randomized, but from RDTSC alone */
-#define EXIT_FAILURE_RR     1
 #define EXIT_NOT_DUE        1   /* due: nothing is due now */
+#define EXIT_NO_RECORD      2   /* verify: no rerand record in this boot */
+#define EXIT_NOT_KERNEL     2   /* inspect: a PE file, not a kernel, UKI or image */
+#define EXIT_WEAK           3   /* verify: randomized, but from RDTSC alone */
 #define EXIT_DUE_ERROR      3   /* due: rerandd could not be asked */
+#define EXIT_BAD_RECORD     4   /* verify: a record that cannot be read or is malformed */
+#define EXIT_UNREADABLE     5   /* verify: the setup_data tree cannot be read */
+#define EXIT_USAGE          64  /* sysexits.h's EX_USAGE */
 
 extern const uint8_t rr_stage_blob[];
 extern const uint8_t rr_stage_blob_end[];
+
+struct cli_cmd;
+extern const struct cli_cmd cli_image, cli_inspect, cli_load, cli_verify, cli_status,
+	cli_now, cli_due, cli_hold, cli_release, cli_fleet, cli_entropy;
 
 int cmd_image(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
@@ -33,5 +42,19 @@ int cmd_entropy(int argc, char **argv);
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* S as a JSON string on stdout (inspect --json, entropy --json). */
 void cli_json_str(const char *s);
+
+/* --json[=short|pretty]: 0 none, 1 short (one line), 2 pretty (indented).
+ * The printers write one compact line; for pretty, cli_json_begin() takes
+ * stdout into memory and cli_json_end() prints it again through json-c. */
+enum { CLI_JSON_NONE, CLI_JSON_SHORT, CLI_JSON_PRETTY };
+int cli_json_mode(const char *optarg);      /* -1: neither short nor pretty */
+struct cli_json_capture {
+	FILE *saved;
+	char *buf;
+	size_t len;
+};
+void cli_json_begin(struct cli_json_capture *c, int mode);
+/* 0, or -EBADMSG when what was printed is not one JSON object (a bug). */
+int cli_json_end(struct cli_json_capture *c);
 
 #endif

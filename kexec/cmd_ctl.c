@@ -14,8 +14,25 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cmdtab.h"
 
 #define CONTROL_SOCKET "/run/rerand/control"
+
+/* --socket PATH, else RERAND_CONTROL_SOCKET, else rerandd's default. */
+static const char *ctl_socket;
+
+#define SOCKET_OPT { "socket", 0, required_argument, "PATH", 'S', \
+		     "rerandd's control socket (default $RERAND_CONTROL_SOCKET or " \
+		     CONTROL_SOCKET ")", "@file" }
+
+/* The socket is root's alone (rerandd checks the peer too): say so, not
+ * just "Permission denied", to the admin who forgot sudo. */
+static const char *perm_hint(int err)
+{
+	if ((err == EACCES || err == EPERM) && geteuid() != 0)
+		return " (rerandd's control socket is root's only: run rerand as root, e.g. with sudo)";
+	return "";
+}
 
 /* Send LINE, read the answer into BUF.  0: rerandd said ok, BUF holds the
  * rest of its answer; 1: it refused, BUF holds why; < 0: it could not be
@@ -23,7 +40,7 @@
 static int ctl_ask(const char *line, char *buf, size_t size, bool quiet)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	const char *path = getenv("RERAND_CONTROL_SOCKET");
+	const char *path = ctl_socket ? ctl_socket : getenv("RERAND_CONTROL_SOCKET");
 	size_t got = 0;
 	int fd, err;
 
@@ -38,7 +55,7 @@ static int ctl_ask(const char *line, char *buf, size_t size, bool quiet)
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		err = errno;
 		if (!quiet)
-			cli_err("%s: cannot reach rerandd: %s", path, strerror(err));
+			cli_err("%s: cannot reach rerandd: %s%s", path, strerror(err), perm_hint(err));
 		if (fd >= 0)
 			close(fd);
 		return -err;
@@ -75,39 +92,82 @@ static int ctl_ask(const char *line, char *buf, size_t size, bool quiet)
 	return 1;
 }
 
+/* JSON: --json=pretty of status and fleet status re-prints rerandd's line */
+static int ctl_json = CLI_JSON_NONE;
+
 static int ctl(const char *line)
 {
 	char buf[32768];
 	int r = ctl_ask(line, buf, sizeof(buf), false);
 
 	if (r == 0) {
+		struct cli_json_capture cap;
+
+		cli_json_begin(&cap, ctl_json);
 		fputs(buf, stdout);
+		cli_json_end(&cap);
 		return 0;
 	}
 	if (r > 0)
-		cli_err("rerandd: %s", buf);
+		cli_err("rerandd: %s%s", buf, strstr(buf, "root only") ? perm_hint(EPERM) : "");
 	return EXIT_FAILURE_RR;
 }
 
-static int no_args(int argc, char **argv, const char *usage)
+static const struct cli_opt status_opts[] = {
+	{ "json", 0, optional_argument, "pretty|short", 'j',
+	  "rerandd's status as one JSON object (short: one line; pretty: indented)",
+	  "pretty short" },
+	SOCKET_OPT,
+	{ 0 }
+};
+
+const struct cli_cmd cli_status = {
+	.name = "status", .synopsis = "", .fn = cmd_status, .opts = status_opts,
+	.summary = "Ask rerandd for the layout age, the next rerandomization and why, the last\n"
+		   "verification, entropy, failures and the staged image.",
+};
+
+static const struct cli_opt socket_only_opts[] = {
+	SOCKET_OPT,
+	{ 0 }
+};
+
+/* A command with no operands and no option but --socket; -1 to go on. */
+static int no_operands(const struct cli_cmd *cmd, int argc, char **argv)
 {
-	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-		printf("Usage: %s\n", usage);
-		return 0;
+	int c;
+
+	while ((c = cli_getopt(cmd, argc, argv)) != -1) {
+		if (c == 'S') {
+			ctl_socket = optarg;
+			continue;
+		}
+		return c == CLI_HELP ? 0 : EXIT_USAGE;
 	}
-	if (argc != 1) {
-		cli_err("usage: %s", usage);
-		return EXIT_USAGE;
-	}
+	if (optind != argc)
+		return cli_usage_error(cmd, "takes no operands ('%s')", argv[optind]);
 	return -1;
 }
 
 int cmd_status(int argc, char **argv)
 {
-	if (argc == 2 && !strcmp(argv[1], "--json"))
-		return ctl("status json\n");
-	int r = no_args(argc, argv, "rerand status [--json]");
-	return r >= 0 ? r : ctl("status\n");
+	bool json = false;
+	int c;
+
+	while ((c = cli_getopt(&cli_status, argc, argv)) != -1) {
+		if (c == 'S') {
+			ctl_socket = optarg;
+			continue;
+		}
+		if (c != 'j')
+			return c == CLI_HELP ? 0 : EXIT_USAGE;
+		json = true;
+		if ((ctl_json = cli_json_mode(optarg)) < 0)
+			return cli_usage_error(&cli_status, "--json=%s: want pretty or short", optarg);
+	}
+	if (optind != argc)
+		return cli_usage_error(&cli_status, "takes no operands ('%s')", argv[optind]);
+	return ctl(json ? "status json\n" : "status\n");
 }
 
 /* `rerand now --wait`: request, then follow the sequence until the reboot
@@ -161,59 +221,69 @@ static int now_wait(long timeout)
 	}
 }
 
+static const struct cli_opt now_opts[] = {
+	{ "wait", 0, no_argument, NULL, 'w',
+	  "return once the reboot is under way (exit 0); fail on a hold or a timeout", NULL },
+	{ "timeout", 0, required_argument, "SECONDS", 't',
+	  "how long --wait waits for the reboot to start (default 600)", NULL },
+	SOCKET_OPT,
+	{ 0 }
+};
+
+const struct cli_cmd cli_now = {
+	.name = "now", .synopsis = "", .fn = cmd_now, .opts = now_opts,
+	.summary = "Ask rerandd to rerandomize now (kured's --reboot-command with --wait).",
+};
+
 int cmd_now(int argc, char **argv)
 {
-	static const char usage[] = "rerand now [--wait [--timeout SECONDS]]";
-	static const struct option opts[] = {
-		{ "wait", no_argument, NULL, 'w' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
 	bool wait = false;
 	long timeout = 600;
 	char *end;
 	int c;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&cli_now, argc, argv)) != -1) {
 		switch (c) {
 		case 'w':
 			wait = true;
 			break;
 		case 't':
 			timeout = strtol(optarg, &end, 10);
-			if (*end || end == optarg || timeout <= 0 || timeout > 86400) {
-				cli_err("now: --timeout '%s' is not a number of seconds (1-86400)",
-					optarg);
-				return EXIT_USAGE;
-			}
+			if (*end || end == optarg || timeout <= 0 || timeout > 86400)
+				return cli_usage_error(&cli_now, "--timeout '%s' is not a number of "
+						       "seconds (1-86400)", optarg);
 			break;
-		case 'h':
-			printf("Usage: %s\n"
-			       "Ask rerandd to rerandomize now.  --wait: return once the reboot is\n"
-			       "under way (exit 0), or fail when it is held or has not started within\n"
-			       "--timeout seconds (default 600).\n", usage);
+		case 'S':
+			ctl_socket = optarg;
+			break;
+		case CLI_HELP:
 			return 0;
 		default:
-			cli_err("usage: %s", usage);
 			return EXIT_USAGE;
 		}
 	}
-	if (optind != argc) {
-		cli_err("usage: %s", usage);
-		return EXIT_USAGE;
-	}
+	if (optind != argc)
+		return cli_usage_error(&cli_now, "takes no operands ('%s')", argv[optind]);
 	return wait ? now_wait(timeout) : ctl("now\n");
 }
 
 /* `rerand due`: kured's --reboot-sentinel-command.  kured reboots on 0 and
  * warns on any code but 1, so an unreachable rerandd is not "not due". */
+const struct cli_cmd cli_due = {
+	.name = "due", .synopsis = "", .fn = cmd_due, .opts = socket_only_opts,
+	.summary = "Say whether a rerandomization is due now, windows aside (kured's\n"
+		   "--reboot-sentinel-command).",
+	.text = "Exit status:\n"
+		"  0  due now\n"
+		"  1  not due (a young layout, a hold, nothing staged, back-off, stopped)\n"
+		"  3  rerandd could not be asked\n"
+		" 64  usage error\n",
+};
+
 int cmd_due(int argc, char **argv)
 {
 	char buf[512];
-	int r = no_args(argc, argv, "rerand due");
+	int r = no_operands(&cli_due, argc, argv);
 
 	if (r >= 0)
 		return r;
@@ -226,45 +296,85 @@ int cmd_due(int argc, char **argv)
 	return strncmp(buf, "due", 3) ? EXIT_NOT_DUE : 0;
 }
 
+const struct cli_cmd cli_hold = {
+	.name = "hold", .synopsis = "", .fn = cmd_hold, .opts = socket_only_opts,
+	.summary = "Ask rerandd to block its reboots until `rerand release`.",
+};
+
+const struct cli_cmd cli_release = {
+	.name = "release", .synopsis = "", .fn = cmd_release, .opts = socket_only_opts,
+	.summary = "Lift the block `rerand hold` put in place.",
+};
+
 int cmd_hold(int argc, char **argv)
 {
-	int r = no_args(argc, argv, "rerand hold");
+	int r = no_operands(&cli_hold, argc, argv);
 	return r >= 0 ? r : ctl("hold\n");
 }
 
 int cmd_release(int argc, char **argv)
 {
-	int r = no_args(argc, argv, "rerand release");
+	int r = no_operands(&cli_release, argc, argv);
 	return r >= 0 ? r : ctl("release\n");
 }
 
 /* The fleet commands go through rerandd: it has the [Fleet] settings, the TLS
  * client certificate and the identity, so the CLI needs none of them. */
+static const struct cli_opt fleet_opts[] = {
+	{ "json", 0, optional_argument, "pretty|short", 'j',
+	  "fleet status: as one JSON object (short: one line; pretty: indented)", "pretty short" },
+	SOCKET_OPT,
+	{ 0 }
+};
+
+const struct cli_cmd cli_fleet = {
+	.name = "fleet", .synopsis = "status | release HOST | clear-breaker", .fn = cmd_fleet,
+	.opts = fleet_opts, .operand_complete = "status release clear-breaker",
+	.summary = "Through rerandd: the fleet group's holders and free slots; free a stuck\n"
+		   "etcd slot of HOST; close the fleet's open circuit breaker.",
+};
+
 int cmd_fleet(int argc, char **argv)
 {
-	static const char usage[] = "rerand fleet status [--json] | rerand fleet release HOST | "
-		"rerand fleet clear-breaker";
 	char line[300];
+	bool json = false;
+	int c;
 
-	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-		printf("Usage: %s\n", usage);
-		return 0;
-	}
-	if (argc == 2 && !strcmp(argv[1], "status"))
-		return ctl("fleet status\n");
-	if (argc == 3 && !strcmp(argv[1], "status") && !strcmp(argv[2], "--json"))
-		return ctl("fleet status json\n");
-	if (argc == 2 && !strcmp(argv[1], "clear-breaker"))
-		return ctl("fleet clear-breaker\n");
-	if (argc == 3 && !strcmp(argv[1], "release")) {
-		const char *h = argv[2];
-		if (!*h || strlen(h) > 127 || strpbrk(h, " \t\n\r\"\\")) {
-			cli_err("fleet release: '%s' is not a host identity", h);
-			return EXIT_USAGE;
+	while ((c = cli_getopt(&cli_fleet, argc, argv)) != -1) {
+		if (c == 'S') {
+			ctl_socket = optarg;
+			continue;
 		}
+		if (c != 'j')
+			return c == CLI_HELP ? 0 : EXIT_USAGE;
+		json = true;
+		if ((ctl_json = cli_json_mode(optarg)) < 0)
+			return cli_usage_error(&cli_fleet, "--json=%s: want pretty or short", optarg);
+	}
+	/* getopt moved the operands behind the options */
+	char **ops = argv + optind;
+	int n = argc - optind;
+	if (n > 2)
+		return cli_usage_error(&cli_fleet, "too many operands ('%s')", ops[2]);
+	if (n == 0)
+		return cli_usage_error(&cli_fleet, "status, release HOST or clear-breaker is missing");
+	if (json && strcmp(ops[0], "status"))
+		return cli_usage_error(&cli_fleet, "--json is for fleet status only");
+	if (n == 1 && !strcmp(ops[0], "status"))
+		return ctl(json ? "fleet status json\n" : "fleet status\n");
+	if (n == 1 && !strcmp(ops[0], "clear-breaker"))
+		return ctl("fleet clear-breaker\n");
+	if (!strcmp(ops[0], "release")) {
+		if (n != 2)
+			return cli_usage_error(&cli_fleet, n == 1 ? "release: the HOST is missing" :
+					       "release: one HOST only");
+		const char *h = ops[1];
+		if (!*h || strlen(h) > 127 || strpbrk(h, " \t\n\r\"\\"))
+			return cli_usage_error(&cli_fleet, "release: '%s' is not a host identity", h);
 		snprintf(line, sizeof(line), "fleet release %s\n", h);
 		return ctl(line);
 	}
-	cli_err("usage: %s", usage);
-	return EXIT_USAGE;
+	if (strcmp(ops[0], "status") && strcmp(ops[0], "clear-breaker"))
+		return cli_usage_error(&cli_fleet, "unknown fleet command '%s'", ops[0]);
+	return cli_usage_error(&cli_fleet, "%s takes no operands ('%s')", ops[0], ops[1]);
 }

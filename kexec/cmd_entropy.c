@@ -13,6 +13,7 @@
 
 #include "bootparams.h"
 #include "cli.h"
+#include "cmdtab.h"
 #include "image.h"
 #include "kernel.h"
 #include "memmap_src.h"
@@ -24,24 +25,11 @@
 #define STOCK_KEXEC_MIN   (512ULL << 20)   /* choose_random_location: min(load, 512 MiB) */
 #define MIB               (1ULL << 20)
 
-static const char entropy_help[] =
-"Usage: rerand entropy [IMAGE | --kernel KERNEL | --size BYTES] [--memmap SOURCE]\n"
-"                      [--cmdline S] [--firmware bios|uefi] [--json]\n"
-"\n"
-"Count the placements a kernel can take on a memory map, with the selection\n"
-"code the stage runs, and the same figures under the stock decompressor's\n"
-"rule after a kexec.\n"
-"\n"
-"  IMAGE            a rerand image or a kernel (its in-memory size is used);\n"
-"                   default /boot/vmlinuz-$(uname -r)\n"
-"  --kernel FILE    a bzImage (any codec)\n"
-"  --size BYTES     the in-memory size directly (as `rerand inspect` prints it)\n"
-"  --memmap SOURCE  " RR_MSRC_LIVE " (default), a saved copy of that tree,\n"
-"                   a /proc/iomem copy (taken as root), or dmesg's e820 table\n"
-"  --cmdline S      the next kernel's command line (default /proc/cmdline):\n"
-"                   mem=, memmap=, hugepagesz=1G hugepages=N, elfcorehdr=, nokaslr\n"
-"  --firmware F     bios or uefi; default: detected from SOURCE or " RR_MSRC_EFI_DIR "\n"
-"  --json           one JSON object\n"
+static const char entropy_text[] =
+"IMAGE is a rerand image or a kernel (its in-memory size is used); default\n"
+"/boot/vmlinuz-$(uname -r).  --memmap SOURCE: " RR_MSRC_LIVE " (default), a saved\n"
+"copy of that tree, a /proc/iomem copy (taken as root), or dmesg's e820 table.\n"
+"--cmdline honours mem=, memmap=, hugepagesz=1G hugepages=N, elfcorehdr=, nokaslr.\n"
 "\n"
 "Assumptions: the map is static, so the figures are an upper bound.  At kexec\n"
 "time the stage also keeps clear its own image, the initrd, boot_params, the\n"
@@ -51,6 +39,57 @@ static const char entropy_help[] =
 "physical minimum min(load address, 512 MiB) is 512 MiB; on UEFI kexec passes\n"
 "only the EFI runtime map, the decompressor finds no conventional memory in it\n"
 "and leaves the kernel where it was loaded (1 physical slot, 0 bits).\n";
+
+static const struct cli_opt entropy_opts[] = {
+	{ "kernel", 0, required_argument, "KERNEL", 'k', "a bzImage (any codec) instead of IMAGE",
+	  "@file" },
+	{ "size", 0, required_argument, "BYTES", 's',
+	  "the in-memory size directly (as inspect prints it); K, M, G suffixes: KiB, MiB, GiB",
+	  NULL },
+	{ "memmap", 0, required_argument, "SOURCE", 'm', "the memory map to count on", "@file" },
+	{ "cmdline", 0, required_argument, "CMDLINE", 'c',
+	  "the next kernel's command line (default /proc/cmdline)", NULL },
+	{ "firmware", 0, required_argument, "bios|uefi", 'f',
+	  "the stock rule's firmware (default: detected from SOURCE or " RR_MSRC_EFI_DIR ")",
+	  "bios uefi" },
+	{ "json", 0, optional_argument, "pretty|short", 'j',
+	  "one JSON object (short, the default: one line; pretty: indented)", "pretty short" },
+	{ 0 }
+};
+
+const struct cli_cmd cli_entropy = {
+	.name = "entropy", .synopsis = "[IMAGE | --kernel KERNEL | --size BYTES]", .fn = cmd_entropy,
+	.opts = entropy_opts, .text = entropy_text, .operand_complete = "@file",
+	.summary = "Count the placements a kernel can take on a memory map, with the stage's\n"
+		   "selection code, against the stock decompressor's rule after a kexec.",
+};
+
+/* BYTES, or N with a K, M, G or T suffix (powers of 1024; "KiB" and "K"
+ * alike): what docs/performance.md and people write. */
+static int parse_size(const char *s, uint64_t *ret)
+{
+	static const char units[] = "KMGT";
+	const char *u;
+	char *end;
+	uint64_t v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s || s[0] == '-' || v == 0)
+		return -EINVAL;
+	if (*end) {
+		if (!(u = strchr(units, *end)) || !*end ||
+		    (end[1] && strcmp(end + 1, "iB") && strcmp(end + 1, "B")))
+			return -EINVAL;
+		for (long i = 0; i <= u - units; i++) {
+			if (v > UINT64_MAX / 1024)
+				return -ERANGE;
+			v *= 1024;
+		}
+	}
+	*ret = v;
+	return 0;
+}
 
 struct figures {
 	uint64_t phys, virt;      /* slot counts */
@@ -195,22 +234,14 @@ static void text_fig(const char *name, const struct figures *f)
 
 int cmd_entropy(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "kernel", required_argument, NULL, 'k' },
-		{ "size", required_argument, NULL, 's' },
-		{ "memmap", required_argument, NULL, 'm' },
-		{ "cmdline", required_argument, NULL, 'c' },
-		{ "firmware", required_argument, NULL, 'f' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
 	static struct rr_memmap map;
 	const char *kpath = NULL, *src = NULL, *cmdline = NULL, *fw_how = "--firmware";
 	const char *cmdline_from = "--cmdline", *size_from = "--size";
 	char cmdbuf[RR_CMDLINE_MAX + 1], defkernel[300];
 	enum rr_msrc_firmware fw = RR_FW_UNKNOWN;
-	bool json = false, kpath_is_kernel = false;
+	bool kpath_is_kernel = false;
+	int json = CLI_JSON_NONE;
+	struct cli_json_capture cap;
 	uint64_t mem_size = 0;
 	struct rr_msrc_info info;
 	struct rr_cmdline cl;
@@ -218,23 +249,22 @@ int cmd_entropy(int argc, char **argv)
 	struct rr_err e;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&cli_entropy, argc, argv)) != -1) {
 		switch (c) {
 		case 'k': kpath = optarg; kpath_is_kernel = true; break;
 		case 'm': src = optarg; break;
 		case 'c': cmdline = optarg; break;
-		case 'j': json = true; break;
-		case 's': {
-			char *end;
-
-			errno = 0;
-			mem_size = strtoull(optarg, &end, 0);
-			if (errno || *end || mem_size == 0 || optarg[0] == '-') {
-				cli_err("--size: '%s' is not a positive byte count", optarg);
-				return EXIT_USAGE;
-			}
+		case 'j':
+			json = cli_json_mode(optarg);
+			if (json < 0)
+				return cli_usage_error(&cli_entropy, "--json=%s: want pretty or short",
+						       optarg);
 			break;
-		}
+		case 's':
+			if (parse_size(optarg, &mem_size) < 0)
+				return cli_usage_error(&cli_entropy, "--size: '%s' is not a positive "
+						       "byte count (BYTES, or N with K, M or G)", optarg);
+			break;
 		case 'f':
 			if (!strcmp(optarg, "bios"))
 				fw = RR_FW_BIOS;
@@ -245,8 +275,7 @@ int cmd_entropy(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			break;
-		case 'h':
-			fputs(entropy_help, stdout);
+		case CLI_HELP:
 			return 0;
 		default:
 			return EXIT_USAGE;
@@ -254,9 +283,8 @@ int cmd_entropy(int argc, char **argv)
 	}
 	if (optind < argc - 1 || (optind == argc - 1 && (kpath || mem_size)) ||
 	    (kpath && mem_size)) {
-		cli_err("entropy: usage: rerand entropy [IMAGE | --kernel KERNEL | --size BYTES] "
-			"[--memmap SOURCE] [--cmdline S] [--json]");
-		return EXIT_USAGE;
+		return cli_usage_error(&cli_entropy, "one of IMAGE, --kernel KERNEL and --size BYTES, "
+				       "not more");
 	}
 	if (optind == argc - 1)
 		kpath = argv[optind];
@@ -312,16 +340,17 @@ int cmd_entropy(int argc, char **argv)
 
 	const char *rule = fw == RR_FW_UEFI ? "uefi-runtime-map" : "bios-min-512m";
 	if (json) {
+		cli_json_begin(&cap, json);
 		printf("{\"memmap\":{\"source\":");
 		cli_json_str(src ? src : RR_MSRC_LIVE);
-		printf(",\"format\":\"%s\",\"entries\":%u,\"ram_entries\":%u,\"ram_bytes\":%llu},",
+		printf(",\"format\":\"%s\",\"entries\":%u,\"ram_entries\":%u,\"ram_bytes\":\"0x%llx\"},",
 		       rr_msrc_format_name(info.format), info.nr_entries, info.nr_ram,
 		       (unsigned long long)info.ram_bytes);
 		printf("\"firmware\":\"%s\",\"firmware_from\":", fw == RR_FW_UEFI ? "uefi" : "bios");
 		cli_json_str(fw_how);
 		printf(",\"kernel\":");
 		cli_json_str(size_from);
-		printf(",\"mem_size\":%llu,\"slot_size\":%llu,\"cmdline_from\":",
+		printf(",\"mem_size\":\"0x%llx\",\"slot_size\":\"0x%llx\",\"cmdline_from\":",
 		       (unsigned long long)mem_size,
 		       (unsigned long long)RR_ALIGN_UP(mem_size, RERAND_SLOT_ALIGN));
 		cli_json_str(cmdline_from);
@@ -329,8 +358,9 @@ int cmd_entropy(int argc, char **argv)
 		json_fig("rerand", &rr);
 		printf(",");
 		json_fig("stock", &stock);
-		printf(",\"stock_rule\":\"%s\",\"stock_min_addr\":%llu,\"upper_bound\":true}\n", rule,
-		       (unsigned long long)STOCK_KEXEC_MIN);
+		printf(",\"stock_rule\":\"%s\",\"stock_min_addr\":\"0x%llx\",\"upper_bound\":true}\n",
+		       rule, (unsigned long long)STOCK_KEXEC_MIN);
+		cli_json_end(&cap);
 		return 0;
 	}
 	printf("memory map:   %s (%s), %u entries, %u usable, %.1f MiB\n",

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cmdtab.h"
 #include "image.h"
 #include "kernel.h"
 #include "lz4par.h"
@@ -16,23 +17,41 @@
 
 #define MAX_KERNEL_FILE (512u << 20)
 
+static const struct cli_opt image_opts[] = {
+	{ "output", 'o', required_argument, "IMAGE", 'o',
+	  "the image to write (atomically: a temporary file, then renamed); '-' is refused", "@file" },
+	{ "relocs", 0, required_argument, "FILE", 'r',
+	  "the relocation table (vmlinux.relocs) of a vmlinux KERNEL", "@file" },
+	{ "codec", 0, required_argument, "lz4|none", 'c',
+	  "how the image stores the kernel (default lz4)", "lz4 none" },
+	{ "lz4-level", 0, required_argument, "N", 'l',
+	  "LZ4 level: 0 fast (default) to 12 (HC, smallest)", "0 1 2 3 4 5 6 7 8 9 10 11 12" },
+	{ "threads", 0, required_argument, "N", 'j',
+	  "compression threads (default: the CPUs this process may use)", NULL },
+	{ "sign-key", 0, required_argument, "KEY", 'K',
+	  "sign the image with sbsign and this key (with --sign-cert)", "@file" },
+	{ "sign-cert", 0, required_argument, "CERT", 'C',
+	  "the certificate of --sign-key", "@file" },
+	{ "sign-engine", 0, required_argument, "ENGINE", 'E',
+	  "the OpenSSL engine that holds --sign-key (e.g. pkcs11)", NULL },
+	{ "sign-addcert", 0, required_argument, "CERTS", 'A',
+	  "intermediate certificates to add to the signature", "@file" },
+	{ "kernel-fd", 0, required_argument, "N", 'k',
+	  "read KERNEL from this open descriptor (rerandd's unprivileged builder)", NULL },
+	{ "output-fd", 0, required_argument, "N", 'O',
+	  "write the image to this open descriptor; IMAGE only names it", NULL },
+	{ 0 }
+};
+
+const struct cli_cmd cli_image = {
+	.name = "image", .synopsis = "KERNEL -o IMAGE", .fn = cmd_image, .opts = image_opts,
+	.summary = "Turn a bzImage (any payload codec), a unified kernel image, or a vmlinux plus\n"
+		   "its relocation table into a rerandomizing image.",
+	.operand_complete = "@file",
+};
+
 int cmd_image(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "relocs", required_argument, NULL, 'r' },
-		{ "codec", required_argument, NULL, 'c' },
-		{ "lz4-level", required_argument, NULL, 'l' },
-		{ "threads", required_argument, NULL, 'j' },
-		{ "sign-key", required_argument, NULL, 'K' },
-		{ "sign-cert", required_argument, NULL, 'C' },
-		{ "sign-engine", required_argument, NULL, 'E' },
-		{ "sign-addcert", required_argument, NULL, 'A' },
-		{ "kernel-fd", required_argument, NULL, 'k' },
-		{ "output-fd", required_argument, NULL, 'O' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
 	const char *out = NULL, *relocs = NULL;
 	int kernel_fd = -1, out_fd = -1;
 	struct rr_image_opts o = { .codec = RERAND_CODEC_LZ4,
@@ -45,7 +64,7 @@ int cmd_image(int argc, char **argv)
 	size_t len;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&cli_image, argc, argv)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
 		case 'r': relocs = optarg; break;
@@ -55,8 +74,7 @@ int cmd_image(int argc, char **argv)
 			else if (!strcmp(optarg, "none"))
 				o.codec = RERAND_CODEC_NONE;
 			else {
-				cli_err("--codec: '%s' is not lz4 or none", optarg);
-				return EXIT_USAGE;
+				return cli_usage_error(&cli_image, "--codec: '%s' is not lz4 or none", optarg);
 			}
 			break;
 		case 'l': {
@@ -95,22 +113,24 @@ int cmd_image(int argc, char **argv)
 		case 'C': so.cert = optarg; break;
 		case 'E': so.engine = optarg; break;
 		case 'A': so.addcert = optarg; break;
-		case 'h':
-			puts("Usage: rerand image KERNEL -o IMAGE [--relocs FILE] [--codec lz4|none] [--lz4-level N]\n"
-			     "                    [--threads N]\n"
-			     "                    [--sign-key KEY --sign-cert CERT [--sign-engine ENGINE]\n"
-			     "                     [--sign-addcert CERTS]]\n"
-			     "                    [--kernel-fd N] [--output-fd N]");
+		case CLI_HELP:
 			return 0;
 		default:
 			return EXIT_USAGE;
 		}
 	}
-	if (optind != argc - 1 || !out) {
-		cli_err("image: usage: rerand image KERNEL -o IMAGE [--relocs FILE] [--codec lz4|none] "
-			"[--sign-key KEY --sign-cert CERT]");
-		return EXIT_USAGE;
-	}
+	if (optind == argc)
+		return cli_usage_error(&cli_image, "the KERNEL to read is missing");
+	if (optind < argc - 1)
+		return cli_usage_error(&cli_image, "one KERNEL only ('%s' is one too many)",
+				       argv[optind + 1]);
+	if (!out)
+		return cli_usage_error(&cli_image, "-o IMAGE, the image to write, is missing");
+	if (!strcmp(out, "-") && out_fd < 0)
+		/* the image is written to a temporary file and renamed, or
+		 * signed by sbsign into a file: never a file named "-" */
+		return cli_usage_error(&cli_image, "-o -: the image is written to a file, not to "
+				       "standard output; name the file");
 	if (!so.key != !so.cert || ((so.engine || so.addcert) && !so.key)) {
 		cli_err("image: --sign-key and --sign-cert go together (--sign-engine and "
 			"--sign-addcert need both)");

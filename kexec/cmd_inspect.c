@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cmdtab.h"
 #include "image.h"
 #include "kernel.h"
 #include "pesig.h"
@@ -57,23 +58,27 @@ static void print_kernel(const char *path, const struct rr_kernel *k, bool json)
 	if (json) {
 		printf("{\"file\":");
 		cli_json_str(path);
-		printf(",\"type\":\"%s\",\"codec\":\"%s\",\"file_size\":%zu,",
+		printf(",\"type\":\"%s\",\"codec\":\"%s\",\"file_size\":\"0x%zx\",",
 		       k->is_bzimage ? "bzImage" : "vmlinux", rr_kcodec_name(k->codec), k->file_size);
 		if (k->is_bzimage) {
-			printf("\"protocol\":\"%u.%02u\",\"xloadflags\":%u,\"payload_size\":%llu,"
+			printf("\"protocol\":\"%u.%02u\",\"xloadflags\":%u,\"payload_size\":\"0x%llx\","
 			       "\"kernel_version\":", k->bz.version >> 8, k->bz.version & 0xff,
 			       k->bz.xloadflags, (unsigned long long)k->bz.payload_length);
 			cli_json_str(k->bz.kernel_version);
 			putchar(',');
 		}
-		printf("\"decoded_size\":%zu,\"mem_size\":%llu,\"entry_offset\":%llu,\"segments\":[",
-		       k->payload_len, (unsigned long long)v->mem_size,
-		       (unsigned long long)(v->entry - v->link_paddr));
+		/* addresses and 64-bit sizes as "0x..." strings: a JSON number
+		 * past 2^53 loses digits in jq and JavaScript */
+		printf("\"decoded_size\":\"0x%zx\",\"mem_size\":\"0x%llx\",\"entry_offset\":\"0x%llx\","
+		       "\"nr_segments\":%u,\"segments\":[", k->payload_len,
+		       (unsigned long long)v->mem_size, (unsigned long long)(v->entry - v->link_paddr),
+		       v->nr_seg);
 		for (unsigned i = 0; i < v->nr_seg; i++)
-			printf("%s{\"paddr\":%llu,\"vaddr\":%llu,\"filesz\":%llu,\"memsz\":%llu}",
-			       i ? "," : "", (unsigned long long)v->seg[i].paddr,
-			       (unsigned long long)v->seg[i].vaddr, (unsigned long long)v->seg[i].filesz,
-			       (unsigned long long)v->seg[i].memsz);
+			printf("%s{\"offset\":\"0x%llx\",\"filesz\":\"0x%llx\",\"memsz\":\"0x%llx\","
+			       "\"paddr\":\"0x%llx\",\"vaddr\":\"0x%llx\"}", i ? "," : "",
+			       (unsigned long long)(v->seg[i].paddr - v->link_paddr),
+			       (unsigned long long)v->seg[i].filesz, (unsigned long long)v->seg[i].memsz,
+			       (unsigned long long)v->seg[i].paddr, (unsigned long long)v->seg[i].vaddr);
 		printf("],\"reloc_layout\":%u,\"relocs64\":%zu,\"inverse32\":%zu,\"relocs32\":%zu,"
 		       "\"virt_slots\":%llu,\"virt_bits\":%s", k->relocs.layout,
 		       k->relocs.nr_reloc64, k->relocs.nr_inverse32, k->relocs.nr_reloc32,
@@ -124,9 +129,9 @@ static void print_image(const char *path, size_t len, const struct rr_image *im,
 		printf("\"image_version\":%u,\"kernel_version\":", h->version);
 		cli_json_str(im->kernel_version);
 		printf(",\"protocol\":\"%u.%02u\",\"xloadflags\":%u,"
-		       "\"file_size\":%zu,\"init_size\":%u,\"kernel_alignment\":%u,\"codec\":\"%s\","
-		       "\"stored_size\":%llu,\"decoded_size\":%llu,\"mem_size\":%llu,"
-		       "\"entry_offset\":%llu,\"segments\":%u,\"reloc_layout\":%u,\"relocs64\":%u,"
+		       "\"file_size\":\"0x%zx\",\"init_size\":%u,\"kernel_alignment\":%u,\"codec\":\"%s\","
+		       "\"stored_size\":\"0x%llx\",\"decoded_size\":\"0x%llx\",\"mem_size\":\"0x%llx\","
+		       "\"entry_offset\":\"0x%llx\",\"nr_segments\":%u,\"reloc_layout\":%u,\"relocs64\":%u,"
 		       "\"inverse32\":%u,\"relocs32\":%u,\"virt_slots\":%llu,\"virt_bits\":%s",
 		       im->protocol >> 8, im->protocol & 0xff,
 		       im->xloadflags, len, im->init_size, im->kernel_alignment,
@@ -134,6 +139,16 @@ static void print_image(const char *path, size_t len, const struct rr_image *im,
 		       (unsigned long long)decoded, (unsigned long long)h->mem_size,
 		       (unsigned long long)h->entry_offset, h->nr_segments, h->reloc_layout,
 		       h->nr_reloc64, h->nr_inverse32, h->nr_reloc32, (unsigned long long)vs, vb);
+		/* the same array as a kernel's, less the link addresses */
+		printf(",\"segments\":[");
+		for (unsigned i = 0; i < h->nr_segments; i++)
+			printf("%s{\"offset\":\"0x%llx\",\"filesz\":\"0x%llx\",\"memsz\":\"0x%llx\","
+			       "\"stored_size\":\"0x%llx\"}", i ? "," : "",
+			       (unsigned long long)h->seg[i].mem_offset,
+			       (unsigned long long)h->seg[i].file_size,
+			       (unsigned long long)h->seg[i].mem_size,
+			       (unsigned long long)h->seg[i].data_size);
+		printf("]");
 		return;
 	}
 	printf("%s: rerand image, format %u%s\n", path, h->version,
@@ -183,7 +198,7 @@ static int print_uki(const char *path, const uint8_t *buf, size_t len, bool json
 		printf(",\"sections\":{");
 		for (int i = 0, n = 0; i < RR_UKI_NR_PARTS; i++)
 			if (u.part[i].present)
-				printf("%s\"%s\":%llu", n++ ? "," : "", rr_uki_part_name(i),
+				printf("%s\"%s\":\"0x%llx\"", n++ ? "," : "", rr_uki_part_name(i),
 				       (unsigned long long)u.part[i].size);
 		printf("}");
 		if (u.part[RR_UKI_CMDLINE].present) {
@@ -204,27 +219,47 @@ static int print_uki(const char *path, const uint8_t *buf, size_t len, bool json
 	return 0;
 }
 
+static const struct cli_opt inspect_opts[] = {
+	{ "json", 0, optional_argument, "pretty|short", 'j',
+	  "one JSON object (short, the default: one line; pretty: indented)", "pretty short" },
+	{ "relocs", 0, required_argument, "FILE", 'r',
+	  "the relocation table (vmlinux.relocs) of a vmlinux FILE", "@file" },
+	{ "input-fd", 0, required_argument, "N", 'i',
+	  "read FILE from this open descriptor; FILE only names it", NULL },
+	{ 0 }
+};
+
+const struct cli_cmd cli_inspect = {
+	.name = "inspect", .synopsis = "FILE", .fn = cmd_inspect, .opts = inspect_opts,
+	.summary = "Describe a kernel, a unified kernel image or a rerand image, and who signed it.",
+	.text = "Exit status:\n"
+		"  0  FILE described\n"
+		"  1  FILE cannot be read, or is malformed (the problem on stderr)\n"
+		"  2  FILE is a PE file but no kernel, UKI or rerand image (its signature is shown)\n"
+		" 64  usage error\n",
+	.operand_complete = "@file",
+};
+
 int cmd_inspect(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "relocs", required_argument, NULL, 'r' },
-		{ "input-fd", required_argument, NULL, 'i' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
 	const char *relocs = NULL;
 	struct rr_pe_sig sig;
 	int in_fd = -1;
-	bool json = false;
+	int json = CLI_JSON_NONE;
+	struct cli_json_capture cap;
 	struct rr_err e;
 	uint8_t *buf;
 	size_t len;
-	int c, r;
+	int c, r, rc = 0;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&cli_inspect, argc, argv)) != -1) {
 		switch (c) {
-		case 'j': json = true; break;
+		case 'j':
+			json = cli_json_mode(optarg);
+			if (json < 0)
+				return cli_usage_error(&cli_inspect, "--json=%s: want pretty or short",
+						       optarg);
+			break;
 		case 'r': relocs = optarg; break;
 		case 'i': {
 			/* an open file: what a caller that dropped its privileges
@@ -239,23 +274,24 @@ int cmd_inspect(int argc, char **argv)
 			in_fd = (int)v;
 			break;
 		}
-		case 'h':
-			puts("Usage: rerand inspect FILE [--relocs FILE] [--input-fd N] [--json]");
+		case CLI_HELP:
 			return 0;
 		default:
 			return EXIT_USAGE;
 		}
 	}
-	if (optind != argc - 1) {
-		cli_err("inspect: usage: rerand inspect FILE [--json]");
-		return EXIT_USAGE;
-	}
+	if (optind == argc)
+		return cli_usage_error(&cli_inspect, "the FILE to describe is missing");
+	if (optind < argc - 1)
+		return cli_usage_error(&cli_inspect, "one FILE only ('%s' is one too many)",
+				       argv[optind + 1]);
 	const char *path = argv[optind];
 	if ((in_fd >= 0 ? rr_read_fd(in_fd, path, MAX_KERNEL_FILE, &buf, &len, &e)
 			: rr_read_file(path, MAX_KERNEL_FILE, &buf, &len, &e)) < 0) {
 		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;
 	}
+	cli_json_begin(&cap, json);
 	if (rr_image_probe(buf, len)) {
 		struct rr_image im;
 		r = rr_image_parse(buf, len, path, &im, &e);
@@ -285,6 +321,9 @@ int cmd_inspect(int argc, char **argv)
 		} else if (r == 0) {
 			printf("%s: PE image, neither a kernel nor a rerand image\n", path);
 		}
+		/* described, but not what inspect is for: a script that takes
+		 * exit 0 for "a kernel" must not take a boot loader for one */
+		rc = EXIT_NOT_KERNEL;
 		if (r == 0)
 			print_sig(&sig, json);
 	} else {
@@ -307,9 +346,18 @@ int cmd_inspect(int argc, char **argv)
 		free(rbuf);
 	}
 	free(buf);
+	/* nothing was printed on an error: the capture is empty, and so is
+	 * stdout (no "null") */
+	if (r < 0 && cap.saved) {
+		fclose(stdout);
+		stdout = cap.saved;
+		free(cap.buf);
+	} else {
+		cli_json_end(&cap);
+	}
 	if (r < 0) {
 		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;
 	}
-	return 0;
+	return rc;
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cmdtab.h"
 #include "image.h"
 #include "kexec_run.h"
 #include "lockdown.h"
@@ -118,28 +119,53 @@ static int make_memfd(const uint8_t *buf, size_t len)
 	return fd;
 }
 
-/* The state files, overridable for tests (documented as such in rerand(1)). */
+/* The state files, overridable for tests (documented as such in rerand(8)). */
 static const char *env_or(const char *name, const char *dflt)
 {
 	const char *v = getenv(name);
 	return v && *v ? v : dflt;
 }
 
+/* boot_params for the Secure Boot byte where efivarfs cannot say.  A caller
+ * that substitutes the SecureBoot file (tests, rerandd's [Paths]) gets no
+ * second opinion from this host's boot_params unless it names one too. */
+static const char *boot_params_path(void)
+{
+	const char *v = getenv("RERAND_BOOT_PARAMS_FILE");
+
+	if (v)
+		return *v ? v : NULL;
+	return getenv("RERAND_SECUREBOOT_FILE") ? NULL : RR_BOOT_PARAMS_PATH;
+}
+
+/* kexec-tools said kexec_load(2) failed with EPERM. */
+static bool kexec_load_eperm(const char *out)
+{
+	for (const char *p = out; (p = strstr(p, "kexec_load failed")); p++) {
+		const char *eol = strchr(p, '\n');
+		size_t n = eol ? (size_t)(eol - p) : strlen(p);
+		if (memmem(p, n, strerror(EPERM), strlen(strerror(EPERM))))
+			return true;
+	}
+	return false;
+}
+
 /* Refuse what lockdown would refuse, before kexec runs: a kexec_file_load
  * of an unsigned image fails anyway, and a failed `kexec -p` takes the
  * loaded crash kernel with it. */
-static int check_lockdown(const char *path, const struct rr_lockdown_state *ld,
+static int check_lockdown(const char *path, const struct rr_lockdown_state *ld, bool sb_bp,
 			  const struct rr_pe_sig *sig)
 {
 	if (!ld->locked)
 		return 0;
 	if (!sig->is_signed) {
-		cli_err("%s: not signed, and the kernel is locked down (lockdown: %s, Secure Boot: %s), "
+		cli_err("%s: not signed, and the kernel is locked down (lockdown: %s, Secure Boot: %s%s), "
 			"so kexec_file_load accepts only signed images. Sign it with "
 			"'rerand image --sign-key KEY --sign-cert CERT' and, if the certificate is not in "
 			"db or MOK, enroll it with 'mokutil --import CERT' (then reboot and confirm in "
 			"MokManager). Nothing was staged; any kernel staged before is unchanged",
-			path, rr_lockdown_name(ld->lockdown), rr_secureboot_name(ld->secureboot));
+			path, rr_lockdown_name(ld->lockdown), rr_secureboot_name(ld->secureboot),
+			sb_bp ? " per boot_params" : "");
 		return -EKEYREJECTED;
 	}
 	if (sig->nr_signatures > 1) {
@@ -261,24 +287,37 @@ static int check_sha256(const char *path, const uint8_t *buf, size_t len, const 
 	return 0;
 }
 
+static const struct cli_opt load_opts[] = {
+	{ "initrd", 0, required_argument, "FILE", 'i', "the initrd to pass", "@file" },
+	{ "append", 0, required_argument, "CMDLINE", 'a', "the next kernel's command line", NULL },
+	{ "reuse-cmdline", 0, no_argument, NULL, 'R',
+	  "pass this boot's command line (/proc/cmdline) instead", NULL },
+	{ "crash", 0, no_argument, NULL, 'p',
+	  "stage the crash kernel (kexec -p) into the crashkernel= region", NULL },
+	{ "file-syscall", 0, no_argument, NULL, 's',
+	  "use kexec_file_load (kexec -s); chosen by itself under lockdown", NULL },
+	{ "kexec", 0, required_argument, "PATH", 'k', "the kexec binary (default: kexec in $PATH)",
+	  "@file" },
+	{ "uki", 0, required_argument, "FILE", 'U',
+	  "take the initrd and command line from this unified kernel image", "@file" },
+	{ "sha256", 0, required_argument, "HEX", 'S',
+	  "refuse IMAGE unless its SHA-256 is HEX (64 lower-case hex digits)", NULL },
+	{ 0 }
+};
+
+const struct cli_cmd cli_load = {
+	.name = "load", .synopsis = "IMAGE", .fn = cmd_load, .opts = load_opts,
+	.summary = "Stage IMAGE with kexec-tools from a sealed memfd (kexec_file_load and signed\n"
+		   "images only under lockdown).",
+	.operand_complete = "@file",
+};
+
 int cmd_load(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "initrd", required_argument, NULL, 'i' },
-		{ "append", required_argument, NULL, 'a' },
-		{ "reuse-cmdline", no_argument, NULL, 'R' },
-		{ "crash", no_argument, NULL, 'p' },
-		{ "file-syscall", no_argument, NULL, 's' },
-		{ "kexec", required_argument, NULL, 'k' },
-		{ "uki", required_argument, NULL, 'U' },
-		{ "sha256", required_argument, NULL, 'S' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
 	const char *initrd = NULL, *append = NULL, *kexec = "kexec", *uki = NULL, *want_sha = NULL;
 	char uki_initrd[64], uki_cmdline[4096];
 	int uki_fd = -1;
-	bool reuse = false, crash = false, file_syscall = false;
+	bool reuse = false, crash = false, file_syscall = false, sb_bp = false;
 	struct rr_lockdown_state ld;
 	struct rr_pe_sig sig;
 	struct rr_image im;
@@ -287,7 +326,7 @@ int cmd_load(int argc, char **argv)
 	size_t len;
 	int c, r, fd;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&cli_load, argc, argv)) != -1) {
 		switch (c) {
 		case 'i': initrd = optarg; break;
 		case 'a': append = optarg; break;
@@ -297,23 +336,19 @@ int cmd_load(int argc, char **argv)
 		case 'k': kexec = optarg; break;
 		case 'U': uki = optarg; break;
 		case 'S': want_sha = optarg; break;
-		case 'h':
-			puts("Usage: rerand load IMAGE [--initrd FILE] [--append S | --reuse-cmdline] "
-			     "[--crash] [--file-syscall] [--kexec PATH] [--uki FILE] [--sha256 HEX]");
+		case CLI_HELP:
 			return 0;
 		default:
 			return EXIT_USAGE;
 		}
 	}
-	if (optind != argc - 1) {
-		cli_err("load: usage: rerand load IMAGE [--initrd FILE] [--append S | --reuse-cmdline] "
-			"[--crash] [--file-syscall]");
-		return EXIT_USAGE;
-	}
-	if (append && reuse) {
-		cli_err("load: --append and --reuse-cmdline exclude each other");
-		return EXIT_USAGE;
-	}
+	if (optind == argc)
+		return cli_usage_error(&cli_load, "the IMAGE to stage is missing");
+	if (optind < argc - 1)
+		return cli_usage_error(&cli_load, "one IMAGE only ('%s' is one too many)",
+				       argv[optind + 1]);
+	if (append && reuse)
+		return cli_usage_error(&cli_load, "--append and --reuse-cmdline exclude each other");
 	if (want_sha && (strlen(want_sha) != 64 || strspn(want_sha, "0123456789abcdef") != 64)) {
 		cli_err("load: --sha256 %s: want 64 lower-case hex digits", want_sha);
 		return EXIT_USAGE;
@@ -335,8 +370,9 @@ int cmd_load(int argc, char **argv)
 		if (!append && !reuse)
 			append = uki_cmdline;
 	}
-	if (rr_lockdown_probe(env_or("RERAND_LOCKDOWN_FILE", RR_LOCKDOWN_PATH),
-			      env_or("RERAND_SECUREBOOT_FILE", RR_SECUREBOOT_PATH), &ld, &e) < 0) {
+	if (rr_lockdown_probe_bp(env_or("RERAND_LOCKDOWN_FILE", RR_LOCKDOWN_PATH),
+				 env_or("RERAND_SECUREBOOT_FILE", RR_SECUREBOOT_PATH),
+				 boot_params_path(), &ld, &sb_bp, &e) < 0) {
 		cli_err("%s; cannot tell whether the kernel is locked down, so nothing was staged", e.msg);
 		return EXIT_FAILURE_RR;
 	}
@@ -351,7 +387,7 @@ int cmd_load(int argc, char **argv)
 	/* kexec_load is refused under lockdown: kexec_file_load by itself */
 	if (ld.locked)
 		file_syscall = true;
-	if (check_lockdown(path, &ld, &sig) < 0 || (crash && check_crash_fit(path, &im, initrd) < 0)) {
+	if (check_lockdown(path, &ld, sb_bp, &sig) < 0 || (crash && check_crash_fit(path, &im, initrd) < 0)) {
 		free(buf);
 		return EXIT_FAILURE_RR;
 	}
@@ -424,6 +460,24 @@ int cmd_load(int argc, char **argv)
 		return EXIT_FAILURE_RR;
 	}
 	r = kexec_run_capture(kexec, args, STDERR_FILENO, out, KEXEC_OUT_MAX);
+	if (r != 0 && !file_syscall && ld.lockdown == RR_LD_ABSENT && kexec_load_eperm(out) &&
+	    kexec_have_cap_sys_boot() && !kexec_disabled()) {
+		/* No securityfs to say whether the kernel is locked down, and
+		 * kexec_load refused with what lockdown refuses with: try the
+		 * call a locked-down kernel accepts (as newer kexec-tools do).
+		 * A refused kexec_load changed nothing, crash kernel included. */
+		char *args2[13];
+		fputs(out, stderr);
+		cli_err("%s: kexec_load was refused (%s) and the lockdown state is unknown (%s is "
+			"missing: no securityfs); retrying with kexec_file_load (kexec -s), which a "
+			"locked-down kernel accepts for a signed image", path, strerror(EPERM),
+			env_or("RERAND_LOCKDOWN_FILE", RR_LOCKDOWN_PATH));
+		args2[0] = args[0];
+		args2[1] = "-s";
+		memcpy(args2 + 2, args + 1, sizeof(char *) * (size_t)n);
+		file_syscall = true;
+		r = kexec_run_capture(kexec, args2, STDERR_FILENO, out, KEXEC_OUT_MAX);
+	}
 	close(fd);
 	if (uki_fd >= 0)
 		close(uki_fd);

@@ -4,52 +4,79 @@
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
+#include "cmdtab.h"
 #include "status.h"
 
-#define EXIT_NO_RECORD 2
+static const struct cli_opt verify_opts[] = {
+	{ "json", 0, optional_argument, "pretty|short", 'j',
+	  "one JSON object (short, the default: one line; pretty: indented)", "pretty short" },
+	{ "setup-data", 0, required_argument, "DIR", 'd',
+	  "read the records from DIR, not " RR_SETUP_DATA_SYSFS, "@dir" },
+	{ 0 }
+};
+
+const struct cli_cmd cli_verify = {
+	.name = "verify", .synopsis = "", .fn = cmd_verify, .opts = verify_opts,
+	.summary = "Check that this boot was randomized, from the stage's record; never prints the base.",
+	.text = "Exit status:\n"
+		"  0  randomized\n"
+		"  1  a record is present and says not randomized (nokaslr, no slot)\n"
+		"  2  no rerand record: this boot was not made by a rerand image\n"
+		"  3  randomized, but from RDTSC alone (weak)\n"
+		"  4  a record is present but malformed (its file and problem on stderr)\n"
+		"  5  the setup_data directory cannot be read (--setup-data DIR missing)\n"
+		" 64  usage error\n",
+};
 
 int cmd_verify(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "setup-data", required_argument, NULL, 'd' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
 	const char *dir = RR_SETUP_DATA_SYSFS;
 	struct rerand_status st;
 	struct rr_err e;
-	bool json = false;
+	bool dir_given = false;
+	int json = CLI_JSON_NONE;
+	struct cli_json_capture cap;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&cli_verify, argc, argv)) != -1) {
 		switch (c) {
-		case 'j': json = true; break;
-		case 'd': dir = optarg; break;
-		case 'h':
-			puts("Usage: rerand verify [--json] [--setup-data DIR]\n"
-			     "Exit status: 0 randomized, 1 not randomized, 2 no rerand record,\n"
-			     "3 randomized from RDTSC alone (weak).");
-			return 0;
-		default:
-			return EXIT_USAGE;
+		case 'j':
+			json = cli_json_mode(optarg);
+			if (json < 0)
+				return cli_usage_error(&cli_verify, "--json=%s: want pretty or short",
+						       optarg);
+			break;
+		case 'd': dir = optarg; dir_given = true; break;
+		case CLI_HELP: return 0;
+		default: return EXIT_USAGE;
 		}
 	}
-	if (optind != argc) {
-		cli_err("verify: takes no arguments");
-		return EXIT_USAGE;
-	}
+	if (optind != argc)
+		return cli_usage_error(&cli_verify, "takes no operands ('%s')", argv[optind]);
 	r = rr_status_read(dir, &st, &e);
+	cli_json_begin(&cap, json);
 	if (r < 0) {
+		/* The kernel's own tree is absent where no setup_data was passed;
+		 * a directory the user named that is not there is a mistake. */
+		int rc = r == -ENOENT ? EXIT_NO_RECORD : r == -EINVAL || r == -EFBIG ? EXIT_BAD_RECORD
+								   : EXIT_UNREADABLE;
+		if (dir_given && r == -ENOENT && strstr(e.msg, "no setup_data in this boot")) {
+			rr_errf(&e, ENOENT, "%s: no such directory (--setup-data)", dir);
+			rc = EXIT_UNREADABLE;
+		}
 		if (json)
 			printf("{\"randomized\":false,\"result\":\"%s\"}\n",
-			       r == -ENOENT ? "absent" : "malformed");
+			       rc == EXIT_NO_RECORD ? "absent" : rc == EXIT_BAD_RECORD ? "malformed"
+							       : "unreadable");
+		cli_json_end(&cap);
 		cli_err("%s", e.msg);
-		return EXIT_NO_RECORD;
+		return rc;
 	}
-	rr_status_print(stdout, &st, json);
+	rr_status_print(stdout, &st, json != CLI_JSON_NONE);
+	cli_json_end(&cap);
 	if (st.result != RERAND_RES_RANDOMIZED)
 		return EXIT_NOT_RANDOMIZED;
 	/* A base drawn from the TSC alone is guessable: a script that checks

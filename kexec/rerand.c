@@ -1,13 +1,21 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* rerand: build, inspect, stage and verify rerandomizing kernel images. */
+#include <errno.h>
+#include <getopt.h>
+#include <json-c/json.h>
 #include <malloc.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 
-#define RERAND_VERSION "0.1"
+#include "cmdtab.h"
+
+#ifndef RERAND_VERSION
+#error "RERAND_VERSION comes from the Makefile (debian/changelog's version)"
+#endif
 
 void cli_err(const char *fmt, ...)
 {
@@ -34,54 +42,84 @@ void cli_json_str(const char *s)
 	putchar('"');
 }
 
+int cli_json_mode(const char *arg)
+{
+	if (!arg || !strcmp(arg, "short"))
+		return CLI_JSON_SHORT;
+	if (!strcmp(arg, "pretty"))
+		return CLI_JSON_PRETTY;
+	return -1;
+}
+
+void cli_json_begin(struct cli_json_capture *c, int mode)
+{
+	c->saved = NULL;
+	c->buf = NULL;
+	c->len = 0;
+	if (mode != CLI_JSON_PRETTY)
+		return;
+	FILE *m = open_memstream(&c->buf, &c->len);
+	if (!m)
+		return;         /* out of memory: one line it is */
+	fflush(stdout);
+	c->saved = stdout;
+	stdout = m;             /* glibc's stdout is an ordinary variable */
+}
+
+int cli_json_end(struct cli_json_capture *c)
+{
+	struct json_object *o;
+	int r = 0;
+
+	if (!c->saved)
+		return 0;
+	fclose(stdout);
+	stdout = c->saved;
+	o = json_tokener_parse(c->buf);
+	if (!o) {
+		/* never expected: show what there is rather than nothing */
+		fputs(c->buf, stdout);
+		r = -EBADMSG;
+	} else {
+		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+						    JSON_C_TO_STRING_SPACED |
+						    JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(o);
+	}
+	free(c->buf);
+	return r;
+}
+
+const struct cli_cmd *const cli_cmds[] = {
+	&cli_image, &cli_inspect, &cli_load, &cli_verify, &cli_status, &cli_now, &cli_due,
+	&cli_hold, &cli_release, &cli_fleet, &cli_entropy,
+};
+const unsigned cli_nr_cmds = sizeof(cli_cmds) / sizeof(cli_cmds[0]);
+
+/* The top-level help: each command's usage line and summary, from its table. */
 static void usage(FILE *f)
 {
 	fputs("Usage: rerand COMMAND [OPTIONS]\n"
+	      "       rerand help COMMAND | rerand COMMAND --help\n"
 	      "\n"
 	      "Keep the kernel at a fresh, secret base across kexec reboots.\n"
 	      "\n"
-	      "Commands:\n"
-	      "  image KERNEL -o IMAGE [--relocs FILE] [--codec lz4|none] [--lz4-level N]\n"
-	      "        Turn a bzImage (any payload codec) or a vmlinux plus its relocation\n"
-	      "        table into a rerandomizing image.\n"
-	      "  inspect FILE [--json]\n"
-	      "        Describe a kernel or an image.\n"
-	      "  load IMAGE [--initrd FILE] [--append S | --reuse-cmdline] [--crash]\n"
-	      "       [--file-syscall] [--kexec PATH] [--uki FILE] [--sha256 HEX]\n"
-	      "        Stage IMAGE with kexec-tools (kexec_file_load and signed images only\n"
-	      "        under lockdown), from a sealed memfd.\n"
-	      "  verify [--json] [--setup-data DIR]\n"
-	      "        Check that this boot was randomized (exit 0), was not (1), or\n"
-	      "        has no rerand record (2).\n"
-	      "  status [--json]\n"
-	      "        Ask rerandd for the layout age, the next rerandomization and why,\n"
-	      "        the last verification, entropy, failures and the staged image.\n"
-	      "  now [--wait [--timeout SECONDS]] | hold | release\n"
-	      "        Ask rerandd to rerandomize now (--wait: until the reboot is under\n"
-	      "        way); block its reboots; lift the block.\n"
-	      "  due\n"
-	      "        Exit 0 when a rerandomization is due now, windows aside (kured's\n"
-	      "        --reboot-sentinel-command), 1 when not, 3 when rerandd cannot say.\n"
-	      "  fleet status [--json] | fleet release HOST\n"
-	      "        Through rerandd: the fleet group's holders and free slots; free a\n"
-	      "        stuck etcd slot of HOST.\n"
-	      "  entropy [IMAGE | --kernel K] [--memmap SOURCE] [--cmdline S] [--json]\n"
-	      "        Bits of placement on a memory map: rerand against the stock rule.\n"
-	      "\n"
+	      "Commands:\n", f);
+	for (unsigned i = 0; i < cli_nr_cmds; i++) {
+		const struct cli_cmd *c = cli_cmds[i];
+		fprintf(f, "  %s%s%s\n        ", c->name, *c->synopsis ? " " : "", c->synopsis);
+		for (const char *p = c->summary; *p; p++)
+			fputs(*p == '\n' ? "\n        " : (char[]){ *p, 0 }, f);
+		fputc('\n', f);
+	}
+	fputs("\n"
 	      "Options: -h, --help   this text;  -V, --version   the version.\n"
-	      "See rerand(1).\n", f);
+	      "Exit status: 0 success, 1 failure, 64 usage error; verify, inspect and due\n"
+	      "have codes of their own (their --help).  See rerand(8).\n", f);
 }
 
 int main(int argc, char **argv)
 {
-	static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
-		{ "image", cmd_image }, { "inspect", cmd_inspect },
-		{ "load", cmd_load }, { "verify", cmd_verify },
-		{ "status", cmd_status }, { "now", cmd_now }, { "due", cmd_due },
-		{ "hold", cmd_hold }, { "release", cmd_release },
-		{ "entropy", cmd_entropy }, { "fleet", cmd_fleet },
-	};
-
 	/* Kernel-sized buffers (4 MiB and up) straight from mmap, zeroed by the
 	 * kernel and open to huge pages (rr_mem_thp), never from a heap that
 	 * glibc's sliding threshold grew after the first free: calloc() would
@@ -93,7 +131,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+	    (!strcmp(argv[1], "help") && argc == 2)) {
 		usage(stdout);
 		return 0;
 	}
@@ -101,9 +140,25 @@ int main(int argc, char **argv)
 		printf("rerand %s\n", RERAND_VERSION);
 		return 0;
 	}
-	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		if (!strcmp(argv[1], cmds[i].name))
-			return cmds[i].fn(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "--bash-completion") && argc == 2) {
+		/* the build writes the installed completion file with this */
+		cli_print_bash_completion(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "help") && argc == 3) {
+		const struct cli_cmd *c = cli_find(argv[2]);
+		if (c) {
+			cli_print_help(c, stdout);
+			return 0;
+		}
+		cli_err("help: unknown command '%s' (see rerand --help)", argv[2]);
+		return EXIT_USAGE;
+	}
+	const struct cli_cmd *c = cli_find(argv[1]);
+	if (c) {
+		optind = 1;
+		return c->fn(argc - 1, argv + 1);
+	}
 	cli_err("unknown command '%s' (see rerand --help)", argv[1]);
 	return EXIT_USAGE;
 }

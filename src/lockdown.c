@@ -106,6 +106,64 @@ int rr_lockdown_probe(const char *lockdown_path, const char *secureboot_path,
 	return 0;
 }
 
+int rr_secureboot_from_boot_params(const uint8_t *buf, size_t len, const char *name,
+				   enum rr_secureboot *ret, struct rr_err *e)
+{
+	if (len <= RR_BP_SECURE_BOOT)
+		return rr_errf(e, EBADMSG, "%s: %zu bytes, too short for boot_params (secure_boot "
+			       "at 0x%x)", name, len, RR_BP_SECURE_BOOT);
+	switch (buf[RR_BP_SECURE_BOOT]) {
+	case 2: *ret = RR_SB_OFF; return 0;
+	case 3: *ret = RR_SB_ON; return 0;
+	case 0:                 /* not booted by the EFI stub, or an old kernel */
+	case 1:                 /* the stub could not tell */
+		return -ENODATA;
+	default:
+		return rr_errf(e, EBADMSG, "%s: secure_boot byte %u is not 0 to 3", name,
+			       buf[RR_BP_SECURE_BOOT]);
+	}
+}
+
+int rr_lockdown_probe_bp(const char *lockdown_path, const char *secureboot_path,
+			 const char *boot_params_path, struct rr_lockdown_state *ret,
+			 bool *ret_from_boot_params, struct rr_err *e)
+{
+	struct rr_lockdown_state s;
+	enum rr_secureboot sb;
+	uint8_t *buf;
+	size_t len;
+	int r = rr_lockdown_probe(lockdown_path, secureboot_path, &s, e);
+
+	*ret_from_boot_params = false;
+
+	if (r < 0 || !boot_params_path ||
+	    (s.secureboot != RR_SB_ABSENT && s.secureboot != RR_SB_UNKNOWN)) {
+		if (r == 0)
+			*ret = s;
+		return r;
+	}
+	/* a second opinion only: boot_params readable by root alone, or a
+	 * kernel without it, leave the state as the efivarfs probe said */
+	if (rr_read_file(boot_params_path, STATE_FILE_MAX, &buf, &len, NULL) < 0) {
+		*ret = s;
+		return 0;
+	}
+	r = rr_secureboot_from_boot_params(buf, len, boot_params_path, &sb, e);
+	free(buf);
+	if (r == -ENODATA) {
+		*ret = s;
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	s.secureboot = sb;
+	*ret_from_boot_params = true;
+	s.locked = s.lockdown == RR_LD_INTEGRITY || s.lockdown == RR_LD_CONFIDENTIALITY ||
+		   (s.lockdown == RR_LD_ABSENT && s.secureboot == RR_SB_ON);
+	*ret = s;
+	return 0;
+}
+
 const char *rr_lockdown_name(enum rr_lockdown l)
 {
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)

@@ -16,6 +16,10 @@
 #define RR_LOCKDOWN_PATH   "/sys/kernel/security/lockdown"
 /* EFI_GLOBAL_VARIABLE's SecureBoot: 4 attribute bytes, then 1 data byte. */
 #define RR_SECUREBOOT_PATH "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+/* The boot_params the kernel was started with; its secure_boot byte is what
+ * the EFI stub found (sysfs, so there without securityfs or efivarfs). */
+#define RR_BOOT_PARAMS_PATH "/sys/kernel/boot_params/data"
+#define RR_BP_SECURE_BOOT  0x1ec   /* struct boot_params.secure_boot */
 
 enum rr_lockdown {
 	RR_LD_ABSENT = 0,        /* no lockdown file: no securityfs or no lockdown LSM */
@@ -52,6 +56,18 @@ int rr_secureboot_parse(const uint8_t *buf, size_t len, const char *name,
  * (/sys/firmware/efi) is missing too, else unknown. */
 int rr_lockdown_probe(const char *lockdown_path, const char *secureboot_path,
 		      struct rr_lockdown_state *ret, struct rr_err *e);
+/* boot_params' secure_boot byte (enum efi_secureboot_mode: 0 unset, 1 unknown,
+ * 2 disabled, 3 enabled): OFF or ON, or -ENODATA when it says nothing. */
+int rr_secureboot_from_boot_params(const uint8_t *buf, size_t len, const char *name,
+				   enum rr_secureboot *ret, struct rr_err *e);
+/* rr_lockdown_probe(), and where the SecureBoot variable cannot be read
+ * (no efivarfs; no /sys/firmware/efi in a container) the secure_boot byte
+ * of boot_params_path (NULL: not consulted).  A missing or unreadable
+ * boot_params leaves the state as it was.  *ret_from_boot_params: the Secure
+ * Boot state came from there. */
+int rr_lockdown_probe_bp(const char *lockdown_path, const char *secureboot_path,
+			 const char *boot_params_path, struct rr_lockdown_state *ret,
+			 bool *ret_from_boot_params, struct rr_err *e);
 /* "none", "integrity", "confidentiality"; "unknown" when absent. */
 const char *rr_lockdown_name(enum rr_lockdown l);
 /* "on", "off", "unknown"; "unsupported" when absent. */

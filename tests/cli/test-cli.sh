@@ -37,7 +37,7 @@ fi
 rm -f "${TMPDIR:-/tmp}/test-cli.kernels.$$"
 
 check "--help exits 0 and lists the commands" bash -c "'$R' --help | grep -q 'image KERNEL'"
-"$R" frobnicate 2>/dev/null; check "unknown command exits 2" test $? -eq 2
+"$R" frobnicate 2>/dev/null; check "unknown command exits 64 (a usage error)" test $? -eq 64
 
 # --- refusals -------------------------------------------------------------
 head -c 100000 /dev/urandom >"$tmp/random.bin"
@@ -74,7 +74,7 @@ if [ -n "$K" ]; then
 		fi
 		j=$("$R" inspect --json "$tmp/$name.img")
 		check "inspect $name.img: rerand image, lz4, 2.15, 5-level capable" \
-			python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert d['type']=='rerand-image' and d['codec']=='lz4' and d['protocol']=='2.15' and d['xloadflags']&0x23==0x23 and d['virt_slots']>400 and d['init_size']>=d['file_size']-1024, d" "$j"
+			python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert d['type']=='rerand-image' and d['codec']=='lz4' and d['protocol']=='2.15' and d['xloadflags']&0x23==0x23 and d['virt_slots']>400 and d['init_size']>=int(d['file_size'],16)-1024, d" "$j"
 		kj=$("$R" inspect --json "$k")
 		check "inspect $name: relocation counts match the image's" \
 			python3 -c "import json,sys; a=json.loads(sys.argv[1]); b=json.loads(sys.argv[2]); assert all(a[x]==b[x] for x in ('relocs64','inverse32','relocs32','reloc_layout','mem_size','entry_offset','virt_slots')), (a,b)" "$kj" "$j"
@@ -93,8 +93,8 @@ if [ -n "$K" ]; then
 	rm -f "$tmp/t1.img" "$tmp/t3.img"
 	"$R" image "$cloud" --threads 0 -o "$tmp/out.img" 2>"$tmp/stderr"
 	rc=$?
-	check "--threads 0 refused with exit 2 and says why" \
-		bash -c "[ $rc -eq 2 ] && grep -q -- \"--threads: '0' is not 1 to 64\" '$tmp/stderr' && [ ! -e '$tmp/out.img' ]"
+	check "--threads 0 refused with exit 64 and says why" \
+		bash -c "[ $rc -eq 64 ] && grep -q -- \"--threads: '0' is not 1 to 64\" '$tmp/stderr' && [ ! -e '$tmp/out.img' ]"
 
 	# --- load with a stand-in kexec -------------------------------------
 	cat >"$tmp/fake-kexec" <<'EOS'
@@ -187,10 +187,10 @@ check "verify: an RDTSC-only record says weak" bash -c "grep -q 'weak: no source
 check "verify: an RDTSC-only record exits 3, not 0 (rc $rc, --json rc $jrc)" bash -c "[ $rc -eq 3 ] && [ $jrc -eq 3 ]"
 mkrec2 "$tmp/sd-v3" 1 0 0x2d 3 56
 "$R" verify --setup-data "$tmp/sd-v3" >/dev/null 2>"$tmp/stderr"; rc=$?
-check "verify: an unknown record version exits 2 naming the file and version" bash -c "[ $rc -eq 2 ] && grep -q 'sd-v3/1/data: status record version 3 is not supported' '$tmp/stderr'"
+check "verify: an unknown record version exits 4 naming the file and version" bash -c "[ $rc -eq 4 ] && grep -q 'sd-v3/1/data: status record version 3 is not supported' '$tmp/stderr'"
 mkrec2 "$tmp/sd-v2big" 1 0 0x2d 2 64
 "$R" verify --setup-data "$tmp/sd-v2big" >/dev/null 2>"$tmp/stderr"; rc=$?
-check "verify: a version 2 record claiming 64 bytes is refused" bash -c "[ $rc -eq 2 ] && grep -q 'claims 64 bytes' '$tmp/stderr'"
+check "verify: a version 2 record claiming 64 bytes is refused (exit 4)" bash -c "[ $rc -eq 4 ] && grep -q 'claims 64 bytes' '$tmp/stderr'"
 mkdir -p "$tmp/sd-none/0"; echo 0x9 >"$tmp/sd-none/0/type"
 "$R" verify --setup-data "$tmp/sd-none" >/dev/null 2>&1; rc=$?
 check "verify: no record exits 2" test $rc -eq 2

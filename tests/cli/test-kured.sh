@@ -96,7 +96,7 @@ rc=$(RERAND_CONTROL_SOCKET=$tmp/no-such-socket "$R" due 2>"$tmp/due.err"; echo $
 check "due: rerandd unreachable exits 3, not 1 (seen $rc)" test "$rc" = 3
 check "due: unreachable says so" grep -q 'cannot reach rerandd' "$tmp/due.err"
 rc=$("$R" due extra 2>/dev/null; echo $?)
-check "due: an argument is a usage error (exit 2, seen $rc)" test "$rc" = 2
+check "due: an argument is a usage error (exit 64, seen $rc)" test "$rc" = 64
 
 sleep 3
 check "rerandd with no window did not reboot by itself while due" test ! -e "$old/reboot-called"
@@ -119,7 +119,7 @@ check "now --wait: released, it returns 0 once the reboot is under way (seen $rc
 	test "$rc" = 0
 check "now --wait: the RebootCommand was called once" test "$(cat "$old/reboot-called" 2>/dev/null)" = REBOOT
 rc=$(ctl now --timeout x 2>/dev/null; echo $?)
-check "now: a bad --timeout is a usage error (exit 2, seen $rc)" test "$rc" = 2
+check "now: a bad --timeout is a usage error (exit 64, seen $rc)" test "$rc" = 64
 
 # ---- the example hooks, with a stand-in kubectl that records its calls --------
 k=$tmp/k8s

@@ -31,6 +31,11 @@ if [ "$1" = --version ]; then echo "kexec-tools ${FAKE_KEXEC_VERSION:-2.0.25}"; 
 out=$FAKE_KEXEC_DIR/call.$$
 printf '%s\n' "$@" >"$out.args"
 for a in "$@"; do case $a in /proc/self/fd/*) cat "$a" >"$out.image";; esac; done
+# FAKE_KEXEC_L_EPERM: a locked-down kernel seen without securityfs, which
+# refuses kexec_load (EPERM, as kexec-tools words it) and takes -s
+if [ -n "${FAKE_KEXEC_L_EPERM:-}" ] && ! printf '%s\n' "$@" | grep -qx -- -s; then
+	echo "kexec_load failed: Operation not permitted" >&2; exit 255
+fi
 [ -n "${FAKE_KEXEC_STDERR:-}" ] && printf '%s\n' "$FAKE_KEXEC_STDERR" >&2
 exit ${FAKE_KEXEC_RC:-0}
 EOS
@@ -54,7 +59,7 @@ load() {
 	shift
 	rm -rf "$tmp/$name"; mkdir -p "$tmp/$name"
 	env FAKE_KEXEC_DIR="$tmp/$name" RERAND_LOCKDOWN_FILE="$tmp/ld-none" \
-		RERAND_SECUREBOOT_FILE="$tmp/sb-off" "${envs[@]}" \
+		RERAND_SECUREBOOT_FILE="$tmp/sb-off" RERAND_BOOT_PARAMS_FILE= "${envs[@]}" \
 		"$R" load "$img" --kexec "$tmp/fake-kexec" --append "console=ttyS0" "$@" \
 		>/dev/null 2>"$tmp/$name.err"
 	rc=$?
@@ -83,6 +88,29 @@ if [ "$maj" -ge 6 ]; then
 else
 	skip "kexec_file_load seed rule needs a Linux >= 6.0 host (this is $rel)"
 fi
+
+# --- no securityfs, no efivarfs (issue 27, point 9) -------------------------------
+# boot_params as /sys/kernel/boot_params/data shows it: 4 KiB, secure_boot at 0x1ec
+python3 -c "import sys; b=bytearray(4096); b[0x1ec]=3; sys.stdout.buffer.write(b)" >"$tmp/bp-sb-on"
+python3 -c "import sys; b=bytearray(4096); sys.stdout.buffer.write(b)" >"$tmp/bp-unset"
+echo 1073741824 >"$tmp/crash-size"
+load bpsb RERAND_LOCKDOWN_FILE=/nonexistent/lockdown RERAND_SECUREBOOT_FILE=/nonexistent/efi/efivars/SecureBoot \
+	RERAND_BOOT_PARAMS_FILE="$tmp/bp-sb-on" --
+check "no securityfs nor efivarfs, boot_params says Secure Boot on: unsigned image refused before kexec (exit $rc): $(head -c 160 "$tmp/bpsb.err")" \
+	bash -c "[ $rc -eq 1 ] && [ \$(ls '$tmp/bpsb' | wc -l) = 0 ] && grep -qF 'Secure Boot: on per boot_params' '$tmp/bpsb.err'"
+load eperm RERAND_LOCKDOWN_FILE=/nonexistent/lockdown RERAND_SECUREBOOT_FILE=/nonexistent/efi/efivars/SecureBoot \
+	RERAND_BOOT_PARAMS_FILE="$tmp/bp-unset" FAKE_KEXEC_L_EPERM=1 --
+check "lockdown unknown, kexec_load refused with EPERM: retried with kexec_file_load and said so (exit $rc)" \
+	bash -c "[ $rc -eq 0 ] && [ \$(ls '$tmp/eperm'/*.args | wc -l) = 2 ] && [ \$(grep -lx -- -s '$tmp/eperm'/*.args | wc -l) = 1 ] && \
+		grep -q -- 'kexec_load was refused (Operation not permitted) and the lockdown state is unknown.*retrying with kexec_file_load (kexec -s)' '$tmp/eperm.err'"
+load epermcrash RERAND_LOCKDOWN_FILE=/nonexistent/lockdown RERAND_SECUREBOOT_FILE=/nonexistent/efi/efivars/SecureBoot \
+	RERAND_BOOT_PARAMS_FILE="$tmp/bp-unset" RERAND_KEXEC_CRASH_SIZE_FILE="$tmp/crash-size" FAKE_KEXEC_L_EPERM=1 -- --crash
+check "the same for --crash: kexec -s -p after kexec -p was refused (exit $rc)" \
+	bash -c "[ $rc -eq 0 ] && [ \$(ls '$tmp/epermcrash'/*.args | wc -l) = 2 ] && [ \$(grep -lx -- -p '$tmp/epermcrash'/*.args | wc -l) = 2 ] && \
+		[ \$(grep -lx -- -s '$tmp/epermcrash'/*.args | wc -l) = 1 ]"
+load epermknown FAKE_KEXEC_L_EPERM=1 --
+check "lockdown known ([none]) and kexec_load refused: no retry, one call (exit $rc)" \
+	bash -c "[ $rc -eq 1 ] && [ \$(ls '$tmp/epermknown'/*.args | wc -l) = 1 ] && ! grep -q retrying '$tmp/epermknown.err'"
 
 # --- lockdown detection -------------------------------------------------------
 load none-sb RERAND_SECUREBOOT_FILE="$tmp/sb-on" --

@@ -90,7 +90,7 @@ expect_fail "encrypted key without a terminal: says so" "passphrase" \
 expect_fail "sbsign not installed" "cannot run.*sbsigntool" \
 	env RERAND_SBSIGN=/nonexistent/sbsign "$R" image "$k" --sign-key "$tmp/snake.key" --sign-cert $CERT
 "$R" image "$k" -o "$tmp/out/u.img" --sign-key "$tmp/snake.key" 2>"$tmp/stderr"
-check "--sign-key without --sign-cert: usage error (exit $?)" test $? -eq 2
+check "--sign-key without --sign-cert: usage error (exit $?)" test $? -eq 64
 
 # --- intermediate certificates, and a signature too big for the room -------
 "$R" image "$k" -o "$tmp/out/ac.img" --sign-key "$tmp/snake.key" --sign-cert $CERT \

@@ -32,18 +32,18 @@ check "image --kernel-fd 3 --output-fd 4: exit $rc, the same bytes as from the p
 	bash -c "[ $rc -eq 0 ] && cmp -s '$tmp/bare.img' '$tmp/fd.img' && [ ! -e '$tmp/named.img' ]"
 "$R" image "$k" --kernel-fd 3x -o "$tmp/x.img" 2>"$tmp/err"; rc=$?
 check "image --kernel-fd 3x: usage error (exit $rc): $(cat "$tmp/err")" \
-	bash -c "[ $rc -eq 2 ] && grep -q \"kernel-fd: '3x' is not an open file descriptor number\" '$tmp/err'"
+	bash -c "[ $rc -eq 64 ] && grep -q \"kernel-fd: '3x' is not an open file descriptor number\" '$tmp/err'"
 "$R" image "$k" --kernel-fd 9 -o "$tmp/x.img" 2>"$tmp/err"; rc=$?
 check "image --kernel-fd 9 (not open): exit $rc naming the kernel: $(cat "$tmp/err")" \
 	bash -c "[ $rc -eq 1 ] && grep -q '$k: cannot stat: Bad file descriptor' '$tmp/err' && [ ! -e '$tmp/x.img' ]"
 "$R" image "$k" -o "$tmp/x.img" --output-fd 4 --sign-key /k --sign-cert /c 4>"$tmp/x2.img" 2>"$tmp/err"; rc=$?
 check "image --output-fd with --sign-key is refused (exit $rc): $(cat "$tmp/err")" \
-	bash -c "[ $rc -eq 2 ] && grep -q 'output-fd writes an unsigned image' '$tmp/err' && [ ! -s '$tmp/x2.img' ]"
+	bash -c "[ $rc -eq 64 ] && grep -q 'output-fd writes an unsigned image' '$tmp/err' && [ ! -s '$tmp/x2.img' ]"
 "$R" inspect "$tmp/k.efi" > "$tmp/insp"
 check "inspect: '$(head -1 "$tmp/insp")'" grep -q "unified kernel image" "$tmp/insp"
 check "inspect names the command line" grep -qF "command line:   root=/dev/vda console=ttyS0" "$tmp/insp"
 check "inspect --json: type uki, .ucode 5 bytes" bash -c "'$R' inspect --json '$tmp/k.efi' |
-	python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"type\"]==\"uki\" and d[\"sections\"][\".ucode\"]==5 and d[\"kernel_version\"].startswith(\"6.1.0-57-cloud-amd64\"), d'"
+	python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"type\"]==\"uki\" and d[\"sections\"][\".ucode\"]==\"0x5\" and d[\"kernel_version\"].startswith(\"6.1.0-57-cloud-amd64\"), d'"
 
 cat > "$tmp/kexec" <<'EOS'
 #!/bin/sh

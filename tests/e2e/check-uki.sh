@@ -113,7 +113,7 @@ trixie_uki() {
 import json, sys
 d = json.load(sys.stdin)
 s = d["sections"]
-print(d["type"], " ".join(sorted(s)), s.get(".linux", 0))')
+print(d["type"], " ".join(sorted(s)), int(s.get(".linux", "0x0"), 16))')
 	local want=".cmdline .initrd .linux .osrel .ucode .uname $(stat -c %s "$kernel")"
 	if [ "$secs" = "uki $want" ]; then
 		echo "ok - $name: $(basename "$kernel") made a UKI by $ver: ${secs% *}"

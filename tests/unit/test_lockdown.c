@@ -176,6 +176,62 @@ static void test_refusal_lines(void)
 	     "kexec's verdict, not its segment dump after it: \"%.*s\"", (int)n, l ? l : "");
 }
 
+/* No securityfs and no efivarfs (an initramfs, a container): the Secure Boot
+ * byte of boot_params, as /sys/kernel/boot_params/data shows it. */
+static void bp_case(uint8_t byte, size_t len, int want_r, bool want_locked,
+		    enum rr_secureboot want_sb, bool want_bp, const char *what)
+{
+	static uint8_t bp[4096];
+	const char *bpp;
+	struct rr_lockdown_state s = { 0 };
+	struct rr_err e = { "" };
+	bool from_bp = !want_bp;
+	int r;
+
+	memset(bp, 0, sizeof(bp));
+	bp[RR_BP_SECURE_BOOT] = byte;
+	bpp = fixture("boot_params", bp, len);
+	r = rr_lockdown_probe_bp("/nonexistent/lockdown", "/nonexistent/efi/efivars/SecureBoot",
+				 bpp, &s, &from_bp, &e);
+	T_OK(r == want_r && (r < 0 ? strstr(e.msg, bpp) != NULL :
+			     s.locked == want_locked && s.secureboot == want_sb && from_bp == want_bp),
+	     "%s: r=%d locked=%d secureboot=%s from boot_params=%d %s", what, r, s.locked,
+	     rr_secureboot_name(s.secureboot), from_bp, r < 0 ? e.msg : "");
+	unlink(bpp);
+}
+
+static void test_boot_params(void)
+{
+	struct rr_lockdown_state s;
+	struct rr_err e = { "" };
+	bool from_bp = true;
+	static const uint8_t sb_off[5] = { 0x06, 0, 0, 0, 0 };
+
+	bp_case(3, 4096, 0, true, RR_SB_ON, true,
+		"boot_params secure_boot 3 (enabled): Secure Boot on, so locked");
+	bp_case(2, 4096, 0, false, RR_SB_OFF, true, "boot_params secure_boot 2 (disabled): off");
+	bp_case(0, 4096, 0, false, RR_SB_ABSENT, false, "boot_params secure_boot 0 (unset): no word");
+	bp_case(1, 4096, 0, false, RR_SB_ABSENT, false, "boot_params secure_boot 1 (unknown): no word");
+	bp_case(9, 4096, -EBADMSG, false, RR_SB_ABSENT, false,
+		"boot_params secure_boot 9: malformed, naming the file");
+	bp_case(3, 0x100, -EBADMSG, false, RR_SB_ABSENT, false,
+		"boot_params of 256 bytes: too short, naming the file");
+	T_OK(rr_lockdown_probe_bp("/nonexistent/lockdown", "/nonexistent/efi/efivars/SecureBoot",
+				  "/nonexistent/boot_params", &s, &from_bp, &e) == 0 &&
+	     !s.locked && !from_bp && s.secureboot == RR_SB_ABSENT,
+	     "no boot_params either: not an error, state unchanged");
+	/* efivarfs has the word: boot_params is not read at all */
+	const char *sp = fixture("SecureBoot", sb_off, 5);
+	static uint8_t bp[4096];
+	bp[RR_BP_SECURE_BOOT] = 3;
+	const char *bpp = fixture("boot_params", bp, sizeof(bp));
+	T_OK(rr_lockdown_probe_bp("/nonexistent/lockdown", sp, bpp, &s, &from_bp, &e) == 0 &&
+	     !s.locked && !from_bp && s.secureboot == RR_SB_OFF,
+	     "the SecureBoot variable, where readable, wins over boot_params");
+	unlink(sp);
+	unlink(bpp);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -185,6 +241,7 @@ int main(void)
 	test_probe();
 	test_seed_rule();
 	test_refusal_lines();
+	test_boot_params();
 	rmdir(dir);
 	return t_done();
 }
