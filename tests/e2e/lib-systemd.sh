@@ -199,6 +199,15 @@ MaxLayoutAge=$age
 Jitter=0
 MinRebootInterval=0
 RebootOutsideWindows=yes
+
+[Comeback]
+# ConfirmTimeoutSec= counts from the boot's start; under TCG on a loaded host
+# a Debian boot reached boot-complete.target after more than the default 600 s
+# (a trixie guest at load 24: rerandd failed its confirmed-to-be-good boot
+# at 709 s and went back through the firmware).  No watchdog device here
+# (the comeback guest has its own drop-in); KexecWatchdogSec= must cover it.
+ConfirmTimeoutSec=40min
+KexecWatchdogSec=40min
 CONF
 	[ "$1" = vm ] && return 0
 	cat <<'CONF'
