@@ -609,8 +609,12 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 	struct rr_config *c = malloc(sizeof(*c));
 
 	sd_notify(0, "RELOADING=1");
-	if (errs && c && config_load(d->conf_main, d->conf_dir, c, errs) == 0) {
+	struct rr_cfg_load l = { .main = d->conf_main, .dir = d->conf_dir,
+				 .main_required = d->conf_required };
+
+	if (errs && c && config_load_ex(&l, c, errs) == 0) {
 		unsigned fx = reload_effects(&d->cfg, c);
+		config_fill_runtime(c);
 		reload_keep_fixed(&d->cfg, c);
 		d->cfg = *c;
 		rr_log(RR_LOG_INFO, "configuration reloaded");
@@ -628,14 +632,23 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 
 static void usage(FILE *f)
 {
-	fputs("Usage: rerandd [--check-config] [--config FILE] [--config-dir DIR] [--debug]\n"
-	      "Keep the kernel at a fresh, secret base; see rerandd(8).\n", f);
+	fputs("Usage: rerandd [--check-config | --dump-config] [--config FILE] [--config-dir DIR]\n"
+	      "               [--debug] [--version]\n"
+	      "Keep the kernel at a fresh, secret base; see rerandd(8) and rerand.conf(5).\n"
+	      "  --check-config   check the configuration and exit (0 when good)\n"
+	      "  --dump-config    print the effective configuration, each value's file:line\n"
+	      "  --config FILE    the main file (default " RR_CONF_MAIN "); must exist\n"
+	      "  --config-dir DIR the drop-in directory (default " RR_CONF_DROPINS ")\n"
+	      "  --debug          log debug messages too\n"
+	      "  --version        print the version and exit\n", f);
 }
 
 static int run(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "check-config", no_argument, NULL, 'c' },
+		{ "dump-config", no_argument, NULL, 'T' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "config", required_argument, NULL, 'f' },
 		{ "config-dir", required_argument, NULL, 'd' },
 		{ "debug", no_argument, NULL, 'D' },
@@ -644,7 +657,7 @@ static int run(int argc, char **argv)
 	};
 	struct daemon *d = calloc(1, sizeof(*d));
 	struct rr_cfg_errs *errs = calloc(1, sizeof(*errs));
-	bool check = false;
+	bool check = false, dump = false;
 	struct rr_err e;
 	sigset_t ss;
 	int c, r;
@@ -656,38 +669,32 @@ static int run(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "nhf:d:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': case 'n': check = true; break;
-		case 'f': snprintf(d->conf_main, sizeof(d->conf_main), "%s", optarg); break;
+		case 'T': dump = true; break;
+		case 'V': printf("rerandd %s\n", RR_VERSION); return 0;
+		case 'f':
+			snprintf(d->conf_main, sizeof(d->conf_main), "%s", optarg);
+			d->conf_required = true;
+			break;
 		case 'd': snprintf(d->conf_dir, sizeof(d->conf_dir), "%s", optarg); break;
 		case 'D': rr_log_level = RR_LOG_DEBUG; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	r = config_load(d->conf_main, d->conf_dir, &d->cfg, errs);
-	if (check) {
-		/* the values quoted are the file's: escaped for the terminal */
-		for (unsigned i = 0; i < errs->n; i++) {
-			char esc[4 * sizeof(errs->msg[0])];
-			fprintf(stderr, "rerandd: %s\n", rr_escape_str(esc, sizeof(esc), errs->msg[i]));
-		}
-		if (errs->dropped)
-			fprintf(stderr, "rerandd: ... and %u more errors\n", errs->dropped);
-		if (!r)
-			printf("%s: configuration OK\n", d->conf_main);
-		if (!r && d->cfg.fleet.backend == FLEET_BACKEND_FLEETLOCK)
-			/* said where the operator looks before relying on it */
-			printf("%s: note: [Fleet] Backend=fleetlock: no group-wide breaker "
-			       "(BreakerFailures= is etcd only: the FleetLock protocol has no place "
-			       "to record failures)\n", d->conf_main);
-		return r ? 1 : 0;
+	struct rr_cfg_load l = { .main = d->conf_main, .dir = d->conf_dir,
+				 .main_required = d->conf_required };
+	if (check && dump) {
+		fputs("rerandd: --check-config and --dump-config: choose one\n", stderr);
+		return 2;
 	}
+	if (check || dump)
+		return config_cli(&l, dump);
+	r = config_load_ex(&l, &d->cfg, errs);
 	if (r < 0) {
 		print_errs(errs);
 		return 1;
 	}
-	if (!*d->cfg.control_socket)
-		snprintf(d->cfg.control_socket, sizeof(d->cfg.control_socket), "%.500s/control",
-			 d->cfg.run_dir);
+	config_fill_runtime(&d->cfg);
 	mkdir(d->cfg.state_dir, 0700);
 	mkdir(d->cfg.run_dir, 0755);
 	snprintf(d->state_path, sizeof(d->state_path), "%s/state", d->cfg.state_dir);

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
@@ -17,6 +18,9 @@
 
 #define RR_PATH   512
 #define RR_CMD    1024
+/* rerand --version's (kexec/rerand.c RERAND_VERSION, debian/changelog); the
+ * Makefile's deb target and tests/cli/test-rerandd-config.sh check they agree. */
+#define RR_VERSION "0.1"
 #define RR_MAX_WINDOWS 16
 #define RR_BOOT_ID 40
 
@@ -143,6 +147,55 @@ int config_load(const char *main_path, const char *dropin_dir, struct rr_config 
 int config_parse_duration(const char *s, int64_t *ret);
 int config_parse_days(const char *s, uint8_t *ret);
 bool config_tz_valid(const char *zone);
+/* An empty ControlSocket= means <RuntimeDirectory>/control: filled in here, so
+ * that a reload compares like with like. */
+void config_fill_runtime(struct rr_config *c);
+
+/* ---- config_keys.c: the key table (parser, --dump-config, rerand.conf(5)'s test) */
+enum rr_ktype { K_PATH, K_STR, K_DUR, K_BOOL, K_UINT, K_WHEN, K_METHOD, K_CRASHMODE, K_PANIC,
+		K_WDOG };
+struct rr_cfg_key {
+	const char *section, *name;
+	enum rr_ktype type;
+	size_t off, size;
+};
+extern const struct rr_cfg_key rr_cfg_keys[];
+extern const size_t rr_cfg_nkeys;
+/* [Fleet] (fleet_config_set() parses them) and [Window NAME] keys */
+extern const char *const rr_cfg_fleet_keys[];
+extern const size_t rr_cfg_nfleet_keys;
+extern const char *const rr_cfg_window_keys[];
+#define RR_CFG_NWINDOW_KEYS 5
+/* The fixed sections, in the order rerand.conf has them ([Window NAME] aside). */
+extern const char *const rr_cfg_sections[];
+extern const size_t rr_cfg_nsections;
+/* " (did you mean X?)" for an unknown key of a section (NULL: a section name),
+ * or "" when nothing is close. */
+const char *config_suggest(const char *section, const char *name, char *out, size_t len);
+
+/* Where each value came from ("file:line"; "" = the built-in default). */
+#define RR_CFG_ORIGIN 300
+#define RR_CFG_MAX_KEYS 80
+#define RR_CFG_MAX_FLEET_KEYS 32
+struct rr_cfg_origins {
+	char key[RR_CFG_MAX_KEYS][RR_CFG_ORIGIN];
+	char fleet[RR_CFG_MAX_FLEET_KEYS][RR_CFG_ORIGIN];
+	char win[RR_MAX_WINDOWS][RR_CFG_NWINDOW_KEYS][RR_CFG_ORIGIN];
+};
+struct rr_cfg_load {
+	const char *main, *dir;
+	bool main_required;          /* named on the command line: must exist */
+	struct rr_cfg_origins *origins;   /* NULL: not kept */
+};
+int config_load_ex(const struct rr_cfg_load *l, struct rr_config *ret, struct rr_cfg_errs *errs);
+
+/* ---- config_dump.c: rerandd --check-config / --dump-config ---------------- */
+/* The effective configuration as rerand.conf text (it parses back to the
+ * same), each value preceded by a comment naming its file:line or "default". */
+int config_dump(FILE *f, const struct rr_config *c, const struct rr_cfg_origins *o);
+/* --check-config (dump false) or --dump-config: 0 when the configuration is
+ * good, 1 (errors printed to stderr, each naming its file) if not. */
+int config_cli(const struct rr_cfg_load *l, bool dump);
 
 /* ---- policy.c: pure decisions ------------------------------------------- */
 enum rr_action { RR_ACT_NONE = 0, RR_ACT_WAIT, RR_ACT_REBOOT, RR_ACT_BLOCKED, RR_ACT_STOPPED };
@@ -777,6 +830,7 @@ struct rr_confirm {
 };
 
 struct daemon {
+	bool conf_required;            /* --config named it: it must exist */
 	char conf_main[RR_PATH], conf_dir[RR_PATH];
 	char blocked_why[512];          /* last blocker reason logged */
 	struct rr_config cfg;

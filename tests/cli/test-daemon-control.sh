@@ -3,6 +3,7 @@
 # with fixtures (the /proc ones are procfs files, tests/cli/procfs-fixture.sh):
 #  - SO_PEERCRED: a peer that is not uid 0 is refused even when the socket's
 #    mode lets it connect, and its command has no effect; root is served;
+#  - SIGHUP with an unchanged configuration logs no "take effect on restart";
 #  - a weak boot (the stage's record says RERAND_ST_WEAK: bases from the TSC
 #    alone) is counted and shown as weak, not as a verified rerandomization.
 # Nothing is staged (Kernel= does not exist) and nothing reboots (the
@@ -126,5 +127,16 @@ check "journal: one error line says the reboot was weak" \
 	eval '[ "$(grep -c "^<3>rerandomizing reboot was weak: " "$hd/log")" = 1 ]'
 check "journal: every line of rerandd's output is one <N>-prefixed event" \
 	eval '! grep -qv "^<[0-7]>" "$hd/log"'
+# ---- SIGHUP: a reload that changes nothing says nothing about a restart ---------------------
+pid=$(cat "$hd/pid")
+kill -HUP "$pid"
+check "SIGHUP with nothing changed: reloaded, no \"take effect on restart\" warning" \
+	eval 'wait_for 10 grep -q "configuration reloaded" "$hd/log" && ! grep -q "take effect on restart" "$hd/log"'
+# the warning still comes when a fixed setting does change (so the check above can fail)
+printf '[Paths]\nKmsg=%s/other-kmsg\n' "$hd" >"$hd/conf.d/90-kmsg.conf"
+kill -HUP "$pid"
+check "SIGHUP with Kmsg= changed: warned that it takes effect on restart" \
+	eval 'wait_for 10 grep -q "directory, socket and kmsg changes take effect on restart" "$hd/log"'
+rm -f "$hd/conf.d/90-kmsg.conf"
 check "rerandd never asked for a reboot" test ! -e "$hd/reboot-called"
 echo "1..$n"
