@@ -36,6 +36,13 @@ enum rr_ctl_cmd control_parse_arg(const char *line, size_t len, char *arg, size_
 	if (!strcmp(buf, "due")) return RR_CTL_DUE;
 	if (!strcmp(buf, "phase")) return RR_CTL_PHASE;
 	if (!strcmp(buf, "hold")) return RR_CTL_HOLD;
+	if (!strncmp(buf, "hold ", 5)) {
+		/* `rerand hold --reason TEXT`: kept as the hold's reason */
+		if (!buf[5] || strlen(buf + 5) >= arglen || strlen(buf + 5) >= RR_HOLD_TEXT)
+			return RR_CTL_BAD;
+		snprintf(arg, arglen, "%s", buf + 5);
+		return RR_CTL_HOLD;
+	}
 	if (!strcmp(buf, "release")) return RR_CTL_RELEASE;
 	if (!strcmp(buf, "fleet status")) return RR_CTL_FLEET_STATUS;
 	if (!strcmp(buf, "fleet status json")) return RR_CTL_FLEET_STATUS_JSON;
@@ -61,7 +68,7 @@ enum rr_ctl_cmd control_parse(const char *line, size_t len)
 	return control_parse_arg(line, len, arg, sizeof(arg));
 }
 
-struct out { char *buf; size_t len, used; bool full; };
+struct out { char *buf; size_t len, used; bool full; time_t now; };
 
 static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(struct out *o, const char *fmt, ...)
@@ -109,19 +116,7 @@ static void put_json_str(struct out *o, const char *raw)
 	put(o, "\"");
 }
 
-static void put_time(struct out *o, time_t t)
-{
-	struct tm tm;
-	char b[40];
-
-	if (!t || !gmtime_r(&t, &tm)) {
-		put(o, "never");
-		return;
-	}
-	strftime(b, sizeof(b), "%Y-%m-%d %H:%M:%S UTC", &tm);
-	put(o, "%s", b);
-}
-
+/* As systemctl: "16s", "5min 3s", "2h 5min", "1d 2h 5min". */
 static void put_age(struct out *o, int64_t s)
 {
 	if (s < 0)
@@ -131,8 +126,74 @@ static void put_age(struct out *o, int64_t s)
 		    (long long)(s % 3600 / 60));
 	else if (s >= 3600)
 		put(o, "%lldh %lldmin", (long long)(s / 3600), (long long)(s % 3600 / 60));
-	else
+	else if (s >= 60)
 		put(o, "%lldmin %llds", (long long)(s / 60), (long long)(s % 60));
+	else
+		put(o, "%llds", (long long)s);
+}
+
+/* Local time with its zone, as systemctl shows it: the daemon's TZ. */
+static void put_abstime(struct out *o, time_t t)
+{
+	struct tm tm;
+	char b[64];
+
+	if (!t || !localtime_r(&t, &tm)) {
+		put(o, "never");
+		return;
+	}
+	strftime(b, sizeof(b), "%a %Y-%m-%d %H:%M:%S %Z", &tm);
+	put(o, "%s", b);
+}
+
+/* "Sat 2026-12-05 13:20:00 UTC; 5min ago" or "...; in 2h 5min" */
+static void put_time(struct out *o, time_t t)
+{
+	put_abstime(o, t);
+	if (!t)
+		return;
+	if (t <= o->now) {
+		put(o, "; ");
+		put_age(o, o->now - t);
+		put(o, " ago");
+	} else {
+		put(o, "; in ");
+		put_age(o, t - o->now);
+	}
+}
+
+/* Only a boot rerand made has an entropy figure. */
+static bool has_entropy(const struct rr_view *v)
+{
+	return v->verify == RR_V_RANDOMIZED || v->verify == RR_V_WEAK;
+}
+
+static void put_this_boot(struct out *o, const struct rr_view *v)
+{
+	put(o, "this boot:         %s (", state_verify_name(v->verify));
+	switch (v->verify) {
+	case RR_V_RANDOMIZED:
+		put(o, "verified ");
+		break;
+	case RR_V_WEAK:
+		put(o, "randomized from the TSC alone: no seed, no RDSEED or RDRAND; not "
+		    "verified; checked ");
+		break;
+	case RR_V_ABSENT:
+		put(o, "not booted by rerand: no record of a randomization; checked ");
+		break;
+	case RR_V_NOT_RANDOMIZED:
+		put(o, "rerand's record says the base was not randomized; checked ");
+		break;
+	case RR_V_MALFORMED:
+		put(o, "rerand's record could not be read; checked ");
+		break;
+	default:
+		put(o, "not checked yet)\n");
+		return;
+	}
+	put_time(o, v->last_verify_time);
+	put(o, ")\n");
 }
 
 static void put_crash_text(struct out *o, const struct rr_view *v)
@@ -192,8 +253,13 @@ static void put_secure_text(struct out *o, const struct rr_view *v)
 
 int control_format_text(const struct rr_view *v, char *buf, size_t len)
 {
-	struct out o = { buf, len, 0, false };
+	struct out o = { buf, len, 0, false, v->now };
 
+	put(&o, "rerandd:           version %s, up ", RR_VERSION);
+	put_age(&o, v->started ? v->now - v->started : 0);
+	put(&o, " (since ");
+	put_abstime(&o, v->started);
+	put(&o, ")\n");
 	put(&o, "layout age:        ");
 	put_age(&o, v->layout_age);
 	if (v->crash_boot) {
@@ -202,16 +268,15 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 		put(&o, "crash boots:       %llu\n", (unsigned long long)v->crash_boots);
 		return o.full ? -ENOBUFS : (int)o.used;
 	}
-	put(&o, "\nthis boot:         %s (%s ", state_verify_name(v->verify),
-	    v->verify == RR_V_WEAK ? "randomized from the TSC alone: no seed, no RDSEED or RDRAND; "
-				     "not verified; checked" : "verified");
-	put_time(&o, v->last_verify_time);
-	put(&o, ")\nbooted by:         %s\n", v->boot_origin == RR_BO_RERANDD ?
+	put(&o, "\n");
+	put_this_boot(&o, v);
+	put(&o, "booted by:         %s\n", v->boot_origin == RR_BO_RERANDD ?
 		"rerandd's rerandomizing reboot (counted)" : v->boot_origin == RR_BO_UNPLANNED ?
 		"a reboot rerandd did not plan (not counted: not a success, not a failure)" :
 		"a boot before rerandd's record (not counted)");
-	put(&o, "entropy:           %.1f bits%s\n", v->entropy_bits,
-	    v->verify == RR_V_WEAK ? " of slots, drawn from a guessable source" : "");
+	if (has_entropy(v))
+		put(&o, "entropy:           %.1f bits%s\n", v->entropy_bits,
+		    v->verify == RR_V_WEAK ? " of slots, drawn from a guessable source" : "");
 	put(&o, "next rerandomize:  ");
 	switch (v->plan.action) {
 	case RR_ACT_WAIT:
@@ -229,12 +294,25 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 		put(&o, "never: stopped");
 		break;
 	default:
-		put(&o, "not planned (no maintenance window?)");
+		if (v->no_window)
+			put(&o, "never by itself: no maintenance window is configured and "
+			    "RebootOutsideWindows=no; add a [Window NAME] to rerand.conf (see "
+			    "rerand.conf(5)); `rerand now` rerandomizes at once");
+		else
+			put(&o, "not planned (no window will open)");
 	}
 	put(&o, "\nhold:              %s", v->hold ? "yes" : "no");
-	if (v->hold && v->hold_reason && !strcmp(v->hold_reason, "damaged-state"))
+	if (v->hold && v->hold_reason && !strcmp(v->hold_reason, "damaged-state")) {
 		put(&o, " (damaged-state: the state file could not be read whole; check the "
 		    "journal, then `rerand release`)");
+	} else if (v->hold && v->hold_time) {
+		put(&o, ", since ");
+		put_time(&o, v->hold_time);
+	}
+	if (v->hold && *v->hold_text) {
+		put(&o, ": ");
+		put_ext(&o, v->hold_text);
+	}
 	put(&o, "\n");
 	if (*v->reboot_error) {
 		put(&o, "reboot error:      ");
@@ -311,10 +389,14 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 
 int control_format_json(const struct rr_view *v, char *buf, size_t len)
 {
-	struct out o = { buf, len, 0, false };
+	struct out o = { buf, len, 0, false, v->now };
+	char entropy[32] = "null";         /* none for a boot rerand did not make */
+
+	if (has_entropy(v))
+		snprintf(entropy, sizeof(entropy), "%.1f", v->entropy_bits);
 
 	put(&o, "{\"layout_age_seconds\":%lld,\"verify\":\"%s\",\"randomized\":%s,\"weak\":%s,"
-		"\"verified_at\":%lld,\"entropy_bits\":%.1f,\"action\":\"%s\",\"reason\":\"%s\","
+		"\"verified_at\":%lld,\"entropy_bits\":%s,\"action\":\"%s\",\"reason\":\"%s\","
 		"\"blocker\":\"%s\",\"next_reboot\":%lld,\"hold\":%s,\"consecutive_failures\":%u,"
 		"\"max_failures\":%u,\"stopped\":%s,\"successes\":%llu,\"weak_total\":%llu,"
 		"\"failures_total\":%llu,\"boot_origin\":\"%s\",\"unplanned_boots\":%llu,"
@@ -323,7 +405,7 @@ int control_format_json(const struct rr_view *v, char *buf, size_t len)
 	    (long long)v->layout_age, state_verify_name(v->verify),
 	    v->verify == RR_V_RANDOMIZED ? "true" : "false", v->verify == RR_V_WEAK ? "true" : "false",
 	    (long long)v->last_verify_time,
-	    v->entropy_bits, policy_action_name(v->plan.action), policy_reason_name(v->plan.reason),
+	    entropy, policy_action_name(v->plan.action), policy_reason_name(v->plan.reason),
 	    policy_blocker_name(v->plan.blocker), (long long)v->plan.when,
 	    v->hold ? "true" : "false", v->failures, v->max_failures,
 	    v->stopped ? "true" : "false", (unsigned long long)v->successes,
@@ -340,6 +422,11 @@ int control_format_json(const struct rr_view *v, char *buf, size_t len)
 	put_json_str(&o, v->hold_reason ? v->hold_reason : "");
 	put(&o, ",\"reboot_error\":");
 	put_json_str(&o, v->reboot_error);
+	put(&o, ",\"hold_since\":%lld,\"hold_text\":", (long long)v->hold_time);
+	put_json_str(&o, v->hold_text);
+	put(&o, ",\"no_window\":%s", v->no_window ? "true" : "false");
+	put(&o, ",\"daemon_version\":\"%s\",\"daemon_started\":%lld,\"uptime_seconds\":%lld",
+	    RR_VERSION, (long long)v->started, (long long)(v->started ? v->now - v->started : 0));
 	put(&o, ",\"secure_boot\":");
 	put_json_str(&o, v->secure_boot ? v->secure_boot : "unknown");
 	put(&o, ",\"lockdown\":");
@@ -465,7 +552,7 @@ static int on_conn_deadline(sd_event_source *s, uint64_t usec, void *ud)
 static int on_conn_read(sd_event_source *s, int fd, uint32_t revents, void *ud)
 {
 	struct ctl_conn *c = ud;
-	char arg[FLEET_ID_MAX];
+	char arg[RR_CTL_LINE];
 	enum rr_ctl_cmd cmd;
 	char *nl;
 

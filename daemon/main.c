@@ -140,66 +140,13 @@ static void check_taint(struct daemon *d)
 	daemon_save(d);
 }
 
-static void fill_view(struct daemon *d, struct rr_view *v)
-{
-	memset(v, 0, sizeof(*v));
-	v->now = time(NULL);
-	v->layout_age = v->now - d->boot_time;
-	v->verify = d->verify;
-	v->entropy_bits = d->entropy_bits;
-	v->failures = d->st.failures;
-	v->max_failures = d->cfg.max_failures;
-	v->stopped = policy_stopped(&d->cfg, d->st.failures);
-	v->hold = d->st.hold;
-	v->hold_reason = d->st.hold ? state_hold_name(d->st.hold_why) : "";
-	snprintf(v->reboot_error, sizeof(v->reboot_error), "%s", d->seq_error);
-	v->staged = d->staged;
-	v->plan = d->out;
-	v->successes = d->st.successes;
-	v->total_failures = d->st.total_failures;
-	v->weak_boots = d->st.weak_boots;
-	v->boot_origin = d->st.boot_origin;
-	v->unplanned_boots = d->st.unplanned_boots;
-	v->last_success = d->st.last_success;
-	v->last_failure = d->st.last_failure;
-	v->last_verify_time = d->st.last_verify_time;
-	v->staged_time = d->st.staged_time;
-	snprintf(v->kernel, sizeof(v->kernel), "%s", d->plan.kernel);
-	snprintf(v->image_sha, sizeof(v->image_sha), "%s", d->plan.sha);
-	snprintf(v->stage_error, sizeof(v->stage_error), "%s", d->stage_error);
-	stage_view_secure(&d->cfg, d->staged ? &d->plan : NULL, v);
-	coord_view(&d->co, v);
-	v->crash_mode = d->cfg.crash_mode == RR_CRASH_OFF ? "off" : "auto";
-	v->crash_state = d->cr.state;
-	v->crash_loaded = d->cr.loaded;
-	v->crash_ours = d->cr.ours;
-	v->crash_reserved = d->cr.reserved;
-	v->crash_loads = d->cr.loads;
-	v->crash_failures = d->cr.failures;
-	v->crash_loaded_at = d->cr.loaded_at;
-	snprintf(v->crash_kernel, sizeof(v->crash_kernel), "%s", d->cr.kernel);
-	snprintf(v->crash_error, sizeof(v->crash_error), "%s", d->cr.error);
-	v->crash_boot = d->crash_boot;
-	v->crash_boots = d->st.crash_boots;
-	v->confirm = d->cf.failing ? "failed" : d->st.confirm_pending ? "pending" : "";
-	v->watchdog = d->cfg.kexec_watchdog == RR_WDOG_OFF ? "off" :
-		      !wdog_present(&d->cfg) ? "absent" :
-		      d->cf.wd_fd >= 0 && d->cf.feed ? "fed until this boot is confirmed" :
-		      d->cf.wd_fd >= 0 ? "running, no longer fed" : "armed before each kexec";
-	v->confirmed = d->st.confirmed;
-	v->last_cause = d->st.last_cause;
-	snprintf(v->last_cause_detail, sizeof(v->last_cause_detail), "%s", d->st.last_cause_detail);
-	v->last_cause_time = d->st.last_cause_time;
-	memcpy(v->causes, d->st.causes, sizeof(v->causes));
-}
-
 void daemon_publish(struct daemon *d)
 {
 	struct rr_view v;
 	struct rr_err e;
 
 	crash_refresh(&d->cfg, &d->cr);
-	fill_view(d, &v);
+	daemon_fill_view(d, &v);
 	if (metrics_write(d->cfg.metrics_file, &v, &e) < 0)
 		rr_log(RR_LOG_WARNING, "%s", e.msg);
 	if (d->crash_boot) {
@@ -473,7 +420,7 @@ static int on_control(void *ud, enum rr_ctl_cmd cmd, const char *arg, int cfd)
 	switch (cmd) {
 	case RR_CTL_STATUS:
 	case RR_CTL_STATUS_JSON:
-		fill_view(d, &v);
+		daemon_fill_view(d, &v);
 		if ((cmd == RR_CTL_STATUS ? control_format_text(&v, body, sizeof(body))
 					  : control_format_json(&v, body, sizeof(body))) < 0)
 			snprintf(body, sizeof(body), "status too long\n");
@@ -506,10 +453,12 @@ static int on_control(void *ud, enum rr_ctl_cmd cmd, const char *arg, int cfd)
 		break;
 	case RR_CTL_HOLD:
 	case RR_CTL_RELEASE:
-		d->st.hold = cmd == RR_CTL_HOLD;
-		d->st.hold_why = RR_HOLD_OPERATOR;
+		state_set_hold(&d->st, cmd == RR_CTL_HOLD, arg, time(NULL));
 		daemon_save(d);
-		rr_log(RR_LOG_NOTICE, "operator %s", d->st.hold ? "hold" : "release");
+		if (*d->st.hold_text)
+			rr_log(RR_LOG_NOTICE, "operator hold: %s", d->st.hold_text);
+		else
+			rr_log(RR_LOG_NOTICE, "operator %s", d->st.hold ? "hold" : "release");
 		control_reply(cfd, true, d->st.hold ? "held\n" : "released\n");
 		daemon_evaluate_soon(d);
 		break;
@@ -615,9 +564,12 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 	if (errs && c && config_load_ex(&l, c, errs) == 0) {
 		unsigned fx = reload_effects(&d->cfg, c);
 		config_fill_runtime(c);
+		bool was_never = policy_never_reboots(&d->cfg);
 		reload_keep_fixed(&d->cfg, c);
 		d->cfg = *c;
 		rr_log(RR_LOG_INFO, "configuration reloaded");
+		if (!was_never && policy_never_reboots(&d->cfg))
+			rr_log(RR_LOG_NOTICE, "%s", RR_NO_WINDOW_NOTICE);
 		reload_apply(d, fx);
 	} else if (errs) {
 		print_errs(errs);
@@ -664,6 +616,7 @@ static int run(int argc, char **argv)
 
 	if (!d || !errs)
 		return 1;
+	d->started = time(NULL);
 	snprintf(d->conf_main, sizeof(d->conf_main), "%s", RR_CONF_MAIN);
 	snprintf(d->conf_dir, sizeof(d->conf_dir), "%s", RR_CONF_DROPINS);
 	while ((c = getopt_long(argc, argv, "nhf:d:", opts, NULL)) != -1) {
@@ -701,6 +654,9 @@ static int run(int argc, char **argv)
 	state_remove_stale_temps(d->state_path);
 
 	/* Before the capability drop: /dev/kmsg may need CAP_SYSLOG. */
+	/* once per start (and after a reload that makes it so), not at every tick */
+	if (policy_never_reboots(&d->cfg))
+		rr_log(RR_LOG_NOTICE, "%s", RR_NO_WINDOW_NOTICE);
 	d->kmsg_fd = open(d->cfg.kmsg, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (d->kmsg_fd < 0)
 		rr_log(RR_LOG_WARNING, "%s: %s; oopses are seen through taint bits only", d->cfg.kmsg,

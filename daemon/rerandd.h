@@ -22,6 +22,7 @@
  * Makefile's deb target and tests/cli/test-rerandd-config.sh check they agree. */
 #define RR_VERSION "0.1"
 #define RR_MAX_WINDOWS 16
+#define RR_HOLD_TEXT 160
 #define RR_BOOT_ID 40
 
 /* ---- log.c: journald-friendly stderr ("<N>message") ------------------- */
@@ -240,6 +241,18 @@ int64_t policy_jitter(int64_t max, uint64_t random_bits);
 /* Delay after `failures` consecutive failures: 0, base, 2 base, 4 base ... max. */
 int64_t policy_backoff(const struct rr_config *c, unsigned failures);
 bool policy_stopped(const struct rr_config *c, unsigned failures);
+/* No enabled [Window] and RebootOutsideWindows=no, the default install:
+ * nothing is ever planned by age (only `rerand now`, an "immediate" trigger
+ * or an outside scheduler asking `rerand due`). */
+bool policy_never_reboots(const struct rr_config *c);
+#define RR_NO_WINDOW_NOTICE "no maintenance window is configured and RebootOutsideWindows=no: " \
+	"rerandd keeps an image staged but never reboots by itself; add a [Window NAME] section " \
+	"(Days=, Start=, Length=) or RebootOutsideWindows=yes in /etc/rerand/rerand.conf.d/, " \
+	"see rerand.conf(5); `rerand now` rerandomizes at once"
+/* ---- view.c ---- */
+struct daemon;
+struct rr_view;
+void daemon_fill_view(struct daemon *d, struct rr_view *v);
 /* The instant local wall time (y, mon 1-12, day, minutes) first occurs in zone
  * (a time skipped by a DST change maps to the end of the gap). */
 time_t policy_wall_to_utc(const char *zone, int y, int mon, int day, int minutes);
@@ -343,6 +356,8 @@ struct rr_state {
 	int64_t  jitter;                      /* for boot_id */
 	bool     hold;
 	enum rr_hold_why hold_why;            /* meaningful while hold */
+	time_t   hold_time;                   /* when it was put in place, 0 unknown */
+	char     hold_text[RR_HOLD_TEXT];     /* `rerand hold --reason`, printable ASCII */
 	bool     trig_oops, trig_new_kernel, trig_now;
 	uint64_t taint_handled;               /* taint bits already turned into a trigger */
 	char     staged_sha[65];              /* kernel hash of the staged image */
@@ -416,6 +431,9 @@ bool state_account_crash_boot(struct rr_state *s, const char *boot_id, time_t no
 void state_record_attempt(struct rr_state *s, enum rr_reason why, time_t now);
 /* A failure named: counted by cause, the last one kept with its detail. */
 void state_record_cause(struct rr_state *s, enum rr_cause c, const char *detail, time_t now);
+/* An operator's hold (with `rerand hold --reason` TEXT, made printable) or
+ * release, stamped with now. */
+void state_set_hold(struct rr_state *s, bool hold, const char *text, time_t now);
 /* The reboot call itself failed: same boot, counted as a failure. */
 void state_record_failed_reboot(struct rr_state *s, time_t now);
 const char *state_verify_name(enum rr_verify v);
@@ -749,6 +767,10 @@ struct rr_view {
 	unsigned failures, max_failures;
 	bool     stopped, hold, staged;
 	const char *hold_reason;             /* state_hold_name(), "" when not held */
+	time_t   hold_time;                  /* when the hold was put in place, 0 unknown */
+	char     hold_text[RR_HOLD_TEXT];    /* the operator's --reason, "" none */
+	time_t   started;                    /* rerandd's start */
+	bool     no_window;                  /* nothing reboots: no window, not outside them */
 	char     reboot_error[RR_ERR_MAX];   /* the last reboot cancelled, and why */
 	struct rr_policy_out plan;
 	uint64_t successes, total_failures, weak_boots;
@@ -831,6 +853,7 @@ struct rr_confirm {
 
 struct daemon {
 	bool conf_required;            /* --config named it: it must exist */
+	time_t started;                /* for the status's uptime */
 	char conf_main[RR_PATH], conf_dir[RR_PATH];
 	char blocked_why[512];          /* last blocker reason logged */
 	struct rr_config cfg;

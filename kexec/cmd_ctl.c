@@ -226,10 +226,35 @@ int cmd_due(int argc, char **argv)
 	return strncmp(buf, "due", 3) ? EXIT_NOT_DUE : 0;
 }
 
+/* `rerand hold [--reason TEXT]`: the reason and the time are shown by
+ * `rerand status`; the control line is "hold TEXT". */
 int cmd_hold(int argc, char **argv)
 {
-	int r = no_args(argc, argv, "rerand hold");
-	return r >= 0 ? r : ctl("hold\n");
+	static const char usage[] = "rerand hold [--reason TEXT]";
+	char line[200];
+	const char *reason = NULL;
+
+	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		printf("Usage: %s\n  --reason TEXT  why, shown by `rerand status` with the "
+		       "hold's time\n", usage);
+		return 0;
+	}
+	if (argc == 3 && !strcmp(argv[1], "--reason"))
+		reason = argv[2];
+	else if (argc == 2 && !strncmp(argv[1], "--reason=", 9))
+		reason = argv[1] + 9;
+	else if (argc != 1) {
+		cli_err("usage: %s", usage);
+		return EXIT_USAGE;
+	}
+	if (!reason)
+		return ctl("hold\n");
+	if (!*reason || strlen(reason) > 150 || strpbrk(reason, "\n\r")) {
+		cli_err("hold: --reason wants one line of 1 to 150 characters");
+		return EXIT_USAGE;
+	}
+	snprintf(line, sizeof(line), "hold %s\n", reason);
+	return ctl(line);
 }
 
 int cmd_release(int argc, char **argv)

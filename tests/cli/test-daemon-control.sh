@@ -104,6 +104,15 @@ check "uid nobody with gid 0 and group root is refused too (exit $rc)" \
 check "root's \`rerand hold\` takes effect (so the refusals above are real)" \
 	eval 'st "$R" hold >/dev/null 2>&1 && wait_for 5 grep -qx hold=1 "$hd/state/state"'
 st "$R" release >/dev/null 2>&1
+# ---- a hold with a reason: its time and reason in the status and the state file -------------
+st "$R" hold --reason "db migration, ask ops" >/dev/null 2>&1
+check "rerand hold --reason: status shows since when and why" \
+	eval 'st "$R" status | grep -qE "^hold:              yes, since [A-Z][a-z]{2} [0-9-]{10} [0-9:]{8} [A-Z]+; [0-9]+s ago: db migration, ask ops$"'
+check "rerand hold --reason: kept in the state file" \
+	eval 'grep -qx "hold_text=db migration, ask ops" "$hd/state/state" && grep -qE "^hold_time=[1-9][0-9]+$" "$hd/state/state"'
+check "rerand status: rerandd's version and uptime on the first line" \
+	eval 'st "$R" status | head -1 | grep -qE "^rerandd:           version [0-9.]+, up [0-9]+(s|min [0-9]+s) \(since "'
+st "$R" release >/dev/null 2>&1
 check "rerandd still serves root after the refusals" eval 'st "$R" status | grep -q "^hold:              no"'
 
 # ---- a weak boot -------------------------------------------------------------------------
@@ -138,5 +147,22 @@ kill -HUP "$pid"
 check "SIGHUP with Kmsg= changed: warned that it takes effect on restart" \
 	eval 'wait_for 10 grep -q "directory, socket and kmsg changes take effect on restart" "$hd/log"'
 rm -f "$hd/conf.d/90-kmsg.conf"
+# ---- no window and RebootOutsideWindows=no (the default install): said once ------------------
+check "with RebootOutsideWindows=yes there is no no-window notice" \
+	eval '! grep -q "no maintenance window is configured" "$hd/log"'
+printf '[Policy]\nRebootOutsideWindows=no\n' >"$hd/conf.d/90-nowin.conf"
+kill -HUP "$pid"
+check "a reload to no window: one notice in the journal says what to configure" \
+	eval 'wait_for 10 grep -q "^<5>no maintenance window is configured and RebootOutsideWindows=no: .*\[Window NAME\]" "$hd/log"'
+check "status: next rerandomize says it never happens by itself" \
+	eval 'st "$R" status | grep -q "^next rerandomize:  never by itself: no maintenance window is configured"'
+kill -HUP "$pid"
+sleep 1
+check "another reload with no window: still one notice, not one per reload" \
+	test "$(grep -c "no maintenance window is configured" "$hd/log")" = 1
+rm -f "$hd/conf.d/90-nowin.conf"
+kill -HUP "$pid"
+check "RebootOutsideWindows=yes again: the status plans a reboot again" \
+	eval 'wait_for 10 eval "st \"\$R\" status | grep -q \"^next rerandomize:  [A-Z][a-z][a-z] \""'
 check "rerandd never asked for a reboot" test ! -e "$hd/reboot-called"
 echo "1..$n"
