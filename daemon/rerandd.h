@@ -145,7 +145,6 @@ void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_
  * untouched. */
 int config_load(const char *main_path, const char *dropin_dir, struct rr_config *ret,
 		struct rr_cfg_errs *errs);
-int config_parse_duration(const char *s, int64_t *ret);
 int config_parse_days(const char *s, uint8_t *ret);
 bool config_tz_valid(const char *zone);
 /* An empty ControlSocket= means <RuntimeDirectory>/control: filled in here, so
