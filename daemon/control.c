@@ -96,26 +96,6 @@ static void put_ext(struct out *o, const char *s)
 	put(o, "%s", rr_escape_str(esc, sizeof(esc), s));
 }
 
-/* Escaped as above first: JSON must be valid UTF-8, and a reader should see
- * what `rerand status` shows. */
-static void put_json_str(struct out *o, const char *raw)
-{
-	char esc[4 * RR_ERR_MAX];
-	const char *s = rr_escape_str(esc, sizeof(esc), raw);
-
-	put(o, "\"");
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			put(o, "\\%c", ch);
-		else if (ch < 0x20)
-			put(o, "\\u%04x", ch);
-		else
-			put(o, "%c", ch);
-	}
-	put(o, "\"");
-}
-
 /* As systemctl: "16s", "5min 3s", "2h 5min", "1d 2h 5min". */
 static void put_age(struct out *o, int64_t s)
 {
@@ -384,97 +364,6 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 			put(&o, "not read yet\n");
 		}
 	}
-	return o.full ? -ENOBUFS : (int)o.used;
-}
-
-int control_format_json(const struct rr_view *v, char *buf, size_t len)
-{
-	struct out o = { buf, len, 0, false, v->now };
-	char entropy[32] = "null";         /* none for a boot rerand did not make */
-
-	if (has_entropy(v))
-		snprintf(entropy, sizeof(entropy), "%.1f", v->entropy_bits);
-
-	put(&o, "{\"layout_age_seconds\":%lld,\"verify\":\"%s\",\"randomized\":%s,\"weak\":%s,"
-		"\"verified_at\":%lld,\"entropy_bits\":%s,\"action\":\"%s\",\"reason\":\"%s\","
-		"\"blocker\":\"%s\",\"next_reboot\":%lld,\"hold\":%s,\"consecutive_failures\":%u,"
-		"\"max_failures\":%u,\"stopped\":%s,\"successes\":%llu,\"weak_total\":%llu,"
-		"\"failures_total\":%llu,\"boot_origin\":\"%s\",\"unplanned_boots\":%llu,"
-		"\"last_success\":%lld,\"last_failure\":%lld,\"staged\":%s,\"staged_at\":%lld,"
-		"\"kernel\":",
-	    (long long)v->layout_age, state_verify_name(v->verify),
-	    v->verify == RR_V_RANDOMIZED ? "true" : "false", v->verify == RR_V_WEAK ? "true" : "false",
-	    (long long)v->last_verify_time,
-	    entropy, policy_action_name(v->plan.action), policy_reason_name(v->plan.reason),
-	    policy_blocker_name(v->plan.blocker), (long long)v->plan.when,
-	    v->hold ? "true" : "false", v->failures, v->max_failures,
-	    v->stopped ? "true" : "false", (unsigned long long)v->successes,
-	    (unsigned long long)v->weak_boots, (unsigned long long)v->total_failures,
-	    state_origin_name(v->boot_origin), (unsigned long long)v->unplanned_boots,
-	    (long long)v->last_success,
-	    (long long)v->last_failure, v->staged ? "true" : "false", (long long)v->staged_time);
-	put_json_str(&o, v->kernel);
-	put(&o, ",\"kernel_sha256\":");
-	put_json_str(&o, v->image_sha);
-	put(&o, ",\"stage_error\":");
-	put_json_str(&o, v->stage_error);
-	put(&o, ",\"hold_reason\":");
-	put_json_str(&o, v->hold_reason ? v->hold_reason : "");
-	put(&o, ",\"reboot_error\":");
-	put_json_str(&o, v->reboot_error);
-	put(&o, ",\"hold_since\":%lld,\"hold_text\":", (long long)v->hold_time);
-	put_json_str(&o, v->hold_text);
-	put(&o, ",\"no_window\":%s", v->no_window ? "true" : "false");
-	put(&o, ",\"daemon_version\":\"%s\",\"daemon_started\":%lld,\"uptime_seconds\":%lld",
-	    RR_VERSION, (long long)v->started, (long long)(v->started ? v->now - v->started : 0));
-	put(&o, ",\"secure_boot\":");
-	put_json_str(&o, v->secure_boot ? v->secure_boot : "unknown");
-	put(&o, ",\"lockdown\":");
-	put_json_str(&o, v->lockdown ? v->lockdown : "unknown");
-	put(&o, ",\"locked_down\":%s,\"image_source\":", v->locked ? "true" : "false");
-	put_json_str(&o, v->staged && v->image_source ? v->image_source : "");
-	put(&o, ",\"signer\":");
-	put_json_str(&o, v->staged ? v->signer : "");
-	put(&o, ",\"crash\":{\"mode\":");
-	put_json_str(&o, v->crash_mode ? v->crash_mode : "auto");
-	put(&o, ",\"state\":\"%s\",\"loaded\":%s,\"ours\":%s,\"reserved_bytes\":%llu,"
-		"\"loaded_at\":%lld,\"loads\":%llu,\"load_failures\":%llu,\"kernel\":",
-	    crash_state_name(v->crash_state), v->crash_loaded ? "true" : "false",
-	    v->crash_ours ? "true" : "false", (unsigned long long)v->crash_reserved,
-	    (long long)v->crash_loaded_at, (unsigned long long)v->crash_loads,
-	    (unsigned long long)v->crash_failures);
-	put_json_str(&o, v->crash_kernel);
-	put(&o, ",\"error\":");
-	put_json_str(&o, v->crash_error);
-	put(&o, "},\"crash_boot\":%s,\"crash_boots\":%llu", v->crash_boot ? "true" : "false",
-	    (unsigned long long)v->crash_boots);
-	put(&o, ",\"watchdog\":");
-	put_json_str(&o, v->watchdog ? v->watchdog : "absent");
-	put(&o, ",\"confirmation\":");
-	put_json_str(&o, v->confirm ? v->confirm : "");
-	put(&o, ",\"confirmed\":%llu,\"last_cause\":\"%s\",\"last_cause_detail\":",
-	    (unsigned long long)v->confirmed, wdog_cause_name(v->last_cause));
-	put_json_str(&o, v->last_cause_detail);
-	put(&o, ",\"last_cause_time\":%lld,\"causes\":{", (long long)v->last_cause_time);
-	for (unsigned c = RR_CAUSE_NONE + 1; c < RR_NR_CAUSES; c++)
-		put(&o, "%s\"%s\":%llu", c > 1 ? "," : "", wdog_cause_name(c),
-		    (unsigned long long)v->causes[c]);
-	put(&o, "}");
-	put(&o, ",\"fleet\":{\"backend\":");
-	put_json_str(&o, v->fleet_backend ? v->fleet_backend : "none");
-	put(&o, ",\"group\":");
-	put_json_str(&o, v->fleet_group);
-	put(&o, ",\"id\":");
-	put_json_str(&o, v->fleet_id);
-	put(&o, ",\"state\":");
-	put_json_str(&o, v->fleet_state ? v->fleet_state : "disabled");
-	put(&o, ",\"errors\":%llu,\"waiting_because\":", (unsigned long long)v->fleet_errors);
-	put_json_str(&o, v->fleet_why);
-	put(&o, ",\"next_try\":%lld,\"breaker\":", (long long)v->fleet_next_try);
-	put_json_str(&o, v->fleet_breaker ? v->fleet_breaker : "etcd only");
-	put(&o, ",\"breaker_failures\":");
-	put_json_str(&o, v->fleet_breaker_text);
-	put(&o, "}}\n");
 	return o.full ? -ENOBUFS : (int)o.used;
 }
 

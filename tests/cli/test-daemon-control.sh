@@ -123,8 +123,20 @@ check "status: counted as weak, not as verified or failed" \
 check "status: it counts towards failures in a row" eval 'st "$R" status | grep -q "^failures in a row: 1 of 3"'
 check "policy: a new layout is planned for the weak boot, after the 30 min back-off" \
 	eval 'st "$R" status --json | python3 -c "import json,sys,time; j=json.load(sys.stdin); sys.exit(not (j[\"reason\"]==\"weak-boot\" and j[\"action\"]==\"wait\" and 1700 < j[\"next_reboot\"] - time.time() <= 1800))"'
-check "status --json: verify weak, randomized false, weak true, weak_total 1, successes 0" \
-	eval 'st "$R" status --json | python3 -c "import json,sys; j=json.load(sys.stdin); sys.exit(not (j[\"verify\"]==\"weak\" and j[\"randomized\"] is False and j[\"weak\"] is True and j[\"weak_total\"]==1 and j[\"successes\"]==0 and j[\"consecutive_failures\"]==1))"'
+check "status --json: verify weak, randomized true (as verify --json), weak true, weak_total 1, successes 0" \
+	eval 'st "$R" status --json | python3 -c "import json,sys; j=json.load(sys.stdin); sys.exit(not (j[\"verify\"]==\"weak\" and j[\"randomized\"] is True and j[\"weak\"] is True and j[\"weak_total\"]==1 and j[\"successes\"]==0 and j[\"consecutive_failures\"]==1))"'
+st "$R" status --json >"$tmp/status.json"
+check "status --json: every key (nested too) is in rerandd(8)'s STATUS JSON schema" \
+	python3 -c "
+import json, re, sys
+j = json.load(open('$tmp/status.json'))
+man = open('$top/docs/rerandd.8').read()
+sec = man[man.index('.SH STATUS JSON'):]
+sec = sec[:sec.index('.SH ', 4)]
+words = set(re.findall(r'[a-z0-9_]+', sec))
+keys = set(j) | set(j['crash']) | set(j['fleet'])
+missing = sorted(k for k in keys if k not in words)
+sys.exit('not in the man page: %s' % missing if missing else 0)"
 m=$hd/run/rerand.prom
 check "metrics: rerand_boot_randomized 0, rerand_boot_weak 1, reboots_total{result=weak} 1, success 0" \
 	eval 'wait_for 5 grep -qx "rerand_boot_weak 1" "$m" && grep -qx "rerand_boot_randomized 0" "$m" &&

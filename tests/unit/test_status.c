@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <json-c/json.h>
+
 #include "rerandd.h"
 #include "test.h"
 
@@ -163,6 +165,38 @@ static void test_no_window(void)
 	     "JSON: no_window true");
 }
 
+/* Point 2: the status JSON's vocabulary is verify --json's; json-c builds it. */
+static void test_json(void)
+{
+	struct rr_view v = { .now = T0, .verify = RR_V_WEAK, .entropy_bits = 9.0,
+			     .crash_reserved = 0xfffffffffffff000ull, .fleet_backend = "none" };
+	static char body[16384];
+	struct json_object *j = NULL, *x;
+
+	snprintf(v.kernel, sizeof(v.kernel), "/boot/vmlinuz-\"q\"\\\x01/x");
+	T_OK(control_format_json(&v, body, sizeof(body)) > 0 &&
+	     (j = json_tokener_parse(body)) != NULL, "the status is JSON a parser accepts");
+	T_OK(j && json_object_object_get_ex(j, "randomized", &x) && json_object_get_boolean(x) &&
+	     json_object_object_get_ex(j, "weak", &x) && json_object_get_boolean(x),
+	     "a weak boot: randomized true, weak true (verify --json's meaning)");
+	T_OK(j && json_object_object_get_ex(j, "crash", &x) &&
+	     json_object_object_get_ex(x, "reserved_bytes", &x) &&
+	     json_object_get_uint64(x) == 0xfffffffffffff000ull,
+	     "a 64-bit count is written whole (json-c's uint64, not a double)");
+	T_OK(j && json_object_object_get_ex(j, "kernel", &x) &&
+	     !strcmp(json_object_get_string(x), "/boot/vmlinuz-\"q\"\\\\\\x01/x"),
+	     "text from outside: escaped as the text status shows it, then as JSON");
+	T_OK(strchr(body, '\n') == body + strlen(body) - 1, "one line, newline-terminated");
+	json_object_put(j);
+	v.verify = RR_V_NOT_RANDOMIZED;
+	j = NULL;
+	T_OK(control_format_json(&v, body, sizeof(body)) > 0 && (j = json_tokener_parse(body)) &&
+	     json_object_object_get_ex(j, "randomized", &x) && !json_object_get_boolean(x) &&
+	     json_object_object_get_ex(j, "entropy_bits", &x) && x == NULL,
+	     "a boot the stage did not randomize: randomized false, entropy_bits null");
+	json_object_put(j);
+}
+
 int main(void)
 {
 	setenv("TZ", "UTC", 1);
@@ -172,5 +206,6 @@ int main(void)
 	test_hold();
 	test_metrics_names();
 	test_no_window();
+	test_json();
 	return t_done();
 }
