@@ -90,7 +90,7 @@ FLEETD_LIBS := $(shell $(PKG_CONFIG) --libs $(FLEETD_PKGS) 2>/dev/null) -lpthrea
 FLEETD_LIB_SRCS := $(filter-out fleetd/main.c,$(sort $(wildcard fleetd/*.c)))
 FLEETD_LIB_OBJS := $(FLEETD_LIB_SRCS:%.c=$(O)/host/%.o)
 FLEETD_SHARED_OBJS := $(O)/host/daemon/fleet_config.o $(O)/host/daemon/fleet_proto.o \
-	$(O)/host/daemon/fleet_breaker.o $(O)/host/daemon/escape.o
+	$(O)/host/daemon/fleet_breaker.o $(O)/host/daemon/escape.o $(O)/host/daemon/duration.o
 LIBFLEETD   := $(O)/libfleetd.a
 FLEETD      := $(O)/rerand-fleetd
 
@@ -287,7 +287,7 @@ bench:
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) \
-		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
+		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(SYSCONFDIR)/rerand/rerand.conf.d $(DESTDIR)$(SYSCONFDIR)/rerand/pre-reboot.d
 	install -d -m 0700 $(DESTDIR)$(SYSCONFDIR)/rerand/fleet-tls
 	install -m 0755 $(RERAND) $(DESTDIR)$(BINDIR)/rerand
@@ -305,6 +305,9 @@ install: all
 	install -d $(DESTDIR)$(BASHCOMPDIR)
 	install -m 0644 $(BASH_COMPLETION) $(DESTDIR)$(BASHCOMPDIR)/rerand
 	install -m 0644 docs/rerandd.8 $(DESTDIR)$(MANDIR)/man8/rerandd.8
+	install -m 0644 docs/rerand.conf.5 $(DESTDIR)$(MANDIR)/man5/rerand.conf.5
+	# the man pages point at these by their installed names (DOCDIR/NAME.md)
+	install -m 0644 README.md docs/*.md docs/*.png $(DESTDIR)$(DOCDIR)/
 	sed 's|/usr/local/sbin|$(SBINDIR)|g; s|/usr/local/bin|$(BINDIR)|g' systemd/rerandd.service \
 		> $(DESTDIR)$(UNITDIR)/rerandd.service
 	install -m 0644 systemd/sysusers.d/rerand.conf $(DESTDIR)$(SYSUSERSDIR)/rerand.conf

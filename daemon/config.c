@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "image.h"
@@ -99,61 +100,6 @@ void config_defaults(struct rr_config *c)
 }
 
 /* ---- value parsers -------------------------------------------------------- */
-
-int config_parse_duration(const char *s, int64_t *ret)
-{
-	static const struct { const char *u; int64_t mult; } units[] = {
-		{ "seconds", 1 }, { "second", 1 }, { "sec", 1 }, { "s", 1 },
-		{ "minutes", 60 }, { "minute", 60 }, { "min", 60 }, { "m", 60 },
-		{ "hours", 3600 }, { "hour", 3600 }, { "hr", 3600 }, { "h", 3600 },
-		{ "days", 86400 }, { "day", 86400 }, { "d", 86400 },
-		{ "weeks", 604800 }, { "week", 604800 }, { "w", 604800 },
-	};
-	int64_t total = 0;
-	bool any = false;
-
-	while (*s) {
-		char *end;
-		size_t ul = 0;
-		int64_t mult = 1;
-
-		while (isspace((unsigned char)*s))
-			s++;
-		if (!*s)
-			break;
-		if (!isdigit((unsigned char)*s))
-			return -EINVAL;
-		errno = 0;
-		unsigned long long v = strtoull(s, &end, 10);
-		if (errno || v > (1ull << 40))
-			return -ERANGE;
-		s = end;
-		while (isspace((unsigned char)*s))
-			s++;
-		while (isalpha((unsigned char)s[ul]))
-			ul++;
-		if (ul) {
-			size_t i;
-			for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-				if (strlen(units[i].u) == ul && !strncasecmp(s, units[i].u, ul))
-					break;
-			if (i == sizeof(units) / sizeof(units[0]))
-				return -EINVAL;
-			mult = units[i].mult;
-			s += ul;
-		}
-		if ((int64_t)v > (INT64_C(1) << 40) / mult)
-			return -ERANGE;
-		total += (int64_t)v * mult;
-		if (total > (INT64_C(1) << 40))
-			return -ERANGE;
-		any = true;
-	}
-	if (!any)
-		return -EINVAL;
-	*ret = total;
-	return 0;
-}
 
 static int parse_bool(const char *s, bool *ret)
 {
@@ -257,83 +203,6 @@ bool config_tz_valid(const char *zone)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* ---- the key table ---------------------------------------------------------- */
-
-enum ktype { K_PATH, K_STR, K_DUR, K_BOOL, K_UINT, K_WHEN, K_METHOD, K_CRASHMODE, K_PANIC,
-	     K_WDOG };
-
-#define F(field) offsetof(struct rr_config, field), sizeof(((struct rr_config *)0)->field)
-static const struct key {
-	const char *section, *name;
-	enum ktype type;
-	size_t off, size;
-} keys[] = {
-	{ "Daemon", "StateDirectory", K_PATH, F(state_dir) },
-	{ "Daemon", "RuntimeDirectory", K_PATH, F(run_dir) },
-	{ "Daemon", "ControlSocket", K_PATH, F(control_socket) },
-	{ "Daemon", "MetricsFile", K_PATH, F(metrics_file) },
-	{ "Daemon", "RerandBinary", K_STR, F(rerand_bin) },
-	{ "Daemon", "KexecBinary", K_STR, F(kexec_bin) },
-	{ "Daemon", "ImageUser", K_STR, F(image_user) },
-	{ "Daemon", "CheckInterval", K_DUR, F(tick) },
-	{ "Paths", "Boot", K_PATH, F(boot_dir) },
-	{ "Paths", "ProcCmdline", K_PATH, F(proc_cmdline) },
-	{ "Paths", "SetupData", K_PATH, F(setup_data) },
-	{ "Paths", "Kmsg", K_PATH, F(kmsg) },
-	{ "Paths", "Tainted", K_PATH, F(tainted) },
-	{ "Paths", "BootId", K_PATH, F(boot_id) },
-	{ "Paths", "PreRebootDirectory", K_PATH, F(pre_reboot_dir) },
-	{ "Paths", "ProcStat", K_PATH, F(proc_stat) },
-	{ "Paths", "PostBootDirectory", K_PATH, F(post_boot_dir) },
-	{ "Paths", "KexecCrashSize", K_PATH, F(kexec_crash_size) },
-	{ "Paths", "KexecCrashLoaded", K_PATH, F(kexec_crash_loaded) },
-	{ "Paths", "ProcVmcore", K_PATH, F(proc_vmcore) },
-	{ "Paths", "Uevents", K_PATH, F(uevents) },
-	{ "Paths", "LoaderEntrySelected", K_PATH, F(loader_entry_selected) },
-	{ "Paths", "BootLoaderRoots", K_STR, F(boot_loader_roots) },
-	{ "Paths", "Lockdown", K_PATH, F(lockdown_file) },
-	{ "Paths", "SecureBoot", K_PATH, F(secureboot_file) },
-	{ "Stage", "Kernel", K_PATH, F(kernel) },
-	{ "Stage", "Initrd", K_STR, F(initrd) },
-	{ "Stage", "CommandLine", K_STR, F(cmdline) },
-	{ "Stage", "FileSyscall", K_BOOL, F(file_syscall) },
-	{ "Stage", "RestageInterval", K_DUR, F(restage_interval) },
-	{ "Stage", "NewKernelSettle", K_DUR, F(new_kernel_settle) },
-	{ "Stage", "SignedImageDirectory", K_PATH, F(signed_dir) },
-	{ "Stage", "SignKey", K_STR, F(sign_key) },
-	{ "Stage", "SignCert", K_PATH, F(sign_cert) },
-	{ "Policy", "MaxLayoutAge", K_DUR, F(max_age) },
-	{ "Policy", "Jitter", K_DUR, F(jitter) },
-	{ "Policy", "MinRebootInterval", K_DUR, F(min_interval) },
-	{ "Policy", "OnOops", K_WHEN, F(on_oops) },
-	{ "Policy", "OnNewKernel", K_WHEN, F(on_new_kernel) },
-	{ "Policy", "RebootOutsideWindows", K_BOOL, F(outside_windows) },
-	{ "Policy", "HonorInhibitors", K_BOOL, F(honor_inhibitors) },
-	{ "Policy", "BlockerCommand", K_STR, F(blocker_cmd) },
-	{ "Policy", "BlockerTimeout", K_DUR, F(blocker_timeout) },
-	{ "Policy", "BackoffBase", K_DUR, F(backoff) },
-	{ "Policy", "BackoffMax", K_DUR, F(backoff_max) },
-	{ "Policy", "MaxFailures", K_UINT, F(max_failures) },
-	{ "Crash", "Mode", K_CRASHMODE, F(crash_mode) },
-	{ "Crash", "Kernel", K_PATH, F(crash_kernel) },
-	{ "Crash", "Initrd", K_STR, F(crash_initrd) },
-	{ "Crash", "CommandLine", K_STR, F(crash_cmdline) },
-	{ "Crash", "FileSyscall", K_BOOL, F(crash_file_syscall) },
-	{ "Crash", "HotplugSettle", K_DUR, F(hotplug_settle) },
-	{ "Reboot", "Method", K_METHOD, F(method) },
-	{ "Reboot", "RebootCommand", K_STR, F(reboot_cmd) },
-	{ "Reboot", "HookTimeout", K_DUR, F(hook_timeout) },
-	{ "Comeback", "PanicRebootSec", K_PANIC, F(panic_reboot) },
-	{ "Reboot", "FirmwareRebootCommand", K_STR, F(firmware_reboot_cmd) },
-	{ "Comeback", "KexecWatchdogSec", K_WDOG, F(kexec_watchdog) },
-	{ "Comeback", "ConfirmTimeoutSec", K_DUR, F(confirm_timeout) },
-	{ "Paths", "Watchdog", K_PATH, F(watchdog_dev) },
-	{ "Paths", "WatchdogSysfs", K_PATH, F(watchdog_sysfs) },
-	{ "Paths", "WatchdogStopOnReboot", K_PATH, F(watchdog_stop_on_reboot) },
-	{ "Paths", "Pstore", K_PATH, F(pstore_dir) },
-};
-#undef F
-
 /* ---- parsing one file ----------------------------------------------------- */
 
 struct pctx {
@@ -344,9 +213,27 @@ struct pctx {
 	unsigned line;                /* line the last reader call returned */
 	bool line_bad;                /* already reported; inih must ignore it */
 	unsigned section_line;        /* line of the last section header */
+	bool section_bad;             /* an unknown section: its keys are not reported again */
 	int win;                      /* current window index, -1 none */
 	char win_section[128];
+	struct rr_cfg_origins *origins;
 };
+
+static void note_origin(struct pctx *x, char *slot)
+{
+	if (x->origins)
+		snprintf(slot, RR_CFG_ORIGIN, "%.*s:%u", RR_CFG_ORIGIN - 12, x->name, x->line);
+}
+
+static bool section_known(const char *s, size_t n)
+{
+	if (n >= 6 && !strncmp(s, "Window", 6) && (n == 6 || s[6] == ' '))
+		return true;
+	for (size_t i = 0; i < rr_cfg_nsections; i++)
+		if (strlen(rr_cfg_sections[i]) == n && !strncmp(s, rr_cfg_sections[i], n))
+			return true;
+	return false;
+}
 
 static void perr(struct pctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void perr(struct pctx *x, const char *fmt, ...)
@@ -399,6 +286,15 @@ static char *reader(char *str, int num, void *stream)
 			goto blank;
 		}
 		x->section_line = x->line;
+		x->section_bad = false;
+		/* an empty section would never reach the handler: checked here */
+		if (!section_known(s + 1, n - 2)) {
+			char name[128], hint[96];
+			snprintf(name, sizeof(name), "%.*s", (int)(n - 2 < 100 ? n - 2 : 100), s + 1);
+			perr(x, "unknown section [%s]%s", name, config_suggest(NULL, name, hint,
+										sizeof(hint)));
+			x->section_bad = true;
+		}
 		goto copy;
 	}
 	const char *eq = memchr(s, '=', n);
@@ -479,6 +375,9 @@ static int window_key(struct pctx *x, const char *section, const char *name, con
 	if (i < 0)
 		return 1;
 	w = &x->c->win[i];
+	for (unsigned k = 0; k < RR_CFG_NWINDOW_KEYS; k++)
+		if (!strcmp(name, rr_cfg_window_keys[k]))
+			note_origin(x, x->origins ? x->origins->win[i][k] : NULL);
 	if (!strcmp(name, "Days")) {
 		if (config_parse_days(value, &w->days) < 0)
 			perr(x, "Days=%s: want day names, ranges (Mon..Fri) or \"daily\"", value);
@@ -500,39 +399,68 @@ static int window_key(struct pctx *x, const char *section, const char *name, con
 		if (parse_bool(value, &w->enabled) < 0)
 			perr(x, "Enabled=%s: want yes or no", value);
 	} else {
-		perr(x, "[%s]: unknown key %s", section, name);
+		char hint[96];
+		perr(x, "[%s]: unknown key %s%s", section, name,
+		     config_suggest("Window", name, hint, sizeof(hint)));
 	}
 	return 1;
+}
+
+/* systemd's INI has no comments after a value: "24h # daily" is the value. */
+static bool trailing_comment(const char *v)
+{
+	for (const char *p = v; *p; p++)
+		if ((*p == '#' || *p == ';') && p > v && isspace((unsigned char)p[-1]))
+			return true;
+	return false;
 }
 
 static int handler(void *user, const char *section, const char *name, const char *value)
 {
 	struct pctx *x = user;
-	const struct key *k = NULL;
+	const struct rr_cfg_key *k = NULL;
 
-	if (x->line_bad)
+	size_t ki = 0;
+	char hint[96];
+
+	if (x->line_bad || x->section_bad)
 		return 1;
+	for (ki = 0; ki < rr_cfg_nkeys; ki++)
+		if (!strcmp(rr_cfg_keys[ki].section, section) && !strcmp(rr_cfg_keys[ki].name, name)) {
+			k = &rr_cfg_keys[ki];
+			break;
+		}
+	/* free-text keys (command lines, commands) may hold a '#' */
+	if ((!k || k->type != K_STR) && trailing_comment(value)) {
+		perr(x, "%s=%s: no comments after a value (put the comment on a line of its own)",
+		     name, value);
+		return 1;
+	}
 	if (!strncmp(section, "Window ", 7) || !strcmp(section, "Window"))
 		return window_key(x, section, name, value);
 	if (!strcmp(section, "Fleet")) {
 		/* fleet.c owns these keys; its message names the key and the problem */
 		char err[256];
-		if (fleet_config_set(&x->c->fleet, name, value, err, sizeof(err)) < 0)
+		int r = fleet_config_set(&x->c->fleet, name, value, err, sizeof(err));
+		if (r == -ENOENT)
+			perr(x, "%s%s", err, config_suggest("Fleet", name, hint, sizeof(hint)));
+		else if (r < 0)
 			perr(x, "%s", err);
+		for (size_t i = 0; r == 0 && x->origins && i < rr_cfg_nfleet_keys; i++)
+			if (!strcasecmp(rr_cfg_fleet_keys[i], name))
+				note_origin(x, x->origins->fleet[i]);
 		return 1;
 	}
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		if (!strcmp(keys[i].section, section) && !strcmp(keys[i].name, name)) {
-			k = &keys[i];
-			break;
-		}
 	if (!k) {
 		if (!*section)
 			perr(x, "%s= outside any section", name);
 		else
-			perr(x, "[%s]: unknown key %s", section, name);
+			perr(x, "[%s]: unknown key %s%s", section, name,
+			     config_suggest(section, name, hint, sizeof(hint)));
 		return 1;
 	}
+	if (x->origins)
+		note_origin(x, x->origins->key[ki]);
 	void *f = (char *)x->c + k->off;
 	switch (k->type) {
 	case K_PATH:
@@ -621,11 +549,11 @@ static int handler(void *user, const char *section, const char *name, const char
 	return 1;
 }
 
-void config_apply_text(struct rr_config *c, const char *text, size_t len, const char *name,
-		       struct rr_cfg_errs *errs)
+static void apply_text(struct rr_config *c, const char *text, size_t len, const char *name,
+		       struct rr_cfg_errs *errs, struct rr_cfg_origins *origins)
 {
 	struct pctx x = { .c = c, .errs = errs, .name = name, .p = text, .end = text + len,
-			  .win = -1 };
+			  .win = -1, .origins = origins };
 	unsigned before = errs ? errs->n + errs->dropped : 0;
 	int r;
 
@@ -639,6 +567,18 @@ void config_apply_text(struct rr_config *c, const char *text, size_t len, const 
 	} else if (r < 0) {
 		errs_add(errs, "%s: cannot parse (error %d)", name, r);
 	}
+}
+
+void config_apply_text(struct rr_config *c, const char *text, size_t len, const char *name,
+		       struct rr_cfg_errs *errs)
+{
+	apply_text(c, text, len, name, errs, NULL);
+}
+
+void config_fill_runtime(struct rr_config *c)
+{
+	if (!*c->control_socket)
+		snprintf(c->control_socket, sizeof(c->control_socket), "%.500s/control", c->run_dir);
 }
 
 void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_errs *errs)
@@ -699,7 +639,7 @@ void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_
 }
 
 static int apply_file(struct rr_config *c, const char *path, bool may_be_missing,
-		      struct rr_cfg_errs *errs)
+		      struct rr_cfg_errs *errs, struct rr_cfg_origins *origins)
 {
 	struct rr_err e;
 	uint8_t *buf;
@@ -713,7 +653,7 @@ static int apply_file(struct rr_config *c, const char *path, bool may_be_missing
 		errs_add(errs, "%s", e.msg);
 		return r;
 	}
-	config_apply_text(c, (const char *)buf, len, path, errs);
+	apply_text(c, (const char *)buf, len, path, errs, origins);
 	free(buf);
 	return 0;
 }
@@ -727,6 +667,14 @@ static int conf_filter(const struct dirent *de)
 int config_load(const char *main_path, const char *dropin_dir, struct rr_config *ret,
 		struct rr_cfg_errs *errs)
 {
+	struct rr_cfg_load l = { .main = main_path, .dir = dropin_dir };
+
+	return config_load_ex(&l, ret, errs);
+}
+
+int config_load_ex(const struct rr_cfg_load *l, struct rr_config *ret, struct rr_cfg_errs *errs)
+{
+	const char *main_path = l->main, *dropin_dir = l->dir;
 	struct rr_config *c = malloc(sizeof(*c));
 	struct dirent **list = NULL;
 	unsigned before = errs->n + errs->dropped;
@@ -736,7 +684,7 @@ int config_load(const char *main_path, const char *dropin_dir, struct rr_config 
 		return -ENOMEM;
 	config_defaults(c);
 	if (main_path)
-		apply_file(c, main_path, true, errs);
+		apply_file(c, main_path, !l->main_required, errs, l->origins);
 	if (dropin_dir) {
 		/* alphasort: "10-foo.conf" before "50-bar.conf", later files win */
 		n = scandir(dropin_dir, &list, conf_filter, alphasort);
@@ -745,7 +693,7 @@ int config_load(const char *main_path, const char *dropin_dir, struct rr_config 
 		for (int i = 0; i < n; i++) {
 			char path[PATH_MAX];
 			snprintf(path, sizeof(path), "%s/%s", dropin_dir, list[i]->d_name);
-			apply_file(c, path, true, errs);
+			apply_file(c, path, true, errs, l->origins);
 			free(list[i]);
 		}
 		free(list);

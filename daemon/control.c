@@ -36,6 +36,13 @@ enum rr_ctl_cmd control_parse_arg(const char *line, size_t len, char *arg, size_
 	if (!strcmp(buf, "due")) return RR_CTL_DUE;
 	if (!strcmp(buf, "phase")) return RR_CTL_PHASE;
 	if (!strcmp(buf, "hold")) return RR_CTL_HOLD;
+	if (!strncmp(buf, "hold ", 5)) {
+		/* `rerand hold --reason TEXT`: kept as the hold's reason */
+		if (!buf[5] || strlen(buf + 5) >= arglen || strlen(buf + 5) >= RR_HOLD_TEXT)
+			return RR_CTL_BAD;
+		snprintf(arg, arglen, "%s", buf + 5);
+		return RR_CTL_HOLD;
+	}
 	if (!strcmp(buf, "release")) return RR_CTL_RELEASE;
 	if (!strcmp(buf, "fleet status")) return RR_CTL_FLEET_STATUS;
 	if (!strcmp(buf, "fleet status json")) return RR_CTL_FLEET_STATUS_JSON;
@@ -61,7 +68,7 @@ enum rr_ctl_cmd control_parse(const char *line, size_t len)
 	return control_parse_arg(line, len, arg, sizeof(arg));
 }
 
-struct out { char *buf; size_t len, used; bool full; };
+struct out { char *buf; size_t len, used; bool full; time_t now; };
 
 static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(struct out *o, const char *fmt, ...)
@@ -89,39 +96,7 @@ static void put_ext(struct out *o, const char *s)
 	put(o, "%s", rr_escape_str(esc, sizeof(esc), s));
 }
 
-/* Escaped as above first: JSON must be valid UTF-8, and a reader should see
- * what `rerand status` shows. */
-static void put_json_str(struct out *o, const char *raw)
-{
-	char esc[4 * RR_ERR_MAX];
-	const char *s = rr_escape_str(esc, sizeof(esc), raw);
-
-	put(o, "\"");
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			put(o, "\\%c", ch);
-		else if (ch < 0x20)
-			put(o, "\\u%04x", ch);
-		else
-			put(o, "%c", ch);
-	}
-	put(o, "\"");
-}
-
-static void put_time(struct out *o, time_t t)
-{
-	struct tm tm;
-	char b[40];
-
-	if (!t || !gmtime_r(&t, &tm)) {
-		put(o, "never");
-		return;
-	}
-	strftime(b, sizeof(b), "%Y-%m-%d %H:%M:%S UTC", &tm);
-	put(o, "%s", b);
-}
-
+/* As systemctl: "16s", "5min 3s", "2h 5min", "1d 2h 5min". */
 static void put_age(struct out *o, int64_t s)
 {
 	if (s < 0)
@@ -131,8 +106,74 @@ static void put_age(struct out *o, int64_t s)
 		    (long long)(s % 3600 / 60));
 	else if (s >= 3600)
 		put(o, "%lldh %lldmin", (long long)(s / 3600), (long long)(s % 3600 / 60));
-	else
+	else if (s >= 60)
 		put(o, "%lldmin %llds", (long long)(s / 60), (long long)(s % 60));
+	else
+		put(o, "%llds", (long long)s);
+}
+
+/* Local time with its zone, as systemctl shows it: the daemon's TZ. */
+static void put_abstime(struct out *o, time_t t)
+{
+	struct tm tm;
+	char b[64];
+
+	if (!t || !localtime_r(&t, &tm)) {
+		put(o, "never");
+		return;
+	}
+	strftime(b, sizeof(b), "%a %Y-%m-%d %H:%M:%S %Z", &tm);
+	put(o, "%s", b);
+}
+
+/* "Sat 2026-12-05 13:20:00 UTC; 5min ago" or "...; in 2h 5min" */
+static void put_time(struct out *o, time_t t)
+{
+	put_abstime(o, t);
+	if (!t)
+		return;
+	if (t <= o->now) {
+		put(o, "; ");
+		put_age(o, o->now - t);
+		put(o, " ago");
+	} else {
+		put(o, "; in ");
+		put_age(o, t - o->now);
+	}
+}
+
+/* Only a boot rerand made has an entropy figure. */
+static bool has_entropy(const struct rr_view *v)
+{
+	return v->verify == RR_V_RANDOMIZED || v->verify == RR_V_WEAK;
+}
+
+static void put_this_boot(struct out *o, const struct rr_view *v)
+{
+	put(o, "this boot:         %s (", state_verify_name(v->verify));
+	switch (v->verify) {
+	case RR_V_RANDOMIZED:
+		put(o, "verified ");
+		break;
+	case RR_V_WEAK:
+		put(o, "randomized from the TSC alone: no seed, no RDSEED or RDRAND; not "
+		    "verified; checked ");
+		break;
+	case RR_V_ABSENT:
+		put(o, "not booted by rerand: no record of a randomization; checked ");
+		break;
+	case RR_V_NOT_RANDOMIZED:
+		put(o, "rerand's record says the base was not randomized; checked ");
+		break;
+	case RR_V_MALFORMED:
+		put(o, "rerand's record could not be read; checked ");
+		break;
+	default:
+		put(o, "not checked yet)\n");
+		return;
+	}
+	put_time(o, v->last_verify_time);
+	put(o, ")\n");
 }
 
 static void put_crash_text(struct out *o, const struct rr_view *v)
@@ -192,8 +233,13 @@ static void put_secure_text(struct out *o, const struct rr_view *v)
 
 int control_format_text(const struct rr_view *v, char *buf, size_t len)
 {
-	struct out o = { buf, len, 0, false };
+	struct out o = { buf, len, 0, false, v->now };
 
+	put(&o, "rerandd:           version %s, up ", RR_VERSION);
+	put_age(&o, v->started ? v->now - v->started : 0);
+	put(&o, " (since ");
+	put_abstime(&o, v->started);
+	put(&o, ")\n");
 	put(&o, "layout age:        ");
 	put_age(&o, v->layout_age);
 	if (v->crash_boot) {
@@ -202,19 +248,18 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 		put(&o, "crash boots:       %llu\n", (unsigned long long)v->crash_boots);
 		return o.full ? -ENOBUFS : (int)o.used;
 	}
-	put(&o, "\nthis boot:         %s (%s ", state_verify_name(v->verify),
-	    v->verify == RR_V_WEAK ? "randomized from the TSC alone: no seed, no RDSEED or RDRAND; "
-				     "not verified; checked" : "verified");
-	put_time(&o, v->last_verify_time);
-	put(&o, ")\nbooted by:         %s\n", v->boot_origin == RR_BO_RERANDD ?
+	put(&o, "\n");
+	put_this_boot(&o, v);
+	put(&o, "booted by:         %s\n", v->boot_origin == RR_BO_RERANDD ?
 		"rerandd's rerandomizing reboot (counted)" : v->boot_origin == RR_BO_UNPLANNED ?
 		"a reboot rerandd did not plan (not counted: not a success, not a failure)" :
 		v->boot_origin == RR_BO_FALLBACK ?
 		"rerandd's reboot through the firmware after a failed rerandomized boot "
 		"(counted with that failure)" :
 		"a boot before rerandd's record (not counted)");
-	put(&o, "entropy:           %.1f bits%s\n", v->entropy_bits,
-	    v->verify == RR_V_WEAK ? " of slots, drawn from a guessable source" : "");
+	if (has_entropy(v))
+		put(&o, "entropy:           %.1f bits%s\n", v->entropy_bits,
+		    v->verify == RR_V_WEAK ? " of slots, drawn from a guessable source" : "");
 	put(&o, "next rerandomize:  ");
 	switch (v->plan.action) {
 	case RR_ACT_WAIT:
@@ -232,12 +277,25 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 		put(&o, "never: stopped");
 		break;
 	default:
-		put(&o, "not planned (no maintenance window?)");
+		if (v->no_window)
+			put(&o, "never by itself: no maintenance window is configured and "
+			    "RebootOutsideWindows=no; add a [Window NAME] to rerand.conf (see "
+			    "rerand.conf(5)); `rerand now` rerandomizes at once");
+		else
+			put(&o, "not planned (no window will open)");
 	}
 	put(&o, "\nhold:              %s", v->hold ? "yes" : "no");
-	if (v->hold && v->hold_reason && !strcmp(v->hold_reason, "damaged-state"))
+	if (v->hold && v->hold_reason && !strcmp(v->hold_reason, "damaged-state")) {
 		put(&o, " (damaged-state: the state file could not be read whole; check the "
 		    "journal, then `rerand release`)");
+	} else if (v->hold && v->hold_time) {
+		put(&o, ", since ");
+		put_time(&o, v->hold_time);
+	}
+	if (v->hold && *v->hold_text) {
+		put(&o, ": ");
+		put_ext(&o, v->hold_text);
+	}
 	put(&o, "\n");
 	if (*v->reboot_error) {
 		put(&o, "reboot error:      ");
@@ -309,88 +367,6 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 			put(&o, "not read yet\n");
 		}
 	}
-	return o.full ? -ENOBUFS : (int)o.used;
-}
-
-int control_format_json(const struct rr_view *v, char *buf, size_t len)
-{
-	struct out o = { buf, len, 0, false };
-
-	put(&o, "{\"layout_age_seconds\":%lld,\"verify\":\"%s\",\"randomized\":%s,\"weak\":%s,"
-		"\"verified_at\":%lld,\"entropy_bits\":%.1f,\"action\":\"%s\",\"reason\":\"%s\","
-		"\"blocker\":\"%s\",\"next_reboot\":%lld,\"hold\":%s,\"consecutive_failures\":%u,"
-		"\"max_failures\":%u,\"stopped\":%s,\"successes\":%llu,\"weak_total\":%llu,"
-		"\"failures_total\":%llu,\"boot_origin\":\"%s\",\"unplanned_boots\":%llu,"
-		"\"last_success\":%lld,\"last_failure\":%lld,\"staged\":%s,\"staged_at\":%lld,"
-		"\"kernel\":",
-	    (long long)v->layout_age, state_verify_name(v->verify),
-	    v->verify == RR_V_RANDOMIZED ? "true" : "false", v->verify == RR_V_WEAK ? "true" : "false",
-	    (long long)v->last_verify_time,
-	    v->entropy_bits, policy_action_name(v->plan.action), policy_reason_name(v->plan.reason),
-	    policy_blocker_name(v->plan.blocker), (long long)v->plan.when,
-	    v->hold ? "true" : "false", v->failures, v->max_failures,
-	    v->stopped ? "true" : "false", (unsigned long long)v->successes,
-	    (unsigned long long)v->weak_boots, (unsigned long long)v->total_failures,
-	    state_origin_name(v->boot_origin), (unsigned long long)v->unplanned_boots,
-	    (long long)v->last_success,
-	    (long long)v->last_failure, v->staged ? "true" : "false", (long long)v->staged_time);
-	put_json_str(&o, v->kernel);
-	put(&o, ",\"kernel_sha256\":");
-	put_json_str(&o, v->image_sha);
-	put(&o, ",\"stage_error\":");
-	put_json_str(&o, v->stage_error);
-	put(&o, ",\"hold_reason\":");
-	put_json_str(&o, v->hold_reason ? v->hold_reason : "");
-	put(&o, ",\"reboot_error\":");
-	put_json_str(&o, v->reboot_error);
-	put(&o, ",\"secure_boot\":");
-	put_json_str(&o, v->secure_boot ? v->secure_boot : "unknown");
-	put(&o, ",\"lockdown\":");
-	put_json_str(&o, v->lockdown ? v->lockdown : "unknown");
-	put(&o, ",\"locked_down\":%s,\"image_source\":", v->locked ? "true" : "false");
-	put_json_str(&o, v->staged && v->image_source ? v->image_source : "");
-	put(&o, ",\"signer\":");
-	put_json_str(&o, v->staged ? v->signer : "");
-	put(&o, ",\"crash\":{\"mode\":");
-	put_json_str(&o, v->crash_mode ? v->crash_mode : "auto");
-	put(&o, ",\"state\":\"%s\",\"loaded\":%s,\"ours\":%s,\"reserved_bytes\":%llu,"
-		"\"loaded_at\":%lld,\"loads\":%llu,\"load_failures\":%llu,\"kernel\":",
-	    crash_state_name(v->crash_state), v->crash_loaded ? "true" : "false",
-	    v->crash_ours ? "true" : "false", (unsigned long long)v->crash_reserved,
-	    (long long)v->crash_loaded_at, (unsigned long long)v->crash_loads,
-	    (unsigned long long)v->crash_failures);
-	put_json_str(&o, v->crash_kernel);
-	put(&o, ",\"error\":");
-	put_json_str(&o, v->crash_error);
-	put(&o, "},\"crash_boot\":%s,\"crash_boots\":%llu", v->crash_boot ? "true" : "false",
-	    (unsigned long long)v->crash_boots);
-	put(&o, ",\"watchdog\":");
-	put_json_str(&o, v->watchdog ? v->watchdog : "absent");
-	put(&o, ",\"confirmation\":");
-	put_json_str(&o, v->confirm ? v->confirm : "");
-	put(&o, ",\"confirmed\":%llu,\"last_cause\":\"%s\",\"last_cause_detail\":",
-	    (unsigned long long)v->confirmed, wdog_cause_name(v->last_cause));
-	put_json_str(&o, v->last_cause_detail);
-	put(&o, ",\"last_cause_time\":%lld,\"causes\":{", (long long)v->last_cause_time);
-	for (unsigned c = RR_CAUSE_NONE + 1; c < RR_NR_CAUSES; c++)
-		put(&o, "%s\"%s\":%llu", c > 1 ? "," : "", wdog_cause_name(c),
-		    (unsigned long long)v->causes[c]);
-	put(&o, "}");
-	put(&o, ",\"fleet\":{\"backend\":");
-	put_json_str(&o, v->fleet_backend ? v->fleet_backend : "none");
-	put(&o, ",\"group\":");
-	put_json_str(&o, v->fleet_group);
-	put(&o, ",\"id\":");
-	put_json_str(&o, v->fleet_id);
-	put(&o, ",\"state\":");
-	put_json_str(&o, v->fleet_state ? v->fleet_state : "disabled");
-	put(&o, ",\"errors\":%llu,\"waiting_because\":", (unsigned long long)v->fleet_errors);
-	put_json_str(&o, v->fleet_why);
-	put(&o, ",\"next_try\":%lld,\"breaker\":", (long long)v->fleet_next_try);
-	put_json_str(&o, v->fleet_breaker ? v->fleet_breaker : "etcd only");
-	put(&o, ",\"breaker_failures\":");
-	put_json_str(&o, v->fleet_breaker_text);
-	put(&o, "}}\n");
 	return o.full ? -ENOBUFS : (int)o.used;
 }
 
@@ -468,7 +444,7 @@ static int on_conn_deadline(sd_event_source *s, uint64_t usec, void *ud)
 static int on_conn_read(sd_event_source *s, int fd, uint32_t revents, void *ud)
 {
 	struct ctl_conn *c = ud;
-	char arg[FLEET_ID_MAX];
+	char arg[RR_CTL_LINE];
 	enum rr_ctl_cmd cmd;
 	char *nl;
 

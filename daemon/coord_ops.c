@@ -193,11 +193,8 @@ void coord_view(const struct rr_coord *co, struct rr_view *v)
 	if (!co->want) {
 		/* the gauge exists either way, so one dashboard fits every host */
 		v->fleet_state = "disabled";
-		snprintf(v->fleet_metrics, sizeof(v->fleet_metrics),
-			 "# HELP rerand_fleet_lock_state Fleet lock: 0 disabled, 1 idle, 2 waiting, "
-			 "3 held, 4 error (fail closed).\n"
-			 "# TYPE rerand_fleet_lock_state gauge\n"
-			 "rerand_fleet_lock_state{backend=\"none\",group=\"%s\"} 0\n", co->cfg.group);
+		fleet_metrics_text("none", co->cfg.group, FLEET_ST_DISABLED, 0, v->fleet_metrics,
+				   sizeof(v->fleet_metrics));
 		v->fleet_breaker = "etcd only";
 		coord_breaker_metric(co, v);
 		return;

@@ -89,6 +89,8 @@ enum fleet_state {
 	FLEET_ST_ERROR,         /* backend unreachable or refusing: fail closed */
 };
 #define FLEET_ST_MAX FLEET_ST_ERROR
+/* duration.c: "90s", "15min", "1d 12h"; a bare number is seconds. */
+int config_parse_duration(const char *s, int64_t *ret);
 const char *fleet_state_name(enum fleet_state s);
 
 struct fleet_holder {

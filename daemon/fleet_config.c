@@ -83,36 +83,47 @@ bad:
 	return -EINVAL;
 }
 
-/* Seconds, with an optional s/min/h suffix (LockTTL=15min). */
+/* A duration as every other key takes it (LockTTL=15min, 1h 30min); a bare
+ * number stays seconds, as it always was here. */
 static int parse_seconds(const char *key, const char *v, int64_t *ret, char *err,
 			 size_t errlen)
 {
-	char *end;
-	long long x;
-	int64_t mul = 1;
+	int64_t x;
 
-	errno = 0;
-	if (!isdigit((unsigned char)*v))
-		goto bad;
-	x = strtoll(v, &end, 10);
-	if (errno)
-		goto bad;
-	if (!strcmp(end, "") || !strcmp(end, "s"))
-		mul = 1;
-	else if (!strcmp(end, "min") || !strcmp(end, "m"))
-		mul = 60;
-	else if (!strcmp(end, "h"))
-		mul = 3600;
-	else
-		goto bad;
-	if (x <= 0 || x > 7 * 24 * 3600 / mul)
-		goto bad;
-	*ret = x * mul;
+	if (config_parse_duration(v, &x) < 0 || x <= 0 || x > 7 * 24 * 3600) {
+		snprintf(err, errlen, "%s=%s: want a duration like 30, 90s, 15min or 1h (up to a "
+			 "week)", key, v);
+		return -EINVAL;
+	}
+	*ret = x;
 	return 0;
-bad:
-	snprintf(err, errlen, "%s=%s: want a duration like 30, 90s, 15min or 1h (up to a week)",
-		 key, v);
-	return -EINVAL;
+}
+
+/* RetryBaseMSec=/RetryMaxMSec=: a bare number is milliseconds (the old unit),
+ * "250ms" too; any other unit is a duration (5s, 1min). */
+static int parse_msec(const char *key, const char *v, int64_t *ret, char *err, size_t errlen)
+{
+	const int64_t lo = 10, hi = 24ll * 3600 * 1000;
+	size_t digits = strspn(v, "0123456789");
+	int64_t x = -1;
+
+	if (digits && (!v[digits] || !strcmp(v + digits, "ms"))) {
+		errno = 0;
+		unsigned long long u = strtoull(v, NULL, 10);
+		if (!errno && u <= (unsigned long long)hi)
+			x = (int64_t)u;
+	} else if (config_parse_duration(v, &x) == 0 && x <= hi / 1000) {
+		x *= 1000;
+	} else {
+		x = -1;
+	}
+	if (x < lo || x > hi) {
+		snprintf(err, errlen, "%s=%s: want milliseconds (5000, 250ms) or a duration (5s, "
+			 "5min) from 10ms to 24h", key, v);
+		return -EINVAL;
+	}
+	*ret = x;
+	return 0;
 }
 
 static int set_endpoints(struct fleet_config *c, const char *v, char *err, size_t errlen)
@@ -269,16 +280,10 @@ int fleet_config_set(struct fleet_config *c, const char *key, const char *value,
 		}
 		return r;
 	}
-	if (!strcasecmp(key, "RetryBaseMSec") || !strcasecmp(key, "RetryMaxMSec")) {
-		r = parse_u64(key, value, 10, 24ull * 3600 * 1000, &u, err, errlen);
-		if (r)
-			return r;
-		if (!strcasecmp(key, "RetryBaseMSec"))
-			c->retry_base_ms = (int64_t)u;
-		else
-			c->retry_max_ms = (int64_t)u;
-		return 0;
-	}
+	if (!strcasecmp(key, "RetryBaseMSec"))
+		return parse_msec("RetryBaseMSec", value, &c->retry_base_ms, err, errlen);
+	if (!strcasecmp(key, "RetryMaxMSec"))
+		return parse_msec("RetryMaxMSec", value, &c->retry_max_ms, err, errlen);
 	if (!strcasecmp(key, "HelperSocket")) {
 		if (*value != '/') {
 			snprintf(err, errlen, "HelperSocket=%s: want an absolute path", value);

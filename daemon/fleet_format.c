@@ -75,15 +75,31 @@ int fleet_status_format_json(const struct fleet_status *st, const char *group, c
 int fleet_metrics_text(const char *backend, const char *group, enum fleet_state s,
 		       uint64_t errors, char *buf, size_t len)
 {
+	/* a state as labels, one series per state, as the Prometheus naming
+	 * guide has it: alert on rerand_fleet_lock_state{state="error"} == 1 */
+	static const enum fleet_state all[] = { FLEET_ST_DISABLED, FLEET_ST_IDLE, FLEET_ST_WAITING,
+						FLEET_ST_HELD, FLEET_ST_ERROR };
+	size_t o = 0;
 	int n = snprintf(buf, len,
-		"# HELP rerand_fleet_lock_state Fleet lock: 0 disabled, 1 idle, 2 waiting, 3 held, 4 error (fail closed).\n"
-		"# TYPE rerand_fleet_lock_state gauge\n"
-		"rerand_fleet_lock_state{backend=\"%s\",group=\"%s\"} %d\n"
-		"# HELP rerand_fleet_errors_total Fleet backend operations that failed.\n"
-		"# TYPE rerand_fleet_errors_total counter\n"
-		"rerand_fleet_errors_total{backend=\"%s\"} %" PRIu64 "\n",
-		backend, group, (int)s, backend, errors);
+		"# HELP rerand_fleet_lock_state The fleet lock's state: 1 for the current one (error: fail closed).\n"
+		"# TYPE rerand_fleet_lock_state gauge\n");
+
 	if (n < 0 || (size_t)n >= len)
 		return -ENOBUFS;
-	return n;
+	o = (size_t)n;
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		n = snprintf(buf + o, len - o,
+			     "rerand_fleet_lock_state{backend=\"%s\",group=\"%s\",state=\"%s\"} %d\n",
+			     backend, group, fleet_state_name(all[i]), all[i] == s);
+		if (n < 0 || (size_t)n >= len - o)
+			return -ENOBUFS;
+		o += (size_t)n;
+	}
+	n = snprintf(buf + o, len - o,
+		"# HELP rerand_fleet_errors_total Fleet backend operations that failed.\n"
+		"# TYPE rerand_fleet_errors_total counter\n"
+		"rerand_fleet_errors_total{backend=\"%s\"} %" PRIu64 "\n", backend, errors);
+	if (n < 0 || (size_t)n >= len - o)
+		return -ENOBUFS;
+	return (int)(o + (size_t)n);
 }

@@ -141,66 +141,13 @@ static void check_taint(struct daemon *d)
 	daemon_save(d);
 }
 
-static void fill_view(struct daemon *d, struct rr_view *v)
-{
-	memset(v, 0, sizeof(*v));
-	v->now = time(NULL);
-	v->layout_age = v->now - d->boot_time;
-	v->verify = d->verify;
-	v->entropy_bits = d->entropy_bits;
-	v->failures = d->st.failures;
-	v->max_failures = d->cfg.max_failures;
-	v->stopped = policy_stopped(&d->cfg, d->st.failures);
-	v->hold = d->st.hold;
-	v->hold_reason = d->st.hold ? state_hold_name(d->st.hold_why) : "";
-	snprintf(v->reboot_error, sizeof(v->reboot_error), "%s", d->seq_error);
-	v->staged = d->staged;
-	v->plan = d->out;
-	v->successes = d->st.successes;
-	v->total_failures = d->st.total_failures;
-	v->weak_boots = d->st.weak_boots;
-	v->boot_origin = d->st.boot_origin;
-	v->unplanned_boots = d->st.unplanned_boots;
-	v->last_success = d->st.last_success;
-	v->last_failure = d->st.last_failure;
-	v->last_verify_time = d->st.last_verify_time;
-	v->staged_time = d->st.staged_time;
-	snprintf(v->kernel, sizeof(v->kernel), "%s", d->plan.kernel);
-	snprintf(v->image_sha, sizeof(v->image_sha), "%s", d->plan.sha);
-	snprintf(v->stage_error, sizeof(v->stage_error), "%s", d->stage_error);
-	stage_view_secure(&d->cfg, d->staged ? &d->plan : NULL, v);
-	coord_view(&d->co, v);
-	v->crash_mode = d->cfg.crash_mode == RR_CRASH_OFF ? "off" : "auto";
-	v->crash_state = d->cr.state;
-	v->crash_loaded = d->cr.loaded;
-	v->crash_ours = d->cr.ours;
-	v->crash_reserved = d->cr.reserved;
-	v->crash_loads = d->cr.loads;
-	v->crash_failures = d->cr.failures;
-	v->crash_loaded_at = d->cr.loaded_at;
-	snprintf(v->crash_kernel, sizeof(v->crash_kernel), "%s", d->cr.kernel);
-	snprintf(v->crash_error, sizeof(v->crash_error), "%s", d->cr.error);
-	v->crash_boot = d->crash_boot;
-	v->crash_boots = d->st.crash_boots;
-	v->confirm = d->cf.failing ? "failed" : d->st.confirm_pending ? "pending" : "";
-	v->watchdog = d->cfg.kexec_watchdog == RR_WDOG_OFF ? "off" :
-		      !wdog_present(&d->cfg) ? "absent" :
-		      d->cf.wd_fd >= 0 && d->cf.feed ? "fed until this boot is confirmed" :
-		      d->cf.wd_fd >= 0 ? "running, no longer fed" : "armed before each kexec";
-	v->confirmed = d->st.confirmed;
-	v->last_cause = d->st.last_cause;
-	snprintf(v->last_cause_detail, sizeof(v->last_cause_detail), "%s", d->st.last_cause_detail);
-	v->last_cause_time = d->st.last_cause_time;
-	memcpy(v->causes, d->st.causes, sizeof(v->causes));
-}
-
 void daemon_publish(struct daemon *d)
 {
 	struct rr_view v;
 	struct rr_err e;
 
 	crash_refresh(&d->cfg, &d->cr);
-	fill_view(d, &v);
+	daemon_fill_view(d, &v);
 	if (metrics_write(d->cfg.metrics_file, &v, &e) < 0)
 		rr_log(RR_LOG_WARNING, "%s", e.msg);
 	if (d->crash_boot) {
@@ -474,7 +421,7 @@ static int on_control(void *ud, enum rr_ctl_cmd cmd, const char *arg, int cfd)
 	switch (cmd) {
 	case RR_CTL_STATUS:
 	case RR_CTL_STATUS_JSON:
-		fill_view(d, &v);
+		daemon_fill_view(d, &v);
 		if ((cmd == RR_CTL_STATUS ? control_format_text(&v, body, sizeof(body))
 					  : control_format_json(&v, body, sizeof(body))) < 0)
 			snprintf(body, sizeof(body), "status too long\n");
@@ -507,10 +454,12 @@ static int on_control(void *ud, enum rr_ctl_cmd cmd, const char *arg, int cfd)
 		break;
 	case RR_CTL_HOLD:
 	case RR_CTL_RELEASE:
-		d->st.hold = cmd == RR_CTL_HOLD;
-		d->st.hold_why = RR_HOLD_OPERATOR;
+		state_set_hold(&d->st, cmd == RR_CTL_HOLD, arg, time(NULL));
 		daemon_save(d);
-		rr_log(RR_LOG_NOTICE, "operator %s", d->st.hold ? "hold" : "release");
+		if (*d->st.hold_text)
+			rr_log(RR_LOG_NOTICE, "operator hold: %s", d->st.hold_text);
+		else
+			rr_log(RR_LOG_NOTICE, "operator %s", d->st.hold ? "hold" : "release");
 		control_reply(cfd, true, d->st.hold ? "held\n" : "released\n");
 		daemon_evaluate_soon(d);
 		break;
@@ -610,11 +559,18 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 	struct rr_config *c = malloc(sizeof(*c));
 
 	sd_notify(0, "RELOADING=1");
-	if (errs && c && config_load(d->conf_main, d->conf_dir, c, errs) == 0) {
+	struct rr_cfg_load l = { .main = d->conf_main, .dir = d->conf_dir,
+				 .main_required = d->conf_required };
+
+	if (errs && c && config_load_ex(&l, c, errs) == 0) {
 		unsigned fx = reload_effects(&d->cfg, c);
+		config_fill_runtime(c);
+		bool was_never = policy_never_reboots(&d->cfg);
 		reload_keep_fixed(&d->cfg, c);
 		d->cfg = *c;
 		rr_log(RR_LOG_INFO, "configuration reloaded");
+		if (!was_never && policy_never_reboots(&d->cfg))
+			rr_log(RR_LOG_NOTICE, "%s", RR_NO_WINDOW_NOTICE);
 		reload_apply(d, fx);
 	} else if (errs) {
 		print_errs(errs);
@@ -629,14 +585,23 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 
 static void usage(FILE *f)
 {
-	fputs("Usage: rerandd [--check-config] [--config FILE] [--config-dir DIR] [--debug]\n"
-	      "Keep the kernel at a fresh, secret base; see rerandd(8).\n", f);
+	fputs("Usage: rerandd [--check-config | --dump-config] [--config FILE] [--config-dir DIR]\n"
+	      "               [--debug] [--version]\n"
+	      "Keep the kernel at a fresh, secret base; see rerandd(8) and rerand.conf(5).\n"
+	      "  --check-config   check the configuration and exit (0 when good)\n"
+	      "  --dump-config    print the effective configuration, each value's file:line\n"
+	      "  --config FILE    the main file (default " RR_CONF_MAIN "); must exist\n"
+	      "  --config-dir DIR the drop-in directory (default " RR_CONF_DROPINS ")\n"
+	      "  --debug          log debug messages too\n"
+	      "  --version        print the version and exit\n", f);
 }
 
 static int run(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "check-config", no_argument, NULL, 'c' },
+		{ "dump-config", no_argument, NULL, 'T' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "config", required_argument, NULL, 'f' },
 		{ "config-dir", required_argument, NULL, 'd' },
 		{ "debug", no_argument, NULL, 'D' },
@@ -645,65 +610,54 @@ static int run(int argc, char **argv)
 	};
 	struct daemon *d = calloc(1, sizeof(*d));
 	struct rr_cfg_errs *errs = calloc(1, sizeof(*errs));
-	bool check = false;
+	bool check = false, dump = false;
 	struct rr_err e;
 	sigset_t ss;
 	int c, r;
 
 	if (!d || !errs)
 		return 1;
+	d->started = time(NULL);
 	snprintf(d->conf_main, sizeof(d->conf_main), "%s", RR_CONF_MAIN);
 	snprintf(d->conf_dir, sizeof(d->conf_dir), "%s", RR_CONF_DROPINS);
 	while ((c = getopt_long(argc, argv, "nhf:d:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': case 'n': check = true; break;
-		case 'f': snprintf(d->conf_main, sizeof(d->conf_main), "%s", optarg); break;
+		case 'T': dump = true; break;
+		case 'V': printf("rerandd %s\n", RR_VERSION); return 0;
+		case 'f':
+			snprintf(d->conf_main, sizeof(d->conf_main), "%s", optarg);
+			d->conf_required = true;
+			break;
 		case 'd': snprintf(d->conf_dir, sizeof(d->conf_dir), "%s", optarg); break;
 		case 'D': rr_log_level = RR_LOG_DEBUG; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	r = config_load(d->conf_main, d->conf_dir, &d->cfg, errs);
-	if (check) {
-		struct rr_err ke;
-		/* the key staging would sign with, judged as staging judges it */
-		bool key_bad = !r && *d->cfg.sign_key && rr_sign_key_check(d->cfg.sign_key, &ke) < 0;
-
-		/* the values quoted are the file's: escaped for the terminal */
-		for (unsigned i = 0; i < errs->n; i++) {
-			char esc[4 * sizeof(errs->msg[0])];
-			fprintf(stderr, "rerandd: %s\n", rr_escape_str(esc, sizeof(esc), errs->msg[i]));
-		}
-		if (errs->dropped)
-			fprintf(stderr, "rerandd: ... and %u more errors\n", errs->dropped);
-		if (key_bad) {
-			char esc[4 * sizeof(ke.msg)];
-			fprintf(stderr, "rerandd: %s\n", rr_escape_str(esc, sizeof(esc), ke.msg));
-			r = -EPERM;
-		}
-		if (!r)
-			printf("%s: configuration OK\n", d->conf_main);
-		if (!r && d->cfg.fleet.backend == FLEET_BACKEND_FLEETLOCK)
-			/* said where the operator looks before relying on it */
-			printf("%s: note: [Fleet] Backend=fleetlock: no group-wide breaker "
-			       "(BreakerFailures= is etcd only: the FleetLock protocol has no place "
-			       "to record failures)\n", d->conf_main);
-		return r ? 1 : 0;
+	struct rr_cfg_load l = { .main = d->conf_main, .dir = d->conf_dir,
+				 .main_required = d->conf_required };
+	if (check && dump) {
+		fputs("rerandd: --check-config and --dump-config: choose one\n", stderr);
+		return 2;
 	}
+	if (check || dump)
+		return config_cli(&l, dump);
+	r = config_load_ex(&l, &d->cfg, errs);
 	if (r < 0) {
 		print_errs(errs);
 		return 1;
 	}
-	if (!*d->cfg.control_socket)
-		snprintf(d->cfg.control_socket, sizeof(d->cfg.control_socket), "%.500s/control",
-			 d->cfg.run_dir);
+	config_fill_runtime(&d->cfg);
 	mkdir(d->cfg.state_dir, 0700);
 	mkdir(d->cfg.run_dir, 0755);
 	snprintf(d->state_path, sizeof(d->state_path), "%s/state", d->cfg.state_dir);
 	state_remove_stale_temps(d->state_path);
 
 	/* Before the capability drop: /dev/kmsg may need CAP_SYSLOG. */
+	/* once per start (and after a reload that makes it so), not at every tick */
+	if (policy_never_reboots(&d->cfg))
+		rr_log(RR_LOG_NOTICE, "%s", RR_NO_WINDOW_NOTICE);
 	d->kmsg_fd = open(d->cfg.kmsg, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (d->kmsg_fd < 0)
 		rr_log(RR_LOG_WARNING, "%s: %s; oopses are seen through taint bits only", d->cfg.kmsg,

@@ -74,9 +74,6 @@ int metrics_format(const struct rr_view *v, char *buf, size_t len)
 		"# HELP rerand_boot_weak 1 if this boot was randomized from the TSC alone (no seed, no RDSEED or RDRAND): not verified.\n"
 		"# TYPE rerand_boot_weak gauge\n"
 		"rerand_boot_weak %d\n"
-		"# HELP rerand_entropy_bits Bits of entropy in this boot's base choice.\n"
-		"# TYPE rerand_entropy_bits gauge\n"
-		"rerand_entropy_bits %.1f\n"
 		"# HELP rerand_consecutive_failures Rerandomizing reboots that failed in a row.\n"
 		"# TYPE rerand_consecutive_failures gauge\n"
 		"rerand_consecutive_failures %u\n"
@@ -114,7 +111,6 @@ int metrics_format(const struct rr_view *v, char *buf, size_t len)
 		"# TYPE rerand_crash_boot gauge\n"
 		"rerand_crash_boot %d\n",
 		(long long)v->layout_age, v->verify == RR_V_RANDOMIZED, v->verify == RR_V_WEAK,
-		v->entropy_bits,
 		v->failures, v->stopped, v->hold, v->staged, (long long)v->plan.when,
 		(unsigned long long)v->successes, (unsigned long long)v->weak_boots,
 		(unsigned long long)v->total_failures,
@@ -123,7 +119,32 @@ int metrics_format(const struct rr_view *v, char *buf, size_t len)
 		(unsigned long long)v->crash_boots, v->crash_boot);
 	if (n < 0 || (size_t)n >= len)
 		return -ENOBUFS;
-	int s = format_secure(v, buf + n, len - (size_t)n);
+	/* no sample at all for a boot rerand did not make: 0 bits would read as
+	 * a rerandomization that chose nothing */
+	int s = 0;
+	if (v->verify == RR_V_RANDOMIZED || v->verify == RR_V_WEAK)
+		s = snprintf(buf + n, len - (size_t)n,
+			"# HELP rerand_entropy_bits Bits of entropy in this boot's base choice (only for a boot rerand made).\n"
+			"# TYPE rerand_entropy_bits gauge\n"
+			"rerand_entropy_bits %.1f\n", v->entropy_bits);
+	if (s < 0 || (size_t)s >= len - (size_t)n)
+		return -ENOBUFS;
+	n += s;
+	s = snprintf(buf + n, len - (size_t)n,
+		"# HELP rerand_build_info rerandd's version.\n"
+		"# TYPE rerand_build_info gauge\n"
+		"rerand_build_info{version=\"%s\"} 1\n"
+		"# HELP rerand_last_success_timestamp_seconds When the last verified rerandomization booted, 0 if never.\n"
+		"# TYPE rerand_last_success_timestamp_seconds gauge\n"
+		"rerand_last_success_timestamp_seconds %lld\n"
+		"# HELP rerand_hold_timestamp_seconds When the operator hold in place was put in place, 0 if none.\n"
+		"# TYPE rerand_hold_timestamp_seconds gauge\n"
+		"rerand_hold_timestamp_seconds %lld\n",
+		RR_VERSION, (long long)v->last_success, (long long)(v->hold ? v->hold_time : 0));
+	if (s < 0 || (size_t)s >= len - (size_t)n)
+		return -ENOBUFS;
+	n += s;
+	s = format_secure(v, buf + n, len - (size_t)n);
 	if (s < 0)
 		return s;
 	n += s;
@@ -164,7 +185,7 @@ int metrics_format(const struct rr_view *v, char *buf, size_t len)
 
 int metrics_write(const char *path, const struct rr_view *v, struct rr_err *e)
 {
-	char buf[8192];
+	char buf[16384];
 	int n;
 
 	if (!*path)

@@ -176,6 +176,16 @@ bool policy_stopped(const struct rr_config *c, unsigned failures)
 	return c->max_failures && failures >= c->max_failures;
 }
 
+bool policy_never_reboots(const struct rr_config *c)
+{
+	if (c->outside_windows)
+		return false;
+	for (unsigned i = 0; i < c->nr_win; i++)
+		if (c->win[i].enabled)
+			return false;
+	return true;
+}
+
 static time_t max_t(time_t a, time_t b)
 {
 	return a > b ? a : b;

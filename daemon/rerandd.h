@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
@@ -17,7 +18,11 @@
 
 #define RR_PATH   512
 #define RR_CMD    1024
+/* rerand --version's (kexec/rerand.c RERAND_VERSION, debian/changelog); the
+ * Makefile's deb target and tests/cli/test-rerandd-config.sh check they agree. */
+#define RR_VERSION "0.1"
 #define RR_MAX_WINDOWS 16
+#define RR_HOLD_TEXT 160
 #define RR_BOOT_ID 40
 
 /* ---- log.c: journald-friendly stderr ("<N>message") ------------------- */
@@ -140,9 +145,57 @@ void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_
  * untouched. */
 int config_load(const char *main_path, const char *dropin_dir, struct rr_config *ret,
 		struct rr_cfg_errs *errs);
-int config_parse_duration(const char *s, int64_t *ret);
 int config_parse_days(const char *s, uint8_t *ret);
 bool config_tz_valid(const char *zone);
+/* An empty ControlSocket= means <RuntimeDirectory>/control: filled in here, so
+ * that a reload compares like with like. */
+void config_fill_runtime(struct rr_config *c);
+
+/* ---- config_keys.c: the key table (parser, --dump-config, rerand.conf(5)'s test) */
+enum rr_ktype { K_PATH, K_STR, K_DUR, K_BOOL, K_UINT, K_WHEN, K_METHOD, K_CRASHMODE, K_PANIC,
+		K_WDOG };
+struct rr_cfg_key {
+	const char *section, *name;
+	enum rr_ktype type;
+	size_t off, size;
+};
+extern const struct rr_cfg_key rr_cfg_keys[];
+extern const size_t rr_cfg_nkeys;
+/* [Fleet] (fleet_config_set() parses them) and [Window NAME] keys */
+extern const char *const rr_cfg_fleet_keys[];
+extern const size_t rr_cfg_nfleet_keys;
+extern const char *const rr_cfg_window_keys[];
+#define RR_CFG_NWINDOW_KEYS 5
+/* The fixed sections, in the order rerand.conf has them ([Window NAME] aside). */
+extern const char *const rr_cfg_sections[];
+extern const size_t rr_cfg_nsections;
+/* " (did you mean X?)" for an unknown key of a section (NULL: a section name),
+ * or "" when nothing is close. */
+const char *config_suggest(const char *section, const char *name, char *out, size_t len);
+
+/* Where each value came from ("file:line"; "" = the built-in default). */
+#define RR_CFG_ORIGIN 300
+#define RR_CFG_MAX_KEYS 80
+#define RR_CFG_MAX_FLEET_KEYS 32
+struct rr_cfg_origins {
+	char key[RR_CFG_MAX_KEYS][RR_CFG_ORIGIN];
+	char fleet[RR_CFG_MAX_FLEET_KEYS][RR_CFG_ORIGIN];
+	char win[RR_MAX_WINDOWS][RR_CFG_NWINDOW_KEYS][RR_CFG_ORIGIN];
+};
+struct rr_cfg_load {
+	const char *main, *dir;
+	bool main_required;          /* named on the command line: must exist */
+	struct rr_cfg_origins *origins;   /* NULL: not kept */
+};
+int config_load_ex(const struct rr_cfg_load *l, struct rr_config *ret, struct rr_cfg_errs *errs);
+
+/* ---- config_dump.c: rerandd --check-config / --dump-config ---------------- */
+/* The effective configuration as rerand.conf text (it parses back to the
+ * same), each value preceded by a comment naming its file:line or "default". */
+int config_dump(FILE *f, const struct rr_config *c, const struct rr_cfg_origins *o);
+/* --check-config (dump false) or --dump-config: 0 when the configuration is
+ * good, 1 (errors printed to stderr, each naming its file) if not. */
+int config_cli(const struct rr_cfg_load *l, bool dump);
 
 /* ---- policy.c: pure decisions ------------------------------------------- */
 enum rr_action { RR_ACT_NONE = 0, RR_ACT_WAIT, RR_ACT_REBOOT, RR_ACT_BLOCKED, RR_ACT_STOPPED };
@@ -187,6 +240,18 @@ int64_t policy_jitter(int64_t max, uint64_t random_bits);
 /* Delay after `failures` consecutive failures: 0, base, 2 base, 4 base ... max. */
 int64_t policy_backoff(const struct rr_config *c, unsigned failures);
 bool policy_stopped(const struct rr_config *c, unsigned failures);
+/* No enabled [Window] and RebootOutsideWindows=no, the default install:
+ * nothing is ever planned by age (only `rerand now`, an "immediate" trigger
+ * or an outside scheduler asking `rerand due`). */
+bool policy_never_reboots(const struct rr_config *c);
+#define RR_NO_WINDOW_NOTICE "no maintenance window is configured and RebootOutsideWindows=no: " \
+	"rerandd keeps an image staged but never reboots by itself; add a [Window NAME] section " \
+	"(Days=, Start=, Length=) or RebootOutsideWindows=yes in /etc/rerand/rerand.conf.d/, " \
+	"see rerand.conf(5); `rerand now` rerandomizes at once"
+/* ---- view.c ---- */
+struct daemon;
+struct rr_view;
+void daemon_fill_view(struct daemon *d, struct rr_view *v);
 /* The instant local wall time (y, mon 1-12, day, minutes) first occurs in zone
  * (a time skipped by a DST change maps to the end of the gap). */
 time_t policy_wall_to_utc(const char *zone, int y, int mon, int day, int minutes);
@@ -292,6 +357,8 @@ struct rr_state {
 	int64_t  jitter;                      /* for boot_id */
 	bool     hold;
 	enum rr_hold_why hold_why;            /* meaningful while hold */
+	time_t   hold_time;                   /* when it was put in place, 0 unknown */
+	char     hold_text[RR_HOLD_TEXT];     /* `rerand hold --reason`, printable ASCII */
 	bool     trig_oops, trig_new_kernel, trig_now;
 	uint64_t taint_handled;               /* taint bits already turned into a trigger */
 	char     staged_sha[65];              /* kernel hash of the staged image */
@@ -368,6 +435,9 @@ bool state_account_crash_boot(struct rr_state *s, const char *boot_id, time_t no
 void state_record_attempt(struct rr_state *s, enum rr_reason why, time_t now);
 /* A failure named: counted by cause, the last one kept with its detail. */
 void state_record_cause(struct rr_state *s, enum rr_cause c, const char *detail, time_t now);
+/* An operator's hold (with `rerand hold --reason` TEXT, made printable) or
+ * release, stamped with now. */
+void state_set_hold(struct rr_state *s, bool hold, const char *text, time_t now);
 /* The reboot call itself failed: same boot, counted as a failure. */
 void state_record_failed_reboot(struct rr_state *s, time_t now);
 const char *state_verify_name(enum rr_verify v);
@@ -701,6 +771,10 @@ struct rr_view {
 	unsigned failures, max_failures;
 	bool     stopped, hold, staged;
 	const char *hold_reason;             /* state_hold_name(), "" when not held */
+	time_t   hold_time;                  /* when the hold was put in place, 0 unknown */
+	char     hold_text[RR_HOLD_TEXT];    /* the operator's --reason, "" none */
+	time_t   started;                    /* rerandd's start */
+	bool     no_window;                  /* nothing reboots: no window, not outside them */
 	char     reboot_error[RR_ERR_MAX];   /* the last reboot cancelled, and why */
 	struct rr_policy_out plan;
 	uint64_t successes, total_failures, weak_boots;
@@ -782,6 +856,8 @@ struct rr_confirm {
 };
 
 struct daemon {
+	bool conf_required;            /* --config named it: it must exist */
+	time_t started;                /* for the status's uptime */
 	char conf_main[RR_PATH], conf_dir[RR_PATH];
 	char blocked_why[512];          /* last blocker reason logged */
 	struct rr_config cfg;

@@ -104,6 +104,8 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		"jitter=%lld\n"
 		"hold=%d\n"
 		"hold_reason=%s\n"
+		"hold_time=%lld\n"
+		"hold_text=%s\n"
 		"trigger_oops=%d\n"
 		"trigger_new_kernel=%d\n"
 		"trigger_now=%d\n"
@@ -133,7 +135,8 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		s->weak_boots,
 		(long long)s->last_success, (long long)s->last_failure, (long long)s->last_reboot,
 		state_verify_name(s->last_verify), (long long)s->last_verify_time,
-		(long long)s->jitter, s->hold, state_hold_name(s->hold_why), s->trig_oops,
+		(long long)s->jitter, s->hold, state_hold_name(s->hold_why),
+		(long long)s->hold_time, s->hold_text, s->trig_oops,
 		s->trig_new_kernel, s->trig_now,
 		s->taint_handled, s->staged_sha, (long long)s->staged_time, s->fleet_held,
 		s->fleet_token, s->fleet_report, s->fleet_keep, s->crash_boots, (long long)s->last_crash_boot, s->crash_boot_id,
@@ -247,6 +250,16 @@ static int set_key(struct rr_state *s, const char *k, const char *v, bool *versi
 		s->causes[c] = (uint64_t)x;
 		return 0;
 	}
+	if (!strcmp(k, "hold_text")) {
+		/* written by state_set_hold: printable, one line */
+		if (strlen(v) >= sizeof(s->hold_text))
+			return -EINVAL;
+		for (const char *q = v; *q; q++)
+			if (!isprint((unsigned char)*q))
+				return -EINVAL;
+		memcpy(s->hold_text, v, strlen(v) + 1);
+		return 0;
+	}
 	if (!strcmp(k, "staged_sha256"))
 		return hexid(v, s->staged_sha, sizeof(s->staged_sha));
 	if (!strcmp(k, "fleet_token")) {
@@ -322,6 +335,7 @@ static int set_key(struct rr_state *s, const char *k, const char *v, bool *versi
 	TIME("last_reboot", last_reboot)
 	TIME("last_verify_time", last_verify_time)
 	TIME("staged_time", staged_time)
+	TIME("hold_time", hold_time)
 	TIME("last_crash_boot", last_crash_boot)
 #undef TIME
 #undef FLAG
@@ -603,6 +617,19 @@ void state_record_cause(struct rr_state *s, enum rr_cause c, const char *detail,
 	s->causes[c]++;
 	/* told to the group (fleet mode) once the helper can be asked */
 	s->fleet_report = true;
+}
+
+void state_set_hold(struct rr_state *s, bool hold, const char *text, time_t now)
+{
+	size_t i = 0;
+
+	s->hold = hold;
+	s->hold_why = RR_HOLD_OPERATOR;
+	s->hold_time = hold ? now : 0;
+	/* one printable line: it goes into the state file and the status */
+	for (; hold && text && text[i] && i < sizeof(s->hold_text) - 1; i++)
+		s->hold_text[i] = isprint((unsigned char)text[i]) ? text[i] : '?';
+	s->hold_text[i] = 0;
 }
 
 void state_record_failed_reboot(struct rr_state *s, time_t now)

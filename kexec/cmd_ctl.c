@@ -296,8 +296,15 @@ int cmd_due(int argc, char **argv)
 	return strncmp(buf, "due", 3) ? EXIT_NOT_DUE : 0;
 }
 
+static const struct cli_opt hold_opts[] = {
+	{ "reason", 0, required_argument, "TEXT", 'r',
+	  "why: one line of 1 to 150 characters, shown by `rerand status` with the hold's time", NULL },
+	SOCKET_OPT,
+	{ 0 }
+};
+
 const struct cli_cmd cli_hold = {
-	.name = "hold", .synopsis = "", .fn = cmd_hold, .opts = socket_only_opts,
+	.name = "hold", .synopsis = "", .fn = cmd_hold, .opts = hold_opts,
 	.summary = "Ask rerandd to block its reboots until `rerand release`.",
 };
 
@@ -306,10 +313,34 @@ const struct cli_cmd cli_release = {
 	.summary = "Lift the block `rerand hold` put in place.",
 };
 
+/* `rerand hold [--reason TEXT]`: the reason and the time are shown by
+ * `rerand status`; the control line is "hold TEXT". */
 int cmd_hold(int argc, char **argv)
 {
-	int r = no_operands(&cli_hold, argc, argv);
-	return r >= 0 ? r : ctl("hold\n");
+	const char *reason = NULL;
+	char line[200];
+	int c;
+
+	while ((c = cli_getopt(&cli_hold, argc, argv)) != -1) {
+		if (c == 'S')
+			ctl_socket = optarg;
+		else if (c == 'r')
+			reason = optarg;
+		else
+			return c == CLI_HELP ? 0 : EXIT_USAGE;
+	}
+	if (optind != argc)
+		return cli_usage_error(&cli_hold, "takes no operands ('%s')", argv[optind]);
+	if (!reason)
+		return ctl("hold
+");
+	if (!*reason || strlen(reason) > 150 || strpbrk(reason, "
+
+"))
+		return cli_usage_error(&cli_hold, "--reason wants one line of 1 to 150 characters");
+	snprintf(line, sizeof(line), "hold %s
+", reason);
+	return ctl(line);
 }
 
 int cmd_release(int argc, char **argv)

@@ -3,6 +3,7 @@
 # with fixtures (the /proc ones are procfs files, tests/cli/procfs-fixture.sh):
 #  - SO_PEERCRED: a peer that is not uid 0 is refused even when the socket's
 #    mode lets it connect, and its command has no effect; root is served;
+#  - SIGHUP with an unchanged configuration logs no "take effect on restart";
 #  - a weak boot (the stage's record says RERAND_ST_WEAK: bases from the TSC
 #    alone) is counted and shown as weak, not as a verified rerandomization.
 # Nothing is staged (Kernel= does not exist) and nothing reboots (the
@@ -103,6 +104,15 @@ check "uid nobody with gid 0 and group root is refused too (exit $rc)" \
 check "root's \`rerand hold\` takes effect (so the refusals above are real)" \
 	eval 'st "$R" hold >/dev/null 2>&1 && wait_for 5 grep -qx hold=1 "$hd/state/state"'
 st "$R" release >/dev/null 2>&1
+# ---- a hold with a reason: its time and reason in the status and the state file -------------
+st "$R" hold --reason "db migration, ask ops" >/dev/null 2>&1
+check "rerand hold --reason: status shows since when and why" \
+	eval 'st "$R" status | grep -qE "^hold:              yes, since [A-Z][a-z]{2} [0-9-]{10} [0-9:]{8} [A-Z]+; [0-9]+s ago: db migration, ask ops$"'
+check "rerand hold --reason: kept in the state file" \
+	eval 'grep -qx "hold_text=db migration, ask ops" "$hd/state/state" && grep -qE "^hold_time=[1-9][0-9]+$" "$hd/state/state"'
+check "rerand status: rerandd's version and uptime on the first line" \
+	eval 'st "$R" status | head -1 | grep -qE "^rerandd:           version [0-9.]+, up [0-9]+(s|min [0-9]+s) \(since "'
+st "$R" release >/dev/null 2>&1
 check "rerandd still serves root after the refusals" eval 'st "$R" status | grep -q "^hold:              no"'
 
 # ---- a weak boot -------------------------------------------------------------------------
@@ -113,8 +123,20 @@ check "status: counted as weak, not as verified or failed" \
 check "status: it counts towards failures in a row" eval 'st "$R" status | grep -q "^failures in a row: 1 of 3"'
 check "policy: a new layout is planned for the weak boot, after the 30 min back-off" \
 	eval 'st "$R" status --json | python3 -c "import json,sys,time; j=json.load(sys.stdin); sys.exit(not (j[\"reason\"]==\"weak-boot\" and j[\"action\"]==\"wait\" and 1700 < j[\"next_reboot\"] - time.time() <= 1800))"'
-check "status --json: verify weak, randomized false, weak true, weak_total 1, successes 0" \
-	eval 'st "$R" status --json | python3 -c "import json,sys; j=json.load(sys.stdin); sys.exit(not (j[\"verify\"]==\"weak\" and j[\"randomized\"] is False and j[\"weak\"] is True and j[\"weak_total\"]==1 and j[\"successes\"]==0 and j[\"consecutive_failures\"]==1))"'
+check "status --json: verify weak, randomized true (as verify --json), weak true, weak_total 1, successes 0" \
+	eval 'st "$R" status --json | python3 -c "import json,sys; j=json.load(sys.stdin); sys.exit(not (j[\"verify\"]==\"weak\" and j[\"randomized\"] is True and j[\"weak\"] is True and j[\"weak_total\"]==1 and j[\"successes\"]==0 and j[\"consecutive_failures\"]==1))"'
+st "$R" status --json >"$tmp/status.json"
+check "status --json: every key (nested too) is in rerandd(8)'s STATUS JSON schema" \
+	python3 -c "
+import json, re, sys
+j = json.load(open('$tmp/status.json'))
+man = open('$top/docs/rerandd.8').read()
+sec = man[man.index('.SH STATUS JSON'):]
+sec = sec[:sec.index('.SH ', 4)]
+words = set(re.findall(r'[a-z0-9_]+', sec))
+keys = set(j) | set(j['crash']) | set(j['fleet'])
+missing = sorted(k for k in keys if k not in words)
+sys.exit('not in the man page: %s' % missing if missing else 0)"
 m=$hd/run/rerand.prom
 check "metrics: rerand_boot_randomized 0, rerand_boot_weak 1, reboots_total{result=weak} 1, success 0" \
 	eval 'wait_for 5 grep -qx "rerand_boot_weak 1" "$m" && grep -qx "rerand_boot_randomized 0" "$m" &&
@@ -126,5 +148,33 @@ check "journal: one error line says the reboot was weak" \
 	eval '[ "$(grep -c "^<3>rerandomizing reboot was weak: " "$hd/log")" = 1 ]'
 check "journal: every line of rerandd's output is one <N>-prefixed event" \
 	eval '! grep -qv "^<[0-7]>" "$hd/log"'
+# ---- SIGHUP: a reload that changes nothing says nothing about a restart ---------------------
+pid=$(cat "$hd/pid")
+kill -HUP "$pid"
+check "SIGHUP with nothing changed: reloaded, no \"take effect on restart\" warning" \
+	eval 'wait_for 10 grep -q "configuration reloaded" "$hd/log" && ! grep -q "take effect on restart" "$hd/log"'
+# the warning still comes when a fixed setting does change (so the check above can fail)
+printf '[Paths]\nKmsg=%s/other-kmsg\n' "$hd" >"$hd/conf.d/90-kmsg.conf"
+kill -HUP "$pid"
+check "SIGHUP with Kmsg= changed: warned that it takes effect on restart" \
+	eval 'wait_for 10 grep -q "directory, socket and kmsg changes take effect on restart" "$hd/log"'
+rm -f "$hd/conf.d/90-kmsg.conf"
+# ---- no window and RebootOutsideWindows=no (the default install): said once ------------------
+check "with RebootOutsideWindows=yes there is no no-window notice" \
+	eval '! grep -q "no maintenance window is configured" "$hd/log"'
+printf '[Policy]\nRebootOutsideWindows=no\n' >"$hd/conf.d/90-nowin.conf"
+kill -HUP "$pid"
+check "a reload to no window: one notice in the journal says what to configure" \
+	eval 'wait_for 10 grep -q "^<5>no maintenance window is configured and RebootOutsideWindows=no: .*\[Window NAME\]" "$hd/log"'
+check "status: next rerandomize says it never happens by itself" \
+	eval 'st "$R" status | grep -q "^next rerandomize:  never by itself: no maintenance window is configured"'
+kill -HUP "$pid"
+sleep 1
+check "another reload with no window: still one notice, not one per reload" \
+	test "$(grep -c "no maintenance window is configured" "$hd/log")" = 1
+rm -f "$hd/conf.d/90-nowin.conf"
+kill -HUP "$pid"
+check "RebootOutsideWindows=yes again: the status plans a reboot again" \
+	eval 'wait_for 10 eval "st \"\$R\" status | grep -q \"^next rerandomize:  [A-Z][a-z][a-z] \""'
 check "rerandd never asked for a reboot" test ! -e "$hd/reboot-called"
 echo "1..$n"

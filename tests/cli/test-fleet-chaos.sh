@@ -390,10 +390,10 @@ f_clock() { # forward|backward: the host's wall clock steps 300 s
 }
 f_fleetd_kill() { # while its host waits for a slot (a request in flight or next)
 	local h i c=()
-	# rerandd's metrics file says "waiting" (2) or "error" (4): no process per look
+	# rerandd's metrics file says "waiting" or "error": no process per look
 	for ((i = 0; i < 40 && ${#c[@]} == 0; i++)); do
 		for h in "${HS[@]}"; do
-			grep -qE '^rerand_fleet_lock_state\{.*\} (2|4)$' "$tmp/h/$h/run/rerand.prom" 2>/dev/null && c+=("$h")
+			grep -qE '^rerand_fleet_lock_state\{.*state="(waiting|error)"\} 1$' "$tmp/h/$h/run/rerand.prom" 2>/dev/null && c+=("$h")
 		done
 		[ ${#c[@]} -gt 0 ] || nap 0.25
 	done

@@ -248,8 +248,8 @@ j=$(ctl a1 status --json)
 check "A: rerand status --json: randomized, 1 verified reboot, fleet idle with no errors" \
 	python3 -c "import json,sys; d=json.loads(sys.argv[1]); f=d['fleet']
 assert d['randomized'] and d['successes']==1 and f['backend']=='etcd' and f['state']=='idle' and f['errors']==0 and f['id']=='machine-a1~'+open('$tmp/h/a1/state/fleet-install-id').read().strip(), d" "$j"
-check "A: the metrics file has rerand_fleet_lock_state 1 (idle) and no errors" \
-	eval 'grep -qx "rerand_fleet_lock_state{backend=\"etcd\",group=\"web\"} 1" "$tmp/h/a1/run/rerand.prom" &&
+check "A: the metrics file has rerand_fleet_lock_state{state=idle} 1 and no errors" \
+	eval 'grep -qx "rerand_fleet_lock_state{backend=\"etcd\",group=\"web\",state=\"idle\"} 1" "$tmp/h/a1/run/rerand.prom" &&
 	      grep -qx "rerand_fleet_errors_total{backend=\"etcd\"} 0" "$tmp/h/a1/run/rerand.prom"'
 echo "# A: max concurrency seen by the etcd observer: $amax of 2; $HOSTS hosts in $((tad - ta)) ms ($(elapsed))"
 # SIGHUP: a [Fleet] with errors is refused and the old one kept; a good one applies
@@ -408,7 +408,7 @@ check "C: etcd down ${OUTAGE}s: no host rebooted" eval '! grep -qE "^[0-9]+ c[0-
 bad=0
 for id in $cids; do
 	ctl "$id" status --json >"$tmp/c-$id.json" 2>/dev/null || bad=1
-	grep -qx "rerand_fleet_lock_state{backend=\"etcd\",group=\"dark\"} 4" "$tmp/h/$id/run/rerand.prom" || bad=1
+	grep -qx "rerand_fleet_lock_state{backend=\"etcd\",group=\"dark\",state=\"error\"} 1" "$tmp/h/$id/run/rerand.prom" || bad=1
 done
 check "C: every host says why: status fleet state error, fail closed; metrics lock state 4" \
 	eval '[ $bad = 0 ] && python3 - "$tmp"/c-c*.json <<"EOP"
@@ -606,7 +606,7 @@ tup=$(now_ms)
 bad=0
 for id in $oids; do
 	ctl "$id" status --json >"$tmp/q2-$id.json" 2>/dev/null || bad=1
-	grep -qx "rerand_fleet_lock_state{backend=\"etcd\",group=\"dark3\"} 4" "$tmp/h/$id/run/rerand.prom" || bad=1
+	grep -qx "rerand_fleet_lock_state{backend=\"etcd\",group=\"dark3\",state=\"error\"} 1" "$tmp/h/$id/run/rerand.prom" || bad=1
 done
 rb=$(for id in $oids; do host_reboots "$id"; done | wc -l)
 check "Q2: down $((tup - tdown)) ms: no host's reboot command ran (reboot logs: $rb entries)" test "$rb" -eq 0

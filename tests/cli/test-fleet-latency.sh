@@ -136,8 +136,8 @@ check "outage: no reboot while etcd is down (fail closed)" test ! -e "$hd/reboot
 ctl status >"$tmp/status.txt" 2>&1
 check "outage: rerand status says why: $(grep '^fleet wait:' "$tmp/status.txt" | head -1)" \
 	grep -q 'fleet wait: .*not rebooting (fail closed)' "$tmp/status.txt"
-check "outage: the metrics show the lock in error (4)" \
-	grep -q '^rerand_fleet_lock_state{backend="etcd",group="lat"} 4' "$hd/run/rerand.prom"
+check "outage: the metrics show the lock in error (state=\"error\" 1)" \
+	grep -q '^rerand_fleet_lock_state{backend="etcd",group="lat",state="error"} 1' "$hd/run/rerand.prom"
 
 # ---- etcd back: the slot, the confirm, the reboot ----------------------------------
 kill -CONT "$(cat "$tmp/etcd-s1.pid")"

@@ -47,6 +47,7 @@ if ! ${CC:-cc} -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -D_GNU_SOUR
 	"$top"/fleetd/fleet_etcd_breaker.c "$top"/daemon/fleet_breaker.c \
 	"$top"/fleetd/fleet_lock.c "$top"/fleetd/fleet_http.c "$top"/fleetd/fleet_b64.c \
 	"$top"/daemon/fleet_config.c "$top"/daemon/fleet_format.c "$top"/daemon/escape.c \
+	"$top"/daemon/duration.c \
 	"$top"/src/fileio.c "$top"/src/err.c \
 	$(pkg-config --libs libcurl json-c) 2>"$tmp/cc.log"; then
 	nok "build fleet-sim"; sed 's/^/#   /' "$tmp/cc.log"; echo "1..$n"; exit 1
@@ -89,8 +90,8 @@ Endpoints=127.0.0.1:2311 127.0.0.1:2321
 Timeout=1
 EOF
 out=$("$SIM" -c "$tmp/dead.conf" -i h1 metrics 2>&1)
-check "fail closed: unreachable etcd gives lock state 4 (error) and counts the error" \
-	eval 'grep -q "rerand_fleet_lock_state{backend=\"etcd\",group=\"dead\"} 4" <<<"$out" &&
+check "fail closed: unreachable etcd gives lock state error and counts the error" \
+	eval 'grep -q "rerand_fleet_lock_state{backend=\"etcd\",group=\"dead\",state=\"error\"} 1" <<<"$out" &&
 	      grep -q "rerand_fleet_errors_total{backend=\"etcd\"} 1" <<<"$out"'
 "$SIM" -c "$tmp/dead.conf" -i h1 acquire >"$tmp/out" 2>&1
 rc=$?
@@ -127,8 +128,8 @@ check "fleetlock: steady-state frees the slots (server holds none)" \
 	eval 'flstate | grep -q "\"holders\": {\"workers\": \[\]}"'
 curl -s -d on "$FL/debug/fail" >/dev/null
 out=$("$SIM" -c "$tmp/fl.conf" -i a metrics 2>&1)
-check "fleetlock: a 500 from the server is an error: state 4, errors counted" \
-	eval 'grep -q "rerand_fleet_lock_state{backend=\"fleetlock\",group=\"workers\"} 4" <<<"$out" &&
+check "fleetlock: a 500 from the server is an error: state error, errors counted" \
+	eval 'grep -q "rerand_fleet_lock_state{backend=\"fleetlock\",group=\"workers\",state=\"error\"} 1" <<<"$out" &&
 	      grep -q "rerand_fleet_errors_total{backend=\"fleetlock\"} 1" <<<"$out"'
 curl -s -d off "$FL/debug/fail" >/dev/null
 

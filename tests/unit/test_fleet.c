@@ -329,7 +329,8 @@ static void test_identity_and_none(void)
 	T_OK(fleet_acquire(f) == 1 && fleet_state(f) == FLEET_ST_DISABLED && fleet_refresh(f) == 1 &&
 	     fleet_release(f) == 0, "Backend=none: always allowed, state disabled");
 	T_OK(fleet_metrics_text("none", "default", fleet_state(f), fleet_errors(f), m, sizeof(m)) > 0 &&
-	     strstr(m, "rerand_fleet_lock_state{backend=\"none\",group=\"default\"} 0\n") &&
+	     strstr(m, "rerand_fleet_lock_state{backend=\"none\",group=\"default\",state=\"disabled\"} 1\n") &&
+	     strstr(m, "rerand_fleet_lock_state{backend=\"none\",group=\"default\",state=\"error\"} 0\n") &&
 	     strstr(m, "rerand_fleet_errors_total{backend=\"none\"} 0\n"), "metrics: both series present");
 	fleet_close(f);
 	set(&c, "Backend", "etcd");

@@ -1,0 +1,86 @@
+#!/bin/bash
+# rerandd's configuration checks (issue 27, point 4), against build/rerandd:
+#  - --config naming a file that does not exist fails and names it;
+#  - an unknown section is refused even when empty, with a "did you mean";
+#  - an unknown key gets a "did you mean" from the key table (edit distance),
+#    or the section it belongs in;
+#  - "Key=24h # daily" is refused as a comment after a value;
+#  - --dump-config prints the effective configuration, drop-ins applied, each
+#    value under the file:line it came from, and its output parses back to
+#    the same configuration;
+#  - --version.
+# Nothing runs as a daemon here: only --check-config and --dump-config.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d /tmp/rerand-conf.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+RERANDD=$top/build/rerandd
+. "$top/tests/cli/lib-tap.sh"
+[ -x "$RERANDD" ] || bail "$RERANDD is missing: make build/rerandd"
+mkdir -p "$tmp/empty.d" "$tmp/conf.d"
+
+chk() {  # chk FILE: --check-config on FILE alone; output in $tmp/out, status in $rc
+	"$RERANDD" --check-config --config "$1" --config-dir "$tmp/empty.d" >"$tmp/out" 2>&1
+	rc=$?
+	echo "# $(tr '\n' '|' <"$tmp/out")"
+}
+
+chk "$tmp/missing.conf"
+check "--config of a missing file fails (exit $rc) naming it" \
+	eval '[ $rc -ne 0 ] && grep -q "$tmp/missing.conf: cannot open: No such file" "$tmp/out" && ! grep -q "configuration OK" "$tmp/out"'
+
+printf '[Policy]\nMaxLayoutAge=24h\n\n[Polcy]\n' >"$tmp/sect.conf"
+chk "$tmp/sect.conf"
+check "an empty unknown section is refused, with a did-you-mean (exit $rc)" \
+	eval '[ $rc -ne 0 ] && grep -qF "sect.conf:4: unknown section [Polcy] (did you mean [Policy]?)" "$tmp/out"'
+printf '[Bogus]\nFoo=1\nBar=2\n' >"$tmp/bogus.conf"
+chk "$tmp/bogus.conf"
+check "an unknown section's keys are not reported one by one (exit $rc)" \
+	eval '[ $rc -ne 0 ] && [ "$(grep -c "" "$tmp/out")" = 1 ] && grep -qF "bogus.conf:1: unknown section [Bogus]" "$tmp/out"'
+
+printf '[Policy]\nMaxLayutAge=3h\n[Daemon]\nJitter=5min\n[Fleet]\nRetryBaseMsecs=5000\n[Window w]\nStrat=03:00\n' >"$tmp/keys.conf"
+chk "$tmp/keys.conf"
+check "an unknown key: did you mean the closest key of the section" \
+	eval 'grep -qF "keys.conf:2: [Policy]: unknown key MaxLayutAge (did you mean MaxLayoutAge=?)" "$tmp/out"'
+check "a key in the wrong section: says which section it belongs in" \
+	eval 'grep -qF "keys.conf:4: [Daemon]: unknown key Jitter (Jitter= belongs in [Policy])" "$tmp/out"'
+check "[Fleet] and [Window] keys get a did-you-mean too" \
+	eval 'grep -qF "(did you mean RetryBaseMSec=?)" "$tmp/out" && grep -qF "keys.conf:8: [Window w]: unknown key Strat (did you mean Start=?)" "$tmp/out"'
+
+printf '[Policy]\nMaxLayoutAge=24h # daily\n[Fleet]\nGroup=web ; the web tier\n' >"$tmp/comment.conf"
+chk "$tmp/comment.conf"
+check "a comment after a value is named as such (exit $rc)" \
+	eval '[ $rc -ne 0 ] && grep -qF "comment.conf:2: MaxLayoutAge=24h # daily: no comments after a value" "$tmp/out" &&
+	      grep -qF "comment.conf:4: Group=web ; the web tier: no comments after a value" "$tmp/out"'
+printf '[Policy]\nBlockerCommand=/bin/sh -c "exit 0" # free text\n' >"$tmp/str.conf"
+chk "$tmp/str.conf"
+check "a free-text key (a command) may hold a '#' (exit $rc)" eval '[ $rc -eq 0 ]'
+
+# ---- --dump-config -------------------------------------------------------------------
+printf '[Policy]\nMaxLayoutAge=12h\nJitter=10min\n\n[Window nightly]\nDays=Mon..Fri\nStart=03:00\nLength=2h\n' >"$tmp/main.conf"
+printf '[Policy]\nJitter=30min\n\n[Window nightly]\nLength=1h\n\n[Fleet]\nLockTTL=1200\n' >"$tmp/conf.d/50-site.conf"
+"$RERANDD" --dump-config --config "$tmp/main.conf" --config-dir "$tmp/conf.d" >"$tmp/dump" 2>"$tmp/dump.err"
+rc=$?
+check "--dump-config succeeds (exit $rc)" eval '[ $rc -eq 0 ] && [ ! -s "$tmp/dump.err" ]'
+# "# ORIGIN" then "Key=value"
+origin_of() { grep -B1 -x "$1" "$tmp/dump" | head -1; }
+check "a main-file value with its file:line" test "$(origin_of MaxLayoutAge=12h)" = "# $tmp/main.conf:2"
+check "a drop-in's value wins, with the drop-in's file:line" \
+	test "$(origin_of Jitter=30min)" = "# $tmp/conf.d/50-site.conf:2"
+check "a window key from the drop-in, the others from the main file" \
+	eval '[ "$(origin_of Length=1h)" = "# $tmp/conf.d/50-site.conf:5" ] && [ "$(origin_of Start=03:00)" = "# $tmp/main.conf:7" ]'
+check "[Fleet] values are included" test "$(origin_of LockTTL=1200)" = "# $tmp/conf.d/50-site.conf:8"
+check "defaults are marked as such" test "$(origin_of MaxFailures=3)" = "# default"
+check "every key of the table is printed, ControlSocket= filled in" \
+	eval 'grep -qx "ControlSocket=/run/rerand/control" "$tmp/dump" && grep -qx "HelperSocket=.*" "$tmp/dump" && grep -qx "Pstore=/sys/fs/pstore" "$tmp/dump"'
+"$RERANDD" --dump-config --config "$tmp/dump" --config-dir "$tmp/empty.d" >"$tmp/dump2" 2>&1
+check "the dump parses back to the same configuration" \
+	eval 'diff <(grep -v "^#" "$tmp/dump") <(grep -v "^#" "$tmp/dump2") >/dev/null'
+"$RERANDD" --dump-config --config "$tmp/keys.conf" --config-dir "$tmp/empty.d" >"$tmp/out" 2>&1
+rc=$?
+check "--dump-config of a bad configuration fails with the errors (exit $rc)" \
+	eval '[ $rc -ne 0 ] && grep -q "did you mean" "$tmp/out" && ! grep -q "^\[Daemon\]" "$tmp/out"'
+
+v=$(sed -n 's/^#define RERAND_VERSION "\(.*\)"/\1/p' "$top/kexec/rerand.c")
+check "rerandd --version says rerand's version ($v)" test "$("$RERANDD" --version)" = "rerandd $v"
+echo "1..$n"
