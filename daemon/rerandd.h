@@ -18,9 +18,12 @@
 
 #define RR_PATH   512
 #define RR_CMD    1024
-/* rerand --version's (kexec/rerand.c RERAND_VERSION, debian/changelog); the
- * Makefile's deb target and tests/cli/test-rerandd-config.sh check they agree. */
-#define RR_VERSION "0.1"
+/* One version for every program: the Makefile's -DRERAND_VERSION, from
+ * debian/changelog (rerand --version says the same). */
+#ifndef RERAND_VERSION
+#error "RERAND_VERSION comes from the Makefile (debian/changelog's version)"
+#endif
+#define RR_VERSION RERAND_VERSION
 #define RR_MAX_WINDOWS 16
 #define RR_HOLD_TEXT 160
 #define RR_BOOT_ID 40

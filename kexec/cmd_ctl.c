@@ -332,14 +332,10 @@ int cmd_hold(int argc, char **argv)
 	if (optind != argc)
 		return cli_usage_error(&cli_hold, "takes no operands ('%s')", argv[optind]);
 	if (!reason)
-		return ctl("hold
-");
-	if (!*reason || strlen(reason) > 150 || strpbrk(reason, "
-
-"))
+		return ctl("hold\n");
+	if (!*reason || strlen(reason) > 150 || strpbrk(reason, "\n\r"))
 		return cli_usage_error(&cli_hold, "--reason wants one line of 1 to 150 characters");
-	snprintf(line, sizeof(line), "hold %s
-", reason);
+	snprintf(line, sizeof(line), "hold %s\n", reason);
 	return ctl(line);
 }
 
