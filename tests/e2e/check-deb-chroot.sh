@@ -163,7 +163,8 @@ short() {
 # long_suite SUITE: scripts/deb-chroot.sh SUITE; its .deb's units where
 # the root's systemd.pc says (bookworm /lib, trixie /usr/lib).
 long_suite() {
-	local suite=$1 out=$E2E_TOP/build/deb-$suite want deb
+	local suite=$1
+	local out=$E2E_TOP/build/deb-$suite want deb
 	case $suite in bookworm) want=./lib/systemd/system/ ;; *) want=./usr/lib/systemd/system/ ;; esac
 	if ! "$E2E_TOP/scripts/deb-chroot.sh" "$suite" >"$E2E_BUILD/deb-chroot-$suite.log" 2>&1; then
 		echo "not ok - deb-chroot $suite: scripts/deb-chroot.sh failed (log: $E2E_BUILD/deb-chroot-$suite.log)"
