@@ -81,6 +81,6 @@ rc=$?
 check "--dump-config of a bad configuration fails with the errors (exit $rc)" \
 	eval '[ $rc -ne 0 ] && grep -q "did you mean" "$tmp/out" && ! grep -q "^\[Daemon\]" "$tmp/out"'
 
-v=$(sed -n 's/^#define RERAND_VERSION "\(.*\)"/\1/p' "$top/kexec/rerand.c")
+v=$("$top/build/rerand" --version | sed -n 's/^rerand //p')
 check "rerandd --version says rerand's version ($v)" test "$("$RERANDD" --version)" = "rerandd $v"
 echo "1..$n"

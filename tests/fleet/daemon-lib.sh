@@ -83,6 +83,9 @@ host_run() {
 	while :; do
 		if ! conf_harmless "$id"; then
 			ev "$id" UNSAFE_CONFIG
+			# why, for the log: rerandd's own words
+			"$RERANDD" --check-config --config "$hd/rerand.conf" --config-dir "$hd/conf.d" 2>&1 |
+				sed "s/^/# $id: unsafe config: /" >&2
 			return 1
 		fi
 		# the host's rerand-fleetd: what rerand-fleetd.socket starts on a real one
