@@ -64,6 +64,7 @@ void config_defaults(struct rr_config *c)
 	snprintf(c->proc_vmcore, sizeof(c->proc_vmcore), "/proc/vmcore");
 	snprintf(c->lockdown_file, sizeof(c->lockdown_file), "%s", RR_LOCKDOWN_PATH);
 	snprintf(c->secureboot_file, sizeof(c->secureboot_file), "%s", RR_SECUREBOOT_PATH);
+	snprintf(c->boot_params_file, sizeof(c->boot_params_file), "%s", RR_BOOT_PARAMS_PATH);
 	snprintf(c->signed_dir, sizeof(c->signed_dir), "/var/lib/rerand/signed");
 	snprintf(c->loader_entry_selected, sizeof(c->loader_entry_selected),
 		 "/sys/firmware/efi/efivars/LoaderEntrySelected-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f");

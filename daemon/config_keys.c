@@ -36,6 +36,7 @@ const struct rr_cfg_key rr_cfg_keys[] = {
 	{ "Paths", "BootLoaderRoots", K_STR, F(boot_loader_roots) },
 	{ "Paths", "Lockdown", K_PATH, F(lockdown_file) },
 	{ "Paths", "SecureBoot", K_PATH, F(secureboot_file) },
+	{ "Paths", "BootParams", K_PATH, F(boot_params_file) },
 	{ "Stage", "Kernel", K_PATH, F(kernel) },
 	{ "Stage", "Initrd", K_STR, F(initrd) },
 	{ "Stage", "CommandLine", K_STR, F(cmdline) },

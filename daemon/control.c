@@ -216,7 +216,8 @@ static void put_crash_text(struct out *o, const struct rr_view *v)
 
 static void put_secure_text(struct out *o, const struct rr_view *v)
 {
-	put(o, "secure boot:       %s, lockdown %s%s\n", v->secure_boot ? v->secure_boot : "unknown",
+	put(o, "secure boot:       %s%s, lockdown %s%s\n", v->secure_boot ? v->secure_boot : "unknown",
+	    v->secure_boot_from_bp ? " (per boot_params: no efivarfs)" : "",
 	    v->lockdown ? v->lockdown : "unknown", v->locked ? " (signed images only)" : "");
 	if (!v->staged)
 		return;

@@ -75,6 +75,8 @@ struct rr_config {
 					     * a path = a FIFO of uevents (tests) */
 	char lockdown_file[RR_PATH];        /* securityfs lockdown: "[none] integrity ..." */
 	char secureboot_file[RR_PATH];      /* efivarfs SecureBoot variable */
+	char boot_params_file[RR_PATH];     /* boot_params: Secure Boot where efivarfs
+					     * cannot say; "" = not asked */
 	char loader_entry_selected[RR_PATH]; /* efivarfs: systemd-boot's entry of this boot */
 	char boot_loader_roots[RR_PATH];    /* where the ESP/XBOOTLDR may be mounted, blank-separated */
 	/* [Stage] */
@@ -789,6 +791,7 @@ struct rr_view {
 	char     stage_error[RR_ERR_MAX];
 	/* Secure Boot: the state now, and how the staged image is signed */
 	const char *secure_boot, *lockdown;  /* rr_secureboot_name(), rr_lockdown_name() */
+	bool     secure_boot_from_bp;        /* read from boot_params, not efivarfs */
 	bool     locked;                    /* only signed images can be staged */
 	const char *image_source;           /* stage_source_name() */
 	char     signer[256];               /* "" = unsigned */

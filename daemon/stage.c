@@ -158,6 +158,19 @@ int stage_kernel_release(const char *kernel, char *ret, size_t len, struct rr_er
 	return 0;
 }
 
+/* Lockdown and Secure Boot as [Paths] says; Secure Boot from boot_params
+ * where the efivarfs variable cannot say (no efivarfs in a container or an
+ * initramfs; a BIOS boot says absent either way). */
+static int secure_probe(const struct rr_config *c, struct rr_lockdown_state *ld, bool *from_bp,
+			struct rr_err *e)
+{
+	bool bp;
+
+	return rr_lockdown_probe_bp(c->lockdown_file, c->secureboot_file,
+				    *c->boot_params_file ? c->boot_params_file : NULL, ld,
+				    from_bp ? from_bp : &bp, e);
+}
+
 /* Under lockdown kexec_file_load takes signed images only: where this
  * plan's comes from.  Nothing unsigned is ever tried. */
 static int plan_signed(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e)
@@ -166,7 +179,7 @@ static int plan_signed(const struct rr_config *c, struct rr_stage_plan *p, struc
 	char presigned[RR_PATH + 160];
 	int r;
 
-	r = rr_lockdown_probe(c->lockdown_file, c->secureboot_file, &ld, e);
+	r = secure_probe(c, &ld, NULL, e);
 	if (r < 0)
 		return r;
 	p->locked = ld.locked;
@@ -567,6 +580,7 @@ void stage_load_argv(const struct rr_config *c, const struct rr_stage_plan *p, b
 	setenv("RERAND_KEXEC_CRASH_SIZE_FILE", c->kexec_crash_size, 1);
 	setenv("RERAND_LOCKDOWN_FILE", c->lockdown_file, 1);
 	setenv("RERAND_SECUREBOOT_FILE", c->secureboot_file, 1);
+	setenv("RERAND_BOOT_PARAMS_FILE", c->boot_params_file, 1);
 }
 
 /* rerand's own last message ("rerand: ..."), else the last line. */
@@ -965,11 +979,13 @@ void stage_view_secure(const struct rr_config *c, const struct rr_stage_plan *st
 		       struct rr_view *v)
 {
 	struct rr_lockdown_state ld;
+	bool bp = false;
 
 	/* unreadable: shown as unknown, staging says why */
-	if (rr_lockdown_probe(c->lockdown_file, c->secureboot_file, &ld, NULL) < 0)
+	if (secure_probe(c, &ld, &bp, NULL) < 0)
 		ld = (struct rr_lockdown_state){ RR_LD_ABSENT, RR_SB_ABSENT, false };
 	v->secure_boot = rr_secureboot_name(ld.secureboot);
+	v->secure_boot_from_bp = bp;
 	v->lockdown = rr_lockdown_name(ld.lockdown);
 	v->locked = ld.locked;
 	v->image_source = staged ? stage_source_name(staged->source) : "";
@@ -980,7 +996,8 @@ bool stage_secure_changed(const struct rr_config *a, const struct rr_config *b)
 {
 	return strcmp(a->signed_dir, b->signed_dir) || strcmp(a->sign_key, b->sign_key) ||
 	       strcmp(a->sign_cert, b->sign_cert) || strcmp(a->lockdown_file, b->lockdown_file) ||
-	       strcmp(a->secureboot_file, b->secureboot_file);
+	       strcmp(a->secureboot_file, b->secureboot_file) ||
+	       strcmp(a->boot_params_file, b->boot_params_file);
 }
 
 /* <key>.img or <key>.signed.img, or the record of one (.sha256) */

@@ -47,6 +47,8 @@ Watchdog=
 WatchdogSysfs=$hd/no-watchdog
 WatchdogStopOnReboot=
 Pstore=$hd/no-pstore
+# never the host's boot_params either (a test sets its own fixture)
+BootParams=
 EOF
 		cat
 	} >"$hd/rerand.conf"

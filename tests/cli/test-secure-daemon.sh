@@ -1,6 +1,6 @@
 #!/bin/bash
 # rerandd under lockdown, host side: real build/rerandd and build/rerand,
-# lockdown and SecureBoot from fixture files ([Paths] Lockdown=, SecureBoot=),
+# lockdown and SecureBoot from fixture files ([Paths] Lockdown=, SecureBoot=, BootParams=),
 # kexec-tools REPLACED by a stand-in that only records what it was given
 # (nothing is ever loaded on this machine).  Checks: with no signed image
 # rerandd is blocked with the reason, logged once, and never tries an
@@ -69,7 +69,8 @@ KexecCrashLoaded=$hd/crash_loaded
 ProcVmcore=$hd/no-vmcore
 Uevents=$hd/uevents
 Lockdown=$hd/lockdown
-SecureBoot=$hd/SecureBoot
+SecureBoot=${SB_FILE:-$hd/SecureBoot}
+BootParams=${BP_FILE:-}
 
 [Stage]
 Kernel=$KERNEL
@@ -101,8 +102,12 @@ SignCert=$tmp/db.crt"
 inst wrongrel
 cp "$tmp/other.img" "$tmp/wrongrel/signed/$REL.img"
 inst late
-for id in blocked presigned signhere wrongrel late; do run "$id"; done
-for id in blocked presigned signhere wrongrel late; do
+# no efivarfs (a container, an initramfs): Secure Boot from boot_params'
+# secure_boot byte (0x1ec; 3 = enabled)
+SB_FILE=$tmp/bponly/no-efivars BP_FILE=$tmp/bponly/boot_params inst bponly
+python3 -c 'import sys; b = bytearray(4096); b[0x1ec] = 3; sys.stdout.buffer.write(b)' >"$tmp/bponly/boot_params"
+for id in blocked presigned signhere wrongrel late bponly; do run "$id"; done
+for id in blocked presigned signhere wrongrel late bponly; do
 	rerandd_wait_up "$tmp/$id"
 done
 
@@ -195,6 +200,11 @@ t1=$(date +%s%3N)
 check "a signed image dropped into SignedImageDirectory= is staged at once ($((t1 - t0)) ms), not at the 5-minute retry" \
 	eval 'staged late && status_has late "staged image:      pre-signed, signed by \"$SUBJECT\"" && [ $((t1 - t0)) -lt 15000 ]'
 
+wait_for 20 status_has bponly "stage error:"
+check "no efivarfs: Secure Boot read from boot_params (on), so signed images only: $(st bponly | grep '^secure boot:')" \
+	eval 'status_has bponly "secure boot:       on (per boot_params: no efivarfs), lockdown integrity (signed images only)" &&
+	      st bponly --json | grep -q "\"secure_boot\":\"on\"" && test ! -e "$tmp/bponly/kexec.log"'
+
 check "no instance ever asked for a reboot" eval '! ls "$tmp"/*/reboot-called >/dev/null 2>&1'
-check "no 0x number in any status or log" eval '! { for i in blocked presigned signhere wrongrel late; do st $i; st $i --json; cat "$tmp/$i/log"; done; } | grep -qi "0x"'
+check "no 0x number in any status or log" eval '! { for i in blocked presigned signhere wrongrel late bponly; do st $i; st $i --json; cat "$tmp/$i/log"; done; } | grep -qi "0x"'
 echo "1..$n"
