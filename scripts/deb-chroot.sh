@@ -147,7 +147,7 @@ echo 'rrbuild:x:2000:' >>"$root/etc/group"
 chroot "$root" chown -R 2000:2000 /build
 
 mkdir -p "$out"
-rm -f "$out"/rerand_* "$out/build.log" "$out/lintian.txt" "$out/deps-names.txt"
+rm -f "$out"/rerand_* "$out/build.log" "$out/lintian.txt" "$out/lintian-overrides.txt" "$out/deps-names.txt"
 echo "deb-chroot: $suite: dpkg-buildpackage -b (log: $out/build.log)"
 rc=0
 in_root --user /bin/sh -c 'cd "$0" && exec env HOME=/build PATH=/usr/sbin:/usr/bin:/sbin:/bin \
@@ -164,11 +164,18 @@ cp "$root/build/rerand_${version}_amd64.deb" "$root/build/rerand_${version}_amd6
 echo "deb-chroot: $suite: lintian --pedantic (its own, $out/lintian.txt)"
 in_root --net /bin/sh -c 'DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends lintian >/dev/null' ||
 	die "$suite: installing lintian failed"
+# Two runs: the verdict without --show-overrides (bookworm's lintian 2.116
+# counts a shown override by its tag's severity, so an overridden warning
+# failed --fail-on warning with nothing but I:, N: and O: lines in its
+# output), then the overrides shown, for the record.
 lrc=0
 in_root --user /bin/sh -c 'cd /build && env HOME=/build lintian --version && exec env HOME=/build \
-	lintian --pedantic --display-info --show-overrides --fail-on error,warning "$0"' \
+	lintian --pedantic --display-info --fail-on error,warning "$0"' \
 	"rerand_${version}_amd64.changes" >"$out/lintian.txt" 2>&1 || lrc=$?
-cat "$out/lintian.txt"
+in_root --user /bin/sh -c 'cd /build && exec env HOME=/build \
+	lintian --pedantic --display-info --show-overrides --fail-on none "$0" | grep "^[ON]: "' \
+	"rerand_${version}_amd64.changes" >"$out/lintian-overrides.txt" 2>&1
+cat "$out/lintian.txt" "$out/lintian-overrides.txt"
 [ "$lrc" -eq 0 ] || die "$suite: lintian reports errors or warnings (exit $lrc)"
 
 # scripts/deps.sh names packages by what apt offers: every list of it must
