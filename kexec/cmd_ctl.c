@@ -149,22 +149,33 @@ static int no_operands(const struct cli_cmd *cmd, int argc, char **argv)
 	return -1;
 }
 
-int cmd_status(int argc, char **argv)
+/* --json[=pretty|short] and --socket, the options of status and fleet;
+ * -1 to go on, else the exit code. */
+static int json_socket_opts(const struct cli_cmd *cmd, int argc, char **argv, bool *json)
 {
-	bool json = false;
 	int c;
 
-	while ((c = cli_getopt(&cli_status, argc, argv)) != -1) {
+	while ((c = cli_getopt(cmd, argc, argv)) != -1) {
 		if (c == 'S') {
 			ctl_socket = optarg;
 			continue;
 		}
 		if (c != 'j')
 			return c == CLI_HELP ? 0 : EXIT_USAGE;
-		json = true;
+		*json = true;
 		if ((ctl_json = cli_json_mode(optarg)) < 0)
-			return cli_usage_error(&cli_status, "--json=%s: want pretty or short", optarg);
+			return cli_usage_error(cmd, "--json=%s: want pretty or short", optarg);
 	}
+	return -1;
+}
+
+int cmd_status(int argc, char **argv)
+{
+	bool json = false;
+	int r = json_socket_opts(&cli_status, argc, argv, &json);
+
+	if (r >= 0)
+		return r;
 	if (optind != argc)
 		return cli_usage_error(&cli_status, "takes no operands ('%s')", argv[optind]);
 	return ctl(json ? "status json\n" : "status\n");
@@ -365,19 +376,10 @@ int cmd_fleet(int argc, char **argv)
 {
 	char line[300];
 	bool json = false;
-	int c;
+	int r = json_socket_opts(&cli_fleet, argc, argv, &json);
 
-	while ((c = cli_getopt(&cli_fleet, argc, argv)) != -1) {
-		if (c == 'S') {
-			ctl_socket = optarg;
-			continue;
-		}
-		if (c != 'j')
-			return c == CLI_HELP ? 0 : EXIT_USAGE;
-		json = true;
-		if ((ctl_json = cli_json_mode(optarg)) < 0)
-			return cli_usage_error(&cli_fleet, "--json=%s: want pretty or short", optarg);
-	}
+	if (r >= 0)
+		return r;
 	/* getopt moved the operands behind the options */
 	char **ops = argv + optind;
 	int n = argc - optind;
