@@ -182,6 +182,16 @@ rrs_conf() {
 [Daemon]
 CheckInterval=5s
 
+[Comeback]
+# ConfirmTimeoutSec= counts from the boot's start; under TCG on a loaded host
+# a Debian boot reached boot-complete.target after more than the default 600 s
+# (a trixie guest at load 24: rerandd failed its confirmed-to-be-good boot
+# at 709 s and went back through the firmware).  No watchdog device here
+# (the comeback guest has its own drop-in); KexecWatchdogSec= must cover it.
+# (Before [Policy]: the lines after it below are [Policy]'s.)
+ConfirmTimeoutSec=40min
+KexecWatchdogSec=40min
+
 [Stage]
 CONF
 	# (The UKI guest boots with the UKI's own initrd, which rerandd passes on.)
@@ -200,14 +210,6 @@ Jitter=0
 MinRebootInterval=0
 RebootOutsideWindows=yes
 
-[Comeback]
-# ConfirmTimeoutSec= counts from the boot's start; under TCG on a loaded host
-# a Debian boot reached boot-complete.target after more than the default 600 s
-# (a trixie guest at load 24: rerandd failed its confirmed-to-be-good boot
-# at 709 s and went back through the firmware).  No watchdog device here
-# (the comeback guest has its own drop-in); KexecWatchdogSec= must cover it.
-ConfirmTimeoutSec=40min
-KexecWatchdogSec=40min
 CONF
 	[ "$1" = vm ] && return 0
 	cat <<'CONF'
