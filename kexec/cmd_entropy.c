@@ -52,8 +52,7 @@ static const struct cli_opt entropy_opts[] = {
 	{ "firmware", 0, required_argument, "bios|uefi", 'f',
 	  "the stock rule's firmware (default: detected from SOURCE or " RR_MSRC_EFI_DIR ")",
 	  "bios uefi" },
-	{ "json", 0, optional_argument, "pretty|short", 'j',
-	  "one JSON object (short, the default: one line; pretty: indented)", "pretty short" },
+	CLI_JSON_OPT,
 	{ 0 }
 };
 

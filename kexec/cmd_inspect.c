@@ -220,8 +220,7 @@ static int print_uki(const char *path, const uint8_t *buf, size_t len, bool json
 }
 
 static const struct cli_opt inspect_opts[] = {
-	{ "json", 0, optional_argument, "pretty|short", 'j',
-	  "one JSON object (short, the default: one line; pretty: indented)", "pretty short" },
+	CLI_JSON_OPT,
 	{ "relocs", 0, required_argument, "FILE", 'r',
 	  "the relocation table (vmlinux.relocs) of a vmlinux FILE", "@file" },
 	{ "input-fd", 0, required_argument, "N", 'i',

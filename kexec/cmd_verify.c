@@ -11,8 +11,7 @@
 #include "status.h"
 
 static const struct cli_opt verify_opts[] = {
-	{ "json", 0, optional_argument, "pretty|short", 'j',
-	  "one JSON object (short, the default: one line; pretty: indented)", "pretty short" },
+	CLI_JSON_OPT,
 	{ "setup-data", 0, required_argument, "DIR", 'd',
 	  "read the records from DIR, not " RR_SETUP_DATA_SYSFS, "@dir" },
 	{ 0 }

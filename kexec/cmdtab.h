@@ -26,6 +26,12 @@ struct cli_cmd {
 	const char *operand_complete;  /* bash, for operands: "@file", words, NULL */
 };
 
+/* --json[=pretty|short] of the commands that print one object themselves
+ * (inspect, verify, entropy); cli_json_mode() reads its argument. */
+#define CLI_JSON_OPT { "json", 0, optional_argument, "pretty|short", 'j', \
+		       "one JSON object (short, the default: one line; pretty: indented)", \
+		       "pretty short" }
+
 /* The getopt_long() return values cli_getopt() adds. */
 #define CLI_HELP  (-2)  /* --help was given and printed: return 0 */
 #define CLI_BAD   (-3)  /* a usage error was said: return EXIT_USAGE */
