@@ -165,7 +165,7 @@ $(LIBDAEMON): $(DAEMON_LIB_OBJS)
 $(RERANDD): $(DAEMON_MAIN_OBJS) $(LIBDAEMON) $(LIBRERAND) $(O)/host/kexec/stage_blob.o
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $(DAEMON_MAIN_OBJS) $(O)/host/kexec/stage_blob.o $(LIBDAEMON) $(LIBRERAND) \
-		$(DAEMON_LIBS) $(LIB_LIBS)
+		$(DAEMON_LIBS) -lm
 
 $(LIBFLEETD): $(FLEETD_LIB_OBJS)
 	@$(if $(Q),echo "  AR      $@")

@@ -5,21 +5,9 @@
 #include <string.h>
 
 #include "kernel.h"
+#include "setuphdr.h"
 #include "util.h"
 
-#define BZ_SETUP_SECTS      0x1f1
-#define BZ_BOOT_FLAG        0x1fe
-#define BZ_HEADER_MAGIC     0x202
-#define BZ_VERSION          0x206
-#define BZ_KERNEL_VERSION   0x20e
-#define BZ_LOADFLAGS        0x211
-#define BZ_KERNEL_ALIGNMENT 0x230
-#define BZ_RELOCATABLE      0x234
-#define BZ_XLOADFLAGS       0x236
-#define BZ_CMDLINE_SIZE     0x238
-#define BZ_PAYLOAD_OFFSET   0x248
-#define BZ_PAYLOAD_LENGTH   0x24c
-#define BZ_INIT_SIZE        0x260
 #define BZ_HDR_END          0x264
 
 #define XLF_KERNEL_64       0x0001
@@ -55,21 +43,21 @@ int rr_bzimage_parse(const uint8_t *buf, size_t len, const char *name,
 	if (!buf || len < BZ_HDR_END)
 		return rr_errf(e, EINVAL, "%s: too short for a bzImage setup header (%zu bytes)",
 			       name, len);
-	if (memcmp(buf + BZ_HEADER_MAGIC, "HdrS", 4) != 0)
+	if (memcmp(buf + H_MAGIC, "HdrS", 4) != 0)
 		return rr_errf(e, EINVAL, "%s: not a bzImage: no \"HdrS\" setup header signature", name);
-	if (rr_get16(buf + BZ_BOOT_FLAG) != 0xaa55)
+	if (rr_get16(buf + H_BOOT_FLAG) != 0xaa55)
 		return rr_errf(e, EINVAL, "%s: not a bzImage: boot flag is 0x%04x, not 0xaa55",
-			       name, rr_get16(buf + BZ_BOOT_FLAG));
+			       name, rr_get16(buf + H_BOOT_FLAG));
 
 	memset(&bz, 0, sizeof(bz));
-	bz.setup_sects = buf[BZ_SETUP_SECTS];
-	bz.version = rr_get16(buf + BZ_VERSION);
-	bz.loadflags = buf[BZ_LOADFLAGS];
-	bz.kernel_alignment = rr_get32(buf + BZ_KERNEL_ALIGNMENT);
-	bz.relocatable = buf[BZ_RELOCATABLE];
-	bz.xloadflags = rr_get16(buf + BZ_XLOADFLAGS);
-	bz.cmdline_size = rr_get32(buf + BZ_CMDLINE_SIZE);
-	bz.init_size = rr_get32(buf + BZ_INIT_SIZE);
+	bz.setup_sects = buf[H_SETUP_SECTS];
+	bz.version = rr_get16(buf + H_VERSION);
+	bz.loadflags = buf[H_LOADFLAGS];
+	bz.kernel_alignment = rr_get32(buf + H_KALIGN);
+	bz.relocatable = buf[H_RELOCATABLE];
+	bz.xloadflags = rr_get16(buf + H_XLOADFLAGS);
+	bz.cmdline_size = rr_get32(buf + H_CMDLINE_SIZE);
+	bz.init_size = rr_get32(buf + H_INIT_SIZE);
 
 	if (bz.version < BZ_MIN_VERSION)
 		return rr_errf(e, ENOTSUP, "%s: boot protocol %u.%02u is too old (need 2.12 or later)",
@@ -84,8 +72,8 @@ int rr_bzimage_parse(const uint8_t *buf, size_t len, const char *name,
 		return rr_errf(e, EINVAL, "%s: setup area (%u sectors) runs past the end of the file",
 			       name, sects);
 
-	bz.payload_length = rr_get32(buf + BZ_PAYLOAD_LENGTH);
-	start = bz.pm_offset + rr_get32(buf + BZ_PAYLOAD_OFFSET);
+	bz.payload_length = rr_get32(buf + H_PAYLOAD_LENGTH);
+	start = bz.pm_offset + rr_get32(buf + H_PAYLOAD_OFFSET);
 	end = start + bz.payload_length;
 	if (bz.payload_length < 4 + 2)
 		return rr_errf(e, EINVAL, "%s: payload_length %llu is too small for a compressed kernel",
@@ -99,7 +87,7 @@ int rr_bzimage_parse(const uint8_t *buf, size_t len, const char *name,
 	if (bz.uncompressed_size == 0)
 		return rr_errf(e, EINVAL, "%s: payload size field says 0 bytes", name);
 
-	bz_copy_version(buf, len, bz.pm_offset, rr_get16(buf + BZ_KERNEL_VERSION),
+	bz_copy_version(buf, len, bz.pm_offset, rr_get16(buf + H_KVER),
 			bz.kernel_version, sizeof(bz.kernel_version));
 	*ret = bz;
 	return 0;
