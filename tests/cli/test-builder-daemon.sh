@@ -5,7 +5,7 @@
 # the builder's own /proc/self/status and open fds to its output (which
 # rerandd logs) before it execs the real rerand.  Checks: run as root,
 # rerandd builds as ImageUser= (nobody) with no capabilities in any set,
-# an empty bounding set and no_new_privs, handed the kernel and its output
+# an empty bounding set, no_new_privs and a seccomp filter, handed the kernel and its output
 # as fds 3 and 4, unable to read the state directory; the image it wrote is
 # staged; a builder that fails, a missing ImageUser= and a RerandBinary=
 # of another stage leave nothing in the cache and say why; a process the
@@ -44,7 +44,7 @@ EOF
 cat >"$tmp/wrap" <<EOF
 #!/bin/bash
 if [ "\$1" = image ]; then
-	grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status |
+	grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp|Seccomp_filters):' /proc/self/status |
 		tr -s '\t ' ' ' | sed 's/^/BUILDER /' >&2
 	sed -n 's/^Max \(cpu time\|file size\|address space\|core file size\)  *\([^ ]*\)  *\([^ ]*\).*/BUILDER limit \1: \2 \3/p' /proc/self/limits >&2
 	echo "BUILDER fd3 \$(readlink /proc/self/fd/3)" >&2
@@ -143,6 +143,12 @@ for set in CapInh CapPrm CapEff CapBnd CapAmb; do
 	check "builder $set is empty ($(b $set:))" test "$(b $set:)" = 0000000000000000
 done
 check "builder has no_new_privs ($(b NoNewPrivs:))" test "$(b NoNewPrivs:)" = 1
+# 2: filter mode, the builder's own allow-list (daemon/sandbox.c) on top of
+# whatever this shell runs under; tests/unit/test_sandbox.c checks what it
+# allows and kills
+own=$(sed -n 's/^Seccomp_filters:[[:space:]]*//p' /proc/self/status)
+check "builder runs under a seccomp filter of its own (Seccomp: $(b Seccomp:), filters $(b Seccomp_filters:), this test's ${own:-?})" \
+	eval 'test "$(b Seccomp:)" = 2 && { [ -z "$own" ] || [ "$(b Seccomp_filters:)" = $((own + 1)) ]; }'
 check "builder limits: CPU 300 s, address space 2 GiB, files 512 MiB, no core ($(b 'limit cpu time:'); $(b 'limit address space:'); $(b 'limit file size:'); $(b 'limit core file size:'))" \
 	test "$(b 'limit cpu time:'),$(b 'limit address space:'),$(b 'limit file size:'),$(b 'limit core file size:')" = \
 		"300 300,2147483648 2147483648,536870912 536870912,0 0"
