@@ -149,6 +149,27 @@ check "builder has no_new_privs ($(b NoNewPrivs:))" test "$(b NoNewPrivs:)" = 1
 own=$(sed -n 's/^Seccomp_filters:[[:space:]]*//p' /proc/self/status)
 check "builder runs under a seccomp filter of its own (Seccomp: $(b Seccomp:), filters $(b Seccomp_filters:), this test's ${own:-?})" \
 	eval 'test "$(b Seccomp:)" = 2 && { [ -z "$own" ] || [ "$(b Seccomp_filters:)" = $((own + 1)) ]; }'
+# Under rerandd.service the builder loads its filter through the unit's own:
+# seccomp(2) must be on the unit's SystemCallFilter= (@system-service lacks
+# it), or every stage fails with "cannot load the image builder's seccomp
+# filter".  The groups are expanded by this machine's systemd-analyze.
+expand_filter() {
+	local n
+	for n in "$@"; do
+		case $n in
+		@*) systemd-analyze syscall-filter "$n" 2>/dev/null | sed -n '2,$p' | sed 's/^ *//; s/ *#.*//' |
+			grep -v '^$' | while read -r m; do expand_filter "$m"; done ;;
+		*) echo "$n" ;;
+		esac
+	done
+}
+if command -v systemd-analyze >/dev/null && systemd-analyze syscall-filter @system-service >/dev/null 2>&1; then
+	unit_calls=$(expand_filter $(sed -n 's/^SystemCallFilter=\([^~].*\)/\1/p' "$top/systemd/rerandd.service") | sort -u)
+	check "rerandd.service's SystemCallFilter= allows seccomp, for the builder's filter ($(wc -l <<<"$unit_calls") calls)" \
+		grep -qx seccomp <<<"$unit_calls"
+else
+	skip "no systemd-analyze syscall-filter: the unit's SystemCallFilter= is not expanded"
+fi
 check "builder limits: CPU 300 s, address space 2 GiB, files 512 MiB, no core ($(b 'limit cpu time:'); $(b 'limit address space:'); $(b 'limit file size:'); $(b 'limit core file size:'))" \
 	test "$(b 'limit cpu time:'),$(b 'limit address space:'),$(b 'limit file size:'),$(b 'limit core file size:')" = \
 		"300 300,2147483648 2147483648,536870912 536870912,0 0"
