@@ -5,7 +5,8 @@
 # the builder's own /proc/self/status and open fds to its output (which
 # rerandd logs) before it execs the real rerand.  Checks: run as root,
 # rerandd builds as ImageUser= (nobody) with no capabilities in any set,
-# an empty bounding set, no_new_privs and a seccomp filter, handed the kernel and its output
+# an empty bounding set, no_new_privs and a seccomp filter (which kills a
+# builder calling kexec_file_load), handed the kernel and its output
 # as fds 3 and 4, unable to read the state directory; the image it wrote is
 # staged; a builder that fails, a missing ImageUser= and a RerandBinary=
 # of another stage leave nothing in the cache and say why; a process the
@@ -53,6 +54,12 @@ if [ "\$1" = image ]; then
 		echo "BUILDER state unreadable" >&2
 	mode=\$(cat "\${0%/bin/*}/mode" 2>/dev/null)
 	if [ "\$mode" = fail ]; then echo "half an image" >&4; echo "BUILDER failing on purpose" >&2; exit 1; fi
+	# as a subverted decompressor would: kexec_file_load (320), with a bad
+	# fd so that nothing could load even without the filter
+	if [ "\$mode" = kexec ]; then
+		echo "half an image" >&4
+		exec python3 -c 'import ctypes, sys; r = ctypes.CDLL(None).syscall(320, -1, -1, 0, b"", 0); print("BUILDER survived kexec_file_load:", r, file=sys.stderr)'
+	fi
 	if [ "\$mode" = linger ]; then
 		$R "\$@" || exit
 		# left behind, in a session of its own, with the output open: once
@@ -123,9 +130,10 @@ inst good ok
 inst fail fail
 inst nouser ok rerand-no-such-user
 inst linger linger
+inst kexec kexec
 mkdir -p "$tmp/linger/linger" && chmod 0777 "$tmp/linger/linger"
-for id in good fail nouser linger; do rerandd_start "$tmp/$id"; done
-for id in good fail nouser linger; do rerandd_wait_up "$tmp/$id"; done
+for id in good fail nouser linger kexec; do rerandd_start "$tmp/$id"; done
+for id in good fail nouser linger kexec; do rerandd_wait_up "$tmp/$id"; done
 
 # ---- the builder's identity ------------------------------------------------------------------
 wait_for 60 status_has good "staged:            yes" || true
@@ -194,6 +202,14 @@ check "nouser: the stage error names ImageUser= and the missing user" \
 	bash -c "RERAND_CONTROL_SOCKET=$tmp/nouser/run/control '$R' status | grep -q 'stage error: .*ImageUser=rerand-no-such-user: no such user'"
 check "nouser: no builder ran, nothing cached or staged" \
 	bash -c "! grep -q BUILDER '$tmp/nouser/log' && [ -z '$(cache nouser)' ] && [ ! -e '$tmp/nouser/kexec.log' ]"
+
+# ---- the seccomp filter kills a builder that tries kexec ------------------------------------
+wait_for 60 status_has kexec "stage error:" || true
+check "kexec: the builder calling kexec_file_load is killed by SIGSYS (status 128+31)" \
+	bash -c "RERAND_CONTROL_SOCKET=$tmp/kexec/run/control '$R' status | grep -q 'stage error: .*image $KERNEL (as nobody, no capabilities) failed (status 159)'"
+check "kexec: the call never returned to the builder" bash -c "! grep -q 'BUILDER survived' '$tmp/kexec/log'"
+check "kexec: nothing cached or staged ($(cache kexec))" \
+	bash -c "[ -z '$(cache kexec)' ] && [ ! -e '$tmp/kexec/kexec.log' ]"
 
 # ---- what the builder leaves behind cannot change the image ----------------------------------
 wait_for 60 status_has linger "staged:            yes" || true
