@@ -70,7 +70,7 @@ BASHCOMPDIR ?= $(shell $(PKG_CONFIG) --variable=completionsdir bash-completion 2
 # state (struct daemon); everything else in daemon/ is also linked into the
 # unit tests and fuzzers through libdaemon.a, with the stage blob
 # (daemon/stage.c keys its image cache by its SHA-256).
-DAEMON_PKGS := libsystemd libcap inih json-c libcrypto
+DAEMON_PKGS := libsystemd libcap libseccomp inih json-c libcrypto
 DAEMON_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_SRCS := $(sort $(wildcard daemon/*.c))

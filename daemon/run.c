@@ -21,6 +21,7 @@
 
 #include "child.h"
 #include "rerandd.h"
+#include "sandbox.h"
 
 /* A child's output on its way to the journal: split into lines, each logged
  * (escaped) by rr_log under the child's name, so a child can neither forge
@@ -125,6 +126,16 @@ static int spawn(char *const argv[], enum rr_child_caps caps, const struct rr_bu
 		 * (after the capability change, which would clear it). */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(126);
+		/* Last before exec: the builder's seccomp allow-list, which the
+		 * exec keeps (the calls above are not on it). */
+		if (builder) {
+			int r = sandbox_builder();
+			if (r < 0) {
+				fprintf(stderr, "cannot load the image builder's seccomp filter: %s\n",
+					strerror(-r));
+				_exit(126);
+			}
+		}
 		rr_child_exec(argv[0], argv);
 		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);

@@ -25,7 +25,7 @@ what=${1:-check}
 
 # libssl-dev: rerandd's SHA-256 comes from libcrypto
 build_pkgs="gcc make pkg-config binutils libelf-dev liblzma-dev libzstd-dev liblz4-dev
-zlib1g-dev libbz2-dev liblzo2-dev libsystemd-dev libcap-dev libinih-dev libcurl4-openssl-dev
+zlib1g-dev libbz2-dev liblzo2-dev libsystemd-dev libcap-dev libseccomp-dev libinih-dev libcurl4-openssl-dev
 libjson-c-dev libssl-dev"
 run_pkgs="qemu-system-x86 ovmf seabios kexec-tools busybox-static cpio xz-utils zstd lz4
 bzip2 gzip lzop python3 coreutils util-linux"

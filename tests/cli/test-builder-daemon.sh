@@ -5,7 +5,8 @@
 # the builder's own /proc/self/status and open fds to its output (which
 # rerandd logs) before it execs the real rerand.  Checks: run as root,
 # rerandd builds as ImageUser= (nobody) with no capabilities in any set,
-# an empty bounding set and no_new_privs, handed the kernel and its output
+# an empty bounding set, no_new_privs and a seccomp filter (which kills a
+# builder calling kexec_file_load), handed the kernel and its output
 # as fds 3 and 4, unable to read the state directory; the image it wrote is
 # staged; a builder that fails, a missing ImageUser= and a RerandBinary=
 # of another stage leave nothing in the cache and say why; a process the
@@ -44,7 +45,7 @@ EOF
 cat >"$tmp/wrap" <<EOF
 #!/bin/bash
 if [ "\$1" = image ]; then
-	grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status |
+	grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp|Seccomp_filters):' /proc/self/status |
 		tr -s '\t ' ' ' | sed 's/^/BUILDER /' >&2
 	sed -n 's/^Max \(cpu time\|file size\|address space\|core file size\)  *\([^ ]*\)  *\([^ ]*\).*/BUILDER limit \1: \2 \3/p' /proc/self/limits >&2
 	echo "BUILDER fd3 \$(readlink /proc/self/fd/3)" >&2
@@ -53,6 +54,12 @@ if [ "\$1" = image ]; then
 		echo "BUILDER state unreadable" >&2
 	mode=\$(cat "\${0%/bin/*}/mode" 2>/dev/null)
 	if [ "\$mode" = fail ]; then echo "half an image" >&4; echo "BUILDER failing on purpose" >&2; exit 1; fi
+	# as a subverted decompressor would: kexec_file_load (320), with a bad
+	# fd so that nothing could load even without the filter
+	if [ "\$mode" = kexec ]; then
+		echo "half an image" >&4
+		exec python3 -c 'import ctypes, sys; r = ctypes.CDLL(None).syscall(320, -1, -1, 0, b"", 0); print("BUILDER survived kexec_file_load:", r, file=sys.stderr)'
+	fi
 	if [ "\$mode" = linger ]; then
 		$R "\$@" || exit
 		# left behind, in a session of its own, with the output open: once
@@ -123,9 +130,10 @@ inst good ok
 inst fail fail
 inst nouser ok rerand-no-such-user
 inst linger linger
+inst kexec kexec
 mkdir -p "$tmp/linger/linger" && chmod 0777 "$tmp/linger/linger"
-for id in good fail nouser linger; do rerandd_start "$tmp/$id"; done
-for id in good fail nouser linger; do rerandd_wait_up "$tmp/$id"; done
+for id in good fail nouser linger kexec; do rerandd_start "$tmp/$id"; done
+for id in good fail nouser linger kexec; do rerandd_wait_up "$tmp/$id"; done
 
 # ---- the builder's identity ------------------------------------------------------------------
 wait_for 60 status_has good "staged:            yes" || true
@@ -143,6 +151,33 @@ for set in CapInh CapPrm CapEff CapBnd CapAmb; do
 	check "builder $set is empty ($(b $set:))" test "$(b $set:)" = 0000000000000000
 done
 check "builder has no_new_privs ($(b NoNewPrivs:))" test "$(b NoNewPrivs:)" = 1
+# 2: filter mode, the builder's own allow-list (daemon/sandbox.c) on top of
+# whatever this shell runs under; tests/unit/test_sandbox.c checks what it
+# allows and kills
+own=$(sed -n 's/^Seccomp_filters:[[:space:]]*//p' /proc/self/status)
+check "builder runs under a seccomp filter of its own (Seccomp: $(b Seccomp:), filters $(b Seccomp_filters:), this test's ${own:-?})" \
+	eval 'test "$(b Seccomp:)" = 2 && { [ -z "$own" ] || [ "$(b Seccomp_filters:)" = $((own + 1)) ]; }'
+# Under rerandd.service the builder loads its filter through the unit's own:
+# seccomp(2) must be on the unit's SystemCallFilter= (@system-service lacks
+# it), or every stage fails with "cannot load the image builder's seccomp
+# filter".  The groups are expanded by this machine's systemd-analyze.
+expand_filter() {
+	local n
+	for n in "$@"; do
+		case $n in
+		@*) systemd-analyze syscall-filter "$n" 2>/dev/null | sed -n '2,$p' | sed 's/^ *//; s/ *#.*//' |
+			grep -v '^$' | while read -r m; do expand_filter "$m"; done ;;
+		*) echo "$n" ;;
+		esac
+	done
+}
+if command -v systemd-analyze >/dev/null && systemd-analyze syscall-filter @system-service >/dev/null 2>&1; then
+	unit_calls=$(expand_filter $(sed -n 's/^SystemCallFilter=\([^~].*\)/\1/p' "$top/systemd/rerandd.service") | sort -u)
+	check "rerandd.service's SystemCallFilter= allows seccomp, for the builder's filter ($(wc -l <<<"$unit_calls") calls)" \
+		grep -qx seccomp <<<"$unit_calls"
+else
+	skip "no systemd-analyze syscall-filter: the unit's SystemCallFilter= is not expanded"
+fi
 check "builder limits: CPU 300 s, address space 2 GiB, files 512 MiB, no core ($(b 'limit cpu time:'); $(b 'limit address space:'); $(b 'limit file size:'); $(b 'limit core file size:'))" \
 	test "$(b 'limit cpu time:'),$(b 'limit address space:'),$(b 'limit file size:'),$(b 'limit core file size:')" = \
 		"300 300,2147483648 2147483648,536870912 536870912,0 0"
@@ -167,6 +202,14 @@ check "nouser: the stage error names ImageUser= and the missing user" \
 	bash -c "RERAND_CONTROL_SOCKET=$tmp/nouser/run/control '$R' status | grep -q 'stage error: .*ImageUser=rerand-no-such-user: no such user'"
 check "nouser: no builder ran, nothing cached or staged" \
 	bash -c "! grep -q BUILDER '$tmp/nouser/log' && [ -z '$(cache nouser)' ] && [ ! -e '$tmp/nouser/kexec.log' ]"
+
+# ---- the seccomp filter kills a builder that tries kexec ------------------------------------
+wait_for 60 status_has kexec "stage error:" || true
+check "kexec: the builder calling kexec_file_load is killed by SIGSYS (status 128+31)" \
+	bash -c "RERAND_CONTROL_SOCKET=$tmp/kexec/run/control '$R' status | grep -q 'stage error: .*image $KERNEL (as nobody, no capabilities) failed (status 159)'"
+check "kexec: the call never returned to the builder" bash -c "! grep -q 'BUILDER survived' '$tmp/kexec/log'"
+check "kexec: nothing cached or staged ($(cache kexec))" \
+	bash -c "[ -z '$(cache kexec)' ] && [ ! -e '$tmp/kexec/kexec.log' ]"
 
 # ---- what the builder leaves behind cannot change the image ----------------------------------
 wait_for 60 status_has linger "staged:            yes" || true
