@@ -142,6 +142,16 @@ int main(void)
 		 "the hook at work, no lock held: wait NewKernelSettle= (90 s)");
 	unlink(cmd);
 	T_EQ_U64(kernels_new_wait(&c, locks, now, &since, "new kernel"), 0, "the hook done, no lock held: stage now");
+	/* NULL: [Paths] PackageLocks=, blank-separated (rerandd's callers) */
+	snprintf(c.package_locks, sizeof(c.package_locks), "%s  %s", none, front);
+	T_OK(hold(front, F_WRLCK, &h) == 0, "a child holds %s", front);
+	T_EQ_U64(kernels_new_wait(&c, NULL, now, &since, "rerandomizing reboot"), 5,
+		 "PackageLocks=\"%s  %s\": the second is held, wait", none, front);
+	T_OK(release(&h) == 0 && kernels_new_wait(&c, NULL, now, &since, "rerandomizing reboot") == 0,
+	     "released: no wait");
+	config_defaults(&c);
+	T_OK(!strcmp(c.package_locks, "/var/lib/dpkg/lock-frontend /var/lib/dpkg/lock"),
+	     "PackageLocks= is dpkg's lock-frontend and lock by default");
 	/* the real locks' paths, not probed here (the host's dpkg may run) */
 	T_OK(!strcmp(rr_dpkg_locks[0], "/var/lib/dpkg/lock-frontend") &&
 	     !strcmp(rr_dpkg_locks[1], "/var/lib/dpkg/lock") && !rr_dpkg_locks[2],

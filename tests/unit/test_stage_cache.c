@@ -123,7 +123,8 @@ static void replaced_kernel(struct rr_config c, const char *kdir, const char *di
 	snprintf(path, sizeof(path), "%.400s/boot-vmlinuz", dir);
 	snprintf(c.kernel, sizeof(c.kernel), "%.500s", path);
 	T_OK(replace_file(first, path) == 0 && sha256sum(from, sha2) == 0, "setup: %s", path);
-	T_OK(stage_plan(&c, NULL, &p, &e) == 0, "planned %s: sha256 %.16s %s", path, p.sha, e.msg);
+	r = stage_plan(&c, NULL, &p, &e);
+	T_OK(r == 0, "planned %s: sha256 %.16s %s", path, p.sha, r < 0 ? e.msg : "");
 	/* the upgrade lands after the hash, before the builder opens it */
 	T_OK(replace_file(from, path) == 0, "%s replaced by %s between the plan and the build", path,
 	     second);
