@@ -70,6 +70,8 @@ void config_defaults(struct rr_config *c)
 		 "/sys/firmware/efi/efivars/LoaderEntrySelected-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f");
 	/* bootctl's order: the ESP at /efi, /boot or /boot/efi; XBOOTLDR at /boot */
 	snprintf(c->boot_loader_roots, sizeof(c->boot_loader_roots), "/efi /boot /boot/efi");
+	snprintf(c->package_locks, sizeof(c->package_locks), "%s %s", rr_dpkg_locks[0],
+		 rr_dpkg_locks[1]);
 	/* A boot has ConfirmTimeoutSec= to reach boot-complete.target and pass
 	 * the post-boot checks; the watchdog armed before the kexec covers the
 	 * same span (iTCO_wdt counts up to 613 s). */

@@ -34,6 +34,7 @@ const struct rr_cfg_key rr_cfg_keys[] = {
 	{ "Paths", "Uevents", K_PATH, F(uevents) },
 	{ "Paths", "LoaderEntrySelected", K_PATH, F(loader_entry_selected) },
 	{ "Paths", "BootLoaderRoots", K_STR, F(boot_loader_roots) },
+	{ "Paths", "PackageLocks", K_STR, F(package_locks) },
 	{ "Paths", "Lockdown", K_PATH, F(lockdown_file) },
 	{ "Paths", "SecureBoot", K_PATH, F(secureboot_file) },
 	{ "Paths", "BootParams", K_PATH, F(boot_params_file) },

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -31,46 +32,129 @@ int digest_hex(const void *p, size_t n, char hex[65])
 	return 0;
 }
 
-/* Streamed: a kernel is tens of MiB and is hashed at every /boot change. */
-int digest_file_hex(const char *path, char hex[65], struct rr_err *e)
+/* Streamed: a kernel is tens of MiB and is hashed at every /boot change.
+ * pread from 0, so the fd's offset is neither used nor moved. */
+int digest_fd_hex(int fd, const char *name, char hex[65], struct rr_err *e)
 {
 	unsigned char buf[65536], md[EVP_MAX_MD_SIZE];
 	unsigned int len = 0;
 	EVP_MD_CTX *ctx;
-	int fd, r = 0;
+	off_t off = 0;
+	int r = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return rr_errf(e, errno, "%s: cannot open: %s", path, strerror(errno));
 	ctx = EVP_MD_CTX_new();
 	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
-		r = rr_errf(e, ENOMEM, "%s: cannot start SHA-256 (libcrypto)", path);
+		r = rr_errf(e, ENOMEM, "%s: cannot start SHA-256 (libcrypto)", name);
 		goto out;
 	}
 	for (;;) {
-		ssize_t n = read(fd, buf, sizeof(buf));
+		ssize_t n = pread(fd, buf, sizeof(buf), off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			r = rr_errf(e, errno, "%s: read failed: %s", path, strerror(errno));
+			r = rr_errf(e, errno, "%s: read failed: %s", name, strerror(errno));
 			goto out;
 		}
 		if (!n)
 			break;
+		off += n;
 		if (!EVP_DigestUpdate(ctx, buf, (size_t)n)) {
-			r = rr_errf(e, EIO, "%s: SHA-256 failed (libcrypto)", path);
+			r = rr_errf(e, EIO, "%s: SHA-256 failed (libcrypto)", name);
 			goto out;
 		}
 	}
 	if (!EVP_DigestFinal_ex(ctx, md, &len) || len != 32) {
-		r = rr_errf(e, EIO, "%s: SHA-256 failed (libcrypto)", path);
+		r = rr_errf(e, EIO, "%s: SHA-256 failed (libcrypto)", name);
 		goto out;
 	}
 	to_hex(md, hex);
 out:
 	EVP_MD_CTX_free(ctx);
+	return r;
+}
+
+int digest_file_hex(const char *path, char hex[65], struct rr_err *e)
+{
+	int fd, r;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return rr_errf(e, errno, "%s: cannot open: %s", path, strerror(errno));
+	r = digest_fd_hex(fd, path, hex, e);
 	close(fd);
 	return r;
+}
+
+/* ---- the kernel file: hashed and handed to the builder as one file -------- */
+
+static struct rr_kernel_id id_of(const struct stat *st)
+{
+	return (struct rr_kernel_id){ .dev = (uint64_t)st->st_dev, .ino = (uint64_t)st->st_ino,
+				      .size = (int64_t)st->st_size,
+				      .mtime_sec = (int64_t)st->st_mtim.tv_sec,
+				      .mtime_nsec = (int64_t)st->st_mtim.tv_nsec };
+}
+
+/* O_NONBLOCK: opening a FIFO planted at the kernel's path must not hang
+ * the helper; anything but a regular file is refused once it is open. */
+int digest_kernel_open(const char *path, struct rr_kernel_id *id, struct rr_err *e)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+	if (fd < 0)
+		return rr_errf(e, errno, "%s: cannot open the kernel: %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		int r = rr_errf(e, errno, "%s: cannot stat the kernel: %s", path, strerror(errno));
+		close(fd);
+		return r;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return rr_errf(e, EINVAL, "%s: not a regular file: a kernel must be one", path);
+	}
+	*id = id_of(&st);
+	return fd;
+}
+
+int digest_kernel(int fd, const char *path, const struct rr_kernel_id *id, char hex[65],
+		  struct rr_err *e)
+{
+	struct rr_kernel_id after;
+	struct stat st;
+	int r = digest_fd_hex(fd, path, hex, e);
+
+	if (r < 0)
+		return r;
+	if (fstat(fd, &st) < 0)
+		return rr_errf(e, errno, "%s: cannot stat the kernel: %s", path, strerror(errno));
+	/* written to in place while it was read: the hash is of no one content */
+	after = id_of(&st);
+	if (!digest_kernel_same(id, &after))
+		return rr_errf(e, ESTALE, "%s: changed while it was hashed (a package upgrade?)",
+			       path);
+	return 0;
+}
+
+bool digest_kernel_same(const struct rr_kernel_id *a, const struct rr_kernel_id *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec;
+}
+
+int digest_kernel_reopen(const char *path, const struct rr_kernel_id *want, struct rr_err *e)
+{
+	struct rr_kernel_id got;
+	int fd = digest_kernel_open(path, &got, e);
+
+	if (fd < 0)
+		return fd;
+	if (!digest_kernel_same(want, &got)) {
+		close(fd);
+		return rr_errf(e, ESTALE, "%s: replaced while staging (a package upgrade?): the file "
+			       "is not the one hashed for the image cache; staging again", path);
+	}
+	return fd;
 }
 
 /* ---- the record of a built image: <image>.sha256 -------------------------- */

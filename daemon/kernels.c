@@ -131,28 +131,50 @@ const char *kernels_pkg_busy(const char *const *locks)
 	return NULL;
 }
 
-int64_t kernels_new_wait(const struct rr_config *c, const char *const *locks, time_t now,
-			 time_t *pkg_since)
+/* PackageLocks= as a NULL-ended list; buf holds the words. */
+static void config_locks(const struct rr_config *c, char *buf, size_t len, const char **out,
+			 size_t n)
 {
+	size_t i = 0;
+	char *save = NULL, *w;
+
+	snprintf(buf, len, "%s", c->package_locks);
+	for (w = strtok_r(buf, " \t", &save); w && i + 1 < n; w = strtok_r(NULL, " \t", &save))
+		out[i++] = w;
+	out[i] = NULL;
+}
+
+int64_t kernels_new_wait(const struct rr_config *c, const char *const *locks, time_t now,
+			 time_t *pkg_since, const char *what)
+{
+	char buf[sizeof(c->package_locks)];
+	const char *mine[16];
 	const char *held;
 
+	if (!locks) {
+		config_locks(c, buf, sizeof(buf), mine, sizeof(mine) / sizeof(mine[0]));
+		locks = mine;
+	}
 	/* The hook is writing the image: stage from it once it is there. */
-	if (kernels_hook_busy(c))
+	if (kernels_hook_busy(c)) {
+		rr_log(RR_LOG_INFO, "%s: waiting for rerand's kernel hook, which is building an "
+		       "image", what);
 		return c->new_kernel_settle > 0 ? c->new_kernel_settle : 1;
+	}
 	/* dpkg still configures packages: the kernel's postinst.d hooks
 	 * (initramfs first, then rerand's) may not have run yet, and a
 	 * settle that expires meanwhile would build the image twice. */
 	held = kernels_pkg_busy(locks);
 	if (held && !*pkg_since) {
 		*pkg_since = now;
-		rr_log(RR_LOG_INFO, "new kernel: waiting while the package manager holds %s "
-		       "(at most %d min)", held, PKG_WAIT_MAX / 60);
+		rr_log(RR_LOG_INFO, "%s: waiting while the package manager holds %s "
+		       "(at most %d min)", what, held, PKG_WAIT_MAX / 60);
 	}
 	if (held && now - *pkg_since < PKG_WAIT_MAX)
 		return PKG_RECHECK;
 	if (held)
-		rr_log(RR_LOG_WARNING, "new kernel: %s is still held after %d min; staging "
-		       "without waiting for the package manager", held, PKG_WAIT_MAX / 60);
+		rr_log(RR_LOG_WARNING, "%s: %s is still held after %d min; staging "
+		       "without waiting for the package manager", what, held, PKG_WAIT_MAX / 60);
 	*pkg_since = 0;
 	return 0;
 }

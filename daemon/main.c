@@ -53,6 +53,10 @@ static void on_staged(int r, const struct rr_stage_plan *p, const char *msg, voi
 		/* a /boot change, but the staged kernel is still the newest */
 	} else if (r < 0) {
 		d->stage_failed_at = time(NULL);
+		/* the kernel file was replaced between its hash and its build (an
+		 * upgrade): planned again in 5 s, not after the back-off */
+		if (r == -ESTALE)
+			d->stage_failed_at -= STAGE_RETRY - 5;
 		set_stage_error(d, msg);
 	} else {
 		if (new_kernel)
@@ -107,7 +111,7 @@ static void check_new_kernel(struct daemon *d)
 	/* The package's hook is building the new kernel's image, or dpkg has
 	 * yet to run it: stage from its image once it is there rather than
 	 * build a second one meanwhile. */
-	wait = kernels_new_wait(&d->cfg, rr_dpkg_locks, time(NULL), &d->pkg_wait_since);
+	wait = kernels_new_wait(&d->cfg, NULL, time(NULL), &d->pkg_wait_since, "new kernel");
 	if (wait > 0) {
 		d->new_kernel_at = time(NULL) + wait;
 		return;
@@ -308,6 +312,8 @@ static void evaluate(struct daemon *d)
 		next_ms = (int64_t)(d->out.when - now) * 1000;
 	if (d->new_kernel_at > now && (int64_t)(d->new_kernel_at - now) * 1000 < next_ms)
 		next_ms = (int64_t)(d->new_kernel_at - now) * 1000;
+	if (d->restage_at > now && (int64_t)(d->restage_at - now) * 1000 < next_ms)
+		next_ms = (int64_t)(d->restage_at - now) * 1000;
 	time_t crash_at = d->cr.job ? 0 : crash_next(&d->cfg, &d->cr);
 	if (crash_at && (crash_at <= now || (int64_t)(crash_at - now) * 1000 < next_ms))
 		next_ms = crash_at <= now ? 0 : (int64_t)(crash_at - now) * 1000;

@@ -79,6 +79,7 @@ struct rr_config {
 					     * cannot say; "" = not asked */
 	char loader_entry_selected[RR_PATH]; /* efivarfs: systemd-boot's entry of this boot */
 	char boot_loader_roots[RR_PATH];    /* where the ESP/XBOOTLDR may be mounted, blank-separated */
+	char package_locks[RR_PATH];        /* dpkg's lock files, blank-separated */
 	/* [Stage] */
 	char kernel[RR_PATH];               /* "" = <boot>/vmlinuz-$(uname -r) */
 	char initrd[RR_PATH];               /* "" = guess from the kernel; "none" */
@@ -460,6 +461,27 @@ enum rr_resume state_resume(struct rr_state *s, const char *boot_id);
 /* ---- digest.c: SHA-256 (libcrypto) as 64 hex digits ----------------------- */
 int digest_hex(const void *p, size_t n, char hex[65]);
 int digest_file_hex(const char *path, char hex[65], struct rr_err *e);
+/* The same of an open file, read with pread from offset 0; name for messages. */
+int digest_fd_hex(int fd, const char *name, char hex[65], struct rr_err *e);
+/* Which file a kernel path named when it was hashed.  The builder must read
+ * the very file whose hash keys the image cache: a package upgrade renames a
+ * new vmlinuz over the path, and an image of one kernel must never be cached
+ * under the other's hash. */
+struct rr_kernel_id {
+	uint64_t dev, ino;
+	int64_t size, mtime_sec, mtime_nsec;
+};
+/* Open a kernel read-only, close-on-exec; -EINVAL for anything but a
+ * regular file (a FIFO does not hang the open).  Its identity in id. */
+int digest_kernel_open(const char *path, struct rr_kernel_id *id, struct rr_err *e);
+/* The SHA-256 of the kernel open as fd (digest_kernel_open gave id);
+ * -ESTALE if the file changed while it was read. */
+int digest_kernel(int fd, const char *path, const struct rr_kernel_id *id, char hex[65],
+		  struct rr_err *e);
+bool digest_kernel_same(const struct rr_kernel_id *a, const struct rr_kernel_id *b);
+/* Open path again for the builder: -ESTALE, and why, unless it is still the
+ * file want names (the one hashed). */
+int digest_kernel_reopen(const char *path, const struct rr_kernel_id *want, struct rr_err *e);
 /* The SHA-256 of a whole image as it was built, in <image>.sha256
  * (sha256sum's "HEX  NAME" line), written atomically. */
 int digest_record_write(const char *image, const char hex[65], struct rr_err *e);
@@ -548,6 +570,8 @@ struct rr_stage_plan {
 	/* SHA-256 of the whole image file as built here (its .sha256 record),
 	 * checked by `rerand load --sha256`; "" for a pre-signed image */
 	char image_sha256[65];
+	/* the kernel file hashed into sha: the builder gets this file or none */
+	struct rr_kernel_id kernel_id;
 };
 const char *stage_source_name(enum rr_image_source s);
 /* The release (uname -r) a kernel file says it is: the first word of its
@@ -563,6 +587,11 @@ int stage_clean_cmdline(const char *in, char *out, size_t len, struct rr_err *e)
 int stage_newest_kernel(const char *boot_dir, char *out, size_t len);
 int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr_stage_plan *p,
 	       struct rr_err *e);
+/* A staged plan's key again, from the kernel file as it is now (the restage
+ * before a reboot, a periodic restage): 1 and why in note if the file
+ * changed since (its image is another), 0 if not, <0 if it cannot be hashed. */
+int stage_rekey(const struct rr_config *c, struct rr_stage_plan *p, char *note, size_t notelen,
+		struct rr_err *e);
 /* Build the image into the cache unless it is there already (signed with
  * SignKey= when the plan says so), or check a pre-signed one: signed, and
  * of the plan's release.  Sets p->signer.  Blocking (tests); rerandd uses
@@ -653,11 +682,13 @@ extern const char *const rr_dpkg_locks[];
 int kernels_lock_held(const char *path);
 /* The first of the NULL-ended locks another process holds, or NULL. */
 const char *kernels_pkg_busy(const char *const *locks);
-/* Whether a new kernel seen in /boot can be staged now: 0, or the seconds
- * until rerandd should look again (the hook is at work; one of locks is
- * held, for at most 30 min counted from *pkg_since, which it keeps). */
+/* Whether a kernel can be staged now (a new one seen in /boot, the fresh
+ * stage of a reboot): 0, or the seconds until rerandd should look again
+ * (the hook is at work; one of locks, NULL: [Paths] PackageLocks=, is held,
+ * for at most 30 min counted from *pkg_since, which it keeps).  what names
+ * the waiter in the log. */
 int64_t kernels_new_wait(const struct rr_config *c, const char *const *locks, time_t now,
-			 time_t *pkg_since);
+			 time_t *pkg_since, const char *what);
 
 /* ---- panic.c: panic= on the staged command lines -------------------------- */
 /* in with panic=N (sec; < 0: -1, reboot at once) and its mark rerand.panic=N
@@ -882,6 +913,8 @@ struct daemon {
 	char stage_error[RR_ERR_MAX];
 	time_t new_kernel_at;          /* settle deadline after a /boot change */
 	time_t pkg_wait_since;         /* a new kernel waits for dpkg since */
+	time_t restage_at;             /* the reboot's fresh stage waits (dpkg) until */
+	time_t restage_pkg_since;      /* ... for dpkg since */
 	time_t rebooting_since;
 	struct rr_policy_out out;
 	struct rr_coord co;            /* the fleet lock; off with Backend=none */

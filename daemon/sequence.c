@@ -57,8 +57,28 @@ void seq_unwind(struct daemon *d, const char *why)
 	/* the slot (if any) goes back before the next try */
 	coord_abort(&d->co);
 	d->rebooting_since = 0;
+	d->restage_at = d->restage_pkg_since = 0;
 	set_phase(d, RR_PH_IDLE);
 	daemon_evaluate_soon(d);
+}
+
+/* restage: a fresh seed just before the reboot (the staged one has sat in
+ * memory since the last restage), from the kernel file hashed again.  Not
+ * while dpkg or the kernel hook is at work, as a new kernel waits: a kernel
+ * being replaced would be staged half-installed (its initramfs not yet
+ * made).  The wait is kernels_new_wait's, at most 30 min for dpkg. */
+static void step_restage(struct daemon *d, time_t now)
+{
+	int64_t wait = kernels_new_wait(&d->cfg, NULL, now, &d->restage_pkg_since,
+					"rerandomizing reboot");
+
+	if (wait > 0) {
+		d->restage_at = now + wait;
+		return;
+	}
+	d->restage_at = 0;
+	if (daemon_stage(d, d->staged ? &d->plan : NULL, false) < 0)
+		seq_unwind(d, "the fresh stage could not start");
 }
 
 /* gate: at most MaxConcurrent hosts of the group past this point at once;
@@ -78,10 +98,8 @@ static void step_gate(struct daemon *d)
 		cancel_unsaved(d);
 		return;
 	}
-	/* A fresh seed just before the reboot: the staged one has sat in
-	 * memory since the last restage. */
-	if (daemon_stage(d, d->staged ? &d->plan : NULL, false) < 0)
-		seq_unwind(d, "the fresh stage could not start");
+	d->restage_pkg_since = 0;
+	step_restage(d, time(NULL));
 }
 
 static void step_confirm(struct daemon *d);
@@ -106,7 +124,9 @@ void seq_restaged(struct daemon *d, int r)
 {
 	struct rr_err e;
 
-	if (d->st.phase != RR_PH_RESTAGE)
+	/* another stage (`rerand stage`) while the fresh one waits for dpkg
+	 * is not the fresh one */
+	if (d->st.phase != RR_PH_RESTAGE || d->restage_at)
 		return;
 	if (r < 0) {
 		seq_unwind(d, "the fresh stage failed");
@@ -191,6 +211,10 @@ void seq_step(struct daemon *d, time_t now)
 		step_confirm(d);
 		break;
 	case RR_PH_RESTAGE:
+		coord_keepalive(&d->co);
+		if (d->restage_at && now >= d->restage_at && !d->stage_job)
+			step_restage(d, now);
+		break;
 	case RR_PH_HOOKS:
 	case RR_PH_REBOOT:
 		/* a job or a D-Bus call runs; its completion moves on.  The

@@ -132,13 +132,18 @@ const char *stage_source_name(enum rr_image_source s)
 	return "unknown";
 }
 
-int stage_kernel_release(const char *kernel, char *ret, size_t len, struct rr_err *e)
+/* The release from an open kernel file (fd: kept open, read from offset 0). */
+static int kernel_release_fd(int fd, const char *kernel, char *ret, size_t len, struct rr_err *e)
 {
 	struct rr_bzimage bz;
 	uint8_t *buf;
 	size_t n, w = 0;
-	int r = rr_read_file(kernel, 512u << 20, &buf, &n, e);
+	int dup, r;
 
+	/* rr_read_fd reads from the offset and closes what it is given */
+	if (lseek(fd, 0, SEEK_SET) < 0 || (dup = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
+		return rr_errf(e, errno, "%s: %s", kernel, strerror(errno));
+	r = rr_read_fd(dup, kernel, 512u << 20, &buf, &n, e);
 	if (r < 0)
 		return r;
 	r = rr_bzimage_parse(buf, n, kernel, &bz, e);
@@ -158,6 +163,18 @@ int stage_kernel_release(const char *kernel, char *ret, size_t len, struct rr_er
 	return 0;
 }
 
+int stage_kernel_release(const char *kernel, char *ret, size_t len, struct rr_err *e)
+{
+	struct rr_kernel_id id;
+	int fd = digest_kernel_open(kernel, &id, e), r;
+
+	if (fd < 0)
+		return fd;
+	r = kernel_release_fd(fd, kernel, ret, len, e);
+	close(fd);
+	return r;
+}
+
 /* Lockdown and Secure Boot as [Paths] says; Secure Boot from boot_params
  * where the efivarfs variable cannot say (no efivarfs in a container or an
  * initramfs; a BIOS boot says absent either way). */
@@ -173,7 +190,8 @@ static int secure_probe(const struct rr_config *c, struct rr_lockdown_state *ld,
 
 /* Under lockdown kexec_file_load takes signed images only: where this
  * plan's comes from.  Nothing unsigned is ever tried. */
-static int plan_signed(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e)
+static int plan_signed(const struct rr_config *c, struct rr_stage_plan *p, int kfd,
+		       struct rr_err *e)
 {
 	struct rr_lockdown_state ld;
 	char presigned[RR_PATH + 160];
@@ -186,7 +204,7 @@ static int plan_signed(const struct rr_config *c, struct rr_stage_plan *p, struc
 	p->source = RR_IMG_BUILT;
 	if (!ld.locked)
 		return 0;
-	r = stage_kernel_release(p->kernel, p->release, sizeof(p->release), e);
+	r = kernel_release_fd(kfd, p->kernel, p->release, sizeof(p->release), e);
 	if (r < 0)
 		return r;
 	snprintf(presigned, sizeof(presigned), "%s/%s.img", c->signed_dir, p->release);
@@ -211,6 +229,30 @@ static int plan_signed(const struct rr_config *c, struct rr_stage_plan *p, struc
 		       "in [Stage] (signing on this machine weakens lockdown); see docs/secure-boot.md",
 		       rr_lockdown_name(ld.lockdown), rr_secureboot_name(ld.secureboot), p->kernel,
 		       p->release, presigned);
+}
+
+/* The cache key, from one open file: the SHA-256 of the kernel, the
+ * identity of the file that was hashed (the builder gets that file or
+ * none), the release (under lockdown) from the same file. */
+static int plan_key(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e)
+{
+	int kfd, r;
+
+	kfd = digest_kernel_open(p->kernel, &p->kernel_id, e);
+	if (kfd < 0)
+		return kfd;
+	r = digest_kernel(kfd, p->kernel, &p->kernel_id, p->sha, e);
+	if (r == 0 && !*stage_blob_sha())
+		r = rr_errf(e, EIO, "cannot hash the built-in stage (libcrypto)");
+	if (r == 0) {
+		snprintf(p->stage_sha, sizeof(p->stage_sha), "%s", stage_blob_sha());
+		snprintf(p->image, sizeof(p->image), "%s/images/%s.%s.img", c->state_dir, p->sha,
+			 p->stage_sha);
+		p->release[0] = p->signer[0] = p->image_sha256[0] = 0;
+		r = plan_signed(c, p, kfd, e);
+	}
+	close(kfd);
+	return r;
 }
 
 int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr_stage_plan *p,
@@ -283,15 +325,25 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 	if (r < 0)
 		return r;
 
-	r = digest_file_hex(p->kernel, p->sha, e);
-	if (r < 0)
-		return r;
-	if (!*stage_blob_sha())
-		return rr_errf(e, EIO, "cannot hash the built-in stage (libcrypto)");
-	snprintf(p->stage_sha, sizeof(p->stage_sha), "%s", stage_blob_sha());
-	snprintf(p->image, sizeof(p->image), "%s/images/%s.%s.img", c->state_dir, p->sha,
-		 p->stage_sha);
-	return plan_signed(c, p, e);
+	return plan_key(c, p, e);
+}
+
+int stage_rekey(const struct rr_config *c, struct rr_stage_plan *p, char *note, size_t notelen,
+		struct rr_err *e)
+{
+	char was[65];
+	int r;
+
+	snprintf(was, sizeof(was), "%s", p->sha);
+	r = plan_key(c, p, e);
+	if (r == 0 && strcmp(was, p->sha)) {
+		if (note)
+			snprintf(note, notelen, "%s changed since it was staged (sha256 %.16s... now "
+				 "%.16s...; a package upgrade?): staging the file there now",
+				 p->kernel, was, p->sha);
+		return 1;
+	}
+	return r;
 }
 
 /* The image at path parses, is signed when it must be, and (pre-signed)
@@ -648,6 +700,7 @@ struct helper_result {
 	int need_build;
 	char msg[RR_ERR_MAX];
 	char note[RR_ERR_MAX];            /* why a cached image is rebuilt, for the log */
+	char changed[RR_ERR_MAX];         /* the staged kernel's file changed, for the log */
 	struct rr_stage_plan p;
 };
 
@@ -681,9 +734,12 @@ static int prep_child(void *ud, int fd)
 	struct rr_err e = { "" };
 	int r = 0;
 
-	if (a->req->plan)
+	if (a->req->plan) {
+		/* hashed again: a kernel replaced since it was staged is noticed */
 		res.p = *a->req->plan;
-	else if (a->req->planner)
+		r = stage_rekey(a->c, &res.p, res.changed, sizeof(res.changed), &e);
+		r = r > 0 ? 0 : r;
+	} else if (a->req->planner)
 		r = a->req->planner(a->c, a->req->planner_arg, &res.p, &e);
 	else
 		r = stage_plan(a->c, a->req->kernel, &res.p, &e);
@@ -887,9 +943,11 @@ static int start_build(struct rr_stage_job *sj, struct rr_err *e)
 	r = builder_identity(&sj->c, &b, e);
 	if (r < 0)
 		return r;
-	b.kernel_fd = open(sj->p.kernel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* the file the plan hashed, or nothing: its image is cached under
+	 * that hash */
+	b.kernel_fd = digest_kernel_reopen(sj->p.kernel, &sj->p.kernel_id, e);
 	if (b.kernel_fd < 0)
-		return rr_errf(e, errno, "%s: cannot open: %s", sj->p.kernel, strerror(errno));
+		return b.kernel_fd;
 	b.out_fd = make_tmp(&sj->p, "tmp", sj->tmp, sizeof(sj->tmp), e);
 	if (b.out_fd < 0) {
 		*sj->tmp = 0;
@@ -923,6 +981,8 @@ static void on_prepped(int status, const void *buf, size_t len, void *ud)
 		return;
 	}
 	sj->p = res->p;
+	if (*res->changed)
+		rr_log(RR_LOG_NOTICE, "%s", res->changed);
 	if (*res->note)
 		rr_log(RR_LOG_ERR, "%s", res->note);
 	if (res->r != 0) {

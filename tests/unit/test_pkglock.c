@@ -119,17 +119,17 @@ int main(void)
 	memset(&c, 0, sizeof(c));
 	snprintf(c.state_dir, sizeof(c.state_dir), "%s", dir);   /* no images/: no hook at work */
 	c.new_kernel_settle = 90;
-	T_EQ_U64(kernels_new_wait(&c, locks, now, &since), 5, "dpkg at work: look again in 5 s");
+	T_EQ_U64(kernels_new_wait(&c, locks, now, &since, "new kernel"), 5, "dpkg at work: look again in 5 s");
 	T_OK(since == now, "the wait counts from the first look");
-	T_EQ_U64(kernels_new_wait(&c, locks, now + 1799, &since), 5,
+	T_EQ_U64(kernels_new_wait(&c, locks, now + 1799, &since, "new kernel"), 5,
 		 "still held after 29 min 59 s: still waiting");
 	T_OK(since == now, "later looks keep the start");
-	T_EQ_U64(kernels_new_wait(&c, locks, now + 1800, &since), 0,
+	T_EQ_U64(kernels_new_wait(&c, locks, now + 1800, &since, "new kernel"), 0,
 		 "still held after 30 min: stage anyway (the wait is bounded)");
 	T_OK(since == 0, "and the next new kernel waits afresh");
-	T_EQ_U64(kernels_new_wait(&c, locks, now + 1810, &since), 5, "a new wait begins");
+	T_EQ_U64(kernels_new_wait(&c, locks, now + 1810, &since, "new kernel"), 5, "a new wait begins");
 	T_OK(release(&h) == 0, "dpkg is done");
-	T_EQ_U64(kernels_new_wait(&c, locks, now + 1815, &since), 0, "lock free: stage now");
+	T_EQ_U64(kernels_new_wait(&c, locks, now + 1815, &since, "new kernel"), 0, "lock free: stage now");
 	T_OK(since == 0, "the wait is over");
 
 	/* the hook's rule stays first: its .hook-VERSION.tmp waits NewKernelSettle= */
@@ -138,10 +138,20 @@ int main(void)
 	snprintf(cmd, sizeof(cmd), "%s/images/.hook-6.12.1-amd64.tmp", dir);
 	fd = open(cmd, O_WRONLY | O_CREAT, 0600);
 	T_OK(fd >= 0 && close(fd) == 0, "the hook writes .hook-6.12.1-amd64.tmp");
-	T_EQ_U64(kernels_new_wait(&c, locks, now, &since), 90,
+	T_EQ_U64(kernels_new_wait(&c, locks, now, &since, "new kernel"), 90,
 		 "the hook at work, no lock held: wait NewKernelSettle= (90 s)");
 	unlink(cmd);
-	T_EQ_U64(kernels_new_wait(&c, locks, now, &since), 0, "the hook done, no lock held: stage now");
+	T_EQ_U64(kernels_new_wait(&c, locks, now, &since, "new kernel"), 0, "the hook done, no lock held: stage now");
+	/* NULL: [Paths] PackageLocks=, blank-separated (rerandd's callers) */
+	snprintf(c.package_locks, sizeof(c.package_locks), "%s  %s", none, front);
+	T_OK(hold(front, F_WRLCK, &h) == 0, "a child holds %s", front);
+	T_EQ_U64(kernels_new_wait(&c, NULL, now, &since, "rerandomizing reboot"), 5,
+		 "PackageLocks=\"%s  %s\": the second is held, wait", none, front);
+	T_OK(release(&h) == 0 && kernels_new_wait(&c, NULL, now, &since, "rerandomizing reboot") == 0,
+	     "released: no wait");
+	config_defaults(&c);
+	T_OK(!strcmp(c.package_locks, "/var/lib/dpkg/lock-frontend /var/lib/dpkg/lock"),
+	     "PackageLocks= is dpkg's lock-frontend and lock by default");
 	/* the real locks' paths, not probed here (the host's dpkg may run) */
 	T_OK(!strcmp(rr_dpkg_locks[0], "/var/lib/dpkg/lock-frontend") &&
 	     !strcmp(rr_dpkg_locks[1], "/var/lib/dpkg/lock") && !rr_dpkg_locks[2],

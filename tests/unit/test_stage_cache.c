@@ -68,6 +68,90 @@ static bool has_our_stage(const char *path)
 	return same;
 }
 
+/* The release an image's kernel says it is ("" if it does not parse). */
+static void image_release(const char *path, char *out, size_t n)
+{
+	struct rr_image im;
+	uint8_t *buf;
+	size_t len, w = 0;
+
+	*out = 0;
+	if (rr_read_file(path, 512u << 20, &buf, &len, NULL) < 0)
+		return;
+	if (rr_image_parse(buf, len, path, &im, NULL) == 0) {
+		while (im.kernel_version[w] && im.kernel_version[w] != ' ')
+			w++;
+		snprintf(out, n, "%.*s", (int)w, im.kernel_version);
+	}
+	free(buf);
+}
+
+/* What dpkg does to a kernel it upgrades: the new file renamed over the path. */
+static int replace_file(const char *from, const char *path)
+{
+	uint8_t *buf;
+	size_t n;
+	int r = rr_read_file(from, 512u << 20, &buf, &n, NULL);
+
+	if (r < 0)
+		return r;
+	r = rr_write_file_atomic(path, buf, n, NULL);
+	free(buf);
+	return r;
+}
+
+/* One kernel, one hash (issue 24, point 5): a kernel replaced between the
+ * plan (its hash, the cache key) and the build is never built under the old
+ * hash; the restage's rekey sees the new file. */
+static void replaced_kernel(struct rr_config c, const char *kdir, const char *dir,
+			    const char *first)
+{
+	char second[300], from[600], path[600], sha2[65], rel[128], note[RR_ERR_MAX] = "";
+	struct rr_stage_plan p, q;
+	struct rr_err e = { "" };
+	int r;
+
+	if (t_kernel_pick("vmlinuz-6.12.118+deb12-cloud-amd64", "vmlinuz-6.1[2-9]*-cloud-amd64",
+			  NULL, second, sizeof(second)) < 0) {
+		printf("ok %d # SKIP no second kernel in %s to replace the first with\n", ++t_run, kdir);
+		return;
+	}
+	snprintf(from, sizeof(from), "%s/%s", kdir, second);
+	/* a cache of its own: the first kernel's image is not there yet */
+	snprintf(c.state_dir, sizeof(c.state_dir), "%.400s/swap", dir);
+	mkdir(c.state_dir, 0700);
+	snprintf(path, sizeof(path), "%.400s/boot-vmlinuz", dir);
+	snprintf(c.kernel, sizeof(c.kernel), "%.500s", path);
+	T_OK(replace_file(first, path) == 0 && sha256sum(from, sha2) == 0, "setup: %s", path);
+	r = stage_plan(&c, NULL, &p, &e);
+	T_OK(r == 0, "planned %s: sha256 %.16s %s", path, p.sha, r < 0 ? e.msg : "");
+	/* the upgrade lands after the hash, before the builder opens it */
+	T_OK(replace_file(from, path) == 0, "%s replaced by %s between the plan and the build", path,
+	     second);
+	r = stage_build(&c, &p, &e);
+	image_release(p.image, rel, sizeof(rel));
+	T_OK(access(p.image, F_OK) < 0 || !strcmp(rel, "6.1.0-57-cloud-amd64"),
+	     "nothing but the hashed kernel's image under its hash %.16s (image of \"%s\")", p.sha,
+	     access(p.image, F_OK) < 0 ? "none" : rel);
+	T_OK(r == -ESTALE && strstr(e.msg, "replaced while staging") && strstr(e.msg, path),
+	     "the build is refused, naming the file and why: %s", e.msg);
+	q = p;
+	T_OK(stage_rekey(&c, &q, note, sizeof(note), &e) == 1 && !strcmp(q.sha, sha2) &&
+	     strstr(q.image, sha2) && strstr(note, "changed since it was staged"),
+	     "the restage's rekey hashes the file there now (%.16s): %s", q.sha, note);
+	T_OK(stage_build(&c, &q, &e) == 0 && (image_release(q.image, rel, sizeof(rel)), 1) &&
+	     !strncmp(rel, second + 8, strlen(rel)) && *rel,
+	     "... and its image is built of it (%s) %s", rel, e.msg);
+	T_OK(stage_rekey(&c, &q, note, sizeof(note), &e) == 0 && !strcmp(q.sha, sha2),
+	     "an unchanged kernel keeps its key");
+	unlink(path);
+	if (mkfifo(path, 0600) == 0)
+		T_OK(stage_rekey(&c, &q, note, sizeof(note), &e) < 0 &&
+		     strstr(e.msg, "not a regular file") && strstr(e.msg, path),
+		     "a FIFO at the kernel's path is refused without hanging: %s", e.msg);
+	unlink(path);
+}
+
 int main(void)
 {
 	const char *kdir = t_kernels_dir();
@@ -180,6 +264,8 @@ int main(void)
 		T_OK(access(gone, F_OK) < 0 && access(gone_old, F_OK) < 0 && access(tmp, F_OK) < 0,
 		     "stage_prune removes an unindexed kernel's image and the hooked kernel's old-stage one");
 	}
+
+	replaced_kernel(c, kdir, dir, kernel);
 
 	free(other);
 	rr_kernel_free(&k);
