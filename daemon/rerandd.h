@@ -35,12 +35,7 @@ extern int rr_log_level;
 void rr_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- escape.c: text from outside, safe for the journal, status, terminals - */
-/* in[0..inlen) with control characters, C1 controls, bad UTF-8 and '\' as C
- * escapes (\n, \t, \r, \\, \xNN) into out, NUL-terminated, truncated
- * between characters.  Returns the length written. */
-size_t rr_escape(char *out, size_t outlen, const void *in, size_t inlen);
-/* The same for a string (NULL = ""); returns out. */
-const char *rr_escape_str(char *out, size_t outlen, const char *in);
+#include "escape.h"
 
 /* ---- config.c ------------------------------------------------------------ */
 enum rr_when { RR_WHEN_IGNORE = 0, RR_WHEN_WINDOW, RR_WHEN_IMMEDIATE };

@@ -29,9 +29,8 @@
 
 #define CMDLINE_MAX 4096
 
-/* The stage, linked in (kexec/stage_blob.S): rerandd builds images itself. */
-extern const uint8_t rr_stage_blob[];
-extern const uint8_t rr_stage_blob_end[];
+/* The stage, linked in: rerandd builds images itself. */
+#include "../kexec/stage_blob.h"
 
 const char *stage_blob_sha(void)
 {

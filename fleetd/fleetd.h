@@ -53,6 +53,6 @@ const char *fleet_last_error(const struct fleet *f);
 int64_t fleet_next_delay_ms(struct fleet *f, uint64_t rnd);
 
 /* daemon/escape.c, linked in: text from a server made safe for one log line. */
-const char *rr_escape_str(char *out, size_t outlen, const char *in);
+#include "escape.h"
 
 #endif

@@ -19,8 +19,7 @@
 #define EXIT_UNREADABLE     5   /* verify: the setup_data tree cannot be read */
 #define EXIT_USAGE          64  /* sysexits.h's EX_USAGE */
 
-extern const uint8_t rr_stage_blob[];
-extern const uint8_t rr_stage_blob_end[];
+#include "stage_blob.h"
 
 struct cli_cmd;
 extern const struct cli_cmd cli_image, cli_inspect, cli_load, cli_verify, cli_status,

@@ -13,9 +13,8 @@
 
 #include "image.h"
 #include "rerandd.h"
+#include "../../kexec/stage_blob.h"
 #include "test.h"
-
-extern const uint8_t rr_stage_blob[], rr_stage_blob_end[];
 
 /* sha256sum's word on a file: an implementation apart from libcrypto's */
 static int sha256sum(const char *path, char hex[65])
