@@ -20,6 +20,7 @@
 #include <systemd/sd-event.h>
 
 #include "child.h"
+#include "reaper.h"
 #include "rerandd.h"
 #include "sandbox.h"
 
@@ -126,10 +127,36 @@ static int spawn(char *const argv[], enum rr_child_caps caps, const struct rr_bu
 		 * (after the capability change, which would clear it). */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(126);
-		/* Last before exec: the builder's seccomp allow-list, which the
-		 * exec keeps (the calls above are not on it). */
 		if (builder) {
-			int r = sandbox_builder();
+			/* This process stays as the builder's reaper (reaper.c):
+			 * it exits, and rerandd goes on, only once the builder
+			 * and all it started are gone. */
+			pid_t reaper = getpid(), b;
+			int r = reaper_prepare();
+
+			if (r < 0) {
+				fprintf(stderr, "cannot become the image builder's reaper: %s\n",
+					strerror(-r));
+				_exit(126);
+			}
+			b = fork();
+			if (b < 0) {
+				fprintf(stderr, "cannot fork the image builder: %s\n", strerror(errno));
+				_exit(126);
+			}
+			if (b > 0) {
+				/* Nothing of rerandd's for a process running as
+				 * ImageUser=: not the builder's files (it is
+				 * not to hold the output), not the daemon's. */
+				(void)close_range(3, ~0U, 0);
+				_exit(reaper_wait(b));
+			}
+			reaper_child_reset();
+			if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != reaper)
+				_exit(126);
+			/* Last before exec: the builder's seccomp allow-list,
+			 * which the exec keeps (the calls above are not on it). */
+			r = sandbox_builder();
 			if (r < 0) {
 				fprintf(stderr, "cannot load the image builder's seccomp filter: %s\n",
 					strerror(-r));
