@@ -15,11 +15,11 @@
  * Debian's kernels), which also shows zombies; ProtectProc=invisible hides
  * other users' processes, not its own.
  *
- * What it cannot do: survive a SIGKILL.  rerandd's timeout sends SIGTERM
- * first, which this process takes as "kill everything now"; if it is
- * SIGKILLed anyway (rerandd cancelling a stage, or a grace period passed),
- * the builder dies with it (PR_SET_PDEATHSIG) but a descendant that left
- * the process group reparents upwards and lives on, in rerandd.service's
+ * What it cannot do: survive a SIGKILL.  rerandd's timeout and job_cancel
+ * send it SIGTERM, which it takes as "kill everything now"; if it is
+ * SIGKILLed anyway (rerandd exiting mid-build: PR_SET_PDEATHSIG), the
+ * builder dies with it (its own PDEATHSIG) but a descendant that left the
+ * process group reparents upwards and lives on, in rerandd.service's
  * cgroup, until the unit stops.
  */
 #include <errno.h>
