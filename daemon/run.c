@@ -20,6 +20,7 @@
 #include <systemd/sd-event.h>
 
 #include "child.h"
+#include "reaper.h"
 #include "rerandd.h"
 #include "sandbox.h"
 
@@ -126,10 +127,36 @@ static int spawn(char *const argv[], enum rr_child_caps caps, const struct rr_bu
 		 * (after the capability change, which would clear it). */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(126);
-		/* Last before exec: the builder's seccomp allow-list, which the
-		 * exec keeps (the calls above are not on it). */
 		if (builder) {
-			int r = sandbox_builder();
+			/* This process stays as the builder's reaper (reaper.c):
+			 * it exits, and rerandd goes on, only once the builder
+			 * and all it started are gone. */
+			pid_t reaper = getpid(), b;
+			int r = reaper_prepare();
+
+			if (r < 0) {
+				fprintf(stderr, "cannot become the image builder's reaper: %s\n",
+					strerror(-r));
+				_exit(126);
+			}
+			b = fork();
+			if (b < 0) {
+				fprintf(stderr, "cannot fork the image builder: %s\n", strerror(errno));
+				_exit(126);
+			}
+			if (b > 0) {
+				/* Nothing of rerandd's for a process running as
+				 * ImageUser=: not the builder's files (it is
+				 * not to hold the output), not the daemon's. */
+				(void)close_range(3, ~0U, 0);
+				_exit(reaper_wait(b));
+			}
+			reaper_child_reset();
+			if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != reaper)
+				_exit(126);
+			/* Last before exec: the builder's seccomp allow-list,
+			 * which the exec keeps (the calls above are not on it). */
+			r = sandbox_builder();
 			if (r < 0) {
 				fprintf(stderr, "cannot load the image builder's seccomp filter: %s\n",
 					strerror(-r));
@@ -167,6 +194,7 @@ struct rr_job {
 	size_t raw_len;
 	rr_job_raw_fn raw_done;
 	bool term_sent;              /* the timeout passed: SIGTERM went out */
+	bool reaper;                 /* pid is the image builder's reaper */
 	int64_t timeout_sec;
 	struct relay rl;
 	char name[64];
@@ -343,6 +371,7 @@ static int job_spawn(sd_event *ev, char *const argv[], int64_t timeout_sec, enum
 		job_free(j);
 		return r;
 	}
+	j->reaper = builder != NULL;
 	return job_watch(ev, j, rd, ret);
 }
 
@@ -399,12 +428,50 @@ int job_start_fn(sd_event *ev, const char *name, int (*fn)(void *arg, int out_fd
 	return job_watch(ev, j, pfd[0], ret);
 }
 
+static int reaper_gone(sd_event_source *s, const siginfo_t *si, void *ud)
+{
+	/* reaped by sd-event; the loop's reference, the only one, goes */
+	sd_event_source_disable_unref(s);
+	return 0;
+}
+
+/* A builder's reaper on SIGTERM kills the builder and everything it
+ * started, in the group or not, and exits at once (reaper.c); a SIGKILL,
+ * which freeing a process-owning child source sends, would leave it no time
+ * to.  So: SIGTERM, and a floating source of its own that only reaps it. */
+static bool reaper_cancel(struct rr_job *j)
+{
+	sd_event *ev = sd_event_source_get_event(j->child);
+	sd_event_source *s = NULL;
+	int pidfd = pidfd_open(j->pid, 0);
+
+	if (pidfd < 0)
+		return false;
+	/* the job's own source goes first: one child source per process */
+	j->child = sd_event_source_disable_unref(j->child);
+	if (sd_event_add_child_pidfd(ev, &s, pidfd, WEXITED, reaper_gone, NULL) < 0) {
+		close(pidfd);
+		/* nothing would reap it: as any job, then */
+		kill(-j->pid, SIGKILL);
+		while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		return true;
+	}
+	sd_event_source_set_child_pidfd_own(s, true);
+	sd_event_source_set_floating(s, true);
+	sd_event_source_unref(s);
+	kill(j->pid, SIGTERM);
+	return true;
+}
+
 void job_cancel(struct rr_job *j)
 {
 	if (!j)
 		return;
-	kill(-j->pid, SIGKILL);
-	sd_event_source_set_child_process_own(j->child, true);
+	if (!j->reaper || !reaper_cancel(j)) {
+		kill(-j->pid, SIGKILL);
+		sd_event_source_set_child_process_own(j->child, true);
+	}
 	job_free(j);
 }
 

@@ -10,8 +10,10 @@
 # as fds 3 and 4, unable to read the state directory; the image it wrote is
 # staged; a builder that fails, a missing ImageUser= and a RerandBinary=
 # of another stage leave nothing in the cache and say why; a process the
-# builder leaves behind with its output open cannot change the cached image
-# (rerandd checks and caches a copy only root holds).
+# builder leaves behind (setsid, its output open) is killed before rerandd
+# goes on (the builder's reaper, daemon/reaper.c), and could not have
+# changed the cached image anyway (rerandd checks and caches a copy only
+# root holds).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/rerand-buildd.XXXXXX)
@@ -19,7 +21,13 @@ R=$top/build/rerand
 RERANDD=$top/build/rerandd
 . "$top/tests/cli/lib-tap.sh"
 . "$top/tests/cli/lib-rerandd.sh"
-trap rerandd_cleanup EXIT
+# the linger case's leftover, should the reaper fail to kill it
+linger_cleanup() {
+	local p
+	p=$(cat "$tmp/linger/linger/pid" 2>/dev/null) && kill -KILL "$p" 2>/dev/null
+	rerandd_cleanup
+}
+trap linger_cleanup EXIT
 
 for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
 [ "$(id -u)" = 0 ] || { skip "not root: rerandd cannot switch the builder to another user"; done_; }
@@ -50,6 +58,8 @@ if [ "\$1" = image ]; then
 	sed -n 's/^Max \(cpu time\|file size\|address space\|core file size\)  *\([^ ]*\)  *\([^ ]*\).*/BUILDER limit \1: \2 \3/p' /proc/self/limits >&2
 	echo "BUILDER fd3 \$(readlink /proc/self/fd/3)" >&2
 	echo "BUILDER fd4 \$(readlink /proc/self/fd/4)" >&2
+	grep -E '^(Uid|CapPrm|CapEff|CapBnd|NoNewPrivs):' /proc/\$PPID/status |
+		tr -s '\t ' ' ' | sed 's/^/BUILDER parent /' >&2
 	ls "\${0%/bin/*}/state/images" >/dev/null 2>&1 && echo "BUILDER state readable" >&2 ||
 		echo "BUILDER state unreadable" >&2
 	mode=\$(cat "\${0%/bin/*}/mode" 2>/dev/null)
@@ -64,11 +74,16 @@ if [ "\$1" = image ]; then
 		$R "\$@" || exit
 		# left behind, in a session of its own, with the output open: once
 		# the file it wrote is no longer the temporary one (renamed into
-		# the cache, or unlinked), it appends to it
+		# the cache, or unlinked), it appends to it, then stays (its pid
+		# in linger/pid, its command line naming linger/)
 		out=\${0%/bin/*}/linger
-		setsid sh -c 'i=0; while [ \$i -lt 600 ]; do case \$(readlink /proc/self/fd/4) in *.tmp??????) sleep 0.1; i=\$((i+1));; *) break;; esac; done
-			echo "\$(readlink /proc/self/fd/4)" >"\$0/target"; printf "written by what the builder left behind" >&4; echo done >"\$0/wrote"' "\$out" \
+		setsid sh -c 'echo \$\$ >"\$0/pid"
+			i=0; while [ \$i -lt 600 ]; do case \$(readlink /proc/self/fd/4) in *.tmp??????) sleep 0.1; i=\$((i+1));; *) break;; esac; done
+			echo "\$(readlink /proc/self/fd/4)" >"\$0/target"; printf "written by what the builder left behind" >&4; echo done >"\$0/wrote"
+			i=0; while [ \$i -lt 1200 ]; do sleep 0.1; i=\$((i+1)); done' "\$out" \
 			</dev/null >/dev/null 2>&1 &
+		# gone only once the leftover is surely running
+		i=0; while [ ! -s "\$out/pid" ] && [ \$i -lt 200 ]; do sleep 0.05; i=\$((i+1)); done
 		exit 0
 	fi
 fi
@@ -186,6 +201,11 @@ check "builder writes a temporary file beside the image on fd 4 ($(b fd4))" \
 	bash -c "[[ '$(b fd4)' == $tmp/good/state/images/*.img.tmp* ]]"
 check "rerandd logs who built the image" grep -q "built $tmp/good/state/images/.*\.img as nobody without capabilities" "$log"
 check "builder cannot read the state directory" grep -q 'BUILDER state unreadable' "$log"
+# its parent is the reaper rerandd forked (daemon/reaper.c), which holds no
+# more than the builder
+check "builder's parent (its reaper) runs as nobody with no capability, no_new_privs ($(b 'parent Uid:'); $(b 'parent CapPrm:') $(b 'parent CapEff:') $(b 'parent CapBnd:'); $(b 'parent NoNewPrivs:'))" \
+	test "$(b 'parent Uid:');$(b 'parent CapPrm:');$(b 'parent CapEff:');$(b 'parent CapBnd:');$(b 'parent NoNewPrivs:')" = \
+		"$NOBODY_UID $NOBODY_UID $NOBODY_UID $NOBODY_UID;0000000000000000;0000000000000000;0000000000000000;1"
 check "good: no temporary file left in the cache ($(cache good))" \
 	bash -c "! ls -A '$tmp/good/state/images' | grep -q tmp"
 
@@ -211,12 +231,23 @@ check "kexec: the call never returned to the builder" bash -c "! grep -q 'BUILDE
 check "kexec: nothing cached or staged ($(cache kexec))" \
 	bash -c "[ -z '$(cache kexec)' ] && [ ! -e '$tmp/kexec/kexec.log' ]"
 
-# ---- what the builder leaves behind cannot change the image ----------------------------------
+# ---- what the builder leaves behind is killed, and cannot change the image -------------------
 wait_for 60 status_has linger "staged:            yes" || true
-wait_for 60 test -s "$tmp/linger/linger/wrote" || true
 img=$(find "$tmp/linger/state/images" -name '*.img' | head -1)
-check "linger: its leftover process wrote to the builder's file ($(cat "$tmp/linger/linger/target" 2>/dev/null))" \
-	test -s "$tmp/linger/linger/wrote"
+lpid=$(cat "$tmp/linger/linger/pid" 2>/dev/null)
+# its own check: a process whose command line names linger/, by pid and by
+# a scan of every process
+leftover() {
+	{ [ -n "$lpid" ] && tr '\0' ' ' 2>/dev/null <"/proc/$lpid/cmdline" | grep -qF "$tmp/linger/linger"; } ||
+		pgrep -f "$tmp/linger/linger" >/dev/null
+}
+check "linger: staged, with the image cached ($(cache linger))" \
+	eval 'status_has linger "staged:            yes" && [ -n "$img" ]'
+check "linger: the builder did leave a process behind (pid ${lpid:-none})" test -n "$lpid"
+wait_for 3 eval '! leftover' || true
+check "linger: nothing the builder started is running once the build is done" eval '! leftover'
+check "linger: the leftover never wrote to the builder's file ($(cat "$tmp/linger/linger/target" 2>/dev/null))" \
+	test ! -e "$tmp/linger/linger/wrote"
 check "linger: the cached image is still the one checked (its .sha256 record holds)" \
 	bash -c "[ -n '$img' ] && cd '${img%/*}' && sha256sum --quiet -c '${img##*/}.sha256'"
 check "linger: the cached image never held the leftover's bytes" \
