@@ -138,6 +138,8 @@ static void parse_memmap(struct rr_cmdline *c, const char *p, const char *e)
 		if (q < ie && (*q == '#' || *q == '$' || *q == '!' || *q == '%')) {
 			start = parse_mem(q + 1, ie, &q);
 			if (size) {
+				if (c->nr_memmap_seen < 0xffffffffu)
+					c->nr_memmap_seen++;
 				if (c->nr_memmap < RR_MAX_MEMMAP) {
 					c->memmap[c->nr_memmap].start = start;
 					c->memmap[c->nr_memmap].end = add_sat(start, size);
