@@ -311,10 +311,9 @@ static int check_cmdline(const char *path, const char *cmdline, const char *from
 	rr_cmdline_parse(cmdline, strlen(cmdline), &cl);
 	if (cl.memmap_overflow) {
 		cli_err("%s: the command line (%s) has %u memmap= regions: the stage honours at most "
-			"%d, and with more it cannot know every range to keep clear, so it would reset "
-			"the machine instead of booting. Merge or drop memmap= regions. Nothing was "
-			"staged; any kernel staged before is unchanged", path, from, cl.nr_memmap_seen,
-			RR_MAX_MEMMAP);
+			"%d, and with a region it cannot keep clear it resets the machine instead of "
+			"booting. Merge or drop memmap= regions. Nothing was staged; any kernel staged "
+			"before is unchanged", path, from, cl.nr_memmap_seen, RR_MAX_MEMMAP);
 		return -1;
 	}
 	rr_memmap_init(&m);
@@ -331,10 +330,10 @@ static int check_cmdline(const char *path, const char *cmdline, const char *from
 	rr_memmap_apply_cmdline(&m, &cl);
 	if (m.overflow) {
 		cli_err("%s: the command line (%s) gives the stage more than %d separate ranges to keep "
-			"clear on this memory map (%u RAM ranges; memmap=, elfcorehdr= and 1 GiB pages "
-			"for hugepages=): its avoid table would overflow and it would reset the machine "
-			"instead of booting. Lower hugepages= or the memmap= regions. Nothing was staged; "
-			"any kernel staged before is unchanged", path, from, RR_MAX_AVOID, m.nr_ram);
+			"clear on this memory map (%u RAM ranges; memmap=, elfcorehdr=, 1 GiB pages for "
+			"hugepages=): its avoid table overflows and it resets the machine instead of "
+			"booting. Lower hugepages= or memmap=. Nothing was staged; any kernel staged "
+			"before is unchanged", path, from, RR_MAX_AVOID, m.nr_ram);
 		return -1;
 	}
 	return 0;
