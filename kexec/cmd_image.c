@@ -2,9 +2,12 @@
 /* `rerand image` and `rerand inspect`. */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "cli.h"
 #include "cmdtab.h"
@@ -49,6 +52,58 @@ const struct cli_cmd cli_image = {
 		   "its relocation table into a rerandomizing image.",
 	.operand_complete = "@file",
 };
+
+
+struct image_input {
+	const char *what;   /* "kernel", "--sign-key"... */
+	const char *path;
+	int fd;             /* >= 0: the input is this descriptor (--kernel-fd) */
+	bool by_path;       /* another program opens it by path: must be a regular file */
+};
+
+/*
+ * The output is renamed over its path (or written to --output-fd): if that
+ * is an input, the input is gone (`rerand image K -o K` replaced a kernel in
+ * /boot with a kexec-only image).  Same device and inode, so a hard link or
+ * a symbolic link to an input is refused too.  Inputs that sbsign opens by
+ * path are refused unless regular files: a FIFO would hang it.
+ */
+static int check_inputs(const char *out, int out_fd, const struct image_input *in, unsigned n)
+{
+	struct stat o, st;
+	bool have_out;
+
+	if (out_fd >= 0) {
+		if (fstat(out_fd, &o) < 0) {
+			cli_err("%s: --output-fd %d: %s", out, out_fd, strerror(errno));
+			return -1;
+		}
+		have_out = true;
+	} else {
+		have_out = stat(out, &o) == 0;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct rr_err e;
+
+		if (!in[i].path)
+			continue;
+		if (in[i].by_path && rr_check_input_file(in[i].path, in[i].what, &st, &e) < 0) {
+			cli_err("%s", e.msg);
+			return -1;
+		}
+		if (!in[i].by_path && (in[i].fd >= 0 ? fstat(in[i].fd, &st) : stat(in[i].path, &st)) < 0)
+			continue;     /* reading it says what is wrong, with its name */
+		if (have_out && st.st_dev == o.st_dev && st.st_ino == o.st_ino) {
+			cli_err("%s: the output (%s) is the same file as the %s %s (device %u:%u, "
+				"inode %llu): writing the image would replace it; refused, nothing "
+				"was written", out, out_fd >= 0 ? "--output-fd" : "-o", in[i].what,
+				in[i].path, major(st.st_dev),
+				minor(st.st_dev), (unsigned long long)st.st_ino);
+			return -1;
+		}
+	}
+	return 0;
+}
 
 int cmd_image(int argc, char **argv)
 {
@@ -146,6 +201,17 @@ int cmd_image(int argc, char **argv)
 		cli_err("image: --relocs takes a path, which --kernel-fd is for avoiding");
 		return EXIT_USAGE;
 	}
+	/* A key on a token (engine, pkcs11: URI) is no file. */
+	bool key_file = so.key && !so.engine && strncmp(so.key, "pkcs11:", 7);
+	const struct image_input inputs[] = {
+		{ "kernel", argv[optind], kernel_fd, false },
+		{ "--relocs file", relocs, -1, false },
+		{ "--sign-key", key_file ? so.key : NULL, -1, true },
+		{ "--sign-cert", so.cert, -1, true },
+		{ "--sign-addcert", so.addcert, -1, true },
+	};
+	if (check_inputs(out, out_fd, inputs, sizeof(inputs) / sizeof(inputs[0])) < 0)
+		return EXIT_FAILURE_RR;
 	/* Compression starts on the other cores while the payload decodes. */
 	if (o.codec == RERAND_CODEC_LZ4) {
 		r = rr_lz4par_new(o.threads, o.lz4_level, &o.lz4par);

@@ -19,13 +19,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bootparams.h"
 #include "cli.h"
 #include "cmdtab.h"
 #include "image.h"
 #include "kexec_run.h"
 #include "lockdown.h"
+#include "memmap_src.h"
 #include "pesig.h"
 #include "rng.h"
+#include "select.h"
 #include "uki.h"
 #include "util.h"
 
@@ -287,6 +290,55 @@ static int check_sha256(const char *path, const uint8_t *buf, size_t len, const 
 	return 0;
 }
 
+
+/*
+ * What the stage cannot boot, refused before kexec runs.  Past RR_MAX_MEMMAP
+ * memmap= regions, or with more separate ranges to keep clear than its avoid
+ * table holds, a range the kernel must not land on is unknown to the stage:
+ * no place is then known safe, and it resets the machine
+ * (kexec/stage/stage.c).  The avoid table is checked against the live memory
+ * map with what userspace knows (memmap=, elfcorehdr=, 1 GiB pages); the
+ * ranges only the stage sees (its image, boot_params, setup_data) come on top.
+ */
+static int check_cmdline(const char *path, const char *cmdline, const char *from)
+{
+	const char *src = getenv("RERAND_MEMMAP_SOURCE");
+	static struct rr_memmap m;   /* 48 KiB: not on the stack */
+	struct rr_msrc_info info;
+	struct rr_cmdline cl;
+	struct rr_err e;
+
+	rr_cmdline_parse(cmdline, strlen(cmdline), &cl);
+	if (cl.memmap_overflow) {
+		cli_err("%s: the command line (%s) has %u memmap= regions: the stage honours at most "
+			"%d, and with a region it cannot keep clear it resets the machine instead of "
+			"booting. Merge or drop memmap= regions. Nothing was staged; any kernel staged "
+			"before is unchanged", path, from, cl.nr_memmap_seen, RR_MAX_MEMMAP);
+		return -1;
+	}
+	rr_memmap_init(&m);
+	if (rr_msrc_read(src && *src ? src : NULL, &m, &info, &e) < 0) {
+		if (src && *src) {
+			cli_err("%s (RERAND_MEMMAP_SOURCE); nothing was staged", e.msg);
+			return -1;
+		}
+		/* No firmware map here (a container): the memmap= count above
+		 * is what can be checked. */
+		cli_err("warning: %s: the stage's avoid table is not checked", e.msg);
+		return 0;
+	}
+	rr_memmap_apply_cmdline(&m, &cl);
+	if (m.overflow) {
+		cli_err("%s: the command line (%s) gives the stage more than %d separate ranges to keep "
+			"clear on this memory map (%u RAM ranges; memmap=, elfcorehdr=, 1 GiB pages for "
+			"hugepages=): its avoid table overflows and it resets the machine instead of "
+			"booting. Lower hugepages= or memmap=. Nothing was staged; any kernel staged "
+			"before is unchanged", path, from, RR_MAX_AVOID, m.nr_ram);
+		return -1;
+	}
+	return 0;
+}
+
 static const struct cli_opt load_opts[] = {
 	{ "initrd", 0, required_argument, "FILE", 'i', "the initrd to pass", "@file" },
 	{ "append", 0, required_argument, "CMDLINE", 'a', "the next kernel's command line", NULL },
@@ -354,8 +406,12 @@ int cmd_load(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *path = argv[optind];
-	if (initrd && access(initrd, R_OK) < 0) {
-		cli_err("%s: cannot read the initrd: %s", initrd, strerror(errno));
+	/* kexec opens the initrd by path: a FIFO would hang it. */
+	if (initrd && (rr_check_input_file(initrd, "initrd", NULL, &e) < 0 ||
+		       (access(initrd, R_OK) < 0 &&
+			rr_errf(&e, errno, "%s: cannot read the initrd: %s", initrd,
+				strerror(errno)) < 0))) {
+		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;
 	}
 	/* A UKI's initrd and command line, unless given here. */
@@ -369,6 +425,28 @@ int cmd_load(int argc, char **argv)
 		}
 		if (!append && !reuse)
 			append = uki_cmdline;
+	}
+	/* The command line the stage will parse (kexec-tools adds no memmap=). */
+	bool refused = false;
+	if (append && check_cmdline(path, append, uki && append == uki_cmdline ? uki : "--append") < 0)
+		refused = true;
+	if (reuse && !refused) {
+		const char *f = env_or("RERAND_CMDLINE_FILE", "/proc/cmdline");
+		char *text;
+
+		if (rr_read_text(f, RR_CMDLINE_MAX + 1, &text, &e) < 0) {
+			cli_err("%s (--reuse-cmdline); nothing was staged", e.msg);
+			text = NULL;
+			refused = true;
+		}
+		if (text && check_cmdline(path, text, f) < 0)
+			refused = true;
+		free(text);
+	}
+	if (refused) {
+		if (uki_fd >= 0)
+			close(uki_fd);
+		return EXIT_FAILURE_RR;
 	}
 	if (rr_lockdown_probe_bp(env_or("RERAND_LOCKDOWN_FILE", RR_LOCKDOWN_PATH),
 				 env_or("RERAND_SECUREBOOT_FILE", RR_SECUREBOOT_PATH),

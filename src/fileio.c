@@ -33,11 +33,49 @@ void rr_mem_thp(void *p, size_t len)
  */
 int rr_read_file(const char *path, size_t max, uint8_t **ret_buf, size_t *ret_len, struct rr_err *e)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO for reading blocks until a writer comes
+	 * (`rerand inspect FIFO` hung); rr_read_fd refuses it after fstat.
+	 * Regular files ignore the flag, but clear it anyway for the read. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
 
-	if (fd < 0)
-		return rr_errf(e, errno, "%s: cannot open: %s", path, strerror(errno));
+	if (fd < 0) {
+		int r = errno;
+
+		/* A socket cannot be opened (ENXIO): say what it is instead. */
+		if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+			return rr_errf(e, EINVAL, "%s: %s, not a regular file: refused", path,
+				       rr_file_type_name(st.st_mode));
+		return rr_errf(e, r, "%s: cannot open: %s", path, strerror(r));
+	}
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && fcntl(fd, F_SETFL, O_RDONLY) < 0) {
+		int r = rr_errf(e, errno, "%s: cannot clear O_NONBLOCK: %s", path, strerror(errno));
+		close(fd);
+		return r;
+	}
 	return rr_read_fd(fd, path, max, ret_buf, ret_len, e);
+}
+
+const char *rr_file_type_name(unsigned mode)
+{
+	return S_ISFIFO(mode) ? "a FIFO" : S_ISSOCK(mode) ? "a socket" :
+	       S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device" :
+	       S_ISDIR(mode) ? "a directory" : S_ISLNK(mode) ? "a symbolic link" : "not a regular file";
+}
+
+int rr_check_input_file(const char *path, const char *what, struct stat *ret, struct rr_err *e)
+{
+	struct stat st;
+
+	/* stat, not open: a FIFO or a device must not be opened at all. */
+	if (stat(path, &st) < 0)
+		return rr_errf(e, errno, "%s: cannot read the %s: %s", path, what, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return rr_errf(e, EINVAL, "%s: the %s is %s, not a regular file: refused", path, what,
+			       rr_file_type_name(st.st_mode));
+	if (ret)
+		*ret = st;
+	return 0;
 }
 
 int rr_read_fd(int fd, const char *path, size_t max, uint8_t **ret_buf, size_t *ret_len,
@@ -53,7 +91,8 @@ int rr_read_fd(int fd, const char *path, size_t max, uint8_t **ret_buf, size_t *
 		goto out_close;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		r = rr_errf(e, EINVAL, "%s: not a regular file", path);
+		r = rr_errf(e, EINVAL, "%s: %s, not a regular file: refused", path,
+			    rr_file_type_name(st.st_mode));
 		goto out_close;
 	}
 	if ((uint64_t)st.st_size > max) {

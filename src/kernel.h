@@ -187,4 +187,12 @@ int rr_read_fd(int fd, const char *path, size_t max, uint8_t **ret_buf, size_t *
 #define RR_SYSFS_MAX 4096
 int rr_read_text(const char *path, size_t max, char **ret, struct rr_err *e);
 
+struct stat;
+/* "a FIFO", "a character device"...: what a non-regular file is, for messages. */
+const char *rr_file_type_name(unsigned mode);
+/* An input that another program opens by path (kexec's --initrd, sbsign's
+ * key): stat it without opening it, refuse anything but a regular file (a
+ * FIFO would hang the opener).  what names it: "initrd". */
+int rr_check_input_file(const char *path, const char *what, struct stat *ret, struct rr_err *e);
+
 #endif

@@ -17,7 +17,9 @@
  *  - memmap=nn%ss-t+u (retype) avoids [ss, ss+nn): it may turn RAM into
  *    something else; the decompressor misreads it as a memory limit.
  *  - a fifth memmap region sets memmap_overflow even when it comes in a
- *    separate memmap= word (the decompressor silently drops it then).
+ *    separate memmap= word (the decompressor silently drops it then); the
+ *    stage then finds no safe place and resets, so `rerand load` refuses
+ *    such a line first, quoting nr_memmap_seen.
  *  - mem=0 is ignored instead of ending the parse (which would drop any
  *    memmap= after it).
  *  - several mem=/memmap=nn limits: the smallest wins, as in the running
@@ -138,6 +140,8 @@ static void parse_memmap(struct rr_cmdline *c, const char *p, const char *e)
 		if (q < ie && (*q == '#' || *q == '$' || *q == '!' || *q == '%')) {
 			start = parse_mem(q + 1, ie, &q);
 			if (size) {
+				if (c->nr_memmap_seen < 0xffffffffu)
+					c->nr_memmap_seen++;
 				if (c->nr_memmap < RR_MAX_MEMMAP) {
 					c->memmap[c->nr_memmap].start = start;
 					c->memmap[c->nr_memmap].end = add_sat(start, size);

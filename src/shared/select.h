@@ -29,9 +29,12 @@ struct rr_cmdline {
 	uint64_t mem_limit;                 /* mem= and memmap=nn; 0 = none */
 	struct rr_range memmap[RR_MAX_MEMMAP]; /* memmap=nn[#$!]ss regions to avoid */
 	unsigned nr_memmap;
+	unsigned nr_memmap_seen;            /* every memmap= avoid region, kept or not: what
+					     * `rerand load` quotes when it refuses an overflow */
 	bool     memmap_overflow;           /* more than RR_MAX_MEMMAP avoid regions: an avoided
-					     * region is unknown, so physical randomization is
-					     * refused (rr_memmap_apply_cmdline sets overflow) */
+					     * region is unknown, so no place is known safe and the
+					     * stage resets the machine (rr_memmap_apply_cmdline sets
+					     * overflow, rr_phys_slot_count then finds nothing) */
 	unsigned hugepages_1g;              /* hugepagesz=1G hugepages=N */
 	bool     has_elfcorehdr;
 	struct rr_range elfcorehdr;         /* elfcorehdr=[size@]addr */

@@ -83,8 +83,14 @@ openssl req -x509 -newkey rsa:2048 -nodes -keyout "$tmp/other.key" -out "$tmp/ot
 	-days 3650 -subj "/CN=rerand test other signer" 2>/dev/null
 expect_fail "key and certificate that do not match" "sbsign failed" \
 	"$R" image "$k" --sign-key "$tmp/snake.key" --sign-cert "$tmp/other.pem"
-expect_fail "missing key file" "sbsign failed" \
-	"$R" image "$k" --sign-key "$tmp/nope.key" --sign-cert $CERT
+# refused before the kernel is read and sbsign runs; the message names the key
+echo old >"$tmp/out/f.img"
+"$R" image "$k" --sign-key "$tmp/nope.key" --sign-cert $CERT -o "$tmp/out/f.img" 2>"$tmp/stderr"
+rc=$?
+check "missing key file: exit $rc, '$(head -1 "$tmp/stderr")'" bash -c "[ $rc -eq 1 ] &&
+	grep -qF '$tmp/nope.key: cannot read the --sign-key: No such file' '$tmp/stderr' &&
+	[ \"\$(cat '$tmp/out/f.img')\" = old ]"
+check "missing key file: nothing left beside the output" no_leftovers
 expect_fail "encrypted key without a terminal: says so" "passphrase" \
 	setsid "$R" image "$k" --sign-key $KEY --sign-cert $CERT
 expect_fail "sbsign not installed" "cannot run.*sbsigntool" \

@@ -108,11 +108,16 @@ static void test_memmap(void)
 	T_OK(c.nr_memmap == 1 && c.memmap[0].start == 0 && c.memmap[0].end == 64 * MIB && c.mem_limit == 0,
 	     "memmap=64M$0 avoids [0, 64M), not a limit");
 	c = parse("memmap=1M$1G,1M$2G,1M$3G,1M$4G");
-	T_OK(c.nr_memmap == 4 && !c.memmap_overflow, "four memmap regions fit");
+	T_OK(c.nr_memmap == 4 && c.nr_memmap_seen == 4 && !c.memmap_overflow, "four memmap regions fit");
 	c = parse("memmap=1M$1G,1M$2G,1M$3G,1M$4G,1M$5G");
 	T_OK(c.nr_memmap == 4 && c.memmap_overflow, "a fifth region in the same word overflows");
 	c = parse("memmap=1M$1G,1M$2G memmap=1M$3G memmap=1M$4G memmap=1M$5G");
-	T_OK(c.memmap_overflow, "a fifth region in another word overflows too");
+	T_OK(c.memmap_overflow && c.nr_memmap == 4 && c.nr_memmap_seen == 5,
+	     "a fifth region in another word overflows too, and is counted");
+	c = parse("memmap=1M$1G memmap=1M$2G memmap=1M@3G memmap=0$4G memmap=1M$5G memmap=1M$6G "
+		  "memmap=1M$7G memmap=1M$8G memmap=1M$9G");
+	T_OK(c.memmap_overflow && c.nr_memmap == 4 && c.nr_memmap_seen == 7,
+	     "nr_memmap_seen counts every avoided region past the fourth, not @ or empty ones");
 	c = parse("memmap=1M$1G,1M$2G,1M$3G,1M$4G memmap=8G");
 	T_OK(!c.memmap_overflow && c.mem_limit == 8 * GIB, "a limit after four regions is no overflow");
 	c = parse("memmap=0$1G");
