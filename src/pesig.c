@@ -381,6 +381,19 @@ static int verify_pkcs7(PKCS7 *p7, const uint8_t *buf, size_t len, const struct 
 		r = not_verified(sig, "the SpcIndirectDataContent's length does not decode");
 		goto out;
 	}
+	/* PKCS7_verify leaks its copy of the content when a digest of the
+	 * SignedData is one libcrypto lacks (OpenSSL 3.0): refused here first */
+	for (int i = 0; i < sk_X509_ALGOR_num(p7->d.sign->md_algs); i++) {
+		const ASN1_OBJECT *obj;
+
+		X509_ALGOR_get0(&obj, NULL, NULL, sk_X509_ALGOR_value(p7->d.sign->md_algs, i));
+		if (!EVP_get_digestbyobj(obj)) {
+			if (OBJ_obj2txt(oid, sizeof(oid), obj, 1) <= 0)
+				snprintf(oid, sizeof(oid), "?");
+			r = not_verified(sig, "unsupported digest algorithm %s in the SignedData", oid);
+			goto out;
+		}
+	}
 	in = BIO_new_mem_buf(inner, (int)inner_len);
 	if (!in) {
 		r = -ENOMEM;
