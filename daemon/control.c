@@ -226,7 +226,9 @@ static void put_secure_text(struct out *o, const struct rr_view *v)
 		/* a certificate subject: text from outside */
 		put(o, "signed by \"");
 		put_ext(o, v->signer);
-		put(o, "\"\n");
+		put(o, "\" (signature verified)\n");
+	} else if (!strcmp(v->signature, "bad")) {
+		put(o, "signature does not verify (signer not shown)\n");
 	} else {
 		put(o, "unsigned\n");
 	}

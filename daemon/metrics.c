@@ -43,7 +43,7 @@ static int format_secure(const struct rr_view *v, char *buf, size_t len)
 		"# HELP rerand_locked_down 1 if only signed images can be staged (kexec_file_load under lockdown).\n"
 		"# TYPE rerand_locked_down gauge\n"
 		"rerand_locked_down %d\n"
-		"# HELP rerand_staged_image_signed 1 if the staged image carries a signature.\n"
+		"# HELP rerand_staged_image_signed 1 if the staged image carries a signature that verifies.\n"
 		"# TYPE rerand_staged_image_signed gauge\n"
 		"rerand_staged_image_signed %d\n",
 		v->secure_boot ? v->secure_boot : "unknown", v->lockdown ? v->lockdown : "unknown",

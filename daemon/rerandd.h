@@ -561,6 +561,8 @@ struct rr_stage_plan {
 	bool locked;                         /* planned under lockdown: signed images only */
 	char release[128];                   /* the kernel's, when locked */
 	char signer[256];                    /* subject of the image's signer, "" = unsigned */
+	                                     /* or the signature does not verify */
+	char signature[12];                  /* rr_pe_sig_state(): verified, bad, none */
 	bool uki;                            /* the kernel is a UKI: `rerand load --uki` */
 	/* SHA-256 of the whole image file as built here (its .sha256 record),
 	 * checked by `rerand load --sha256`; "" for a pre-signed image */
@@ -820,7 +822,8 @@ struct rr_view {
 	bool     secure_boot_from_bp;        /* read from boot_params, not efivarfs */
 	bool     locked;                    /* only signed images can be staged */
 	const char *image_source;           /* stage_source_name() */
-	char     signer[256];               /* "" = unsigned */
+	char     signer[256];               /* "" = unsigned or not verified */
+	char     signature[12];             /* verified, bad, none; "" = nothing staged */
 	/* fleet coordination (backend "none" when off) */
 	const char *fleet_backend, *fleet_state;
 	char     fleet_group[FLEET_GROUP_MAX];

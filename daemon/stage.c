@@ -247,7 +247,7 @@ static int plan_key(const struct rr_config *c, struct rr_stage_plan *p, struct r
 		snprintf(p->stage_sha, sizeof(p->stage_sha), "%s", stage_blob_sha());
 		snprintf(p->image, sizeof(p->image), "%s/images/%s.%s.img", c->state_dir, p->sha,
 			 p->stage_sha);
-		p->release[0] = p->signer[0] = p->image_sha256[0] = 0;
+		p->release[0] = p->signer[0] = p->signature[0] = p->image_sha256[0] = 0;
 		r = plan_signed(c, p, kfd, e);
 	}
 	close(kfd);
@@ -368,6 +368,9 @@ static int check_image(struct rr_stage_plan *p, const char *path, bool want_sign
 	if (want_signed && !sig.is_signed)
 		return rr_errf(e, ENOKEY, "%s: not signed, and the kernel is locked down: it accepts "
 			       "only signed images (see docs/secure-boot.md)", path);
+	if (want_signed && !sig.verified)
+		return rr_errf(e, EKEYREJECTED, "%s: signature does not verify: %s; not staged (a "
+			       "locked-down kernel refuses it)", path, sig.why);
 	while (im.kernel_version[w] && im.kernel_version[w] != ' ')
 		w++;
 	if (p->source == RR_IMG_PRESIGNED &&
@@ -386,7 +389,9 @@ static int check_image(struct rr_stage_plan *p, const char *path, bool want_sign
 				       "%.16s...: RerandBinary= is from another build", path, hex,
 				       p->stage_sha);
 	}
-	snprintf(p->signer, sizeof(p->signer), "%s", sig.is_signed ? sig.subject : "");
+	/* a name from a signature that does not verify is not a signer */
+	snprintf(p->signer, sizeof(p->signer), "%s", sig.verified ? sig.subject : "");
+	snprintf(p->signature, sizeof(p->signature), "%s", rr_pe_sig_state(&sig));
 	return 0;
 }
 
@@ -1049,6 +1054,7 @@ void stage_view_secure(const struct rr_config *c, const struct rr_stage_plan *st
 	v->locked = ld.locked;
 	v->image_source = staged ? stage_source_name(staged->source) : "";
 	snprintf(v->signer, sizeof(v->signer), "%s", staged ? staged->signer : "");
+	snprintf(v->signature, sizeof(v->signature), "%s", staged ? staged->signature : "");
 }
 
 bool stage_secure_changed(const struct rr_config *a, const struct rr_config *b)

@@ -123,6 +123,7 @@ int control_format_json(const struct rr_view *v, char *buf, size_t len)
 	add_bool(o, "locked_down", v->locked);
 	add_str(o, "image_source", v->staged && v->image_source ? v->image_source : "");
 	add_str(o, "signer", v->staged ? v->signer : "");
+	add_str(o, "signature", v->staged ? v->signature : "");
 	json_object_object_add(o, "crash", crash_json(v));
 	add_bool(o, "crash_boot", v->crash_boot);
 	add_u64(o, "crash_boots", v->crash_boots);

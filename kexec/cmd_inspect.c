@@ -18,25 +18,37 @@
 
 #define MAX_KERNEL_FILE (512u << 20)
 
-/* Closes the JSON object the kernel or image printer opened. */
+/* Closes the JSON object the kernel or image printer opened.  The signer is
+ * named only when the signature verifies: a name read from a signature that
+ * does not is whatever whoever changed the file wanted it to be. */
 static void print_sig(const struct rr_pe_sig *sig, bool json)
 {
+	const char *more = sig->nr_signatures > 1 ? ", and more signatures the kernel will not "
+						    "accept" : "";
+
 	if (json) {
-		printf(",\"pe\":%s,\"signed\":%s,\"signatures\":%u", sig->is_pe ? "true" : "false",
-		       sig->is_signed ? "true" : "false", sig->nr_signatures);
-		if (sig->is_signed) {
-			printf(",\"signer_subject\":");
+		printf(",\"pe\":%s,\"signed\":%s,\"signatures\":%u,\"signature\":\"%s\"",
+		       sig->is_pe ? "true" : "false", sig->is_signed ? "true" : "false",
+		       sig->nr_signatures, rr_pe_sig_state(sig));
+		if (sig->verified) {
+			printf(",\"signature_digest\":\"%s\",\"signer_subject\":", sig->digest);
 			cli_json_str(sig->subject);
 			printf(",\"signer_issuer\":");
 			cli_json_str(sig->issuer);
+		} else if (sig->is_signed) {
+			printf(",\"signature_error\":");
+			cli_json_str(sig->why);
 		}
 		printf("}\n");
 		return;
 	}
-	if (sig->is_signed)
-		printf("  signature:      signed by \"%s\" (issuer \"%s\")%s\n", sig->subject,
-		       sig->issuer, sig->nr_signatures > 1 ? ", and more signatures the kernel "
-		       "will not accept" : "");
+	if (sig->verified)
+		printf("  signature:      signed by \"%s\" (issuer \"%s\"), verifies with its own "
+		       "certificate (%s; trust is the kernel's keyrings')%s\n", sig->subject,
+		       sig->issuer, sig->digest, more);
+	else if (sig->is_signed)
+		printf("  signature:      signature does not verify: %s; signer not shown%s\n",
+		       sig->why, more);
 	else
 		printf("  signature:      none (%s)\n", sig->is_pe ? "unsigned PE image" :
 		       "not a PE image");

@@ -177,6 +177,14 @@ static int check_lockdown(const char *path, const struct rr_lockdown_state *ld, 
 			"unchanged", path, sig->nr_signatures);
 		return -EKEYREJECTED;
 	}
+	/* the kernel computes the same digest and would refuse it */
+	if (!sig->verified) {
+		cli_err("%s: signature does not verify: %s; the locked-down kernel's kexec_file_load "
+			"would refuse it. Sign it again with 'rerand image --sign-key KEY --sign-cert CERT' "
+			"and ship it unchanged. Nothing was staged; any kernel staged before is unchanged",
+			path, sig->why);
+		return -EKEYREJECTED;
+	}
 	return 0;
 }
 
@@ -201,6 +209,12 @@ static void report_failure(const char *path, const char *kexec, bool file_syscal
 	if (line && strstr(line, strerror(EPERM)) && kexec_disabled()) {
 		cli_err("%s: kexec said \"%.*s\": kexec is disabled until the next boot "
 			"(/proc/sys/kernel/kexec_load_disabled is 1); %s", path, (int)n, line, after);
+		return;
+	}
+	if (line && sig->is_signed && !sig->verified) {
+		cli_err("%s: the kernel refused the image (kexec said \"%.*s\"): its signature does not "
+			"verify: %s. Sign it again with 'rerand image --sign-key KEY --sign-cert CERT' and "
+			"ship it unchanged; %s", path, (int)n, line, sig->why, after);
 		return;
 	}
 	if (line && sig->is_signed &&

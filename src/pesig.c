@@ -2,13 +2,20 @@
 /*
  * PE/COFF header and Authenticode signature reader.  The header checks are
  * the kernel's (pefile_parse_binary, pefile_strip_sig_wrapper), so "is_pe"
- * means what kexec_file_load will think; the PKCS#7 is parsed by OpenSSL.
+ * means what kexec_file_load will think; the PKCS#7 is parsed and its
+ * signature checked by OpenSSL, the Authenticode digest computed the way the
+ * kernel's pefile_digest_pe computes it.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <openssl/asn1t.h>
 #include <openssl/bio.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/objects.h>
 #include <openssl/pkcs7.h>
 #include <openssl/x509.h>
 
@@ -30,6 +37,35 @@
 #define WIN_CERT_HDR_SIZE    8
 #define WIN_CERT_REVISION_2  0x0200
 #define WIN_CERT_TYPE_PKCS   0x0002
+#define SEC_VIRTUAL_SIZE     8      /* struct section_header */
+#define SEC_VIRTUAL_ADDRESS  12
+#define SEC_RAW_SIZE         16
+#define SEC_RAW_OFFSET       20
+#define OID_SPC_INDIRECT     "1.3.6.1.4.1.311.2.1.4"
+
+/* SpcIndirectDataContent, Authenticode's signed content, described with
+ * OpenSSL's ASN.1 templates so that libcrypto decodes it:
+ *   SEQUENCE { data SEQUENCE { type OID, value ANY OPTIONAL },
+ *              messageDigest DigestInfo } */
+typedef struct {
+	ASN1_OBJECT *type;
+	ASN1_TYPE *value;
+} SPC_ATTR;
+
+typedef struct {
+	SPC_ATTR *data;
+	X509_SIG *digest;
+} SPC_INDIRECT;
+
+ASN1_SEQUENCE(SPC_ATTR) = {
+	ASN1_SIMPLE(SPC_ATTR, type, ASN1_OBJECT),
+	ASN1_OPT(SPC_ATTR, value, ASN1_ANY),
+} static_ASN1_SEQUENCE_END(SPC_ATTR)
+
+ASN1_SEQUENCE(SPC_INDIRECT) = {
+	ASN1_SIMPLE(SPC_INDIRECT, data, SPC_ATTR),
+	ASN1_SIMPLE(SPC_INDIRECT, digest, X509_SIG),
+} static_ASN1_SEQUENCE_END(SPC_INDIRECT)
 
 int rr_pe_parse(const uint8_t *buf, size_t len, const char *name,
 		struct rr_pe_info *ret, struct rr_err *e)
@@ -137,7 +173,255 @@ static int name_text(const X509_NAME *n, char *out, size_t size)
 	return 0;
 }
 
-static int read_pkcs7(const uint8_t *der, size_t len, const char *name, struct rr_pe_sig *sig,
+const char *rr_pe_sig_state(const struct rr_pe_sig *sig)
+{
+	return !sig->is_signed ? "none" : sig->verified ? "verified" : "bad";
+}
+
+/* A verdict, not an error: the signature is there but does not verify. */
+static int not_verified(struct rr_pe_sig *sig, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(sig->why, sizeof(sig->why), fmt, ap);
+	va_end(ap);
+	sig->verified = false;
+	return 0;
+}
+
+struct sec_key {
+	const uint8_t *hdr;
+	unsigned index;
+};
+
+/* The kernel's pefile_compare_shdrs order; the index last, so that equal
+ * headers keep their table order as the kernel's insertion sort does. */
+static int sec_cmp(const void *a, const void *b)
+{
+	const struct sec_key *x = a, *y = b;
+	static const unsigned at[] = { SEC_RAW_OFFSET, SEC_VIRTUAL_ADDRESS };
+	int rc;
+
+	for (unsigned i = 0; i < 2; i++)
+		if (rr_get32(x->hdr + at[i]) != rr_get32(y->hdr + at[i]))
+			return rr_get32(x->hdr + at[i]) > rr_get32(y->hdr + at[i]) ? 1 : -1;
+	rc = strncmp((const char *)x->hdr, (const char *)y->hdr, 8);
+	if (rc)
+		return rc;
+	if (rr_get32(x->hdr + SEC_VIRTUAL_SIZE) != rr_get32(y->hdr + SEC_VIRTUAL_SIZE))
+		return rr_get32(x->hdr + SEC_VIRTUAL_SIZE) > rr_get32(y->hdr + SEC_VIRTUAL_SIZE) ? 1 : -1;
+	if (rr_get32(x->hdr + SEC_RAW_SIZE) != rr_get32(y->hdr + SEC_RAW_SIZE))
+		return rr_get32(x->hdr + SEC_RAW_SIZE) > rr_get32(y->hdr + SEC_RAW_SIZE) ? 1 : -1;
+	return x->index > y->index ? 1 : -1;
+}
+
+/*
+ * The Authenticode digest as kexec_file_load computes it (verify_pefile.c,
+ * pefile_digest_pe_contents): the headers up to SizeOfHeaders without the
+ * CheckSum and the certificate directory entry, each section's raw data in
+ * PointerToRawData order, then what follows the sections up to the
+ * certificate table's size from the end.  sbsign and pesign hash the same
+ * bytes for files whose sections follow the headers without gaps, as
+ * rerand's images and Debian's kernels do.  Unlike the kernel, every range
+ * is checked against the file.  Returns 0 with the digest, or 0 with
+ * sig->why set when the layout cannot be hashed, or -ENOMEM.
+ */
+static int pe_digest(const uint8_t *buf, size_t len, const struct rr_pe_info *pi,
+		     const EVP_MD *md, uint8_t *out, struct rr_pe_sig *sig)
+{
+	struct sec_key *secs = NULL;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	uint64_t hashed = pi->size_of_headers;
+	int ok = 1, r = 0;
+
+	if (!ctx)
+		return -ENOMEM;
+	if (pi->nr_sections && !(secs = calloc(pi->nr_sections, sizeof(*secs)))) {
+		EVP_MD_CTX_free(ctx);
+		return -ENOMEM;
+	}
+	/* rr_pe_parse put CheckSum before the directories, the certificate
+	 * entry and the section table inside SizeOfHeaders */
+	ok &= EVP_DigestInit_ex(ctx, md, NULL);
+	ok &= EVP_DigestUpdate(ctx, buf, pi->checksum_offset);
+	ok &= EVP_DigestUpdate(ctx, buf + pi->checksum_offset + 4,
+			       pi->cert_dir_offset - (pi->checksum_offset + 4));
+	ok &= EVP_DigestUpdate(ctx, buf + pi->cert_dir_offset + 8,
+			       pi->size_of_headers - (pi->cert_dir_offset + 8));
+	for (unsigned i = 0; i < pi->nr_sections; i++) {
+		secs[i].hdr = buf + pi->sections_offset + (size_t)i * SECTION_HDR_SIZE;
+		secs[i].index = i;
+	}
+	if (pi->nr_sections)
+		qsort(secs, pi->nr_sections, sizeof(*secs), sec_cmp);
+	for (unsigned i = 0; i < pi->nr_sections && ok; i++) {
+		uint32_t off = rr_get32(secs[i].hdr + SEC_RAW_OFFSET);
+		uint32_t size = rr_get32(secs[i].hdr + SEC_RAW_SIZE);
+
+		if (!size)
+			continue;
+		if ((uint64_t)off + size > len) {
+			r = not_verified(sig, "section %u's raw data (%u bytes at 0x%x) lies outside "
+					 "the file, so the file cannot be hashed", secs[i].index, size, off);
+			goto out;
+		}
+		ok &= EVP_DigestUpdate(ctx, buf + off, size);
+		hashed += size;
+	}
+	if (len > hashed) {
+		if (hashed + pi->cert_size > len) {
+			r = not_verified(sig, "the sections overlap the certificate table, so the file "
+					 "cannot be hashed");
+			goto out;
+		}
+		ok &= EVP_DigestUpdate(ctx, buf + hashed, len - hashed - pi->cert_size);
+	}
+	ok &= EVP_DigestFinal_ex(ctx, out, NULL);
+	if (!ok)
+		r = -ENOMEM;    /* a digest libcrypto has fails only on allocation */
+out:
+	ERR_clear_error();
+	free(secs);
+	EVP_MD_CTX_free(ctx);
+	return r;
+}
+
+/* The Authenticode digest algorithms the kernel's mscode parser knows,
+ * less MD4 and MD5. */
+static const EVP_MD *spc_digest(const X509_SIG *dinfo, struct rr_pe_sig *sig,
+				const ASN1_OCTET_STRING **value)
+{
+	static const struct { int nid; const char *name; } known[] = {
+		{ NID_sha1, "sha1" }, { NID_sha224, "sha224" }, { NID_sha256, "sha256" },
+		{ NID_sha384, "sha384" }, { NID_sha512, "sha512" },
+	};
+	const X509_ALGOR *alg;
+	const ASN1_OBJECT *obj;
+	char oid[64];
+	int nid;
+
+	X509_SIG_get0(dinfo, &alg, value);
+	X509_ALGOR_get0(&obj, NULL, NULL, alg);
+	nid = OBJ_obj2nid(obj);
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		if (known[i].nid == nid) {
+			snprintf(sig->digest, sizeof(sig->digest), "%s", known[i].name);
+			return EVP_get_digestbynid(nid);
+		}
+	}
+	if (OBJ_obj2txt(oid, sizeof(oid), obj, 1) <= 0)
+		snprintf(oid, sizeof(oid), "?");
+	not_verified(sig, "unsupported digest algorithm %s", oid);
+	return NULL;
+}
+
+/*
+ * Check the first signature of the file: the SpcIndirectDataContent's
+ * digest against the file's, then the PKCS#7 signature over that content
+ * with the certificate the message carries and no chain (PKCS7_NOVERIFY:
+ * trust is the kernel's business).  Sets sig->verified or sig->why.
+ */
+static int verify_pkcs7(PKCS7 *p7, const uint8_t *buf, size_t len, const struct rr_pe_info *pi,
+			struct rr_pe_sig *sig)
+{
+	PKCS7 *content = p7->d.sign->contents;
+	ASN1_TYPE *other;
+	SPC_INDIRECT *spc = NULL;
+	const ASN1_OCTET_STRING *want;
+	const unsigned char *der, *inner;
+	const EVP_MD *md;
+	uint8_t got[EVP_MAX_MD_SIZE];
+	char oid[64] = "";
+	long inner_len;
+	int tag, xclass, r, ok;
+	BIO *in;
+
+	if (!content || !content->type || OBJ_obj2txt(oid, sizeof(oid), content->type, 1) <= 0 ||
+	    strcmp(oid, OID_SPC_INDIRECT))
+		return not_verified(sig, "the signed content is of type %s, not Authenticode's "
+				    "SpcIndirectDataContent (" OID_SPC_INDIRECT ")", *oid ? oid : "?");
+	other = content->d.other;
+	if (!other || other->type != V_ASN1_SEQUENCE || !other->value.sequence)
+		return not_verified(sig, "the SpcIndirectDataContent is not a SEQUENCE");
+	der = other->value.sequence->data;
+	inner = der;
+	spc = (SPC_INDIRECT *)ASN1_item_d2i(NULL, &inner, other->value.sequence->length,
+					    ASN1_ITEM_rptr(SPC_INDIRECT));
+	if (!spc) {
+		ERR_clear_error();
+		return not_verified(sig, "the SpcIndirectDataContent does not decode");
+	}
+	md = spc_digest(spc->digest, sig, &want);
+	if (!md) {
+		ASN1_item_free((ASN1_VALUE *)spc, ASN1_ITEM_rptr(SPC_INDIRECT));
+		return 0;
+	}
+	r = 0;
+	if (want->length != EVP_MD_get_size(md)) {
+		r = not_verified(sig, "the signed %s digest is %d bytes long, not %d", sig->digest,
+				 want->length, EVP_MD_get_size(md));
+		goto out;
+	}
+	r = pe_digest(buf, len, pi, md, got, sig);
+	if (r < 0 || *sig->why)
+		goto out;
+	if (memcmp(got, want->data, (size_t)want->length)) {
+		r = not_verified(sig, "digest mismatch: the file's %s is not the one signed (changed "
+				 "after signing, or another file's signature)", sig->digest);
+		goto out;
+	}
+	/* Authenticode signs the content's value without its SEQUENCE header
+	 * (the kernel's pkcs7_note_data, osslsigncode): that is what the
+	 * messageDigest attribute covers. */
+	inner = der;
+	if (ASN1_get_object(&inner, &inner_len, &tag, &xclass, other->value.sequence->length) & 0x80 ||
+	    tag != V_ASN1_SEQUENCE || inner_len != other->value.sequence->length - (inner - der)) {
+		ERR_clear_error();
+		r = not_verified(sig, "the SpcIndirectDataContent's length does not decode");
+		goto out;
+	}
+	/* PKCS7_verify leaks its copy of the content when a digest of the
+	 * SignedData is one libcrypto lacks (OpenSSL 3.0): refused here first */
+	for (int i = 0; i < sk_X509_ALGOR_num(p7->d.sign->md_algs); i++) {
+		const ASN1_OBJECT *obj;
+
+		X509_ALGOR_get0(&obj, NULL, NULL, sk_X509_ALGOR_value(p7->d.sign->md_algs, i));
+		if (!EVP_get_digestbyobj(obj)) {
+			if (OBJ_obj2txt(oid, sizeof(oid), obj, 1) <= 0)
+				snprintf(oid, sizeof(oid), "?");
+			r = not_verified(sig, "unsupported digest algorithm %s in the SignedData", oid);
+			goto out;
+		}
+	}
+	in = BIO_new_mem_buf(inner, (int)inner_len);
+	if (!in) {
+		r = -ENOMEM;
+		goto out;
+	}
+	/* PKCS7_verify takes outside content only for a detached signature:
+	 * detach the content for the call, then put it back. */
+	content->d.other = NULL;
+	ok = PKCS7_verify(p7, NULL, NULL, in, NULL, PKCS7_NOVERIFY | PKCS7_BINARY);
+	content->d.other = other;
+	BIO_free(in);
+	if (ok != 1) {
+		unsigned long err = ERR_peek_error();   /* the cause, not "signature failure" */
+		const char *reason = err ? ERR_reason_error_string(err) : NULL;
+
+		r = not_verified(sig, "bad signature: the PKCS#7 signature does not check with its "
+				 "own certificate (%s)", reason ? reason : "OpenSSL gives no reason");
+		goto out;
+	}
+	sig->verified = true;
+out:
+	ERR_clear_error();
+	ASN1_item_free((ASN1_VALUE *)spc, ASN1_ITEM_rptr(SPC_INDIRECT));
+	return r;
+}
+
+static int read_pkcs7(const uint8_t *der, size_t der_len, const uint8_t *buf, size_t len,
+		      const struct rr_pe_info *pi, const char *name, struct rr_pe_sig *sig,
 		      struct rr_err *e)
 {
 	const unsigned char *p = der;
@@ -145,7 +429,7 @@ static int read_pkcs7(const uint8_t *der, size_t len, const char *name, struct r
 	STACK_OF(X509) *signers;
 	int r = 0;
 
-	p7 = d2i_PKCS7(NULL, &p, (long)len);
+	p7 = d2i_PKCS7(NULL, &p, (long)der_len);
 	if (!p7) {
 		ERR_clear_error();
 		return rr_errf(e, EBADMSG, "%s: the PE signature is not a PKCS#7 message", name);
@@ -161,13 +445,21 @@ static int read_pkcs7(const uint8_t *der, size_t len, const char *name, struct r
 		ERR_clear_error();
 		r = rr_errf(e, EBADMSG, "%s: the PE signature does not carry its signer's certificate",
 			    name);
-	} else {
+		goto out;
+	}
+	r = verify_pkcs7(p7, buf, len, pi, sig);
+	if (r < 0) {
+		r = rr_errf(e, -r, "%s: cannot verify the PE signature: %s", name, strerror(-r));
+		goto out;
+	}
+	if (sig->verified) {
 		X509 *c = sk_X509_value(signers, 0);
 		if (name_text(X509_get_subject_name(c), sig->subject, sizeof(sig->subject)) < 0 ||
 		    name_text(X509_get_issuer_name(c), sig->issuer, sizeof(sig->issuer)) < 0)
 			r = rr_errf(e, EBADMSG, "%s: the PE signer's certificate names are unreadable",
 				    name);
 	}
+out:
 	sk_X509_free(signers);
 	PKCS7_free(p7);
 	return r;
@@ -209,8 +501,8 @@ int rr_pe_sig_read(const uint8_t *buf, size_t len, const char *name,
 				return rr_errf(e, EBADMSG, "%s: PE certificate is revision 0x%04x type "
 					       "0x%04x, not an Authenticode PKCS#7 (0x0200, 0x0002)",
 					       name, rev, type);
-			r = read_pkcs7(buf + at + WIN_CERT_HDR_SIZE, wlen - WIN_CERT_HDR_SIZE, name,
-				       &sig, e);
+			r = read_pkcs7(buf + at + WIN_CERT_HDR_SIZE, wlen - WIN_CERT_HDR_SIZE, buf,
+				       len, &pi, name, &sig, e);
 			if (r < 0)
 				return r;
 		}

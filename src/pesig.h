@@ -32,10 +32,16 @@ struct rr_pe_info {
 struct rr_pe_sig {
 	bool is_pe;                    /* the kernel's PE parser accepts the headers */
 	bool is_signed;                /* a certificate table with a PKCS#7 SignedData */
+	bool verified;                 /* the first signature verifies: see rr_pe_sig_read */
 	unsigned nr_signatures;        /* WIN_CERTIFICATE entries (the kernel takes exactly 1) */
-	char subject[256];             /* first signer certificate, RFC 2253 text, */
-	char issuer[256];              /* control and non-ASCII bytes escaped */
+	char digest[16];               /* Authenticode digest algorithm ("sha256") once known */
+	char why[192];                 /* signed, not verified: why ("digest mismatch: ...") */
+	char subject[256];             /* first signer certificate, RFC 2253 text, control */
+	char issuer[256];              /* and non-ASCII bytes escaped; "" unless verified */
 };
+
+/* "verified", "bad" or "none" (unsigned), for JSON and the daemon's state. */
+const char *rr_pe_sig_state(const struct rr_pe_sig *sig);
 
 /*
  * Parse the DOS, PE and optional headers with every read bounded.  Returns 0
@@ -50,8 +56,18 @@ int rr_pe_parse(const uint8_t *buf, size_t len, const char *name,
  * Read the Authenticode signature of buf.  A file that is not PE at all, or
  * a PE file without a certificate table, is not an error (is_pe / is_signed
  * say so).  A damaged header, WIN_CERTIFICATE or PKCS#7 is: negative errno
- * and a message naming the file.  The signature is parsed, not verified:
- * that is for sbverify and the kernel's keyrings.
+ * and a message naming the file.
+ *
+ * A signed file is verified as the kernel's verify_pefile does it, less
+ * the trust: the Authenticode digest of the file (the kernel's form:
+ * headers without CheckSum and the certificate directory entry, sections
+ * in PointerToRawData order, trailing data up to the certificate table)
+ * must equal the one in the SpcIndirectDataContent, and the PKCS#7
+ * signature over that content must check with the certificate the
+ * message carries.  Whether that certificate is trusted is not decided
+ * here: kexec_file_load decides it against its keyrings.  Only a verified
+ * signature fills subject and issuer; otherwise verified is false and why
+ * says what failed (a verdict, not an error: the return is 0).
  */
 int rr_pe_sig_read(const uint8_t *buf, size_t len, const char *name,
 		   struct rr_pe_sig *ret, struct rr_err *e);

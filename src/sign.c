@@ -147,6 +147,8 @@ static int check_signed(const char *out, size_t unsigned_len, const char *path, 
 	if (r == 0 && (!sig.is_signed || sig.nr_signatures != 1 || len != unsigned_len + im.cert_size))
 		r = rr_errf(e, EBADMSG, "%s: sbsign's output is not the image with one signature "
 			    "appended", path);
+	if (r == 0 && !sig.verified)
+		r = rr_errf(e, EBADMSG, "%s: sbsign's signature does not verify: %s", path, sig.why);
 	free(buf);
 	return r;
 }

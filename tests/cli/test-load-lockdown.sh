@@ -175,6 +175,21 @@ if "$R" image "$K/vmlinuz-6.1.0-57-cloud-amd64" -o "$tmp/s.img" --sign-key "$tmp
 		FAKE_KEXEC_RC=255 FAKE_KEXEC_STDERR="$badmsg" --
 	check "a malformed or changed signed file (EBADMSG): says so, names the signer: $(tail -1 "$tmp/sigbad.err")" \
 		grep -qF -- "$img: the kernel could not use the image's signature (kexec said \"$badmsg\"): the signature or the PE header is malformed, or the file changed after it was signed by \"O=rerand tests,CN=rerand test db key\"" "$tmp/sigbad.err"
+	# One byte changed after signing: the digest no longer matches, and the
+	# locked-down kernel would refuse it, so it is refused before kexec.
+	cp "$img" "$tmp/flip.img"
+	printf '\x55' | dd of="$tmp/flip.img" bs=1 seek=$((0x400 + 0x4000)) conv=notrunc status=none
+	img=$tmp/flip.img
+	load sigflip RERAND_LOCKDOWN_FILE="$tmp/ld-integrity" RERAND_SECUREBOOT_FILE="$tmp/sb-on" --
+	check "locked down, a byte changed after signing: refused before kexec, no signer named: $(tail -1 "$tmp/sigflip.err")" \
+		bash -c "[ $rc -eq 1 ] && [ $(calls sigflip) -eq 0 ] &&
+			 grep -qF -- '$img: signature does not verify: digest mismatch' '$tmp/sigflip.err' &&
+			 ! grep -qF 'rerand test db key' '$tmp/sigflip.err'"
+	load sigflipk FAKE_KEXEC_RC=255 FAKE_KEXEC_STDERR="$badmsg" -- --file-syscall
+	check "not locked down, the kernel refuses the changed file: says it does not verify, no signer: $(tail -1 "$tmp/sigflipk.err")" \
+		bash -c "[ $rc -eq 1 ] && grep -qF -- 'its signature does not verify: digest mismatch' '$tmp/sigflipk.err' &&
+			 ! grep -qF 'rerand test db key' '$tmp/sigflipk.err'"
+	img=$tmp/s.img
 	load sigkt24 FAKE_KEXEC_VERSION=2.0.24 --
 	check "signed image, kexec_load with kexec-tools 2.0.24 (no signature check there): seed written in memory" \
 		bash -c "[ $rc -eq 0 ] && $(declare -f seed_differs); tmp=$tmp; img=$img; seed_differs sigkt24"

@@ -102,12 +102,16 @@ SignCert=$tmp/db.crt"
 inst wrongrel
 cp "$tmp/other.img" "$tmp/wrongrel/signed/$REL.img"
 inst late
+# the pre-signed image with one byte changed after signing
+inst tampered
+cp "$tmp/presigned.img" "$tmp/tampered/signed/$REL.img"
+printf '\x55' | dd of="$tmp/tampered/signed/$REL.img" bs=1 seek=$((0x400 + 0x4000)) conv=notrunc status=none
 # no efivarfs (a container, an initramfs): Secure Boot from boot_params'
 # secure_boot byte (0x1ec; 3 = enabled)
 SB_FILE=$tmp/bponly/no-efivars BP_FILE=$tmp/bponly/boot_params inst bponly
 python3 -c 'import sys; b = bytearray(4096); b[0x1ec] = 3; sys.stdout.buffer.write(b)' >"$tmp/bponly/boot_params"
-for id in blocked presigned signhere wrongrel late bponly; do run "$id"; done
-for id in blocked presigned signhere wrongrel late bponly; do
+for id in blocked presigned signhere wrongrel late bponly tampered; do run "$id"; done
+for id in blocked presigned signhere wrongrel late bponly tampered; do
 	rerandd_wait_up "$tmp/$id"
 done
 
@@ -148,6 +152,9 @@ check "pre-signed: the log names the image and the signer" \
 	grep -qF "pre-signed image $tmp/presigned/signed/$REL.img signed by \"$SUBJECT\"" "$tmp/presigned/log"
 check "pre-signed: status json signer and image_source" \
 	eval 'st presigned --json | python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(not (d[\"signer\"]==\"$SUBJECT\" and d[\"image_source\"]==\"pre-signed\"))"'
+check "pre-signed: status json signature verified, text says so" \
+	eval 'st presigned --json | python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(d[\"signature\"]!=\"verified\")" &&
+	      status_has presigned "signed by \"$SUBJECT\" (signature verified)"'
 
 # ---- signing on the machine (SignKey=) -----------------------------------------------------------
 wait_for 60 staged signhere
@@ -191,6 +198,13 @@ check "another release's image: refused, nothing staged: $(st wrongrel | grep '^
 	eval 'status_has wrongrel "stage error:       $tmp/wrongrel/signed/$REL.img: an image of release \"6.12.118+deb12-cloud-amd64\", not of $KERNEL'"'"'s $REL" &&
 	      test ! -e "$tmp/wrongrel/kexec.log"'
 
+# ---- a pre-signed image changed after signing: refused, its signer never shown ----------------
+wait_for 20 status_has tampered "stage error:"
+check "changed pre-signed image: refused, nothing staged, no signer: $(st tampered | grep '^stage error:' | cut -c1-160)..." \
+	eval 'status_has tampered "stage error:       $tmp/tampered/signed/$REL.img: signature does not verify: digest mismatch" &&
+	      status_has tampered "staged:            no" && test ! -e "$tmp/tampered/kexec.log" &&
+	      ! { st tampered; st tampered --json; cat "$tmp/tampered/run/rerand.prom"; } | grep -qF "$SUBJECT"'
+
 # ---- the signed image arrives after the kernel (shipped separately) -------------------------
 wait_for 20 status_has late "stage error:"
 cp "$tmp/presigned.img" "$tmp/late/$REL.img.part" && mv "$tmp/late/$REL.img.part" "$tmp/late/signed/$REL.img"
@@ -206,5 +220,5 @@ check "no efivarfs: Secure Boot read from boot_params (on), so signed images onl
 	      st bponly --json | grep -q "\"secure_boot\":\"on\"" && test ! -e "$tmp/bponly/kexec.log"'
 
 check "no instance ever asked for a reboot" eval '! ls "$tmp"/*/reboot-called >/dev/null 2>&1'
-check "no 0x number in any status or log" eval '! { for i in blocked presigned signhere wrongrel late bponly; do st $i; st $i --json; cat "$tmp/$i/log"; done; } | grep -qi "0x"'
+check "no 0x number in any status or log" eval '! { for i in blocked presigned signhere wrongrel late bponly tampered; do st $i; st $i --json; cat "$tmp/$i/log"; done; } | grep -qi "0x"'
 echo "1..$n"

@@ -62,6 +62,43 @@ cp "$tmp/out/s.img" "$tmp/flip.img"
 printf '\x55' | dd of="$tmp/flip.img" bs=1 seek=$((0x400 + 0x4000)) conv=notrunc status=none
 check "a changed byte in the signed range: sbverify refuses" \
 	bash -c "! sbverify --cert $CERT '$tmp/flip.img' >/dev/null 2>&1"
+check "inspect --json of the signed image: signature verified (sha256)" bash -c "'$R' inspect --json '$tmp/out/s.img' |
+	python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"signature\"]==\"verified\" and d[\"signature_digest\"]==\"sha256\", d'"
+# The signer is named only once the signature verifies: a changed file, or
+# another file's signature grafted on, shows why and no name.
+"$R" inspect "$tmp/flip.img" >"$tmp/flip.out" 2>&1; rc=$?
+check "a changed byte: inspect says the signature does not verify, names no signer: $(grep signature: "$tmp/flip.out")" \
+	bash -c "[ $rc -eq 0 ] && grep -qF 'signature does not verify: digest mismatch' '$tmp/flip.out' &&
+		 ! grep -qF 'SnakeOil' '$tmp/flip.out'"
+check "a changed byte: inspect --json signature bad, signature_error, no signer_subject" \
+	bash -c "'$R' inspect --json '$tmp/flip.img' | python3 -c 'import json,sys; d=json.load(sys.stdin);
+assert d[\"signed\"] and d[\"signature\"]==\"bad\" and d[\"signature_error\"].startswith(\"digest mismatch\") and \"signer_subject\" not in d and \"signer_issuer\" not in d, d'"
+# graft FROM TO OUT: TO's bytes up to its certificate table, then FROM's
+# certificate table, the directory entry pointed at it.
+graft() {
+	python3 - "$1" "$2" "$3" <<'PY'
+import struct, sys
+def certdir(b):
+    pe = struct.unpack_from('<I', b, 0x3c)[0]
+    opt = pe + 24
+    dirs = opt + (112 if struct.unpack_from('<H', b, opt)[0] == 0x20b else 96)
+    return dirs + 4 * 8
+src, dst = open(sys.argv[1], 'rb').read(), open(sys.argv[2], 'rb').read()
+so, ss = struct.unpack_from('<II', src, certdir(src))
+do, ds = struct.unpack_from('<II', dst, certdir(dst))
+out = bytearray(dst[:do] + src[so:so + ss])
+struct.pack_into('<II', out, certdir(dst), do, ss)
+open(sys.argv[3], 'wb').write(out)
+PY
+}
+graft "$C/signed-snakeoil" "$tmp/out/s.img" "$tmp/graft.img"
+"$R" inspect "$tmp/graft.img" >"$tmp/graft.out" 2>&1; rc=$?
+check "another file's signature (same signer) grafted on: does not verify, no signer: $(grep signature: "$tmp/graft.out")" \
+	bash -c "[ $rc -eq 0 ] && grep -qF 'signature does not verify: digest mismatch' '$tmp/graft.out' &&
+		 ! grep -qF 'SnakeOil' '$tmp/graft.out' && ! sbverify --cert $CERT '$tmp/graft.img' >/dev/null 2>&1"
+graft "$tmp/out/s2.img" "$tmp/out/s.img" "$tmp/regraft.img"
+check "the same image's own signature grafted back: verifies (the graft itself is sound)" \
+	bash -c "'$R' inspect '$tmp/regraft.img' | grep -qF 'signed by \"$SUBJ\"'"
 check "no temporary files left after signing" no_leftovers
 
 # --- failed signings leave nothing and say why ---------------------------

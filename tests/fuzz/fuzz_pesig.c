@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Fuzz the PE header and Authenticode reader (rr_pe_parse, rr_pe_sig_read):
- * any input is refused or accepted with every offset inside the buffer and
- * the names as printable text. */
+ * any input is refused or accepted with every offset inside the buffer, the
+ * names as printable text, and a signer only when the signature verifies. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,5 +40,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	check_text(sig.subject, sizeof(sig.subject));
 	check_text(sig.issuer, sizeof(sig.issuer));
+	check_text(sig.why, sizeof(sig.why));
+	/* a signer is named only for a signature that verifies; one that does
+	 * not says why */
+	if (sig.verified ? !sig.is_signed || sig.why[0] || !sig.digest[0]
+			 : sig.subject[0] || sig.issuer[0] || (sig.is_signed && !sig.why[0]))
+		abort();
 	return 0;
 }

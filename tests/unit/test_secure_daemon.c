@@ -272,7 +272,8 @@ static void test_load_argv(void)
 static void test_view(void)
 {
 	struct rr_config c;
-	struct rr_stage_plan p = { .source = RR_IMG_PRESIGNED, .signer = "CN=Fleet \"db\" key" };
+	struct rr_stage_plan p = { .source = RR_IMG_PRESIGNED, .signer = "CN=Fleet \"db\" key",
+				   .signature = "verified" };
 	struct rr_view v;
 	char *buf = malloc(65536);
 
@@ -286,18 +287,30 @@ static void test_view(void)
 	     "the view carries Secure Boot, lockdown and the signer");
 	T_OK(control_format_text(&v, buf, 65536) > 0 &&
 	     strstr(buf, "secure boot:       on, lockdown integrity (signed images only)\n") &&
-	     strstr(buf, "staged image:      pre-signed, signed by \"CN=Fleet \"db\" key\"\n"),
+	     strstr(buf, "staged image:      pre-signed, signed by \"CN=Fleet \"db\" key\" (signature "
+		    "verified)\n"),
 	     "status text: secure boot and staged image lines");
 	T_OK(control_format_json(&v, buf, 65536) > 0 &&
 	     strstr(buf, "\"secure_boot\":\"on\",\"lockdown\":\"integrity\",\"locked_down\":true,"
-		    "\"image_source\":\"pre-signed\",\"signer\":\"CN=Fleet \\\"db\\\" key\""),
-	     "status json: secure_boot, lockdown, locked_down, image_source, signer");
+		    "\"image_source\":\"pre-signed\",\"signer\":\"CN=Fleet \\\"db\\\" key\","
+		    "\"signature\":\"verified\""),
+	     "status json: secure_boot, lockdown, locked_down, image_source, signer, signature");
 	T_OK(metrics_format(&v, buf, 65536) > 0 &&
 	     strstr(buf, "rerand_secure_boot_info{state=\"on\"} 1\n") &&
 	     strstr(buf, "rerand_lockdown_info{mode=\"integrity\"} 1\n") &&
 	     strstr(buf, "rerand_locked_down 1\n") && strstr(buf, "rerand_staged_image_signed 1\n") &&
 	     strstr(buf, "rerand_staged_image_info{source=\"pre-signed\",signer=\"CN=Fleet \\\"db\\\" key\"} 1\n"),
 	     "metrics: Secure Boot, lockdown, signed, signer label escaped");
+	/* a staged image whose signature does not verify (not locked down):
+	 * no signer anywhere, the text says why there is none */
+	struct rr_stage_plan bad = { .source = RR_IMG_BUILT, .signature = "bad" };
+	stage_view_secure(&c, &bad, &v);
+	T_OK(control_format_text(&v, buf, 65536) > 0 &&
+	     strstr(buf, "staged image:      built, signature does not verify (signer not shown)\n") &&
+	     control_format_json(&v, buf, 65536) > 0 &&
+	     strstr(buf, "\"signer\":\"\",\"signature\":\"bad\"") &&
+	     metrics_format(&v, buf, 65536) > 0 && strstr(buf, "rerand_staged_image_signed 0\n"),
+	     "a signature that does not verify: status says so, JSON signature bad, no signer");
 	set_state(NULL, -1);
 	snprintf(c.secureboot_file, sizeof(c.secureboot_file), "/nonexistent/efivars/SecureBoot-x");
 	stage_view_secure(&c, NULL, &v);
