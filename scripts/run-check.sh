@@ -193,6 +193,9 @@ for s in "${suites[@]}"; do
 	if [ "$skipped" -gt 0 ]; then skipped_names+=("$name ($skipped)"); fi
 	if [ "$rc" -ne 0 ] && [ "$notok" -eq 0 ]; then
 		echo "not ok - $name exited with status $rc"
+		# a sanitizer build ends on its first error: ASan's summary, UBSan's line
+		{ echo "not ok - $name exited with status $rc"
+		  grep -m1 -E '^SUMMARY: .*Sanitizer|: runtime error: ' "$res/$n.log"; } | sed "s|^|$name: |" >>"$failures"
 		fail=$((fail + 1)); failed_names+=("$name (exit $rc)")
 	fi
 	if [ "$ok" -eq 0 ] && [ "$notok" -eq 0 ] && [ "$skipped" -eq 0 ] && [ "$rc" -eq 0 ]; then
