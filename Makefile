@@ -103,7 +103,7 @@ FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-saniti
 	$(CPPFLAGS) $(LIB_CFLAGS)
 
 .PHONY: FORCE vm histogram all deps deb deb-chroot unit-tests kernels check check-long check-comeback \
-	check-chaos demo fuzz bench install clean
+	check-chaos demo fuzz san-tests bench install clean
 all: $(RERAND) $(BASH_COMPLETION) $(STAGE_BIN) $(RERANDD) $(FLEETD)
 
 $(O)/host/%.o: %.c
@@ -224,6 +224,44 @@ $(O)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJS) $(O)/host/kexec/stage_blob.o
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -Idaemon -Ifleetd $(DAEMON_CFLAGS) $(FLEETD_CFLAGS) -o $@ $< \
 		$(FUZZ_LIB_OBJS) $(O)/host/kexec/stage_blob.o $(DAEMON_LIBS) $(FLEETD_LIBS) $(LIB_LIBS)
 
+# The unit tests again, built with ASan and UBSan (issue 24): every test and
+# the code it links (librerand, libdaemon, libfleetd) compiled a second time
+# into build/san, so that a heap overflow, a use after free, a leak or
+# undefined behaviour in the product code the tests drive fails the test.
+# scripts/run-check.sh runs them as "unit-san test_x" with its
+# ASAN_OPTIONS/UBSAN_OPTIONS; programs the tests exec (build/rerand) stay
+# the normal build.  Not in debian/rules' dh_auto_test (build/tests only).
+SAN_CFLAGS  := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1
+SAN_HOST_CFLAGS := -std=gnu11 $(WARN) $(SAN_CFLAGS) $(LIB_CFLAGS) -MMD -MP
+SAN_LIB_OBJS := $(LIB_SRCS:%.c=$(O)/san/obj/%.o) $(SHARED_SRCS:%.c=$(O)/san/obj/%.o) $(LIB_ASM_OBJS)
+SAN_DAEMON_OBJS := $(DAEMON_LIB_SRCS:%.c=$(O)/san/obj/%.o)
+SAN_FLEETD_OBJS := $(FLEETD_LIB_SRCS:%.c=$(O)/san/obj/%.o)
+SAN_LIBS    := $(O)/san/libfleetd.a $(O)/san/libdaemon.a $(O)/san/librerand.a
+SAN_UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/san/tests/%)
+.SECONDARY: $(SAN_LIB_OBJS) $(SAN_DAEMON_OBJS) $(SAN_FLEETD_OBJS)
+
+$(O)/san/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC [san] $<")
+	$(Q)$(CC) $(CPPFLAGS) $(SAN_HOST_CFLAGS) $(DAEMON_CFLAGS) $(FLEETD_CFLAGS) -Idaemon -pthread -c -o $@ $<
+$(O)/san/obj/daemon/config.o: CPPFLAGS += -DRR_RERAND_BIN='"$(BINDIR)/rerand"'
+$(O)/san/obj/daemon/config.o: $(O)/bindir.stamp
+
+$(O)/san/librerand.a: $(SAN_LIB_OBJS)
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(O)/san/libdaemon.a: $(SAN_DAEMON_OBJS)
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(O)/san/libfleetd.a: $(SAN_FLEETD_OBJS)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(O)/san/tests/%: tests/unit/%.c $(SAN_LIBS) $(O)/host/kexec/stage_blob.o tests/unit/test.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC [san] $<")
+	$(Q)$(CC) $(CPPFLAGS) -Itests/unit -Idaemon -Ifleetd -DT_TOP='"$(CURDIR)"' $(SAN_HOST_CFLAGS) $(DAEMON_CFLAGS) \
+		$(FLEETD_CFLAGS) -o $@ $< $(SAN_LIBS) $(O)/host/kexec/stage_blob.o $(DAEMON_LIBS) $(FLEETD_LIBS) $(LIB_LIBS)
+
+san-tests: $(SAN_UNIT_BINS)
+
 deps:
 	$(Q)scripts/deps.sh check
 
@@ -237,7 +275,7 @@ kernels:
 # before a fresh machine had the -dev packages.
 check check-long:
 	$(Q)scripts/deps.sh check
-	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(FUZZ_BINS) $(FLEETD_BROKEN)
+	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(SAN_UNIT_BINS) $(FUZZ_BINS) $(FLEETD_BROKEN)
 	$(Q)scripts/run-check.sh $(if $(filter check-long,$@),long,short)
 
 # The comeback part of `make check` alone (issue 22): the watchdog unit test
@@ -342,4 +380,4 @@ clean:
 	rm -rf $(O)
 
 # Only the object trees: build/e2e and build/vm hold whole root file systems.
--include $(shell find $(O)/host $(O)/stage $(O)/tests $(O)/fuzz $(O)/fuzzobj -name '*.d' -type f 2>/dev/null)
+-include $(shell find $(O)/host $(O)/stage $(O)/tests $(O)/fuzz $(O)/fuzzobj $(O)/san -name '*.d' -type f 2>/dev/null)

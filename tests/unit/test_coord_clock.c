@@ -110,10 +110,10 @@ int main(void)
 	sent(sv[1], line, sizeof(line));
 	T_OK(!*line, "1 s after a keepalive, with the wall clock stepped 2 h ahead: none");
 
-	sd_event_source_disable_unref(co->io);
-	close(sv[0]);
+	/* coord's own teardown: the io source, sv[0], the keepalive timer
+	 * coord_link_arm() added and the event loop (co->ev took this ref) */
+	coord_close(co);
 	close(sv[1]);
-	sd_event_unref(ev);
 	free(co);
 	return t_done();
 }
