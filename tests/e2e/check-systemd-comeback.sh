@@ -273,8 +273,11 @@ judge() {
 	fi
 	e2e_note "$name: slot at boot 2: $slot; $(grep -a 'RRC-LOG n=2 .*fleet' "$log" | sed 's/.*| //' | tr '\n' ';' | cut -c1-400)"
 	if [ "$kind" = check ]; then
+		# boot 1's rerandd keeps the slot when its confirmation fails; boot
+		# 2 (the firmware fallback) says it stays until its lease runs out
 		grep -q '/rerand/fleet/e2e/slot/0' <<<"$slot" &&
-			grep -aq 'RRC-LOG n=2 b=0 | .*keeping the slot' "$log" &&
+			grep -aq 'RRC-LOG n=2 b=-1 | .*keeping the slot' "$log" &&
+			grep -aq 'RRC-LOG n=2 b=0 | .*the slot of the failed rerandomization stays' "$log" &&
 			! grep -aq 'RRC-LOG n=2 b=\(0\|-1\) | .*fleet: slot released' "$log"
 		e2e_tap $? "$name: the fleet slot is kept (held in etcd, never released)" "$slot"
 	fi
