@@ -100,8 +100,13 @@ static struct rr_kernel_id id_of(const struct stat *st)
 int digest_kernel_open(const char *path, struct rr_kernel_id *id, struct rr_err *e)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	int fd;
 
+	/* a device is not even opened (opening /dev/watchdog arms it) */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return rr_errf(e, EINVAL, "%s: %s, not a regular file: a kernel must be one", path,
+			       rr_file_type_name(st.st_mode));
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return rr_errf(e, errno, "%s: cannot open the kernel: %s", path, strerror(errno));
 	if (fstat(fd, &st) < 0) {
@@ -111,7 +116,8 @@ int digest_kernel_open(const char *path, struct rr_kernel_id *id, struct rr_err 
 	}
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
-		return rr_errf(e, EINVAL, "%s: not a regular file: a kernel must be one", path);
+		return rr_errf(e, EINVAL, "%s: %s, not a regular file: a kernel must be one", path,
+			       rr_file_type_name(st.st_mode));
 	}
 	*id = id_of(&st);
 	return fd;

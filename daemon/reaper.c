@@ -64,6 +64,9 @@ int reaper_prepare(void)
 
 	/* SIGCHLD must queue for sigwaitinfo, not be discarded or auto-reap */
 	signal(SIGCHLD, SIG_DFL);
+	/* a cancelled job closed the pipe's read end: a message must not
+	 * kill the reaper before its sweep is done */
+	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	sigaddset(&set, SIGTERM);
@@ -78,6 +81,7 @@ void reaper_child_reset(void)
 {
 	sigset_t none;
 
+	signal(SIGPIPE, SIG_DFL);      /* an ignored signal would survive the exec */
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }

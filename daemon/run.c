@@ -152,7 +152,11 @@ static int spawn(char *const argv[], enum rr_child_caps caps, const struct rr_bu
 				_exit(reaper_wait(b));
 			}
 			reaper_child_reset();
-			if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != reaper)
+			/* A session of its own: the filter's kill(0, ...) then
+			 * reaches the builder's group only, never the reaper,
+			 * and setpgid() cannot join the reaper's group. */
+			if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
+			    getppid() != reaper)
 				_exit(126);
 			/* Last before exec: the builder's seccomp allow-list,
 			 * which the exec keeps (the calls above are not on it). */

@@ -26,6 +26,7 @@
  * call with the x32 bit set (__X32_SYSCALL_BIT).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <seccomp.h>
 #include <sched.h>
 #include <stddef.h>
@@ -50,7 +51,7 @@ static const int allowed[] = {
 	SCMP_SYS(stat), SCMP_SYS(lstat), SCMP_SYS(statx), SCMP_SYS(statfs),
 	SCMP_SYS(fstatfs), SCMP_SYS(access), SCMP_SYS(faccessat),
 	SCMP_SYS(faccessat2), SCMP_SYS(readlink), SCMP_SYS(readlinkat),
-	SCMP_SYS(getdents64), SCMP_SYS(getcwd), SCMP_SYS(fcntl), SCMP_SYS(dup),
+	SCMP_SYS(getdents64), SCMP_SYS(getcwd), SCMP_SYS(dup),
 	SCMP_SYS(dup2), SCMP_SYS(dup3), SCMP_SYS(pipe), SCMP_SYS(pipe2),
 	SCMP_SYS(fsync), SCMP_SYS(fdatasync), SCMP_SYS(ftruncate),
 	SCMP_SYS(fadvise64), SCMP_SYS(poll), SCMP_SYS(ppoll),
@@ -96,6 +97,15 @@ static const int killed[] = {
 	SCMP_SYS(vhangup), SCMP_SYS(fanotify_init), SCMP_SYS(lookup_dcookie),
 };
 
+/* fcntl on the descriptor itself: not F_SETOWN, F_SETOWN_EX or F_SETSIG,
+ * with which O_ASYNC has the kernel signal any process of ImageUser= (the
+ * reaper included), nor leases or directory notification. */
+static const unsigned long fcntl_cmds[] = {
+	F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_SETFD, F_GETFL, F_SETFL,
+	F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW,
+	F_GETPIPE_SZ, F_ADD_SEALS, F_GET_SEALS,
+};
+
 /* Terminal queries isatty() and a shell make; not TIOCSTI or any setter. */
 static const unsigned long ioctl_reqs[] = { TCGETS, TIOCGWINSZ, TIOCGPGRP };
 
@@ -121,6 +131,10 @@ static int add_rules(scmp_filter_ctx ctx)
 	for (size_t i = 0; i < sizeof(ioctl_reqs) / sizeof(ioctl_reqs[0]); i++)
 		if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
 					  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, ioctl_reqs[i]))) < 0)
+			return r;
+	for (size_t i = 0; i < sizeof(fcntl_cmds) / sizeof(fcntl_cmds[0]); i++)
+		if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1,
+					  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, fcntl_cmds[i]))) < 0)
 			return r;
 	/* clone3 is left to the default (libseccomp refuses a rule that
 	 * repeats the default action) */

@@ -33,12 +33,19 @@ void rr_mem_thp(void *p, size_t len)
  */
 int rr_read_file(const char *path, size_t max, uint8_t **ret_buf, size_t *ret_len, struct rr_err *e)
 {
-	/* O_NONBLOCK: opening a FIFO for reading blocks until a writer comes
-	 * (`rerand inspect FIFO` hung); rr_read_fd refuses it after fstat.
-	 * Regular files ignore the flag, but clear it anyway for the read. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	/* Not opened at all unless it is a regular file: opening a device can
+	 * act (/dev/watchdog arms the watchdog, a tape rewinds), and a FIFO
+	 * blocks until a writer comes (`rerand inspect FIFO` hung).  The open
+	 * keeps O_NONBLOCK for a FIFO swapped in after the stat, which
+	 * rr_read_fd refuses after its fstat.  Regular files ignore the flag,
+	 * but it is cleared anyway for the read. */
 	struct stat st;
+	int fd;
 
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return rr_errf(e, EINVAL, "%s: %s, not a regular file: refused", path,
+			       rr_file_type_name(st.st_mode));
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
 		int r = errno;
 

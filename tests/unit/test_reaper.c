@@ -221,6 +221,23 @@ static void jobs(void)
 	if (rd >= 0)
 		close(rd);
 
+	/* The filter lets a builder signal its own process group (kill 0):
+	 * the builder's session is its own, so that cannot reach the reaper,
+	 * which still sweeps the leftover away. */
+	res = (struct job_res){ 0 };
+	rd = start_job(ev,
+		       "setsid sh -c 'exec sleep 60' </dev/null >/dev/null 2>&1 & p=$!; i=0; "
+		       "while [ $i -lt 200 ]; do set -- $(cat /proc/$p/stat); [ \"$6\" = $p ] && break; "
+		       "sleep 0.05; i=$((i+1)); done; kill -KILL 0",
+		       &res, &job);
+	for (double t0 = now(); rd >= 0 && !res.done && now() - t0 < 20;)
+		sd_event_run(ev, 100000);
+	T_OK(res.done && res.status == 128 + SIGKILL, "a builder that kills its process group: status %d",
+	     res.status);
+	T_OK(rd >= 0 && all_gone(rd, 2000), "its kill 0 missed the reaper, which swept the leftover away");
+	if (rd >= 0)
+		close(rd);
+
 	res = (struct job_res){ 0 };
 	rd = start_job(ev, "setsid sh -c 'printf x >&4; exec sleep 60' </dev/null >/dev/null 2>&1 & exec sleep 60", &res,
 		       &job);

@@ -310,6 +310,18 @@ static int fn_kill_other(void *arg)
 	return kill(getppid(), 0) == -1 && errno == ENOSYS && kill(getpid(), 0) == 0 ? 0 : 1;
 }
 
+static int fn_fcntl_setown(void *arg)
+{
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	errno = 0;
+	/* F_SETOWN with O_ASYNC would have the kernel signal the owner: refused,
+	 * while the descriptor's own commands still work */
+	return fd >= 0 && fcntl(fd, F_SETOWN, getppid()) == -1 && errno == ENOSYS &&
+	       fcntl(fd, F_SETSIG, SIGKILL) == -1 && errno == ENOSYS &&
+	       fcntl(fd, F_GETFD) == FD_CLOEXEC && fcntl(fd, F_GETFL) >= 0 ? 0 : 1;
+}
+
 static void *thread_fn(void *arg)
 {
 	return arg;
@@ -353,6 +365,7 @@ int main(void)
 		{ "clone with CLONE_NEWUSER", fn_clone_userns },
 		{ "ioctl TIOCSTI", fn_tiocsti },
 		{ "kill of another process", fn_kill_other },
+		{ "fcntl F_SETOWN and F_SETSIG", fn_fcntl_setown },
 	};
 	const char *dir = t_kernels_dir();
 	char buf[64], tmp[] = "/tmp/rerand-sandbox.XXXXXX";
