@@ -163,6 +163,22 @@ int digest_kernel_reopen(const char *path, const struct rr_kernel_id *want, stru
 	return fd;
 }
 
+int digest_kernel_unchanged(int fd, const char *path, const struct rr_kernel_id *want,
+			    struct rr_err *e)
+{
+	struct stat st;
+	struct rr_kernel_id got;
+
+	if (fstat(fd, &st) < 0)
+		return rr_errf(e, errno, "%s: cannot stat the kernel after the build: %s", path,
+			       strerror(errno));
+	got = id_of(&st);
+	if (!digest_kernel_same(want, &got))
+		return rr_errf(e, ESTALE, "%s: changed while the image was built (a package "
+			       "upgrade?): the image is not cached; staging again", path);
+	return 0;
+}
+
 /* ---- the record of a built image: <image>.sha256 -------------------------- */
 
 static int record_path(const char *image, char *out, size_t len, struct rr_err *e)

@@ -477,6 +477,10 @@ bool digest_kernel_same(const struct rr_kernel_id *a, const struct rr_kernel_id 
 /* Open path again for the builder: -ESTALE, and why, unless it is still the
  * file want names (the one hashed). */
 int digest_kernel_reopen(const char *path, const struct rr_kernel_id *want, struct rr_err *e);
+/* After the build: -ESTALE, and why, unless the file open as fd is still
+ * the one want names (not written in place while the builder read it). */
+int digest_kernel_unchanged(int fd, const char *path, const struct rr_kernel_id *want,
+			    struct rr_err *e);
 /* The SHA-256 of a whole image as it was built, in <image>.sha256
  * (sha256sum's "HEX  NAME" line), written atomically. */
 int digest_record_write(const char *image, const char hex[65], struct rr_err *e);

@@ -696,6 +696,7 @@ struct rr_stage_job {
 	char tmp[RR_PATH + 200];          /* the builder's output, "" when none */
 	char sig[RR_PATH + 200];          /* sbsign's output, "" when none */
 	bool build_only;                  /* stage_build(): no load after the check */
+	int kernel_fd;                    /* the file the builder read, -1 when none */
 };
 
 /* What a helper tells the loop. */
@@ -787,14 +788,21 @@ static void unlink_tmps(struct rr_stage_job *sj)
 	*sj->tmp = *sj->sig = 0;
 }
 
+static void stage_free(struct rr_stage_job *sj)
+{
+	unlink_tmps(sj);
+	if (sj->kernel_fd >= 0)
+		close(sj->kernel_fd);
+	free(sj);
+}
+
 static void stage_finish(struct rr_stage_job *sj, int r, const char *msg)
 {
 	struct rr_stage_plan p = sj->p;
 	rr_stage_done_fn done = sj->done;
 	void *arg = sj->arg;
 
-	unlink_tmps(sj);
-	free(sj);
+	stage_free(sj);
 	done(r, &p, msg, arg);
 }
 
@@ -909,6 +917,17 @@ static void on_built(int status, const char *out, void *ud)
 		stage_finish(sj, status < 0 ? status : -EIO, msg);
 		return;
 	}
+	{
+		/* the hash names the file as it was when the builder started: an
+		 * in-place write meanwhile (not dpkg's way, which renames) makes
+		 * the image another kernel's */
+		struct rr_err e;
+		r = digest_kernel_unchanged(sj->kernel_fd, sj->p.kernel, &sj->p.kernel_id, &e);
+		if (r < 0) {
+			stage_finish(sj, r, e.msg);
+			return;
+		}
+	}
 	if (chmod(sj->tmp, 0644) < 0) {
 		snprintf(msg, sizeof(msg), "%s: chmod: %s", sj->tmp, strerror(errno));
 		stage_finish(sj, -errno, msg);
@@ -963,11 +982,16 @@ static int start_build(struct rr_stage_job *sj, struct rr_err *e)
 	rr_log(RR_LOG_INFO, "building %s from %s", sj->p.image, sj->p.kernel);
 	image_argv(&sj->c, &sj->p, argv);
 	r = job_start_builder(sj->ev, argv, 600, &b, on_built, sj, &sj->job);
-	/* the child has its copies (or there is no child) */
-	close(b.kernel_fd);
+	/* the child has its copies (or there is no child); the kernel's is
+	 * kept to check, once it is built, that the file did not change */
 	close(b.out_fd);
-	if (r < 0)
+	if (r < 0) {
+		close(b.kernel_fd);
 		return rr_errf(e, -r, "%s image: cannot start: %s", sj->c.rerand_bin, strerror(-r));
+	}
+	if (sj->kernel_fd >= 0)
+		close(sj->kernel_fd);
+	sj->kernel_fd = b.kernel_fd;
 	return 0;
 }
 
@@ -1006,13 +1030,14 @@ static void on_prepped(int status, const void *buf, size_t len, void *ud)
 int stage_start(sd_event *ev, const struct rr_config *c, const struct rr_stage_req *req,
 		rr_stage_done_fn done, void *arg, struct rr_stage_job **ret, struct rr_err *e)
 {
-	struct rr_stage_job *sj = malloc(sizeof(*sj));
+	struct rr_stage_job *sj = calloc(1, sizeof(*sj));
 	struct prep_args a;
 	int r;
 
 	if (!sj)
 		return rr_errf(e, ENOMEM, "out of memory");
 	memset(&sj->p, 0, sizeof(sj->p));
+	sj->kernel_fd = -1;
 	sj->c = *c;
 	sj->crash = req->crash;
 	sj->job = NULL;
@@ -1035,8 +1060,7 @@ void stage_cancel(struct rr_stage_job *sj)
 	if (!sj)
 		return;
 	job_cancel(sj->job);
-	unlink_tmps(sj);
-	free(sj);
+	stage_free(sj);
 }
 
 void stage_view_secure(const struct rr_config *c, const struct rr_stage_plan *staged,
@@ -1154,6 +1178,7 @@ int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_er
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &chld, &old);
+	sj->kernel_fd = -1;
 	sj->c = *c;
 	sj->p = *p;
 	sj->ev = ev;

@@ -143,6 +143,34 @@ static void replaced_kernel(struct rr_config c, const char *kdir, const char *di
 	     "... and its image is built of it (%s) %s", rel, e.msg);
 	T_OK(stage_rekey(&c, &q, note, sizeof(note), &e) == 0 && !strcmp(q.sha, sha2),
 	     "an unchanged kernel keeps its key");
+	/* An in-place write while the builder reads it (not dpkg's way): a
+	 * wrapper builder appends to the kernel through its fd 3 first; the
+	 * image is refused after the build, not cached under the old hash. */
+	{
+		char wdir[] = "/tmp/rerand-test-wrap-XXXXXX", wrap[300];
+		struct rr_config w = c;
+		FILE *f;
+
+		T_OK(replace_file(first, path) == 0 && chmod(path, 0666) == 0 && mkdtemp(wdir) &&
+		     chmod(wdir, 0755) == 0, "setup: a kernel the builder may write");
+		snprintf(wrap, sizeof(wrap), "%s/rerand", wdir);
+		f = fopen(wrap, "w");
+		if (f) {
+			fprintf(f, "#!/bin/sh\nprintf x >>/proc/self/fd/3\nexec %s/build/rerand \"$@\"\n",
+				T_TOP);
+			fclose(f);
+		}
+		chmod(wrap, 0755);
+		snprintf(w.rerand_bin, sizeof(w.rerand_bin), "%s", wrap);
+		r = stage_plan(&w, NULL, &p, &e);
+		T_OK(r == 0, "planned %s again %s", path, r < 0 ? e.msg : "");
+		r = stage_build(&w, &p, &e);
+		T_OK(r == -ESTALE && strstr(e.msg, "changed while the image was built") &&
+		     access(p.image, F_OK) < 0,
+		     "a kernel written while the builder read it: no image cached, and why: %s", e.msg);
+		unlink(wrap);
+		rmdir(wdir);
+	}
 	unlink(path);
 	if (mkfifo(path, 0600) == 0)
 		T_OK(stage_rekey(&c, &q, note, sizeof(note), &e) < 0 &&
