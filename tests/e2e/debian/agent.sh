@@ -45,6 +45,18 @@ prop() { systemctl show -P "$1" rerandd.service; }
 jval() { # jval JSON KEY: a scalar of a flat JSON object
 	grep -o "\"$2\":\(\"[^\"]*\"\|[^,}]*\)" <<<"$1" | head -n 1 | sed 's/^[^:]*://; s/"//g'
 }
+# k8s_rounds_ok: stdin, one kubectl call a line, is one or more rounds of
+# cordon, drain, then (wait Ready, uncordon) once or more
+k8s_rounds_ok() {
+	awk -v drain="drain e2e-node --ignore-daemonsets --delete-emptydir-data --timeout=300s" \
+	    -v wait="wait --for=condition=Ready node/e2e-node --timeout=120s" '
+		st == 0 { if ($0 == "cordon e2e-node") st = 1; else bad = 1; next }
+		st == 1 { if ($0 == drain) st = 2; else bad = 1; next }
+		st == 2 { if ($0 == wait) st = 3; else bad = 1; next }
+		st == 3 { if ($0 == "uncordon e2e-node") st = 4; else bad = 1; next }
+		st == 4 { if ($0 == wait) st = 3; else if ($0 == "cordon e2e-node") st = 1; else bad = 1; next }
+		END { exit !(!bad && st == 4) }'
+}
 wait_for() { # wait_for SECONDS CMD...: until CMD succeeds
 	local end=$((SECONDS + $1)); shift
 	until "$@"; do [ $SECONDS -lt $end ] || return 1; sleep 2; done
@@ -323,14 +335,12 @@ if [ "$n" -gt 0 ] && [ "$n" -le "$target" ]; then
 		kc=$(cat "$D/kubectl-calls" 2>/dev/null)
 		init_net=$(readlink /proc/1/ns/net)
 		say "RRS-INFO n=$n kubectl calls: $(tr '\n' ';' <<<"$kc")"
-		# boot 0's drain, then boot 1's post-boot hook: wait Ready and
-		# uncordon, once or more (rerandd may run its post-boot hooks again)
+		# per reboot: the pre-reboot hook's cordon and drain, then the new
+		# boot's post-boot hook: wait Ready and uncordon, once or more
+		# (rerandd may run its post-boot hooks again); the long run's
+		# second reboot repeats the round
 		ok=0
-		cut -d'|' -f1 <<<"$kc" | awk 'NR == 1 { ok = $0 == "cordon e2e-node" }
-			NR == 2 { ok = ok && $0 == "drain e2e-node --ignore-daemonsets --delete-emptydir-data --timeout=300s" }
-			NR > 2 && NR % 2 == 1 { ok = ok && $0 == "wait --for=condition=Ready node/e2e-node --timeout=120s" }
-			NR > 2 && NR % 2 == 0 { ok = ok && $0 == "uncordon e2e-node" }
-			END { exit !(ok && NR >= 4 && NR % 2 == 0) }' || ok=1
+		cut -d'|' -f1 <<<"$kc" | k8s_rounds_ok || ok=1
 		while IFS='|' read -r args kcfg net cg; do
 			[ "$kcfg" = /etc/rerand-e2e/kubeconfig ] && [ "$net" = "$init_net" ] &&
 				case "$cg" in /system.slice/run-*.service) true ;; *) false ;; esac || ok=1
