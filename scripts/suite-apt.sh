@@ -44,10 +44,20 @@ opts=(-o "Dir::Etc::SourceList=$dir/sources.list" -o "Dir::Etc::SourceParts=$dir
 # sandbox user cannot write there, and would only warn and go on as root.
 [ "$(id -u)" -ne 0 ] || opts+=(-o "APT::Sandbox::User=root")
 
-# One update at a time per suite (parallel suites, clones).
+# One update at a time per suite (parallel suites, clones), and none while
+# another process reads the lists: a reader holds the lock shared until its
+# apt-cache or apt-get exits (the exec keeps fd 9), an update holds it
+# exclusive.  Without the shared hold, an update one clone started
+# replaced the lists under another's apt-cache, which then found no
+# libssl3 in bookworm (5 Dec 2026).
+stale() { [ -z "$(find "$dir/updated" -mmin -1440 2>/dev/null)" ]; }
 exec 9>"$dir/.lock"
-flock 9
-if [ -z "$(find "$dir/updated" -mmin -1440 2>/dev/null)" ]; then
+flock -s 9
+if stale; then
+	flock -u 9
+	flock 9
+fi
+if stale; then
 	echo "suite-apt: apt-get update for $suite from $mirror (signed-by $keyring)" >&2
 	if ! apt-get "${opts[@]}" update -q >"$dir/update.log" 2>&1 ||
 		grep -qE '^(W|E): ' "$dir/update.log"; then
@@ -60,5 +70,5 @@ if [ -z "$(find "$dir/updated" -mmin -1440 2>/dev/null)" ]; then
 		die "no Packages index of $suite main amd64 in $dir/lists"
 	touch "$dir/updated"
 fi
-exec 9>&-
+flock -s 9
 exec "$@" "${opts[@]}"
