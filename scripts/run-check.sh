@@ -23,7 +23,7 @@ failed_names=()
 skipped_names=()
 # Every "not ok" line again at the end, with the diagnostic lines after it:
 # a CI log is often read from its tail only.
-failures=$(mktemp)
+failures=$(mktemp) first=$(mktemp)
 timings=()
 t_start=$EPOCHSECONDS
 
@@ -54,7 +54,7 @@ export RERAND_MODE="$mode"
 lanes=${RERAND_CHECK_JOBS:-2}
 [[ "$lanes" =~ ^[1-9][0-9]*$ ]] || { echo "run-check: RERAND_CHECK_JOBS=$lanes is not a positive number" >&2; exit 2; }
 res=$(mktemp -d)
-trap 'rm -rf "$failures" "$res"' EXIT
+trap 'rm -rf "$failures" "$first" "$res"' EXIT
 
 # run_suite N NAME CMD...: run CMD into $res/N.log, its counts into $res/N.rec
 # ("ok notok skipped rc seconds"), then print the log whole.
@@ -186,6 +186,11 @@ for s in "${suites[@]}"; do
 	timings+=("$secs $name")
 	[ "$notok" -eq 0 ] || grep -A4 '^not ok ' "$res/$n.log" | grep -E '^(not ok |#)' | cut -c1-240 |
 		sed "s|^|$name: |" >>"$failures"
+	# The first failure with all the context its suite gave (a guest's own
+	# journal, say), printed last: CI shows only the tail of this output.
+	[ "$notok" -eq 0 ] || [ -s "$first" ] ||
+		awk '!n && /^not ok / { n = 1; print; next } n && /^#/ && n <= 45 { n++; print; next } n { exit }' \
+			"$res/$n.log" | cut -c1-240 | sed "s|^|$name: |" >"$first"
 	pass=$((pass + ok))
 	fail=$((fail + notok))
 	skip=$((skip + skipped))
@@ -217,6 +222,10 @@ if [ -s "$failures" ]; then
 	head -n 80 "$failures" | sed 's/^/#   /'
 	# A full disk fails whole suites at once (a guest's disk image, a build).
 	echo "# disk: $(df -h "$top" | awk 'NR == 2 { print $4 " free of " $2 " on " $6 }')"
+fi
+if [ -s "$first" ]; then
+	echo "# the first not ok, with its context:"
+	sed 's/^/#   /' "$first"
 fi
 if [ ${#failed_names[@]} -gt 0 ]; then
 	echo "# failed:"

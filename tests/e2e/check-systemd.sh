@@ -260,7 +260,8 @@ run_one() {
 		why="boots reported: $got, want: $want"
 	fi
 	tap "$([ -z "$why" ]; echo $?)" "$name: boots 0..$last came up, the last powered off" "$why"
-	[ -z "$why" ] || grep -aE 'Kernel panic|BUG:|Failed|rerandd' "$log" | tail -n 8 | cut -c1-200 | sed 's/^/#   /'
+	[ -z "$why" ] || { grep -aE 'Kernel panic|BUG:|Failed|rerandd|reboot: |watchdog' "$log" | tail -n 8 |
+		cut -c1-200 | sed 's/^/#   /'; rrs_last_journal "$dir" | sed 's/^/#   /'; }
 
 	# 2. The agent's own checks, boot by boot.
 	while IFS= read -r line; do
@@ -311,7 +312,8 @@ run_one() {
 		tap 1 "$name: read the product files back from the disk" "debugfs failed on $dir/disk.img"
 	fi
 	e2e_note "$name: logs in $dir (serial.log, agent.log.txt)"
-	rm -f "$dir/disk.img" "$dir/esp.img"
+	# (RRS_KEEP_DISK=1 keeps the disks, to look into by hand.)
+	[ "${RRS_KEEP_DISK:-0}" = 1 ] || rm -f "$dir/disk.img" "$dir/esp.img"
 }
 
 for k in "${kernels[@]}"; do run_one "$k"; done

@@ -464,6 +464,30 @@ rrs_fill_uki() {
 	printf '%s\n%s\n' "$id" "/boot/efi/EFI/Linux/$id" >"$d/var/lib/rerand-e2e/uki"
 }
 
+# rrs_last_journal DIR: after a failed run, the guest's own account of its
+# last boot (the persistent journal read off DIR/disk.img into DIR/journal):
+# the boots it recorded, rerand's, the agent's and the kernel's lines and
+# every warning or worse, and how it went down.  (A guest that rebooted
+# through the firmware or powered off early says why only there: its
+# console is quiet.)
+rrs_last_journal() {
+	local dir=$1
+	rm -rf "$dir/journal"; mkdir -p "$dir/journal"
+	debugfs -R "rdump /var/log/journal $dir/journal" "$dir/disk.img" >/dev/null 2>&1 || {
+		echo "cannot read /var/log/journal off $dir/disk.img"; return 0; }
+	echo "the guest's journal, its boots:"
+	journalctl -D "$dir/journal/journal" --list-boots --no-pager 2>&1 | tail -n 4
+	echo "the last boot's rerand, agent and kernel lines and every warning or worse (last 40):"
+	journalctl -D "$dir/journal/journal" -b -o short-monotonic --no-pager \
+		SYSLOG_IDENTIFIER=rerandd SYSLOG_IDENTIFIER=rerand-fleetd SYSLOG_IDENTIFIER=agent \
+		SYSLOG_IDENTIFIER=kernel + PRIORITY=0 PRIORITY=1 PRIORITY=2 PRIORITY=3 PRIORITY=4 2>&1 |
+		tail -n 40 | cut -c1-220
+	echo "how it ended:"
+	journalctl -D "$dir/journal/journal" -b -o short-monotonic --no-pager 2>&1 |
+		grep -aE 'System is |(Reached|Stopped) target (reboot|poweroff|kexec|halt|emergency|rescue|multi-user)\.target|Shutting down' |
+		tail -n 6 | cut -c1-220
+}
+
 # rrs_qemu KERNEL DISK LOG AGENTLOG TIMEOUT [interactive]: boot the disk
 # (SeaBIOS, or with RRS_FW=ovmf-sb OVMF under Secure Boot; q35, TCG, NVMe
 # root, no network).  ttyS0 (console) time-stamped
