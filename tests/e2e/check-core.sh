@@ -58,6 +58,22 @@ else
 	fi
 fi
 
+# The no-slot fallback (issue 24): one kexec onto a command line that leaves
+# no place at or above 16 MiB (lib.sh, e2e_check_noslot).  Its figures are
+# worked out for the 6.1 cloud kernel's size and the 1 GiB guest.
+noslot_k=$(e2e_pick cloud61)
+if [ -n "$noslot_k" ] && [ "$mode" = rerand ]; then
+	runs+=("$noslot_k seabios max load 1 noslot")
+else
+	echo "not ok - e2e core: no-slot run: needs the 6.1 cloud kernel (got '${noslot_k}') and rerand mode (got $mode)"
+fi
+# E2E_CORE_ONLY=noslot: that run alone (to try it without the others).
+if [ "${E2E_CORE_ONLY:-}" = noslot ]; then
+	runs=("${runs[@]: -1}")
+	[[ "${runs[0]}" == *" noslot" ]] || runs=()
+	kernels=("$noslot_k")
+fi
+
 # Build the images and initramfs first, one at a time, so parallel runs
 # never race on the cache.
 for k in "${kernels[@]}"; do
@@ -73,8 +89,11 @@ for i in "${!runs[@]}"; do
 	read -r k fw cpu sc n nok ldr <<<"${runs[$i]}"
 	name="$(basename "$k" | sed 's/^vmlinuz-//')-$fw-$cpu-$sc"
 	[ "$nok" = 1 ] && name+="-nokaslr"
+	[ "$nok" = noslot ] && name+="-noslot"
 	[ -n "$ldr" ] && name+="-by-$ldr"
 	(
+		# One kexec: the default limit (150 s) is tight on a loaded host.
+		[ "$nok" = noslot ] && export E2E_TIMEOUT=${E2E_TIMEOUT:-600}
 		E2E_LOADER=$ldr e2e_run "$name" "$k" "$fw" "$cpu" "$sc" "$n" "$mode" "$nok" >"$out/$i.out" 2>&1
 		echo $? >"$out/$i.rc"
 	) &

@@ -106,6 +106,27 @@ good_log stock | grep -v 'gen=[2345] ' | sed 's/E2E-DONE gen=5/E2E-DONE gen=1/; 
 	expect "nokaslr at ffffffff81000000 passes" ok "nokaslr keeps" 0 stock 1 1
 good_log stock | grep -v 'gen=[2345] ' | sed 's/E2E-DONE gen=5/E2E-DONE gen=1/' |
 	expect "nokaslr elsewhere fails" not-ok "nokaslr keeps" 0 stock 1 1
+# The no-slot run: generation 1 must say no-slot and sit at 2 MiB.
+NOSV='rc=1 {"randomized":false,"result":"no-slot","sources":"kernel-seed+rdtsc","weak":false,"phys_slots":0,"virt_slots":482}'
+noslot_log() { # PHYS VERIFY
+	echo "1000.0 E2E-HOST-START"
+	gen_line 0 ffffffff8ce00000 $((0x1c600000)) 83 'rc=2 {"randomized":false,"result":"absent"}'
+	gen_line 1 ffffffffb6a00000 "$1" 02 "$2"
+	echo "1020.0 E2E-DONE gen=1"
+	echo "1021.0 E2E-HOST-END"
+}
+noslot_log $((0x200000)) "$NOSV" | expect "no-slot record passes" ok "says no-slot" 0 rerand noslot 1
+noslot_log $((0x200000)) "$NOSV" | expect "no-slot at 2 MiB passes" ok "runs at the lowest place" 0 rerand noslot 1
+noslot_log $((0xc800000)) 'rc=0 {"randomized":true,"result":"randomized","phys_slots":1}' |
+	expect "a randomized record fails the no-slot check" not-ok "says no-slot" 0 rerand noslot 1
+noslot_log $((0x200000)) "${NOSV/rc=1/rc=0}" | expect "no-slot with verify exit 0 fails" not-ok "says no-slot" 0 rerand noslot 1
+noslot_log $((0x1000000)) "$NOSV" | expect "no-slot at 16 MiB fails the place check" not-ok "runs at the lowest place" 0 rerand noslot 1
+noslot_log $((0x200000)) "$NOSV" | sed 's/code=0x200000-[0-9a-f]*/code=0x200000-3c00000/' |
+	expect "code reaching the avoided region fails" not-ok "runs at the lowest place" 0 rerand noslot 1
+noslot_log $((0x200000)) "$NOSV" | grep -v -e 'gen=1 ' -e E2E-DONE |
+	expect "a stage reset (no generation 1) fails" not-ok "generations booted" 0 rerand noslot 1
+noslot_log $((0x200000)) "$NOSV" | grep -v -e 'gen=1 ' -e E2E-DONE |
+	expect "a stage reset fails the no-slot check too" not-ok "says no-slot" 0 rerand noslot 1
 
 # Without build/rerand the harness fails: "auto" never turns into stock kexec.
 # The kernel below is never booted: the suites must stop before QEMU.

@@ -4,7 +4,9 @@
 # kexecs the next generation until the target is reached (tests/e2e/lib.sh).
 #
 # Command-line keys: e2e.gen=N (this generation), e2e.target=T (last one),
-# e2e.mode=stock|rerand, e2e.syscall=load|file, e2e.loader=rerand|kexec
+# e2e.mode=stock|rerand, e2e.syscall=load|file, e2e.loader=rerand|kexec,
+# e2e.then.WORD (WORD goes on the next kernel's command line instead),
+# e2e.slim=1 (a small initrd for the last generation)
 # (rerand mode: stage the image with stock kexec instead of rerand load, so
 # its header seed stays zero, as with a signed image).  Prints exactly one
 # "E2E-GEN ..." line per generation, "E2E-DONE" after the last, and
@@ -26,6 +28,7 @@ target=
 mode=stock
 syscall=load
 loader=rerand
+slim=0
 for w in $(cat /proc/cmdline); do
 	case "$w" in
 	e2e.gen=*) gen=${w#e2e.gen=} ;;
@@ -33,6 +36,7 @@ for w in $(cat /proc/cmdline); do
 	e2e.mode=*) mode=${w#e2e.mode=} ;;
 	e2e.syscall=*) syscall=${w#e2e.syscall=} ;;
 	e2e.loader=*) loader=${w#e2e.loader=} ;;
+	e2e.slim=*) slim=${w#e2e.slim=} ;;
 	esac
 done
 
@@ -101,10 +105,22 @@ rm -f /tmp/wrap.cpio
 echo "E2E-CRNG gen=$gen ready=$(dmesg | grep -c 'crng init done')"
 
 next=$((gen + 1))
+# e2e.slim=1: the last generation gets only what it runs (/init, busybox,
+# rerand and libraries), not the image and the copy it would not use: the
+# no-slot run's kernel has no free piece of RAM as large as the 56 MiB
+# initrd, which it must move below its mem= limit.
+if [ "$slim" = 1 ] && [ "$next" -ge "$target" ]; then
+	(cd / && find . -xdev ! -path ./self.cpio ! -path ./boot/image ! -path './tmp/*' |
+		cpio -o -H newc) >/tmp/slim.cpio 2>/dev/null || fail "cpio -o of the slim initrd failed"
+	mv /tmp/slim.cpio /tmp/next.cpio || fail "cannot write /tmp/next.cpio"
+fi
 cmd=
 for w in $(cat /proc/cmdline); do
 	case "$w" in
 	e2e.gen=*|initrd=*|BOOT_IMAGE=*) ;;
+	# e2e.then.X=Y becomes X=Y for the kexec'd kernel only (the no-slot
+	# run's mem= and memmap=, which the firmware-booted one must not see).
+	e2e.then.*) cmd="$cmd ${w#e2e.then.}" ;;
 	*) cmd="$cmd $w" ;;
 	esac
 done
