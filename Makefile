@@ -339,6 +339,8 @@ install: all
 	install -m 0644 etc/examples/k8s/lib-k8s.sh $(DESTDIR)$(DOCDIR)/examples/k8s/lib-k8s.sh
 	install -m 0755 etc/examples/k8s/pre-reboot.d/50-k8s-drain $(DESTDIR)$(DOCDIR)/examples/k8s/pre-reboot.d/
 	install -m 0755 etc/examples/k8s/post-boot.d/50-k8s-uncordon $(DESTDIR)$(DOCDIR)/examples/k8s/post-boot.d/
+	install -d $(DESTDIR)$(DOCDIR)/examples/k8s/rerand.conf.d
+	install -m 0644 etc/examples/k8s/rerand.conf.d/50-k8s-hooks.conf $(DESTDIR)$(DOCDIR)/examples/k8s/rerand.conf.d/
 	install -m 0644 docs/rerand.8 $(DESTDIR)$(MANDIR)/man8/rerand.8
 	install -d $(DESTDIR)$(BASHCOMPDIR)
 	install -m 0644 $(BASH_COMPLETION) $(DESTDIR)$(BASHCOMPDIR)/rerand

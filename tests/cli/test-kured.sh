@@ -156,6 +156,27 @@ check "uncordon hook: waits for Ready, then uncordons" diff -u - "$k/calls" <<'E
 /etc/kubernetes/admin.conf uncordon node-7
 EOF
 
+# The example drop-in: rerandd must not stop a hook inside kubectl's own
+# timeouts (a drain stopped half-way leaves the node cordoned; an uncordon
+# hook stopped fails the boot).  Read from the hooks and from rerandd's own
+# view of the drop-in (--dump-config), in seconds.
+secs() { # secs DURATION: Ns, Nmin or Nh in seconds
+	case "$1" in
+	*min) echo $((${1%min} * 60)) ;; *h) echo $((${1%h} * 3600)) ;;
+	*s) echo "${1%s}" ;; *) echo 0 ;;
+	esac
+}
+drain_t=$(sed -n 's/.*RERAND_K8S_DRAIN_TIMEOUT:-\([0-9]*s\).*/\1/p' "$k/pre/50-k8s-drain")
+ready_t=$(sed -n 's/.*RERAND_K8S_READY_TIMEOUT:-\([0-9]*s\).*/\1/p' "$k/post/50-k8s-uncordon")
+hook_t=$("$RERANDD" --dump-config --config "$top/etc/rerand.conf" \
+	--config-dir "$top/etc/examples/k8s/rerand.conf.d" 2>&1 | sed -n 's/^HookTimeout=//p')
+check "example drop-in: HookTimeout=$hook_t is above the drain's ${drain_t:-?} and the Ready wait's ${ready_t:-?}" \
+	test -n "$drain_t" -a -n "$ready_t" -a "$(secs "${hook_t:-0}")" -gt "$(secs "${drain_t:-0}")" \
+	-a "$(secs "${hook_t:-0}")" -gt "$(secs "${ready_t:-0}")"
+rc=$("$RERANDD" --check-config --config "$top/etc/rerand.conf" \
+	--config-dir "$top/etc/examples/k8s/rerand.conf.d" >"$tmp/k8s-check.out" 2>&1; echo $?)
+check "example drop-in: rerandd --check-config accepts it (exit $rc: $(tail -n 1 "$tmp/k8s-check.out"))" test "$rc" = 0
+
 # under rerandd.service: through systemd-run, out of rerandd's network-less sandbox
 mkdir -p "$k/bin"
 cat >"$k/bin/systemd-run" <<EOF

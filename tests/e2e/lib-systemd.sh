@@ -301,7 +301,8 @@ rrs_fleet_k8s() {
 	install -m 0755 "$k/pre-reboot.d/50-k8s-drain" "$d/etc/rerand/pre-reboot.d/" &&
 	install -m 0644 "$k/lib-k8s.sh" "$d/etc/rerand/pre-reboot.d/" &&
 	install -m 0755 "$k/post-boot.d/50-k8s-uncordon" "$d/etc/rerand/post-boot.d/" &&
-	install -m 0644 "$k/lib-k8s.sh" "$d/etc/rerand/post-boot.d/" || return 1
+	install -m 0644 "$k/lib-k8s.sh" "$d/etc/rerand/post-boot.d/" &&
+	install -D -m 0644 "$k/rerand.conf.d/50-k8s-hooks.conf" "$d/etc/rerand/rerand.conf.d/50-k8s-hooks.conf" || return 1
 	printf 'RERAND_K8S_NODE=e2e-node\nKUBECTL=/usr/local/bin/kubectl\nKUBECONFIG=/etc/rerand-e2e/kubeconfig\n' \
 		>"$d/etc/rerand/k8s.env"
 	cat >"$d/usr/local/bin/kubectl" <<'EOF'

@@ -6,6 +6,10 @@
 #                       /etc/kubernetes/kubelet.conf)
 #   KUBECTL             the kubectl to run (default: kubectl on PATH)
 #   RERAND_K8S_DRAIN_TIMEOUT  kubectl drain --timeout (default 300s)
+#   RERAND_K8S_READY_TIMEOUT  kubectl wait --timeout for Ready (default 120s)
+# rerandd stops a hook after its HookTimeout= (default 1min): install
+# rerand.conf.d/50-k8s-hooks.conf (6min) with the hooks, and keep it above
+# both timeouts.
 # rerandd runs its hooks inside its own sandbox, which has no network
 # (PrivateNetwork=yes): under rerandd.service kubectl is started as a
 # transient unit of its own through systemd-run, outside the sandbox
