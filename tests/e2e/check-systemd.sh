@@ -249,7 +249,9 @@ run_one() {
 	sed 's/\x1b\[[0-9;=]*[a-zA-Z]//g; s/\r//g' "$alog" >"$alog.txt" 2>/dev/null
 
 	# 1. Every boot came up, reported, and the last one powered off.
-	got=$(grep -ao 'RRS-BOOT n=[0-9]*' "$alog.txt" | sed 's/.*=//' | tr '\n' ' ')
+	# (Every boot says its kernel; "reboots" mode leaves RRS-BOOT out for the
+	# boots that are not a new kernel from rerand's image.)
+	got=$(grep -ao 'RRS-INFO n=[0-9]* kernel=' "$alog.txt" | sed 's/.*n=//; s/ .*//' | tr '\n' ' ')
 	want=$(seq 0 "$last" | tr '\n' ' ')
 	why=""
 	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
