@@ -102,7 +102,7 @@ FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	$(CPPFLAGS) $(LIB_CFLAGS)
 
-.PHONY: FORCE vm histogram all deps deb deb-chroot unit-tests kernels check check-long check-comeback \
+.PHONY: FORCE vm histogram all deps deb deb-chroot unit-tests fuzz-long kernels check check-long check-comeback \
 	check-chaos demo fuzz san-tests bench install clean
 all: $(RERAND) $(BASH_COMPLETION) $(STAGE_BIN) $(RERANDD) $(FLEETD)
 
@@ -295,6 +295,11 @@ unit-tests: $(UNIT_BINS)
 
 fuzz: $(FUZZ_BINS)
 	$(Q)scripts/fuzz.sh $(FUZZ_BINS)
+
+# A campaign: 10^7 executions per fast target, 10^5 per slow one; the
+# inputs that reach new coverage are merged into tests/fuzz/corpus.
+fuzz-long: $(FUZZ_BINS)
+	$(Q)scripts/fuzz-long.sh $(FUZZ_BINS)
 
 # The demo needs fewer packages than the tests: install those, then build.
 demo:
