@@ -100,7 +100,7 @@ UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/%)
 FUZZ_SRCS   := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	$(CPPFLAGS) $(LIB_CFLAGS)
+	$(CPPFLAGS) $(LIB_CFLAGS) -MMD -MP
 
 .PHONY: FORCE vm histogram all deps deb deb-chroot unit-tests fuzz-long kernels check check-long check-comeback \
 	check-chaos demo fuzz san-tests bench install clean
