@@ -134,6 +134,8 @@ static int spawn(char *const argv[], enum rr_child_caps caps, const struct rr_bu
 			pid_t reaper = getpid(), b;
 			int r = reaper_prepare();
 
+			(void)prctl(PR_SET_NAME, "rerandd-reaper", 0, 0, 0);
+
 			if (r < 0) {
 				fprintf(stderr, "cannot become the image builder's reaper: %s\n",
 					strerror(-r));
@@ -419,6 +421,8 @@ int job_start_fn(sd_event *ev, const char *name, int (*fn)(void *arg, int out_fd
 		 * the loop and `rerand status` come first on a busy CPU */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(126);
+		/* ps and /proc name it for what it does (rerandd-check, ...) */
+		(void)prctl(PR_SET_NAME, name, 0, 0, 0);
 		(void)!nice(10);
 		/* It parses what the unprivileged builder wrote: with no
 		 * capability at all, and no exec that could give one back.

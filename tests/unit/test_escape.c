@@ -210,7 +210,7 @@ static void test_sinks(void)
 
 /* rerandd's staging helpers (rerandd-plan, rerandd-check) parse what the
  * unprivileged builder wrote: they must hold no capability while they do.
- * The helper reports its own capability lines from /proc. */
+ * The helper reports its own name and capability lines from /proc. */
 static int caps_fn(void *arg, int fd)
 {
 	char buf[4096], out[512] = "";
@@ -218,7 +218,7 @@ static int caps_fn(void *arg, int fd)
 
 	(void)arg;
 	while (f && fgets(buf, sizeof(buf), f))
-		if (!strncmp(buf, "CapInh:", 7) || !strncmp(buf, "CapPrm:", 7) ||
+		if (!strncmp(buf, "Name:", 5) || !strncmp(buf, "CapInh:", 7) || !strncmp(buf, "CapPrm:", 7) ||
 		    !strncmp(buf, "CapEff:", 7) || !strncmp(buf, "CapAmb:", 7) ||
 		    !strncmp(buf, "NoNewPrivs:", 11))
 			strncat(out, buf, sizeof(out) - strlen(out) - 1);
@@ -262,10 +262,11 @@ static void test_fn_caps(void)
 		r = sd_event_run(ev, UINT64_MAX);
 	sd_event_unref(ev);
 	T_OK(r >= 0 && res.status == 0 &&
-	     !strcmp(res.out, "CapInh:\t0000000000000000\nCapPrm:\t0000000000000000\n"
+	     !strcmp(res.out, "Name:\trerandd-check\n"
+			      "CapInh:\t0000000000000000\nCapPrm:\t0000000000000000\n"
 			      "CapEff:\t0000000000000000\nCapAmb:\t0000000000000000\n"
 			      "NoNewPrivs:\t1\n"),
-	     "a staging helper (job_start_fn) parses with no capability and no_new_privs%s%s",
+	     "a staging helper (job_start_fn), named for its job, parses with no capability and no_new_privs%s%s",
 	     res.status ? "" : ": ", res.status ? "" : res.out);
 }
 

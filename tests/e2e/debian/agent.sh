@@ -62,6 +62,32 @@ wait_for() { # wait_for SECONDS CMD...: until CMD succeeds
 	until "$@"; do [ $SECONDS -lt $end ] || return 1; sleep 2; done
 }
 
+# Boot 0 builds the image: watch, as it happens, the processes that stage
+# it under the shipped unit (daemon/run.c names them): rerandd-plan and
+# rerandd-check (rerandd's helpers, which parse the builder's output),
+# rerandd-reaper, and the builder (rerand, as the rerand user).  The first
+# /proc status of each goes to $R/procwatch/NAME (issue 24's figures).
+procwatch() {
+	local end=$((SECONDS + 900)) f c p u
+	mkdir -p "$R/procwatch"
+	while [ $SECONDS -lt $end ] && [ ! -e "$R/procwatch.stop" ]; do
+		for f in $(grep -lxE 'rerandd-(plan|check|reaper)|rerand' /proc/[0-9]*/comm 2>/dev/null); do
+			p=${f%/comm}
+			read -r c <"$f" 2>/dev/null || continue
+			if [ "$c" = rerand ]; then
+				u=$(awk '/^Uid:/ { print $2 }' "$p/status" 2>/dev/null)
+				[ -n "$u" ] && [ "$u" != 0 ] || continue  # root's: rerand status and the like
+				c=builder
+			fi
+			[ -e "$R/procwatch/$c" ] ||
+				grep -E '^(Uid|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp|Seccomp_filters):' \
+					"$p/status" 2>/dev/null | tr -s '\t ' ' ' | tr '\n' ' ' >"$R/procwatch/$c"
+		done
+		sleep 0.1
+	done
+}
+[ "$n" -eq 0 ] && { procwatch & }
+
 # The system must have finished booting (every unit started or failed).
 state=$(timeout 900 systemctl is-system-running --wait 2>&1)
 tap "$([ "$state" = running ]; echo $?)" "system reached running (not degraded)" \
@@ -145,6 +171,19 @@ tap "$([ -n "$pw" ] && [ "${pw%%:*}" = rerand ] && [ "$(cut -d: -f3 <<<"$pw")" !
 	"the rerand user exists (sysusers.d) and rerandd staged ${src:-no} image" "passwd '$pw', status $js"
 # Boot 0 built the image (later boots find it cached): rerandd says as whom.
 if [ "$n" -eq 0 ] && [ -z "$sbimg" ]; then
+	# What /proc showed while they ran: no capability in any set but the
+	# bounding one, no_new_privs, and a seccomp filter (mode 2): the unit's,
+	# and the builder's own on top (one more filter).  A helper that ran
+	# between two looks may be missed; the builder runs for seconds.
+	touch "$R/procwatch.stop"
+	for c in rerandd-plan rerandd-check rerandd-reaper builder; do
+		st=$(cat "$R/procwatch/$c" 2>/dev/null)
+		say "RRS-INFO n=$n proc $c: ${st:-not seen}"
+		[ -n "$st" ] || continue
+		tap "$(grep -q 'CapInh: 0000000000000000 CapPrm: 0000000000000000 CapEff: 0000000000000000 .*CapAmb: 0000000000000000 NoNewPrivs: 1 Seccomp: 2 ' <<<"$st"; echo $?)" \
+			"$c ran with no capability, no_new_privs and a seccomp filter" "$st"
+	done
+	tap "$([ -s "$R/procwatch/builder" ]; echo $?)" "the builder was seen running as the rerand user"
 	jl=$(journalctl -b -u rerandd.service -o cat --no-pager 2>&1 | grep -m1 '^built .* as rerand without capabilities')
 	tap "$([ -n "$jl" ]; echo $?)" "the journal says the image was built as rerand without capabilities" \
 		"$(journalctl -b -u rerandd.service -o cat --no-pager 2>&1 | grep -iE 'built|image|ImageUser' | tail -n 3 | tr '\n' ';')"
