@@ -10,7 +10,8 @@
 # -merge=1 needs to reach every feature of the union; review and commit it.
 # One line per target goes to stdout and to build/fuzz-long/summary.txt:
 # executions, speed, edges before and after, corpus size before and after.
-# FUZZ_LONG_MAX_SECONDS (default 7200) bounds any one target's run.
+# FUZZ_LONG_MAX_SECONDS (default 7200) bounds any one target's run.  A
+# target that fails is reported and the campaign goes on; the exit is then 1.
 set -eu
 runs_fast=${FUZZ_LONG_RUNS:-10000000}
 runs_slow=${FUZZ_SLOW_RUNS:-100000}
@@ -19,6 +20,7 @@ maxs=${FUZZ_LONG_MAX_SECONDS:-7200}
 out=build/fuzz-long
 mkdir -p "$out"
 summary=$out/summary.txt
+failed=0
 echo "# make fuzz-long $(date -u +%FT%TZ), $(git rev-parse --short HEAD 2>/dev/null || echo '?')" >>"$summary"
 
 # edges INPUTS...: the edges libFuzzer reports for a replay of INPUTS
@@ -34,15 +36,23 @@ for bin in "$@"; do
 	mkdir -p "$work" "$corpus"
 	n0=$(find "$corpus" -type f | wc -l)
 	e0=$(edges "$corpus")
-	"$bin" -max_total_time="$probe" -print_final_stats=1 "$work" "$corpus" >"$log.probe" 2>&1 ||
-		{ tail -n 30 "$log.probe"; echo "fuzz-long: $name failed in its probe run (log $log.probe)" >&2; exit 1; }
+	if ! "$bin" -max_total_time="$probe" -print_final_stats=1 -artifact_prefix="$out/$name-" "$work" "$corpus" >"$log.probe" 2>&1; then
+		tail -n 30 "$log.probe"
+		echo "$name: FAILED in its probe run (log $log.probe)" | tee -a "$summary" >&2
+		failed=1
+		continue
+	fi
 	speed=$(stat average_exec_per_sec "$log.probe")
 	runs=$runs_fast
 	[ "${speed:-0}" -ge 10000 ] || runs=$runs_slow
 	echo "fuzz-long: $name: ${speed:-?}/s in the probe: $runs executions (corpus $corpus, $n0 inputs, ${e0:-?} edges)"
 	t0=$EPOCHREALTIME
-	"$bin" -runs="$runs" -max_total_time="$maxs" -print_final_stats=1 "$work" "$corpus" >"$log" 2>&1 ||
-		{ tail -n 30 "$log"; echo "fuzz-long: $name failed (log $log; the input is in the current directory)" >&2; exit 1; }
+	if ! "$bin" -runs="$runs" -max_total_time="$maxs" -print_final_stats=1 -artifact_prefix="$out/$name-" "$work" "$corpus" >"$log" 2>&1; then
+		tail -n 30 "$log"
+		echo "$name: FAILED (log $log; the input is in $out)" | tee -a "$summary" >&2
+		failed=1
+		continue
+	fi
 	done_runs=$(stat number_of_executed_units "$log")
 	speed=$(awk -v n="${done_runs:-0}" -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", n / (b - a) }')
 	# The minimal set over the old corpus and the new inputs; the seeds with
@@ -62,3 +72,4 @@ for bin in "$@"; do
 	echo "fuzz-long: $line"
 	echo "$line" >>"$summary"
 done
+exit "$failed"
