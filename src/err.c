@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The one error formatter of the kernel readers: "NAME: problem" plus errno. */
+/* The one error formatter of the library: "NAME: problem" plus errno. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <errno.h>
 
-#include "kernel.h"
+#include "err.h"
 
 int rr_errf(struct rr_err *e, int err, const char *fmt, ...)
 {

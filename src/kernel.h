@@ -13,15 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RR_ERR_MAX 512
-
-struct rr_err {
-	char msg[RR_ERR_MAX];
-};
-
-/* Format "NAME: problem" into e (if non-NULL) and return -abs(err). */
-int rr_errf(struct rr_err *e, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+#include "err.h"
 
 enum rr_kcodec {
 	RR_KC_NONE = 0,       /* an uncompressed vmlinux given directly */

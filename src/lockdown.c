@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "kernel.h"
 #include "lockdown.h"
 
 #define STATE_FILE_MAX 4096

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "kernel.h"
+#include "err.h"
 
 #define RR_LOCKDOWN_PATH   "/sys/kernel/security/lockdown"
 /* EFI_GLOBAL_VARIABLE's SecureBoot: 4 attribute bytes, then 1 data byte. */

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kernel.h"
 #include "memmap_src.h"
 
 const char *rr_msrc_format_name(enum rr_msrc_format f)

@@ -10,7 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include "kernel.h"
+#include "err.h"
 #include "select.h"
 
 #define RR_MSRC_LIVE        "/sys/firmware/memmap"

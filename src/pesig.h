@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "kernel.h"
+#include "err.h"
 
 /* The layout facts of a PE32+ file, checked with the kernel's rules
  * (crypto/asymmetric_keys/verify_pefile.c: pefile_parse_binary). */

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "kernel.h"
+#include "err.h"
 
 struct rr_sign_opts {
 	const char *key;        /* PEM file, or an engine key id such as "pkcs11:..." */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kernel.h"
 #include "status.h"
 
 int rr_status_parse(const void *data, size_t len, const char *name,

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <rerand/abi.h>
-#include "kernel.h"
+#include "err.h"
 
 #define RR_SETUP_DATA_SYSFS "/sys/kernel/boot_params/setup_data"
 

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "kernel.h"
+#include "err.h"
 
 enum rr_uki_part {
 	RR_UKI_LINUX,

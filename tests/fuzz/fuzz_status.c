@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel.h"
 #include "status.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "test.h"
+#include "kernel.h"
 #include "pesig.h"
 #include "util.h"
 
