@@ -26,7 +26,7 @@ WARN        := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -
 CFLAGS      ?= -O2 -g
 # One version for every program (--version): debian/changelog's.
 VERSION     := $(shell head -n 1 debian/changelog | cut -d'(' -f2 | cut -d')' -f1)
-CPPFLAGS    += -Iinclude -Isrc -Isrc/shared -D_GNU_SOURCE -DRERAND_VERSION='"$(VERSION)"'
+CPPFLAGS    += -Iinclude -Isrc -Isrc/common -Isrc/shared -D_GNU_SOURCE -DRERAND_VERSION='"$(VERSION)"'
 LIBS_PKG    := libelf liblzma libzstd liblz4 zlib lzo2 libcrypto
 LIB_CFLAGS  := $(shell $(PKG_CONFIG) --cflags $(LIBS_PKG) 2>/dev/null)
 LIB_LIBS    := $(shell $(PKG_CONFIG) --libs $(LIBS_PKG) 2>/dev/null) \

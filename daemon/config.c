@@ -44,8 +44,8 @@ void config_defaults(struct rr_config *c)
 {
 	memset(c, 0, sizeof(*c));
 	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/rerand");
-	snprintf(c->run_dir, sizeof(c->run_dir), "/run/rerand");
-	snprintf(c->metrics_file, sizeof(c->metrics_file), "/run/rerand/rerand.prom");
+	snprintf(c->run_dir, sizeof(c->run_dir), RR_RUN_DIR);
+	snprintf(c->metrics_file, sizeof(c->metrics_file), RR_RUN_DIR "/rerand.prom");
 	snprintf(c->rerand_bin, sizeof(c->rerand_bin), "%s", RR_RERAND_BIN);
 	snprintf(c->kexec_bin, sizeof(c->kexec_bin), "kexec");
 	snprintf(c->image_user, sizeof(c->image_user), "rerand");
@@ -581,7 +581,7 @@ void config_apply_text(struct rr_config *c, const char *text, size_t len, const 
 void config_fill_runtime(struct rr_config *c)
 {
 	if (!*c->control_socket)
-		snprintf(c->control_socket, sizeof(c->control_socket), "%.500s/control", c->run_dir);
+		snprintf(c->control_socket, sizeof(c->control_socket), "%.500s/" RR_CTL_SOCKET_NAME, c->run_dir);
 }
 
 void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_errs *errs)

@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The control socket (root only, checked with SO_PEERCRED) and its tiny line
- * protocol: "status", "status json", "now", "hold", "release", "fleet status
- * [json]", "fleet release HOST".  The reply is
- * "ok\n" or "error: ...\n", then the body; the server then closes.  Each
+ * protocol, spelled once in src/common/ctl.h for rerandd and the CLI.  Each
  * connection is read by an event source of its own, within a deadline. */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,25 +28,27 @@ enum rr_ctl_cmd control_parse_arg(const char *line, size_t len, char *arg, size_
 		return RR_CTL_BAD;
 	memcpy(buf, line, len);
 	buf[len] = 0;
-	if (!strcmp(buf, "status")) return RR_CTL_STATUS;
-	if (!strcmp(buf, "status json")) return RR_CTL_STATUS_JSON;
-	if (!strcmp(buf, "now")) return RR_CTL_NOW;
-	if (!strcmp(buf, "due")) return RR_CTL_DUE;
-	if (!strcmp(buf, "phase")) return RR_CTL_PHASE;
-	if (!strcmp(buf, "hold")) return RR_CTL_HOLD;
-	if (!strncmp(buf, "hold ", 5)) {
-		/* `rerand hold --reason TEXT`: kept as the hold's reason */
-		if (!buf[5] || strlen(buf + 5) >= arglen || strlen(buf + 5) >= RR_HOLD_TEXT)
+	if (!strcmp(buf, RR_CTLV_STATUS)) return RR_CTL_STATUS;
+	if (!strcmp(buf, RR_CTLV_STATUS_JSON)) return RR_CTL_STATUS_JSON;
+	if (!strcmp(buf, RR_CTLV_NOW)) return RR_CTL_NOW;
+	if (!strcmp(buf, RR_CTLV_DUE)) return RR_CTL_DUE;
+	if (!strcmp(buf, RR_CTLV_PHASE)) return RR_CTL_PHASE;
+	if (!strcmp(buf, RR_CTLV_HOLD)) return RR_CTL_HOLD;
+	if (!strncmp(buf, RR_CTLV_HOLD " ", sizeof(RR_CTLV_HOLD))) {
+		/* `rerand hold --reason TEXT`: kept as the hold's reason
+		 * (sizeof counts the NUL where the line has the space) */
+		const char *t = buf + sizeof(RR_CTLV_HOLD);
+		if (!*t || strlen(t) >= arglen || strlen(t) >= RR_HOLD_TEXT)
 			return RR_CTL_BAD;
-		snprintf(arg, arglen, "%s", buf + 5);
+		snprintf(arg, arglen, "%s", t);
 		return RR_CTL_HOLD;
 	}
-	if (!strcmp(buf, "release")) return RR_CTL_RELEASE;
-	if (!strcmp(buf, "fleet status")) return RR_CTL_FLEET_STATUS;
-	if (!strcmp(buf, "fleet status json")) return RR_CTL_FLEET_STATUS_JSON;
-	if (!strcmp(buf, "fleet clear-breaker")) return RR_CTL_FLEET_CLEAR_BREAKER;
-	if (!strncmp(buf, "fleet release ", 14)) {
-		const char *h = buf + 14;
+	if (!strcmp(buf, RR_CTLV_RELEASE)) return RR_CTL_RELEASE;
+	if (!strcmp(buf, RR_CTLV_FLEET_STATUS)) return RR_CTL_FLEET_STATUS;
+	if (!strcmp(buf, RR_CTLV_FLEET_STATUS_JSON)) return RR_CTL_FLEET_STATUS_JSON;
+	if (!strcmp(buf, RR_CTLV_FLEET_CLEAR_BREAKER)) return RR_CTL_FLEET_CLEAR_BREAKER;
+	if (!strncmp(buf, RR_CTLV_FLEET_RELEASE " ", sizeof(RR_CTLV_FLEET_RELEASE))) {
+		const char *h = buf + sizeof(RR_CTLV_FLEET_RELEASE);
 		/* a fleet identity: what fleet_read_identity() accepts */
 		if (!*h || strlen(h) >= arglen || strlen(h) >= FLEET_ID_MAX)
 			return RR_CTL_BAD;
@@ -526,7 +526,7 @@ int control_reply(int fd, bool ok, const char *body)
 	const char *parts[2] = { head, body };
 	size_t lens[2];
 
-	snprintf(head, sizeof(head), "%s", ok ? "ok\n" : "error: ");
+	snprintf(head, sizeof(head), "%s", ok ? RR_CTL_OK : RR_CTL_ERROR);
 	lens[0] = strlen(head);
 	lens[1] = strlen(body);
 	for (int i = 0; i < 2; i++) {

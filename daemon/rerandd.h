@@ -858,10 +858,7 @@ struct rr_view {
 	time_t   last_cause_time;
 	uint64_t causes[RR_NR_CAUSES];
 };
-enum rr_ctl_cmd { RR_CTL_BAD = 0, RR_CTL_STATUS, RR_CTL_STATUS_JSON, RR_CTL_NOW, RR_CTL_HOLD,
-		  RR_CTL_RELEASE, RR_CTL_FLEET_STATUS, RR_CTL_FLEET_STATUS_JSON,
-		  RR_CTL_FLEET_RELEASE, RR_CTL_DUE, RR_CTL_PHASE, RR_CTL_FLEET_CLEAR_BREAKER };
-#define RR_CTL_LINE 256
+#include "ctl.h"           /* the protocol: verbs, enum rr_ctl_cmd, RR_CTL_LINE */
 enum rr_ctl_cmd control_parse(const char *line, size_t len);
 /* The same, and the HOST of "fleet release HOST" in arg (else ""). */
 enum rr_ctl_cmd control_parse_arg(const char *line, size_t len, char *arg, size_t arglen);

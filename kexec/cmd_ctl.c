@@ -15,15 +15,14 @@
 
 #include "cli.h"
 #include "cmdtab.h"
-
-#define CONTROL_SOCKET "/run/rerand/control"
+#include "ctl.h"
 
 /* --socket PATH, else RERAND_CONTROL_SOCKET, else rerandd's default. */
 static const char *ctl_socket;
 
 #define SOCKET_OPT { "socket", 0, required_argument, "PATH", 'S', \
 		     "rerandd's control socket (default $RERAND_CONTROL_SOCKET or " \
-		     CONTROL_SOCKET ")", "@file" }
+		     RR_CTL_SOCKET ")", "@file" }
 
 /* The socket is root's alone (rerandd checks the peer too): say so, not
  * just "Permission denied", to the admin who forgot sudo. */
@@ -40,12 +39,12 @@ static const char *perm_hint(int err)
 static int ctl_ask(const char *line, char *buf, size_t size, bool quiet)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	const char *path = ctl_socket ? ctl_socket : getenv("RERAND_CONTROL_SOCKET");
+	const char *path = ctl_socket ? ctl_socket : getenv(RR_CTL_SOCKET_ENV);
 	size_t got = 0;
 	int fd, err;
 
 	if (!path || !*path)
-		path = CONTROL_SOCKET;
+		path = RR_CTL_SOCKET;
 	if (strlen(path) >= sizeof(sa.sun_path)) {
 		cli_err("%s: socket path too long", path);
 		return -ENAMETOOLONG;
@@ -83,8 +82,8 @@ static int ctl_ask(const char *line, char *buf, size_t size, bool quiet)
 	}
 	close(fd);
 	buf[got] = 0;
-	if (!strncmp(buf, "ok\n", 3)) {
-		memmove(buf, buf + 3, got - 2);
+	if (!strncmp(buf, RR_CTL_OK, strlen(RR_CTL_OK))) {
+		memmove(buf, buf + strlen(RR_CTL_OK), got - strlen(RR_CTL_OK) + 1);
 		return 0;
 	}
 	if (!got)
@@ -178,7 +177,7 @@ int cmd_status(int argc, char **argv)
 		return r;
 	if (optind != argc)
 		return cli_usage_error(&cli_status, "takes no operands ('%s')", argv[optind]);
-	return ctl(json ? "status json\n" : "status\n");
+	return ctl(json ? RR_CTLV_STATUS_JSON "\n" : RR_CTLV_STATUS "\n");
 }
 
 /* `rerand now --wait`: request, then follow the sequence until the reboot
@@ -189,14 +188,14 @@ static int now_wait(long timeout)
 	char buf[512], phase[32], action[32], blocker[32], reason[32], hold[32];
 	time_t end = time(NULL) + timeout;
 	bool started = false;
-	int r = ctl_ask("now\n", buf, sizeof(buf), false);
+	int r = ctl_ask(RR_CTLV_NOW "\n", buf, sizeof(buf), false);
 
 	if (r > 0)
 		cli_err("rerandd: %s", buf);
 	if (r)
 		return EXIT_FAILURE_RR;
 	for (;;) {
-		r = ctl_ask("phase\n", buf, sizeof(buf), started);
+		r = ctl_ask(RR_CTLV_PHASE "\n", buf, sizeof(buf), started);
 		if (r < 0 && started) {
 			/* rerandd stopped answering once its sequence had begun:
 			 * the machine is going down */
@@ -275,7 +274,7 @@ int cmd_now(int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage_error(&cli_now, "takes no operands ('%s')", argv[optind]);
-	return wait ? now_wait(timeout) : ctl("now\n");
+	return wait ? now_wait(timeout) : ctl(RR_CTLV_NOW "\n");
 }
 
 /* `rerand due`: kured's --reboot-sentinel-command.  kured reboots on 0 and
@@ -298,7 +297,7 @@ int cmd_due(int argc, char **argv)
 
 	if (r >= 0)
 		return r;
-	r = ctl_ask("due\n", buf, sizeof(buf), false);
+	r = ctl_ask(RR_CTLV_DUE "\n", buf, sizeof(buf), false);
 	if (r > 0)
 		cli_err("rerandd: %s", buf);
 	if (r)
@@ -343,17 +342,17 @@ int cmd_hold(int argc, char **argv)
 	if (optind != argc)
 		return cli_usage_error(&cli_hold, "takes no operands ('%s')", argv[optind]);
 	if (!reason)
-		return ctl("hold\n");
+		return ctl(RR_CTLV_HOLD "\n");
 	if (!*reason || strlen(reason) > 150 || strpbrk(reason, "\n\r"))
 		return cli_usage_error(&cli_hold, "--reason wants one line of 1 to 150 characters");
-	snprintf(line, sizeof(line), "hold %s\n", reason);
+	snprintf(line, sizeof(line), RR_CTLV_HOLD " %s\n", reason);
 	return ctl(line);
 }
 
 int cmd_release(int argc, char **argv)
 {
 	int r = no_operands(&cli_release, argc, argv);
-	return r >= 0 ? r : ctl("release\n");
+	return r >= 0 ? r : ctl(RR_CTLV_RELEASE "\n");
 }
 
 /* The fleet commands go through rerandd: it has the [Fleet] settings, the TLS
@@ -390,9 +389,9 @@ int cmd_fleet(int argc, char **argv)
 	if (json && strcmp(ops[0], "status"))
 		return cli_usage_error(&cli_fleet, "--json is for fleet status only");
 	if (n == 1 && !strcmp(ops[0], "status"))
-		return ctl(json ? "fleet status json\n" : "fleet status\n");
+		return ctl(json ? RR_CTLV_FLEET_STATUS_JSON "\n" : RR_CTLV_FLEET_STATUS "\n");
 	if (n == 1 && !strcmp(ops[0], "clear-breaker"))
-		return ctl("fleet clear-breaker\n");
+		return ctl(RR_CTLV_FLEET_CLEAR_BREAKER "\n");
 	if (!strcmp(ops[0], "release")) {
 		if (n != 2)
 			return cli_usage_error(&cli_fleet, n == 1 ? "release: the HOST is missing" :
@@ -400,7 +399,7 @@ int cmd_fleet(int argc, char **argv)
 		const char *h = ops[1];
 		if (!*h || strlen(h) > 127 || strpbrk(h, " \t\n\r\"\\"))
 			return cli_usage_error(&cli_fleet, "release: '%s' is not a host identity", h);
-		snprintf(line, sizeof(line), "fleet release %s\n", h);
+		snprintf(line, sizeof(line), RR_CTLV_FLEET_RELEASE " %s\n", h);
 		return ctl(line);
 	}
 	if (strcmp(ops[0], "status") && strcmp(ops[0], "clear-breaker"))

@@ -42,7 +42,7 @@ done
 # the [Fleet] parser, the file reader, the escaping), so this test does not
 # depend on the rest of the tree building.
 if ! ${CC:-cc} -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE -DRERAND_VERSION=\"fleet-sim\" \
-	-I"$top/include" -I"$top/src" -I"$top/daemon" -I"$top/fleetd" $(pkg-config --cflags libcurl json-c) \
+	-I"$top/include" -I"$top/src" -I"$top/src/common" -I"$top/daemon" -I"$top/fleetd" $(pkg-config --cflags libcurl json-c) \
 	-o "$SIM" "$top/tests/fleet/fleet-sim.c" "$top"/fleetd/fleet.c "$top"/fleetd/fleet_etcd.c \
 	"$top"/fleetd/fleet_etcd_breaker.c "$top"/daemon/fleet_breaker.c \
 	"$top"/fleetd/fleet_lock.c "$top"/fleetd/fleet_http.c "$top"/fleetd/fleet_b64.c \
