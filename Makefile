@@ -40,6 +40,13 @@ LIB_SRCS    := $(sort $(wildcard src/*.c))
 LIB_ASM_OBJS := $(O)/host/src/efistub.o
 LIB_OBJS    := $(LIB_SRCS:%.c=$(O)/host/%.o) $(SHARED_SRCS:%.c=$(O)/host/%.o) $(LIB_ASM_OBJS)
 LIBRERAND   := $(O)/librerand.a
+# src/common/: the hosted code two programs share (the control protocol's
+# header, the fleet protocol and [Fleet] keys, escaping).  rerandd, rerand-fleetd
+# and the tests link libcommon.a; it depends on librerand only, and daemon/
+# and fleetd/ include it, never each other.
+COMMON_SRCS := $(sort $(wildcard src/common/*.c))
+COMMON_OBJS := $(COMMON_SRCS:%.c=$(O)/host/%.o)
+LIBCOMMON   := $(O)/libcommon.a
 
 # ---- the purgatory stage -----------------------------------------------------
 # Freestanding flags are assigned, not appended to the user's CFLAGS.
@@ -83,14 +90,13 @@ RERANDD     := $(if $(wildcard daemon/main.c),$(O)/rerandd)
 
 # ---- rerand-fleetd: the fleet client, its own process (no capabilities, network) --
 # fleetd/main.c holds main(); the client is libfleetd.a, which the unit tests
-# link too.  It shares [Fleet] parsing, the protocol and escaping with rerandd.
+# link too.  It shares [Fleet] parsing, the protocol and escaping with rerandd
+# through libcommon.a; it is built without daemon/'s headers and links none of its objects.
 FLEETD_PKGS := libsystemd libcurl json-c
 FLEETD_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(FLEETD_PKGS) 2>/dev/null)
 FLEETD_LIBS := $(shell $(PKG_CONFIG) --libs $(FLEETD_PKGS) 2>/dev/null) -lpthread
 FLEETD_LIB_SRCS := $(filter-out fleetd/main.c,$(sort $(wildcard fleetd/*.c)))
 FLEETD_LIB_OBJS := $(FLEETD_LIB_SRCS:%.c=$(O)/host/%.o)
-FLEETD_SHARED_OBJS := $(O)/host/daemon/fleet_config.o $(O)/host/daemon/fleet_proto.o \
-	$(O)/host/daemon/fleet_breaker.o $(O)/host/daemon/escape.o $(O)/host/daemon/duration.o
 LIBFLEETD   := $(O)/libfleetd.a
 FLEETD      := $(O)/rerand-fleetd
 
@@ -162,20 +168,24 @@ $(LIBDAEMON): $(DAEMON_LIB_OBJS)
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(RERANDD): $(DAEMON_MAIN_OBJS) $(LIBDAEMON) $(LIBRERAND) $(O)/host/kexec/stage_blob.o
+$(LIBCOMMON): $(COMMON_OBJS)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(RERANDD): $(DAEMON_MAIN_OBJS) $(LIBDAEMON) $(LIBCOMMON) $(LIBRERAND) $(O)/host/kexec/stage_blob.o
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $(DAEMON_MAIN_OBJS) $(O)/host/kexec/stage_blob.o $(LIBDAEMON) $(LIBRERAND) \
+	$(Q)$(CC) $(CFLAGS) -o $@ $(DAEMON_MAIN_OBJS) $(O)/host/kexec/stage_blob.o $(LIBDAEMON) $(LIBCOMMON) $(LIBRERAND) \
 		$(DAEMON_LIBS) -lm
 
 $(LIBFLEETD): $(FLEETD_LIB_OBJS)
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(FLEETD): $(O)/host/fleetd/main.o $(LIBFLEETD) $(FLEETD_SHARED_OBJS) $(LIBRERAND)
+$(FLEETD): $(O)/host/fleetd/main.o $(LIBFLEETD) $(LIBCOMMON) $(LIBRERAND)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $< $(LIBFLEETD) $(FLEETD_SHARED_OBJS) $(LIBRERAND) $(FLEETD_LIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(LIBFLEETD) $(LIBCOMMON) $(LIBRERAND) $(FLEETD_LIBS)
 
-$(O)/host/fleetd/%.o: HOST_CFLAGS += $(FLEETD_CFLAGS) -Idaemon -pthread
+$(O)/host/fleetd/%.o: HOST_CFLAGS += $(FLEETD_CFLAGS) -pthread
 
 # The chaos test's deliberately broken helper (tests/cli/test-fleet-chaos.sh): the
 # slot's down lease (DownTTL=) switched off at build time, so that the test can
@@ -183,10 +193,10 @@ $(O)/host/fleetd/%.o: HOST_CFLAGS += $(FLEETD_CFLAGS) -Idaemon -pthread
 FLEETD_BROKEN := $(O)/chaos-broken/rerand-fleetd
 $(O)/chaos-broken/fleet_etcd.o: fleetd/fleet_etcd.c
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CPPFLAGS) $(HOST_CFLAGS) $(FLEETD_CFLAGS) -Idaemon -pthread \
+	$(Q)$(CC) $(CPPFLAGS) $(HOST_CFLAGS) $(FLEETD_CFLAGS) -pthread \
 		-DRERAND_TEST_NO_DOWN_TTL -c -o $@ $<
 $(FLEETD_BROKEN): $(O)/host/fleetd/main.o $(O)/chaos-broken/fleet_etcd.o \
-		$(filter-out $(O)/host/fleetd/fleet_etcd.o,$(FLEETD_LIB_OBJS)) $(FLEETD_SHARED_OBJS) $(LIBRERAND)
+		$(filter-out $(O)/host/fleetd/fleet_etcd.o,$(FLEETD_LIB_OBJS)) $(LIBCOMMON) $(LIBRERAND)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(FLEETD_LIBS)
 
 $(O)/host/daemon/config.o: CPPFLAGS += -DRR_RERAND_BIN='"$(BINDIR)/rerand"'
@@ -199,23 +209,23 @@ $(O)/bindir.stamp: FORCE
 FORCE:
 $(O)/host/daemon/%.o: HOST_CFLAGS += $(DAEMON_CFLAGS)
 
-$(O)/tests/%: tests/unit/%.c $(LIBRERAND) $(LIBDAEMON) $(LIBFLEETD) $(O)/host/kexec/stage_blob.o tests/unit/test.h
+$(O)/tests/%: tests/unit/%.c $(LIBRERAND) $(LIBCOMMON) $(LIBDAEMON) $(LIBFLEETD) $(O)/host/kexec/stage_blob.o tests/unit/test.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) -Itests/unit -Idaemon -Ifleetd -DT_TOP='"$(CURDIR)"' $(HOST_CFLAGS) $(DAEMON_CFLAGS) $(FLEETD_CFLAGS) -o $@ $< \
-		$(LIBFLEETD) $(LIBDAEMON) $(O)/host/kexec/stage_blob.o $(LIBRERAND) $(DAEMON_LIBS) $(FLEETD_LIBS) $(LIB_LIBS)
+		$(LIBFLEETD) $(LIBDAEMON) $(O)/host/kexec/stage_blob.o $(LIBCOMMON) $(LIBRERAND) $(DAEMON_LIBS) $(FLEETD_LIBS) $(LIB_LIBS)
 
 # Fuzzers link the real parsers, compiled once with the sanitizers
 # (fuzzer-no-link) into their own objects; rerand-fleetd's client too, for
 # its reply parsers (etcd's gateway, FleetLock, base64).
-FUZZ_LIB_SRCS := $(LIB_SRCS) $(SHARED_SRCS) $(DAEMON_LIB_SRCS) $(FLEETD_LIB_SRCS)
+FUZZ_LIB_SRCS := $(LIB_SRCS) $(SHARED_SRCS) $(COMMON_SRCS) $(DAEMON_LIB_SRCS) $(FLEETD_LIB_SRCS)
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.c=$(O)/fuzzobj/%.o) $(LIB_ASM_OBJS)
 .SECONDARY: $(FUZZ_LIB_OBJS)
 
 $(O)/fuzzobj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC [fuzz] $<")
-	$(Q)$(CLANG) $(subst fuzzer$(comma),fuzzer-no-link$(comma),$(FUZZ_CFLAGS)) -Idaemon $(DAEMON_CFLAGS) \
+	$(Q)$(CLANG) $(subst fuzzer$(comma),fuzzer-no-link$(comma),$(FUZZ_CFLAGS)) $(DAEMON_CFLAGS) \
 		$(FLEETD_CFLAGS) -c -o $@ $<
 
 $(O)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJS) $(O)/host/kexec/stage_blob.o
@@ -234,20 +244,23 @@ $(O)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJS) $(O)/host/kexec/stage_blob.o
 SAN_CFLAGS  := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1
 SAN_HOST_CFLAGS := -std=gnu11 $(WARN) $(SAN_CFLAGS) $(LIB_CFLAGS) -MMD -MP
 SAN_LIB_OBJS := $(LIB_SRCS:%.c=$(O)/san/obj/%.o) $(SHARED_SRCS:%.c=$(O)/san/obj/%.o) $(LIB_ASM_OBJS)
+SAN_COMMON_OBJS := $(COMMON_SRCS:%.c=$(O)/san/obj/%.o)
 SAN_DAEMON_OBJS := $(DAEMON_LIB_SRCS:%.c=$(O)/san/obj/%.o)
 SAN_FLEETD_OBJS := $(FLEETD_LIB_SRCS:%.c=$(O)/san/obj/%.o)
-SAN_LIBS    := $(O)/san/libfleetd.a $(O)/san/libdaemon.a $(O)/san/librerand.a
+SAN_LIBS    := $(O)/san/libfleetd.a $(O)/san/libdaemon.a $(O)/san/libcommon.a $(O)/san/librerand.a
 SAN_UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/san/tests/%)
-.SECONDARY: $(SAN_LIB_OBJS) $(SAN_DAEMON_OBJS) $(SAN_FLEETD_OBJS)
+.SECONDARY: $(SAN_LIB_OBJS) $(SAN_COMMON_OBJS) $(SAN_DAEMON_OBJS) $(SAN_FLEETD_OBJS)
 
 $(O)/san/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC [san] $<")
-	$(Q)$(CC) $(CPPFLAGS) $(SAN_HOST_CFLAGS) $(DAEMON_CFLAGS) $(FLEETD_CFLAGS) -Idaemon -pthread -c -o $@ $<
+	$(Q)$(CC) $(CPPFLAGS) $(SAN_HOST_CFLAGS) $(DAEMON_CFLAGS) $(FLEETD_CFLAGS) -pthread -c -o $@ $<
 $(O)/san/obj/daemon/config.o: CPPFLAGS += -DRR_RERAND_BIN='"$(BINDIR)/rerand"'
 $(O)/san/obj/daemon/config.o: $(O)/bindir.stamp
 
 $(O)/san/librerand.a: $(SAN_LIB_OBJS)
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(O)/san/libcommon.a: $(SAN_COMMON_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
 $(O)/san/libdaemon.a: $(SAN_DAEMON_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "fleet.h"
+#include "fleet_format.h"
 
 /* coord_gate()/coord_confirm(): a request is in flight; ask again on the next
  * evaluation (the wake callback says when). */

@@ -9,6 +9,7 @@
 #include <json-c/json.h>
 
 #include "rerandd.h"         /* fleet.h, rr_escape_str() */
+#include "fleet_format.h"
 
 int fleet_status_format_text(const struct fleet_status *st, const char *group, char *buf,
 			     size_t len)

@@ -52,7 +52,7 @@ const char *fleet_last_error(const struct fleet *f);
  * resets once a slot is held. */
 int64_t fleet_next_delay_ms(struct fleet *f, uint64_t rnd);
 
-/* daemon/escape.c, linked in: text from a server made safe for one log line. */
+/* src/common/escape.h: text from a server made safe for one log line. */
 #include "escape.h"
 
 #endif

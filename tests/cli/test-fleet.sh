@@ -44,10 +44,10 @@ done
 if ! ${CC:-cc} -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE -DRERAND_VERSION=\"fleet-sim\" \
 	-I"$top/include" -I"$top/src" -I"$top/src/common" -I"$top/daemon" -I"$top/fleetd" $(pkg-config --cflags libcurl json-c) \
 	-o "$SIM" "$top/tests/fleet/fleet-sim.c" "$top"/fleetd/fleet.c "$top"/fleetd/fleet_etcd.c \
-	"$top"/fleetd/fleet_etcd_breaker.c "$top"/daemon/fleet_breaker.c \
+	"$top"/fleetd/fleet_etcd_breaker.c "$top"/src/common/fleet_breaker.c \
 	"$top"/fleetd/fleet_lock.c "$top"/fleetd/fleet_http.c "$top"/fleetd/fleet_b64.c \
-	"$top"/daemon/fleet_config.c "$top"/daemon/fleet_format.c "$top"/daemon/escape.c \
-	"$top"/daemon/duration.c \
+	"$top"/src/common/fleet_config.c "$top"/daemon/fleet_format.c "$top"/src/common/escape.c \
+	"$top"/src/common/duration.c \
 	"$top"/src/fileio.c "$top"/src/err.c \
 	$(pkg-config --libs libcurl json-c) 2>"$tmp/cc.log"; then
 	nok "build fleet-sim"; sed 's/^/#   /' "$tmp/cc.log"; echo "1..$n"; exit 1

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "fleetd.h"
+#include "fleet_format.h"
 
 static int log_fd = -1;
 static char host_id[FLEET_ID_MAX] = "?";

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-# Talk to a running rerand-fleetd the way rerandd does (daemon/fleet.h, the line
+# Talk to a running rerand-fleetd the way rerandd does (src/common/fleet.h, the line
 # protocol): wait for the greeting, send "open" with the [Fleet] settings given as
 # KEY=VALUE arguments, then each verb after "--", one at a time.  Prints one line
 # per reply: "VERB RC STATE MESSAGE" (fields decoded).  Exit 0 when every reply

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Fuzz rr_escape (daemon/escape.c), which every piece of outside text goes
+/* Fuzz rr_escape (src/common/escape.c), which every piece of outside text goes
  * through on its way to the journal and `rerand status`: the output must fit
  * its buffer, hold no control character, and be valid UTF-8. */
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Fuzz the reply parser rerandd runs on what rerand-fleetd sends
- * (daemon/fleet_proto.c), and the request parser the helper runs: no crash,
+ * (src/common/fleet_proto.c), and the request parser the helper runs: no crash,
  * no overrun, and what parses has no control byte in its text and formats
  * back into a line that parses to the same reply. */
 #include <stdint.h>

@@ -4,10 +4,11 @@
  * control characters, C1 controls, bad UTF-8 and the backslash itself are
  * written as C escapes.  Every sink of such text goes through rr_escape(). */
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "rerandd.h"
+#include "escape.h"
 
 /* Length of the well-formed UTF-8 sequence at p (not a C1 control), else 0. */
 static size_t utf8_ok(const unsigned char *p, size_t n)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Text from outside (a kernel, a server, a file) made safe for the journal,
  * `rerand status` and terminals: one header for rerandd and rerand-fleetd,
- * which both link daemon/escape.c. */
+ * which both link src/common/escape.c (libcommon.a). */
 #ifndef RERAND_ESCAPE_H
 #define RERAND_ESCAPE_H
 

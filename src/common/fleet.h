@@ -2,7 +2,8 @@
 /* What rerandd and its fleet helper (rerand-fleetd) share: the [Fleet] settings,
  * the pure timing helpers, the lock's states and holders, and the protocol they
  * speak over the helper's unix socket.  Nothing here does network I/O: the
- * client itself is fleetd/fleetd.h, in the helper only. */
+ * client itself is fleetd/fleetd.h, in the helper only; what only rerandd
+ * prints (`rerand fleet status`, the metrics) is daemon/fleet_format.h. */
 #ifndef RERAND_FLEET_H
 #define RERAND_FLEET_H
 
@@ -135,15 +136,6 @@ bool fleet_breaker_trips(unsigned count, unsigned threshold);
  * newest first, cut with "+K more" to fit len; the length, or -ENOBUFS. */
 int fleet_breaker_summary(const struct fleet_failure *f, unsigned n, int64_t now,
 			  int64_t window, char *buf, size_t len);
-
-/* ---- fleet_format.c: `rerand fleet status` -------------------------------- */
-int fleet_status_format_text(const struct fleet_status *st, const char *group, char *buf,
-			     size_t len);
-int fleet_status_format_json(const struct fleet_status *st, const char *group, char *buf,
-			     size_t len);
-/* rerand_fleet_lock_state and rerand_fleet_errors_total, Prometheus text. */
-int fleet_metrics_text(const char *backend, const char *group, enum fleet_state s,
-		       uint64_t errors, char *buf, size_t len);
 
 /* ---- fleet_proto.c: rerandd <-> rerand-fleetd ------------------------------
  * One request or reply per line, at most FLEET_LINE_MAX bytes with the '\n'.
