@@ -41,7 +41,7 @@ LIB_ASM_OBJS := $(O)/host/src/efistub.o
 LIB_OBJS    := $(LIB_SRCS:%.c=$(O)/host/%.o) $(SHARED_SRCS:%.c=$(O)/host/%.o) $(LIB_ASM_OBJS)
 LIBRERAND   := $(O)/librerand.a
 # src/common/: the hosted code two programs share (the control protocol's
-# header, the fleet protocol and [Fleet] keys, escaping).  rerandd, rerand-fleetd
+# header, the fleet protocol and [Fleet] keys, escaping, the logger).  rerandd, rerand-fleetd
 # and the tests link libcommon.a; it depends on librerand only, and daemon/
 # and fleetd/ include it, never each other.
 COMMON_SRCS := $(sort $(wildcard src/common/*.c))

@@ -29,10 +29,7 @@
 #define RR_BOOT_ID 40
 
 /* ---- log.c: journald-friendly stderr ("<N>message") ------------------- */
-enum { RR_LOG_ERR = 3, RR_LOG_WARNING = 4, RR_LOG_NOTICE = 5, RR_LOG_INFO = 6, RR_LOG_DEBUG = 7 };
-extern int rr_log_level;
-/* One event, one line: the message is escaped (rr_escape) before it is written. */
-void rr_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#include "log.h"
 
 /* ---- escape.c: text from outside, safe for the journal, status, terminals - */
 #include "escape.h"

@@ -11,7 +11,6 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +23,7 @@
 #include <unistd.h>
 
 #include "fleetd.h"
+#include "log.h"
 
 #define QUEUE_MAX 8                 /* rerandd keeps one request in flight */
 
@@ -51,22 +51,6 @@ static struct {
 	struct fleet_config cfg;
 } g = { .lfd = -1, .cfd = -1, .efd = -1, .mu = PTHREAD_MUTEX_INITIALIZER,
 	.cv = PTHREAD_COND_INITIALIZER };
-
-static int log_level = 6;
-
-static void logf_(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void logf_(int prio, const char *fmt, ...)
-{
-	char msg[1024], esc[4 * sizeof(msg)];
-	va_list ap;
-
-	if (prio > log_level)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "<%d>%s\n", prio, rr_escape_str(esc, sizeof(esc), msg));
-}
 
 /* ---- the worker --------------------------------------------------------------- */
 
@@ -169,7 +153,7 @@ static int do_open(const struct fleet_request *q, struct fleet_reply *p)
 	    (r = credential("PasswordFile", c.password_file, sizeof(c.password_file), err,
 			    sizeof(err))) < 0) {
 		snprintf(p->msg, sizeof(p->msg), "%s", err);
-		logf_(3, "%s", err);
+		rr_log(RR_LOG_ERR, "%s", err);
 		return r;
 	}
 	fleet_close(g.f);
@@ -180,8 +164,8 @@ static int do_open(const struct fleet_request *q, struct fleet_reply *p)
 		return r;
 	}
 	g.cfg = c;
-	logf_(6, "%s client for group %s, identity %s", fleet_backend_name(c.backend), c.group,
-	      fleet_identity(g.f));
+	rr_log(RR_LOG_INFO, "%s client for group %s, identity %s", fleet_backend_name(c.backend),
+	       c.group, fleet_identity(g.f));
 	return 0;
 }
 
@@ -193,7 +177,7 @@ static void run_job(struct job *j)
 
 	memset(p, 0, sizeof(*p));
 	p->seq = q->seq;
-	logf_(7, "request %u: %s", q->seq, fleet_verb_name(q->verb));
+	rr_log(RR_LOG_DEBUG, "request %u: %s", q->seq, fleet_verb_name(q->verb));
 	if (q->verb == FLEET_V_OPEN)
 		r = do_open(q, p);
 	else if (!g.f) {
@@ -261,7 +245,7 @@ static void *worker(void *arg)
 		else
 			free(j);
 		if (write(g.efd, &one, sizeof(one)) < 0)
-			logf_(3, "eventfd: %s", strerror(errno));
+			rr_log(RR_LOG_ERR, "eventfd: %s", strerror(errno));
 	}
 	pthread_mutex_unlock(&g.mu);
 	return NULL;
@@ -274,7 +258,7 @@ static void drop_client(const char *why)
 	if (g.cfd < 0)
 		return;
 	if (why)
-		logf_(4, "rerandd connection closed: %s", why);
+		rr_log(RR_LOG_WARNING, "rerandd connection closed: %s", why);
 	g.cio = sd_event_source_disable_unref(g.cio);
 	close(g.cfd);
 	g.cfd = -1;
@@ -303,7 +287,7 @@ static void send_reply(const struct fleet_reply *p)
 	int n = fleet_proto_format_reply(p, line, sizeof(line));
 
 	if (n < 0) {
-		logf_(3, "reply %u does not fit a line", p->seq);
+		rr_log(RR_LOG_ERR, "reply %u does not fit a line", p->seq);
 		return;
 	}
 	send_line(line, (size_t)n);
@@ -316,7 +300,7 @@ static int on_done(sd_event_source *s, int fd, uint32_t revents, void *ud)
 	uint64_t v;
 
 	if (read(g.efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		logf_(3, "eventfd: %s", strerror(errno));
+		rr_log(RR_LOG_ERR, "eventfd: %s", strerror(errno));
 	pthread_mutex_lock(&g.mu);
 	n = g.nr_done;
 	memcpy(done, g.done, n * sizeof(done[0]));
@@ -401,7 +385,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *ud)
 	/* root (rerandd under systemd) or our own user (a test): nobody else */
 	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
 	    (cr.uid != 0 && cr.uid != geteuid())) {
-		logf_(4, "refused a client with uid %u", (unsigned)cr.uid);
+		rr_log(RR_LOG_WARNING, "refused a client with uid %u", (unsigned)cr.uid);
 		close(c);
 		return 0;
 	}
@@ -414,7 +398,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *ud)
 		return 0;
 	}
 	send_line(FLEET_PROTO_GREETING "\n", strlen(FLEET_PROTO_GREETING) + 1);
-	logf_(7, "rerandd connected (pid %d)", (int)cr.pid);
+	rr_log(RR_LOG_DEBUG, "rerandd connected (pid %d)", (int)cr.pid);
 	return 0;
 }
 
@@ -424,7 +408,7 @@ static int listen_on(const char *path)
 	int fd;
 
 	if (strlen(path) >= sizeof(sa.sun_path)) {
-		logf_(3, "%s: too long for a unix socket path", path);
+		rr_log(RR_LOG_ERR, "%s: too long for a unix socket path", path);
 		return -ENAMETOOLONG;
 	}
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
@@ -437,7 +421,7 @@ static int listen_on(const char *path)
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4) < 0) {
 		int r = -errno;
 		umask(old);
-		logf_(3, "%s: cannot listen: %s", path, strerror(-r));
+		rr_log(RR_LOG_ERR, "%s: cannot listen: %s", path, strerror(-r));
 		close(fd);
 		return r;
 	}
@@ -468,7 +452,7 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "s:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': path = optarg; break;
-		case 'D': log_level = 7; break;
+		case 'D': rr_log_level = RR_LOG_DEBUG; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("rerand-fleetd %s\n", RERAND_VERSION); return 0;
 		default: usage(stderr); return 2;
@@ -480,7 +464,7 @@ int main(int argc, char **argv)
 	}
 	n = sd_listen_fds(1);
 	if (n > 1) {
-		logf_(3, "systemd passed %d sockets; want one", n);
+		rr_log(RR_LOG_ERR, "systemd passed %d sockets; want one", n);
 		return 1;
 	}
 	if (n == 1)
@@ -488,14 +472,14 @@ int main(int argc, char **argv)
 	else if (path)
 		g.lfd = listen_on(path);
 	else {
-		logf_(3, "no socket: run from rerand-fleetd.socket or give --socket PATH");
+		rr_log(RR_LOG_ERR, "no socket: run from rerand-fleetd.socket or give --socket PATH");
 		return 1;
 	}
 	if (g.lfd < 0)
 		return 1;
 	g.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (g.efd < 0) {
-		logf_(3, "eventfd: %s", strerror(errno));
+		rr_log(RR_LOG_ERR, "eventfd: %s", strerror(errno));
 		return 1;
 	}
 	sigemptyset(&ss);
@@ -503,7 +487,7 @@ int main(int argc, char **argv)
 	sigaddset(&ss, SIGINT);
 	sigprocmask(SIG_BLOCK, &ss, NULL);     /* before the thread: it inherits the mask */
 	if ((r = pthread_create(&th, NULL, worker, NULL)) != 0) {
-		logf_(3, "cannot start the worker thread: %s", strerror(r));
+		rr_log(RR_LOG_ERR, "cannot start the worker thread: %s", strerror(r));
 		return 1;
 	}
 	if ((r = sd_event_default(&g.ev)) < 0 ||
@@ -511,7 +495,7 @@ int main(int argc, char **argv)
 	    (r = sd_event_add_signal(g.ev, NULL, SIGINT, NULL, NULL)) < 0 ||
 	    (r = sd_event_add_io(g.ev, NULL, g.lfd, EPOLLIN, on_accept, NULL)) < 0 ||
 	    (r = sd_event_add_io(g.ev, NULL, g.efd, EPOLLIN, on_done, NULL)) < 0) {
-		logf_(3, "sd-event setup: %s", strerror(-r));
+		rr_log(RR_LOG_ERR, "sd-event setup: %s", strerror(-r));
 		return 1;
 	}
 	sd_notify(0, "READY=1");

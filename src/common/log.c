@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Logging for rerandd: one line per message on stderr with a "<N>" priority
- * prefix, which journald (and any syslog-style collector) understands.  The
- * message is escaped as a whole, so text from outside (a server's error, a
- * child's output, a file name) can neither split it nor forge a priority. */
+/* Logging for rerandd and rerand-fleetd: one line per message on stderr with a
+ * "<N>" priority prefix, which journald (and any syslog-style collector)
+ * understands.  The message is escaped as a whole, so text from outside (a
+ * server's error, a child's output, a file name) can neither split it nor
+ * forge a priority. */
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "rerandd.h"
+#include "escape.h"
+#include "log.h"
 
 int rr_log_level = RR_LOG_INFO;
 
