@@ -101,11 +101,7 @@ static int ctl(const char *line)
 	int r = ctl_ask(line, buf, sizeof(buf), false);
 
 	if (r == 0) {
-		struct cli_json_capture cap;
-
-		cli_json_begin(&cap, ctl_json);
-		fputs(buf, stdout);
-		cli_json_end(&cap);
+		cli_json_reprint(buf, ctl_json);
 		return 0;
 	}
 	if (r > 0)

@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "cmdtab.h"
 #include "image.h"
+#include "jsonout.h"
 #include "kernel.h"
 #include "memmap_src.h"
 #include "select.h"
@@ -211,13 +212,18 @@ static enum rr_msrc_firmware detect_firmware(const char *src, const struct rr_ms
 	return RR_FW_BIOS;
 }
 
-static void json_fig(const char *name, const struct figures *f)
+static struct json_object *json_fig(const struct figures *f)
 {
-	printf("\"%s\":{\"phys_slots\":%llu,\"virt_slots\":%llu,\"phys_randomized\":%s,"
-	       "\"virt_randomized\":%s,\"phys_bits\":%.2f,\"virt_bits\":%.2f,\"total_bits\":%.2f}",
-	       name, (unsigned long long)f->phys, (unsigned long long)f->virt,
-	       f->fixed_phys ? "false" : "true", f->fixed_virt ? "false" : "true",
-	       phys_bits(f), virt_bits(f), phys_bits(f) + virt_bits(f));
+	struct json_object *o = json_object_new_object();
+
+	rr_json_add_u64(o, "phys_slots", f->phys);
+	rr_json_add_u64(o, "virt_slots", f->virt);
+	rr_json_add_bool(o, "phys_randomized", !f->fixed_phys);
+	rr_json_add_bool(o, "virt_randomized", !f->fixed_virt);
+	rr_json_add_fixed(o, "phys_bits", phys_bits(f), 2);
+	rr_json_add_fixed(o, "virt_bits", virt_bits(f), 2);
+	rr_json_add_fixed(o, "total_bits", phys_bits(f) + virt_bits(f), 2);
+	return o;
 }
 
 static void text_fig(const char *name, const struct figures *f)
@@ -359,30 +365,27 @@ static int entropy_count(struct entropy *q)
 
 static void entropy_print_json(const struct entropy *q)
 {
-	const char *rule = q->fw == RR_FW_UEFI ? "uefi-runtime-map" : "bios-min-512m";
-	struct cli_json_capture cap;
+	struct json_object *o = json_object_new_object(), *m = json_object_new_object();
 
-	cli_json_begin(&cap, q->json);
-	printf("{\"memmap\":{\"source\":");
-	cli_json_str(q->src ? q->src : RR_MSRC_LIVE);
-	printf(",\"format\":\"%s\",\"entries\":%u,\"ram_entries\":%u,\"ram_bytes\":\"0x%llx\"},",
-	       rr_msrc_format_name(q->info.format), q->info.nr_entries, q->info.nr_ram,
-	       (unsigned long long)q->info.ram_bytes);
-	printf("\"firmware\":\"%s\",\"firmware_from\":", q->fw == RR_FW_UEFI ? "uefi" : "bios");
-	cli_json_str(q->fw_how);
-	printf(",\"kernel\":");
-	cli_json_str(q->size_from);
-	printf(",\"mem_size\":\"0x%llx\",\"slot_size\":\"0x%llx\",\"cmdline_from\":",
-	       (unsigned long long)q->mem_size,
-	       (unsigned long long)RR_ALIGN_UP(q->mem_size, RERAND_SLOT_ALIGN));
-	cli_json_str(q->cmdline_from);
-	printf(",\"nokaslr\":%s,", q->cl.nokaslr ? "true" : "false");
-	json_fig("rerand", &q->rr);
-	printf(",");
-	json_fig("stock", &q->stock);
-	printf(",\"stock_rule\":\"%s\",\"stock_min_addr\":\"0x%llx\",\"upper_bound\":true}\n",
-	       rule, (unsigned long long)STOCK_KEXEC_MIN);
-	cli_json_end(&cap);
+	rr_json_add_str(m, "source", q->src ? q->src : RR_MSRC_LIVE);
+	rr_json_add_str(m, "format", rr_msrc_format_name(q->info.format));
+	rr_json_add_int(m, "entries", q->info.nr_entries);
+	rr_json_add_int(m, "ram_entries", q->info.nr_ram);
+	rr_json_add_hex(m, "ram_bytes", q->info.ram_bytes);
+	rr_json_add(o, "memmap", m);
+	rr_json_add_str(o, "firmware", q->fw == RR_FW_UEFI ? "uefi" : "bios");
+	rr_json_add_str(o, "firmware_from", q->fw_how);
+	rr_json_add_str(o, "kernel", q->size_from);
+	rr_json_add_hex(o, "mem_size", q->mem_size);
+	rr_json_add_hex(o, "slot_size", RR_ALIGN_UP(q->mem_size, RERAND_SLOT_ALIGN));
+	rr_json_add_str(o, "cmdline_from", q->cmdline_from);
+	rr_json_add_bool(o, "nokaslr", q->cl.nokaslr);
+	rr_json_add(o, "rerand", json_fig(&q->rr));
+	rr_json_add(o, "stock", json_fig(&q->stock));
+	rr_json_add_str(o, "stock_rule", q->fw == RR_FW_UEFI ? "uefi-runtime-map" : "bios-min-512m");
+	rr_json_add_hex(o, "stock_min_addr", STOCK_KEXEC_MIN);
+	rr_json_add_bool(o, "upper_bound", true);
+	cli_json_print(o, q->json);
 }
 
 static void entropy_print_text(const struct entropy *q)
