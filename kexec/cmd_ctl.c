@@ -13,6 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "cli.h"
 #include "cmdtab.h"
 
@@ -42,7 +43,8 @@ static int ctl_ask(const char *line, char *buf, size_t size, bool quiet)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *path = ctl_socket ? ctl_socket : getenv("RERAND_CONTROL_SOCKET");
 	size_t got = 0;
-	int fd, err;
+	_cleanup_close_ int fd = -1;
+	int err;
 
 	if (!path || !*path)
 		path = CONTROL_SOCKET;
@@ -56,8 +58,6 @@ static int ctl_ask(const char *line, char *buf, size_t size, bool quiet)
 		err = errno;
 		if (!quiet)
 			cli_err("%s: cannot reach rerandd: %s%s", path, strerror(err), perm_hint(err));
-		if (fd >= 0)
-			close(fd);
 		return -err;
 	}
 	if (send(fd, line, strlen(line), MSG_NOSIGNAL) != (ssize_t)strlen(line)) {
@@ -65,7 +65,6 @@ static int ctl_ask(const char *line, char *buf, size_t size, bool quiet)
 		/* rerandd answers a peer it refuses (not root) before reading
 		 * the request, and closes: its answer is still there to read */
 		ssize_t n = err == EPIPE || err == ECONNRESET ? read(fd, buf, size - 1) : -1;
-		close(fd);
 		if (n > 0) {
 			buf[n] = 0;
 			return 1;
@@ -81,7 +80,6 @@ static int ctl_ask(const char *line, char *buf, size_t size, bool quiet)
 		if (n <= 0 || (got += (size_t)n) == size - 1)
 			break;
 	}
-	close(fd);
 	buf[got] = 0;
 	if (!strncmp(buf, "ok\n", 3)) {
 		memmove(buf, buf + 3, got - 2);
