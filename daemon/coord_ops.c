@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cleanup.h"
+#include "jsonout.h"
 #include "rerandd.h"
 
 static void persist(struct rr_coord *co, struct rr_state *st)
@@ -220,6 +222,29 @@ static const char *ext(const char *s, char *esc, size_t len)
 	return rr_escape_str(esc, len, s);
 }
 
+/* FleetLock's `fleet status --json`: what this host knows, holders null. */
+static int fleetlock_status_json(const struct rr_coord *co, char *buf, size_t len)
+{
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+	struct json_object *self = json_object_new_object();
+	char esc[4 * RR_ERR_MAX];
+	int r;
+
+	if (!o || !self) {
+		json_object_put(self);
+		return snprintf(buf, len, "out of memory\n"), -ENOMEM;
+	}
+	rr_json_add_str(o, "group", co->cfg.group);
+	rr_json_add_str(o, "backend", "fleetlock");
+	rr_json_add_str(o, "url", ext(co->cfg.url, esc, sizeof(esc)));
+	rr_json_add(o, "holders", NULL);
+	rr_json_add_str(self, "id", co->id);
+	rr_json_add_str(self, "state", fleet_state_name(co->fstate));
+	rr_json_add(o, "self", self);
+	r = snprintf(buf, len, "%s\n", rr_json_line(o));
+	return r < 0 || (size_t)r >= len ? -ENOBUFS : 0;
+}
+
 int coord_status(struct rr_coord *co, bool json, char *buf, size_t len)
 {
 	char esc[4 * RR_ERR_MAX];
@@ -232,11 +257,9 @@ int coord_status(struct rr_coord *co, bool json, char *buf, size_t len)
 		return snprintf(buf, len, "%s\n", ext(co->open_error, esc, sizeof(esc))), -EIO;
 	if (co->cfg.backend == FLEET_BACKEND_FLEETLOCK) {
 		/* the protocol has no read call: say what this host knows */
-		r = json ? snprintf(buf, len, "{\"group\":\"%s\",\"backend\":\"fleetlock\",\"url\":\"%s\","
-				    "\"holders\":null,\"self\":{\"id\":\"%s\",\"state\":\"%s\"}}\n",
-				    co->cfg.group, ext(co->cfg.url, esc, sizeof(esc)), co->id,
-				    fleet_state_name(co->fstate))
-			 : snprintf(buf, len, "group %s (fleetlock, %s): the FleetLock protocol cannot "
+		if (json)
+			return fleetlock_status_json(co, buf, len);
+		r = snprintf(buf, len, "group %s (fleetlock, %s): the FleetLock protocol cannot "
 				    "list holders; this host (%s) is %s\n", co->cfg.group,
 				    ext(co->cfg.url, esc, sizeof(esc)), co->id,
 				    fleet_state_name(co->fstate));

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cleanup.h"
+#include "jsonout.h"
 #include "rerandd.h"
 
 /* Text from outside (paths, a server's words): escaped as `rerand status`
@@ -21,23 +23,7 @@ static void add_str(struct json_object *o, const char *key, const char *raw)
 {
 	char esc[4 * RR_ERR_MAX];
 
-	json_object_object_add(o, key, json_object_new_string(rr_escape_str(esc, sizeof(esc),
-									      raw ? raw : "")));
-}
-
-static void add_int(struct json_object *o, const char *key, int64_t v)
-{
-	json_object_object_add(o, key, json_object_new_int64(v));
-}
-
-static void add_u64(struct json_object *o, const char *key, uint64_t v)
-{
-	json_object_object_add(o, key, json_object_new_uint64(v));
-}
-
-static void add_bool(struct json_object *o, const char *key, bool v)
-{
-	json_object_object_add(o, key, json_object_new_boolean(v));
+	rr_json_add_str(o, key, rr_escape_str(esc, sizeof(esc), raw ? raw : ""));
 }
 
 static struct json_object *crash_json(const struct rr_view *v)
@@ -46,12 +32,12 @@ static struct json_object *crash_json(const struct rr_view *v)
 
 	add_str(c, "mode", v->crash_mode ? v->crash_mode : "auto");
 	add_str(c, "state", crash_state_name(v->crash_state));
-	add_bool(c, "loaded", v->crash_loaded);
-	add_bool(c, "ours", v->crash_ours);
-	add_u64(c, "reserved_bytes", v->crash_reserved);
-	add_int(c, "loaded_at", v->crash_loaded_at);
-	add_u64(c, "loads", v->crash_loads);
-	add_u64(c, "load_failures", v->crash_failures);
+	rr_json_add_bool(c, "loaded", v->crash_loaded);
+	rr_json_add_bool(c, "ours", v->crash_ours);
+	rr_json_add_u64(c, "reserved_bytes", v->crash_reserved);
+	rr_json_add_int(c, "loaded_at", v->crash_loaded_at);
+	rr_json_add_u64(c, "loads", v->crash_loads);
+	rr_json_add_u64(c, "load_failures", v->crash_failures);
 	add_str(c, "kernel", v->crash_kernel);
 	add_str(c, "error", v->crash_error);
 	return c;
@@ -65,9 +51,9 @@ static struct json_object *fleet_json(const struct rr_view *v)
 	add_str(f, "group", v->fleet_group);
 	add_str(f, "id", v->fleet_id);
 	add_str(f, "state", v->fleet_state ? v->fleet_state : "disabled");
-	add_u64(f, "errors", v->fleet_errors);
+	rr_json_add_u64(f, "errors", v->fleet_errors);
 	add_str(f, "waiting_because", v->fleet_why);
-	add_int(f, "next_try", v->fleet_next_try);
+	rr_json_add_int(f, "next_try", v->fleet_next_try);
 	add_str(f, "breaker", v->fleet_breaker ? v->fleet_breaker : "etcd only");
 	add_str(f, "breaker_failures", v->fleet_breaker_text);
 	return f;
@@ -75,72 +61,70 @@ static struct json_object *fleet_json(const struct rr_view *v)
 
 int control_format_json(const struct rr_view *v, char *buf, size_t len)
 {
-	struct json_object *o = json_object_new_object(), *causes;
+	_cleanup_json_ struct json_object *o = json_object_new_object();
+	struct json_object *causes;
 	bool made = v->verify == RR_V_RANDOMIZED || v->verify == RR_V_WEAK;
 	char ent[32];
 	int n;
 
 	if (!o)
 		return -ENOMEM;
-	add_int(o, "layout_age_seconds", v->layout_age);
+	rr_json_add_int(o, "layout_age_seconds", v->layout_age);
 	add_str(o, "verify", state_verify_name(v->verify));
-	add_bool(o, "randomized", made);
-	add_bool(o, "weak", v->verify == RR_V_WEAK);
-	add_int(o, "verified_at", v->last_verify_time);
+	rr_json_add_bool(o, "randomized", made);
+	rr_json_add_bool(o, "weak", v->verify == RR_V_WEAK);
+	rr_json_add_int(o, "verified_at", v->last_verify_time);
 	snprintf(ent, sizeof(ent), "%.1f", v->entropy_bits);
-	json_object_object_add(o, "entropy_bits", made ? json_object_new_double_s(v->entropy_bits, ent)
-						       : NULL);
+	rr_json_add(o, "entropy_bits", made ? json_object_new_double_s(v->entropy_bits, ent) : NULL);
 	add_str(o, "action", policy_action_name(v->plan.action));
 	add_str(o, "reason", policy_reason_name(v->plan.reason));
 	add_str(o, "blocker", policy_blocker_name(v->plan.blocker));
-	add_int(o, "next_reboot", v->plan.when);
-	add_bool(o, "hold", v->hold);
-	add_int(o, "consecutive_failures", v->failures);
-	add_int(o, "max_failures", v->max_failures);
-	add_bool(o, "stopped", v->stopped);
-	add_u64(o, "successes", v->successes);
-	add_u64(o, "weak_total", v->weak_boots);
-	add_u64(o, "failures_total", v->total_failures);
+	rr_json_add_int(o, "next_reboot", v->plan.when);
+	rr_json_add_bool(o, "hold", v->hold);
+	rr_json_add_int(o, "consecutive_failures", v->failures);
+	rr_json_add_int(o, "max_failures", v->max_failures);
+	rr_json_add_bool(o, "stopped", v->stopped);
+	rr_json_add_u64(o, "successes", v->successes);
+	rr_json_add_u64(o, "weak_total", v->weak_boots);
+	rr_json_add_u64(o, "failures_total", v->total_failures);
 	add_str(o, "boot_origin", state_origin_name(v->boot_origin));
-	add_u64(o, "unplanned_boots", v->unplanned_boots);
-	add_int(o, "last_success", v->last_success);
-	add_int(o, "last_failure", v->last_failure);
-	add_bool(o, "staged", v->staged);
-	add_int(o, "staged_at", v->staged_time);
+	rr_json_add_u64(o, "unplanned_boots", v->unplanned_boots);
+	rr_json_add_int(o, "last_success", v->last_success);
+	rr_json_add_int(o, "last_failure", v->last_failure);
+	rr_json_add_bool(o, "staged", v->staged);
+	rr_json_add_int(o, "staged_at", v->staged_time);
 	add_str(o, "kernel", v->kernel);
 	add_str(o, "kernel_sha256", v->image_sha);
 	add_str(o, "stage_error", v->stage_error);
 	add_str(o, "hold_reason", v->hold_reason);
 	add_str(o, "reboot_error", v->reboot_error);
-	add_int(o, "hold_since", v->hold_time);
+	rr_json_add_int(o, "hold_since", v->hold_time);
 	add_str(o, "hold_text", v->hold_text);
-	add_bool(o, "no_window", v->no_window);
+	rr_json_add_bool(o, "no_window", v->no_window);
 	add_str(o, "daemon_version", RR_VERSION);
-	add_int(o, "daemon_started", v->started);
-	add_int(o, "uptime_seconds", v->started ? v->now - v->started : 0);
+	rr_json_add_int(o, "daemon_started", v->started);
+	rr_json_add_int(o, "uptime_seconds", v->started ? v->now - v->started : 0);
 	add_str(o, "secure_boot", v->secure_boot ? v->secure_boot : "unknown");
 	add_str(o, "lockdown", v->lockdown ? v->lockdown : "unknown");
-	add_bool(o, "locked_down", v->locked);
+	rr_json_add_bool(o, "locked_down", v->locked);
 	add_str(o, "image_source", v->staged && v->image_source ? v->image_source : "");
 	add_str(o, "signer", v->staged ? v->signer : "");
 	add_str(o, "signature", v->staged ? v->signature : "");
-	json_object_object_add(o, "crash", crash_json(v));
-	add_bool(o, "crash_boot", v->crash_boot);
-	add_u64(o, "crash_boots", v->crash_boots);
+	rr_json_add(o, "crash", crash_json(v));
+	rr_json_add_bool(o, "crash_boot", v->crash_boot);
+	rr_json_add_u64(o, "crash_boots", v->crash_boots);
 	add_str(o, "watchdog", v->watchdog ? v->watchdog : "absent");
 	add_str(o, "confirmation", v->confirm);
-	add_u64(o, "confirmed", v->confirmed);
+	rr_json_add_u64(o, "confirmed", v->confirmed);
 	add_str(o, "last_cause", wdog_cause_name(v->last_cause));
 	add_str(o, "last_cause_detail", v->last_cause_detail);
-	add_int(o, "last_cause_time", v->last_cause_time);
+	rr_json_add_int(o, "last_cause_time", v->last_cause_time);
 	causes = json_object_new_object();
 	for (unsigned c = RR_CAUSE_NONE + 1; c < RR_NR_CAUSES; c++)
-		add_u64(causes, wdog_cause_name(c), v->causes[c]);
-	json_object_object_add(o, "causes", causes);
-	json_object_object_add(o, "fleet", fleet_json(v));
-	n = snprintf(buf, len, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-									 JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(o);
+		rr_json_add_u64(causes, wdog_cause_name(c), v->causes[c]);
+	rr_json_add(o, "causes", causes);
+	rr_json_add(o, "fleet", fleet_json(v));
+	n = snprintf(buf, len, "%s\n", rr_json_line(o));
 	if (n < 0 || (size_t)n >= len)
 		return -ENOBUFS;
 	return n;

@@ -39,21 +39,14 @@ int cmd_entropy(int argc, char **argv);
 
 /* "rerand: " prefix on stderr. */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* S as a JSON string on stdout (inspect --json, entropy --json). */
-void cli_json_str(const char *s);
-
-/* --json[=short|pretty]: 0 none, 1 short (one line), 2 pretty (indented).
- * The printers write one compact line; for pretty, cli_json_begin() takes
- * stdout into memory and cli_json_end() prints it again through json-c. */
+/* --json[=short|pretty]: 0 none, 1 short (one line), 2 pretty (indented). */
 enum { CLI_JSON_NONE, CLI_JSON_SHORT, CLI_JSON_PRETTY };
 int cli_json_mode(const char *optarg);      /* -1: neither short nor pretty */
-struct cli_json_capture {
-	FILE *saved;
-	char *buf;
-	size_t len;
-};
-void cli_json_begin(struct cli_json_capture *c, int mode);
-/* 0, or -EBADMSG when what was printed is not one JSON object (a bug). */
-int cli_json_end(struct cli_json_capture *c);
+struct json_object;
+/* O on stdout in MODE (src/jsonout.h's line, or indented), then put. */
+void cli_json_print(struct json_object *o, int mode);
+/* TEXT, rerandd's JSON reply, on stdout: as it came, or indented for
+ * pretty (as it came if it is not JSON). */
+void cli_json_reprint(const char *text, int mode);
 
 #endif

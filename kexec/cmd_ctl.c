@@ -13,6 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "cli.h"
 #include "cmdtab.h"
 #include "ctl.h"
@@ -41,7 +42,8 @@ static int ctl_ask(const char *line, char *buf, size_t size, bool quiet)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *path = ctl_socket ? ctl_socket : getenv(RR_CTL_SOCKET_ENV);
 	size_t got = 0;
-	int fd, err;
+	_cleanup_close_ int fd = -1;
+	int err;
 
 	if (!path || !*path)
 		path = RR_CTL_SOCKET;
@@ -55,8 +57,6 @@ static int ctl_ask(const char *line, char *buf, size_t size, bool quiet)
 		err = errno;
 		if (!quiet)
 			cli_err("%s: cannot reach rerandd: %s%s", path, strerror(err), perm_hint(err));
-		if (fd >= 0)
-			close(fd);
 		return -err;
 	}
 	if (send(fd, line, strlen(line), MSG_NOSIGNAL) != (ssize_t)strlen(line)) {
@@ -64,7 +64,6 @@ static int ctl_ask(const char *line, char *buf, size_t size, bool quiet)
 		/* rerandd answers a peer it refuses (not root) before reading
 		 * the request, and closes: its answer is still there to read */
 		ssize_t n = err == EPIPE || err == ECONNRESET ? read(fd, buf, size - 1) : -1;
-		close(fd);
 		if (n > 0) {
 			buf[n] = 0;
 			return 1;
@@ -80,7 +79,6 @@ static int ctl_ask(const char *line, char *buf, size_t size, bool quiet)
 		if (n <= 0 || (got += (size_t)n) == size - 1)
 			break;
 	}
-	close(fd);
 	buf[got] = 0;
 	if (!strncmp(buf, RR_CTL_OK, strlen(RR_CTL_OK))) {
 		memmove(buf, buf + strlen(RR_CTL_OK), got - strlen(RR_CTL_OK) + 1);
@@ -100,11 +98,7 @@ static int ctl(const char *line)
 	int r = ctl_ask(line, buf, sizeof(buf), false);
 
 	if (r == 0) {
-		struct cli_json_capture cap;
-
-		cli_json_begin(&cap, ctl_json);
-		fputs(buf, stdout);
-		cli_json_end(&cap);
+		cli_json_reprint(buf, ctl_json);
 		return 0;
 	}
 	if (r > 0)

@@ -12,9 +12,11 @@
 #include <unistd.h>
 
 #include "bootparams.h"
+#include "cleanup.h"
 #include "cli.h"
 #include "cmdtab.h"
 #include "image.h"
+#include "jsonout.h"
 #include "kernel.h"
 #include "memmap_src.h"
 #include "select.h"
@@ -135,7 +137,7 @@ static void rerand_figures(const struct rr_memmap *map, const struct rr_cmdline 
 
 static int read_cmdline(const char *path, char *buf, size_t cap, struct rr_err *e)
 {
-	char *text;
+	_cleanup_free_ char *text = NULL;
 	size_t n;
 	int r = rr_read_text(path, cap - 1, &text, e);
 
@@ -143,7 +145,6 @@ static int read_cmdline(const char *path, char *buf, size_t cap, struct rr_err *
 		return r;
 	n = strlen(text);
 	memcpy(buf, text, n + 1);
-	free(text);
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
 		buf[--n] = 0;
 	return 0;
@@ -152,7 +153,7 @@ static int read_cmdline(const char *path, char *buf, size_t cap, struct rr_err *
 /* In-memory size from an image header or a kernel's PT_LOAD extent. */
 static int kernel_size(const char *path, bool must_be_kernel, uint64_t *ret, struct rr_err *e)
 {
-	uint8_t *buf;
+	_cleanup_free_ uint8_t *buf = NULL;
 	size_t len;
 	int r;
 
@@ -174,7 +175,6 @@ static int kernel_size(const char *path, bool must_be_kernel, uint64_t *ret, str
 			rr_kernel_free(&k);
 		}
 	}
-	free(buf);
 	return r;
 }
 
@@ -212,13 +212,18 @@ static enum rr_msrc_firmware detect_firmware(const char *src, const struct rr_ms
 	return RR_FW_BIOS;
 }
 
-static void json_fig(const char *name, const struct figures *f)
+static struct json_object *json_fig(const struct figures *f)
 {
-	printf("\"%s\":{\"phys_slots\":%llu,\"virt_slots\":%llu,\"phys_randomized\":%s,"
-	       "\"virt_randomized\":%s,\"phys_bits\":%.2f,\"virt_bits\":%.2f,\"total_bits\":%.2f}",
-	       name, (unsigned long long)f->phys, (unsigned long long)f->virt,
-	       f->fixed_phys ? "false" : "true", f->fixed_virt ? "false" : "true",
-	       phys_bits(f), virt_bits(f), phys_bits(f) + virt_bits(f));
+	struct json_object *o = json_object_new_object();
+
+	rr_json_add_u64(o, "phys_slots", f->phys);
+	rr_json_add_u64(o, "virt_slots", f->virt);
+	rr_json_add_bool(o, "phys_randomized", !f->fixed_phys);
+	rr_json_add_bool(o, "virt_randomized", !f->fixed_virt);
+	rr_json_add_fixed(o, "phys_bits", phys_bits(f), 2);
+	rr_json_add_fixed(o, "virt_bits", virt_bits(f), 2);
+	rr_json_add_fixed(o, "total_bits", phys_bits(f) + virt_bits(f), 2);
+	return o;
 }
 
 static void text_fig(const char *name, const struct figures *f)
@@ -231,44 +236,45 @@ static void text_fig(const char *name, const struct figures *f)
 	       phys_bits(f) + virt_bits(f));
 }
 
-int cmd_entropy(int argc, char **argv)
-{
-	static struct rr_memmap map;
-	const char *kpath = NULL, *src = NULL, *cmdline = NULL, *fw_how = "--firmware";
-	const char *cmdline_from = "--cmdline", *size_from = "--size";
+/* The question asked, and the answer counted. */
+struct entropy {
+	const char *kpath, *src, *cmdline, *fw_how, *cmdline_from, *size_from;
+	bool kpath_is_kernel;
+	enum rr_msrc_firmware fw;
+	int json;
+	uint64_t mem_size;
 	char cmdbuf[RR_CMDLINE_MAX + 1], defkernel[300];
-	enum rr_msrc_firmware fw = RR_FW_UNKNOWN;
-	bool kpath_is_kernel = false;
-	int json = CLI_JSON_NONE;
-	struct cli_json_capture cap;
-	uint64_t mem_size = 0;
 	struct rr_msrc_info info;
 	struct rr_cmdline cl;
 	struct figures rr, stock;
-	struct rr_err e;
+};
+
+/* -1 to go on, or the exit status (usage error, --help). */
+static int entropy_parse(struct entropy *q, int argc, char **argv)
+{
 	int c;
 
 	while ((c = cli_getopt(&cli_entropy, argc, argv)) != -1) {
 		switch (c) {
-		case 'k': kpath = optarg; kpath_is_kernel = true; break;
-		case 'm': src = optarg; break;
-		case 'c': cmdline = optarg; break;
+		case 'k': q->kpath = optarg; q->kpath_is_kernel = true; break;
+		case 'm': q->src = optarg; break;
+		case 'c': q->cmdline = optarg; break;
 		case 'j':
-			json = cli_json_mode(optarg);
-			if (json < 0)
+			q->json = cli_json_mode(optarg);
+			if (q->json < 0)
 				return cli_usage_error(&cli_entropy, "--json=%s: want pretty or short",
 						       optarg);
 			break;
 		case 's':
-			if (parse_size(optarg, &mem_size) < 0)
+			if (parse_size(optarg, &q->mem_size) < 0)
 				return cli_usage_error(&cli_entropy, "--size: '%s' is not a positive "
 						       "byte count (BYTES, or N with K, M or G)", optarg);
 			break;
 		case 'f':
 			if (!strcmp(optarg, "bios"))
-				fw = RR_FW_BIOS;
+				q->fw = RR_FW_BIOS;
 			else if (!strcmp(optarg, "uefi"))
-				fw = RR_FW_UEFI;
+				q->fw = RR_FW_UEFI;
 			else {
 				cli_err("--firmware: '%s' is not bios or uefi", optarg);
 				return EXIT_USAGE;
@@ -280,101 +286,123 @@ int cmd_entropy(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (optind < argc - 1 || (optind == argc - 1 && (kpath || mem_size)) ||
-	    (kpath && mem_size)) {
+	if (optind < argc - 1 || (optind == argc - 1 && (q->kpath || q->mem_size)) ||
+	    (q->kpath && q->mem_size)) {
 		return cli_usage_error(&cli_entropy, "one of IMAGE, --kernel KERNEL and --size BYTES, "
 				       "not more");
 	}
 	if (optind == argc - 1)
-		kpath = argv[optind];
-	if (!kpath && !mem_size) {
+		q->kpath = argv[optind];
+	return -1;
+}
+
+/* The in-memory size: --size, or IMAGE's or --kernel's, or the running
+ * kernel's file.  0, or -1 (reported). */
+static int entropy_size(struct entropy *q)
+{
+	struct rr_err e;
+
+	if (!q->kpath && !q->mem_size) {
 		struct utsname u;
 
 		if (uname(&u) < 0) {
 			cli_err("entropy: uname: %s", strerror(errno));
-			return EXIT_FAILURE_RR;
+			return -1;
 		}
-		snprintf(defkernel, sizeof(defkernel), "/boot/vmlinuz-%s", u.release);
-		if (access(defkernel, R_OK) < 0) {
+		snprintf(q->defkernel, sizeof(q->defkernel), "/boot/vmlinuz-%s", u.release);
+		if (access(q->defkernel, R_OK) < 0) {
 			cli_err("entropy: no kernel given and %s is not readable (%s): pass IMAGE, "
-				"--kernel or --size", defkernel, strerror(errno));
-			return EXIT_FAILURE_RR;
+				"--kernel or --size", q->defkernel, strerror(errno));
+			return -1;
 		}
-		kpath = defkernel;
+		q->kpath = q->defkernel;
 	}
-	if (kpath) {
-		size_from = kpath;
-		if (kernel_size(kpath, kpath_is_kernel, &mem_size, &e) < 0) {
+	if (q->kpath) {
+		q->size_from = q->kpath;
+		if (kernel_size(q->kpath, q->kpath_is_kernel, &q->mem_size, &e) < 0) {
 			cli_err("%s", e.msg);
-			return EXIT_FAILURE_RR;
+			return -1;
 		}
 	}
+	return 0;
+}
+
+/* The map, the firmware and the command line read, and both rules counted
+ * on them: 0, or -1 (reported). */
+static int entropy_count(struct entropy *q)
+{
+	static struct rr_memmap map;
+	struct rr_err e;
 
 	rr_memmap_init(&map);
-	if (rr_msrc_read(src, &map, &info, &e) < 0) {
+	if (rr_msrc_read(q->src, &map, &q->info, &e) < 0) {
 		cli_err("%s", e.msg);
-		return EXIT_FAILURE_RR;
+		return -1;
 	}
-	if (fw == RR_FW_UNKNOWN)
-		fw = detect_firmware(src, &info, &fw_how);
-	if (!cmdline) {
-		cmdline_from = "/proc/cmdline";
-		if (read_cmdline(cmdline_from, cmdbuf, sizeof(cmdbuf), &e) < 0) {
+	if (q->fw == RR_FW_UNKNOWN)
+		q->fw = detect_firmware(q->src, &q->info, &q->fw_how);
+	if (!q->cmdline) {
+		q->cmdline_from = "/proc/cmdline";
+		if (read_cmdline(q->cmdline_from, q->cmdbuf, sizeof(q->cmdbuf), &e) < 0) {
 			cli_err("%s (pass --cmdline)", e.msg);
-			return EXIT_FAILURE_RR;
+			return -1;
 		}
-		cmdline = cmdbuf;
+		q->cmdline = q->cmdbuf;
 	}
-	rr_cmdline_parse(cmdline, strlen(cmdline), &cl);
+	rr_cmdline_parse(q->cmdline, strlen(q->cmdline), &q->cl);
 
-	rerand_figures(&map, &cl, mem_size, RERAND_MIN_PHYS, &rr);
+	rerand_figures(&map, &q->cl, q->mem_size, RERAND_MIN_PHYS, &q->rr);
 	/* The stock decompressor after a kexec: same avoid rules from the
 	 * command line, but its floor is 512 MiB, and on UEFI it finds no
 	 * conventional memory at all in the runtime-only EFI map. */
-	rerand_figures(&map, &cl, mem_size, STOCK_KEXEC_MIN, &stock);
-	if (fw == RR_FW_UEFI) {
-		stock.phys = 1;
-		stock.fixed_phys = true;
+	rerand_figures(&map, &q->cl, q->mem_size, STOCK_KEXEC_MIN, &q->stock);
+	if (q->fw == RR_FW_UEFI) {
+		q->stock.phys = 1;
+		q->stock.fixed_phys = true;
 	}
+	return 0;
+}
 
-	const char *rule = fw == RR_FW_UEFI ? "uefi-runtime-map" : "bios-min-512m";
-	if (json) {
-		cli_json_begin(&cap, json);
-		printf("{\"memmap\":{\"source\":");
-		cli_json_str(src ? src : RR_MSRC_LIVE);
-		printf(",\"format\":\"%s\",\"entries\":%u,\"ram_entries\":%u,\"ram_bytes\":\"0x%llx\"},",
-		       rr_msrc_format_name(info.format), info.nr_entries, info.nr_ram,
-		       (unsigned long long)info.ram_bytes);
-		printf("\"firmware\":\"%s\",\"firmware_from\":", fw == RR_FW_UEFI ? "uefi" : "bios");
-		cli_json_str(fw_how);
-		printf(",\"kernel\":");
-		cli_json_str(size_from);
-		printf(",\"mem_size\":\"0x%llx\",\"slot_size\":\"0x%llx\",\"cmdline_from\":",
-		       (unsigned long long)mem_size,
-		       (unsigned long long)RR_ALIGN_UP(mem_size, RERAND_SLOT_ALIGN));
-		cli_json_str(cmdline_from);
-		printf(",\"nokaslr\":%s,", cl.nokaslr ? "true" : "false");
-		json_fig("rerand", &rr);
-		printf(",");
-		json_fig("stock", &stock);
-		printf(",\"stock_rule\":\"%s\",\"stock_min_addr\":\"0x%llx\",\"upper_bound\":true}\n",
-		       rule, (unsigned long long)STOCK_KEXEC_MIN);
-		cli_json_end(&cap);
-		return 0;
-	}
+static void entropy_print_json(const struct entropy *q)
+{
+	struct json_object *o = json_object_new_object(), *m = json_object_new_object();
+
+	rr_json_add_str(m, "source", q->src ? q->src : RR_MSRC_LIVE);
+	rr_json_add_str(m, "format", rr_msrc_format_name(q->info.format));
+	rr_json_add_int(m, "entries", q->info.nr_entries);
+	rr_json_add_int(m, "ram_entries", q->info.nr_ram);
+	rr_json_add_hex(m, "ram_bytes", q->info.ram_bytes);
+	rr_json_add(o, "memmap", m);
+	rr_json_add_str(o, "firmware", q->fw == RR_FW_UEFI ? "uefi" : "bios");
+	rr_json_add_str(o, "firmware_from", q->fw_how);
+	rr_json_add_str(o, "kernel", q->size_from);
+	rr_json_add_hex(o, "mem_size", q->mem_size);
+	rr_json_add_hex(o, "slot_size", RR_ALIGN_UP(q->mem_size, RERAND_SLOT_ALIGN));
+	rr_json_add_str(o, "cmdline_from", q->cmdline_from);
+	rr_json_add_bool(o, "nokaslr", q->cl.nokaslr);
+	rr_json_add(o, "rerand", json_fig(&q->rr));
+	rr_json_add(o, "stock", json_fig(&q->stock));
+	rr_json_add_str(o, "stock_rule", q->fw == RR_FW_UEFI ? "uefi-runtime-map" : "bios-min-512m");
+	rr_json_add_hex(o, "stock_min_addr", STOCK_KEXEC_MIN);
+	rr_json_add_bool(o, "upper_bound", true);
+	cli_json_print(o, q->json);
+}
+
+static void entropy_print_text(const struct entropy *q)
+{
 	printf("memory map:   %s (%s), %u entries, %u usable, %.1f MiB\n",
-	       src ? src : RR_MSRC_LIVE, rr_msrc_format_name(info.format), info.nr_entries,
-	       info.nr_ram, info.ram_bytes / (double)MIB);
-	printf("firmware:     %s (%s)\n", fw == RR_FW_UEFI ? "UEFI" : "BIOS", fw_how);
+	       q->src ? q->src : RR_MSRC_LIVE, rr_msrc_format_name(q->info.format),
+	       q->info.nr_entries, q->info.nr_ram, q->info.ram_bytes / (double)MIB);
+	printf("firmware:     %s (%s)\n", q->fw == RR_FW_UEFI ? "UEFI" : "BIOS", q->fw_how);
 	printf("kernel:       %s: in-memory size %llu bytes (%.1f MiB), %llu MiB per slot\n",
-	       size_from, (unsigned long long)mem_size, mem_size / (double)MIB,
-	       (unsigned long long)(RR_ALIGN_UP(mem_size, RERAND_SLOT_ALIGN) / MIB));
-	printf("command line: %s%s\n", cmdline_from, cl.nokaslr ? " (nokaslr)" : "");
+	       q->size_from, (unsigned long long)q->mem_size, q->mem_size / (double)MIB,
+	       (unsigned long long)(RR_ALIGN_UP(q->mem_size, RERAND_SLOT_ALIGN) / MIB));
+	printf("command line: %s%s\n", q->cmdline_from, q->cl.nokaslr ? " (nokaslr)" : "");
 	printf("\n  %-22s %12s %6s %12s %6s %7s\n", "", "phys slots", "bits", "virt slots", "bits",
 	       "total");
-	text_fig("rerand", &rr);
-	text_fig("stock after kexec", &stock);
-	printf("\nstock rule:   %s\n", fw == RR_FW_UEFI
+	text_fig("rerand", &q->rr);
+	text_fig("stock after kexec", &q->stock);
+	printf("\nstock rule:   %s\n", q->fw == RR_FW_UEFI
 	       ? "UEFI: kexec passes only the EFI runtime map; the decompressor finds no\n"
 		 "              conventional memory and keeps the load address (1 physical slot)"
 	       : "BIOS: physical minimum min(load address, 512 MiB) = 512 MiB after a kexec\n"
@@ -382,5 +410,24 @@ int cmd_entropy(int argc, char **argv)
 	printf("* = not randomized (nokaslr, or no slot fits: the lowest place that fits)\n");
 	printf("These are upper bounds: at kexec time the stage also keeps clear its own\n"
 	       "image, the initrd, boot_params and setup_data, which a static map cannot know.\n");
+}
+
+int cmd_entropy(int argc, char **argv)
+{
+	/* static: the command line buffer is 4 KiB and more */
+	static struct entropy q;
+	int r;
+
+	q = (struct entropy){ .fw_how = "--firmware", .cmdline_from = "--cmdline",
+			      .size_from = "--size", .fw = RR_FW_UNKNOWN, .json = CLI_JSON_NONE };
+	r = entropy_parse(&q, argc, argv);
+	if (r >= 0)
+		return r;
+	if (entropy_size(&q) < 0 || entropy_count(&q) < 0)
+		return EXIT_FAILURE_RR;
+	if (q.json)
+		entropy_print_json(&q);
+	else
+		entropy_print_text(&q);
 	return 0;
 }

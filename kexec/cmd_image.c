@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "cleanup.h"
 #include "cli.h"
 #include "cmdtab.h"
 #include "image.h"
@@ -115,7 +116,7 @@ int cmd_image(int argc, char **argv)
 	struct rr_sign_opts so = { .sbsign = getenv("RERAND_SBSIGN") };
 	struct rr_kernel k;
 	struct rr_err e;
-	uint8_t *img;
+	_cleanup_free_ uint8_t *img = NULL;
 	size_t len;
 	int c, r;
 
@@ -244,7 +245,6 @@ int cmd_image(int argc, char **argv)
 		r = rr_sign_image_file(img, len, out, &so, &e);
 	else
 		r = rr_write_file_atomic(out, img, len, &e);
-	free(img);
 	if (r < 0) {
 		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;

@@ -2,14 +2,17 @@
 /* `rerand inspect`: what a kernel or rerand image holds, and who signed it. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cleanup.h"
 #include "cli.h"
 #include "cmdtab.h"
 #include "image.h"
+#include "jsonout.h"
 #include "kernel.h"
 #include "pesig.h"
 #include "select.h"
@@ -18,28 +21,27 @@
 
 #define MAX_KERNEL_FILE (512u << 20)
 
-/* Closes the JSON object the kernel or image printer opened.  The signer is
- * named only when the signature verifies: a name read from a signature that
- * does not is whatever whoever changed the file wanted it to be. */
-static void print_sig(const struct rr_pe_sig *sig, bool json)
+/* Last in the description, in JSON too (into O, or as text if O is NULL).
+ * The signer is named only when the signature verifies: a name read from a
+ * signature that does not is whatever whoever changed the file wanted it to
+ * be. */
+static void print_sig(const struct rr_pe_sig *sig, struct json_object *o)
 {
 	const char *more = sig->nr_signatures > 1 ? ", and more signatures the kernel will not "
 						    "accept" : "";
 
-	if (json) {
-		printf(",\"pe\":%s,\"signed\":%s,\"signatures\":%u,\"signature\":\"%s\"",
-		       sig->is_pe ? "true" : "false", sig->is_signed ? "true" : "false",
-		       sig->nr_signatures, rr_pe_sig_state(sig));
+	if (o) {
+		rr_json_add_bool(o, "pe", sig->is_pe);
+		rr_json_add_bool(o, "signed", sig->is_signed);
+		rr_json_add_int(o, "signatures", sig->nr_signatures);
+		rr_json_add_str(o, "signature", rr_pe_sig_state(sig));
 		if (sig->verified) {
-			printf(",\"signature_digest\":\"%s\",\"signer_subject\":", sig->digest);
-			cli_json_str(sig->subject);
-			printf(",\"signer_issuer\":");
-			cli_json_str(sig->issuer);
+			rr_json_add_str(o, "signature_digest", sig->digest);
+			rr_json_add_str(o, "signer_subject", sig->subject);
+			rr_json_add_str(o, "signer_issuer", sig->issuer);
 		} else if (sig->is_signed) {
-			printf(",\"signature_error\":");
-			cli_json_str(sig->why);
+			rr_json_add_str(o, "signature_error", sig->why);
 		}
-		printf("}\n");
 		return;
 	}
 	if (sig->verified)
@@ -60,41 +62,50 @@ static bool is_bzimage_or_elf(const uint8_t *buf, size_t len)
 	       (len >= 4 && !memcmp(buf, "\177ELF", 4));
 }
 
-static void print_kernel(const char *path, const struct rr_kernel *k, bool json)
+static void print_kernel(const char *path, const struct rr_kernel *k, struct json_object *o)
 {
 	const struct rr_vmlinux *v = &k->elf;
 	uint64_t vs = rr_virt_slot_count(v->mem_size);
 	char vb[16];
 
 	rr_bits_text(vs, vb, sizeof(vb));
-	if (json) {
-		printf("{\"file\":");
-		cli_json_str(path);
-		printf(",\"type\":\"%s\",\"codec\":\"%s\",\"file_size\":\"0x%zx\",",
-		       k->is_bzimage ? "bzImage" : "vmlinux", rr_kcodec_name(k->codec), k->file_size);
+	if (o) {
+		struct json_object *segs = json_object_new_array();
+		char proto[16];
+
+		rr_json_add_str(o, "file", path);
+		rr_json_add_str(o, "type", k->is_bzimage ? "bzImage" : "vmlinux");
+		rr_json_add_str(o, "codec", rr_kcodec_name(k->codec));
+		rr_json_add_hex(o, "file_size", k->file_size);
 		if (k->is_bzimage) {
-			printf("\"protocol\":\"%u.%02u\",\"xloadflags\":%u,\"payload_size\":\"0x%llx\","
-			       "\"kernel_version\":", k->bz.version >> 8, k->bz.version & 0xff,
-			       k->bz.xloadflags, (unsigned long long)k->bz.payload_length);
-			cli_json_str(k->bz.kernel_version);
-			putchar(',');
+			snprintf(proto, sizeof(proto), "%u.%02u", k->bz.version >> 8,
+				 k->bz.version & 0xff);
+			rr_json_add_str(o, "protocol", proto);
+			rr_json_add_int(o, "xloadflags", k->bz.xloadflags);
+			rr_json_add_hex(o, "payload_size", k->bz.payload_length);
+			rr_json_add_str(o, "kernel_version", k->bz.kernel_version);
 		}
-		/* addresses and 64-bit sizes as "0x..." strings: a JSON number
-		 * past 2^53 loses digits in jq and JavaScript */
-		printf("\"decoded_size\":\"0x%zx\",\"mem_size\":\"0x%llx\",\"entry_offset\":\"0x%llx\","
-		       "\"nr_segments\":%u,\"segments\":[", k->payload_len,
-		       (unsigned long long)v->mem_size, (unsigned long long)(v->entry - v->link_paddr),
-		       v->nr_seg);
-		for (unsigned i = 0; i < v->nr_seg; i++)
-			printf("%s{\"offset\":\"0x%llx\",\"filesz\":\"0x%llx\",\"memsz\":\"0x%llx\","
-			       "\"paddr\":\"0x%llx\",\"vaddr\":\"0x%llx\"}", i ? "," : "",
-			       (unsigned long long)(v->seg[i].paddr - v->link_paddr),
-			       (unsigned long long)v->seg[i].filesz, (unsigned long long)v->seg[i].memsz,
-			       (unsigned long long)v->seg[i].paddr, (unsigned long long)v->seg[i].vaddr);
-		printf("],\"reloc_layout\":%u,\"relocs64\":%zu,\"inverse32\":%zu,\"relocs32\":%zu,"
-		       "\"virt_slots\":%llu,\"virt_bits\":%s", k->relocs.layout,
-		       k->relocs.nr_reloc64, k->relocs.nr_inverse32, k->relocs.nr_reloc32,
-		       (unsigned long long)vs, vb);
+		rr_json_add_hex(o, "decoded_size", k->payload_len);
+		rr_json_add_hex(o, "mem_size", v->mem_size);
+		rr_json_add_hex(o, "entry_offset", v->entry - v->link_paddr);
+		rr_json_add_int(o, "nr_segments", v->nr_seg);
+		for (unsigned i = 0; i < v->nr_seg; i++) {
+			struct json_object *g = json_object_new_object();
+
+			rr_json_add_hex(g, "offset", v->seg[i].paddr - v->link_paddr);
+			rr_json_add_hex(g, "filesz", v->seg[i].filesz);
+			rr_json_add_hex(g, "memsz", v->seg[i].memsz);
+			rr_json_add_hex(g, "paddr", v->seg[i].paddr);
+			rr_json_add_hex(g, "vaddr", v->seg[i].vaddr);
+			json_object_array_add(segs, g);
+		}
+		rr_json_add(o, "segments", segs);
+		rr_json_add_int(o, "reloc_layout", k->relocs.layout);
+		rr_json_add_u64(o, "relocs64", k->relocs.nr_reloc64);
+		rr_json_add_u64(o, "inverse32", k->relocs.nr_inverse32);
+		rr_json_add_u64(o, "relocs32", k->relocs.nr_reloc32);
+		rr_json_add_u64(o, "virt_slots", vs);
+		rr_json_add_num_text(o, "virt_bits", vs > 1 ? log2((double)vs) : 0.0, vb);
 		return;
 	}
 	printf("%s: %s kernel\n", path, k->is_bzimage ? "bzImage" : "vmlinux");
@@ -119,7 +130,8 @@ static void print_kernel(const char *path, const struct rr_kernel *k, bool json)
 	printf("  virtual slots:  %llu (%s bits)\n", (unsigned long long)vs, vb);
 }
 
-static void print_image(const char *path, size_t len, const struct rr_image *im, bool json)
+static void print_image(const char *path, size_t len, const struct rr_image *im,
+			struct json_object *o)
 {
 	const struct rerand_image_header *h = &im->hdr;
 	uint64_t vs = rr_virt_slot_count(h->mem_size), stored = 0, decoded = 0;
@@ -132,35 +144,46 @@ static void print_image(const char *path, size_t len, const struct rr_image *im,
 	rr_bits_text(vs, vb, sizeof(vb));
 	for (unsigned i = 0; i < 32; i++)
 		snprintf(stage_hex + 2 * i, 3, "%02x", h->stage_sha256[i]);
-	if (json) {
-		printf("{\"file\":");
-		cli_json_str(path);
-		printf(",\"type\":\"rerand-image\",\"stage_sha256\":\"%s\","
-		       "\"xlf_5level\":%s,\"signature_size\":%u,", stage_hex,
-		       im->xloadflags & RERAND_XLF_5LEVEL ? "true" : "false", im->cert_size);
-		printf("\"image_version\":%u,\"kernel_version\":", h->version);
-		cli_json_str(im->kernel_version);
-		printf(",\"protocol\":\"%u.%02u\",\"xloadflags\":%u,"
-		       "\"file_size\":\"0x%zx\",\"init_size\":%u,\"kernel_alignment\":%u,\"codec\":\"%s\","
-		       "\"stored_size\":\"0x%llx\",\"decoded_size\":\"0x%llx\",\"mem_size\":\"0x%llx\","
-		       "\"entry_offset\":\"0x%llx\",\"nr_segments\":%u,\"reloc_layout\":%u,\"relocs64\":%u,"
-		       "\"inverse32\":%u,\"relocs32\":%u,\"virt_slots\":%llu,\"virt_bits\":%s",
-		       im->protocol >> 8, im->protocol & 0xff,
-		       im->xloadflags, len, im->init_size, im->kernel_alignment,
-		       h->codec == RERAND_CODEC_LZ4 ? "lz4" : "none", (unsigned long long)stored,
-		       (unsigned long long)decoded, (unsigned long long)h->mem_size,
-		       (unsigned long long)h->entry_offset, h->nr_segments, h->reloc_layout,
-		       h->nr_reloc64, h->nr_inverse32, h->nr_reloc32, (unsigned long long)vs, vb);
+	if (o) {
+		struct json_object *segs = json_object_new_array();
+		char proto[16];
+
+		rr_json_add_str(o, "file", path);
+		rr_json_add_str(o, "type", "rerand-image");
+		rr_json_add_str(o, "stage_sha256", stage_hex);
+		rr_json_add_bool(o, "xlf_5level", im->xloadflags & RERAND_XLF_5LEVEL);
+		rr_json_add_int(o, "signature_size", im->cert_size);
+		rr_json_add_int(o, "image_version", h->version);
+		rr_json_add_str(o, "kernel_version", im->kernel_version);
+		snprintf(proto, sizeof(proto), "%u.%02u", im->protocol >> 8, im->protocol & 0xff);
+		rr_json_add_str(o, "protocol", proto);
+		rr_json_add_int(o, "xloadflags", im->xloadflags);
+		rr_json_add_hex(o, "file_size", len);
+		rr_json_add_int(o, "init_size", im->init_size);
+		rr_json_add_int(o, "kernel_alignment", im->kernel_alignment);
+		rr_json_add_str(o, "codec", h->codec == RERAND_CODEC_LZ4 ? "lz4" : "none");
+		rr_json_add_hex(o, "stored_size", stored);
+		rr_json_add_hex(o, "decoded_size", decoded);
+		rr_json_add_hex(o, "mem_size", h->mem_size);
+		rr_json_add_hex(o, "entry_offset", h->entry_offset);
+		rr_json_add_int(o, "nr_segments", h->nr_segments);
+		rr_json_add_int(o, "reloc_layout", h->reloc_layout);
+		rr_json_add_int(o, "relocs64", h->nr_reloc64);
+		rr_json_add_int(o, "inverse32", h->nr_inverse32);
+		rr_json_add_int(o, "relocs32", h->nr_reloc32);
+		rr_json_add_u64(o, "virt_slots", vs);
+		rr_json_add_num_text(o, "virt_bits", vs > 1 ? log2((double)vs) : 0.0, vb);
 		/* the same array as a kernel's, less the link addresses */
-		printf(",\"segments\":[");
-		for (unsigned i = 0; i < h->nr_segments; i++)
-			printf("%s{\"offset\":\"0x%llx\",\"filesz\":\"0x%llx\",\"memsz\":\"0x%llx\","
-			       "\"stored_size\":\"0x%llx\"}", i ? "," : "",
-			       (unsigned long long)h->seg[i].mem_offset,
-			       (unsigned long long)h->seg[i].file_size,
-			       (unsigned long long)h->seg[i].mem_size,
-			       (unsigned long long)h->seg[i].data_size);
-		printf("]");
+		for (unsigned i = 0; i < h->nr_segments; i++) {
+			struct json_object *g = json_object_new_object();
+
+			rr_json_add_hex(g, "offset", h->seg[i].mem_offset);
+			rr_json_add_hex(g, "filesz", h->seg[i].file_size);
+			rr_json_add_hex(g, "memsz", h->seg[i].mem_size);
+			rr_json_add_hex(g, "stored_size", h->seg[i].data_size);
+			json_object_array_add(segs, g);
+		}
+		rr_json_add(o, "segments", segs);
 		return;
 	}
 	printf("%s: rerand image, format %u%s\n", path, h->version,
@@ -183,8 +206,8 @@ static void print_image(const char *path, size_t len, const struct rr_image *im,
 }
 
 /* A unified kernel image: its parts, the kernel in .linux, the command
- * line.  Opens the JSON object print_sig() closes. */
-static int print_uki(const char *path, const uint8_t *buf, size_t len, bool json,
+ * line. */
+static int print_uki(const char *path, const uint8_t *buf, size_t len, struct json_object *o,
 		     struct rr_err *e)
 {
 	struct rr_uki u;
@@ -202,21 +225,18 @@ static int print_uki(const char *path, const uint8_t *buf, size_t len, bool json
 		r = rr_uki_cmdline(buf, len, &u, cmdline, sizeof(cmdline), path, e);
 	if (r < 0)
 		return r;
-	if (json) {
-		printf("{\"file\":");
-		cli_json_str(path);
-		printf(",\"type\":\"uki\",\"kernel_version\":");
-		cli_json_str(bz.kernel_version);
-		printf(",\"sections\":{");
-		for (int i = 0, n = 0; i < RR_UKI_NR_PARTS; i++)
+	if (o) {
+		struct json_object *parts = json_object_new_object();
+
+		rr_json_add_str(o, "file", path);
+		rr_json_add_str(o, "type", "uki");
+		rr_json_add_str(o, "kernel_version", bz.kernel_version);
+		for (int i = 0; i < RR_UKI_NR_PARTS; i++)
 			if (u.part[i].present)
-				printf("%s\"%s\":\"0x%llx\"", n++ ? "," : "", rr_uki_part_name(i),
-				       (unsigned long long)u.part[i].size);
-		printf("}");
-		if (u.part[RR_UKI_CMDLINE].present) {
-			printf(",\"cmdline\":");
-			cli_json_str(cmdline);
-		}
+				rr_json_add_hex(parts, rr_uki_part_name(i), u.part[i].size);
+		rr_json_add(o, "sections", parts);
+		if (u.part[RR_UKI_CMDLINE].present)
+			rr_json_add_str(o, "cmdline", cmdline);
 		return 0;
 	}
 	printf("%s: unified kernel image, %u PE sections\n", path, u.nr_sections);
@@ -257,9 +277,9 @@ int cmd_inspect(int argc, char **argv)
 	struct rr_pe_sig sig;
 	int in_fd = -1;
 	int json = CLI_JSON_NONE;
-	struct cli_json_capture cap;
+	_cleanup_json_ struct json_object *o = NULL;
+	_cleanup_free_ uint8_t *buf = NULL;
 	struct rr_err e;
-	uint8_t *buf;
 	size_t len;
 	int c, r, rc = 0;
 
@@ -302,22 +322,26 @@ int cmd_inspect(int argc, char **argv)
 		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;
 	}
-	cli_json_begin(&cap, json);
+	/* the description, in JSON: printed only when all of it was read */
+	if (json && !(o = json_object_new_object())) {
+		cli_err("out of memory");
+		return EXIT_FAILURE_RR;
+	}
 	if (rr_image_probe(buf, len)) {
 		struct rr_image im;
 		r = rr_image_parse(buf, len, path, &im, &e);
 		if (r == 0)
 			r = rr_pe_sig_read(buf, len, path, &sig, &e);
 		if (r == 0) {
-			print_image(path, len, &im, json);
-			print_sig(&sig, json);
+			print_image(path, len, &im, o);
+			print_sig(&sig, o);
 		}
 	} else if (rr_uki_probe(buf, len)) {
 		r = rr_pe_sig_read(buf, len, path, &sig, &e);
 		if (r == 0)
-			r = print_uki(path, buf, len, json, &e);
+			r = print_uki(path, buf, len, o, &e);
 		if (r == 0)
-			print_sig(&sig, json);
+			print_sig(&sig, o);
 	} else if (!is_bzimage_or_elf(buf, len) && len >= 2 && buf[0] == 'M' && buf[1] == 'Z') {
 		/* Any other PE file (a boot loader, a unified kernel image): only
 		 * who signed it. */
@@ -325,10 +349,9 @@ int cmd_inspect(int argc, char **argv)
 		if (r == 0 && !sig.is_pe)
 			r = rr_errf(&e, ENOEXEC, "%s: neither a kernel nor a PE file (\"MZ\" without "
 				    "a PE header)", path);
-		if (r == 0 && json) {
-			printf("{\"file\":");
-			cli_json_str(path);
-			printf(",\"type\":\"pe\"");
+		if (r == 0 && o) {
+			rr_json_add_str(o, "file", path);
+			rr_json_add_str(o, "type", "pe");
 		} else if (r == 0) {
 			printf("%s: PE image, neither a kernel nor a rerand image\n", path);
 		}
@@ -336,11 +359,11 @@ int cmd_inspect(int argc, char **argv)
 		 * exit 0 for "a kernel" must not take a boot loader for one */
 		rc = EXIT_NOT_KERNEL;
 		if (r == 0)
-			print_sig(&sig, json);
+			print_sig(&sig, o);
 	} else {
 		struct rr_kernel k;
 		bool k_loaded;
-		uint8_t *rbuf = NULL;
+		_cleanup_free_ uint8_t *rbuf = NULL;
 		size_t rlen = 0;
 		r = relocs ? rr_read_file(relocs, MAX_KERNEL_FILE, &rbuf, &rlen, &e) : 0;
 		if (r == 0)
@@ -349,23 +372,14 @@ int cmd_inspect(int argc, char **argv)
 		if (r == 0)
 			r = rr_pe_sig_read(buf, len, path, &sig, &e);
 		if (r == 0)
-			print_kernel(path, &k, json);
+			print_kernel(path, &k, o);
 		if (r == 0)
-			print_sig(&sig, json);
+			print_sig(&sig, o);
 		if (k_loaded)
 			rr_kernel_free(&k);
-		free(rbuf);
 	}
-	free(buf);
-	/* nothing was printed on an error: the capture is empty, and so is
-	 * stdout (no "null") */
-	if (r < 0 && cap.saved) {
-		fclose(stdout);
-		stdout = cap.saved;
-		free(cap.buf);
-	} else {
-		cli_json_end(&cap);
-	}
+	if (r == 0 && o)
+		cli_json_print(TAKE_PTR(o), json);
 	if (r < 0) {
 		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "bootparams.h"
+#include "cleanup.h"
 #include "cli.h"
 #include "cmdtab.h"
 #include "image.h"
@@ -60,7 +61,8 @@ static int check_crash_fit(const char *path, const struct rr_image *im, const ch
 	unsigned long long have = 0, need, initrd_size = 0;
 	struct rr_err e;
 	struct stat st;
-	char *text, *end;
+	_cleanup_free_ char *text = NULL;
+	char *end;
 
 	if (!f)
 		f = "/sys/kernel/kexec_crash_size";
@@ -72,10 +74,8 @@ static int check_crash_fit(const char *path, const struct rr_image *im, const ch
 	have = strtoull(text, &end, 10);
 	if (errno || end == text || (*end && *end != '\n')) {
 		cli_err("%s: not a size in bytes", f);
-		free(text);
 		return -1;
 	}
-	free(text);
 	if (initrd && stat(initrd, &st) == 0)
 		initrd_size = (unsigned long long)st.st_size;
 	need = RR_ALIGN_UP(im->init_size, 4096) + RR_ALIGN_UP(im->hdr.mem_size, RERAND_SLOT_ALIGN) +
@@ -98,7 +98,7 @@ static int check_crash_fit(const char *path, const struct rr_image *im, const ch
 
 static int make_memfd(const uint8_t *buf, size_t len)
 {
-	int fd = memfd_create("rerand-image", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	_cleanup_close_ int fd = memfd_create("rerand-image", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	size_t done = 0;
 
 	if (fd < 0)
@@ -107,19 +107,13 @@ static int make_memfd(const uint8_t *buf, size_t len)
 		ssize_t n = write(fd, buf + done, len - done);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0) {
-			int r = -errno;
-			close(fd);
-			return r;
-		}
+		if (n < 0)
+			return -errno;
 		done += (size_t)n;
 	}
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
-		int r = -errno;
-		close(fd);
-		return r;
-	}
-	return fd;
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
+		return -errno;
+	return TAKE_FD(fd);
 }
 
 /* The state files, overridable for tests (documented as such in rerand(8)). */
@@ -258,29 +252,26 @@ static int uki_parts(const char *path, bool want_initrd, bool want_cmdline, char
 {
 	struct rr_uki u;
 	struct rr_err e;
-	uint8_t *buf, *ird = NULL;
+	_cleanup_free_ uint8_t *buf = NULL, *ird = NULL;
 	size_t len, ilen = 0;
-	int fd = -1;
+	_cleanup_close_ int fd = -1;
 
 	if (rr_read_file(path, MAX_IMAGE_FILE, &buf, &len, &e) < 0 ||
 	    rr_uki_parse(buf, len, path, &u, &e) < 0 ||
 	    (want_cmdline && rr_uki_cmdline(buf, len, &u, cmdline, size, path, &e) < 0) ||
 	    (want_initrd && rr_uki_initrd(buf, len, &u, &ird, &ilen, path, &e) < 0)) {
 		cli_err("%s", e.msg);
-		free(buf);
 		return -2;
 	}
-	free(buf);
-	if (ilen) {
-		fd = make_memfd(ird, ilen);
-		if (fd < 0 || fcntl(fd, F_SETFD, 0) < 0) {
-			cli_err("%s: cannot put the UKI's initrd in a memfd: %s", path,
-				strerror(fd < 0 ? -fd : errno));
-			fd = -2;
-		}
+	if (!ilen)
+		return -1;
+	fd = make_memfd(ird, ilen);
+	if (fd < 0 || fcntl(fd, F_SETFD, 0) < 0) {
+		cli_err("%s: cannot put the UKI's initrd in a memfd: %s", path,
+			strerror(fd < 0 ? -fd : errno));
+		return -2;
 	}
-	free(ird);
-	return fd;
+	return TAKE_FD(fd);
 }
 
 /* --sha256: the bytes read, which are the bytes kexec gets, are the image
@@ -378,30 +369,28 @@ const struct cli_cmd cli_load = {
 	.operand_complete = "@file",
 };
 
-int cmd_load(int argc, char **argv)
-{
-	const char *initrd = NULL, *append = NULL, *kexec = "kexec", *uki = NULL, *want_sha = NULL;
+/* What the command line asked for, and the UKI's parts standing in for it. */
+struct load_req {
+	const char *path, *initrd, *append, *kexec, *uki, *want_sha;
+	bool reuse, crash, file_syscall;
 	char uki_initrd[64], uki_cmdline[4096];
-	int uki_fd = -1;
-	bool reuse = false, crash = false, file_syscall = false, sb_bp = false;
-	struct rr_lockdown_state ld;
-	struct rr_pe_sig sig;
-	struct rr_image im;
-	struct rr_err e;
-	uint8_t *buf = NULL;
-	size_t len;
-	int c, r, fd;
+};
+
+/* -1 to go on, or the exit status (usage error, --help). */
+static int load_parse(struct load_req *q, int argc, char **argv)
+{
+	int c;
 
 	while ((c = cli_getopt(&cli_load, argc, argv)) != -1) {
 		switch (c) {
-		case 'i': initrd = optarg; break;
-		case 'a': append = optarg; break;
-		case 'R': reuse = true; break;
-		case 'p': crash = true; break;
-		case 's': file_syscall = true; break;
-		case 'k': kexec = optarg; break;
-		case 'U': uki = optarg; break;
-		case 'S': want_sha = optarg; break;
+		case 'i': q->initrd = optarg; break;
+		case 'a': q->append = optarg; break;
+		case 'R': q->reuse = true; break;
+		case 'p': q->crash = true; break;
+		case 's': q->file_syscall = true; break;
+		case 'k': q->kexec = optarg; break;
+		case 'U': q->uki = optarg; break;
+		case 'S': q->want_sha = optarg; break;
 		case CLI_HELP:
 			return 0;
 		default:
@@ -413,146 +402,174 @@ int cmd_load(int argc, char **argv)
 	if (optind < argc - 1)
 		return cli_usage_error(&cli_load, "one IMAGE only ('%s' is one too many)",
 				       argv[optind + 1]);
-	if (append && reuse)
+	if (q->append && q->reuse)
 		return cli_usage_error(&cli_load, "--append and --reuse-cmdline exclude each other");
-	if (want_sha && (strlen(want_sha) != 64 || strspn(want_sha, "0123456789abcdef") != 64)) {
-		cli_err("load: --sha256 %s: want 64 lower-case hex digits", want_sha);
+	if (q->want_sha && (strlen(q->want_sha) != 64 ||
+			    strspn(q->want_sha, "0123456789abcdef") != 64)) {
+		cli_err("load: --sha256 %s: want 64 lower-case hex digits", q->want_sha);
 		return EXIT_USAGE;
 	}
-	const char *path = argv[optind];
+	q->path = argv[optind];
+	return -1;
+}
+
+/* The initrd and the command line the next kernel gets, checked: 0, or -1
+ * (reported).  *uki_fd is the UKI's initrd in a memfd, or stays -1. */
+static int load_inputs(struct load_req *q, int *uki_fd)
+{
+	struct rr_err e;
+
 	/* kexec opens the initrd by path: a FIFO would hang it. */
-	if (initrd && (rr_check_input_file(initrd, "initrd", NULL, &e) < 0 ||
-		       (access(initrd, R_OK) < 0 &&
-			rr_errf(&e, errno, "%s: cannot read the initrd: %s", initrd,
-				strerror(errno)) < 0))) {
+	if (q->initrd && (rr_check_input_file(q->initrd, "initrd", NULL, &e) < 0 ||
+			  (access(q->initrd, R_OK) < 0 &&
+			   rr_errf(&e, errno, "%s: cannot read the initrd: %s", q->initrd,
+				   strerror(errno)) < 0))) {
 		cli_err("%s", e.msg);
-		return EXIT_FAILURE_RR;
+		return -1;
 	}
 	/* A UKI's initrd and command line, unless given here. */
-	if (uki) {
-		uki_fd = uki_parts(uki, !initrd, !append && !reuse, uki_cmdline, sizeof(uki_cmdline));
-		if (uki_fd < -1)
-			return EXIT_FAILURE_RR;
-		if (uki_fd >= 0) {
-			snprintf(uki_initrd, sizeof(uki_initrd), "/proc/self/fd/%d", uki_fd);
-			initrd = uki_initrd;
+	if (q->uki) {
+		bool want_cmdline = !q->append && !q->reuse;
+
+		*uki_fd = uki_parts(q->uki, !q->initrd, want_cmdline, q->uki_cmdline,
+				    sizeof(q->uki_cmdline));
+		if (*uki_fd < -1)
+			return -1;
+		if (*uki_fd >= 0) {
+			snprintf(q->uki_initrd, sizeof(q->uki_initrd), "/proc/self/fd/%d", *uki_fd);
+			q->initrd = q->uki_initrd;
 		}
-		if (!append && !reuse)
-			append = uki_cmdline;
+		if (want_cmdline)
+			q->append = q->uki_cmdline;
 	}
 	/* The command line the stage will parse (kexec-tools adds no memmap=). */
-	bool refused = false;
-	if (append && check_cmdline(path, append, uki && append == uki_cmdline ? uki : "--append") < 0)
-		refused = true;
-	if (reuse && !refused) {
+	if (q->append && check_cmdline(q->path, q->append, q->uki && q->append == q->uki_cmdline
+				       ? q->uki : "--append") < 0)
+		return -1;
+	if (q->reuse) {
 		const char *f = env_or("RERAND_CMDLINE_FILE", "/proc/cmdline");
-		char *text;
+		_cleanup_free_ char *text = NULL;
 
 		if (rr_read_text(f, RR_CMDLINE_MAX + 1, &text, &e) < 0) {
 			cli_err("%s (--reuse-cmdline); nothing was staged", e.msg);
-			text = NULL;
-			refused = true;
+			return -1;
 		}
-		if (text && check_cmdline(path, text, f) < 0)
-			refused = true;
-		free(text);
+		if (check_cmdline(q->path, text, f) < 0)
+			return -1;
 	}
-	if (refused) {
-		if (uki_fd >= 0)
-			close(uki_fd);
-		return EXIT_FAILURE_RR;
-	}
-	if (rr_lockdown_probe_bp(env_or("RERAND_LOCKDOWN_FILE", RR_LOCKDOWN_PATH),
-				 env_or("RERAND_SECUREBOOT_FILE", RR_SECUREBOOT_PATH),
-				 boot_params_path(), &ld, &sb_bp, &e) < 0) {
-		cli_err("%s; cannot tell whether the kernel is locked down, so nothing was staged", e.msg);
-		return EXIT_FAILURE_RR;
-	}
-	if (rr_read_file(path, MAX_IMAGE_FILE, &buf, &len, &e) < 0 ||
-	    (want_sha && check_sha256(path, buf, len, want_sha, &e) < 0) ||
-	    rr_image_parse(buf, len, path, &im, &e) < 0 ||
-	    rr_pe_sig_read(buf, len, path, &sig, &e) < 0) {
+	return 0;
+}
+
+/* The image read, checked against lockdown and the crash region, its seed
+ * filled where the seed rule allows, in a sealed memfd kexec inherits: the
+ * fd, or -1 (reported).  The file's bytes are freed on return, before kexec
+ * runs, and the seed is wiped from them first. */
+static int load_image_fd(struct load_req *q, const struct rr_lockdown_state *ld, bool sb_bp,
+			 struct rr_image *im, struct rr_pe_sig *sig)
+{
+	_cleanup_free_ uint8_t *buf = NULL;
+	_cleanup_close_ int fd = -1;
+	struct rr_err e;
+	size_t len;
+	int r;
+
+	if (rr_read_file(q->path, MAX_IMAGE_FILE, &buf, &len, &e) < 0 ||
+	    (q->want_sha && check_sha256(q->path, buf, len, q->want_sha, &e) < 0) ||
+	    rr_image_parse(buf, len, q->path, im, &e) < 0 ||
+	    rr_pe_sig_read(buf, len, q->path, sig, &e) < 0) {
 		cli_err("%s", e.msg);
-		free(buf);
-		return EXIT_FAILURE_RR;
+		return -1;
 	}
 	/* kexec_load is refused under lockdown: kexec_file_load by itself */
-	if (ld.locked)
-		file_syscall = true;
-	if (check_lockdown(path, &ld, sb_bp, &sig) < 0 || (crash && check_crash_fit(path, &im, initrd) < 0)) {
-		free(buf);
-		return EXIT_FAILURE_RR;
-	}
-	if (append && (!strncmp(append, "nokaslr", 7) || strstr(append, " nokaslr")))
+	if (ld->locked)
+		q->file_syscall = true;
+	if (check_lockdown(q->path, ld, sb_bp, sig) < 0 ||
+	    (q->crash && check_crash_fit(q->path, im, q->initrd) < 0))
+		return -1;
+	if (q->append && (!strncmp(q->append, "nokaslr", 7) || strstr(q->append, " nokaslr")))
 		cli_err("warning: nokaslr on the command line: the next boot will not be randomized");
 
-	struct rr_seed_in si = { .file_syscall = file_syscall, .signed_image = sig.is_signed,
+	struct rr_seed_in si = { .file_syscall = q->file_syscall, .signed_image = sig->is_signed,
 				 .crng_ready = kexec_crng_ready() };
 	kexec_running_release(si.kernel);
-	if (file_syscall)
+	if (q->file_syscall)
 		si.kexec_tools[0] = si.kexec_tools[1] = si.kexec_tools[2] = -1;
 	else
-		kexec_tools_version(kexec, si.kexec_tools);
+		kexec_tools_version(q->kexec, si.kexec_tools);
 	enum rr_seed_source src = rr_seed_source(&si);
-	uint8_t *seed = buf + im.header_file_offset + offsetof(struct rerand_image_header, seed);
+	uint8_t *seed = buf + im->header_file_offset + offsetof(struct rerand_image_header, seed);
 	if (src == RR_SEED_PATCH && (r = fill_seed(seed)) < 0) {
 		cli_err("getrandom failed: %s", strerror(-r));
-		free(buf);
-		return EXIT_FAILURE_RR;
+		return -1;
 	}
 	if (src == RR_SEED_NONE)
 		cli_err("warning: %s is signed and staged unchanged, and this kernel adds no "
 			"SETUP_RNG_SEED to a kexec_file_load (Linux >= 6.0 with a ready CRNG does): the "
-			"stage draws from RDSEED, RDRAND and RDTSC only", path);
+			"stage draws from RDSEED, RDRAND and RDTSC only", q->path);
 	fd = make_memfd(buf, len);
 	rr_memzero_explicit(seed, RERAND_SEED_SIZE);
-	free(buf);
 	if (fd < 0) {
 		cli_err("cannot put the image in a memfd: %s", strerror(-fd));
-		return EXIT_FAILURE_RR;
+		return -1;
 	}
 	/* The one fd kexec must inherit. */
 	if (fcntl(fd, F_SETFD, 0) < 0) {
 		cli_err("fcntl: %s", strerror(errno));
-		close(fd);
-		return EXIT_FAILURE_RR;
+		return -1;
 	}
+	return TAKE_FD(fd);
+}
 
-	char fdpath[64], initrd_arg[4096 + 16], *args[12];
+/* kexec's argument vector in ARGS (room for 12), pointing into FDPATH,
+ * INITRD_ARG and *APPEND_ARG (the caller's to free): the count, or -1. */
+static int load_argv(const struct load_req *q, int fd, char *fdpath, size_t fdpath_size,
+		     char *initrd_arg, size_t initrd_arg_size, char **append_arg, char **args)
+{
 	int n = 0;
-	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
-	args[n++] = (char *)kexec;
-	if (file_syscall)
+
+	snprintf(fdpath, fdpath_size, "/proc/self/fd/%d", fd);
+	args[n++] = (char *)q->kexec;
+	if (q->file_syscall)
 		args[n++] = "-s";
-	args[n++] = crash ? "-p" : "-l";
+	args[n++] = q->crash ? "-p" : "-l";
 	args[n++] = fdpath;
-	if (initrd) {
-		snprintf(initrd_arg, sizeof(initrd_arg), "--initrd=%s", initrd);
+	if (q->initrd) {
+		snprintf(initrd_arg, initrd_arg_size, "--initrd=%s", q->initrd);
 		args[n++] = initrd_arg;
 	}
-	char *append_arg = NULL;
-	if (append) {
-		if (asprintf(&append_arg, "--append=%s", append) < 0) {
-			close(fd);
-			return EXIT_FAILURE_RR;
+	if (q->append) {
+		if (asprintf(append_arg, "--append=%s", q->append) < 0) {
+			*append_arg = NULL;
+			return -1;
 		}
-		args[n++] = append_arg;
+		args[n++] = *append_arg;
 	}
-	if (reuse)
+	if (q->reuse)
 		args[n++] = "--reuse-cmdline";
 	args[n] = NULL;
+	return n;
+}
 
-	char *out = malloc(KEXEC_OUT_MAX);
+/* Run kexec on the image in FD; its output goes to stderr as it came, and a
+ * failure is explained.  The exit status. */
+static int load_run(struct load_req *q, int fd, const struct rr_lockdown_state *ld,
+		    const struct rr_pe_sig *sig)
+{
+	char fdpath[64], initrd_arg[4096 + 16], *args[12];
+	_cleanup_free_ char *append_arg = NULL, *out = NULL;
+	int n, r;
+
+	n = load_argv(q, fd, fdpath, sizeof(fdpath), initrd_arg, sizeof(initrd_arg), &append_arg,
+		      args);
+	if (n < 0)
+		return EXIT_FAILURE_RR;
+	out = malloc(KEXEC_OUT_MAX);
 	if (!out) {
 		cli_err("out of memory");
-		close(fd);
-		if (uki_fd >= 0)
-			close(uki_fd);
-		free(append_arg);
 		return EXIT_FAILURE_RR;
 	}
-	r = kexec_run_capture(kexec, args, STDERR_FILENO, out, KEXEC_OUT_MAX);
-	if (r != 0 && !file_syscall && ld.lockdown == RR_LD_ABSENT && kexec_load_eperm(out) &&
+	r = kexec_run_capture(q->kexec, args, STDERR_FILENO, out, KEXEC_OUT_MAX);
+	if (r != 0 && !q->file_syscall && ld->lockdown == RR_LD_ABSENT && kexec_load_eperm(out) &&
 	    kexec_have_cap_sys_boot() && !kexec_disabled()) {
 		/* No securityfs to say whether the kernel is locked down, and
 		 * kexec_load refused with what lockdown refuses with: try the
@@ -562,23 +579,46 @@ int cmd_load(int argc, char **argv)
 		fputs(out, stderr);
 		cli_err("%s: kexec_load was refused (%s) and the lockdown state is unknown (%s is "
 			"missing: no securityfs); retrying with kexec_file_load (kexec -s), which a "
-			"locked-down kernel accepts for a signed image", path, strerror(EPERM),
+			"locked-down kernel accepts for a signed image", q->path, strerror(EPERM),
 			env_or("RERAND_LOCKDOWN_FILE", RR_LOCKDOWN_PATH));
 		args2[0] = args[0];
 		args2[1] = "-s";
 		memcpy(args2 + 2, args + 1, sizeof(char *) * (size_t)n);
-		file_syscall = true;
-		r = kexec_run_capture(kexec, args2, STDERR_FILENO, out, KEXEC_OUT_MAX);
+		q->file_syscall = true;
+		r = kexec_run_capture(q->kexec, args2, STDERR_FILENO, out, KEXEC_OUT_MAX);
 	}
-	close(fd);
-	if (uki_fd >= 0)
-		close(uki_fd);
-	free(append_arg);
 	fputs(out, stderr);              /* kexec's own words, as they came */
 	if (*out && out[strlen(out) - 1] != '\n')
 		fputc('\n', stderr);
 	if (r != 0)
-		report_failure(path, kexec, file_syscall, crash, r, out, &ld, &sig);
-	free(out);
+		report_failure(q->path, q->kexec, q->file_syscall, q->crash, r, out, ld, sig);
 	return r == 0 ? 0 : EXIT_FAILURE_RR;
+}
+
+int cmd_load(int argc, char **argv)
+{
+	struct load_req q = { .kexec = "kexec" };
+	_cleanup_close_ int uki_fd = -1, fd = -1;
+	struct rr_lockdown_state ld;
+	struct rr_pe_sig sig;
+	struct rr_image im;
+	struct rr_err e;
+	bool sb_bp = false;
+	int r;
+
+	r = load_parse(&q, argc, argv);
+	if (r >= 0)
+		return r;
+	if (load_inputs(&q, &uki_fd) < 0)
+		return EXIT_FAILURE_RR;
+	if (rr_lockdown_probe_bp(env_or("RERAND_LOCKDOWN_FILE", RR_LOCKDOWN_PATH),
+				 env_or("RERAND_SECUREBOOT_FILE", RR_SECUREBOOT_PATH),
+				 boot_params_path(), &ld, &sb_bp, &e) < 0) {
+		cli_err("%s; cannot tell whether the kernel is locked down, so nothing was staged", e.msg);
+		return EXIT_FAILURE_RR;
+	}
+	fd = load_image_fd(&q, &ld, sb_bp, &im, &sig);
+	if (fd < 0)
+		return EXIT_FAILURE_RR;
+	return load_run(&q, fd, &ld, &sig);
 }

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "cmdtab.h"
+#include "jsonout.h"
 #include "status.h"
 
 static const struct cli_opt verify_opts[] = {
@@ -37,7 +38,6 @@ int cmd_verify(int argc, char **argv)
 	struct rr_err e;
 	bool dir_given = false;
 	int json = CLI_JSON_NONE;
-	struct cli_json_capture cap;
 	int c, r;
 
 	while ((c = cli_getopt(&cli_verify, argc, argv)) != -1) {
@@ -56,7 +56,6 @@ int cmd_verify(int argc, char **argv)
 	if (optind != argc)
 		return cli_usage_error(&cli_verify, "takes no operands ('%s')", argv[optind]);
 	r = rr_status_read(dir, &st, &e);
-	cli_json_begin(&cap, json);
 	if (r < 0) {
 		/* The kernel's own tree is absent where no setup_data was passed;
 		 * a directory the user named that is not there is a mistake. */
@@ -66,16 +65,21 @@ int cmd_verify(int argc, char **argv)
 			rr_errf(&e, ENOENT, "%s: no such directory (--setup-data)", dir);
 			rc = EXIT_UNREADABLE;
 		}
-		if (json)
-			printf("{\"randomized\":false,\"result\":\"%s\"}\n",
-			       rc == EXIT_NO_RECORD ? "absent" : rc == EXIT_BAD_RECORD ? "malformed"
-							       : "unreadable");
-		cli_json_end(&cap);
+		if (json) {
+			struct json_object *o = json_object_new_object();
+
+			rr_json_add_bool(o, "randomized", false);
+			rr_json_add_str(o, "result", rc == EXIT_NO_RECORD ? "absent" :
+						     rc == EXIT_BAD_RECORD ? "malformed" : "unreadable");
+			cli_json_print(o, json);
+		}
 		cli_err("%s", e.msg);
 		return rc;
 	}
-	rr_status_print(stdout, &st, json != CLI_JSON_NONE);
-	cli_json_end(&cap);
+	if (json)
+		cli_json_print(rr_status_json(&st), json);
+	else
+		rr_status_print(stdout, &st, false);
 	if (st.result != RERAND_RES_RANDOMIZED)
 		return EXIT_NOT_RANDOMIZED;
 	/* A base drawn from the TSC alone is guessable: a script that checks

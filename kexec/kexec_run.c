@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "kexec_run.h"
 #include "child.h"
 #include "kernel.h"
@@ -111,20 +112,19 @@ bool kexec_crng_ready(void)
 
 bool kexec_disabled(void)
 {
-	uint8_t *buf;
+	_cleanup_free_ uint8_t *buf = NULL;
 	size_t len;
 	bool off;
 
 	if (rr_read_file("/proc/sys/kernel/kexec_load_disabled", 64, &buf, &len, NULL) < 0)
 		return false;
 	off = len >= 1 && buf[0] == '1';
-	free(buf);
 	return off;
 }
 
 bool kexec_have_cap_sys_boot(void)
 {
-	uint8_t *buf;
+	_cleanup_free_ uint8_t *buf = NULL;
 	size_t len;
 	bool have = false;
 
@@ -140,6 +140,5 @@ bool kexec_have_cap_sys_boot(void)
 			have = (strtoull(hex, NULL, 16) >> CAP_SYS_BOOT_BIT) & 1;
 			break;
 		}
-	free(buf);
 	return have;
 }

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cleanup.h"
 #include "cli.h"
+#include "jsonout.h"
 
 #include "cmdtab.h"
 
@@ -28,20 +30,6 @@ void cli_err(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-void cli_json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", (unsigned char)*s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
-}
-
 int cli_json_mode(const char *arg)
 {
 	if (!arg || !strcmp(arg, "short"))
@@ -51,43 +39,24 @@ int cli_json_mode(const char *arg)
 	return -1;
 }
 
-void cli_json_begin(struct cli_json_capture *c, int mode)
+void cli_json_print(struct json_object *o, int mode)
 {
-	c->saved = NULL;
-	c->buf = NULL;
-	c->len = 0;
-	if (mode != CLI_JSON_PRETTY)
-		return;
-	FILE *m = open_memstream(&c->buf, &c->len);
-	if (!m)
-		return;         /* out of memory: one line it is */
-	fflush(stdout);
-	c->saved = stdout;
-	stdout = m;             /* glibc's stdout is an ordinary variable */
+	puts(json_object_to_json_string_ext(o, mode == CLI_JSON_PRETTY ? RR_JSON_PRETTY_FLAGS
+									 : RR_JSON_LINE_FLAGS));
+	json_object_put(o);
 }
 
-int cli_json_end(struct cli_json_capture *c)
+void cli_json_reprint(const char *text, int mode)
 {
-	struct json_object *o;
-	int r = 0;
+	_cleanup_json_ struct json_object *o = NULL;
 
-	if (!c->saved)
-		return 0;
-	fclose(stdout);
-	stdout = c->saved;
-	o = json_tokener_parse(c->buf);
+	if (mode == CLI_JSON_PRETTY)
+		o = json_tokener_parse(text);
 	if (!o) {
-		/* never expected: show what there is rather than nothing */
-		fputs(c->buf, stdout);
-		r = -EBADMSG;
-	} else {
-		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-						    JSON_C_TO_STRING_SPACED |
-						    JSON_C_TO_STRING_NOSLASHESCAPE));
-		json_object_put(o);
+		fputs(text, stdout);
+		return;
 	}
-	free(c->buf);
-	return r;
+	puts(json_object_to_json_string_ext(o, RR_JSON_PRETTY_FLAGS));
 }
 
 const struct cli_cmd *const cli_cmds[] = {

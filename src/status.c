@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cleanup.h"
+#include "jsonout.h"
 #include "kernel.h"
 #include "status.h"
 
@@ -122,34 +124,60 @@ void rr_bits_text(uint64_t n, char *buf, size_t len)
 	snprintf(buf, len, "%.1f", n ? log2((double)n) : 0.0);
 }
 
-void rr_status_print(FILE *f, const struct rerand_status *st, bool json)
+static double bits_of(uint64_t n)
 {
-	char used[96], rejected[96], pb[16], vb[16], tb[16];
+	return n ? log2((double)n) : 0.0;
+}
 
+struct json_object *rr_status_json(const struct rerand_status *st)
+{
+	struct json_object *o = json_object_new_object();
+	char used[96], rejected[96], pb[16], vb[16], tb[16];
+	double total = bits_of(st->phys_slots) + bits_of(st->virt_slots);
+
+	if (!o)
+		return NULL;
 	rr_status_sources(st->sources_used, used, sizeof(used));
 	rr_status_sources(st->sources_rejected, rejected, sizeof(rejected));
 	rr_bits_text(st->phys_slots, pb, sizeof(pb));
 	rr_bits_text(st->virt_slots, vb, sizeof(vb));
-	snprintf(tb, sizeof(tb), "%.1f", (st->phys_slots ? log2((double)st->phys_slots) : 0) +
-					 (st->virt_slots ? log2((double)st->virt_slots) : 0));
+	snprintf(tb, sizeof(tb), "%.1f", total);
+	rr_json_add_bool(o, "randomized", st->result == RERAND_RES_RANDOMIZED);
+	rr_json_add_str(o, "result", rr_status_result_name(st->result));
+	rr_json_add_str(o, "sources", used);
+	rr_json_add_str(o, "sources_rejected", rejected);
+	rr_json_add_bool(o, "weak", st->flags & RERAND_ST_WEAK);
+	rr_json_add_u64(o, "phys_slots", st->phys_slots);
+	rr_json_add_u64(o, "virt_slots", st->virt_slots);
+	rr_json_add_num_text(o, "phys_bits", bits_of(st->phys_slots), pb);
+	rr_json_add_num_text(o, "virt_bits", bits_of(st->virt_slots), vb);
+	rr_json_add_num_text(o, "total_bits", total, tb);
+	rr_json_add_bool(o, "la57", st->flags & RERAND_ST_LA57);
+	rr_json_add_bool(o, "efi_map", st->flags & RERAND_ST_EFI_MAP);
+	rr_json_add_bool(o, "crash", st->flags & RERAND_ST_CRASH);
+	rr_json_add_int(o, "ram_ranges", st->ram_ranges);
+	rr_json_add_int(o, "avoided_ranges", st->avoided_ranges);
+	rr_json_add_int(o, "image_version", st->image_version);
+	rr_json_add_int(o, "record_version", st->version);
+	return o;
+}
+
+void rr_status_print(FILE *f, const struct rerand_status *st, bool json)
+{
+	char used[96], rejected[96], pb[16], vb[16], tb[16];
+
 	if (json) {
-		fprintf(f, "{\"randomized\":%s,\"result\":\"%s\",\"sources\":\"%s\","
-			"\"sources_rejected\":\"%s\",\"weak\":%s,\"phys_slots\":%llu,"
-			"\"virt_slots\":%llu,\"phys_bits\":%s,\"virt_bits\":%s,\"total_bits\":%s,"
-			"\"la57\":%s,\"efi_map\":%s,\"crash\":%s,"
-			"\"ram_ranges\":%u,\"avoided_ranges\":%u,\"image_version\":%u,"
-			"\"record_version\":%u}\n",
-			st->result == RERAND_RES_RANDOMIZED ? "true" : "false",
-			rr_status_result_name(st->result), used, rejected,
-			st->flags & RERAND_ST_WEAK ? "true" : "false",
-			(unsigned long long)st->phys_slots, (unsigned long long)st->virt_slots,
-			pb, vb, tb,
-			st->flags & RERAND_ST_LA57 ? "true" : "false",
-			st->flags & RERAND_ST_EFI_MAP ? "true" : "false",
-			st->flags & RERAND_ST_CRASH ? "true" : "false",
-			st->ram_ranges, st->avoided_ranges, st->image_version, st->version);
+		_cleanup_json_ struct json_object *o = rr_status_json(st);
+
+		if (o)
+			fprintf(f, "%s\n", rr_json_line(o));
 		return;
 	}
+	rr_status_sources(st->sources_used, used, sizeof(used));
+	rr_status_sources(st->sources_rejected, rejected, sizeof(rejected));
+	rr_bits_text(st->phys_slots, pb, sizeof(pb));
+	rr_bits_text(st->virt_slots, vb, sizeof(vb));
+	snprintf(tb, sizeof(tb), "%.1f", bits_of(st->phys_slots) + bits_of(st->virt_slots));
 	fprintf(f, "result:           %s%s\n", rr_status_result_name(st->result),
 		st->flags & RERAND_ST_WEAK ? " (weak: no source but RDTSC)" : "");
 	fprintf(f, "entropy sources:  %s\n", used);

@@ -8,6 +8,8 @@
 #include <rerand/abi.h>
 #include "err.h"
 
+struct json_object;
+
 #define RR_SETUP_DATA_SYSFS "/sys/kernel/boot_params/setup_data"
 
 /* Look through DIR/<n>/{type,data} for the rerand node.  Returns 0 and the
@@ -24,6 +26,10 @@ void rr_status_sources(uint32_t mask, char *buf, size_t len);
 /* Bits of entropy a uniform choice among n gives (floor(log2 n), with a
  * tenth), as text. */
 void rr_bits_text(uint64_t n, char *buf, size_t len);
+/* The record as JSON (rerand verify --json; src/jsonout.h's conventions):
+ * a new json-c object, the caller's to put; NULL when out of memory. */
+struct json_object *rr_status_json(const struct rerand_status *st);
+/* The record as text, or with JSON as one line of rr_status_json(). */
 void rr_status_print(FILE *f, const struct rerand_status *st, bool json);
 
 #endif

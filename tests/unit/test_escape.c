@@ -4,6 +4,7 @@
  * event per journal line, no terminal controls, valid UTF-8. */
 #include <errno.h>
 #include <fcntl.h>
+#include <json-c/json.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,6 +207,30 @@ static void test_sinks(void)
 	snprintf(fs.holders[0].id, sizeof(fs.holders[0].id), "evil\n  slot 1: forged\x1b[2J");
 	T_OK(fleet_status_format_text(&fs, "g", st, sizeof(st)) > 0 && lines(st) == 2 &&
 	     !strchr(st, '\x1b'), "fleet status: a holder id from etcd adds no line: %s", st);
+
+	/* FleetLock's fleet status --json: what this host knows, the URL
+	 * escaped as the text shows it, then JSON-quoted */
+	struct rr_coord *co = calloc(1, sizeof(*co));
+	struct json_object *j, *url;
+	co->want = co->opened = true;
+	co->cfg.backend = FLEET_BACKEND_FLEETLOCK;
+	co->fstate = FLEET_ST_IDLE;
+	snprintf(co->cfg.group, sizeof(co->cfg.group), "workers");
+	snprintf(co->id, sizeof(co->id), "host-1");
+	snprintf(co->cfg.url, sizeof(co->cfg.url), "https://lock.example:8443/v1");
+	T_OK(coord_status(co, true, st, sizeof(st)) == 0 &&
+	     !strcmp(st, "{\"group\":\"workers\",\"backend\":\"fleetlock\",\"url\":"
+			 "\"https://lock.example:8443/v1\",\"holders\":null,"
+			 "\"self\":{\"id\":\"host-1\",\"state\":\"idle\"}}\n"),
+	     "fleet status --json (FleetLock): one line, '/' unescaped: %s", st);
+	snprintf(co->cfg.url, sizeof(co->cfg.url), "http://h/\"q\"\\\x1b");
+	j = coord_status(co, true, st, sizeof(st)) == 0 ? json_tokener_parse(st) : NULL;
+	T_OK(j && json_object_object_get_ex(j, "url", &url) &&
+	     !strcmp(json_object_get_string(url), "http://h/\"q\"\\\\\\x1b"),
+	     "fleet status --json (FleetLock): a URL with '\"', '\\' and ESC is valid JSON, "
+	     "its value the escaped text: %s", st);
+	json_object_put(j);
+	free(co);
 }
 
 /* rerandd's staging helpers (rerandd-plan, rerandd-check) parse what the
