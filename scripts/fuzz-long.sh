@@ -7,7 +7,9 @@
 # build/fuzz-long/NAME.  At the end the committed corpus
 # (tests/fuzz/corpus/NAME) becomes its named seeds (valid-*, hand-made: kept
 # as they are) plus the minimal set of inputs, old or new, that libFuzzer's
-# -merge=1 needs to reach every feature of the union; review and commit it.
+# -merge=1 needs to reach every feature of the union, and its floor in
+# tests/fuzz/floors rises to 90% of the edges it then reaches; review and
+# commit both.
 # One line per target goes to stdout and to build/fuzz-long/summary.txt:
 # executions, speed, edges before and after, corpus size before and after.
 # FUZZ_LONG_MAX_SECONDS (default 7200) bounds any one target's run.  A
@@ -67,6 +69,13 @@ for bin in "$@"; do
 	cp "$merged"/* "$corpus/" 2>/dev/null || true
 	n1=$(find "$corpus" -type f | wc -l)
 	e1=$(edges "$corpus")
+	# The replay's floor (tests/fuzz/floors) follows the corpus up: 90% of
+	# the edges it now reaches, never down.
+	floor=$(awk -v t="$name" '$1 == t { print $2 }' tests/fuzz/floors)
+	nf=$(( ${e1:-0} * 9 / 10 ))
+	if [ -n "$floor" ] && [ "$nf" -gt "$floor" ]; then
+		sed -i "s/^$name $floor\$/$name $nf/" tests/fuzz/floors
+	fi
 	line="$name: $done_runs executions at ${speed:-?}/s; edges ${e0:-?} -> ${e1:-?}; corpus $n0 -> $n1 inputs"
 	[ "${done_runs:-0}" -ge "$runs" ] || line+=" (stopped by FUZZ_LONG_MAX_SECONDS=$maxs before $runs)"
 	echo "fuzz-long: $line"
