@@ -937,9 +937,14 @@ struct daemon {
 	char seq_error[RR_ERR_MAX];    /* why the last reboot was cancelled */
 	time_t seq_cancelled_at;       /* ... for an unwritable state; 0 = none */
 	struct rr_confirm cf;
+	/* a staging job finished (r: 0, or <0); main.c sets seq_restaged, so
+	 * core.c does not call up into the sequence */
+	void (*on_restaged)(struct daemon *d, int r);
 };
 
-/* main.c */
+#define DAEMON_STAGE_RETRY 300     /* seconds between attempts after a stage failure */
+
+/* core.c: what the sequence, the confirmation and the evaluation use */
 /* 0, or <0 with the reason logged and in d->save_error. */
 int daemon_save(struct daemon *d);
 void daemon_publish(struct daemon *d);
@@ -947,6 +952,16 @@ void daemon_evaluate_soon(struct daemon *d);
 /* Stage p (NULL: plan it now) as a job; 0 once started, <0 (the stage
  * error is set) if it could not start. */
 int daemon_stage(struct daemon *d, const struct rr_stage_plan *p, bool new_kernel);
+/* A kernel appeared in /boot: stage it unless it is the staged one (or
+ * wait for its package's image). */
+void daemon_stage_new_kernel(struct daemon *d);
+
+/* evaluate.c: the timer's work */
+/* In idle: staging, the crash kernel, policy, maybe seq_begin; in a
+ * sequence: seq_step.  Then the status, and the timer set again. */
+void daemon_evaluate(struct daemon *d);
+/* `rerand due`'s answer into out. */
+void daemon_format_due(const struct daemon *d, char *out, size_t size);
 
 /* boot.c: at start-up, what this boot is */
 /* The state loaded, a stopped sequence looked at (*resume), the boot
