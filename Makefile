@@ -71,7 +71,7 @@ BASHCOMPDIR ?= $(shell $(PKG_CONFIG) --variable=completionsdir bash-completion 2
 # call one another, so they are linked into rerandd only.  core.c (save,
 # publish, stage) calls nothing above it, so it lives in libdaemon.a with
 # everything else in daemon/, which the unit tests and fuzzers link, with
-# the stage blob (daemon/stage.c keys its image cache by its SHA-256).
+# the stage blob (daemon/stage_cache.c keys its image cache by its SHA-256).
 DAEMON_PKGS := libsystemd libcap libseccomp inih json-c libcrypto
 DAEMON_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) 2>/dev/null)

@@ -547,7 +547,7 @@ struct rr_builder {
 };
 int caps_child_builder(const struct rr_builder *b);
 
-/* ---- stage.c ------------------------------------------------------------- */
+/* ---- stage_*.c (inside: stage_int.h) ------------------------------------ */
 enum rr_image_source {
 	RR_IMG_BUILT = 0,                    /* built here into the cache, unsigned */
 	RR_IMG_PRESIGNED,                    /* SignedImageDirectory=/<release>.img */
