@@ -279,7 +279,8 @@ static void usage(FILE *f)
 	      "  --version        print the version and exit\n", f);
 }
 
-static int run(int argc, char **argv)
+/* The command line into d; -1 to go on, else run's exit code. */
+static int parse_args(struct daemon *d, int argc, char **argv, bool *check, bool *dump)
 {
 	static const struct option opts[] = {
 		{ "check-config", no_argument, NULL, 'c' },
@@ -291,23 +292,14 @@ static int run(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct daemon *d = calloc(1, sizeof(*d));
-	struct rr_cfg_errs *errs = calloc(1, sizeof(*errs));
-	bool check = false, dump = false;
-	struct rr_err e;
-	sigset_t ss;
-	int c, r;
+	int c;
 
-	if (!d || !errs)
-		return 1;
-	d->on_restaged = seq_restaged;
-	d->started = time(NULL);
 	snprintf(d->conf_main, sizeof(d->conf_main), "%s", RR_CONF_MAIN);
 	snprintf(d->conf_dir, sizeof(d->conf_dir), "%s", RR_CONF_DROPINS);
 	while ((c = getopt_long(argc, argv, "nhf:d:", opts, NULL)) != -1) {
 		switch (c) {
-		case 'c': case 'n': check = true; break;
-		case 'T': dump = true; break;
+		case 'c': case 'n': *check = true; break;
+		case 'T': *dump = true; break;
 		case 'V': printf("rerandd %s\n", RR_VERSION); return 0;
 		case 'f':
 			snprintf(d->conf_main, sizeof(d->conf_main), "%s", optarg);
@@ -319,26 +311,40 @@ static int run(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	struct rr_cfg_load l = { .main = d->conf_main, .dir = d->conf_dir,
-				 .main_required = d->conf_required };
-	if (check && dump) {
+	if (*check && *dump) {
 		fputs("rerandd: --check-config and --dump-config: choose one\n", stderr);
 		return 2;
 	}
-	if (check || dump)
-		return config_cli(&l, dump);
-	r = config_load_ex(&l, &d->cfg, errs);
+	return -1;
+}
+
+/* The configuration, its directories and the state file's path; <0 if the
+ * configuration has errors (logged). */
+static int load_config(struct daemon *d, struct rr_cfg_errs *errs)
+{
+	struct rr_cfg_load l = { .main = d->conf_main, .dir = d->conf_dir,
+				 .main_required = d->conf_required };
+	int r = config_load_ex(&l, &d->cfg, errs);
+
 	if (r < 0) {
 		print_errs(errs);
-		return 1;
+		return r;
 	}
 	config_fill_runtime(&d->cfg);
 	mkdir(d->cfg.state_dir, 0700);
 	mkdir(d->cfg.run_dir, 0755);
 	snprintf(d->state_path, sizeof(d->state_path), "%s/state", d->cfg.state_dir);
 	state_remove_stale_temps(d->state_path);
+	return 0;
+}
 
-	/* Before the capability drop: /dev/kmsg may need CAP_SYSLOG. */
+/* What needs privilege first (/dev/kmsg may need CAP_SYSLOG), then the
+ * capability drop, then the boot id; <0 (logged) if rerandd cannot go on. */
+static int drop_privileges(struct daemon *d)
+{
+	struct rr_err e;
+	int r;
+
 	/* once per start (and after a reload that makes it so), not at every tick */
 	if (policy_never_reboots(&d->cfg))
 		rr_log(RR_LOG_NOTICE, "%s", RR_NO_WINDOW_NOTICE);
@@ -346,14 +352,21 @@ static int run(int argc, char **argv)
 	if (d->kmsg_fd < 0)
 		rr_log(RR_LOG_WARNING, "%s: %s; oopses are seen through taint bits only", d->cfg.kmsg,
 		       strerror(errno));
-	if (caps_drop_daemon(&e) < 0) {
+	if ((r = caps_drop_daemon(&e)) < 0) {
 		rr_log(RR_LOG_ERR, "%s", e.msg);
-		return 1;
+		return r;
 	}
 	if ((r = watch_read_boot_id(d->cfg.boot_id, d->boot_id)) < 0) {
 		rr_log(RR_LOG_ERR, "%s: cannot read the boot id: %s", d->cfg.boot_id, strerror(-r));
-		return 1;
+		return r;
 	}
+	return 0;
+}
+
+/* What this boot is: a crash kernel's, or one to account for, with the
+ * sequence a restart stopped resumed. */
+static void first_look(struct daemon *d)
+{
 	crash_init(&d->cr);
 	confirm_init(d);
 	d->cr.state = d->cfg.crash_mode == RR_CRASH_OFF ? RR_CS_OFF : RR_CS_PENDING;
@@ -367,11 +380,19 @@ static int run(int argc, char **argv)
 		coord_startup(&d->co, &d->st, out);
 		seq_resume(d, resume);
 	}
+}
+
+/* The control socket, the signals and the loop; <0 (logged) on failure. */
+static int open_loop(struct daemon *d)
+{
+	struct rr_err e;
+	sigset_t ss;
+	int r;
 
 	d->ctl_fd = control_listen(d->cfg.control_socket, &e);
 	if (d->ctl_fd < 0) {
 		rr_log(RR_LOG_ERR, "%s", e.msg);
-		return 1;
+		return d->ctl_fd;
 	}
 	sigemptyset(&ss);
 	sigaddset(&ss, SIGTERM);
@@ -386,16 +407,21 @@ static int run(int argc, char **argv)
 	    (r = control_serve(d->ev, d->ctl_fd, on_control, d)) < 0 ||
 	    (r = sd_event_set_watchdog(d->ev, true)) < 0) {
 		rr_log(RR_LOG_ERR, "sd-event setup: %s", strerror(-r));
-		return 1;
+		return r;
 	}
-	if (d->crash_boot) {
-		/* only the control socket: `rerand status` says what this boot is */
-		daemon_publish(d);
-		goto loop;
-	}
+	return 0;
+}
+
+/* The timer and what rerandd watches (not in a crash boot); <0 (logged)
+ * without the timer, the rest only warned about. */
+static int add_watches(struct daemon *d)
+{
+	struct rr_err e;
+	int r;
+
 	if ((r = sd_event_add_time(d->ev, &d->timer, CLOCK_MONOTONIC, 0, 0, on_timer, d)) < 0) {
 		rr_log(RR_LOG_ERR, "sd-event setup: %s", strerror(-r));
-		return 1;
+		return r;
 	}
 	coord_set_wake(&d->co, on_coord_wake, d);
 	if (d->kmsg_fd >= 0 && sd_event_add_io(d->ev, NULL, d->kmsg_fd, EPOLLIN, on_kmsg, d) < 0)
@@ -413,30 +439,67 @@ static int run(int argc, char **argv)
 	    sd_event_add_io(d->ev, NULL, d->cr.uevent_fd, EPOLLIN, on_uevent, d) < 0)
 		rr_log(RR_LOG_WARNING, "%s; the crash kernel is not reloaded on memory or CPU hotplug",
 		       d->cr.uevent_fd < 0 ? e.msg : "cannot watch uevents");
+	return 0;
+}
 
-	if (d->kmsg_fd >= 0)
-		on_kmsg(NULL, d->kmsg_fd, 0, d);    /* records from before we started */
-	confirm_start(d);
-	if (d->st.phase == RR_PH_IDLE && !d->cf.failing)
-		daemon_stage(d, NULL, false);
-	daemon_evaluate(d);
-loop:
-	sd_notify(0, "READY=1");
-	rr_log(RR_LOG_INFO, "rerandd running: state %s, control %s", d->state_path,
-	       d->cfg.control_socket);
-	r = sd_event_loop(d->ev);
+/* After the loop: a sequence stopped here is unwound by the next start
+ * (st.phase); a held slot is not released, its lease outlives the reboot
+ * on purpose. */
+static void shut_down(struct daemon *d)
+{
 	sd_notify(0, "STOPPING=1");
 	unlink(d->cfg.control_socket);
-	/* a sequence stopped here is unwound by the next start (st.phase) */
 	seq_cancel(d);
 	confirm_stop(d);
 	stage_cancel(d->stage_job);
 	stage_cancel(d->cr.job);
 	blockers_cancel(d->blockers);
 	reboot_bus_close();
-	/* a held slot is not released here: the lease outlives the reboot on purpose */
 	coord_close(&d->co);
 	sd_event_unref(d->ev);
+}
+
+static int run(int argc, char **argv)
+{
+	struct daemon *d = calloc(1, sizeof(*d));
+	struct rr_cfg_errs *errs = calloc(1, sizeof(*errs));
+	bool check = false, dump = false;
+	int r;
+
+	if (!d || !errs)
+		return 1;
+	d->on_restaged = seq_restaged;
+	d->started = time(NULL);
+	if ((r = parse_args(d, argc, argv, &check, &dump)) >= 0)
+		return r;
+	if (check || dump) {
+		struct rr_cfg_load l = { .main = d->conf_main, .dir = d->conf_dir,
+					 .main_required = d->conf_required };
+		return config_cli(&l, dump);
+	}
+	if (load_config(d, errs) < 0 || drop_privileges(d) < 0)
+		return 1;
+	first_look(d);
+	if (open_loop(d) < 0)
+		return 1;
+	if (d->crash_boot) {
+		/* only the control socket: `rerand status` says what this boot is */
+		daemon_publish(d);
+	} else {
+		if (add_watches(d) < 0)
+			return 1;
+		if (d->kmsg_fd >= 0)
+			on_kmsg(NULL, d->kmsg_fd, 0, d);    /* records from before we started */
+		confirm_start(d);
+		if (d->st.phase == RR_PH_IDLE && !d->cf.failing)
+			daemon_stage(d, NULL, false);
+		daemon_evaluate(d);
+	}
+	sd_notify(0, "READY=1");
+	rr_log(RR_LOG_INFO, "rerandd running: state %s, control %s", d->state_path,
+	       d->cfg.control_socket);
+	r = sd_event_loop(d->ev);
+	shut_down(d);
 	free(errs);
 	free(d);
 	return r < 0 ? 1 : 0;
