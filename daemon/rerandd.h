@@ -137,7 +137,7 @@ bool wdog_present(const struct rr_config *c);
 int wdog_open(const struct rr_config *c, int64_t timeout, int *ret_fd, struct rr_err *e);
 /* in with watchdog.stop_on_reboot=0 first when KexecWatchdogSec= is on and in
  * has no watchdog.stop_on_reboot= of its own. */
-/* crash.c: the next word of a kernel command line (blanks outside double
+/* panic.c: the next word of a kernel command line (blanks outside double
  * quotes end it, as the kernel splits); NULL at the end. */
 const char *cmdline_next_word(const char **pp, size_t *len);
 int wdog_cmdline(const struct rr_config *c, const char *in, char *out, size_t len,
