@@ -73,15 +73,18 @@ BASHCOMPDIR ?= $(shell $(PKG_CONFIG) --variable=completionsdir bash-completion 2
 	echo /usr/share/bash-completion/completions)
 
 # ---- rerandd ---------------------------------------------------------------
-# daemon/main.c holds main(), and with boot.c and sequence.c the daemon's own
-# state (struct daemon); everything else in daemon/ is also linked into the
-# unit tests and fuzzers through libdaemon.a, with the stage blob
-# (daemon/stage.c keys its image cache by its SHA-256).
+# daemon/main.c holds main() and wires the loop; evaluate.c, boot.c,
+# sequence.c and confirm.c drive the daemon's own state (struct daemon) and
+# call one another, so they are linked into rerandd only.  core.c (save,
+# publish, stage) calls nothing above it, so it lives in libdaemon.a with
+# everything else in daemon/, which the unit tests and fuzzers link, with
+# the stage blob (daemon/stage_cache.c keys its image cache by its SHA-256).
 DAEMON_PKGS := libsystemd libcap libseccomp inih json-c libcrypto
 DAEMON_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
-DAEMON_MAIN_SRCS := daemon/main.c daemon/boot.c daemon/sequence.c daemon/confirm.c
+DAEMON_MAIN_SRCS := daemon/main.c daemon/evaluate.c daemon/boot.c daemon/sequence.c \
+	daemon/confirm.c
 DAEMON_MAIN_OBJS := $(DAEMON_MAIN_SRCS:%.c=$(O)/host/%.o)
 DAEMON_LIB_SRCS := $(filter-out $(DAEMON_MAIN_SRCS),$(DAEMON_SRCS))
 DAEMON_LIB_OBJS := $(DAEMON_LIB_SRCS:%.c=$(O)/host/%.o)

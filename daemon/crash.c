@@ -28,26 +28,6 @@ const char *crash_state_name(enum rr_crash_state s)
 
 /* ---- the command line ----------------------------------------------------- */
 
-const char *cmdline_next_word(const char **pp, size_t *len)
-{
-	const char *p = *pp, *w;
-	bool quoted = false;
-
-	while (*p == ' ' || *p == '\t' || *p == '\n')
-		p++;
-	if (!*p)
-		return NULL;
-	w = p;
-	while (*p && (quoted || (*p != ' ' && *p != '\t' && *p != '\n'))) {
-		if (*p == '"')
-			quoted = !quoted;
-		p++;
-	}
-	*len = (size_t)(p - w);
-	*pp = p;
-	return w;
-}
-
 /* Whether the word's parameter name (before '=') is one of names. */
 static bool word_is(const char *w, size_t n, const char *const *names)
 {

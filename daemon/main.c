@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* rerandd: keeps a fresh rerandomizing image staged and reboots into it by
- * kexec when policy says so; an sd-event loop around the other modules. */
+ * kexec when policy says so.  This file only wires the sd-event loop: its
+ * sources call the core (core.c) and the evaluation (evaluate.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -20,330 +21,6 @@
 #include "sign.h"
 #include "status.h"
 
-#define STAGE_RETRY 300            /* seconds between attempts after a stage failure */
-#define SAVE_RETRY 60              /* ... after a reboot cancelled for an unwritable state */
-
-int daemon_save(struct daemon *d)
-{
-	struct rr_err e;
-	int r = state_save(d->state_path, &d->st, &e);
-
-	if (r < 0) {
-		rr_log(RR_LOG_ERR, "%s", e.msg);
-		snprintf(d->save_error, sizeof(d->save_error), "%s", e.msg);
-	}
-	return r;
-}
-
-static void set_stage_error(struct daemon *d, const char *msg)
-{
-	if (strcmp(d->stage_error, msg))
-		rr_log(RR_LOG_ERR, "staging failed: %s", msg);
-	snprintf(d->stage_error, sizeof(d->stage_error), "%s", msg);
-}
-
-static void on_staged(int r, const struct rr_stage_plan *p, const char *msg, void *ud)
-{
-	struct daemon *d = ud;
-	bool new_kernel = d->stage_new_kernel, stale = d->stage_stale;
-
-	d->stage_job = NULL;
-	d->stage_new_kernel = d->stage_stale = false;
-	if (r == 1) {
-		/* a /boot change, but the staged kernel is still the newest */
-	} else if (r < 0) {
-		d->stage_failed_at = time(NULL);
-		/* the kernel file was replaced between its hash and its build (an
-		 * upgrade): planned again in 5 s, not after the back-off */
-		if (r == -ESTALE)
-			d->stage_failed_at -= STAGE_RETRY - 5;
-		set_stage_error(d, msg);
-	} else {
-		if (new_kernel)
-			rr_log(RR_LOG_NOTICE, "new kernel %s (sha256 %.16s)", p->kernel, p->sha);
-		d->plan = *p;
-		d->staged = !stale;        /* a reload meanwhile: stage its settings next */
-		d->stage_error[0] = 0;
-		d->stage_failed_at = 0;
-		snprintf(d->st.staged_sha, sizeof(d->st.staged_sha), "%s", p->sha);
-		d->st.staged_time = time(NULL);
-		d->st.trig_new_kernel |= new_kernel;
-		stage_prune(&d->cfg, p->sha, d->cr.sha);
-		daemon_save(d);
-		if (*p->signer)
-			rr_log(RR_LOG_INFO, "staged %s (kernel sha256 %.16s), %s image %s signed by "
-			       "\"%s\"", p->kernel, p->sha, stage_source_name(p->source), p->image,
-			       p->signer);
-		else
-			rr_log(RR_LOG_INFO, "staged %s (kernel sha256 %.16s)", p->kernel, p->sha);
-	}
-	seq_restaged(d, stale ? -ESTALE : r < 0 ? r : 0);
-	daemon_evaluate_soon(d);
-}
-
-int daemon_stage(struct daemon *d, const struct rr_stage_plan *given, bool new_kernel)
-{
-	struct rr_stage_req req = { .plan = given };
-	struct rr_err e;
-	int r;
-
-	if (d->stage_job)
-		return -EBUSY;
-	if ((r = stage_start(d->ev, &d->cfg, &req, on_staged, d, &d->stage_job, &e)) < 0) {
-		d->stage_failed_at = time(NULL);
-		set_stage_error(d, e.msg);
-		return r;
-	}
-	d->stage_new_kernel = new_kernel;
-	return 0;
-}
-
-/* A kernel appeared in /boot: stage the newest (or Kernel=) unless its hash
- * is the staged one; the helper plans it. */
-static void check_new_kernel(struct daemon *d)
-{
-	char newest[RR_PATH];
-	struct rr_stage_req req = { .unless_sha = d->st.staged_sha };
-	struct rr_err e;
-	int64_t wait;
-
-	d->new_kernel_at = 0;
-	/* The package's hook is building the new kernel's image, or dpkg has
-	 * yet to run it: stage from its image once it is there rather than
-	 * build a second one meanwhile. */
-	wait = kernels_new_wait(&d->cfg, NULL, time(NULL), &d->pkg_wait_since, "new kernel");
-	if (wait > 0) {
-		d->new_kernel_at = time(NULL) + wait;
-		return;
-	}
-	/* Booted by systemd-boot: its entry, not the newest file in /boot. */
-	if (!*d->cfg.kernel && !bootloader_selected(&d->cfg)) {
-		if (stage_newest_kernel(d->cfg.boot_dir, newest, sizeof(newest)) < 0)
-			return;
-		req.kernel = newest;
-	}
-	if (stage_start(d->ev, &d->cfg, &req, on_staged, d, &d->stage_job, &e) < 0) {
-		set_stage_error(d, e.msg);
-		return;
-	}
-	d->stage_new_kernel = true;
-}
-
-static void check_taint(struct daemon *d)
-{
-	uint64_t t, fresh;
-
-	if (watch_read_taint(d->cfg.tainted, &t) < 0)
-		return;
-	fresh = t & (RR_TAINT_DIE | RR_TAINT_WARN) & ~d->st.taint_handled;
-	if (!fresh)
-		return;
-	d->st.taint_handled |= fresh;
-	d->st.trig_oops = true;
-	rr_log(RR_LOG_WARNING, "kernel taint shows a new %s: the layout may have leaked",
-	       fresh & RR_TAINT_DIE ? "oops (TAINT_DIE)" : "warning (TAINT_WARN)");
-	daemon_save(d);
-}
-
-void daemon_publish(struct daemon *d)
-{
-	struct rr_view v;
-	struct rr_err e;
-
-	crash_refresh(&d->cfg, &d->cr);
-	daemon_fill_view(d, &v);
-	if (metrics_write(d->cfg.metrics_file, &v, &e) < 0)
-		rr_log(RR_LOG_WARNING, "%s", e.msg);
-	if (d->crash_boot) {
-		sd_notify(0, "STATUS=crash kernel boot: idle");
-		return;
-	}
-	sd_notifyf(0, "STATUS=%s; next: %s (%s)%s", state_verify_name(v.verify),
-		   policy_action_name(v.plan.action), policy_reason_name(v.plan.reason),
-		   v.stopped ? "; STOPPED after repeated failures" : "");
-}
-
-static void on_blockers(int blocked, const char *why, void *ud)
-{
-	struct daemon *d = ud;
-
-	d->blockers = NULL;
-	d->blk_done = true;
-	d->blk_blocked = blocked > 0;
-	snprintf(d->blk_why, sizeof(d->blk_why), "%s", why);
-	daemon_evaluate_soon(d);
-}
-
-static void on_crash_loaded(void *ud)
-{
-	daemon_evaluate_soon(ud);
-}
-
-/* What policy decides on, from this boot's state (blockers aside). */
-static void policy_inputs(const struct daemon *d, time_t now, struct rr_policy_in *in)
-{
-	memset(in, 0, sizeof(*in));
-	in->now = now;
-	in->layout_born = d->boot_time;
-	in->jitter = d->st.jitter > 0 ? d->st.jitter : 0;
-	in->last_reboot = d->st.last_reboot;
-	in->last_failure = d->st.last_failure;
-	in->failures = d->st.failures;
-	in->oops = d->st.trig_oops;
-	in->new_kernel = d->st.trig_new_kernel;
-	in->now_requested = d->st.trig_now;
-	in->weak = d->verify == RR_V_WEAK;
-	in->hold = d->st.hold;
-	in->staged = d->staged;
-}
-
-/* `rerand due`: "due REASON" when a rerandomization is due now with every
- * window open (kured's --reboot-sentinel-command), else "not due: WHY". */
-static void format_due(const struct daemon *d, char *out, size_t size)
-{
-	struct rr_policy_in in;
-	struct rr_policy_out o;
-	time_t now = time(NULL);
-	char when[40];
-	struct tm tm;
-
-	if (d->crash_boot) {
-		snprintf(out, size, "not due: this is a crash kernel boot\n");
-		return;
-	}
-	if (d->st.phase != RR_PH_IDLE) {
-		snprintf(out, size, "due: a rerandomizing reboot is under way (%s)\n",
-			 state_phase_name(d->st.phase));
-		return;
-	}
-	policy_inputs(d, now, &in);
-	policy_due(&d->cfg, &in, &o);
-	switch (o.action) {
-	case RR_ACT_REBOOT:
-		snprintf(out, size, "due: %s\n", policy_reason_name(o.reason));
-		break;
-	case RR_ACT_BLOCKED:
-		snprintf(out, size, "not due: %s is due but blocked by %s\n",
-			 policy_reason_name(o.reason), policy_blocker_name(o.blocker));
-		break;
-	case RR_ACT_WAIT:
-		gmtime_r(&o.when, &tm);
-		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-		snprintf(out, size, "not due: %s at %s\n", policy_reason_name(o.reason), when);
-		break;
-	case RR_ACT_STOPPED:
-		snprintf(out, size, "not due: stopped after %u failures in a row (MaxFailures=%u); "
-			 "`rerand now` still rerandomizes\n", d->st.failures, d->cfg.max_failures);
-		break;
-	default:
-		snprintf(out, size, "not due: nothing planned\n");
-	}
-}
-
-/* idle: keep an image staged and the crash kernel loaded, watch for
- * triggers; when policy says reboot and nothing blocks, start the sequence. */
-static void evaluate_idle(struct daemon *d, time_t now)
-{
-	struct rr_policy_in in = { 0 };
-
-	coord_service(&d->co, &d->cfg, &d->st);
-	check_taint(d);
-	if (!d->stage_job && d->new_kernel_at && now >= d->new_kernel_at)
-		check_new_kernel(d);
-	if (!d->stage_job && !d->cf.failing &&
-	    ((!d->staged && (!d->stage_failed_at || now - d->stage_failed_at >= STAGE_RETRY)) ||
-	     (d->staged && now - d->st.staged_time >= d->cfg.restage_interval)))
-		daemon_stage(d, d->staged ? &d->plan : NULL, false);
-	/* after a new kernel was staged: the crash kernel follows it */
-	if (!d->stage_job && !d->cr.job && crash_due(&d->cfg, &d->cr, now))
-		crash_start(d->ev, &d->cfg, &d->cr, d->staged ? &d->plan : NULL, now,
-			    on_crash_loaded, d);
-
-	policy_inputs(d, now, &in);
-	policy_decide(&d->cfg, &in, &d->out);
-	if (d->out.action != RR_ACT_REBOOT) {
-		d->blk_done = false;
-		blockers_cancel(d->blockers);
-		d->blockers = NULL;
-		coord_not_due(&d->co);
-		return;
-	}
-	/* Not before this boot is confirmed; never after it failed. */
-	if (confirm_busy(d))
-		return;
-	/* Staging and the crash load finish first: one kexec load at a time. */
-	if (d->stage_job || d->cr.job || d->blockers)
-		return;
-	/* The expensive blockers are asked only when a reboot is due, and
-	 * their answer is used once: the next due evaluation asks again. */
-	if (!d->blk_done) {
-		if (blockers_start(d->ev, &d->cfg, on_blockers, d, &d->blockers) > 0)
-			return;
-		d->blk_blocked = false;
-		d->blk_why[0] = 0;
-	}
-	d->blk_done = false;
-	in.inhibited = d->blk_blocked && !strncmp(d->blk_why, "reboot blocked by a logind", 26);
-	in.command_blocks = d->blk_blocked && !in.inhibited;
-	/* Say so when the reason changes, not at every tick. */
-	if (*d->blk_why && strcmp(d->blk_why, d->blocked_why))
-		rr_log(RR_LOG_NOTICE, "%s", d->blk_why);
-	snprintf(d->blocked_why, sizeof(d->blocked_why), "%s", d->blk_why);
-	policy_decide(&d->cfg, &in, &d->out);
-	/* the state could not be written the last time: not again at once
-	 * (the hooks would drain the machine every time) */
-	if (d->out.action == RR_ACT_REBOOT &&
-	    (!d->seq_cancelled_at || now - d->seq_cancelled_at >= SAVE_RETRY))
-		seq_begin(d);
-}
-
-static void evaluate(struct daemon *d)
-{
-	time_t now = time(NULL);
-	int64_t next_ms, fleet_ms;
-
-	if (d->st.phase == RR_PH_IDLE)
-		evaluate_idle(d, now);
-	else
-		seq_step(d, now);
-	daemon_publish(d);
-	next_ms = d->cfg.tick * 1000;
-	if (d->out.action == RR_ACT_WAIT && d->out.when > now && d->out.when - now < d->cfg.tick)
-		next_ms = (int64_t)(d->out.when - now) * 1000;
-	if (d->new_kernel_at > now && (int64_t)(d->new_kernel_at - now) * 1000 < next_ms)
-		next_ms = (int64_t)(d->new_kernel_at - now) * 1000;
-	if (d->restage_at > now && (int64_t)(d->restage_at - now) * 1000 < next_ms)
-		next_ms = (int64_t)(d->restage_at - now) * 1000;
-	time_t crash_at = d->cr.job ? 0 : crash_next(&d->cfg, &d->cr);
-	if (crash_at && (crash_at <= now || (int64_t)(crash_at - now) * 1000 < next_ms))
-		next_ms = crash_at <= now ? 0 : (int64_t)(crash_at - now) * 1000;
-	/* retries, the spread start and keepalives are in milliseconds */
-	fleet_ms = coord_next_ms(&d->co);
-	if (fleet_ms) {
-		fleet_ms -= coord_now_ms();
-		if (fleet_ms < next_ms)
-			next_ms = fleet_ms;
-	}
-	/* a running job's completion re-evaluates; nothing to poll for meanwhile */
-	if (next_ms < 10)
-		next_ms = (d->stage_job || d->cr.job) ? 1000 : 10;
-	uint64_t usec;
-	sd_event_now(d->ev, CLOCK_MONOTONIC, &usec);
-	sd_event_source_set_time(d->timer, usec + (uint64_t)next_ms * 1000ull);
-	sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
-}
-
-void daemon_evaluate_soon(struct daemon *d)
-{
-	uint64_t usec;
-
-	if (!d->timer)
-		return;                    /* a crash boot: nothing to evaluate */
-	sd_event_now(d->ev, CLOCK_MONOTONIC, &usec);
-	sd_event_source_set_time(d->timer, usec);
-	sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
-}
-
 /* coord finished something: evaluate from the loop, never from inside coord */
 static void on_coord_wake(void *ud)
 {
@@ -352,7 +29,7 @@ static void on_coord_wake(void *ud)
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *ud)
 {
-	evaluate(ud);
+	daemon_evaluate(ud);
 	return 0;
 }
 
@@ -447,7 +124,7 @@ static int on_control(void *ud, enum rr_ctl_cmd cmd, const char *arg, int cfd)
 		daemon_evaluate_soon(d);
 		break;
 	case RR_CTL_DUE:
-		format_due(d, body, sizeof(body));
+		daemon_format_due(d, body, sizeof(body));
 		control_reply(cfd, true, body);
 		break;
 	case RR_CTL_PHASE:
@@ -602,7 +279,8 @@ static void usage(FILE *f)
 	      "  --version        print the version and exit\n", f);
 }
 
-static int run(int argc, char **argv)
+/* The command line into d; -1 to go on, else run's exit code. */
+static int parse_args(struct daemon *d, int argc, char **argv, bool *check, bool *dump)
 {
 	static const struct option opts[] = {
 		{ "check-config", no_argument, NULL, 'c' },
@@ -614,22 +292,14 @@ static int run(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct daemon *d = calloc(1, sizeof(*d));
-	struct rr_cfg_errs *errs = calloc(1, sizeof(*errs));
-	bool check = false, dump = false;
-	struct rr_err e;
-	sigset_t ss;
-	int c, r;
+	int c;
 
-	if (!d || !errs)
-		return 1;
-	d->started = time(NULL);
 	snprintf(d->conf_main, sizeof(d->conf_main), "%s", RR_CONF_MAIN);
 	snprintf(d->conf_dir, sizeof(d->conf_dir), "%s", RR_CONF_DROPINS);
 	while ((c = getopt_long(argc, argv, "nhf:d:", opts, NULL)) != -1) {
 		switch (c) {
-		case 'c': case 'n': check = true; break;
-		case 'T': dump = true; break;
+		case 'c': case 'n': *check = true; break;
+		case 'T': *dump = true; break;
 		case 'V': printf("rerandd %s\n", RR_VERSION); return 0;
 		case 'f':
 			snprintf(d->conf_main, sizeof(d->conf_main), "%s", optarg);
@@ -641,26 +311,40 @@ static int run(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	struct rr_cfg_load l = { .main = d->conf_main, .dir = d->conf_dir,
-				 .main_required = d->conf_required };
-	if (check && dump) {
+	if (*check && *dump) {
 		fputs("rerandd: --check-config and --dump-config: choose one\n", stderr);
 		return 2;
 	}
-	if (check || dump)
-		return config_cli(&l, dump);
-	r = config_load_ex(&l, &d->cfg, errs);
+	return -1;
+}
+
+/* The configuration, its directories and the state file's path; <0 if the
+ * configuration has errors (logged). */
+static int load_config(struct daemon *d, struct rr_cfg_errs *errs)
+{
+	struct rr_cfg_load l = { .main = d->conf_main, .dir = d->conf_dir,
+				 .main_required = d->conf_required };
+	int r = config_load_ex(&l, &d->cfg, errs);
+
 	if (r < 0) {
 		print_errs(errs);
-		return 1;
+		return r;
 	}
 	config_fill_runtime(&d->cfg);
 	mkdir(d->cfg.state_dir, 0700);
 	mkdir(d->cfg.run_dir, 0755);
 	snprintf(d->state_path, sizeof(d->state_path), "%s/state", d->cfg.state_dir);
 	state_remove_stale_temps(d->state_path);
+	return 0;
+}
 
-	/* Before the capability drop: /dev/kmsg may need CAP_SYSLOG. */
+/* What needs privilege first (/dev/kmsg may need CAP_SYSLOG), then the
+ * capability drop, then the boot id; <0 (logged) if rerandd cannot go on. */
+static int drop_privileges(struct daemon *d)
+{
+	struct rr_err e;
+	int r;
+
 	/* once per start (and after a reload that makes it so), not at every tick */
 	if (policy_never_reboots(&d->cfg))
 		rr_log(RR_LOG_NOTICE, "%s", RR_NO_WINDOW_NOTICE);
@@ -668,14 +352,21 @@ static int run(int argc, char **argv)
 	if (d->kmsg_fd < 0)
 		rr_log(RR_LOG_WARNING, "%s: %s; oopses are seen through taint bits only", d->cfg.kmsg,
 		       strerror(errno));
-	if (caps_drop_daemon(&e) < 0) {
+	if ((r = caps_drop_daemon(&e)) < 0) {
 		rr_log(RR_LOG_ERR, "%s", e.msg);
-		return 1;
+		return r;
 	}
 	if ((r = watch_read_boot_id(d->cfg.boot_id, d->boot_id)) < 0) {
 		rr_log(RR_LOG_ERR, "%s: cannot read the boot id: %s", d->cfg.boot_id, strerror(-r));
-		return 1;
+		return r;
 	}
+	return 0;
+}
+
+/* What this boot is: a crash kernel's, or one to account for, with the
+ * sequence a restart stopped resumed. */
+static void first_look(struct daemon *d)
+{
 	crash_init(&d->cr);
 	confirm_init(d);
 	d->cr.state = d->cfg.crash_mode == RR_CRASH_OFF ? RR_CS_OFF : RR_CS_PENDING;
@@ -689,11 +380,19 @@ static int run(int argc, char **argv)
 		coord_startup(&d->co, &d->st, out);
 		seq_resume(d, resume);
 	}
+}
+
+/* The control socket, the signals and the loop; <0 (logged) on failure. */
+static int open_loop(struct daemon *d)
+{
+	struct rr_err e;
+	sigset_t ss;
+	int r;
 
 	d->ctl_fd = control_listen(d->cfg.control_socket, &e);
 	if (d->ctl_fd < 0) {
 		rr_log(RR_LOG_ERR, "%s", e.msg);
-		return 1;
+		return d->ctl_fd;
 	}
 	sigemptyset(&ss);
 	sigaddset(&ss, SIGTERM);
@@ -708,16 +407,21 @@ static int run(int argc, char **argv)
 	    (r = control_serve(d->ev, d->ctl_fd, on_control, d)) < 0 ||
 	    (r = sd_event_set_watchdog(d->ev, true)) < 0) {
 		rr_log(RR_LOG_ERR, "sd-event setup: %s", strerror(-r));
-		return 1;
+		return r;
 	}
-	if (d->crash_boot) {
-		/* only the control socket: `rerand status` says what this boot is */
-		daemon_publish(d);
-		goto loop;
-	}
+	return 0;
+}
+
+/* The timer and what rerandd watches (not in a crash boot); <0 (logged)
+ * without the timer, the rest only warned about. */
+static int add_watches(struct daemon *d)
+{
+	struct rr_err e;
+	int r;
+
 	if ((r = sd_event_add_time(d->ev, &d->timer, CLOCK_MONOTONIC, 0, 0, on_timer, d)) < 0) {
 		rr_log(RR_LOG_ERR, "sd-event setup: %s", strerror(-r));
-		return 1;
+		return r;
 	}
 	coord_set_wake(&d->co, on_coord_wake, d);
 	if (d->kmsg_fd >= 0 && sd_event_add_io(d->ev, NULL, d->kmsg_fd, EPOLLIN, on_kmsg, d) < 0)
@@ -735,30 +439,67 @@ static int run(int argc, char **argv)
 	    sd_event_add_io(d->ev, NULL, d->cr.uevent_fd, EPOLLIN, on_uevent, d) < 0)
 		rr_log(RR_LOG_WARNING, "%s; the crash kernel is not reloaded on memory or CPU hotplug",
 		       d->cr.uevent_fd < 0 ? e.msg : "cannot watch uevents");
+	return 0;
+}
 
-	if (d->kmsg_fd >= 0)
-		on_kmsg(NULL, d->kmsg_fd, 0, d);    /* records from before we started */
-	confirm_start(d);
-	if (d->st.phase == RR_PH_IDLE && !d->cf.failing)
-		daemon_stage(d, NULL, false);
-	evaluate(d);
-loop:
-	sd_notify(0, "READY=1");
-	rr_log(RR_LOG_INFO, "rerandd running: state %s, control %s", d->state_path,
-	       d->cfg.control_socket);
-	r = sd_event_loop(d->ev);
+/* After the loop: a sequence stopped here is unwound by the next start
+ * (st.phase); a held slot is not released, its lease outlives the reboot
+ * on purpose. */
+static void shut_down(struct daemon *d)
+{
 	sd_notify(0, "STOPPING=1");
 	unlink(d->cfg.control_socket);
-	/* a sequence stopped here is unwound by the next start (st.phase) */
 	seq_cancel(d);
 	confirm_stop(d);
 	stage_cancel(d->stage_job);
 	stage_cancel(d->cr.job);
 	blockers_cancel(d->blockers);
 	reboot_bus_close();
-	/* a held slot is not released here: the lease outlives the reboot on purpose */
 	coord_close(&d->co);
 	sd_event_unref(d->ev);
+}
+
+static int run(int argc, char **argv)
+{
+	struct daemon *d = calloc(1, sizeof(*d));
+	struct rr_cfg_errs *errs = calloc(1, sizeof(*errs));
+	bool check = false, dump = false;
+	int r;
+
+	if (!d || !errs)
+		return 1;
+	d->on_restaged = seq_restaged;
+	d->started = time(NULL);
+	if ((r = parse_args(d, argc, argv, &check, &dump)) >= 0)
+		return r;
+	if (check || dump) {
+		struct rr_cfg_load l = { .main = d->conf_main, .dir = d->conf_dir,
+					 .main_required = d->conf_required };
+		return config_cli(&l, dump);
+	}
+	if (load_config(d, errs) < 0 || drop_privileges(d) < 0)
+		return 1;
+	first_look(d);
+	if (open_loop(d) < 0)
+		return 1;
+	if (d->crash_boot) {
+		/* only the control socket: `rerand status` says what this boot is */
+		daemon_publish(d);
+	} else {
+		if (add_watches(d) < 0)
+			return 1;
+		if (d->kmsg_fd >= 0)
+			on_kmsg(NULL, d->kmsg_fd, 0, d);    /* records from before we started */
+		confirm_start(d);
+		if (d->st.phase == RR_PH_IDLE && !d->cf.failing)
+			daemon_stage(d, NULL, false);
+		daemon_evaluate(d);
+	}
+	sd_notify(0, "READY=1");
+	rr_log(RR_LOG_INFO, "rerandd running: state %s, control %s", d->state_path,
+	       d->cfg.control_socket);
+	r = sd_event_loop(d->ev);
+	shut_down(d);
 	free(errs);
 	free(d);
 	return r < 0 ? 1 : 0;

@@ -20,6 +20,28 @@
 #define MARK "rerand.panic="
 #define MAX_MARKS 8
 
+/* Here, not in crash.c, which uses it too: panic.c calls nothing else in
+ * rerandd, so crash.c -> panic.c runs one way. */
+const char *cmdline_next_word(const char **pp, size_t *len)
+{
+	const char *p = *pp, *w;
+	bool quoted = false;
+
+	while (*p == ' ' || *p == '\t' || *p == '\n')
+		p++;
+	if (!*p)
+		return NULL;
+	w = p;
+	while (*p && (quoted || (*p != ' ' && *p != '\t' && *p != '\n'))) {
+		if (*p == '"')
+			quoted = !quoted;
+		p++;
+	}
+	*len = (size_t)(p - w);
+	*pp = p;
+	return w;
+}
+
 static bool starts(const char *w, size_t n, const char *lit)
 {
 	size_t l = strlen(lit);

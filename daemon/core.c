@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* rerandd's core services: save the state, publish the status, stage an
+ * image, ask for an evaluation.  The reboot sequence, the boot
+ * confirmation and the evaluation build on these; nothing here calls back
+ * into them except through d->on_restaged, so the files do not form a
+ * call cycle and this one can live in libdaemon.a. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+#include <time.h>
+
+#include "rerandd.h"
+
+int daemon_save(struct daemon *d)
+{
+	struct rr_err e;
+	int r = state_save(d->state_path, &d->st, &e);
+
+	if (r < 0) {
+		rr_log(RR_LOG_ERR, "%s", e.msg);
+		snprintf(d->save_error, sizeof(d->save_error), "%s", e.msg);
+	}
+	return r;
+}
+
+static void set_stage_error(struct daemon *d, const char *msg)
+{
+	if (strcmp(d->stage_error, msg))
+		rr_log(RR_LOG_ERR, "staging failed: %s", msg);
+	snprintf(d->stage_error, sizeof(d->stage_error), "%s", msg);
+}
+
+static void on_staged(int r, const struct rr_stage_plan *p, const char *msg, void *ud)
+{
+	struct daemon *d = ud;
+	bool new_kernel = d->stage_new_kernel, stale = d->stage_stale;
+
+	d->stage_job = NULL;
+	d->stage_new_kernel = d->stage_stale = false;
+	if (r == 1) {
+		/* a /boot change, but the staged kernel is still the newest */
+	} else if (r < 0) {
+		d->stage_failed_at = time(NULL);
+		/* the kernel file was replaced between its hash and its build (an
+		 * upgrade): planned again in 5 s, not after the back-off */
+		if (r == -ESTALE)
+			d->stage_failed_at -= DAEMON_STAGE_RETRY - 5;
+		set_stage_error(d, msg);
+	} else {
+		if (new_kernel)
+			rr_log(RR_LOG_NOTICE, "new kernel %s (sha256 %.16s)", p->kernel, p->sha);
+		d->plan = *p;
+		d->staged = !stale;        /* a reload meanwhile: stage its settings next */
+		d->stage_error[0] = 0;
+		d->stage_failed_at = 0;
+		snprintf(d->st.staged_sha, sizeof(d->st.staged_sha), "%s", p->sha);
+		d->st.staged_time = time(NULL);
+		d->st.trig_new_kernel |= new_kernel;
+		stage_prune(&d->cfg, p->sha, d->cr.sha);
+		daemon_save(d);
+		if (*p->signer)
+			rr_log(RR_LOG_INFO, "staged %s (kernel sha256 %.16s), %s image %s signed by "
+			       "\"%s\"", p->kernel, p->sha, stage_source_name(p->source), p->image,
+			       p->signer);
+		else
+			rr_log(RR_LOG_INFO, "staged %s (kernel sha256 %.16s)", p->kernel, p->sha);
+	}
+	if (d->on_restaged)
+		d->on_restaged(d, stale ? -ESTALE : r < 0 ? r : 0);
+	daemon_evaluate_soon(d);
+}
+
+int daemon_stage(struct daemon *d, const struct rr_stage_plan *given, bool new_kernel)
+{
+	struct rr_stage_req req = { .plan = given };
+	struct rr_err e;
+	int r;
+
+	if (d->stage_job)
+		return -EBUSY;
+	if ((r = stage_start(d->ev, &d->cfg, &req, on_staged, d, &d->stage_job, &e)) < 0) {
+		d->stage_failed_at = time(NULL);
+		set_stage_error(d, e.msg);
+		return r;
+	}
+	d->stage_new_kernel = new_kernel;
+	return 0;
+}
+
+/* A kernel appeared in /boot: stage the newest (or Kernel=) unless its hash
+ * is the staged one; the helper plans it. */
+void daemon_stage_new_kernel(struct daemon *d)
+{
+	char newest[RR_PATH];
+	struct rr_stage_req req = { .unless_sha = d->st.staged_sha };
+	struct rr_err e;
+	int64_t wait;
+
+	d->new_kernel_at = 0;
+	/* The package's hook is building the new kernel's image, or dpkg has
+	 * yet to run it: stage from its image once it is there rather than
+	 * build a second one meanwhile. */
+	wait = kernels_new_wait(&d->cfg, NULL, time(NULL), &d->pkg_wait_since, "new kernel");
+	if (wait > 0) {
+		d->new_kernel_at = time(NULL) + wait;
+		return;
+	}
+	/* Booted by systemd-boot: its entry, not the newest file in /boot. */
+	if (!*d->cfg.kernel && !bootloader_selected(&d->cfg)) {
+		if (stage_newest_kernel(d->cfg.boot_dir, newest, sizeof(newest)) < 0)
+			return;
+		req.kernel = newest;
+	}
+	if (stage_start(d->ev, &d->cfg, &req, on_staged, d, &d->stage_job, &e) < 0) {
+		set_stage_error(d, e.msg);
+		return;
+	}
+	d->stage_new_kernel = true;
+}
+
+void daemon_publish(struct daemon *d)
+{
+	struct rr_view v;
+	struct rr_err e;
+
+	crash_refresh(&d->cfg, &d->cr);
+	daemon_fill_view(d, &v);
+	if (metrics_write(d->cfg.metrics_file, &v, &e) < 0)
+		rr_log(RR_LOG_WARNING, "%s", e.msg);
+	if (d->crash_boot) {
+		sd_notify(0, "STATUS=crash kernel boot: idle");
+		return;
+	}
+	sd_notifyf(0, "STATUS=%s; next: %s (%s)%s", state_verify_name(v.verify),
+		   policy_action_name(v.plan.action), policy_reason_name(v.plan.reason),
+		   v.stopped ? "; STOPPED after repeated failures" : "");
+}
+
+void daemon_evaluate_soon(struct daemon *d)
+{
+	uint64_t usec;
+
+	if (!d->timer)
+		return;                    /* a crash boot: nothing to evaluate */
+	sd_event_now(d->ev, CLOCK_MONOTONIC, &usec);
+	sd_event_source_set_time(d->timer, usec);
+	sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
+}

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* rerandd's evaluation, run by the loop's timer: in idle, keep an image
+ * staged and the crash kernel loaded and ask policy whether to reboot;
+ * in a sequence, its next step.  Also `rerand due`, which asks policy the
+ * same question. */
+#include <stdio.h>
+#include <string.h>
+#include <systemd/sd-event.h>
+#include <time.h>
+
+#include "rerandd.h"
+
+#define SAVE_RETRY 60              /* seconds after a reboot cancelled for an unwritable state */
+
+static void check_taint(struct daemon *d)
+{
+	uint64_t t, fresh;
+
+	if (watch_read_taint(d->cfg.tainted, &t) < 0)
+		return;
+	fresh = t & (RR_TAINT_DIE | RR_TAINT_WARN) & ~d->st.taint_handled;
+	if (!fresh)
+		return;
+	d->st.taint_handled |= fresh;
+	d->st.trig_oops = true;
+	rr_log(RR_LOG_WARNING, "kernel taint shows a new %s: the layout may have leaked",
+	       fresh & RR_TAINT_DIE ? "oops (TAINT_DIE)" : "warning (TAINT_WARN)");
+	daemon_save(d);
+}
+
+static void on_blockers(int blocked, const char *why, void *ud)
+{
+	struct daemon *d = ud;
+
+	d->blockers = NULL;
+	d->blk_done = true;
+	d->blk_blocked = blocked > 0;
+	snprintf(d->blk_why, sizeof(d->blk_why), "%s", why);
+	daemon_evaluate_soon(d);
+}
+
+static void on_crash_loaded(void *ud)
+{
+	daemon_evaluate_soon(ud);
+}
+
+/* What policy decides on, from this boot's state (blockers aside). */
+static void policy_inputs(const struct daemon *d, time_t now, struct rr_policy_in *in)
+{
+	memset(in, 0, sizeof(*in));
+	in->now = now;
+	in->layout_born = d->boot_time;
+	in->jitter = d->st.jitter > 0 ? d->st.jitter : 0;
+	in->last_reboot = d->st.last_reboot;
+	in->last_failure = d->st.last_failure;
+	in->failures = d->st.failures;
+	in->oops = d->st.trig_oops;
+	in->new_kernel = d->st.trig_new_kernel;
+	in->now_requested = d->st.trig_now;
+	in->weak = d->verify == RR_V_WEAK;
+	in->hold = d->st.hold;
+	in->staged = d->staged;
+}
+
+/* `rerand due`: "due REASON" when a rerandomization is due now with every
+ * window open (kured's --reboot-sentinel-command), else "not due: WHY". */
+void daemon_format_due(const struct daemon *d, char *out, size_t size)
+{
+	struct rr_policy_in in;
+	struct rr_policy_out o;
+	time_t now = time(NULL);
+	char when[40];
+	struct tm tm;
+
+	if (d->crash_boot) {
+		snprintf(out, size, "not due: this is a crash kernel boot\n");
+		return;
+	}
+	if (d->st.phase != RR_PH_IDLE) {
+		snprintf(out, size, "due: a rerandomizing reboot is under way (%s)\n",
+			 state_phase_name(d->st.phase));
+		return;
+	}
+	policy_inputs(d, now, &in);
+	policy_due(&d->cfg, &in, &o);
+	switch (o.action) {
+	case RR_ACT_REBOOT:
+		snprintf(out, size, "due: %s\n", policy_reason_name(o.reason));
+		break;
+	case RR_ACT_BLOCKED:
+		snprintf(out, size, "not due: %s is due but blocked by %s\n",
+			 policy_reason_name(o.reason), policy_blocker_name(o.blocker));
+		break;
+	case RR_ACT_WAIT:
+		gmtime_r(&o.when, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		snprintf(out, size, "not due: %s at %s\n", policy_reason_name(o.reason), when);
+		break;
+	case RR_ACT_STOPPED:
+		snprintf(out, size, "not due: stopped after %u failures in a row (MaxFailures=%u); "
+			 "`rerand now` still rerandomizes\n", d->st.failures, d->cfg.max_failures);
+		break;
+	default:
+		snprintf(out, size, "not due: nothing planned\n");
+	}
+}
+
+/* idle: keep an image staged and the crash kernel loaded, watch for
+ * triggers; when policy says reboot and nothing blocks, start the sequence. */
+static void evaluate_idle(struct daemon *d, time_t now)
+{
+	struct rr_policy_in in = { 0 };
+
+	coord_service(&d->co, &d->cfg, &d->st);
+	check_taint(d);
+	if (!d->stage_job && d->new_kernel_at && now >= d->new_kernel_at)
+		daemon_stage_new_kernel(d);
+	if (!d->stage_job && !d->cf.failing &&
+	    ((!d->staged && (!d->stage_failed_at || now - d->stage_failed_at >= DAEMON_STAGE_RETRY)) ||
+	     (d->staged && now - d->st.staged_time >= d->cfg.restage_interval)))
+		daemon_stage(d, d->staged ? &d->plan : NULL, false);
+	/* after a new kernel was staged: the crash kernel follows it */
+	if (!d->stage_job && !d->cr.job && crash_due(&d->cfg, &d->cr, now))
+		crash_start(d->ev, &d->cfg, &d->cr, d->staged ? &d->plan : NULL, now,
+			    on_crash_loaded, d);
+
+	policy_inputs(d, now, &in);
+	policy_decide(&d->cfg, &in, &d->out);
+	if (d->out.action != RR_ACT_REBOOT) {
+		d->blk_done = false;
+		blockers_cancel(d->blockers);
+		d->blockers = NULL;
+		coord_not_due(&d->co);
+		return;
+	}
+	/* Not before this boot is confirmed; never after it failed. */
+	if (confirm_busy(d))
+		return;
+	/* Staging and the crash load finish first: one kexec load at a time. */
+	if (d->stage_job || d->cr.job || d->blockers)
+		return;
+	/* The expensive blockers are asked only when a reboot is due, and
+	 * their answer is used once: the next due evaluation asks again. */
+	if (!d->blk_done) {
+		if (blockers_start(d->ev, &d->cfg, on_blockers, d, &d->blockers) > 0)
+			return;
+		d->blk_blocked = false;
+		d->blk_why[0] = 0;
+	}
+	d->blk_done = false;
+	in.inhibited = d->blk_blocked && !strncmp(d->blk_why, "reboot blocked by a logind", 26);
+	in.command_blocks = d->blk_blocked && !in.inhibited;
+	/* Say so when the reason changes, not at every tick. */
+	if (*d->blk_why && strcmp(d->blk_why, d->blocked_why))
+		rr_log(RR_LOG_NOTICE, "%s", d->blk_why);
+	snprintf(d->blocked_why, sizeof(d->blocked_why), "%s", d->blk_why);
+	policy_decide(&d->cfg, &in, &d->out);
+	/* the state could not be written the last time: not again at once
+	 * (the hooks would drain the machine every time) */
+	if (d->out.action == RR_ACT_REBOOT &&
+	    (!d->seq_cancelled_at || now - d->seq_cancelled_at >= SAVE_RETRY))
+		seq_begin(d);
+}
+
+void daemon_evaluate(struct daemon *d)
+{
+	time_t now = time(NULL);
+	int64_t next_ms, fleet_ms;
+
+	if (d->st.phase == RR_PH_IDLE)
+		evaluate_idle(d, now);
+	else
+		seq_step(d, now);
+	daemon_publish(d);
+	next_ms = d->cfg.tick * 1000;
+	if (d->out.action == RR_ACT_WAIT && d->out.when > now && d->out.when - now < d->cfg.tick)
+		next_ms = (int64_t)(d->out.when - now) * 1000;
+	if (d->new_kernel_at > now && (int64_t)(d->new_kernel_at - now) * 1000 < next_ms)
+		next_ms = (int64_t)(d->new_kernel_at - now) * 1000;
+	if (d->restage_at > now && (int64_t)(d->restage_at - now) * 1000 < next_ms)
+		next_ms = (int64_t)(d->restage_at - now) * 1000;
+	time_t crash_at = d->cr.job ? 0 : crash_next(&d->cfg, &d->cr);
+	if (crash_at && (crash_at <= now || (int64_t)(crash_at - now) * 1000 < next_ms))
+		next_ms = crash_at <= now ? 0 : (int64_t)(crash_at - now) * 1000;
+	/* retries, the spread start and keepalives are in milliseconds */
+	fleet_ms = coord_next_ms(&d->co);
+	if (fleet_ms) {
+		fleet_ms -= coord_now_ms();
+		if (fleet_ms < next_ms)
+			next_ms = fleet_ms;
+	}
+	/* a running job's completion re-evaluates; nothing to poll for meanwhile */
+	if (next_ms < 10)
+		next_ms = (d->stage_job || d->cr.job) ? 1000 : 10;
+	uint64_t usec;
+	sd_event_now(d->ev, CLOCK_MONOTONIC, &usec);
+	sd_event_source_set_time(d->timer, usec + (uint64_t)next_ms * 1000ull);
+	sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
+}

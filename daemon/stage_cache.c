@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The image cache under <state>/images, keyed by the SHA-256 of the kernel
+ * and of the stage: the temporary files beside an image, and pruning the
+ * images no kernel needs any more. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <systemd/sd-event.h>
+#include <unistd.h>
+
+#include "image.h"
+#include "lockdown.h"
+#include "pesig.h"
+#include "rerandd.h"
+#include "sign.h"
+
+#ifndef __clang__
+#pragma GCC diagnostic ignored "-Wformat-truncation"  /* paths are checked by stat() */
+#endif
+
+#include "stage_int.h"
+
+/* The stage, linked in: rerandd builds images itself. */
+#include "../kexec/stage_blob.h"
+
+const char *stage_blob_sha(void)
+{
+	static char hex[65];
+
+	if (!*hex && digest_hex(rr_stage_blob, (size_t)(rr_stage_blob_end - rr_stage_blob), hex) < 0)
+		hex[0] = 0;
+	return hex;
+}
+
+/* A temporary file beside p->image, for a child to write and rerandd to
+ * rename: nothing half-written is ever at p->image. */
+int stage_make_tmp(const struct rr_stage_plan *p, const char *tag, char *tmp, size_t len,
+		   struct rr_err *e)
+{
+	int fd;
+
+	if (snprintf(tmp, len, "%s.%sXXXXXX", p->image, tag) >= (int)len)
+		return rr_errf(e, ENAMETOOLONG, "%s: path too long", p->image);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return rr_errf(e, errno, "%s: cannot create a temporary file: %s", tmp, strerror(errno));
+	return fd;
+}
+
+/* <key>.img or <key>.signed.img, or the record of one (.sha256) */
+static bool image_of(const char *name, const char *key)
+{
+	size_t n = strlen(key);
+
+	return *key && !strncmp(name, key, n) &&
+	       (!strcmp(name + n, ".img") || !strcmp(name + n, ".signed.img") ||
+		!strcmp(name + n, ".img.sha256") || !strcmp(name + n, ".signed.img.sha256"));
+}
+
+/* <sha>.<this stage's sha>.img that the kernel hook built for an installed
+ * kernel (its index names the sha): rerandd stages it when that kernel comes
+ * up, and removing it would race the hook, which may have just written it. */
+static bool hook_image(const struct rr_config *c, const char *name)
+{
+	char sha[65];
+
+	if (strlen(name) < 65 || name[64] != '.')
+		return false;
+	memcpy(sha, name, 64);
+	sha[64] = 0;
+	return image_of(name + 65, stage_blob_sha()) && kernels_indexed(c, sha);
+}
+
+void stage_prune(const struct rr_config *c, const char *keep_sha, const char *keep_sha2)
+{
+	char dir[RR_PATH + 16], keep[160], keep2[160] = "";
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/images", c->state_dir);
+	/* cache names start with <kernel sha>.<stage sha> */
+	snprintf(keep, sizeof(keep), "%s.%s", keep_sha ? keep_sha : "", stage_blob_sha());
+	if (keep_sha2 && *keep_sha2)
+		snprintf(keep2, sizeof(keep2), "%s.%s", keep_sha2, stage_blob_sha());
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		/* the crash kernel may run another kernel's image */
+		if (de->d_name[0] == '.' || (keep_sha && *keep_sha && image_of(de->d_name, keep)) ||
+		    image_of(de->d_name, keep2) || hook_image(c, de->d_name))
+			continue;
+		if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+			rr_log(RR_LOG_INFO, "removed cached image %s/%s", dir, de->d_name);
+	}
+	closedir(d);
+}

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The checks an image passes before it is staged: it parses, is signed
+ * when it must be, carries rerandd's stage (or, pre-signed, is of the
+ * plan's release) and, cached, has the bytes recorded when it was built;
+ * what the builder wrote is checked in a copy only root holds. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <systemd/sd-event.h>
+#include <unistd.h>
+
+#include "image.h"
+#include "lockdown.h"
+#include "pesig.h"
+#include "rerandd.h"
+#include "sign.h"
+
+#ifndef __clang__
+#pragma GCC diagnostic ignored "-Wformat-truncation"  /* paths are checked by stat() */
+#endif
+
+#include "stage_int.h"
+
+/* The image at path parses, is signed when it must be, and (pre-signed)
+ * is of the plan's release; p->signer from its signature. */
+int stage_check_image(struct rr_stage_plan *p, const char *path, bool want_signed,
+		      struct rr_err *e)
+{
+	struct rr_image im;
+	struct rr_pe_sig sig;
+	uint8_t *buf;
+	size_t len, w = 0;
+	int r;
+
+	r = rr_read_file(path, 512u << 20, &buf, &len, e);
+	if (r < 0)
+		return r;
+	r = rr_image_parse(buf, len, path, &im, e);
+	if (r == 0)
+		r = rr_pe_sig_read(buf, len, path, &sig, e);
+	free(buf);
+	if (r < 0)
+		return r;
+	if (want_signed && !sig.is_signed)
+		return rr_errf(e, ENOKEY, "%s: not signed, and the kernel is locked down: it accepts "
+			       "only signed images (see docs/secure-boot.md)", path);
+	if (want_signed && !sig.verified)
+		return rr_errf(e, EKEYREJECTED, "%s: signature does not verify: %s; not staged (a "
+			       "locked-down kernel refuses it)", path, sig.why);
+	while (im.kernel_version[w] && im.kernel_version[w] != ' ')
+		w++;
+	if (p->source == RR_IMG_PRESIGNED &&
+	    (strlen(p->release) != w || memcmp(im.kernel_version, p->release, w)))
+		return rr_errf(e, EINVAL, "%s: an image of release \"%.*s\", not of %s's %s", path,
+			       (int)w, im.kernel_version, p->kernel, p->release);
+	if (p->source != RR_IMG_PRESIGNED) {
+		/* Built by RerandBinary=, a separate program: it must carry the
+		 * stage the cache key names, or an upgrade of one and not the
+		 * other would keep booting an old stage. */
+		char hex[65];
+		for (int i = 0; i < 32; i++)
+			snprintf(hex + 2 * i, 3, "%02x", im.hdr.stage_sha256[i]);
+		if (strcmp(hex, p->stage_sha))
+			return rr_errf(e, EINVAL, "%s: carries stage %.16s..., but rerandd's is "
+				       "%.16s...: RerandBinary= is from another build", path, hex,
+				       p->stage_sha);
+	}
+	/* a name from a signature that does not verify is not a signer */
+	snprintf(p->signer, sizeof(p->signer), "%s", sig.verified ? sig.subject : "");
+	snprintf(p->signature, sizeof(p->signature), "%s", rr_pe_sig_state(&sig));
+	return 0;
+}
+
+/* 1: p->image must be built (the cache dir is there and the stale file gone),
+ * 0: usable as it is, <0: not usable (a pre-signed image is never rebuilt).
+ * A cached image is usable only if its bytes are those recorded when it
+ * was built; why one is not is put in note (may be NULL), for the log. */
+int stage_build_needed(const struct rr_config *c, struct rr_stage_plan *p, char *note,
+		       size_t notelen, struct rr_err *e)
+{
+	char dir[RR_PATH + 16], rec[RR_PATH + 200];
+	bool want_signed = p->source != RR_IMG_BUILT;
+	struct rr_err de;
+
+	p->image_sha256[0] = 0;
+	/* someone else's file: checked, never rebuilt or removed; its content is
+	 * the signature's business (kexec_file_load verifies it) */
+	if (p->source == RR_IMG_PRESIGNED)
+		return stage_check_image(p, p->image, true, e);
+	if (stage_check_image(p, p->image, want_signed, NULL) == 0) {
+		if (digest_image_check(p->image, p->image_sha256, &de) == 0)
+			return 0;                  /* cached, and as it was built */
+		p->image_sha256[0] = 0;
+		if (note)
+			snprintf(note, notelen, "%s; not loaded: rebuilding it", de.msg);
+	}
+	unlink(p->image);
+	snprintf(rec, sizeof(rec), "%s.sha256", p->image);
+	unlink(rec);
+	snprintf(dir, sizeof(dir), "%s/images", c->state_dir);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return rr_errf(e, errno, "%s: cannot create: %s", dir, strerror(errno));
+	return 1;
+}
+
+/* A copy of path that only root holds, beside the image, in copy. */
+static int private_copy(const struct rr_stage_plan *p, const char *path, char *copy, size_t len,
+			struct rr_err *e)
+{
+	char buf[65536];
+	int in, out, r = 0;
+	ssize_t n;
+
+	in = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (in < 0)
+		return rr_errf(e, errno, "%s: cannot open: %s", path, strerror(errno));
+	out = stage_make_tmp(p, "chk", copy, len, e);
+	if (out < 0) {
+		close(in);
+		*copy = 0;
+		return out;
+	}
+	while ((n = read(in, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || write(out, buf, (size_t)n) != n) {
+			r = rr_errf(e, errno ? errno : EIO, "%s: cannot copy to %s: %s", path, copy,
+				    strerror(errno ? errno : EIO));
+			break;
+		}
+	}
+	if (r == 0 && fchmod(out, 0644) < 0)
+		r = rr_errf(e, errno, "%s: chmod: %s", copy, strerror(errno));
+	close(in);
+	close(out);
+	if (r < 0) {
+		unlink(copy);
+		*copy = 0;
+	}
+	return r;
+}
+
+/* The builder ran unprivileged, and what it started may outlive it with
+ * its output still open: the file it wrote (path) is copied into one only
+ * root holds, and that copy is checked like any other file before it is
+ * named an image.  Nothing the builder left behind can change it after. */
+int stage_built(struct rr_stage_plan *p, const char *path, struct rr_err *e)
+{
+	char copy[RR_PATH + 64];
+	int r = private_copy(p, path, copy, sizeof(copy), e);
+
+	if (r == 0)
+		r = stage_check_image(p, copy, p->source != RR_IMG_BUILT, e);
+	/* the record first: an image in place without its record is rebuilt,
+	 * never loaded unchecked */
+	if (r == 0)
+		r = digest_file_hex(copy, p->image_sha256, e);
+	if (r == 0)
+		r = digest_record_write(p->image, p->image_sha256, e);
+	if (r == 0 && rename(copy, p->image) < 0)
+		r = rr_errf(e, errno, "%s: cannot rename into place: %s", p->image, strerror(errno));
+	if (r < 0 && *copy)
+		unlink(copy);
+	return r;
+}

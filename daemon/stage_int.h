@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Inside rerandd's staging, shared by its files; what the rest of rerandd
+ * uses is in rerandd.h.  The calls run one way: stage_build -> stage_job ->
+ * stage_child, stage_check -> stage_cache, and stage_plan. */
+#ifndef RERAND_DAEMON_STAGE_INT_H
+#define RERAND_DAEMON_STAGE_INT_H
+
+#include "rerandd.h"
+
+struct rr_stage_job {
+	struct rr_config c;               /* a reload meanwhile does not change this run */
+	struct rr_stage_plan p;
+	bool crash;
+	struct rr_job *job;
+	sd_event *ev;
+	rr_stage_done_fn done;
+	void *arg;
+	char tmp[RR_PATH + 200];          /* the builder's output, "" when none */
+	char sig[RR_PATH + 200];          /* sbsign's output, "" when none */
+	bool build_only;                  /* stage_build(): no load after the check */
+	int kernel_fd;                    /* the file the builder read, -1 when none */
+};
+
+/* stage_cache.c */
+/* A temporary file beside p->image (tag in its name), for a child to write
+ * and rerandd to rename: its fd, or <0. */
+int stage_make_tmp(const struct rr_stage_plan *p, const char *tag, char *tmp, size_t len,
+		   struct rr_err *e);
+
+/* stage_check.c */
+int stage_check_image(struct rr_stage_plan *p, const char *path, bool want_signed,
+		      struct rr_err *e);
+/* 1: p->image must be built, 0: the cached one is usable, <0: not usable;
+ * why a cached one is not, in note (may be NULL). */
+int stage_build_needed(const struct rr_config *c, struct rr_stage_plan *p, char *note,
+		       size_t notelen, struct rr_err *e);
+/* What the builder wrote at path, copied, checked and renamed to p->image. */
+int stage_built(struct rr_stage_plan *p, const char *path, struct rr_err *e);
+
+/* stage_child.c */
+int stage_builder_identity(const struct rr_config *c, struct rr_builder *b, struct rr_err *e);
+/* Who builds images, for the log. */
+const char *stage_builder_name(const struct rr_config *c);
+void stage_image_argv(const struct rr_config *c, const struct rr_stage_plan *p, char *argv[12]);
+void stage_sign_argv(const struct rr_config *c, const char *in, const char *out, char *argv[12]);
+/* msg: "<what> <file> failed (...)" and the child's last line. */
+void stage_child_failed(const char *what, const char *file, int status, const char *out,
+			char *msg, size_t len);
+/* Why `rerand load` failed, from its output. */
+void stage_load_reason(const char *out, int status, bool crash, char *msg, size_t len);
+/* `rerand load`'s output into the log, line by line. */
+void stage_load_log(int prio, bool crash, const char *out);
+
+/* stage_job.c */
+/* Start the builder on sj->p; its end goes on to the check. */
+int stage_job_build(struct rr_stage_job *sj, struct rr_err *e);
+/* The job is over: freed, then done(r, plan, msg, arg). */
+void stage_job_finish(struct rr_stage_job *sj, int r, const char *msg);
+
+#endif

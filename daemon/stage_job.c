@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Staging as jobs, nothing slow in rerandd's loop: a helper plans and
+ * checks the cache, the builder builds and sbsign signs, a helper checks
+ * the result, `rerand load` loads it; each job's end starts the next. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <systemd/sd-event.h>
+#include <unistd.h>
+
+#include "image.h"
+#include "lockdown.h"
+#include "pesig.h"
+#include "rerandd.h"
+#include "sign.h"
+
+#ifndef __clang__
+#pragma GCC diagnostic ignored "-Wformat-truncation"  /* paths are checked by stat() */
+#endif
+
+#include "stage_int.h"
+
+/* What a helper tells the loop. */
+/* ---- staging as jobs: plan and check (a forked helper), build (`rerand
+ * image`), check again (a helper), load (`rerand load`) --------------------- */
+
+struct helper_result {
+	int r;                            /* <0 error, 0 go on, 1 unchanged */
+	int need_build;
+	char msg[RR_ERR_MAX];
+	char note[RR_ERR_MAX];            /* why a cached image is rebuilt, for the log */
+	char changed[RR_ERR_MAX];         /* the staged kernel's file changed, for the log */
+	struct rr_stage_plan p;
+};
+
+struct prep_args {
+	const struct rr_config *c;
+	const struct rr_stage_req *req;
+	struct rr_stage_plan *p;
+};
+
+static int helper_write(int fd, const struct helper_result *res)
+{
+	const char *b = (const char *)res;
+	size_t done = 0;
+
+	while (done < sizeof(*res)) {
+		ssize_t n = write(fd, b + done, sizeof(*res) - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* In the helper: the plan (SHA-256 of the kernel) and the cache check. */
+static int prep_child(void *ud, int fd)
+{
+	struct prep_args *a = ud;
+	struct helper_result res = { 0 };
+	struct rr_err e = { "" };
+	int r = 0;
+
+	if (a->req->plan) {
+		/* hashed again: a kernel replaced since it was staged is noticed */
+		res.p = *a->req->plan;
+		r = stage_rekey(a->c, &res.p, res.changed, sizeof(res.changed), &e);
+		r = r > 0 ? 0 : r;
+	} else if (a->req->planner)
+		r = a->req->planner(a->c, a->req->planner_arg, &res.p, &e);
+	else
+		r = stage_plan(a->c, a->req->kernel, &res.p, &e);
+	if (r == 0 && a->req->unless_sha && !strcmp(res.p.sha, a->req->unless_sha))
+		r = 1;
+	if (r == 0 && (r = stage_build_needed(a->c, &res.p, res.note, sizeof(res.note), &e)) > 0) {
+		res.need_build = 1;
+		r = 0;
+	}
+	res.r = r;
+	snprintf(res.msg, sizeof(res.msg), "%s", e.msg);
+	return helper_write(fd, &res);
+}
+
+struct check_args {
+	struct rr_stage_plan *p;
+	const char *path;
+};
+
+/* In the helper: the image the builder (and sbsign) wrote parses, is signed
+ * when it must be, carries rerandd's stage; then it is renamed into place. */
+static int check_child(void *ud, int fd)
+{
+	struct check_args *a = ud;
+	struct helper_result res = { 0 };
+	struct rr_err e = { "" };
+
+	res.p = *a->p;
+	res.r = stage_built(&res.p, a->path, &e);
+	snprintf(res.msg, sizeof(res.msg), "%s", e.msg);
+	return helper_write(fd, &res);
+}
+
+/* Nothing half-built stays beside the cache (renamed ones are gone). */
+static void unlink_tmps(struct rr_stage_job *sj)
+{
+	if (*sj->tmp)
+		unlink(sj->tmp);
+	if (*sj->sig)
+		unlink(sj->sig);
+	*sj->tmp = *sj->sig = 0;
+}
+
+static void stage_job_free(struct rr_stage_job *sj)
+{
+	unlink_tmps(sj);
+	if (sj->kernel_fd >= 0)
+		close(sj->kernel_fd);
+	free(sj);
+}
+
+void stage_job_finish(struct rr_stage_job *sj, int r, const char *msg)
+{
+	struct rr_stage_plan p = sj->p;
+	rr_stage_done_fn done = sj->done;
+	void *arg = sj->arg;
+
+	stage_job_free(sj);
+	done(r, &p, msg, arg);
+}
+
+/* A helper's result, or why there is none. */
+static const struct helper_result *helper_got(int status, const void *buf, size_t len,
+					      char *msg, size_t msglen)
+{
+	if (status == 0 && len == sizeof(struct helper_result))
+		return buf;
+	snprintf(msg, msglen, "the staging helper %s (%s %d, %zu bytes)",
+		 status == -ETIMEDOUT ? "was stopped after its timeout" : "failed",
+		 status < 0 ? "error" : "status", status < 0 ? -status : status, len);
+	return NULL;
+}
+
+static void on_loaded(int status, const char *out, void *ud)
+{
+	struct rr_stage_job *sj = ud;
+	char msg[RR_ERR_MAX] = "";
+
+	sj->job = NULL;
+	stage_load_log(status == 0 ? RR_LOG_INFO : RR_LOG_NOTICE, sj->crash, out);
+	if (status != 0)
+		stage_load_reason(out, status, sj->crash, msg, sizeof(msg));
+	stage_job_finish(sj, status == 0 ? 0 : status < 0 ? status : -EIO, msg);
+}
+
+static int start_load(struct rr_stage_job *sj, struct rr_err *e)
+{
+	struct rr_load_argv a;
+	int r;
+
+	stage_load_argv(&sj->c, &sj->p, sj->crash, &a);
+	r = job_start(sj->ev, a.argv, 300, RR_CHILD_KEXEC_CAPS | RR_CHILD_NICE, true, on_loaded, sj,
+		      &sj->job);
+	return r < 0 ? rr_errf(e, -r, "%s load: cannot start: %s", sj->c.rerand_bin, strerror(-r)) : 0;
+}
+
+static void on_checked(int status, const void *buf, size_t len, void *ud)
+{
+	struct rr_stage_job *sj = ud;
+	const struct helper_result *res;
+	struct rr_err e;
+	char msg[RR_ERR_MAX];
+
+	sj->job = NULL;
+	if (!(res = helper_got(status, buf, len, msg, sizeof(msg)))) {
+		stage_job_finish(sj, -EIO, msg);
+		return;
+	}
+	sj->p = res->p;                    /* its signer */
+	if (res->r < 0) {
+		stage_job_finish(sj, res->r, res->msg);
+		return;
+	}
+	unlink_tmps(sj);                   /* a copy of them is in place */
+	rr_log(RR_LOG_INFO, "built %s as %s without capabilities%s", sj->p.image,
+	       stage_builder_name(&sj->c), sj->p.source == RR_IMG_SIGNED_HERE ? ", signed by sbsign" : "");
+	if (sj->build_only)
+		stage_job_finish(sj, 0, "");
+	else if (start_load(sj, &e) < 0)
+		stage_job_finish(sj, -EIO, e.msg);
+}
+
+static void start_check(struct rr_stage_job *sj, const char *path)
+{
+	struct check_args a = { &sj->p, path };
+	int r;
+
+	r = job_start_fn(sj->ev, "rerandd-check", check_child, &a, 600, on_checked, sj, &sj->job);
+	if (r < 0) {
+		char msg[RR_ERR_MAX];
+		snprintf(msg, sizeof(msg), "cannot start the staging helper: %s", strerror(-r));
+		stage_job_finish(sj, r, msg);
+	}
+}
+
+static void on_signed(int status, const char *out, void *ud)
+{
+	struct rr_stage_job *sj = ud;
+	char msg[RR_ERR_MAX];
+
+	sj->job = NULL;
+	unlink(sj->tmp);
+	*sj->tmp = 0;
+	if (status != 0) {
+		stage_child_failed("sbsign of", sj->p.image, status, out, msg, sizeof(msg));
+		stage_job_finish(sj, status < 0 ? status : -EIO, msg);
+		return;
+	}
+	if (chmod(sj->sig, 0644) < 0) {
+		snprintf(msg, sizeof(msg), "%s: chmod: %s", sj->sig, strerror(errno));
+		stage_job_finish(sj, -errno, msg);
+		return;
+	}
+	start_check(sj, sj->sig);
+}
+
+static void on_built(int status, const char *out, void *ud)
+{
+	struct rr_stage_job *sj = ud;
+	char msg[RR_ERR_MAX], *argv[12];
+	int fd, r;
+
+	sj->job = NULL;
+	if (status != 0) {
+		char what[RR_PATH + 16], file[RR_PATH + 64];
+		snprintf(what, sizeof(what), "%s image", sj->c.rerand_bin);
+		snprintf(file, sizeof(file), "%s (as %s, no capabilities)", sj->p.kernel,
+			 stage_builder_name(&sj->c));
+		stage_child_failed(what, file, status, out, msg, sizeof(msg));
+		stage_job_finish(sj, status < 0 ? status : -EIO, msg);
+		return;
+	}
+	{
+		/* the hash names the file as it was when the builder started: an
+		 * in-place write meanwhile (not dpkg's way, which renames) makes
+		 * the image another kernel's */
+		struct rr_err e;
+		r = digest_kernel_unchanged(sj->kernel_fd, sj->p.kernel, &sj->p.kernel_id, &e);
+		if (r < 0) {
+			stage_job_finish(sj, r, e.msg);
+			return;
+		}
+	}
+	if (chmod(sj->tmp, 0644) < 0) {
+		snprintf(msg, sizeof(msg), "%s: chmod: %s", sj->tmp, strerror(errno));
+		stage_job_finish(sj, -errno, msg);
+		return;
+	}
+	if (sj->p.source != RR_IMG_SIGNED_HERE) {
+		start_check(sj, sj->tmp);
+		return;
+	}
+	{
+		struct rr_err e;
+		fd = stage_make_tmp(&sj->p, "sig", sj->sig, sizeof(sj->sig), &e);
+		if (fd < 0) {
+			*sj->sig = 0;
+			stage_job_finish(sj, fd, e.msg);
+			return;
+		}
+	}
+	close(fd);
+	stage_sign_argv(&sj->c, sj->tmp, sj->sig, argv);
+	r = job_start(sj->ev, argv, 600, RR_CHILD_NO_CAPS, true, on_signed, sj, &sj->job);
+	if (r < 0) {
+		snprintf(msg, sizeof(msg), "%s: cannot start: %s", argv[0], strerror(-r));
+		stage_job_finish(sj, r, msg);
+	}
+}
+
+/* The builder's identity, its two files (rerandd's, handed over as fds
+ * 3 and 4), and the job. */
+int stage_job_build(struct rr_stage_job *sj, struct rr_err *e)
+{
+	struct rr_builder b = { .kernel_fd = -1, .out_fd = -1 };
+	char *argv[12];
+	int r;
+
+	r = stage_builder_identity(&sj->c, &b, e);
+	if (r < 0)
+		return r;
+	/* the file the plan hashed, or nothing: its image is cached under
+	 * that hash */
+	b.kernel_fd = digest_kernel_reopen(sj->p.kernel, &sj->p.kernel_id, e);
+	if (b.kernel_fd < 0)
+		return b.kernel_fd;
+	b.out_fd = stage_make_tmp(&sj->p, "tmp", sj->tmp, sizeof(sj->tmp), e);
+	if (b.out_fd < 0) {
+		*sj->tmp = 0;
+		close(b.kernel_fd);
+		return b.out_fd;
+	}
+	/* The package guest checks this line: the kernel hook's image is
+	 * staged, not rebuilt. */
+	rr_log(RR_LOG_INFO, "building %s from %s", sj->p.image, sj->p.kernel);
+	stage_image_argv(&sj->c, &sj->p, argv);
+	r = job_start_builder(sj->ev, argv, 600, &b, on_built, sj, &sj->job);
+	/* the child has its copies (or there is no child); the kernel's is
+	 * kept to check, once it is built, that the file did not change */
+	close(b.out_fd);
+	if (r < 0) {
+		close(b.kernel_fd);
+		return rr_errf(e, -r, "%s image: cannot start: %s", sj->c.rerand_bin, strerror(-r));
+	}
+	if (sj->kernel_fd >= 0)
+		close(sj->kernel_fd);
+	sj->kernel_fd = b.kernel_fd;
+	return 0;
+}
+
+static void on_prepped(int status, const void *buf, size_t len, void *ud)
+{
+	struct rr_stage_job *sj = ud;
+	const struct helper_result *res;
+	struct rr_err e;
+	char msg[RR_ERR_MAX];
+	int r;
+
+	sj->job = NULL;
+	if (!(res = helper_got(status, buf, len, msg, sizeof(msg)))) {
+		stage_job_finish(sj, -EIO, msg);
+		return;
+	}
+	sj->p = res->p;
+	if (*res->changed)
+		rr_log(RR_LOG_NOTICE, "%s", res->changed);
+	if (*res->note)
+		rr_log(RR_LOG_ERR, "%s", res->note);
+	if (res->r != 0) {
+		stage_job_finish(sj, res->r, res->msg);
+		return;
+	}
+	if (!res->need_build) {
+		if (start_load(sj, &e) < 0)
+			stage_job_finish(sj, -EIO, e.msg);
+		return;
+	}
+	r = stage_job_build(sj, &e);
+	if (r < 0)
+		stage_job_finish(sj, r, e.msg);
+}
+
+int stage_start(sd_event *ev, const struct rr_config *c, const struct rr_stage_req *req,
+		rr_stage_done_fn done, void *arg, struct rr_stage_job **ret, struct rr_err *e)
+{
+	struct rr_stage_job *sj = calloc(1, sizeof(*sj));
+	struct prep_args a;
+	int r;
+
+	if (!sj)
+		return rr_errf(e, ENOMEM, "out of memory");
+	memset(&sj->p, 0, sizeof(sj->p));
+	sj->kernel_fd = -1;
+	sj->c = *c;
+	sj->crash = req->crash;
+	sj->job = NULL;
+	sj->ev = ev;
+	sj->done = done;
+	sj->arg = arg;
+	a = (struct prep_args){ &sj->c, req, &sj->p };
+	/* forked at once: the helper sees req as it is now */
+	r = job_start_fn(ev, "rerandd-plan", prep_child, &a, 600, on_prepped, sj, &sj->job);
+	if (r < 0) {
+		free(sj);
+		return rr_errf(e, -r, "cannot start the staging helper: %s", strerror(-r));
+	}
+	*ret = sj;
+	return 0;
+}
+
+void stage_cancel(struct rr_stage_job *sj)
+{
+	if (!sj)
+		return;
+	job_cancel(sj->job);
+	stage_job_free(sj);
+}
