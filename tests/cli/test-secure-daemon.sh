@@ -165,7 +165,7 @@ check "SignKey=: the staged bytes are the cached signed image's" \
 	eval 'cmp -s "$tmp"/signhere/state/images/*.signed.img "$tmp/signhere/staged.img"'
 
 # ---- SignKey= that others can read, or not root's: --check-config refuses it --------------------
-# (the same check refuses it at staging: tests/unit/test_secure_daemon.c)
+# (the same check refuses it at staging: tests/kernel/test_secure_daemon.c)
 cc() { "$RERANDD" --check-config --config "$tmp/keycheck.conf" --config-dir "$tmp/none.d" 2>&1; }
 cp "$tmp/db.key" "$tmp/loose.key"
 sed "s|^SignKey=.*|SignKey=$tmp/loose.key|" "$tmp/signhere/rerand.conf" >"$tmp/keycheck.conf"
