@@ -183,7 +183,7 @@ $(FLEETD): $(O)/host/fleetd/main.o $(LIBFLEETD) $(FLEETD_SHARED_OBJS) $(LIBRERAN
 
 $(O)/host/fleetd/%.o: HOST_CFLAGS += $(FLEETD_CFLAGS) -Idaemon -pthread
 
-# The chaos test's deliberately broken helper (tests/cli/test-fleet-chaos.sh): the
+# The chaos test's deliberately broken helper (tests/fleet/test-fleet-chaos.sh): the
 # slot's down lease (DownTTL=) switched off at build time, so that the test can
 # show its checker catches a slot lapsing while its host is down.  Never installed.
 FLEETD_BROKEN := $(O)/chaos-broken/rerand-fleetd
@@ -320,7 +320,7 @@ check-comeback:
 CHAOS ?= short
 check-chaos:
 	$(Q)$(MAKE) --no-print-directory all $(FLEETD_BROKEN)
-	$(Q)RERAND_MODE=$(CHAOS) tests/cli/test-fleet-chaos.sh
+	$(Q)RERAND_MODE=$(CHAOS) tests/fleet/test-fleet-chaos.sh
 
 unit-tests: $(UNIT_BINS)
 

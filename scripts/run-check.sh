@@ -55,7 +55,7 @@ export RERAND_MODE="$mode"
 # suites at once in about half the time.  Suites that share something run
 # one after the other in one job: the Debian systemd guests and the
 # deb-chroot check (`make deb`, `make deb-chroot`, the cached build roots),
-# and the cli tests that listen on fixed loopback ports (etcd, FleetLock).
+# and the fleet tests that listen on fixed loopback ports (etcd, FleetLock).
 # Each suite's output is printed whole when it ends; the totals, the
 # failures and the timings are gathered in the order of the suite list.
 lanes=${RERAND_CHECK_JOBS:-2}
@@ -97,11 +97,13 @@ for t in tests/e2e/check-*.sh; do
 	esac
 	add "$g" "e2e $(basename "$t")" "$t $mode"
 done
-for t in tests/cli/test-*.sh; do
+# The process tests, each named by its folder: the rerand CLI, rerandd,
+# the fleet (rerandd with rerand-fleetd, etcd, FleetLock), the scripts.
+for t in tests/cli/test-*.sh tests/daemon/test-*.sh tests/fleet/test-*.sh tests/scripts/test-*.sh; do
 	[ -x "$t" ] && wanted "$t" || continue
 	g=""
 	grep -q 'port_free\|etcd' "$t" && g=loopback-ports
-	add "$g" "cli $(basename "$t")" "$t"
+	add "$g" "$(basename "$(dirname "$t")") $(basename "$t")" "$t"
 done
 for t in $O/tests/test_*; do
 	[ -x "$t" ] && wanted "$t" || continue

@@ -2,7 +2,7 @@
 # A chaos test of the fleet guarantee, in the spirit of Jepsen, on loopback only.
 # A 3-member etcd cluster (Debian's etcd-server, 127.0.0.1:2441-2446, data in temp
 # dirs) and 8 hosts, each a real build/rerandd with its own real build/rerand-fleetd
-# (the setup of tests/cli/test-fleet-daemon.sh: own state, runtime dir, machine id,
+# (the setup of tests/fleet/test-fleet-daemon.sh: own state, runtime dir, machine id,
 # boot id and /proc/stat fixtures), MaxConcurrent=2.  SIMULATED: only the reboot
 # (kexec-tools is /bin/true; the RebootCommand asks the host's runner to stop rerandd
 # and its helper, wait, write a new boot id and start both again) and the clock
@@ -86,7 +86,7 @@ trap cleanup EXIT
 trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 129' HUP
 nap() { sleep "$1" & wait $!; }
 . "$top/tests/fleet/lib.sh"
-. "$top/tests/cli/procfs-fixture.sh"
+. "$top/tests/lib/procfs-fixture.sh"
 . "$top/tests/fleet/daemon-lib.sh"
 
 mode=${RERAND_MODE:-short}

@@ -19,8 +19,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/rerand-buildd.XXXXXX)
 R=$top/build/rerand
 RERANDD=$top/build/rerandd
-. "$top/tests/cli/lib-tap.sh"
-. "$top/tests/cli/lib-rerandd.sh"
+. "$top/tests/lib/tap.sh"
+. "$top/tests/lib/rerandd.sh"
 # the linger case's leftover, should the reaper fail to kill it
 linger_cleanup() {
 	local p
