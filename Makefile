@@ -109,7 +109,7 @@ FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-saniti
 	$(CPPFLAGS) $(LIB_CFLAGS) -MMD -MP
 
 .PHONY: FORCE vm histogram all deps deb deb-chroot unit-tests fuzz-long kernels check check-long check-comeback \
-	check-chaos check-unit demo fuzz san-tests bench install clean
+	check-chaos check-unit fleet-test-helpers demo fuzz san-tests bench install clean
 all: $(RERAND) $(BASH_COMPLETION) $(STAGE_BIN) $(RERANDD) $(FLEETD)
 
 $(O)/host/%.o: %.c
@@ -222,6 +222,24 @@ $(O)/tests/%: tests/unit/%.c $(UNIT_DEPS)
 $(O)/tests/%: tests/kernel/%.c $(UNIT_DEPS)
 	$(unit_test_recipe)
 
+# The fleet tests' helpers (tests/fleet), never installed: fleet-sim, a
+# simulated host on rerand-fleetd's client and the [Fleet] parser
+# (test-fleet.sh), and wallstep.so, the per-process wall-clock step that
+# test-fleet-chaos.sh preloads into rerandd and rerand-fleetd.
+FLEET_SIM   := $(O)/tests/fleet/fleet-sim
+WALLSTEP    := $(O)/tests/fleet/wallstep.so
+FLEET_TEST_HELPERS := $(FLEET_SIM) $(WALLSTEP)
+$(FLEET_SIM): tests/fleet/fleet-sim.c $(LIBFLEETD) $(FLEETD_SHARED_OBJS) $(LIBDAEMON) $(LIBRERAND)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CPPFLAGS) -Idaemon -Ifleetd $(HOST_CFLAGS) $(FLEETD_CFLAGS) -o $@ $< \
+		$(LIBFLEETD) $(FLEETD_SHARED_OBJS) $(LIBDAEMON) $(LIBRERAND) $(FLEETD_LIBS) $(LIB_LIBS)
+$(WALLSTEP): tests/fleet/wallstep.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -fPIC -shared -o $@ $< -ldl
+fleet-test-helpers: $(FLEET_TEST_HELPERS)
+
 # Fuzzers link the real parsers, compiled once with the sanitizers
 # (fuzzer-no-link) into their own objects; rerand-fleetd's client too, for
 # its reply parsers (etcd's gateway, FleetLock, base64).
@@ -306,7 +324,8 @@ kernels:
 # before a fresh machine had the -dev packages.
 check check-long:
 	$(Q)scripts/deps.sh check
-	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(SAN_UNIT_BINS) $(FUZZ_BINS) $(FLEETD_BROKEN)
+	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(SAN_UNIT_BINS) $(FUZZ_BINS) $(FLEETD_BROKEN) \
+		$(FLEET_TEST_HELPERS)
 	$(Q)scripts/run-check.sh $(if $(filter check-long,$@),long,short)
 
 # The comeback part of `make check` alone (issue 22): the watchdog unit test
@@ -319,7 +338,7 @@ check-comeback:
 # The fleet chaos test alone: `make check-chaos` (about 3 min), `CHAOS=long` (30 min).
 CHAOS ?= short
 check-chaos:
-	$(Q)$(MAKE) --no-print-directory all $(FLEETD_BROKEN)
+	$(Q)$(MAKE) --no-print-directory all $(FLEETD_BROKEN) $(WALLSTEP)
 	$(Q)RERAND_MODE=$(CHAOS) tests/fleet/test-fleet-chaos.sh
 
 unit-tests: $(UNIT_BINS)
