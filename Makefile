@@ -104,15 +104,21 @@ LIBFLEETD   := $(O)/libfleetd.a
 FLEETD      := $(O)/rerand-fleetd
 
 # ---- tests -----------------------------------------------------------------
-UNIT_SRCS   := $(sort $(wildcard tests/unit/test_*.c))
-UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/%)
+# tests/unit: hermetic and fast (no kernel, no root, no network: `make
+# check-unit`); tests/kernel: the unit tests that read the real kernels
+# (RERAND_KERNELS, about 130 MB).  Both build into build/tests, where
+# run-check.sh, debian/rules and check-deb-chroot.sh find every binary.
+HERMETIC_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+KERNEL_TEST_SRCS := $(sort $(wildcard tests/kernel/test_*.c))
+UNIT_SRCS   := $(HERMETIC_SRCS) $(KERNEL_TEST_SRCS)
+UNIT_BINS   := $(patsubst %.c,$(O)/tests/%,$(notdir $(UNIT_SRCS)))
 FUZZ_SRCS   := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	$(CPPFLAGS) $(LIB_CFLAGS) -MMD -MP
 
 .PHONY: FORCE vm histogram all deps deb deb-chroot unit-tests fuzz-long kernels check check-long check-comeback \
-	check-chaos demo fuzz san-tests bench install clean
+	check-chaos check-unit fleet-test-helpers demo fuzz san-tests bench install clean
 all: $(RERAND) $(BASH_COMPLETION) $(STAGE_BIN) $(RERANDD) $(FLEETD)
 
 $(O)/host/%.o: %.c
@@ -190,7 +196,7 @@ $(FLEETD): $(O)/host/fleetd/main.o $(LIBFLEETD) $(LIBCOMMON) $(LIBRERAND)
 
 $(O)/host/fleetd/%.o: HOST_CFLAGS += $(FLEETD_CFLAGS) -pthread
 
-# The chaos test's deliberately broken helper (tests/cli/test-fleet-chaos.sh): the
+# The chaos test's deliberately broken helper (tests/fleet/test-fleet-chaos.sh): the
 # slot's down lease (DownTTL=) switched off at build time, so that the test can
 # show its checker catches a slot lapsing while its host is down.  Never installed.
 FLEETD_BROKEN := $(O)/chaos-broken/rerand-fleetd
@@ -212,11 +218,40 @@ $(O)/bindir.stamp: FORCE
 FORCE:
 $(O)/host/daemon/%.o: HOST_CFLAGS += $(DAEMON_CFLAGS)
 
-$(O)/tests/%: tests/unit/%.c $(LIBRERAND) $(LIBCOMMON) $(LIBDAEMON) $(LIBFLEETD) $(O)/host/kexec/stage_blob.o tests/unit/test.h
+# A test's dependency file is named after its source folder too
+# (build/tests/kernel.test_x.d): one named test_x.d would name the folder
+# the source was in when it was written, and a moved test would stop the
+# build ("no rule to make tests/unit/test_x.c"), so those are not read.
+UNIT_DEP_FILE = -MF $(@D)/$(notdir $(<D)).$(@F).d
+define unit_test_recipe
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(CPPFLAGS) -Itests/unit -Idaemon -Ifleetd -DT_TOP='"$(CURDIR)"' $(HOST_CFLAGS) $(DAEMON_CFLAGS) $(FLEETD_CFLAGS) -o $@ $< \
+	$(Q)$(CC) $(CPPFLAGS) $(UNIT_DEP_FILE) -Itests/unit -Idaemon -Ifleetd -DT_TOP='"$(CURDIR)"' $(HOST_CFLAGS) $(DAEMON_CFLAGS) $(FLEETD_CFLAGS) -o $@ $< \
 		$(LIBFLEETD) $(LIBDAEMON) $(O)/host/kexec/stage_blob.o $(LIBCOMMON) $(LIBRERAND) $(DAEMON_LIBS) $(FLEETD_LIBS) $(LIB_LIBS)
+endef
+UNIT_DEPS := $(LIBRERAND) $(LIBCOMMON) $(LIBDAEMON) $(LIBFLEETD) $(O)/host/kexec/stage_blob.o tests/unit/test.h
+$(O)/tests/%: tests/unit/%.c $(UNIT_DEPS)
+	$(unit_test_recipe)
+$(O)/tests/%: tests/kernel/%.c $(UNIT_DEPS)
+	$(unit_test_recipe)
+
+# The fleet tests' helpers (tests/fleet), never installed: fleet-sim, a
+# simulated host on rerand-fleetd's client and the [Fleet] parser
+# (test-fleet.sh), and wallstep.so, the per-process wall-clock step that
+# test-fleet-chaos.sh preloads into rerandd and rerand-fleetd.
+FLEET_SIM   := $(O)/tests/fleet/fleet-sim
+WALLSTEP    := $(O)/tests/fleet/wallstep.so
+FLEET_TEST_HELPERS := $(FLEET_SIM) $(WALLSTEP)
+$(FLEET_SIM): tests/fleet/fleet-sim.c $(LIBFLEETD) $(LIBDAEMON) $(LIBCOMMON) $(LIBRERAND)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CPPFLAGS) -Idaemon -Ifleetd $(HOST_CFLAGS) $(FLEETD_CFLAGS) -o $@ $< \
+		$(LIBFLEETD) $(LIBDAEMON) $(LIBCOMMON) $(LIBRERAND) $(FLEETD_LIBS) $(LIB_LIBS)
+$(WALLSTEP): tests/fleet/wallstep.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -fPIC -shared -o $@ $< -ldl
+fleet-test-helpers: $(FLEET_TEST_HELPERS)
 
 # Fuzzers link the real parsers, compiled once with the sanitizers
 # (fuzzer-no-link) into their own objects; rerand-fleetd's client too, for
@@ -251,7 +286,8 @@ SAN_COMMON_OBJS := $(COMMON_SRCS:%.c=$(O)/san/obj/%.o)
 SAN_DAEMON_OBJS := $(DAEMON_LIB_SRCS:%.c=$(O)/san/obj/%.o)
 SAN_FLEETD_OBJS := $(FLEETD_LIB_SRCS:%.c=$(O)/san/obj/%.o)
 SAN_LIBS    := $(O)/san/libfleetd.a $(O)/san/libdaemon.a $(O)/san/libcommon.a $(O)/san/librerand.a
-SAN_UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/san/tests/%)
+SAN_UNIT_BINS := $(patsubst %.c,$(O)/san/tests/%,$(notdir $(UNIT_SRCS)))
+SAN_HERMETIC_NAMES := $(patsubst %.c,%,$(notdir $(HERMETIC_SRCS)))
 .SECONDARY: $(SAN_LIB_OBJS) $(SAN_COMMON_OBJS) $(SAN_DAEMON_OBJS) $(SAN_FLEETD_OBJS)
 
 $(O)/san/obj/%.o: %.c
@@ -270,13 +306,26 @@ $(O)/san/libdaemon.a: $(SAN_DAEMON_OBJS)
 $(O)/san/libfleetd.a: $(SAN_FLEETD_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(O)/san/tests/%: tests/unit/%.c $(SAN_LIBS) $(O)/host/kexec/stage_blob.o tests/unit/test.h
+define san_test_recipe
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC [san] $<")
-	$(Q)$(CC) $(CPPFLAGS) -Itests/unit -Idaemon -Ifleetd -DT_TOP='"$(CURDIR)"' $(SAN_HOST_CFLAGS) $(DAEMON_CFLAGS) \
+	$(Q)$(CC) $(CPPFLAGS) $(UNIT_DEP_FILE) -Itests/unit -Idaemon -Ifleetd -DT_TOP='"$(CURDIR)"' $(SAN_HOST_CFLAGS) $(DAEMON_CFLAGS) \
 		$(FLEETD_CFLAGS) -o $@ $< $(SAN_LIBS) $(O)/host/kexec/stage_blob.o $(DAEMON_LIBS) $(FLEETD_LIBS) $(LIB_LIBS)
+endef
+SAN_UNIT_DEPS := $(SAN_LIBS) $(O)/host/kexec/stage_blob.o tests/unit/test.h
+$(O)/san/tests/%: tests/unit/%.c $(SAN_UNIT_DEPS)
+	$(san_test_recipe)
+$(O)/san/tests/%: tests/kernel/%.c $(SAN_UNIT_DEPS)
+	$(san_test_recipe)
 
 san-tests: $(SAN_UNIT_BINS)
+
+# The fast lane: tests/unit's hermetic tests under ASan and UBSan, through
+# run-check.sh's "unit" mode (no kernels fetched; its sanitizer options; like
+# `make check`, test_uniform's sanitizer run is left to check-long).  They
+# exec build/rerand (test_entropy), hence $(RERAND).
+check-unit: $(RERAND) $(addprefix $(O)/san/tests/,$(SAN_HERMETIC_NAMES))
+	$(Q)scripts/run-check.sh unit "$(addprefix san/,$(SAN_HERMETIC_NAMES))"
 
 deps:
 	$(Q)scripts/deps.sh check
@@ -291,7 +340,8 @@ kernels:
 # before a fresh machine had the -dev packages.
 check check-long:
 	$(Q)scripts/deps.sh check
-	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(SAN_UNIT_BINS) $(FUZZ_BINS) $(FLEETD_BROKEN)
+	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(SAN_UNIT_BINS) $(FUZZ_BINS) $(FLEETD_BROKEN) \
+		$(FLEET_TEST_HELPERS)
 	$(Q)scripts/run-check.sh $(if $(filter check-long,$@),long,short)
 
 # The comeback part of `make check` alone (issue 22): the watchdog unit test
@@ -304,8 +354,8 @@ check-comeback:
 # The fleet chaos test alone: `make check-chaos` (about 3 min), `CHAOS=long` (30 min).
 CHAOS ?= short
 check-chaos:
-	$(Q)$(MAKE) --no-print-directory all $(FLEETD_BROKEN)
-	$(Q)RERAND_MODE=$(CHAOS) tests/cli/test-fleet-chaos.sh
+	$(Q)$(MAKE) --no-print-directory all $(FLEETD_BROKEN) $(WALLSTEP)
+	$(Q)RERAND_MODE=$(CHAOS) tests/fleet/test-fleet-chaos.sh
 
 unit-tests: $(UNIT_BINS)
 
@@ -403,4 +453,5 @@ clean:
 	rm -rf $(O)
 
 # Only the object trees: build/e2e and build/vm hold whole root file systems.
--include $(shell find $(O)/host $(O)/stage $(O)/tests $(O)/fuzz $(O)/fuzzobj $(O)/san -name '*.d' -type f 2>/dev/null)
+-include $(shell find $(O)/host $(O)/stage $(O)/tests $(O)/fuzz $(O)/fuzzobj $(O)/san -name '*.d' ! -name 'test_*.d' \
+	-type f 2>/dev/null)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The configuration's keys in one table: config.c parses with it, --dump-config
- * prints from it, and tests/cli/test-config-doc.sh holds rerand.conf(5) to it;
+ * prints from it, and tests/daemon/test-config-doc.sh holds rerand.conf(5) to it;
  * plus the "did you mean" for a key or section that is not in it. */
 #include <ctype.h>
 #include <stdio.h>

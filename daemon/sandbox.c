@@ -18,7 +18,7 @@
  * --output-fd 4` on Debian's 6.1, 6.1 cloud, 6.12 and 6.16 kernels with
  * --codec none and lz4 (1 and 2 threads, levels 0 and 12), of failing
  * builds (not a kernel, truncated, /dev/null), and of a bash RerandBinary=
- * wrapper (tests/cli/test-builder-daemon.sh: bash, grep, sed, tr, ls,
+ * wrapper (tests/daemon/test-builder-daemon.sh: bash, grep, sed, tr, ls,
  * readlink, setsid, sleep), plus what glibc 2.36 to 2.41 may call instead.
  *
  * x86_64 only: libseccomp's filter checks the architecture word first and

@@ -3,7 +3,7 @@
  * json-c.  The vocabulary is rerand verify --json's where the two overlap:
  * "randomized" is true for any boot the stage randomized, a weak one
  * included ("weak" says which).  It holds no address (the base is secret,
- * and tests/cli/test-crash-daemon.sh checks no "0x" appears): counts, sizes
+ * and tests/daemon/test-crash-daemon.sh checks no "0x" appears): counts, sizes
  * and times are JSON numbers, all far below 2^53, so no reader rounds them;
  * addresses elsewhere (rerand inspect) are "0x..." strings.  A boot rerand
  * did not make has

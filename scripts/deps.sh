@@ -49,7 +49,7 @@ deb_pkgs="debhelper dpkg-dev lintian systemd-dev|systemd bzip2 xz-utils lzop lz4
 # `make deb-chroot` (scripts/deb-chroot.sh): debootstrap, unshare and setpriv
 # (util-linux), ip (the build's loopback), dpkg-parsechangelog.
 chroot_pkgs="debootstrap util-linux iproute2 dpkg-dev debian-archive-keyring"
-# Test unified kernel images are built from systemd-boot's stub (tests/unit,
+# Test unified kernel images are built from systemd-boot's stub (tests/kernel,
 # tests/e2e/check-uki.sh).
 # The systemd-boot guest (check-systemd.sh, RRS_BOOT=uki): a GPT disk with
 # an ESP made without mounting (sfdisk, mkfs.vfat, mtools).

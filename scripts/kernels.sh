@@ -36,7 +36,7 @@ die() { echo "kernels: $*" >&2; exit 1; }
 
 # Each entry is PACKAGE (this machine's apt) or SUITE:PACKAGE (that suite's
 # archive, checked against the archive keyring: scripts/suite-apt.sh).
-# (RERAND_HOST_SUITE: tests/cli/test-kernels.sh plays a trixie host.)
+# (RERAND_HOST_SUITE: tests/scripts/test-kernels.sh plays a trixie host.)
 host_suite=${RERAND_HOST_SUITE:-$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")}
 bw=""
 [ "$host_suite" = bookworm ] || bw=bookworm-security:

@@ -8,8 +8,12 @@
 # any failure.  ONLY (the second argument): the suites to run, by file name
 # (`make check-comeback`: "test_wdog check-comeback.sh"), the sanitizer
 # builds of the unit tests as san/NAME ("san/test_wdog"); all when empty.
+# Mode "unit" (`make check-unit`): short, without the kernels: for the
+# hermetic tests of tests/unit, which never read them.
 set -u
 mode=${1:-short}
+kind=$mode
+[ "$mode" = unit ] && mode=short
 only=${2:-}
 wanted() { [ -z "$only" ] || [[ " $only " == *" $(basename "$1") "* ]]; }
 wanted_san() { [ -z "$only" ] || [[ " $only " == *" san/$(basename "$1") "* ]]; }
@@ -32,7 +36,10 @@ t_start=$EPOCHSECONDS
 # once into ~/.cache/rerand-e2e (scripts/kernels.sh).  Without kernels the
 # suites that need them fail, each with its own "not ok".
 echo "# --- kernels"
-if kernels_dir=$(scripts/kernels.sh); then
+if [ "$kind" = unit ]; then
+	echo "# none: the hermetic unit tests read no kernel"
+	kernels_dir=""
+elif kernels_dir=$(scripts/kernels.sh); then
 	echo "ok - kernels: $kernels_dir: $(cd "$kernels_dir" && ls vmlinuz-* | tr '\n' ' ')"
 	pass=$((pass + 1))
 else
@@ -48,7 +55,7 @@ export RERAND_MODE="$mode"
 # suites at once in about half the time.  Suites that share something run
 # one after the other in one job: the Debian systemd guests and the
 # deb-chroot check (`make deb`, `make deb-chroot`, the cached build roots),
-# and the cli tests that listen on fixed loopback ports (etcd, FleetLock).
+# and the fleet tests that listen on fixed loopback ports (etcd, FleetLock).
 # Each suite's output is printed whole when it ends; the totals, the
 # failures and the timings are gathered in the order of the suite list.
 lanes=${RERAND_CHECK_JOBS:-2}
@@ -90,11 +97,13 @@ for t in tests/e2e/check-*.sh; do
 	esac
 	add "$g" "e2e $(basename "$t")" "$t $mode"
 done
-for t in tests/cli/test-*.sh; do
+# The process tests, each named by its folder: the rerand CLI, rerandd,
+# the fleet (rerandd with rerand-fleetd, etcd, FleetLock), the scripts.
+for t in tests/cli/test-*.sh tests/daemon/test-*.sh tests/fleet/test-*.sh tests/scripts/test-*.sh; do
 	[ -x "$t" ] && wanted "$t" || continue
 	g=""
 	grep -q 'port_free\|etcd' "$t" && g=loopback-ports
-	add "$g" "cli $(basename "$t")" "$t"
+	add "$g" "$(basename "$(dirname "$t")") $(basename "$t")" "$t"
 done
 for t in $O/tests/test_*; do
 	[ -x "$t" ] && wanted "$t" || continue

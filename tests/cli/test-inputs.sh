@@ -18,7 +18,7 @@ K=${RERAND_KERNELS:-}
 [ -n "$K" ] || K=$top/../shared/kernels
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-. "$top/tests/cli/lib-tap.sh"
+. "$top/tests/lib/tap.sh"
 
 kernel=$K/vmlinuz-6.1.0-57-cloud-amd64
 if [ ! -e "$kernel" ]; then

@@ -11,7 +11,7 @@ R=$top/build/rerand
 K=${RERAND_KERNELS:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-. "$top/tests/cli/lib-tap.sh"
+. "$top/tests/lib/tap.sh"
 
 if [ -z "$K" ] || [ ! -e "$K/vmlinuz-6.1.0-57-cloud-amd64" ]; then
 	skip "no test kernels (RERAND_KERNELS)"

@@ -13,7 +13,7 @@ CERT=/usr/share/ovmf/PkKek-1-snakeoil.pem
 SUBJ="O=SnakeOil,L=Fort Collins,ST=Colorado,C=US"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-. "$top/tests/cli/lib-tap.sh"
+. "$top/tests/lib/tap.sh"
 
 # --- inspect on PE files that are not kernels (committed corpus) -----------
 C=$top/tests/fuzz/corpus/pesig

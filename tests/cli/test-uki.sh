@@ -14,7 +14,7 @@ STUB=/usr/lib/systemd/boot/efi/linuxx64.efi.stub
 H=$top/debian/hooks
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-. "$top/tests/cli/lib-tap.sh"
+. "$top/tests/lib/tap.sh"
 
 if [ -z "$K" ]; then skip "RERAND_KERNELS not set: UKI tests need a kernel"; done_; fi
 [ -r "$STUB" ] || { nok "$STUB missing (scripts/deps.sh check: systemd-boot-efi)"; done_; }

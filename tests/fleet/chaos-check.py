@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-# The chaos test's independent checker (tests/cli/test-fleet-chaos.sh).  It shares
+# The chaos test's independent checker (tests/fleet/test-fleet-chaos.sh).  It shares
 # no code with rerandd or rerand-fleetd: it reads only the history the test wrote
 # down from outside the code under test:
 #   EVENTS  "<unix ms> HOST REBOOT|DOWN|BOOT [...]" lines: REBOOT is the moment the

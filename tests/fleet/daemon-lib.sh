@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0-only
-# Helpers for tests/cli/test-fleet-daemon.sh: real rerandd instances as simulated
+# Helpers for tests/fleet/test-fleet-daemon.sh: real rerandd instances as simulated
 # hosts.  Each host has its own directory $tmp/h/ID with its state, runtime dir,
 # boot id, /proc/stat (btime) and configuration; fixtures stand in for the kernel
-# interfaces, the procfs ones as real procfs files (tests/cli/procfs-fixture.sh).
+# interfaces, the procfs ones as real procfs files (tests/lib/procfs-fixture.sh).
 # The reboot is the one simulated step (see host_run).
 # Expects $tmp, $top, $RERANDD, $R, $KERNEL, $SD (setup_data fixture), $EVENTS.
 
-. "$(dirname "${BASH_SOURCE[0]}")/../cli/lib-rerandd.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/rerandd.sh"
 
 # ev HOST EVENT [DETAIL]: one line in the shared event log, unix ms first
 ev() { echo "$(date +%s%3N) $*" >>"$EVENTS"; }
@@ -16,7 +16,7 @@ ev() { echo "$(date +%s%3N) $*" >>"$EVENTS"; }
 host_new() {
 	local id=$1 fleet=$2 extra=${3:-} hd=$tmp/h/$1
 	mkdir -p "$hd/state/images" "$hd/run" "$hd/boot" "$hd/conf.d" "$hd/pre-reboot.d" "$hd/post-boot.d"
-	# procfs-like fixtures (tests/cli/procfs-fixture.sh): size 0 in stat()
+	# procfs-like fixtures (tests/lib/procfs-fixture.sh): size 0 in stat()
 	procfs_fixture "$hd/boot_id" "$(cat /proc/sys/kernel/random/uuid)"$'\n'
 	# due at once: this "boot" began two hours ago, MaxLayoutAge is one hour
 	procfs_fixture "$hd/stat" "btime $(($(date +%s) - 7200))"$'\n'

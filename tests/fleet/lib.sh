@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Helpers for the fleet tests: our own etcd members on loopback (data in a temp
 # dir, ports in 127.0.0.1:23xx), simulated hosts, and waiting with a bound.
-# Sourced by tests/cli/test-fleet.sh, which sets $tmp, $SIM and $FLEET.
+# Sourced by tests/fleet/test-fleet.sh, which sets $tmp, $SIM and $FLEET.
 
 export ETCDCTL_API=3
 
@@ -43,7 +43,7 @@ etcd_healthy() {
 }
 
 # wait_for TIMEOUT_S CMD...
-. "$(dirname "${BASH_SOURCE[0]}")/../cli/lib-rerandd.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/rerandd.sh"
 
 # run_host CONF ID DOWN_MS [sim options...]: one simulated host.  The reboot is the
 # one simulated step: when fleet-sim exits 100 the "host" is down for DOWN_MS and then

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* A step of the wall clock for one process: the clock faults of the fleet chaos
- * test (tests/cli/test-fleet-chaos.sh), LD_PRELOADed into each host's rerandd and
+ * test (tests/fleet/test-fleet-chaos.sh), LD_PRELOADed into each host's rerandd and
  * rerand-fleetd.  MOCKED, and only this: a real step (settimeofday, NTP) would
  * move the clock of this whole machine under every other test running on it.
  *

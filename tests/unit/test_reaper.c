@@ -178,7 +178,7 @@ static int start_job(sd_event *ev, const char *script, struct job_res *res, stru
 	b.kernel_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	b.out_fd = p[1];
 	r = job_start_builder(ev, argv, 60, &b, job_done, res, job);
-	/* the child has its copies, as stage.c closes rerandd's */
+	/* the child has its copies, as daemon/stage_child.c closes rerandd's */
 	close(b.kernel_fd);
 	close(p[1]);
 	if (r < 0) {

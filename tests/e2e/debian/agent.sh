@@ -161,7 +161,7 @@ want="CapInh: 0000000000600000 CapPrm: 00000000006001c0 CapEff: 0000000000400000
 tap "$([ "$caps" = "$want" ]; echo $?)" "rerandd capabilities as designed: CapEff 0x400000 (CAP_SYS_BOOT), NoNewPrivs 1" "got: $caps"
 # The image builder: the user sysusers.d/rerand.conf (from make install)
 # made, and a built image staged, which under this root rerandd can only
-# have been written by a child that became that user (stage.c).
+# have been written by a child that became that user (daemon/stage_child.c).
 wait_for 300 sh -c 'rerand status --json 2>/dev/null | grep -q "\"staged\":true"'
 js=$(rerand status --json 2>&1)
 pw=$(getent passwd rerand)

@@ -2,7 +2,7 @@
 # A chaos test of the fleet guarantee, in the spirit of Jepsen, on loopback only.
 # A 3-member etcd cluster (Debian's etcd-server, 127.0.0.1:2441-2446, data in temp
 # dirs) and 8 hosts, each a real build/rerandd with its own real build/rerand-fleetd
-# (the setup of tests/cli/test-fleet-daemon.sh: own state, runtime dir, machine id,
+# (the setup of tests/fleet/test-fleet-daemon.sh: own state, runtime dir, machine id,
 # boot id and /proc/stat fixtures), MaxConcurrent=2.  SIMULATED: only the reboot
 # (kexec-tools is /bin/true; the RebootCommand asks the host's runner to stop rerandd
 # and its helper, wait, write a new boot id and start both again) and the clock
@@ -32,7 +32,7 @@ R=$top/build/rerand
 RERANDD=$top/build/rerandd
 FLEETD_GOOD=$top/build/rerand-fleetd
 FLEETD_BROKEN=$top/build/chaos-broken/rerand-fleetd
-WALLSTEP=$tmp/wallstep.so
+WALLSTEP=$top/build/tests/fleet/wallstep.so
 EVENTS=$tmp/events.log
 FAULTS=$tmp/faults.log
 SIMREBOOT=$tmp/sim-reboot
@@ -86,7 +86,7 @@ trap cleanup EXIT
 trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 129' HUP
 nap() { sleep "$1" & wait $!; }
 . "$top/tests/fleet/lib.sh"
-. "$top/tests/cli/procfs-fixture.sh"
+. "$top/tests/lib/procfs-fixture.sh"
 . "$top/tests/fleet/daemon-lib.sh"
 
 mode=${RERAND_MODE:-short}
@@ -102,8 +102,7 @@ for b in "$R" "$RERANDD" "$FLEETD_GOOD" "$FLEETD_BROKEN"; do
 	[ -x "$b" ] || bail "$b is missing: make all $FLEETD_BROKEN (or make check-chaos)"
 done
 command -v etcd >/dev/null && command -v etcdctl >/dev/null || bail "etcd/etcdctl missing (Debian: etcd-server etcd-client)"
-${CC:-cc} -std=gnu11 -O2 -Wall -Wextra -Werror -fPIC -shared -o "$WALLSTEP" "$top/tests/fleet/wallstep.c" -ldl \
-	2>"$tmp/cc.log" || bail "tests/fleet/wallstep.c does not build: $(head -n 3 "$tmp/cc.log")"
+[ -e "$WALLSTEP" ] || bail "$WALLSTEP is missing: make fleet-test-helpers (or make check-chaos)"
 # the mock itself: under a +300 s step the wall clock reads 300 s further from
 # CLOCK_MONOTONIC than without it, CLOCK_BOOTTIME as far as without it (each
 # pair read in one process: the probes may start seconds apart on a loaded host)

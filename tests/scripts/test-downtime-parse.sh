@@ -8,7 +8,7 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-. "$top/tests/cli/lib-tap.sh"
+. "$top/tests/lib/tap.sh"
 
 # mklog DIR STEPBACK: 4 reboots (plan "s r r s"), 40 s apart; with STEPBACK
 # the host clock goes 150 s back in the middle of reboot 3.

@@ -28,9 +28,9 @@ EVENTS=$tmp/events.log
 SIMREBOOT=$tmp/sim-reboot
 SD=$tmp/setup_data
 DOWN=1
-. "$top/tests/cli/lib-tap.sh"
+. "$top/tests/lib/tap.sh"
 . "$top/tests/fleet/lib.sh"
-. "$top/tests/cli/procfs-fixture.sh"
+. "$top/tests/lib/procfs-fixture.sh"
 . "$top/tests/fleet/daemon-lib.sh"
 cleanup() {
 	local f p

@@ -19,15 +19,15 @@ tmp=$(mktemp -d /tmp/rerand-async.XXXXXX)
 R=$top/build/rerand
 RERANDD=${RERANDD:-$top/build/rerandd}   # another build: a test of this test
 LIMIT_MS=250
-. "$top/tests/cli/lib-tap.sh"
-. "$top/tests/cli/lib-rerandd.sh"
+. "$top/tests/lib/tap.sh"
+. "$top/tests/lib/rerandd.sh"
 wd_pid=
 cleanup() {
 	[ -n "$wd_pid" ] && kill "$wd_pid" 2>/dev/null
 	rerandd_cleanup
 }
 trap cleanup EXIT
-. "$top/tests/cli/procfs-fixture.sh"
+. "$top/tests/lib/procfs-fixture.sh"
 
 for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
 KERNEL=$("$top/scripts/kernels.sh" pick cloud61 2>"$tmp/kernels.err") ||
@@ -101,7 +101,7 @@ EOF
 wd_pid=$!
 wait_for 30 test -S "$tmp/notify.sock" || bail "the notify listener did not start"
 
-# One sampler (tests/cli/status-latency.py) from before rerandd starts: a
+# One sampler (tests/daemon/status-latency.py) from before rerandd starts: a
 # sampler started when a phase begins could miss a loop that blocks right
 # there (python starts slowly on a busy host).  `rerand status` every 50 ms,
 # "boottime-ms client-ms socket-ms status" lines in $tmp/lat.ms; mark NAME
@@ -119,7 +119,7 @@ worst() { phase "$1" "$2" | sort -n -k"$3" | tail -n1 | cut -d' ' -f"$3"; }
 count() { phase "$1" "$2" | wc -l; }
 failed() { phase "$1" "$2" | awk '$4 != 0' | wc -l; }
 
-python3 "$top/tests/cli/status-latency.py" "$R" "$sock" "$tmp/lat.ms" "$tmp/lat.stop" &
+python3 "$top/tests/daemon/status-latency.py" "$R" "$sock" "$tmp/lat.ms" "$tmp/lat.stop" &
 sampler=$!
 mark start
 NOTIFY_SOCKET=$tmp/notify.sock WATCHDOG_USEC=2000000 rerandd_start "$hd"
@@ -186,7 +186,7 @@ check "restarted in the hooks phase: the next sequence starts from the gate (its
 # the loop for the whole trickle.)
 kill -TERM "$(cat "$hd/pid")"; wait "$(cat "$hd/pid")" 2>/dev/null
 : >"$tmp/notify.log"; rm -f "$tmp/lat.stop"; : >"$tmp/lat.ms"
-python3 "$top/tests/cli/status-latency.py" "$R" "$sock" "$tmp/lat.ms" "$tmp/lat.stop" &
+python3 "$top/tests/daemon/status-latency.py" "$R" "$sock" "$tmp/lat.ms" "$tmp/lat.stop" &
 sampler=$!
 NOTIFY_SOCKET=$tmp/notify.sock WATCHDOG_USEC=2000000 rerandd_start "$hd"
 rerandd_wait_up "$hd"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # rerandd's control socket and what it reports, against a real build/rerandd
-# with fixtures (the /proc ones are procfs files, tests/cli/procfs-fixture.sh):
+# with fixtures (the /proc ones are procfs files, tests/lib/procfs-fixture.sh):
 #  - SO_PEERCRED: a peer that is not uid 0 is refused even when the socket's
 #    mode lets it connect, and its command has no effect; root is served;
 #  - SIGHUP with an unchanged configuration logs no "take effect on restart";
@@ -13,10 +13,10 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/rerand-ctl.XXXXXX)
 R=$top/build/rerand
 RERANDD=$top/build/rerandd
-. "$top/tests/cli/lib-tap.sh"
-. "$top/tests/cli/lib-rerandd.sh"
+. "$top/tests/lib/tap.sh"
+. "$top/tests/lib/rerandd.sh"
 trap rerandd_cleanup EXIT
-. "$top/tests/cli/procfs-fixture.sh"
+. "$top/tests/lib/procfs-fixture.sh"
 
 for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
 [ "$(id -u)" = 0 ] || bail "run as root: the test compares a root peer with an unprivileged one"

@@ -80,7 +80,7 @@ trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 129' HUP
 # nap S: a sleep a signal interrupts at once (bash runs traps only between commands)
 nap() { sleep "$1" & wait $!; }
 . "$top/tests/fleet/lib.sh"
-. "$top/tests/cli/procfs-fixture.sh"
+. "$top/tests/lib/procfs-fixture.sh"
 . "$top/tests/fleet/daemon-lib.sh"
 T0=$(now_ms)
 # fstatus ID [--json]: `rerand fleet status` answers from what rerand-fleetd said

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Helpers shared by the tests that run real build/rerandd instances against
-# fixtures (tests/cli/test-*-daemon.sh, tests/fleet/*.sh): bounded waiting,
+# fixtures (tests/daemon/test-*.sh, tests/fleet/*.sh): bounded waiting,
 # the common head of an instance's rerand.conf, and starting and stopping the
 # instances.  Sourced (more than once is harmless); expects $R, $RERANDD and
-# $tmp where the functions using them are called, and bail (lib-tap.sh) for
+# $tmp where the functions using them are called, and bail (tap.sh) for
 # rerandd_wait_up.
 
 # wait_for TIMEOUT_S CMD...: poll CMD every 0.1 s until it succeeds.

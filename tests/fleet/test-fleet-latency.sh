@@ -18,9 +18,9 @@ R=${OLD_RERAND:-$top/build/rerand}
 RERANDD=${OLD_RERANDD:-$top/build/rerandd}
 FLEETD=$top/build/rerand-fleetd
 LIMIT_MS=250
-. "$top/tests/cli/lib-tap.sh"
-. "$top/tests/cli/procfs-fixture.sh"
-. "$top/tests/fleet/lib.sh"          # etcd_member, port_free, lib-rerandd.sh
+. "$top/tests/lib/tap.sh"
+. "$top/tests/lib/procfs-fixture.sh"
+. "$top/tests/fleet/lib.sh"          # etcd_member, port_free, tests/lib/rerandd.sh
 cleanup() {
 	exec 2>/dev/null
 	[ -e "$tmp/etcd-s1.pid" ] && kill -CONT "$(cat "$tmp/etcd-s1.pid")"

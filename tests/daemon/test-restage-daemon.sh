@@ -18,8 +18,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/rerand-restage.XXXXXX)
 R=$top/build/rerand
 RERANDD=$top/build/rerandd
-. "$top/tests/cli/lib-tap.sh"
-. "$top/tests/cli/lib-rerandd.sh"
+. "$top/tests/lib/tap.sh"
+. "$top/tests/lib/rerandd.sh"
 holder=
 cleanup() {
 	[ -n "$holder" ] && kill "$holder" 2>/dev/null

@@ -15,7 +15,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/rerand-conf.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 RERANDD=$top/build/rerandd
-. "$top/tests/cli/lib-tap.sh"
+. "$top/tests/lib/tap.sh"
 [ -x "$RERANDD" ] || bail "$RERANDD is missing: make build/rerandd"
 mkdir -p "$tmp/empty.d" "$tmp/conf.d"
 

@@ -87,4 +87,17 @@ rm -f "$t/a" "$t/b" "$t/order"
 got=$( (cd "$t" && RERAND_CHECK_JOBS=1 RERAND_KERNELS="$t/k" scripts/run-check.sh short 2>&1; echo "rc=$?") | tail -n 2 | tr '\n' ' ')
 [ "$got" = "4 passed, 1 failed, 0 skipped rc=1 " ] && ok "RERAND_CHECK_JOBS=1 runs one suite at a time (the first of the waiting pair gives up): $got" ||
 	nok "one lane: got '$got'"
+
+# Mode "unit" (make check-unit): the sanitizer builds it is given, and no
+# kernel step: with no kernel directory at all it still passes, and never
+# runs kernels.sh (here a stub that fails and says it ran: no download).
+t=$(tree unitmode)
+rm -rf "$t/k"
+printf '#!/bin/sh\ntouch "$0.ran"; exit 1\n' >"$t/scripts/kernels.sh"
+mkdir -p "$t/build/san/tests"
+printf '#!/bin/sh\necho "ok 1 - a"\n' >"$t/build/san/tests/test_a" && chmod +x "$t/build/san/tests/test_a"
+unit "$t" test_b 'echo "not ok 1 - b: not asked for"'
+got=$( (cd "$t" && scripts/run-check.sh unit "san/test_a" 2>&1; echo "rc=$?") | tail -n 2 | tr '\n' ' ')
+[ "$got" = "1 passed, 0 failed, 0 skipped rc=0 " ] && [ ! -e "$t/scripts/kernels.sh.ran" ] && ok "mode unit: the named sanitizer build only, no kernels needed: $got" ||
+	nok "mode unit: got '$got'"
 echo "1..$n"

@@ -13,10 +13,10 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/rerand-crashd.XXXXXX)
 R=$top/build/rerand
 RERANDD=$top/build/rerandd
-. "$top/tests/cli/lib-tap.sh"
-. "$top/tests/cli/lib-rerandd.sh"
+. "$top/tests/lib/tap.sh"
+. "$top/tests/lib/rerandd.sh"
 trap rerandd_cleanup EXIT
-. "$top/tests/cli/procfs-fixture.sh"
+. "$top/tests/lib/procfs-fixture.sh"
 
 for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
 # Debian 12's default cloud kernel, whatever its build (scripts/kernels.sh:

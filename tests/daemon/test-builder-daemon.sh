@@ -19,8 +19,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/rerand-buildd.XXXXXX)
 R=$top/build/rerand
 RERANDD=$top/build/rerandd
-. "$top/tests/cli/lib-tap.sh"
-. "$top/tests/cli/lib-rerandd.sh"
+. "$top/tests/lib/tap.sh"
+. "$top/tests/lib/rerandd.sh"
 # the linger case's leftover, should the reaper fail to kill it
 linger_cleanup() {
 	local p
@@ -167,7 +167,7 @@ for set in CapInh CapPrm CapEff CapBnd CapAmb; do
 done
 check "builder has no_new_privs ($(b NoNewPrivs:))" test "$(b NoNewPrivs:)" = 1
 # 2: filter mode, the builder's own allow-list (daemon/sandbox.c) on top of
-# whatever this shell runs under; tests/unit/test_sandbox.c checks what it
+# whatever this shell runs under; tests/kernel/test_sandbox.c checks what it
 # allows and kills
 own=$(sed -n 's/^Seccomp_filters:[[:space:]]*//p' /proc/self/status)
 check "builder runs under a seccomp filter of its own (Seccomp: $(b Seccomp:), filters $(b Seccomp_filters:), this test's ${own:-?})" \

@@ -13,7 +13,7 @@ tmp=$(mktemp -d /tmp/rerand-confdoc.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 RERANDD=$top/build/rerandd
 MAN=$top/docs/rerand.conf.5
-. "$top/tests/cli/lib-tap.sh"
+. "$top/tests/lib/tap.sh"
 [ -x "$RERANDD" ] || bail "$RERANDD is missing: make build/rerandd"
 [ -f "$MAN" ] || bail "$MAN is missing"
 mkdir -p "$tmp/empty.d"

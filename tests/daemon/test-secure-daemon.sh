@@ -13,8 +13,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/rerand-secd.XXXXXX)
 R=$top/build/rerand
 RERANDD=$top/build/rerandd
-. "$top/tests/cli/lib-tap.sh"
-. "$top/tests/cli/lib-rerandd.sh"
+. "$top/tests/lib/tap.sh"
+. "$top/tests/lib/rerandd.sh"
 trap rerandd_cleanup EXIT
 
 for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
@@ -165,7 +165,7 @@ check "SignKey=: the staged bytes are the cached signed image's" \
 	eval 'cmp -s "$tmp"/signhere/state/images/*.signed.img "$tmp/signhere/staged.img"'
 
 # ---- SignKey= that others can read, or not root's: --check-config refuses it --------------------
-# (the same check refuses it at staging: tests/unit/test_secure_daemon.c)
+# (the same check refuses it at staging: tests/kernel/test_secure_daemon.c)
 cc() { "$RERANDD" --check-config --config "$tmp/keycheck.conf" --config-dir "$tmp/none.d" 2>&1; }
 cp "$tmp/db.key" "$tmp/loose.key"
 sed "s|^SignKey=.*|SignKey=$tmp/loose.key|" "$tmp/signhere/rerand.conf" >"$tmp/keycheck.conf"

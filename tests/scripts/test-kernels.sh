@@ -9,7 +9,7 @@
 # real fetch is scripts/fetch-kernel.sh's, run by make check itself.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-. "$top/tests/cli/lib-tap.sh"
+. "$top/tests/lib/tap.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

@@ -13,7 +13,7 @@
 # them), which rerand cannot change and this test reports, not hides.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-. "$top/tests/cli/lib-tap.sh"
+. "$top/tests/lib/tap.sh"
 RERANDD=$top/build/rerandd
 RERAND=$top/build/rerand
 [ -x "$RERANDD" ] && [ -x "$RERAND" ] || bail "build/rerandd or build/rerand is missing: make"

@@ -21,8 +21,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/rerand-comeback.XXXXXX)
 R=$top/build/rerand
 RERANDD=$top/build/rerandd
-. "$top/tests/cli/lib-tap.sh"
-. "$top/tests/cli/lib-rerandd.sh"
+. "$top/tests/lib/tap.sh"
+. "$top/tests/lib/rerandd.sh"
 mnt=$tmp/full/state
 cleanup() {
 	local p
