@@ -118,7 +118,7 @@ FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-saniti
 	$(CPPFLAGS) $(LIB_CFLAGS) -MMD -MP
 
 .PHONY: FORCE vm histogram all deps deb deb-chroot unit-tests fuzz-long kernels check check-long check-comeback \
-	check-chaos check-unit fleet-test-helpers demo fuzz san-tests bench install clean
+	check-chaos check-unit fleet-test-helpers e2e-test-helpers demo fuzz san-tests bench install clean
 all: $(RERAND) $(BASH_COMPLETION) $(STAGE_BIN) $(RERANDD) $(FLEETD)
 
 $(O)/host/%.o: %.c
@@ -253,6 +253,16 @@ $(WALLSTEP): tests/fleet/wallstep.c
 	$(Q)$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -fPIC -shared -o $@ $< -ldl
 fleet-test-helpers: $(FLEET_TEST_HELPERS)
 
+# The rerandd guest's control-socket latency probe (tests/e2e/daemon-init.sh),
+# static: the guest's initramfs has no C library of its own for it.
+CTL_LATENCY := $(O)/tests/e2e/ctl-latency
+E2E_TEST_HELPERS := $(CTL_LATENCY)
+$(CTL_LATENCY): tests/e2e/ctl-latency.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) -std=gnu11 -static -O2 -Wall -Wextra -Werror -pthread -o $@ $<
+e2e-test-helpers: $(E2E_TEST_HELPERS)
+
 # Fuzzers link the real parsers, compiled once with the sanitizers
 # (fuzzer-no-link) into their own objects; rerand-fleetd's client too, for
 # its reply parsers (etcd's gateway, FleetLock, base64).
@@ -341,14 +351,14 @@ kernels:
 check check-long:
 	$(Q)scripts/deps.sh check
 	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(SAN_UNIT_BINS) $(FUZZ_BINS) $(FLEETD_BROKEN) \
-		$(FLEET_TEST_HELPERS)
+		$(FLEET_TEST_HELPERS) $(E2E_TEST_HELPERS)
 	$(Q)scripts/run-check.sh $(if $(filter check-long,$@),long,short)
 
 # The comeback part of `make check` alone (issue 22): the watchdog unit test
 # and the hang guest of tests/e2e/check-comeback.sh, as TAP with the summary.
 check-comeback:
 	$(Q)scripts/deps.sh check
-	$(Q)$(MAKE) --no-print-directory all $(O)/tests/test_wdog
+	$(Q)$(MAKE) --no-print-directory all $(O)/tests/test_wdog $(E2E_TEST_HELPERS)
 	$(Q)scripts/run-check.sh short "test_wdog check-comeback.sh"
 
 # The fleet chaos test alone: `make check-chaos` (about 3 min), `CHAOS=long` (30 min).

@@ -7,6 +7,8 @@
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 RRD_RERANDD=${RRD_RERANDD:-$E2E_TOP/build/rerandd}
+# built by the Makefile (make e2e-test-helpers; make check does)
+RRD_CTL_LATENCY=${RRD_CTL_LATENCY:-$E2E_TOP/build/tests/e2e/ctl-latency}
 RRD_DISK_MIB=${RRD_DISK_MIB:-192}
 
 # rrd_kernel: print the kernel to boot.  The guest needs the NVMe driver and
@@ -48,8 +50,9 @@ rrd_preflight() {
 # names, /init.  Everything that must survive a kexec lives on the disk.
 rrd_initrd() {
 	local inputs=("$E2E_BUSYBOX" "$E2E_KEXEC" "$E2E_RERAND" "$RRD_RERANDD"
-		"$E2E_DIR/daemon-init.sh" "$E2E_DIR/lib-daemon.sh" "$E2E_DIR/ctl-latency.c")
+		"$E2E_DIR/daemon-init.sh" "$E2E_DIR/lib-daemon.sh" "$RRD_CTL_LATENCY")
 	local f key=daemon
+	[ -x "$RRD_CTL_LATENCY" ] || e2e_die "$RRD_CTL_LATENCY: not built (make e2e-test-helpers)"
 	for f in "${inputs[@]}"; do
 		[ -r "$f" ] || e2e_die "$f: missing (needed for the rerandd guest)"
 		key="$key $(e2e_sha "$f")"
@@ -75,8 +78,7 @@ rrd_initrd() {
 	e2e_copy_bin "$RRD_RERANDD" "$r" /sbin/rerandd || e2e_die "cannot copy $RRD_RERANDD"
 	install -m 0755 "$E2E_DIR/daemon-init.sh" "$r/init"
 	# the control socket's latency probe: static, the guest has no libc of its own for it
-	${CC:-cc} -static -O2 -pthread -o "$r/bin/ctl-latency" "$E2E_DIR/ctl-latency.c" ||
-		e2e_die "cannot build $E2E_DIR/ctl-latency.c (static glibc: libc6-dev)"
+	install -m 0755 "$RRD_CTL_LATENCY" "$r/bin/ctl-latency"
 	# The image builder's user (ImageUser=rerand), as systemd-sysusers
 	# makes it from systemd/sysusers.d/rerand.conf on a real system.
 	printf 'root:x:0:0:root:/:/bin/sh\nrerand:x:999:999:rerand image builder:/:/sbin/nologin\n' >"$r/etc/passwd"
