@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "image.h"
 #include "pesig.h"
 #include "sign.h"
@@ -38,16 +39,21 @@ static void last_line(const char *out, size_t n, char *line, size_t size)
 	line[o] = 0;
 }
 
-/* Run sbsign; its stdout and stderr go to a pipe (quoted on failure), its
- * stdin and terminal stay ours for a passphrase prompt. */
+/* Run sbsign; its stdout and stderr go to a pipe (the last line quoted on
+ * failure), its stdin and terminal stay ours for a passphrase prompt. */
 static int run_sbsign(const struct rr_sign_opts *o, const char *in, const char *out,
 		      const char *path, struct rr_err *e)
 {
 	const char *prog = o->sbsign ? o->sbsign : "sbsign";
 	const char *argv[16];
 	char buf[SBSIGN_OUTPUT_MAX], line[256];
-	size_t n = 0;
-	int a = 0, p[2], status;
+	struct rr_spawn_opts so = {
+		.argv = (char *const *)argv, .name = "sbsign",
+		.pipe_stdout = true, .pipe_stderr = true,
+	};
+	struct rr_err ce;
+	size_t n;
+	int a = 0, r, rd, status;
 	pid_t pid;
 
 	argv[a++] = prog;
@@ -68,47 +74,19 @@ static int run_sbsign(const struct rr_sign_opts *o, const char *in, const char *
 	argv[a++] = in;
 	argv[a] = NULL;
 
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return rr_errf(e, errno, "%s: cannot create a pipe for sbsign: %s", path,
-			       strerror(errno));
-	pid = fork();
-	if (pid < 0) {
-		int r = errno;
-		close(p[0]);
-		close(p[1]);
-		return rr_errf(e, r, "%s: cannot fork for sbsign: %s", path, strerror(r));
-	}
-	if (pid == 0) {
-		if (dup2(p[1], STDOUT_FILENO) < 0 || dup2(p[1], STDERR_FILENO) < 0)
-			_exit(127);
-		execvp(prog, (char *const *)argv);
-		dprintf(STDERR_FILENO, "cannot run %s: %s\n", prog, strerror(errno));
-		_exit(127);
-	}
-	close(p[1]);
-	for (;;) {
-		char drop[512];
-		ssize_t r = n < sizeof(buf) ? read(p[0], buf + n, sizeof(buf) - n)
-					    : read(p[0], drop, sizeof(drop));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		if (n < sizeof(buf))
-			n += (size_t)r;
-	}
-	close(p[0]);
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return rr_errf(e, errno, "%s: waiting for sbsign: %s", path, strerror(errno));
+	r = rr_spawn(&so, &pid, &rd, &ce);
+	if (r < 0)
+		return rr_errf(e, -r, "%s: %s", path, ce.msg);
+	n = rr_child_read_tail(rd, buf, sizeof(buf));
+	close(rd);
+	r = rr_child_wait(pid, "sbsign", &status, &ce);
+	if (r < 0)
+		return rr_errf(e, -r, "%s: %s", path, ce.msg);
 	last_line(buf, n, line, sizeof(line));
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && !strncmp(line, "cannot run", 10))
 		return rr_errf(e, ENOENT, "%s: %s (install sbsigntool)", path, line);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return rr_errf(e, EIO, "%s: sbsign failed (%s %d)%s%s%s", path,
-			       WIFEXITED(status) ? "exit status" : "signal",
-			       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
-			       line[0] ? ": " : "", line,
+	if (rr_child_status_err(status, "sbsign", &ce) < 0)
+		return rr_errf(e, EIO, "%s: %s%s%s%s", path, ce.msg, line[0] ? ": " : "", line,
 			       strstr(line, "bad password read") ?
 			       " (the key is encrypted: run on a terminal to be asked for its "
 			       "passphrase)" : "");
