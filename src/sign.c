@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "cleanup.h"
 #include "image.h"
 #include "pesig.h"
 #include "sign.h"
@@ -112,7 +113,7 @@ static int check_signed(const char *out, size_t unsigned_len, const char *path, 
 {
 	struct rr_image im;
 	struct rr_pe_sig sig;
-	uint8_t *buf;
+	_cleanup_free_ uint8_t *buf = NULL;
 	size_t len;
 	int r;
 
@@ -127,7 +128,6 @@ static int check_signed(const char *out, size_t unsigned_len, const char *path, 
 			    "appended", path);
 	if (r == 0 && !sig.verified)
 		r = rr_errf(e, EBADMSG, "%s: sbsign's signature does not verify: %s", path, sig.why);
-	free(buf);
 	return r;
 }
 
@@ -135,7 +135,11 @@ int rr_sign_image_file(const uint8_t *buf, size_t len, const char *path,
 		       const struct rr_sign_opts *o, struct rr_err *e)
 {
 	char in[PATH_MAX], out[PATH_MAX];
-	int fd = -1, fo = -1, r;
+	/* the temporary files, once created: removed on every way out, but
+	 * for the signed one renamed into place */
+	_cleanup_unlink_ char *made_in = NULL, *made_out = NULL;
+	_cleanup_close_ int fd = -1, fo = -1;
+	int r;
 
 	if (!o->key || !o->cert)
 		return rr_errf(e, EINVAL, "%s: signing needs a key and a certificate", path);
@@ -146,47 +150,30 @@ int rr_sign_image_file(const uint8_t *buf, size_t len, const char *path,
 	if (fd < 0)
 		return rr_errf(e, errno, "%s: cannot create a temporary file: %s", path,
 			       strerror(errno));
+	made_in = in;
 	fo = mkostemp(out, O_CLOEXEC);
-	if (fo < 0) {
-		r = rr_errf(e, errno, "%s: cannot create a temporary file: %s", path, strerror(errno));
-		out[0] = 0;
-		goto done;
-	}
+	if (fo < 0)
+		return rr_errf(e, errno, "%s: cannot create a temporary file: %s", path, strerror(errno));
+	made_out = out;
 	r = write_all(fd, buf, len);
-	if (r == 0 && close(fd) < 0)
+	if (r == 0 && close(TAKE_FD(fd)) < 0)
 		r = -errno;
-	fd = -1;
-	if (r < 0) {
-		r = rr_errf(e, r, "%s: cannot write the unsigned image to %s: %s", path, in,
-			    strerror(-r));
-		goto done;
-	}
+	if (r < 0)
+		return rr_errf(e, r, "%s: cannot write the unsigned image to %s: %s", path, in,
+			       strerror(-r));
 	r = run_sbsign(o, in, out, path, e);
 	if (r < 0)
-		goto done;
+		return r;
 	r = check_signed(out, len, path, e);
 	if (r < 0)
-		goto done;
+		return r;
 	/* sbsign rewrote the file by name: make the new one durable, then swap. */
-	close(fo);
+	close(TAKE_FD(fo));
 	fo = open(out, O_RDONLY | O_CLOEXEC);
-	if (fo < 0 || fchmod(fo, 0644) < 0 || fsync(fo) < 0) {
-		r = rr_errf(e, errno, "%s: cannot sync the signed image: %s", path, strerror(errno));
-		goto done;
-	}
-	if (rename(out, path) < 0) {
-		r = rr_errf(e, errno, "%s: cannot rename into place: %s", path, strerror(errno));
-		goto done;
-	}
-	out[0] = 0;
-	r = 0;
-done:
-	if (fd >= 0)
-		close(fd);
-	if (fo >= 0)
-		close(fo);
-	unlink(in);
-	if (out[0])
-		unlink(out);
-	return r;
+	if (fo < 0 || fchmod(fo, 0644) < 0 || fsync(fo) < 0)
+		return rr_errf(e, errno, "%s: cannot sync the signed image: %s", path, strerror(errno));
+	if (rename(out, path) < 0)
+		return rr_errf(e, errno, "%s: cannot rename into place: %s", path, strerror(errno));
+	made_out = NULL;        /* it is path now */
+	return 0;
 }
