@@ -5,7 +5,6 @@
  * a line each.  rerandd itself runs them as jobs on its sd-event loop (a
  * pidfd, the pipe and a timer each), so the loop never waits for a child. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <stdio.h>
@@ -66,34 +65,74 @@ static void relay_bytes(struct relay *rl, const char *p, size_t n)
 	}
 }
 
-/* A pipe (both ends close-on-exec, the read end non-blocking) and a fork.
- * In the child (0): its own process group, a clean signal mask, the write
- * end blocking and the read end closed.  In the parent: the child's pid, or
- * a negative errno with both ends closed. */
-static pid_t fork_piped(int pfd[2])
+/* What an exec'd child does before the exec (rr_spawn's child_fn). */
+struct spawn_setup {
+	enum rr_child_caps caps;
+	const struct rr_builder *builder;
+	pid_t parent;
+};
+
+static int spawn_setup(void *arg, int out_fd)
 {
-	pid_t pid;
+	const struct spawn_setup *s = arg;
 
-	if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK) < 0)
-		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		int r = -errno;
-		close(pfd[0]);
-		close(pfd[1]);
-		return r;
-	}
-	if (pid == 0) {
-		sigset_t none;
-		int fl = fcntl(pfd[1], F_GETFL);
+	if (s->caps & RR_CHILD_NICE)
+		(void)!nice(10);
+	if (s->builder) {
+		int r = caps_child_builder(s->builder);
+		if (r < 0) {
+			fprintf(stderr, "cannot become the image builder: %s\n", strerror(-r));
+			return -1;
+		}
+	} else if (((s->caps & ~RR_CHILD_NICE) == RR_CHILD_KEXEC_CAPS ? caps_child_kexec()
+								       : caps_child_none()) < 0)
+		return -1;
+	/* A child outlives no rerandd: a restart unwinds what it was for
+	 * (after the capability change, which would clear it). */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != s->parent)
+		return -1;
+	if (s->builder) {
+		/* This process stays as the builder's reaper (reaper.c): it
+		 * exits, and rerandd goes on, only once the builder and all it
+		 * started are gone. */
+		pid_t reaper = getpid(), b;
+		int r = reaper_prepare();
 
-		setpgid(0, 0);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		fcntl(pfd[1], F_SETFL, fl & ~O_NONBLOCK);
-		close(pfd[0]);
+		(void)prctl(PR_SET_NAME, "rerandd-reaper", 0, 0, 0);
+
+		if (r < 0) {
+			fprintf(stderr, "cannot become the image builder's reaper: %s\n",
+				strerror(-r));
+			return -1;
+		}
+		b = fork();
+		if (b < 0) {
+			fprintf(stderr, "cannot fork the image builder: %s\n", strerror(errno));
+			return -1;
+		}
+		if (b > 0) {
+			/* Nothing of rerandd's for a process running as
+			 * ImageUser=: not the builder's files (it is not to
+			 * hold the output), not the daemon's. */
+			(void)close_range(3, ~0U, 0);
+			_exit(reaper_wait(b));
+		}
+		reaper_child_reset();
+		/* A session of its own: the filter's kill(0, ...) then reaches
+		 * the builder's group only, never the reaper, and setpgid()
+		 * cannot join the reaper's group. */
+		if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != reaper)
+			return -1;
+		/* Last before exec: the builder's seccomp allow-list, which
+		 * the exec keeps (the calls above are not on it). */
+		r = sandbox_builder();
+		if (r < 0) {
+			fprintf(stderr, "cannot load the image builder's seccomp filter: %s\n",
+				strerror(-r));
+			return -1;
+		}
 	}
-	return pid;
+	return 0;
 }
 
 /* Fork argv[0] in its own process group with a clean signal mask and the
@@ -102,83 +141,14 @@ static pid_t fork_piped(int pfd[2])
 static int spawn(char *const argv[], enum rr_child_caps caps, const struct rr_builder *builder,
 		 pid_t *ret_pid, int *ret_rd)
 {
-	int pfd[2];
-	pid_t pid, parent = getpid();
+	struct spawn_setup setup = { .caps = caps, .builder = builder, .parent = getpid() };
+	struct rr_spawn_opts so = {
+		.argv = argv, .pipe_stdout = true, .pipe_stderr = true, .nonblock = true,
+		.new_group = true, .clean_sigmask = true,
+		.child_fn = spawn_setup, .child_arg = &setup,
+	};
 
-	pid = fork_piped(pfd);
-	if (pid < 0)
-		return pid;
-	if (pid == 0) {
-		/* dup2 clears O_CLOEXEC on the copies */
-		if (dup2(pfd[1], STDOUT_FILENO) < 0 || dup2(pfd[1], STDERR_FILENO) < 0)
-			_exit(126);
-		if (caps & RR_CHILD_NICE)
-			(void)!nice(10);
-		if (builder) {
-			int r = caps_child_builder(builder);
-			if (r < 0) {
-				fprintf(stderr, "cannot become the image builder: %s\n", strerror(-r));
-				_exit(126);
-			}
-		} else if (((caps & ~RR_CHILD_NICE) == RR_CHILD_KEXEC_CAPS ? caps_child_kexec()
-									    : caps_child_none()) < 0)
-			_exit(126);
-		/* A child outlives no rerandd: a restart unwinds what it was for
-		 * (after the capability change, which would clear it). */
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-			_exit(126);
-		if (builder) {
-			/* This process stays as the builder's reaper (reaper.c):
-			 * it exits, and rerandd goes on, only once the builder
-			 * and all it started are gone. */
-			pid_t reaper = getpid(), b;
-			int r = reaper_prepare();
-
-			(void)prctl(PR_SET_NAME, "rerandd-reaper", 0, 0, 0);
-
-			if (r < 0) {
-				fprintf(stderr, "cannot become the image builder's reaper: %s\n",
-					strerror(-r));
-				_exit(126);
-			}
-			b = fork();
-			if (b < 0) {
-				fprintf(stderr, "cannot fork the image builder: %s\n", strerror(errno));
-				_exit(126);
-			}
-			if (b > 0) {
-				/* Nothing of rerandd's for a process running as
-				 * ImageUser=: not the builder's files (it is
-				 * not to hold the output), not the daemon's. */
-				(void)close_range(3, ~0U, 0);
-				_exit(reaper_wait(b));
-			}
-			reaper_child_reset();
-			/* A session of its own: the filter's kill(0, ...) then
-			 * reaches the builder's group only, never the reaper,
-			 * and setpgid() cannot join the reaper's group. */
-			if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
-			    getppid() != reaper)
-				_exit(126);
-			/* Last before exec: the builder's seccomp allow-list,
-			 * which the exec keeps (the calls above are not on it). */
-			r = sandbox_builder();
-			if (r < 0) {
-				fprintf(stderr, "cannot load the image builder's seccomp filter: %s\n",
-					strerror(-r));
-				_exit(126);
-			}
-		}
-		rr_child_exec(argv[0], argv);
-		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	/* the parent too: no window in which a kill of the group misses it */
-	setpgid(pid, pid);
-	close(pfd[1]);
-	*ret_pid = pid;
-	*ret_rd = pfd[0];
-	return 0;
+	return rr_spawn(&so, ret_pid, ret_rd, NULL);
 }
 
 static const char *base_name(const char *path)
@@ -394,12 +364,43 @@ int job_start_builder(sd_event *ev, char *const argv[], int64_t timeout_sec,
 	return job_spawn(ev, argv, timeout_sec, RR_CHILD_NICE, b, false, done, arg, ret);
 }
 
+/* What a function job's child runs (rr_spawn's child_fn, no exec). */
+struct fn_setup {
+	const char *name;
+	int (*fn)(void *arg, int out_fd);
+	void *fn_arg;
+	pid_t parent;
+};
+
+static int fn_child(void *arg, int out_fd)
+{
+	const struct fn_setup *s = arg;
+
+	/* rerandd's own code, without its loop: background work, so the
+	 * loop and `rerand status` come first on a busy CPU */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != s->parent)
+		return -1;
+	/* ps and /proc name it for what it does (rerandd-check, ...) */
+	(void)prctl(PR_SET_NAME, s->name, 0, 0, 0);
+	(void)!nice(10);
+	/* It parses what the unprivileged builder wrote: with no capability
+	 * at all, and no exec that could give one back.  Root's own files
+	 * (the state directory, /boot) stay its own. */
+	if (caps_child_none() < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -1;
+	return s->fn(s->fn_arg, out_fd) < 0 ? 1 : 0;
+}
+
 int job_start_fn(sd_event *ev, const char *name, int (*fn)(void *arg, int out_fd), void *fn_arg,
 		 int64_t timeout_sec, rr_job_raw_fn done, void *arg, struct rr_job **ret)
 {
 	struct rr_job *j = calloc(1, sizeof(*j));
-	pid_t parent = getpid();
-	int pfd[2];
+	struct fn_setup setup = { .name = name, .fn = fn, .fn_arg = fn_arg, .parent = getpid() };
+	struct rr_spawn_opts so = {
+		.name = name, .nonblock = true, .new_group = true, .clean_sigmask = true,
+		.child_fn = fn_child, .child_arg = &setup,
+	};
+	int r, rd;
 
 	if (!j || !(j->raw = malloc(JOB_RAW_MAX))) {
 		free(j);
@@ -410,30 +411,12 @@ int job_start_fn(sd_event *ev, const char *name, int (*fn)(void *arg, int out_fd
 	j->raw_done = done;
 	j->arg = arg;
 	j->timeout_sec = timeout_sec;
-	j->pid = fork_piped(pfd);
-	if (j->pid < 0) {
-		int r = j->pid;
+	r = rr_spawn(&so, &j->pid, &rd, NULL);
+	if (r < 0) {
 		job_free(j);
 		return r;
 	}
-	if (j->pid == 0) {
-		/* rerandd's own code, without its loop: background work, so
-		 * the loop and `rerand status` come first on a busy CPU */
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-			_exit(126);
-		/* ps and /proc name it for what it does (rerandd-check, ...) */
-		(void)prctl(PR_SET_NAME, name, 0, 0, 0);
-		(void)!nice(10);
-		/* It parses what the unprivileged builder wrote: with no
-		 * capability at all, and no exec that could give one back.
-		 * Root's own files (the state directory, /boot) stay its own. */
-		if (caps_child_none() < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-			_exit(126);
-		_exit(fn(fn_arg, pfd[1]) < 0 ? 1 : 0);
-	}
-	setpgid(j->pid, j->pid);
-	close(pfd[1]);
-	return job_watch(ev, j, pfd[0], ret);
+	return job_watch(ev, j, rd, ret);
 }
 
 static int reaper_gone(sd_event_source *s, const siginfo_t *si, void *ud)

@@ -2,13 +2,11 @@
 /* Running kexec-tools with one of its outputs captured, and the small facts
  * `rerand load` asks of the system (see kexec_run.h). */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -22,51 +20,25 @@
 int kexec_run_capture(const char *kexec, char *const args[], int which, char *out,
 		      size_t out_len)
 {
-	int pfd[2], status;
-	size_t used = 0;
+	/* capturing stdout (--version), kexec's complaints are noise */
+	struct rr_spawn_opts so = {
+		.argv = args, .name = kexec, .exec_fail_prefix = "rerand: ",
+		.pipe_stdout = which == STDOUT_FILENO, .pipe_stderr = which == STDERR_FILENO,
+		.null_stderr = which == STDOUT_FILENO,
+	};
+	int r, rd, status;
 	pid_t pid;
 
 	if (!out_len)
 		return -EINVAL;
 	out[0] = 0;
-	if (pipe2(pfd, O_CLOEXEC) < 0)
-		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		int r = -errno;
-		close(pfd[0]);
-		close(pfd[1]);
+	r = rr_spawn(&so, &pid, &rd, NULL);
+	if (r < 0)
 		return r;
-	}
-	if (pid == 0) {
-		if (dup2(pfd[1], which) < 0)
-			_exit(126);
-		if (which == STDOUT_FILENO) {
-			int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-			if (null >= 0)
-				dup2(null, STDERR_FILENO);
-		}
-		rr_child_exec(kexec, args);
-		dprintf(which, "rerand: cannot run %s: %s\n", kexec, strerror(errno));
-		_exit(127);
-	}
-	close(pfd[1]);
-	for (;;) {
-		char buf[1024];
-		ssize_t n = read(pfd[0], buf, sizeof(buf));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		/* keep the tail: kexec's verdict comes last */
-		rr_tail_append(out, out_len, &used, buf, (size_t)n);
-	}
-	close(pfd[0]);
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -errno;
-	return rr_child_exit_code(status);
+	rr_child_read_tail(rd, out, out_len);
+	close(rd);
+	r = rr_child_wait(pid, kexec, &status, NULL);
+	return r < 0 ? r : rr_child_exit_code(status);
 }
 
 void kexec_tools_version(const char *kexec, int ret[3])

@@ -7,7 +7,10 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include "cleanup.h"
 #include "kernel.h"
+
+RR_DEFINE_CLEANUP_FUNC(Elf *, elf_end)
 
 /* The kernel lives in the top 2 GiB of the address space and its image must
  * fit below the 1 GiB mark of that window. */
@@ -128,7 +131,7 @@ int rr_elf_read(const uint8_t *buf, size_t len, const char *name,
 	struct rr_vmlinux v;
 	GElf_Ehdr eh;
 	uint64_t end = 0, top;
-	Elf *elf;
+	_cleanup_(elf_endp) Elf *elf = NULL;
 	int r;
 
 	if (!buf)
@@ -145,24 +148,18 @@ int rr_elf_read(const uint8_t *buf, size_t len, const char *name,
 		return rr_errf(e, EINVAL, "%s: libelf cannot read it: %s", name, elf_errmsg(-1));
 
 	memset(&v, 0, sizeof(v));
-	if (!gelf_getehdr(elf, &eh)) {
-		r = rr_errf(e, EINVAL, "%s: bad ELF header: %s", name, elf_errmsg(-1));
-		goto out;
-	}
-	if (eh.e_type != ET_EXEC) {
-		r = rr_errf(e, EINVAL, "%s: ELF type %u is not an executable (ET_EXEC)", name,
-			    eh.e_type);
-		goto out;
-	}
+	if (!gelf_getehdr(elf, &eh))
+		return rr_errf(e, EINVAL, "%s: bad ELF header: %s", name, elf_errmsg(-1));
+	if (eh.e_type != ET_EXEC)
+		return rr_errf(e, EINVAL, "%s: ELF type %u is not an executable (ET_EXEC)", name,
+			       eh.e_type);
 	/* The header tables count as used bytes even when no section covers them. */
 	if (max_end(&end, 0, sizeof(Elf64_Ehdr), len) ||
-	    max_end(&end, eh.e_phoff, (uint64_t)eh.e_phnum * eh.e_phentsize, len)) {
-		r = rr_errf(e, EINVAL, "%s: program header table lies outside the file", name);
-		goto out;
-	}
+	    max_end(&end, eh.e_phoff, (uint64_t)eh.e_phnum * eh.e_phentsize, len))
+		return rr_errf(e, EINVAL, "%s: program header table lies outside the file", name);
 	r = elf_read_phdrs(elf, len, name, &v, &end, e);
 	if (r < 0)
-		goto out;
+		return r;
 	if (eh.e_shoff) {
 		uint64_t shnum = eh.e_shnum;
 		size_t lib_shnum = 0;
@@ -172,28 +169,20 @@ int rr_elf_read(const uint8_t *buf, size_t len, const char *name,
 		 * truncated file. */
 		if (shnum == 0) {
 			/* Extended numbering: the count is section 0's sh_size. */
-			if (max_end(&end, eh.e_shoff, sizeof(Elf64_Shdr), len)) {
-				r = rr_errf(e, EINVAL, "%s: section header table lies outside the file", name);
-				goto out;
-			}
+			if (max_end(&end, eh.e_shoff, sizeof(Elf64_Shdr), len))
+				return rr_errf(e, EINVAL, "%s: section header table lies outside the file", name);
 			memcpy(&shnum, buf + eh.e_shoff + 32, sizeof(shnum));
 		}
-		if (shnum > len || max_end(&end, eh.e_shoff, shnum * eh.e_shentsize, len)) {
-			r = rr_errf(e, EINVAL, "%s: section header table lies outside the file", name);
-			goto out;
-		}
-		if (elf_getshdrnum(elf, &lib_shnum) != 0 || lib_shnum != shnum) {
-			r = rr_errf(e, EINVAL, "%s: section header table is unreadable", name);
-			goto out;
-		}
+		if (shnum > len || max_end(&end, eh.e_shoff, shnum * eh.e_shentsize, len))
+			return rr_errf(e, EINVAL, "%s: section header table lies outside the file", name);
+		if (elf_getshdrnum(elf, &lib_shnum) != 0 || lib_shnum != shnum)
+			return rr_errf(e, EINVAL, "%s: section header table is unreadable", name);
 		r = elf_read_shdrs(elf, len, name, &end, e);
 		if (r < 0)
-			goto out;
+			return r;
 	}
-	if (v.nr_seg == 0) {
-		r = rr_errf(e, EINVAL, "%s: ELF has no PT_LOAD segment", name);
-		goto out;
-	}
+	if (v.nr_seg == 0)
+		return rr_errf(e, EINVAL, "%s: ELF has no PT_LOAD segment", name);
 
 	seg_sort(v.seg, v.nr_seg);
 	v.link_paddr = v.seg[0].paddr;
@@ -201,33 +190,25 @@ int rr_elf_read(const uint8_t *buf, size_t len, const char *name,
 	for (unsigned i = 0; i < v.nr_seg; i++) {
 		const struct rr_elf_segment *s = &v.seg[i];
 
-		if (i && s->paddr < v.seg[i - 1].paddr + v.seg[i - 1].memsz) {
-			r = rr_errf(e, EINVAL, "%s: PT_LOAD segments overlap in physical memory", name);
-			goto out;
-		}
+		if (i && s->paddr < v.seg[i - 1].paddr + v.seg[i - 1].memsz)
+			return rr_errf(e, EINVAL, "%s: PT_LOAD segments overlap in physical memory", name);
 		if (s->paddr + s->memsz > top)
 			top = s->paddr + s->memsz;
 	}
 	v.mem_size = top - v.link_paddr;
-	if (v.mem_size > RR_KERNEL_MAX_SIZE) {
-		r = rr_errf(e, EINVAL, "%s: image spans %llu bytes, more than the kernel's 1 GiB window",
-			    name, (unsigned long long)v.mem_size);
-		goto out;
-	}
+	if (v.mem_size > RR_KERNEL_MAX_SIZE)
+		return rr_errf(e, EINVAL, "%s: image spans %llu bytes, more than the kernel's 1 GiB window",
+			       name, (unsigned long long)v.mem_size);
 	v.entry = eh.e_entry;
 	r = -EINVAL;
 	for (unsigned i = 0; i < v.nr_seg; i++)
 		if (v.entry >= v.seg[i].paddr && v.entry - v.seg[i].paddr < v.seg[i].filesz)
 			r = 0;
-	if (r < 0) {
-		r = rr_errf(e, EINVAL, "%s: entry point is not inside a loaded segment", name);
-		goto out;
-	}
+	if (r < 0)
+		return rr_errf(e, EINVAL, "%s: entry point is not inside a loaded segment", name);
 	v.elf_end = (size_t)end;
 	*ret = v;
-out:
-	elf_end(elf);
-	return r;
+	return 0;
 }
 
 int rr_elf_peek_loads(const uint8_t *buf, size_t len, size_t total,

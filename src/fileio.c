@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "image.h"
 #include "kernel.h"
 
@@ -40,7 +41,7 @@ int rr_read_file(const char *path, size_t max, uint8_t **ret_buf, size_t *ret_le
 	 * rr_read_fd refuses after its fstat.  Regular files ignore the flag,
 	 * but it is cleared anyway for the read. */
 	struct stat st;
-	int fd;
+	_cleanup_close_ int fd = -1;
 
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
 		return rr_errf(e, EINVAL, "%s: %s, not a regular file: refused", path,
@@ -55,12 +56,9 @@ int rr_read_file(const char *path, size_t max, uint8_t **ret_buf, size_t *ret_le
 				       rr_file_type_name(st.st_mode));
 		return rr_errf(e, r, "%s: cannot open: %s", path, strerror(r));
 	}
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && fcntl(fd, F_SETFL, O_RDONLY) < 0) {
-		int r = rr_errf(e, errno, "%s: cannot clear O_NONBLOCK: %s", path, strerror(errno));
-		close(fd);
-		return r;
-	}
-	return rr_read_fd(fd, path, max, ret_buf, ret_len, e);
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && fcntl(fd, F_SETFL, O_RDONLY) < 0)
+		return rr_errf(e, errno, "%s: cannot clear O_NONBLOCK: %s", path, strerror(errno));
+	return rr_read_fd(TAKE_FD(fd), path, max, ret_buf, ret_len, e);
 }
 
 const char *rr_file_type_name(unsigned mode)
@@ -88,25 +86,19 @@ int rr_check_input_file(const char *path, const char *what, struct stat *ret, st
 int rr_read_fd(int fd, const char *path, size_t max, uint8_t **ret_buf, size_t *ret_len,
 	       struct rr_err *e)
 {
+	_cleanup_close_ int owned = fd;         /* ours to close, whatever happens */
+	_cleanup_free_ uint8_t *buf = NULL;
 	struct stat st;
-	uint8_t *buf = NULL;
 	size_t got = 0, cap;
-	int r;
 
-	if (fstat(fd, &st) < 0) {
-		r = rr_errf(e, errno, "%s: cannot stat: %s", path, strerror(errno));
-		goto out_close;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		r = rr_errf(e, EINVAL, "%s: %s, not a regular file: refused", path,
-			    rr_file_type_name(st.st_mode));
-		goto out_close;
-	}
-	if ((uint64_t)st.st_size > max) {
-		r = rr_errf(e, EFBIG, "%s: %lld bytes is larger than the %zu-byte limit", path,
-			    (long long)st.st_size, max);
-		goto out_close;
-	}
+	if (fstat(fd, &st) < 0)
+		return rr_errf(e, errno, "%s: cannot stat: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return rr_errf(e, EINVAL, "%s: %s, not a regular file: refused", path,
+			       rr_file_type_name(st.st_mode));
+	if ((uint64_t)st.st_size > max)
+		return rr_errf(e, EFBIG, "%s: %lld bytes is larger than the %zu-byte limit", path,
+			       (long long)st.st_size, max);
 	/* st_size is a hint (0 on procfs); one byte more detects EOF or growth. */
 	cap = (size_t)st.st_size + 1;
 	if (cap < 4096)
@@ -121,46 +113,32 @@ int rr_read_fd(int fd, const char *path, size_t max, uint8_t **ret_buf, size_t *
 			size_t ncap = cap > (max + 1) / 2 ? max + 1 : cap * 2;
 			uint8_t *nb = realloc(buf, ncap);
 
-			if (!nb) {
-				r = rr_errf(e, ENOMEM, "%s: out of memory", path);
-				goto out_free;
-			}
+			if (!nb)
+				return rr_errf(e, ENOMEM, "%s: out of memory", path);
 			buf = nb;
 			rr_mem_thp(buf + got, ncap - got);
 			cap = ncap;
 		}
 		if (!buf) {
 			buf = malloc(cap);
-			if (!buf) {
-				r = rr_errf(e, ENOMEM, "%s: out of memory", path);
-				goto out_close;
-			}
+			if (!buf)
+				return rr_errf(e, ENOMEM, "%s: out of memory", path);
 			rr_mem_thp(buf, cap);
 		}
 		n = read(fd, buf + got, cap - got);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0) {
-			r = rr_errf(e, errno, "%s: read error: %s", path, strerror(errno));
-			goto out_free;
-		}
+		if (n < 0)
+			return rr_errf(e, errno, "%s: read error: %s", path, strerror(errno));
 		if (n == 0)
 			break;
 		got += (size_t)n;
-		if (got > max) {
-			r = rr_errf(e, EFBIG, "%s: larger than the %zu-byte limit", path, max);
-			goto out_free;
-		}
+		if (got > max)
+			return rr_errf(e, EFBIG, "%s: larger than the %zu-byte limit", path, max);
 	}
-	*ret_buf = buf;
+	*ret_buf = TAKE_PTR(buf);
 	*ret_len = got;
-	r = 0;
-	goto out_close;
-out_free:
-	free(buf);
-out_close:
-	close(fd);
-	return r;
+	return 0;
 }
 
 int rr_read_text(const char *path, size_t max, char **ret, struct rr_err *e)
@@ -203,34 +181,25 @@ int rr_write_fd(int fd, const char *path, const uint8_t *buf, size_t len, struct
 int rr_write_file_atomic(const char *path, const uint8_t *buf, size_t len, struct rr_err *e)
 {
 	char tmp[PATH_MAX];
-	int fd, r;
+	_cleanup_unlink_ char *made = NULL;     /* the temporary file, until renamed */
+	_cleanup_close_ int fd = -1;
+	int r;
 
 	if (snprintf(tmp, sizeof(tmp), "%s.tmpXXXXXX", path) >= (int)sizeof(tmp))
 		return rr_errf(e, ENAMETOOLONG, "%s: path too long", path);
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
 		return rr_errf(e, errno, "%s: cannot create a temporary file: %s", path, strerror(errno));
-	if (fchmod(fd, 0644) < 0) {
-		r = rr_errf(e, errno, "%s: write failed: %s", path, strerror(errno));
-		goto fail;
-	}
+	made = tmp;
+	if (fchmod(fd, 0644) < 0)
+		return rr_errf(e, errno, "%s: write failed: %s", path, strerror(errno));
 	r = rr_write_fd(fd, path, buf, len, e);
 	if (r < 0)
-		goto fail;
-	r = close(fd);
-	fd = -1;
-	if (r < 0) {
-		r = rr_errf(e, errno, "%s: write failed: %s", path, strerror(errno));
-		goto fail;
-	}
-	if (rename(tmp, path) < 0) {
-		r = rr_errf(e, errno, "%s: cannot rename into place: %s", path, strerror(errno));
-		goto fail;
-	}
+		return r;
+	if (close(TAKE_FD(fd)) < 0)
+		return rr_errf(e, errno, "%s: write failed: %s", path, strerror(errno));
+	if (rename(tmp, path) < 0)
+		return rr_errf(e, errno, "%s: cannot rename into place: %s", path, strerror(errno));
+	made = NULL;
 	return 0;
-fail:
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	return r;
 }

@@ -162,8 +162,10 @@ int rr_image_build(const struct rr_kernel *k, const uint8_t *stage, size_t stage
 	struct rerand_locator loc;
 	size_t nrel = k->relocs.nr_reloc64 + k->relocs.nr_inverse32 + k->relocs.nr_reloc32;
 	size_t cap, off, hdr_off;
-	uint8_t *img, *pm;
-	struct rr_lz4par *par = o->lz4par, *own = NULL;
+	_cleanup_free_ uint8_t *img = NULL;
+	uint8_t *pm;
+	struct rr_lz4par *par = o->lz4par;
+	_cleanup_(rr_lz4par_freep) struct rr_lz4par *own = NULL;
 	int r;
 
 	size_t stub_len = (size_t)(rr_efi_stub_end - rr_efi_stub);
@@ -201,10 +203,8 @@ int rr_image_build(const struct rr_kernel *k, const uint8_t *stage, size_t stage
 	if (!par)
 		par = own;
 	img = calloc(1, cap);
-	if (!img) {
-		rr_lz4par_free(own);
+	if (!img)
 		return rr_errf(e, ENOMEM, "%s: out of memory for a %zu-byte image", name, cap);
-	}
 	rr_mem_thp(img, cap);
 	pm = img + RR_IMAGE_PM_OFFSET;
 
@@ -223,11 +223,8 @@ int rr_image_build(const struct rr_kernel *k, const uint8_t *stage, size_t stage
 	h.nr_reloc64 = (uint32_t)k->relocs.nr_reloc64;
 	h.nr_inverse32 = (uint32_t)k->relocs.nr_inverse32;
 	h.nr_reloc32 = (uint32_t)k->relocs.nr_reloc32;
-	if (rr_stage_sha256(stage, stage_len, h.stage_sha256) < 0) {
-		rr_lz4par_free(own);
-		free(img);
+	if (rr_stage_sha256(stage, stage_len, h.stage_sha256) < 0)
 		return rr_errf(e, EIO, "%s: cannot hash the stage (libcrypto SHA-256 failed)", name);
-	}
 
 	off = hdr_off + sizeof(h);
 	for (unsigned i = 0; i < v->nr_seg; i++) {
@@ -237,11 +234,8 @@ int rr_image_build(const struct rr_kernel *k, const uint8_t *stage, size_t stage
 		off = RR_ALIGN_UP(off, 16);
 		r = compress_segment(o, par, k->payload, s->offset, s->filesz, pm + off,
 				     cap - RR_IMAGE_PM_OFFSET - off, &stored);
-		if (r < 0) {
-			rr_lz4par_free(own);
-			free(img);
+		if (r < 0)
 			return rr_errf(e, -r, "%s: cannot compress segment %u", name, i);
-		}
 		h.seg[i].mem_offset = s->paddr - v->link_paddr;
 		h.seg[i].mem_size = s->memsz;
 		h.seg[i].file_size = s->filesz;
@@ -249,7 +243,8 @@ int rr_image_build(const struct rr_kernel *k, const uint8_t *stage, size_t stage
 		h.seg[i].data_size = stored;
 		off += stored;
 	}
-	rr_lz4par_free(own);
+	/* the compressor's threads are done: not kept for the copying below */
+	rr_lz4par_free(TAKE_PTR(own));
 	off = RR_ALIGN_UP(off, 4);
 	h.relocs_offset = off;
 	memcpy(pm + off, k->relocs.reloc64, k->relocs.nr_reloc64 * 4);
@@ -264,10 +259,8 @@ int rr_image_build(const struct rr_kernel *k, const uint8_t *stage, size_t stage
 	h.file_size = off;
 	h.scratch_offset = RR_ALIGN_UP(off + RR_IMAGE_SIG_ROOM, 4096);
 	h.scratch_size = RR_IMAGE_SCRATCH_SIZE;
-	if (h.scratch_offset + h.scratch_size > UINT32_MAX) {
-		free(img);
+	if (h.scratch_offset + h.scratch_size > UINT32_MAX)
 		return rr_errf(e, EFBIG, "%s: image too large for init_size", name);
-	}
 	memcpy(pm + hdr_off, &h, sizeof(h));
 
 	memcpy(loc.magic, RERAND_LOCATOR_MAGIC, 8);
@@ -279,7 +272,7 @@ int rr_image_build(const struct rr_kernel *k, const uint8_t *stage, size_t stage
 	write_pe(img, off);
 	write_setup(img, off, (uint32_t)(h.scratch_offset + h.scratch_size), k);
 	write_pe_checksum(img, RR_IMAGE_PM_OFFSET + off);
-	*ret_buf = img;
+	*ret_buf = TAKE_PTR(img);
 	*ret_len = RR_IMAGE_PM_OFFSET + off;
 	return 0;
 }

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "kernel.h"
 #include "uki.h"
 
@@ -150,7 +151,7 @@ int rr_kernel_load(const char *path, const char *relocs_path,
 int rr_kernel_load_hooked(const char *path, const char *relocs_path,
 			  const struct rr_dec_hook *hook, struct rr_kernel *ret, struct rr_err *e)
 {
-	uint8_t *buf = NULL, *rbuf = NULL;
+	_cleanup_free_ uint8_t *buf = NULL, *rbuf = NULL;
 	size_t len = 0, rlen = 0;
 	int r;
 
@@ -160,25 +161,19 @@ int rr_kernel_load_hooked(const char *path, const char *relocs_path,
 	if (relocs_path) {
 		r = rr_read_file(relocs_path, RR_KERNEL_FILE_MAX, &rbuf, &rlen, e);
 		if (r < 0)
-			goto out;
+			return r;
 	}
-	r = kernel_load_mem(buf, len, path, rbuf, rlen, relocs_path, hook, ret, e);
-out:
-	free(buf);
-	free(rbuf);
-	return r;
+	return kernel_load_mem(buf, len, path, rbuf, rlen, relocs_path, hook, ret, e);
 }
 
 int rr_kernel_load_fd(int fd, const char *name, const struct rr_dec_hook *hook,
 		      struct rr_kernel *ret, struct rr_err *e)
 {
-	uint8_t *buf;
+	_cleanup_free_ uint8_t *buf = NULL;
 	size_t len;
 	int r = rr_read_fd(fd, name, RR_KERNEL_FILE_MAX, &buf, &len, e);
 
 	if (r < 0)
 		return r;
-	r = kernel_load_mem(buf, len, name, NULL, 0, NULL, hook, ret, e);
-	free(buf);
-	return r;
+	return kernel_load_mem(buf, len, name, NULL, 0, NULL, hook, ret, e);
 }

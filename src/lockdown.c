@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cleanup.h"
 #include "kernel.h"
 #include "lockdown.h"
 
@@ -76,23 +77,21 @@ int rr_lockdown_probe(const char *lockdown_path, const char *secureboot_path,
 		      struct rr_lockdown_state *ret, struct rr_err *e)
 {
 	struct rr_lockdown_state s = { RR_LD_ABSENT, RR_SB_ABSENT, false };
-	uint8_t *buf;
+	_cleanup_free_ uint8_t *ld = NULL, *sb = NULL;
 	size_t len;
 	int r;
 
-	r = rr_read_file(lockdown_path, STATE_FILE_MAX, &buf, &len, e);
+	r = rr_read_file(lockdown_path, STATE_FILE_MAX, &ld, &len, e);
 	if (r == 0) {
-		r = rr_lockdown_parse((const char *)buf, len, lockdown_path, &s.lockdown, e);
-		free(buf);
+		r = rr_lockdown_parse((const char *)ld, len, lockdown_path, &s.lockdown, e);
 		if (r < 0)
 			return r;
 	} else if (r != -ENOENT) {
 		return r;
 	}
-	r = rr_read_file(secureboot_path, STATE_FILE_MAX, &buf, &len, e);
+	r = rr_read_file(secureboot_path, STATE_FILE_MAX, &sb, &len, e);
 	if (r == 0) {
-		r = rr_secureboot_parse(buf, len, secureboot_path, &s.secureboot, e);
-		free(buf);
+		r = rr_secureboot_parse(sb, len, secureboot_path, &s.secureboot, e);
 		if (r < 0)
 			return r;
 	} else if (r == -ENOENT) {
@@ -131,7 +130,7 @@ int rr_lockdown_probe_bp(const char *lockdown_path, const char *secureboot_path,
 {
 	struct rr_lockdown_state s;
 	enum rr_secureboot sb;
-	uint8_t *buf;
+	_cleanup_free_ uint8_t *buf = NULL;
 	size_t len;
 	int r = rr_lockdown_probe(lockdown_path, secureboot_path, &s, e);
 
@@ -150,7 +149,6 @@ int rr_lockdown_probe_bp(const char *lockdown_path, const char *secureboot_path,
 		return 0;
 	}
 	r = rr_secureboot_from_boot_params(buf, len, boot_params_path, &sb, e);
-	free(buf);
 	if (r == -ENODATA) {
 		*ret = s;
 		return 0;

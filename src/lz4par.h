@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cleanup.h"
+
 /* Part of the image format's reproducibility: changing it changes the bytes
  * of every image (not their meaning). */
 #define RR_LZ4PAR_CHUNK ((size_t)1 << 20)
@@ -26,6 +28,7 @@ struct rr_lz4par;
 int rr_lz4par_new(unsigned threads, int level, struct rr_lz4par **ret);
 /* Stops and joins the workers; queued work is dropped. */
 void rr_lz4par_free(struct rr_lz4par *p);
+RR_DEFINE_CLEANUP_FUNC(struct rr_lz4par *, rr_lz4par_free)
 
 /* The decoder's progress hook (struct rr_dec_hook in kernel.h): buf[0, len)
  * of a payload of `total` bytes is final.  The first call that holds the

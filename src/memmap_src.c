@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "kernel.h"
 #include "memmap_src.h"
 
@@ -319,18 +320,15 @@ int rr_msrc_sysfs_entry(const char *start, size_t start_len, const char *end, si
 /* A small sysfs attribute, bounded (stat() says 4096 bytes whatever it holds). */
 static int read_small(const char *path, char *buf, size_t cap, size_t *ret_len, struct rr_err *e)
 {
-	uint8_t *data;
+	_cleanup_free_ uint8_t *data = NULL;
 	size_t len;
 	int r = rr_read_file(path, RR_SYSFS_MAX, &data, &len, e);
 
 	if (r < 0)
 		return r;
-	if (len >= cap) {
-		free(data);
+	if (len >= cap)
 		return rr_errf(e, EFBIG, "%s: line 1: longer than %zu bytes", path, cap - 1);
-	}
 	memcpy(buf, data, len);
-	free(data);
 	*ret_len = len;
 	return 0;
 }
@@ -398,7 +396,7 @@ int rr_msrc_read(const char *path, struct rr_memmap *m, struct rr_msrc_info *ret
 		 struct rr_err *e)
 {
 	struct stat st;
-	char *buf = NULL;
+	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
 	int r;
 
@@ -412,7 +410,5 @@ int rr_msrc_read(const char *path, struct rr_memmap *m, struct rr_msrc_info *ret
 	r = rr_read_file(path, RR_MSRC_MAX_TEXT, (uint8_t **)&buf, &len, e);
 	if (r < 0)
 		return r;
-	r = rr_msrc_parse_text(buf, len, path, m, ret, e);
-	free(buf);
-	return r;
+	return rr_msrc_parse_text(buf, len, path, m, ret, e);
 }

@@ -19,8 +19,14 @@
 #include <openssl/pkcs7.h>
 #include <openssl/x509.h>
 
+#include "cleanup.h"
 #include "pesig.h"
 #include "util.h"
+
+RR_DEFINE_CLEANUP_FUNC(BIO *, BIO_free)
+RR_DEFINE_CLEANUP_FUNC(EVP_MD_CTX *, EVP_MD_CTX_free)
+RR_DEFINE_CLEANUP_FUNC(PKCS7 *, PKCS7_free)
+RR_DEFINE_CLEANUP_FUNC(STACK_OF(X509) *, sk_X509_free)
 
 #define MZ_SIZE              64     /* struct mz_hdr */
 #define MZ_LFANEW            0x3c
@@ -146,17 +152,15 @@ int rr_pe_parse(const uint8_t *buf, size_t len, const char *name,
  * raw). */
 static int name_text(const X509_NAME *n, char *out, size_t size)
 {
-	BIO *b = BIO_new(BIO_s_mem());
+	_cleanup_(BIO_freep) BIO *b = BIO_new(BIO_s_mem());
 	char *p;
 	long blen;
 	size_t o = 0;
 
 	if (!b)
 		return -ENOMEM;
-	if (X509_NAME_print_ex(b, n, 0, XN_FLAG_RFC2253) < 0) {
-		BIO_free(b);
+	if (X509_NAME_print_ex(b, n, 0, XN_FLAG_RFC2253) < 0)
 		return -EBADMSG;
-	}
 	blen = BIO_get_mem_data(b, &p);
 	for (long i = 0; i < blen && o + 1 < size; i++) {
 		unsigned char c = (unsigned char)p[i];
@@ -169,7 +173,6 @@ static int name_text(const X509_NAME *n, char *out, size_t size)
 		}
 	}
 	out[o] = 0;
-	BIO_free(b);
 	return 0;
 }
 
@@ -230,17 +233,15 @@ static int sec_cmp(const void *a, const void *b)
 static int pe_digest(const uint8_t *buf, size_t len, const struct rr_pe_info *pi,
 		     const EVP_MD *md, uint8_t *out, struct rr_pe_sig *sig)
 {
-	struct sec_key *secs = NULL;
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	_cleanup_free_ struct sec_key *secs = NULL;
+	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	uint64_t hashed = pi->size_of_headers;
 	int ok = 1, r = 0;
 
 	if (!ctx)
 		return -ENOMEM;
-	if (pi->nr_sections && !(secs = calloc(pi->nr_sections, sizeof(*secs)))) {
-		EVP_MD_CTX_free(ctx);
+	if (pi->nr_sections && !(secs = calloc(pi->nr_sections, sizeof(*secs))))
 		return -ENOMEM;
-	}
 	/* rr_pe_parse put CheckSum before the directories, the certificate
 	 * entry and the section table inside SizeOfHeaders */
 	ok &= EVP_DigestInit_ex(ctx, md, NULL);
@@ -282,8 +283,6 @@ static int pe_digest(const uint8_t *buf, size_t len, const struct rr_pe_info *pi
 		r = -ENOMEM;    /* a digest libcrypto has fails only on allocation */
 out:
 	ERR_clear_error();
-	free(secs);
-	EVP_MD_CTX_free(ctx);
 	return r;
 }
 
@@ -425,44 +424,36 @@ static int read_pkcs7(const uint8_t *der, size_t der_len, const uint8_t *buf, si
 		      struct rr_err *e)
 {
 	const unsigned char *p = der;
-	PKCS7 *p7;
-	STACK_OF(X509) *signers;
-	int r = 0;
+	_cleanup_(PKCS7_freep) PKCS7 *p7 = NULL;
+	_cleanup_(sk_X509_freep) STACK_OF(X509) *signers = NULL;
+	int r;
 
 	p7 = d2i_PKCS7(NULL, &p, (long)der_len);
 	if (!p7) {
 		ERR_clear_error();
 		return rr_errf(e, EBADMSG, "%s: the PE signature is not a PKCS#7 message", name);
 	}
-	if (!PKCS7_type_is_signed(p7) || !p7->d.sign) {
-		PKCS7_free(p7);
+	if (!PKCS7_type_is_signed(p7) || !p7->d.sign)
 		return rr_errf(e, EBADMSG, "%s: the PE signature is PKCS#7 but not SignedData", name);
-	}
 	/* Matches each SignerInfo's issuer and serial to the certificates the
 	 * message carries. */
 	signers = PKCS7_get0_signers(p7, NULL, 0);
 	if (!signers || sk_X509_num(signers) < 1) {
 		ERR_clear_error();
-		r = rr_errf(e, EBADMSG, "%s: the PE signature does not carry its signer's certificate",
-			    name);
-		goto out;
+		return rr_errf(e, EBADMSG, "%s: the PE signature does not carry its signer's "
+			       "certificate", name);
 	}
 	r = verify_pkcs7(p7, buf, len, pi, sig);
-	if (r < 0) {
-		r = rr_errf(e, -r, "%s: cannot verify the PE signature: %s", name, strerror(-r));
-		goto out;
-	}
+	if (r < 0)
+		return rr_errf(e, -r, "%s: cannot verify the PE signature: %s", name, strerror(-r));
 	if (sig->verified) {
 		X509 *c = sk_X509_value(signers, 0);
 		if (name_text(X509_get_subject_name(c), sig->subject, sizeof(sig->subject)) < 0 ||
 		    name_text(X509_get_issuer_name(c), sig->issuer, sizeof(sig->issuer)) < 0)
-			r = rr_errf(e, EBADMSG, "%s: the PE signer's certificate names are unreadable",
-				    name);
+			return rr_errf(e, EBADMSG, "%s: the PE signer's certificate names are "
+				       "unreadable", name);
 	}
-out:
-	sk_X509_free(signers);
-	PKCS7_free(p7);
-	return r;
+	return 0;
 }
 
 int rr_pe_sig_read(const uint8_t *buf, size_t len, const char *name,

@@ -14,6 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child.h"
+#include "cleanup.h"
 #include "image.h"
 #include "pesig.h"
 #include "sign.h"
@@ -38,16 +40,21 @@ static void last_line(const char *out, size_t n, char *line, size_t size)
 	line[o] = 0;
 }
 
-/* Run sbsign; its stdout and stderr go to a pipe (quoted on failure), its
- * stdin and terminal stay ours for a passphrase prompt. */
+/* Run sbsign; its stdout and stderr go to a pipe (the last line quoted on
+ * failure), its stdin and terminal stay ours for a passphrase prompt. */
 static int run_sbsign(const struct rr_sign_opts *o, const char *in, const char *out,
 		      const char *path, struct rr_err *e)
 {
 	const char *prog = o->sbsign ? o->sbsign : "sbsign";
 	const char *argv[16];
 	char buf[SBSIGN_OUTPUT_MAX], line[256];
-	size_t n = 0;
-	int a = 0, p[2], status;
+	struct rr_spawn_opts so = {
+		.argv = (char *const *)argv, .name = "sbsign",
+		.pipe_stdout = true, .pipe_stderr = true,
+	};
+	struct rr_err ce;
+	size_t n;
+	int a = 0, r, rd, status;
 	pid_t pid;
 
 	argv[a++] = prog;
@@ -68,47 +75,19 @@ static int run_sbsign(const struct rr_sign_opts *o, const char *in, const char *
 	argv[a++] = in;
 	argv[a] = NULL;
 
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return rr_errf(e, errno, "%s: cannot create a pipe for sbsign: %s", path,
-			       strerror(errno));
-	pid = fork();
-	if (pid < 0) {
-		int r = errno;
-		close(p[0]);
-		close(p[1]);
-		return rr_errf(e, r, "%s: cannot fork for sbsign: %s", path, strerror(r));
-	}
-	if (pid == 0) {
-		if (dup2(p[1], STDOUT_FILENO) < 0 || dup2(p[1], STDERR_FILENO) < 0)
-			_exit(127);
-		execvp(prog, (char *const *)argv);
-		dprintf(STDERR_FILENO, "cannot run %s: %s\n", prog, strerror(errno));
-		_exit(127);
-	}
-	close(p[1]);
-	for (;;) {
-		char drop[512];
-		ssize_t r = n < sizeof(buf) ? read(p[0], buf + n, sizeof(buf) - n)
-					    : read(p[0], drop, sizeof(drop));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		if (n < sizeof(buf))
-			n += (size_t)r;
-	}
-	close(p[0]);
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return rr_errf(e, errno, "%s: waiting for sbsign: %s", path, strerror(errno));
+	r = rr_spawn(&so, &pid, &rd, &ce);
+	if (r < 0)
+		return rr_errf(e, -r, "%s: %s", path, ce.msg);
+	n = rr_child_read_tail(rd, buf, sizeof(buf));
+	close(rd);
+	r = rr_child_wait(pid, "sbsign", &status, &ce);
+	if (r < 0)
+		return rr_errf(e, -r, "%s: %s", path, ce.msg);
 	last_line(buf, n, line, sizeof(line));
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && !strncmp(line, "cannot run", 10))
 		return rr_errf(e, ENOENT, "%s: %s (install sbsigntool)", path, line);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return rr_errf(e, EIO, "%s: sbsign failed (%s %d)%s%s%s", path,
-			       WIFEXITED(status) ? "exit status" : "signal",
-			       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
-			       line[0] ? ": " : "", line,
+	if (rr_child_status_err(status, "sbsign", &ce) < 0)
+		return rr_errf(e, EIO, "%s: %s%s%s%s", path, ce.msg, line[0] ? ": " : "", line,
 			       strstr(line, "bad password read") ?
 			       " (the key is encrypted: run on a terminal to be asked for its "
 			       "passphrase)" : "");
@@ -134,7 +113,7 @@ static int check_signed(const char *out, size_t unsigned_len, const char *path, 
 {
 	struct rr_image im;
 	struct rr_pe_sig sig;
-	uint8_t *buf;
+	_cleanup_free_ uint8_t *buf = NULL;
 	size_t len;
 	int r;
 
@@ -149,7 +128,6 @@ static int check_signed(const char *out, size_t unsigned_len, const char *path, 
 			    "appended", path);
 	if (r == 0 && !sig.verified)
 		r = rr_errf(e, EBADMSG, "%s: sbsign's signature does not verify: %s", path, sig.why);
-	free(buf);
 	return r;
 }
 
@@ -157,7 +135,11 @@ int rr_sign_image_file(const uint8_t *buf, size_t len, const char *path,
 		       const struct rr_sign_opts *o, struct rr_err *e)
 {
 	char in[PATH_MAX], out[PATH_MAX];
-	int fd = -1, fo = -1, r;
+	/* the temporary files, once created: removed on every way out, but
+	 * for the signed one renamed into place */
+	_cleanup_unlink_ char *made_in = NULL, *made_out = NULL;
+	_cleanup_close_ int fd = -1, fo = -1;
+	int r;
 
 	if (!o->key || !o->cert)
 		return rr_errf(e, EINVAL, "%s: signing needs a key and a certificate", path);
@@ -168,47 +150,30 @@ int rr_sign_image_file(const uint8_t *buf, size_t len, const char *path,
 	if (fd < 0)
 		return rr_errf(e, errno, "%s: cannot create a temporary file: %s", path,
 			       strerror(errno));
+	made_in = in;
 	fo = mkostemp(out, O_CLOEXEC);
-	if (fo < 0) {
-		r = rr_errf(e, errno, "%s: cannot create a temporary file: %s", path, strerror(errno));
-		out[0] = 0;
-		goto done;
-	}
+	if (fo < 0)
+		return rr_errf(e, errno, "%s: cannot create a temporary file: %s", path, strerror(errno));
+	made_out = out;
 	r = write_all(fd, buf, len);
-	if (r == 0 && close(fd) < 0)
+	if (r == 0 && close(TAKE_FD(fd)) < 0)
 		r = -errno;
-	fd = -1;
-	if (r < 0) {
-		r = rr_errf(e, r, "%s: cannot write the unsigned image to %s: %s", path, in,
-			    strerror(-r));
-		goto done;
-	}
+	if (r < 0)
+		return rr_errf(e, r, "%s: cannot write the unsigned image to %s: %s", path, in,
+			       strerror(-r));
 	r = run_sbsign(o, in, out, path, e);
 	if (r < 0)
-		goto done;
+		return r;
 	r = check_signed(out, len, path, e);
 	if (r < 0)
-		goto done;
+		return r;
 	/* sbsign rewrote the file by name: make the new one durable, then swap. */
-	close(fo);
+	close(TAKE_FD(fo));
 	fo = open(out, O_RDONLY | O_CLOEXEC);
-	if (fo < 0 || fchmod(fo, 0644) < 0 || fsync(fo) < 0) {
-		r = rr_errf(e, errno, "%s: cannot sync the signed image: %s", path, strerror(errno));
-		goto done;
-	}
-	if (rename(out, path) < 0) {
-		r = rr_errf(e, errno, "%s: cannot rename into place: %s", path, strerror(errno));
-		goto done;
-	}
-	out[0] = 0;
-	r = 0;
-done:
-	if (fd >= 0)
-		close(fd);
-	if (fo >= 0)
-		close(fo);
-	unlink(in);
-	if (out[0])
-		unlink(out);
-	return r;
+	if (fo < 0 || fchmod(fo, 0644) < 0 || fsync(fo) < 0)
+		return rr_errf(e, errno, "%s: cannot sync the signed image: %s", path, strerror(errno));
+	if (rename(out, path) < 0)
+		return rr_errf(e, errno, "%s: cannot rename into place: %s", path, strerror(errno));
+	made_out = NULL;        /* it is path now */
+	return 0;
 }

@@ -57,8 +57,9 @@ int rr_status_read(const char *dir, struct rerand_status *ret, struct rr_err *e)
 		return rr_errf(e, errno, "%s: cannot open: %s", dir, strerror(errno));
 	}
 	while ((de = readdir(d))) {
-		char path[512], *type;
-		uint8_t *data;
+		char path[512];
+		_cleanup_free_ char *type = NULL;
+		_cleanup_free_ uint8_t *data = NULL;
 		size_t n;
 		unsigned long t;
 
@@ -68,7 +69,6 @@ int rr_status_read(const char *dir, struct rerand_status *ret, struct rr_err *e)
 		if (rr_read_text(path, RR_SYSFS_MAX, &type, NULL) < 0)
 			continue;
 		t = strtoul(type, NULL, 0);
-		free(type);
 		if (t != RERAND_SETUP_TYPE)
 			continue;
 		/* the node's own data: ours is one record, anything larger is not */
@@ -77,7 +77,6 @@ int rr_status_read(const char *dir, struct rerand_status *ret, struct rr_err *e)
 		if (r < 0)
 			break;
 		r = rr_status_parse(data, n, path, ret, e);
-		free(data);
 		break;
 	}
 	closedir(d);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cleanup.h"
 #include "pesig.h"
 #include "uki.h"
 #include "util.h"
@@ -85,7 +86,7 @@ int rr_uki_parse(const uint8_t *buf, size_t len, const char *name, struct rr_uki
 {
 	struct rr_pe_info pi;
 	struct rr_uki u;
-	struct range *rg;
+	_cleanup_free_ struct range *rg = NULL;
 	unsigned nr = 0;
 	int r;
 
@@ -107,57 +108,42 @@ int rr_uki_parse(const uint8_t *buf, size_t len, const char *name, struct rr_uki
 		sec_name(h, sn);
 		if (!raw)
 			continue;          /* .bss-like: no file data */
-		if (at > len || raw > len - at) {
-			r = rr_errf(e, EBADMSG, "%s: PE section %s (%llu bytes at 0x%llx) runs past the "
-				    "end of the file (%zu bytes): truncated?", name, sn,
-				    (unsigned long long)raw, (unsigned long long)at, len);
-			goto out;
-		}
+		if (at > len || raw > len - at)
+			return rr_errf(e, EBADMSG, "%s: PE section %s (%llu bytes at 0x%llx) runs past the "
+				       "end of the file (%zu bytes): truncated?", name, sn,
+				       (unsigned long long)raw, (unsigned long long)at, len);
 		rg[nr].start = at;
 		rg[nr].end = at + raw;
 		memcpy(rg[nr].name, sn, sizeof(sn));
 		nr++;
 		if (p < 0)
 			continue;
-		if (u.part[p].present) {
-			r = rr_errf(e, EBADMSG, "%s: the UKI has two %s sections", name, sn);
-			goto out;
-		}
+		if (u.part[p].present)
+			return rr_errf(e, EBADMSG, "%s: the UKI has two %s sections", name, sn);
 		/* The stub uses VirtualSize bytes; raw data is that, padded to the
 		 * file alignment.  More virtual than raw would be zeros the PE
 		 * loader adds: never right for a kernel, initrd or text. */
-		if (vsize > raw) {
-			r = rr_errf(e, EBADMSG, "%s: UKI section %s has VirtualSize %llu but only %llu "
-				    "bytes in the file", name, sn, (unsigned long long)vsize,
-				    (unsigned long long)raw);
-			goto out;
-		}
+		if (vsize > raw)
+			return rr_errf(e, EBADMSG, "%s: UKI section %s has VirtualSize %llu but only %llu "
+				       "bytes in the file", name, sn, (unsigned long long)vsize,
+				       (unsigned long long)raw);
 		u.part[p].present = true;
 		u.part[p].offset = at;
 		u.part[p].size = vsize ? vsize : raw;
 	}
 	qsort(rg, nr, sizeof(*rg), cmp_range);
 	for (unsigned i = 1; i < nr; i++)
-		if (rg[i].start < rg[i - 1].end) {
-			r = rr_errf(e, EBADMSG, "%s: PE sections %s and %s overlap in the file", name,
-				    rg[i - 1].name, rg[i].name);
-			goto out;
-		}
-	if (nr && rg[0].start < pi.size_of_headers) {
-		r = rr_errf(e, EBADMSG, "%s: PE section %s overlaps the headers", name, rg[0].name);
-		goto out;
-	}
-	if (!u.part[RR_UKI_LINUX].present) {
-		r = rr_errf(e, ENOEXEC, "%s: PE file without a .linux section: not a unified kernel "
-			    "image", name);
-		goto out;
-	}
+		if (rg[i].start < rg[i - 1].end)
+			return rr_errf(e, EBADMSG, "%s: PE sections %s and %s overlap in the file", name,
+				       rg[i - 1].name, rg[i].name);
+	if (nr && rg[0].start < pi.size_of_headers)
+		return rr_errf(e, EBADMSG, "%s: PE section %s overlaps the headers", name, rg[0].name);
+	if (!u.part[RR_UKI_LINUX].present)
+		return rr_errf(e, ENOEXEC, "%s: PE file without a .linux section: not a unified kernel "
+			       "image", name);
 	u.nr_sections = pi.nr_sections;
 	*ret = u;
-	r = 0;
-out:
-	free(rg);
-	return r;
+	return 0;
 }
 
 int rr_uki_initrd(const uint8_t *buf, size_t len, const struct rr_uki *u, uint8_t **ret_buf,

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cleanup.h"
 #include "fleet.h"
 #include "kernel.h"          /* struct rr_err, rr_read_text() */
 
@@ -405,7 +406,7 @@ int fleet_config_validate(const struct fleet_config *c, char *err, size_t errlen
 int fleet_read_identity(const char *path, char *out, size_t len, char *err, size_t errlen)
 {
 	struct rr_err re;
-	char *buf;
+	_cleanup_free_ char *buf = NULL;
 	size_t i, b, e;
 	int r;
 
@@ -422,19 +423,16 @@ int fleet_read_identity(const char *path, char *out, size_t len, char *err, size
 		e--;
 	if (e == b || e - b >= len || e - b >= FLEET_ID_MAX) {
 		snprintf(err, errlen, "%s: no usable machine id on the first line", path);
-		free(buf);
 		return -EINVAL;
 	}
 	for (i = b; i < e; i++)
 		if (!isgraph((unsigned char)buf[i]) || buf[i] == '"' || buf[i] == '\\' ||
 		    buf[i] == FLEET_ID_SEP) {
 			snprintf(err, errlen, "%s: the machine id has an unusable character", path);
-			free(buf);
 			return -EINVAL;
 		}
 	memcpy(out, buf + b, e - b);
 	out[e - b] = 0;
-	free(buf);
 	return 0;
 }
 
