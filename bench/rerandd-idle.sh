@@ -13,7 +13,9 @@
 #  - systemd's side played as under rerandd.service: NOTIFY_SOCKET (a
 #    datagram listener) and WATCHDOG_USEC=180 s (WatchdogSec=3min), so the
 #    watchdog pings sd-event sends are part of the idle cost;
-#  - CheckInterval= left at the product's default (60 s) unless TICK= says.
+#  - CheckInterval= left at the product's default (60 s) unless TICK= says;
+#  - RuntimeDirectory= (the metrics file rewritten at every check) on tmpfs
+#    (/dev/shm), as /run/rerand is under rerandd.service.
 # "Idle" = the stand-in kexec was called (an image is staged), rerandd has
 # no child, and its CPU time has not moved for 5 s (with TICK= set, no
 # child for 5 s is enough).  Then: /proc/PID/status
@@ -39,16 +41,17 @@ command -v python3 >/dev/null || die "python3 is needed for the notify socket"
 
 tmp=$(mktemp -d /tmp/rerandd-idle.XXXXXX)
 chmod 0755 "$tmp"
+rundir=$(mktemp -d /dev/shm/rerandd-idle-run.XXXXXX) || { rm -rf "$tmp"; exit 1; }
 pid= lpid=
 cleanup() {
 	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null
 	[ -n "$lpid" ] && kill -TERM "$lpid" 2>/dev/null
 	wait 2>/dev/null
-	[ -n "${KEEP:-}" ] && echo "kept $tmp" >&2 || rm -rf "$tmp"
+	[ -n "${KEEP:-}" ] && echo "kept $tmp $rundir" >&2 || rm -rf "$tmp" "$rundir"
 }
 trap cleanup EXIT
 hd=$tmp/h
-mkdir -p "$hd"/{state,run,boot,conf.d,bin,pre,post}
+mkdir -p "$hd"/{state,boot,conf.d,bin,pre,post}
 chmod 0700 "$hd/state"
 cat >"$hd/bin/kexec" <<'EOF'
 #!/bin/sh
@@ -71,8 +74,8 @@ mkfifo "$hd/uevents"
 cat >"$hd/rerand.conf" <<EOF
 [Daemon]
 StateDirectory=$hd/state
-RuntimeDirectory=$hd/run
-MetricsFile=$hd/run/rerand.prom
+RuntimeDirectory=$rundir
+MetricsFile=$rundir/rerand.prom
 RerandBinary=$R
 KexecBinary=$hd/bin/kexec
 ImageUser=nobody
@@ -139,7 +142,7 @@ for ((try = 0; try < 40; try++)); do
 	pid=$!
 	for ((i = 0; i < 30; i++)); do
 		kill -0 "$pid" 2>/dev/null || break
-		[ -S "$hd/run/control" ] && break
+		[ -S "$rundir/control" ] && break
 		sleep 0.1
 	done
 	kill -0 "$pid" 2>/dev/null && break
@@ -172,7 +175,7 @@ done
 [ -e "$hd/reboot-called" ] && die "rerandd asked for a reboot: not idle"
 
 echo "== rerandd idle: $RERANDD ($(cd "$build/.." && git describe --always --dirty 2>/dev/null))"
-echo "staged: $(wc -l <"$hd/kexec.log") kexec call(s); $(RERAND_CONTROL_SOCKET=$hd/run/control "$R" status 2>/dev/null | grep -m1 '^staged:' || echo 'status: n/a')"
+echo "staged: $(wc -l <"$hd/kexec.log") kexec call(s); $(RERAND_CONTROL_SOCKET=$rundir/control "$R" status 2>/dev/null | grep -m1 '^staged:' || echo 'status: n/a')"
 echo "linked: $(ldd "$RERANDD" | awk '/=>/ { sub(/\.so.*/, "", $1); printf "%s ", $1 }')"
 echo "-- /proc/PID/status"
 grep -E '^(VmRSS|RssAnon|RssFile|RssShmem|VmHWM|VmData|VmStk|Threads):' /proc/$pid/status | tr -s ' \t' ' '
