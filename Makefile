@@ -79,7 +79,9 @@ BASHCOMPDIR ?= $(shell $(PKG_CONFIG) --variable=completionsdir bash-completion 2
 # publish, stage) calls nothing above it, so it lives in libdaemon.a with
 # everything else in daemon/, which the unit tests and fuzzers link, with
 # the stage blob (daemon/stage_cache.c keys its image cache by its SHA-256).
-DAEMON_PKGS := libsystemd libcap libseccomp inih json-c libcrypto
+# nettle: that SHA-256 (daemon/digest.c says why not libcrypto's); libcrypto:
+# only the signature checks of signed images (src/pesig.c).
+DAEMON_PKGS := libsystemd libcap libseccomp inih json-c nettle libcrypto
 DAEMON_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
