@@ -22,6 +22,11 @@
 #include "pesig.h"
 #include "util.h"
 
+/* rerandd's copy: libcrypto opened when a signature is checked (crypto_dl.h) */
+#ifdef RR_CRYPTO_DLOPEN
+#include "crypto_dl.h"
+#endif
+
 #define MZ_SIZE              64     /* struct mz_hdr */
 #define MZ_LFANEW            0x3c
 #define COFF_SIZE            24     /* "PE\0\0" + struct pe_hdr */
@@ -429,6 +434,10 @@ static int read_pkcs7(const uint8_t *der, size_t der_len, const uint8_t *buf, si
 	STACK_OF(X509) *signers;
 	int r = 0;
 
+#ifdef RR_CRYPTO_DLOPEN
+	if ((r = rr_crypto_load(name, e)) < 0)
+		return r;
+#endif
 	p7 = d2i_PKCS7(NULL, &p, (long)der_len);
 	if (!p7) {
 		ERR_clear_error();

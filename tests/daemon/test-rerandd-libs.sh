@@ -65,6 +65,15 @@ if [ -r "$digest_o" ] && [ -r "$pesig_o" ]; then
 else
 	bail "$digest_o or $pesig_o is missing: make build/rerandd"
 fi
+# Nor does it map libcrypto or libm at all (issue 28: 1.4 MiB and 316 kB of
+# idle RSS): signatures are checked by rerandd-check, which opens libcrypto
+# with dlopen (daemon/crypto_dl.h); log2 is rr_bits.
+check "rerandd needs no libcrypto (it needs: $(needed "$RERANDD" | tr '\n' ' '))" \
+	bash -c "! readelf -d '$RERANDD' | grep -qE '\[libcrypto\.so'"
+bad=$(imports "$RERANDD" | grep -E "$ossl_syms|^(PKCS7|X509|BIO|ASN1|d2i)_" | tr '\n' ' ')
+check "rerandd imports no OpenSSL symbol (${bad:-none})" test -z "$bad"
+check "rerandd opens libcrypto itself, when a signature is checked" \
+	bash -c "nm '$RERANDD' | grep -q ' T rr_crypto_load\$' && strings '$RERANDD' | grep -qx 'libcrypto.so.3'"
 
 # The closure: every codec library in it, and who needs it.
 closure=$(LD_TRACE_LOADED_OBJECTS=1 "$RERANDD" 2>/dev/null | awk '/=>/ { print $3 }')
