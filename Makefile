@@ -197,7 +197,7 @@ $(O)/host/daemon/pesig_dl.o: src/pesig.c
 $(RERANDD): $(DAEMON_MAIN_OBJS) $(O)/host/daemon/pesig_dl.o $(LIBDAEMON) $(LIBCOMMON) $(LIBRERAND) $(O)/host/kexec/stage_blob.o
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $(DAEMON_MAIN_OBJS) $(O)/host/daemon/pesig_dl.o $(O)/host/kexec/stage_blob.o \
-		$(LIBDAEMON) $(LIBCOMMON) $(LIBRERAND) $(RERANDD_LIBS) -lm
+		$(LIBDAEMON) $(LIBCOMMON) $(LIBRERAND) $(RERANDD_LIBS)
 
 $(LIBFLEETD): $(FLEETD_LIB_OBJS)
 	@$(if $(Q),echo "  AR      $@")

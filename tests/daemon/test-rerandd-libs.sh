@@ -68,8 +68,8 @@ fi
 # Nor does it map libcrypto or libm at all (issue 28: 1.4 MiB and 316 kB of
 # idle RSS): signatures are checked by rerandd-check, which opens libcrypto
 # with dlopen (daemon/crypto_dl.h); log2 is rr_bits.
-check "rerandd needs no libcrypto (it needs: $(needed "$RERANDD" | tr '\n' ' '))" \
-	bash -c "! readelf -d '$RERANDD' | grep -qE '\[libcrypto\.so'"
+check "rerandd needs neither libcrypto nor libm (it needs: $(needed "$RERANDD" | tr '\n' ' '))" \
+	bash -c "! readelf -d '$RERANDD' | grep -qE '\[lib(crypto|m)\.so'"
 bad=$(imports "$RERANDD" | grep -E "$ossl_syms|^(PKCS7|X509|BIO|ASN1|d2i)_" | tr '\n' ' ')
 check "rerandd imports no OpenSSL symbol (${bad:-none})" test -z "$bad"
 check "rerandd opens libcrypto itself, when a signature is checked" \
