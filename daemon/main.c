@@ -251,6 +251,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 		bool was_never = policy_never_reboots(&d->cfg);
 		reload_keep_fixed(&d->cfg, c);
 		d->cfg = *c;
+		d->metrics_at = 0;         /* MetricsFile= may have changed */
 		rr_log(RR_LOG_INFO, "configuration reloaded");
 		if (!was_never && policy_never_reboots(&d->cfg))
 			rr_log(RR_LOG_NOTICE, "%s", RR_NO_WINDOW_NOTICE);
