@@ -11,8 +11,9 @@
 #  - CAP_SYS_BOOT dropped from the bounding set (setpriv), so even a mistake
 #    cannot reboot this machine;
 #  - systemd's side played as under rerandd.service: NOTIFY_SOCKET (a
-#    datagram listener) and WATCHDOG_USEC=180 s (WatchdogSec=3min), so the
-#    watchdog pings sd-event sends are part of the idle cost;
+#    datagram listener) and WATCHDOG_USEC from systemd/rerandd.service's
+#    WatchdogSec= (WDOG_USEC= overrides), so the watchdog pings sd-event
+#    sends are part of the idle cost;
 #  - CheckInterval= left at the product's default (60 s) unless TICK= says;
 #  - RuntimeDirectory= (the metrics file rewritten at every check) on tmpfs
 #    (/dev/shm), as /run/rerand is under rerandd.service.
@@ -121,7 +122,10 @@ Method=command
 RebootCommand=$hd/bin/no-reboot $hd
 EOF
 
-# systemd's notify socket, as under Type=notify with WatchdogSec=3min
+# systemd's notify socket, as under Type=notify with the unit's WatchdogSec=
+wd=$(sed -n 's/^WatchdogSec=//p' "$top/systemd/rerandd.service")
+WDOG_USEC=${WDOG_USEC:-$(systemd-analyze timespan "$wd" 2>/dev/null | awk '/μs:/ { print $2 }')}
+[ -n "$WDOG_USEC" ] || die "cannot read WatchdogSec= ($wd) from systemd/rerandd.service: set WDOG_USEC="
 python3 -c '
 import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -136,7 +140,7 @@ for ((i = 0; i < 50; i++)); do [ -S "$tmp/notify" ] && break; sleep 0.1; done
 # start; an older tree's unknown key is dropped and the start retried
 for ((try = 0; try < 40; try++)); do
 	: >"$hd/log"
-	NOTIFY_SOCKET=$tmp/notify WATCHDOG_USEC=180000000 \
+	NOTIFY_SOCKET=$tmp/notify WATCHDOG_USEC=$WDOG_USEC \
 		setpriv --bounding-set=-sys_boot -- sh -c 'export WATCHDOG_PID=$$; exec "$@"' sh \
 		"$RERANDD" --config "$hd/rerand.conf" --config-dir "$hd/conf.d" >>"$hd/log" 2>&1 &
 	pid=$!
@@ -196,7 +200,7 @@ read -r -a s1 < <(sed 's/^.*) //' /proc/$pid/stat)
 c1=$(cpu_ns) w1=$(awk '/^voluntary_ctxt_switches/ { print $2 }' /proc/$pid/status) n1=$(wc -l <"$tmp/notify.log")
 # fields after "(comm) ": utime is the 12th (index 11), stime 13th, cutime, cstime
 ticks=$(( s1[11] + s1[12] - s0[11] - s0[12] )) cticks=$(( s1[13] + s1[14] - s0[13] - s0[14] ))
-echo "-- CPU over ${WINDOW} s idle (CheckInterval=${TICK:-default}), extrapolated linearly x $((86400 / WINDOW)) to a day"
+echo "-- CPU over ${WINDOW} s idle (CheckInterval=${TICK:-default}, WATCHDOG_USEC=$WDOG_USEC), extrapolated linearly x $((86400 / WINDOW)) to a day"
 awk -v t="$ticks" -v ct="$cticks" -v hz="$hz" -v ns=$((c1 - c0)) -v w="$WINDOW" -v cs=$((w1 - w0)) -v nt=$((n1 - n0)) 'BEGIN {
 	printf "utime+stime: %d ticks (%.2f s) -> %.1f s/day; children reaped: %d ticks\n", t, t / hz, t / hz * 86400 / w, ct
 	printf "schedstat:   %.3f ms on CPU -> %.2f s/day\n", ns / 1e6, ns / 1e9 * 86400 / w

@@ -410,6 +410,10 @@ static int open_loop(struct daemon *d)
 		rr_log(RR_LOG_ERR, "sd-event setup: %s", strerror(-r));
 		return r;
 	}
+	/* idle, the looks ride on the pings (evaluate.c, sleep_cap_ms) */
+	uint64_t wd_usec;
+	if (sd_watchdog_enabled(0, &wd_usec) > 0)
+		d->wd_half_ms = (int64_t)(wd_usec / 2000);
 	return 0;
 }
 

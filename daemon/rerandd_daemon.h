@@ -69,6 +69,7 @@ struct daemon {
 	size_t metrics_last_len;
 	time_t metrics_at;             /* when written; 0 = write at the next publish */
 	char status_last[256];         /* the last STATUS= sent */
+	int64_t wd_half_ms;            /* half of WatchdogSec= (WATCHDOG_USEC), 0 = none */
 	/* a staging job finished (r: 0, or <0); main.c sets seq_restaged, so
 	 * core.c does not call up into the sequence */
 	void (*on_restaged)(struct daemon *d, int r);
