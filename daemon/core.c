@@ -5,6 +5,7 @@
  * into them except through d->on_restaged, so the files do not form a
  * call cycle and this one can live in libdaemon.a. */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,9 @@ static void on_staged(int r, const struct rr_stage_plan *p, const char *msg, voi
 	if (d->on_restaged)
 		d->on_restaged(d, stale ? -ESTALE : r < 0 ? r : 0);
 	daemon_evaluate_soon(d);
+	/* a staging's buffers are freed by now: give their pages back rather
+	 * than keep them resident while idle (issue 28) */
+	malloc_trim(0);
 }
 
 int daemon_stage(struct daemon *d, const struct rr_stage_plan *given, bool new_kernel)

@@ -484,6 +484,8 @@ static int run(int argc, char **argv)
 	}
 	if (load_config(d, errs) < 0 || drop_privileges(d) < 0)
 		return 1;
+	free(errs);                /* 48 kB, zeroed: not kept for the daemon's life */
+	errs = NULL;
 	first_look(d);
 	if (open_loop(d) < 0)
 		return 1;
