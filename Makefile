@@ -79,9 +79,15 @@ BASHCOMPDIR ?= $(shell $(PKG_CONFIG) --variable=completionsdir bash-completion 2
 # publish, stage) calls nothing above it, so it lives in libdaemon.a with
 # everything else in daemon/, which the unit tests and fuzzers link, with
 # the stage blob (daemon/stage_cache.c keys its image cache by its SHA-256).
-DAEMON_PKGS := libsystemd libcap libseccomp inih json-c libcrypto
-DAEMON_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS) 2>/dev/null)
-DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) 2>/dev/null)
+# nettle: that SHA-256 (daemon/digest.c says why not libcrypto's).  libcrypto
+# only for the signature checks of signed images (src/pesig.c), which
+# rerandd-check alone makes: rerandd links its own copy of pesig.c that opens
+# libcrypto with dlopen then (daemon/crypto_dl.h), so that rerandd itself
+# never maps it (issue 28); the unit tests and fuzzers link libcrypto.
+DAEMON_PKGS := libsystemd libcap libseccomp inih json-c nettle
+DAEMON_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS) libcrypto 2>/dev/null)
+DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) libcrypto 2>/dev/null)
+RERANDD_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
 DAEMON_MAIN_SRCS := daemon/main.c daemon/evaluate.c daemon/boot.c daemon/sequence.c \
 	daemon/confirm.c
@@ -181,10 +187,17 @@ $(LIBCOMMON): $(COMMON_OBJS)
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(RERANDD): $(DAEMON_MAIN_OBJS) $(LIBDAEMON) $(LIBCOMMON) $(LIBRERAND) $(O)/host/kexec/stage_blob.o
+# pesig_dl.o before the archives: librerand.a's pesig.o (linked to
+# libcrypto) is then never pulled in.
+$(O)/host/daemon/pesig_dl.o: src/pesig.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $< (dlopen)")
+	$(Q)$(CC) $(CPPFLAGS) -Idaemon -DRR_CRYPTO_DLOPEN $(HOST_CFLAGS) -c -o $@ $<
+
+$(RERANDD): $(DAEMON_MAIN_OBJS) $(O)/host/daemon/pesig_dl.o $(LIBDAEMON) $(LIBCOMMON) $(LIBRERAND) $(O)/host/kexec/stage_blob.o
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $(DAEMON_MAIN_OBJS) $(O)/host/kexec/stage_blob.o $(LIBDAEMON) $(LIBCOMMON) $(LIBRERAND) \
-		$(DAEMON_LIBS) -lm
+	$(Q)$(CC) $(CFLAGS) -o $@ $(DAEMON_MAIN_OBJS) $(O)/host/daemon/pesig_dl.o $(O)/host/kexec/stage_blob.o \
+		$(LIBDAEMON) $(LIBCOMMON) $(LIBRERAND) $(RERANDD_LIBS)
 
 $(LIBFLEETD): $(FLEETD_LIB_OBJS)
 	@$(if $(Q),echo "  AR      $@")

@@ -3,7 +3,6 @@
  * a pending attempt, where a reboot sequence stopped, or a crash kernel's
  * boot (which rerandd only counts). */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,8 +27,7 @@ static void read_verify(struct daemon *d)
 	if (r < 0 && r != -ENOENT)
 		rr_log(RR_LOG_WARNING, "%s", e.msg);
 	if (r == 0)
-		d->entropy_bits = (s.phys_slots ? log2((double)s.phys_slots) : 0) +
-				  (s.virt_slots ? log2((double)s.virt_slots) : 0);
+		d->entropy_bits = rr_bits(s.phys_slots) + rr_bits(s.virt_slots);
 }
 
 /* When this boot began: /proc/stat's btime (a fixture in tests), else the

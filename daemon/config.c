@@ -49,7 +49,7 @@ void config_defaults(struct rr_config *c)
 	snprintf(c->rerand_bin, sizeof(c->rerand_bin), "%s", RR_RERAND_BIN);
 	snprintf(c->kexec_bin, sizeof(c->kexec_bin), "kexec");
 	snprintf(c->image_user, sizeof(c->image_user), "rerand");
-	c->tick = 60;
+	c->tick = 300;                     /* computed deadlines wake it sooner */
 	snprintf(c->boot_dir, sizeof(c->boot_dir), "/boot");
 	snprintf(c->proc_cmdline, sizeof(c->proc_cmdline), "/proc/cmdline");
 	snprintf(c->setup_data, sizeof(c->setup_data), "/sys/kernel/boot_params/setup_data");

@@ -5,7 +5,9 @@
  * into them except through d->on_restaged, so the files do not form a
  * call cycle and this one can live in libdaemon.a. */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
@@ -70,6 +72,9 @@ static void on_staged(int r, const struct rr_stage_plan *p, const char *msg, voi
 	if (d->on_restaged)
 		d->on_restaged(d, stale ? -ESTALE : r < 0 ? r : 0);
 	daemon_evaluate_soon(d);
+	/* a staging's buffers are freed by now: give their pages back rather
+	 * than keep them resident while idle (issue 28) */
+	malloc_trim(0);
 }
 
 int daemon_stage(struct daemon *d, const struct rr_stage_plan *given, bool new_kernel)
@@ -120,22 +125,59 @@ void daemon_stage_new_kernel(struct daemon *d)
 	d->stage_new_kernel = true;
 }
 
+/* The metrics file, rewritten only when a value other than the layout's age
+ * changed, or when the age written is METRICS_AGE_REFRESH old: at every
+ * tick it was a create, write, fsync and rename for one changed number
+ * (issue 28: idle CPU).  rerand_layout_age_seconds is thus up to that
+ * stale, which alerting on "much above MaxLayoutAge" does not notice. */
+#define METRICS_AGE_REFRESH 600
+
+static void publish_metrics(struct daemon *d, const struct rr_view *v)
+{
+	char buf[16384];
+	struct rr_view z = *v;
+	struct rr_err e;
+	int n;
+
+	if (!*d->cfg.metrics_file)
+		return;
+	z.layout_age = 0;
+	n = metrics_format(&z, buf, sizeof(buf));
+	if (n >= 0 && d->metrics_at && v->now - d->metrics_at < METRICS_AGE_REFRESH &&
+	    v->now >= d->metrics_at && (size_t)n == d->metrics_last_len &&
+	    !memcmp(buf, d->metrics_last, (size_t)n))
+		return;
+	if (metrics_write(d->cfg.metrics_file, v, &e) < 0) {
+		rr_log(RR_LOG_WARNING, "%s", e.msg);
+		d->metrics_at = 0;
+		return;
+	}
+	free(d->metrics_last);
+	d->metrics_last = n >= 0 ? malloc((size_t)n + 1) : NULL;
+	d->metrics_last_len = d->metrics_last ? (size_t)n : 0;
+	if (d->metrics_last)
+		memcpy(d->metrics_last, buf, (size_t)n);
+	d->metrics_at = d->metrics_last ? v->now : 0;
+}
+
 void daemon_publish(struct daemon *d)
 {
 	struct rr_view v;
-	struct rr_err e;
+	char status[sizeof(d->status_last)];
 
 	crash_refresh(&d->cfg, &d->cr);
 	daemon_fill_view(d, &v);
-	if (metrics_write(d->cfg.metrics_file, &v, &e) < 0)
-		rr_log(RR_LOG_WARNING, "%s", e.msg);
-	if (d->crash_boot) {
-		sd_notify(0, "STATUS=crash kernel boot: idle");
-		return;
-	}
-	sd_notifyf(0, "STATUS=%s; next: %s (%s)%s", state_verify_name(v.verify),
-		   policy_action_name(v.plan.action), policy_reason_name(v.plan.reason),
-		   v.stopped ? "; STOPPED after repeated failures" : "");
+	publish_metrics(d, &v);
+	if (d->crash_boot)
+		snprintf(status, sizeof(status), "STATUS=crash kernel boot: idle");
+	else
+		snprintf(status, sizeof(status), "STATUS=%s; next: %s (%s)%s",
+			 state_verify_name(v.verify), policy_action_name(v.plan.action),
+			 policy_reason_name(v.plan.reason),
+			 v.stopped ? "; STOPPED after repeated failures" : "");
+	/* systemd keeps the last one: say it again only when it changed */
+	if (strcmp(status, d->status_last) && sd_notify(0, status) >= 0)
+		snprintf(d->status_last, sizeof(d->status_last), "%s", status);
 }
 
 void daemon_evaluate_soon(struct daemon *d)

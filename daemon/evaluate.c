@@ -162,19 +162,65 @@ static void evaluate_idle(struct daemon *d, time_t now)
 		seq_begin(d);
 }
 
+#define BUSY_TICK_MS 60000   /* longest sleep while something is under way */
+
+/* The longest sleep before the next look, when nothing computed is due
+ * sooner.  Idle, every wakeup costs (issue 28: 1.7 ms of CPU each on a
+ * loaded host, bench/rerandd-idle.sh), so rerandd sleeps CheckInterval=
+ * and, under systemd's watchdog, no longer than the ping: sd-event pings
+ * at some point between a half and three quarters of WatchdogSec= after
+ * the last ping, chosen by the same rule (sleep_between: the latest
+ * minute mark, perturbed per boot) as a timer given that window, so the
+ * look gets the same window (*window_ms) and one wakeup carries both;
+ * a look that comes first pings, and the watchdog's timer starts again.
+ * While a sequence, a boot confirmation or a job is under way, or a due
+ * reboot waits for what blocks it, it looks at least every minute, as it
+ * always did. */
+static int64_t sleep_cap_ms(const struct daemon *d, int64_t *window_ms)
+{
+	int64_t cap = d->cfg.tick * 1000;
+
+	*window_ms = 0;
+	if (d->st.phase != RR_PH_IDLE || confirm_busy(d) || d->stage_job || d->cr.job ||
+	    d->blockers || d->out.action == RR_ACT_REBOOT || d->out.action == RR_ACT_BLOCKED)
+		return cap < BUSY_TICK_MS ? cap : BUSY_TICK_MS;
+	if (d->wd_half_ms && d->wd_half_ms <= cap) {
+		/* CheckInterval= still bounds the window's end */
+		*window_ms = d->wd_half_ms / 2;
+		if (d->wd_half_ms + *window_ms > cap)
+			*window_ms = cap - d->wd_half_ms;
+		return d->wd_half_ms;
+	}
+	return cap;
+}
+
+static void sooner(int64_t *next_ms, time_t at, time_t now)
+{
+	if (at > now && (int64_t)(at - now) * 1000 < *next_ms)
+		*next_ms = (int64_t)(at - now) * 1000;
+}
+
 void daemon_evaluate(struct daemon *d)
 {
 	time_t now = time(NULL);
-	int64_t next_ms, fleet_ms;
+	int64_t next_ms, fleet_ms, cap_ms, window_ms;
 
 	if (d->st.phase == RR_PH_IDLE)
 		evaluate_idle(d, now);
 	else
 		seq_step(d, now);
 	daemon_publish(d);
-	next_ms = d->cfg.tick * 1000;
-	if (d->out.action == RR_ACT_WAIT && d->out.when > now && d->out.when - now < d->cfg.tick)
-		next_ms = (int64_t)(d->out.when - now) * 1000;
+	next_ms = cap_ms = sleep_cap_ms(d, &window_ms);
+	if (d->out.action == RR_ACT_WAIT)
+		sooner(&next_ms, d->out.when, now);
+	/* evaluate_idle's own deadlines: the retry after a failed staging,
+	 * the periodic restage */
+	if (!d->staged && d->stage_failed_at)
+		sooner(&next_ms, d->stage_failed_at + DAEMON_STAGE_RETRY, now);
+	if (d->staged)
+		sooner(&next_ms, d->st.staged_time + d->cfg.restage_interval, now);
+	if (d->seq_cancelled_at)
+		sooner(&next_ms, d->seq_cancelled_at + SAVE_RETRY, now);
 	if (d->new_kernel_at > now && (int64_t)(d->new_kernel_at - now) * 1000 < next_ms)
 		next_ms = (int64_t)(d->new_kernel_at - now) * 1000;
 	if (d->restage_at > now && (int64_t)(d->restage_at - now) * 1000 < next_ms)
@@ -194,6 +240,9 @@ void daemon_evaluate(struct daemon *d)
 		next_ms = (d->stage_job || d->cr.job) ? 1000 : 10;
 	uint64_t usec;
 	sd_event_now(d->ev, CLOCK_MONOTONIC, &usec);
+	/* the watchdog's window when nothing sooner is due, else sd-event's
+	 * default accuracy */
+	sd_event_source_set_time_accuracy(d->timer, next_ms == cap_ms ? (uint64_t)window_ms * 1000ull : 0);
 	sd_event_source_set_time(d->timer, usec + (uint64_t)next_ms * 1000ull);
 	sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
 }

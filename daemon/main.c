@@ -251,6 +251,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 		bool was_never = policy_never_reboots(&d->cfg);
 		reload_keep_fixed(&d->cfg, c);
 		d->cfg = *c;
+		d->metrics_at = 0;         /* MetricsFile= may have changed */
 		rr_log(RR_LOG_INFO, "configuration reloaded");
 		if (!was_never && policy_never_reboots(&d->cfg))
 			rr_log(RR_LOG_NOTICE, "%s", RR_NO_WINDOW_NOTICE);
@@ -409,6 +410,10 @@ static int open_loop(struct daemon *d)
 		rr_log(RR_LOG_ERR, "sd-event setup: %s", strerror(-r));
 		return r;
 	}
+	/* idle, the looks ride on the pings (evaluate.c, sleep_cap_ms) */
+	uint64_t wd_usec;
+	if (sd_watchdog_enabled(0, &wd_usec) > 0)
+		d->wd_half_ms = (int64_t)(wd_usec / 2000);
 	return 0;
 }
 
@@ -479,6 +484,8 @@ static int run(int argc, char **argv)
 	}
 	if (load_config(d, errs) < 0 || drop_privileges(d) < 0)
 		return 1;
+	free(errs);                /* 48 kB, zeroed: not kept for the daemon's life */
+	errs = NULL;
 	first_look(d);
 	if (open_loop(d) < 0)
 		return 1;

@@ -63,6 +63,13 @@ struct daemon {
 	char seq_error[RR_ERR_MAX];    /* why the last reboot was cancelled */
 	time_t seq_cancelled_at;       /* ... for an unwritable state; 0 = none */
 	struct rr_confirm cf;
+	/* what daemon_publish last wrote and said, so that an idle tick
+	 * rewrites and notifies nothing (issue 28: idle CPU) */
+	char *metrics_last;            /* the file as written, the age zeroed */
+	size_t metrics_last_len;
+	time_t metrics_at;             /* when written; 0 = write at the next publish */
+	char status_last[256];         /* the last STATUS= sent */
+	int64_t wd_half_ms;            /* half of WatchdogSec= (WATCHDOG_USEC), 0 = none */
 	/* a staging job finished (r: 0, or <0); main.c sets seq_restaged, so
 	 * core.c does not call up into the sequence */
 	void (*on_restaged)(struct daemon *d, int r);

@@ -23,10 +23,11 @@ names_only=0
 if [ "${1:-}" = --names ]; then names_only=1; shift; fi
 what=${1:-check}
 
-# libssl-dev: rerandd's SHA-256 comes from libcrypto
+# libssl-dev: signed images' checks (libcrypto); nettle-dev: rerandd's SHA-256
+# (Nettle: hashing through OpenSSL 3 would keep its providers resident)
 build_pkgs="gcc make pkg-config binutils libelf-dev liblzma-dev libzstd-dev liblz4-dev
 zlib1g-dev libbz2-dev liblzo2-dev libsystemd-dev libcap-dev libseccomp-dev libinih-dev libcurl4-openssl-dev
-libjson-c-dev libssl-dev"
+libjson-c-dev libssl-dev nettle-dev"
 run_pkgs="qemu-system-x86 ovmf seabios kexec-tools busybox-static cpio xz-utils zstd lz4
 bzip2 gzip lzop python3 coreutils util-linux"
 test_pkgs="clang @clang-rt etcd-server etcd-client openssl curl iproute2 gnuplot-nox

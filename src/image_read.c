@@ -6,22 +6,12 @@
  */
 #include <errno.h>
 #include <string.h>
-#include <openssl/evp.h>
 
 #include "image.h"
 #include "pesig.h"
 #include "select.h"
 #include "setuphdr.h"
 #include "util.h"
-
-int rr_stage_sha256(const uint8_t *stage, size_t len, uint8_t out[32])
-{
-	unsigned n = 0;
-
-	if (!EVP_Digest(stage, len, out, &n, EVP_sha256(), NULL) || n != 32)
-		return -EIO;
-	return 0;
-}
 
 int rr_image_probe(const uint8_t *buf, size_t len)
 {

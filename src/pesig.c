@@ -23,6 +23,11 @@
 #include "pesig.h"
 #include "util.h"
 
+/* rerandd's copy: libcrypto opened when a signature is checked (crypto_dl.h) */
+#ifdef RR_CRYPTO_DLOPEN
+#include "crypto_dl.h"
+#endif
+
 RR_DEFINE_CLEANUP_FUNC(BIO *, BIO_free)
 RR_DEFINE_CLEANUP_FUNC(EVP_MD_CTX *, EVP_MD_CTX_free)
 RR_DEFINE_CLEANUP_FUNC(PKCS7 *, PKCS7_free)
@@ -428,6 +433,10 @@ static int read_pkcs7(const uint8_t *der, size_t der_len, const uint8_t *buf, si
 	_cleanup_(sk_X509_freep) STACK_OF(X509) *signers = NULL;
 	int r;
 
+#ifdef RR_CRYPTO_DLOPEN
+	if ((r = rr_crypto_load(name, e)) < 0)
+		return r;
+#endif
 	p7 = d2i_PKCS7(NULL, &p, (long)der_len);
 	if (!p7) {
 		ERR_clear_error();

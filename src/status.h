@@ -25,6 +25,8 @@ const char *rr_status_result_name(uint32_t result);
 void rr_status_sources(uint32_t mask, char *buf, size_t len);
 /* Bits of entropy a uniform choice among n gives (floor(log2 n), with a
  * tenth), as text. */
+/* log2(n) (0 for 0): the bits of entropy in a choice among n slots. */
+double rr_bits(uint64_t n);
 void rr_bits_text(uint64_t n, char *buf, size_t len);
 /* The record as JSON (rerand verify --json; src/jsonout.h's conventions):
  * a new json-c object, the caller's to put; NULL when out of memory. */

@@ -47,6 +47,34 @@ for sym in rr_image_build rr_lz4par_block rr_elf_peek_loads rr_kernel_load; do
 done
 check "rerandd holds the reader (rr_image_parse)" bash -c "nm '$RERANDD' | grep -q ' T rr_image_parse\$'"
 
+# rerandd's own SHA-256 (image cache keys, image records: daemon/digest.c)
+# is Nettle's, not OpenSSL's: the first EVP digest brings up OpenSSL 3's
+# providers, which then stay resident (about 2 MiB of idle RSS, issue 28,
+# bench/rerandd-idle.sh).  Only the signed-image checks call libcrypto, and
+# only for a signed image.  The same look at src/pesig.c's object shows
+# the check sees OpenSSL imports where they are.
+ossl_syms='^(EVP_|OPENSSL_|OSSL_|SHA256)'
+obj_imports() { nm --undefined-only "$1" | awk '{ print $2 }'; }
+digest_o=$top/build/host/daemon/digest.o pesig_o=$top/build/host/src/pesig.o
+if [ -r "$digest_o" ] && [ -r "$pesig_o" ]; then
+	check "the check sees OpenSSL imports where they are: pesig.o imports $(obj_imports "$pesig_o" | grep -cE "$ossl_syms")" \
+		test "$(obj_imports "$pesig_o" | grep -cE "$ossl_syms")" -ge 5
+	bad=$(obj_imports "$digest_o" | grep -E "$ossl_syms" | tr '\n' ' ')
+	check "rerandd hashes with Nettle, not OpenSSL (digest.o imports: ${bad:-no OpenSSL symbol})" \
+		bash -c "[ -z '$bad' ] && nm --undefined-only '$digest_o' | grep -q nettle_sha256_digest"
+else
+	bail "$digest_o or $pesig_o is missing: make build/rerandd"
+fi
+# Nor does it map libcrypto or libm at all (issue 28: 1.4 MiB and 316 kB of
+# idle RSS): signatures are checked by rerandd-check, which opens libcrypto
+# with dlopen (daemon/crypto_dl.h); log2 is rr_bits.
+check "rerandd needs neither libcrypto nor libm (it needs: $(needed "$RERANDD" | tr '\n' ' '))" \
+	bash -c "! readelf -d '$RERANDD' | grep -qE '\[lib(crypto|m)\.so'"
+bad=$(imports "$RERANDD" | grep -E "$ossl_syms|^(PKCS7|X509|BIO|ASN1|d2i)_" | tr '\n' ' ')
+check "rerandd imports no OpenSSL symbol (${bad:-none})" test -z "$bad"
+check "rerandd opens libcrypto itself, when a signature is checked" \
+	bash -c "nm '$RERANDD' | grep -q ' T rr_crypto_load\$' && strings '$RERANDD' | grep -qx 'libcrypto.so.3'"
+
 # The closure: every codec library in it, and who needs it.
 closure=$(LD_TRACE_LOADED_OBJECTS=1 "$RERANDD" 2>/dev/null | awk '/=>/ { print $3 }')
 [ -n "$closure" ] || bail "cannot list rerandd's libraries (LD_TRACE_LOADED_OBJECTS)"

@@ -16,7 +16,7 @@
 #include "../../kexec/stage_blob.h"
 #include "test.h"
 
-/* sha256sum's word on a file: an implementation apart from libcrypto's */
+/* sha256sum's word on a file: an implementation apart from the daemon's (Nettle) */
 static int sha256sum(const char *path, char hex[65])
 {
 	char cmd[600];

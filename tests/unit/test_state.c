@@ -474,7 +474,7 @@ static void test_helpers(void)
 
 	T_OK(digest_hex("abc", 3, hex) == 0 &&
 	     !strcmp(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
-	     "SHA-256(\"abc\") through libcrypto (FIPS 180-4 example)");
+	     "SHA-256(\"abc\") through Nettle (FIPS 180-4 example)");
 
 	T_OK(control_parse("status\n", 7) == RR_CTL_STATUS && control_parse("status json", 11) == RR_CTL_STATUS_JSON &&
 	     control_parse("now", 3) == RR_CTL_NOW && control_parse("hold\r\n", 6) == RR_CTL_HOLD &&

@@ -5,6 +5,7 @@
  * reason (kept in the state file, an old file without them still read),
  * rerandd's version and uptime, and the Prometheus names. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <json-c/json.h>
 
 #include "rerandd.h"
+#include "status.h"
 #include "test.h"
 
 #define T0 1796428800                       /* Sat 2026-12-05 00:00:00 UTC */
@@ -197,6 +199,24 @@ static void test_json(void)
 	json_object_put(j);
 }
 
+/* rr_bits (no libm in rerandd) against libm's log2: slot counts of every
+ * size, powers of two exact. */
+static void test_bits(void)
+{
+	static const uint64_t ns[] = { 1, 2, 3, 5, 7, 255, 256, 257, 511, 1000, 4095, 65537,
+				       1ull << 20, 3ull << 30, 123456789012ull, ~0ull };
+	double worst = 0;
+
+	T_OK(rr_bits(0) == 0, "rr_bits(0) is 0");
+	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+		double d = fabs(rr_bits(ns[i]) - log2((double)ns[i]));
+		if (d > worst)
+			worst = d;
+	}
+	T_OK(worst < 1e-12, "rr_bits matches log2 within 1e-12 (worst %.3g)", worst);
+	T_OK(rr_bits(1ull << 40) == 40 && rr_bits(512) == 9, "rr_bits of a power of two is exact");
+}
+
 int main(void)
 {
 	setenv("TZ", "UTC", 1);
@@ -207,5 +227,6 @@ int main(void)
 	test_metrics_names();
 	test_no_window();
 	test_json();
+	test_bits();
 	return t_done();
 }
