@@ -16,6 +16,7 @@
 #include <systemd/sd-event.h>
 #include <unistd.h>
 
+#include "cachekey.h"
 #include "image.h"
 #include "lockdown.h"
 #include "pesig.h"
@@ -35,9 +36,19 @@ const char *stage_blob_sha(void)
 {
 	static char hex[65];
 
-	if (!*hex && digest_hex(rr_stage_blob, (size_t)(rr_stage_blob_end - rr_stage_blob), hex) < 0)
+	if (!*hex && rr_cache_key_stage(rr_stage_blob, (size_t)(rr_stage_blob_end - rr_stage_blob),
+					hex) < 0)
 		hex[0] = 0;
 	return hex;
+}
+
+/* src/cachekey.c's key, with this rerandd's stage: `rerand cache-key`, which
+ * the kernel hook asks, links the same stage and computes the same key. */
+int stage_cache_key(int kfd, const char *kernel, const struct rr_kernel_id *id,
+		    struct rr_cache_key *k, struct rr_err *e)
+{
+	return digest_kernel_key(kfd, kernel, id, rr_stage_blob,
+				 (size_t)(rr_stage_blob_end - rr_stage_blob), k, e);
 }
 
 /* A temporary file beside p->image, for a child to write and rerandd to
