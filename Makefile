@@ -27,7 +27,7 @@ CFLAGS      ?= -O2 -g
 # One version for every program (--version): debian/changelog's.
 VERSION     := $(shell head -n 1 debian/changelog | cut -d'(' -f2 | cut -d')' -f1)
 CPPFLAGS    += -Iinclude -Isrc -Isrc/common -Isrc/shared -D_GNU_SOURCE -DRERAND_VERSION='"$(VERSION)"'
-LIBS_PKG    := libelf liblzma libzstd liblz4 zlib lzo2 libcrypto
+LIBS_PKG    := libelf liblzma libzstd liblz4 zlib lzo2 libcrypto nettle
 LIB_CFLAGS  := $(shell $(PKG_CONFIG) --cflags $(LIBS_PKG) 2>/dev/null)
 LIB_LIBS    := $(shell $(PKG_CONFIG) --libs $(LIBS_PKG) 2>/dev/null) \
                $(shell $(PKG_CONFIG) --libs bzip2 2>/dev/null || echo -lbz2) -lm -pthread
@@ -79,7 +79,7 @@ BASHCOMPDIR ?= $(shell $(PKG_CONFIG) --variable=completionsdir bash-completion 2
 # publish, stage) calls nothing above it, so it lives in libdaemon.a with
 # everything else in daemon/, which the unit tests and fuzzers link, with
 # the stage blob (daemon/stage_cache.c keys its image cache by its SHA-256).
-# nettle: that SHA-256 (daemon/digest.c says why not libcrypto's).  libcrypto
+# nettle: that SHA-256 (src/cachekey.c says why not libcrypto's).  libcrypto
 # only for the signature checks of signed images (src/pesig.c), which
 # rerandd-check alone makes: rerandd links its own copy of pesig.c that opens
 # libcrypto with dlopen then (daemon/crypto_dl.h), so that rerandd itself

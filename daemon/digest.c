@@ -1,11 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* SHA-256 for rerandd's image cache key (the kernel file and the stage it
- * carries) and for the record of each image it builds (the image loaded is
- * the image built), from Nettle, not OpenSSL's libcrypto: the first EVP
- * digest initializes OpenSSL 3's provider machinery, which stays resident
- * for the daemon's life (about 2 MiB of its idle RSS, issue 28;
- * bench/rerandd-idle.sh).  libcrypto is still linked for the signature
- * checks of signed images (src/pesig.c), which only a signed image reaches. */
+/* The kernel file rerandd hashes into its image cache key (src/cachekey.c
+ * computes the key, with Nettle's SHA-256: it says why not libcrypto's) and
+ * hands to the builder as that one file, and the record of each image it
+ * builds (the image loaded is the image built). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,53 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <nettle/sha2.h>
-
+#include "cachekey.h"
 #include "image.h"
 #include "rerandd.h"
-
-static void to_hex(const unsigned char *md, char hex[65])
-{
-	for (int i = 0; i < 32; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
-}
-
-int digest_hex(const void *p, size_t n, char hex[65])
-{
-	struct sha256_ctx ctx;
-	unsigned char md[SHA256_DIGEST_SIZE];
-
-	sha256_init(&ctx);
-	sha256_update(&ctx, n, p);
-	sha256_digest(&ctx, sizeof(md), md);
-	to_hex(md, hex);
-	return 0;
-}
-
-/* Streamed: a kernel is tens of MiB and is hashed at every /boot change.
- * pread from 0, so the fd's offset is neither used nor moved. */
-int digest_fd_hex(int fd, const char *name, char hex[65], struct rr_err *e)
-{
-	unsigned char buf[65536], md[SHA256_DIGEST_SIZE];
-	struct sha256_ctx ctx;
-	off_t off = 0;
-
-	sha256_init(&ctx);
-	for (;;) {
-		ssize_t n = pread(fd, buf, sizeof(buf), off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return rr_errf(e, errno, "%s: read failed: %s", name, strerror(errno));
-		if (!n)
-			break;
-		off += n;
-		sha256_update(&ctx, (size_t)n, buf);
-	}
-	sha256_digest(&ctx, sizeof(md), md);
-	to_hex(md, hex);
-	return 0;
-}
 
 int digest_file_hex(const char *path, char hex[65], struct rr_err *e)
 {
@@ -69,7 +22,7 @@ int digest_file_hex(const char *path, char hex[65], struct rr_err *e)
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return rr_errf(e, errno, "%s: cannot open: %s", path, strerror(errno));
-	r = digest_fd_hex(fd, path, hex, e);
+	r = rr_sha256_fd_hex(fd, path, hex, e);
 	close(fd);
 	return r;
 }
@@ -112,18 +65,20 @@ int digest_kernel_open(const char *path, struct rr_kernel_id *id, struct rr_err 
 	return fd;
 }
 
-int digest_kernel(int fd, const char *path, const struct rr_kernel_id *id, char hex[65],
-		  struct rr_err *e)
+int digest_kernel_key(int fd, const char *path, const struct rr_kernel_id *id,
+		      const uint8_t *stage, size_t stage_len, struct rr_cache_key *k,
+		      struct rr_err *e)
 {
 	struct rr_kernel_id after;
 	struct stat st;
-	int r = digest_fd_hex(fd, path, hex, e);
+	int r = rr_cache_key_fd(fd, path, stage, stage_len, k, e);
 
 	if (r < 0)
 		return r;
 	if (fstat(fd, &st) < 0)
 		return rr_errf(e, errno, "%s: cannot stat the kernel: %s", path, strerror(errno));
-	/* written to in place while it was read: the hash is of no one content */
+	/* changed between the open and the hash: the key is not of the file
+	 * whose identity the builder is held to */
 	after = id_of(&st);
 	if (!digest_kernel_same(id, &after))
 		return rr_errf(e, ESTALE, "%s: changed while it was hashed (a package upgrade?)",

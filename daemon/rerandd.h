@@ -158,11 +158,9 @@ enum rr_cause wdog_cause(bool reached_rerandd, bool wd_reset, bool panic);
 
 #include "rerandd_state.h"
 
-/* ---- digest.c: SHA-256 (libcrypto) as 64 hex digits ----------------------- */
-int digest_hex(const void *p, size_t n, char hex[65]);
+/* ---- digest.c: the kernel file hashed, the record of each image -------------- */
+/* SHA-256 of a file as 64 hex digits (src/cachekey.h's rr_sha256_hex for bytes) */
 int digest_file_hex(const char *path, char hex[65], struct rr_err *e);
-/* The same of an open file, read with pread from offset 0; name for messages. */
-int digest_fd_hex(int fd, const char *name, char hex[65], struct rr_err *e);
 /* Which file a kernel path named when it was hashed.  The builder must read
  * the very file whose hash keys the image cache: a package upgrade renames a
  * new vmlinuz over the path, and an image of one kernel must never be cached
@@ -174,10 +172,13 @@ struct rr_kernel_id {
 /* Open a kernel read-only, close-on-exec; -EINVAL for anything but a
  * regular file (a FIFO does not hang the open).  Its identity in id. */
 int digest_kernel_open(const char *path, struct rr_kernel_id *id, struct rr_err *e);
-/* The SHA-256 of the kernel open as fd (digest_kernel_open gave id);
- * -ESTALE if the file changed while it was read. */
-int digest_kernel(int fd, const char *path, const struct rr_kernel_id *id, char hex[65],
-		  struct rr_err *e);
+/* The image cache key (src/cachekey.h) of the kernel open as fd
+ * (digest_kernel_open gave id) and stage; -ESTALE if the file changed since
+ * it was opened or while it was read. */
+struct rr_cache_key;
+int digest_kernel_key(int fd, const char *path, const struct rr_kernel_id *id,
+		      const uint8_t *stage, size_t stage_len, struct rr_cache_key *k,
+		      struct rr_err *e);
 bool digest_kernel_same(const struct rr_kernel_id *a, const struct rr_kernel_id *b);
 /* Open path again for the builder: -ESTALE, and why, unless it is still the
  * file want names (the one hashed). */

@@ -41,6 +41,11 @@ int stage_kernel_release(const char *kernel, char *ret, size_t len, struct rr_er
  * every image: with the kernel's, the image cache key, so a new rerand (a new
  * stage) never boots an image the old one cached. */
 const char *stage_blob_sha(void);
+/* The image cache key (src/cachekey.h) of the kernel open as kfd with this
+ * stage; id from digest_kernel_open: -ESTALE if the file changed since. */
+struct rr_cache_key;
+int stage_cache_key(int kfd, const char *kernel, const struct rr_kernel_id *id,
+		    struct rr_cache_key *k, struct rr_err *e);
 /* Drop loader-only words (BOOT_IMAGE=, initrd=); -EINVAL on nokaslr. */
 int stage_clean_cmdline(const char *in, char *out, size_t len, struct rr_err *e);
 /* The newest <boot>/vmlinuz-* by version order. */

@@ -18,6 +18,7 @@
 #include <systemd/sd-event.h>
 #include <unistd.h>
 
+#include "cachekey.h"
 #include "image.h"
 #include "lockdown.h"
 #include "pesig.h"
@@ -46,13 +47,22 @@ const char *stage_blob_sha(void)
 
 	if (*hex)
 		return hex;
-	if (digest_hex(rr_stage_blob, (size_t)(b - a), hex) < 0)
+	if (rr_cache_key_stage(rr_stage_blob, (size_t)(b - a), hex) < 0)
 		hex[0] = 0;
 	a = (a + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
 	b &= ~((uintptr_t)pg - 1);
 	if (pg > 0 && b > a)
 		(void)madvise((void *)a, b - a, MADV_DONTNEED);
 	return hex;
+}
+
+/* src/cachekey.c's key, with this rerandd's stage: `rerand cache-key`, which
+ * the kernel hook asks, links the same stage and computes the same key. */
+int stage_cache_key(int kfd, const char *kernel, const struct rr_kernel_id *id,
+		    struct rr_cache_key *k, struct rr_err *e)
+{
+	return digest_kernel_key(kfd, kernel, id, rr_stage_blob,
+				 (size_t)(rr_stage_blob_end - rr_stage_blob), k, e);
 }
 
 /* A temporary file beside p->image, for a child to write and rerandd to

@@ -16,6 +16,7 @@
 #include <systemd/sd-event.h>
 #include <unistd.h>
 
+#include "cachekey.h"
 #include "image.h"
 #include "lockdown.h"
 #include "pesig.h"
@@ -176,10 +177,23 @@ static int secure_probe(const struct rr_config *c, struct rr_lockdown_state *ld,
 				    from_bp ? from_bp : &bp, e);
 }
 
+/* <state>/images/ and the key's image name (src/cachekey.h) */
+static int plan_image(const struct rr_config *c, struct rr_stage_plan *p,
+		      const struct rr_cache_key *key, bool signed_here, struct rr_err *e)
+{
+	char name[RR_CACHE_KEY_LEN + 16];
+
+	if (rr_cache_image_name(key, signed_here, name, sizeof(name)) < 0 ||
+	    snprintf(p->image, sizeof(p->image), "%s/images/%s", c->state_dir, name) >=
+		    (int)sizeof(p->image))
+		return rr_errf(e, ENAMETOOLONG, "%s/images: path too long for an image", c->state_dir);
+	return 0;
+}
+
 /* Under lockdown kexec_file_load takes signed images only: where this
  * plan's comes from.  Nothing unsigned is ever tried. */
 static int plan_signed(const struct rr_config *c, struct rr_stage_plan *p, int kfd,
-		       struct rr_err *e)
+		       const struct rr_cache_key *key, struct rr_err *e)
 {
 	struct rr_lockdown_state ld;
 	char presigned[RR_PATH + 160];
@@ -206,8 +220,9 @@ static int plan_signed(const struct rr_config *c, struct rr_stage_plan *p, int k
 		r = rr_sign_key_check(c->sign_key, e);
 		if (r < 0)
 			return r;
-		snprintf(p->image, sizeof(p->image), "%s/images/%s.%s.signed.img", c->state_dir, p->sha,
-			 p->stage_sha);
+		r = plan_image(c, p, key, true, e);
+		if (r < 0)
+			return r;
 		p->source = RR_IMG_SIGNED_HERE;
 		return 0;
 	}
@@ -224,21 +239,21 @@ static int plan_signed(const struct rr_config *c, struct rr_stage_plan *p, int k
  * none), the release (under lockdown) from the same file. */
 static int plan_key(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e)
 {
+	struct rr_cache_key key;
 	int kfd, r;
 
 	kfd = digest_kernel_open(p->kernel, &p->kernel_id, e);
 	if (kfd < 0)
 		return kfd;
-	r = digest_kernel(kfd, p->kernel, &p->kernel_id, p->sha, e);
-	if (r == 0 && !*stage_blob_sha())
-		r = rr_errf(e, EIO, "cannot hash the built-in stage (libcrypto)");
+	r = stage_cache_key(kfd, p->kernel, &p->kernel_id, &key, e);
 	if (r == 0) {
-		snprintf(p->stage_sha, sizeof(p->stage_sha), "%s", stage_blob_sha());
-		snprintf(p->image, sizeof(p->image), "%s/images/%s.%s.img", c->state_dir, p->sha,
-			 p->stage_sha);
+		snprintf(p->sha, sizeof(p->sha), "%s", key.kernel_sha);
+		snprintf(p->stage_sha, sizeof(p->stage_sha), "%s", key.stage_sha);
 		p->release[0] = p->signer[0] = p->signature[0] = p->image_sha256[0] = 0;
-		r = plan_signed(c, p, kfd, e);
+		r = plan_image(c, p, &key, false, e);
 	}
+	if (r == 0)
+		r = plan_signed(c, p, kfd, &key, e);
 	close(kfd);
 	return r;
 }

@@ -23,7 +23,7 @@
 
 struct cli_cmd;
 extern const struct cli_cmd cli_image, cli_inspect, cli_load, cli_verify, cli_status,
-	cli_now, cli_due, cli_hold, cli_release, cli_fleet, cli_entropy;
+	cli_now, cli_due, cli_hold, cli_release, cli_fleet, cli_entropy, cli_cache_key;
 
 int cmd_image(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
@@ -36,7 +36,11 @@ int cmd_hold(int argc, char **argv);
 int cmd_release(int argc, char **argv);
 int cmd_fleet(int argc, char **argv);
 int cmd_entropy(int argc, char **argv);
+int cmd_cache_key(int argc, char **argv);
 
+/* An --OPT N naming an open file descriptor, MIN to 1023: N, or -1 after
+ * saying on stderr why ARG is none (a usage error). */
+int cli_fd_arg(const char *opt, const char *arg, int min);
 /* "rerand: " prefix on stderr. */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* --json[=short|pretty]: 0 none, 1 short (one line), 2 pretty (indented). */

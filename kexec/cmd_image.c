@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* `rerand image` and `rerand inspect`. */
+/* `rerand image` and `rerand cache-key`, the name rerandd caches an image
+ * under. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "cachekey.h"
 #include "cleanup.h"
 #include "cli.h"
 #include "cmdtab.h"
@@ -155,14 +158,10 @@ int cmd_image(int argc, char **argv)
 		}
 		case 'k':
 		case 'O': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-			if (*end || v < 3 || v > 1023) {
-				cli_err("--%s: '%s' is not an open file descriptor number (3 to 1023)",
-					c == 'k' ? "kernel-fd" : "output-fd", optarg);
+			int v = cli_fd_arg(c == 'k' ? "kernel-fd" : "output-fd", optarg, 3);
+			if (v < 0)
 				return EXIT_USAGE;
-			}
-			*(c == 'k' ? &kernel_fd : &out_fd) = (int)v;
+			*(c == 'k' ? &kernel_fd : &out_fd) = v;
 			break;
 		}
 		case 'K': so.key = optarg; break;
@@ -250,4 +249,68 @@ int cmd_image(int argc, char **argv)
 		return EXIT_FAILURE_RR;
 	}
 	return 0;
+}
+
+static const struct cli_opt cache_key_opts[] = {
+	{ "kernel-fd", 0, required_argument, "N", 'k',
+	  "read KERNEL from this open descriptor (the kernel hook, as the image user)", NULL },
+	{ 0 }
+};
+
+const struct cli_cmd cli_cache_key = {
+	.name = "cache-key", .synopsis = "KERNEL", .fn = cmd_cache_key, .opts = cache_key_opts,
+	.summary = "Print the key rerandd caches KERNEL's image under: the SHA-256 of the file,\n"
+		   "a dot, the SHA-256 of this rerand's stage (image KEY.img in its cache).",
+	.operand_complete = "@file",
+};
+
+/* The Debian kernel hook names the image it builds with this, so that the
+ * hook and rerandd (daemon/stage_plan.c) share src/cachekey.c's one key. */
+int cmd_cache_key(int argc, char **argv)
+{
+	_cleanup_close_ int own = -1;
+	struct rr_cache_key key;
+	struct rr_err e;
+	int c, fd = -1;
+
+	while ((c = cli_getopt(&cli_cache_key, argc, argv)) != -1) {
+		switch (c) {
+		case 'k':
+			fd = cli_fd_arg("kernel-fd", optarg, 3);
+			if (fd < 0)
+				return EXIT_USAGE;
+			break;
+		case CLI_HELP:
+			return 0;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (optind == argc)
+		return cli_usage_error(&cli_cache_key, "the KERNEL to hash is missing");
+	if (optind < argc - 1)
+		return cli_usage_error(&cli_cache_key, "one KERNEL only ('%s' is one too many)",
+				       argv[optind + 1]);
+	if (fd < 0) {
+		/* stat first: a device is not even opened (opening
+		 * /dev/watchdog arms it); O_NONBLOCK: a FIFO swapped in
+		 * after the stat does not hang the open */
+		if (rr_check_input_file(argv[optind], "kernel", NULL, &e) < 0) {
+			cli_err("%s", e.msg);
+			return EXIT_FAILURE_RR;
+		}
+		own = open(argv[optind], O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		if (own < 0) {
+			cli_err("%s: cannot open the kernel: %s", argv[optind], strerror(errno));
+			return EXIT_FAILURE_RR;
+		}
+		fd = own;
+	}
+	if (rr_cache_key_fd(fd, argv[optind], rr_stage_blob,
+			    (size_t)(rr_stage_blob_end - rr_stage_blob), &key, &e) < 0) {
+		cli_err("%s", e.msg);
+		return EXIT_FAILURE_RR;
+	}
+	printf("%s\n", key.key);
+	return fflush(stdout) == 0 ? 0 : EXIT_FAILURE_RR;
 }

@@ -295,14 +295,9 @@ int cmd_inspect(int argc, char **argv)
 		case 'i': {
 			/* an open file: what a caller that dropped its privileges
 			 * hands over, FILE then only names it */
-			char *end;
-			long v = strtol(optarg, &end, 10);
-			if (*end || v < 0 || v > 1023) {
-				cli_err("--input-fd: '%s' is not an open file descriptor number "
-					"(0 to 1023)", optarg);
+			in_fd = cli_fd_arg("input-fd", optarg, 0);
+			if (in_fd < 0)
 				return EXIT_USAGE;
-			}
-			in_fd = (int)v;
 			break;
 		}
 		case CLI_HELP:

@@ -30,6 +30,18 @@ void cli_err(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+int cli_fd_arg(const char *opt, const char *arg, int min)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+
+	if (*end || end == arg || v < min || v > 1023) {
+		cli_err("--%s: '%s' is not an open file descriptor number (%d to 1023)", opt, arg, min);
+		return -1;
+	}
+	return (int)v;
+}
+
 int cli_json_mode(const char *arg)
 {
 	if (!arg || !strcmp(arg, "short"))
@@ -60,7 +72,7 @@ void cli_json_reprint(const char *text, int mode)
 }
 
 const struct cli_cmd *const cli_cmds[] = {
-	&cli_image, &cli_inspect, &cli_load, &cli_verify, &cli_status, &cli_now, &cli_due,
+	&cli_image, &cli_cache_key, &cli_inspect, &cli_load, &cli_verify, &cli_status, &cli_now, &cli_due,
 	&cli_hold, &cli_release, &cli_fleet, &cli_entropy,
 };
 const unsigned cli_nr_cmds = sizeof(cli_cmds) / sizeof(cli_cmds[0]);

@@ -76,8 +76,8 @@ miss=; for c in 0 1 2 3 4 5 64; do grep -qx "\.B $c" "$tmp/exit.man" || miss="$m
 check "every exit code is in the man page's EXIT STATUS${miss:+ (missing:$miss)}" test -z "$miss"
 
 # ---- 5. one table per command: usage, --help, man page, completion ----------
-cmds=$("$R" --help | sed -n 's/^  \([a-z]\+\)\( .*\)\?$/\1/p')
-check "--help lists the eleven commands" test "$(echo $cmds)" = "image inspect load verify status now due hold release fleet entropy"
+cmds=$("$R" --help | sed -n 's/^  \([a-z-]\+\)\( .*\)\?$/\1/p')
+check "--help lists the twelve commands" test "$(echo $cmds)" = "image cache-key inspect load verify status now due hold release fleet entropy"
 # the man page as text: \- is -, fonts dropped
 sed 's/\\-/-/g; s/\\f[BIRP]//g' "$MAN" >"$tmp/man.txt"
 # its SYNOPSIS, one block per command (`rerand fleet status` is fleet's)

@@ -86,7 +86,7 @@ if [ "$(id -u)" = 0 ]; then
 	# who parsed the kernel: a wrapper around rerand reports its identity
 	chmod 0755 "$tmp"
 	printf '#!/bin/sh
-case "$1" in image|inspect) grep -E "^(Uid|CapEff|CapBnd|NoNewPrivs):" /proc/self/status | tr -s "\t " " " >"%s/hook-$1" 2>/dev/null;; esac
+case "$1" in image|cache-key) grep -E "^(Uid|CapEff|CapBnd|NoNewPrivs):" /proc/self/status | tr -s "\t " " " >"%s/hook-$1" 2>/dev/null;; esac
 [ "$1" = image ] && grep -E "^Max (cpu time|address space|file size|core file size) " /proc/self/limits | sed "s/core file size/core file/" | tr -s " " | cut -d" " -f4,5 | tr "\n" " " >"%s/hook-limits"
 exec %s "$@"\n' \
 		"$tmp/idout" "$tmp/idout" "$R" >"$tmp/rerand-wrap"
@@ -100,8 +100,8 @@ exec %s "$@"\n' \
 	lim=$(cat "$tmp/idout/hook-limits" 2>/dev/null)
 	check "the hook's builder has rerandd's limits: CPU, file size, core, address space ($lim)" \
 		test "$lim" = "300 300 536870912 536870912 0 0 2147483648 2147483648 "
-	id=$(tr '\n' ' ' <"$tmp/idout/hook-inspect" 2>/dev/null)
-	check "and inspects what it built as that user too, not as root ($id)" test "$id" = "$want"
+	id=$(tr '\n' ' ' <"$tmp/idout/hook-cache-key" 2>/dev/null)
+	check "and hashes the kernel for the cache key as that user too, not as root ($id)" test "$id" = "$want"
 	RERAND_IMAGE_USER=rerand-no-such-user "$H/kernel-hook" add 6.1-nouser "$k" 2>"$tmp/err"; rc=$?
 	check "without the image user the hook builds nothing and says so (exit $rc)" \
 		bash -c "[ $rc -eq 0 ] && grep -q 'no user rerand-no-such-user to build images as' '$tmp/err' && [ ! -e '$tmp/state/kernels/6.1-nouser' ]"

@@ -16,25 +16,18 @@
 # root holds).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-tmp=$(mktemp -d /tmp/rerand-buildd.XXXXXX)
-R=$top/build/rerand
-RERANDD=$top/build/rerandd
-. "$top/tests/lib/tap.sh"
 . "$top/tests/lib/rerandd.sh"
+rerandd_test buildd linger_cleanup
 # the linger case's leftover, should the reaper fail to kill it
 linger_cleanup() {
 	local p
 	p=$(cat "$tmp/linger/linger/pid" 2>/dev/null) && kill -KILL "$p" 2>/dev/null
 	rerandd_cleanup
 }
-trap linger_cleanup EXIT
 
-for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
-[ "$(id -u)" = 0 ] || { skip "not root: rerandd cannot switch the builder to another user"; done_; }
-id nobody >/dev/null 2>&1 || { skip "no user nobody to build as"; done_; }
-kdir=${RERAND_KERNELS:-$top/../shared/kernels}
-KERNEL=$kdir/vmlinuz-6.1.0-57-cloud-amd64
-[ -r "$KERNEL" ] || bail "$KERNEL: a kernel to stage is needed"
+rerandd_need_bins
+rerandd_need_builder "rerandd cannot switch the builder to another user"
+rerandd_kernel
 NOBODY_UID=$(id -u nobody)
 chmod 0755 "$tmp"
 
@@ -95,19 +88,14 @@ rerandd_no_reboot "$tmp/no-reboot"
 # inst ID MODE [IMAGE_USER]: an unlocked instance staging $KERNEL
 inst() {
 	local id=$1 hd=$tmp/$1
-	mkdir -p "$hd/state" "$hd/run" "$hd/boot" "$hd/conf.d" "$hd/bin" "$hd/pre" "$hd/post"
-	chmod 0700 "$hd/state"
+	rerandd_dirs "$hd" bin pre post
 	cp "$tmp/fake-kexec" "$hd/bin/kexec"
 	cp "$tmp/wrap" "$hd/bin/rerand"
 	echo "$2" >"$hd/mode"
-	cat /proc/sys/kernel/random/uuid >"$hd/boot_id"
-	echo "btime $(date +%s)" >"$hd/stat"
-	echo 0 >"$hd/tainted"
+	rerandd_fixtures "$hd" "root=/dev/vda1 ro console=ttyS0"
 	echo 0 >"$hd/crash_size"
 	echo 0 >"$hd/crash_loaded"
-	echo "root=/dev/vda1 ro console=ttyS0" >"$hd/cmdline"
-	printf '[none] integrity confidentiality\n' >"$hd/lockdown"
-	printf '\x06\x00\x00\x00\x00' >"$hd/SecureBoot"
+	rerandd_unlocked "$hd"
 	mkfifo "$hd/uevents"
 	R=$hd/bin/rerand RERANDD_IMAGE_USER=${3:-nobody} rerandd_conf "$hd" "$hd/bin/kexec" "$hd/no-setup-data" <<EOF
 PreRebootDirectory=$hd/pre
@@ -127,17 +115,12 @@ CommandLine=console=ttyS0 quiet
 [Crash]
 Mode=off
 
-[Policy]
-MaxLayoutAge=30d
-Jitter=0
-HonorInhibitors=no
+$(rerandd_policy MaxLayoutAge=30d)
 
-[Reboot]
-Method=command
-RebootCommand=$tmp/no-reboot $hd
+$(rerandd_reboot_by "$tmp/no-reboot $hd")
 EOF
 }
-st() { RERAND_CONTROL_SOCKET=$tmp/$1/run/control "$R" status; }
+st() { rerandd_status "$tmp/$1"; }
 status_has() { st "$1" 2>/dev/null | grep -qF -- "$2"; }
 cache() { find "$tmp/$1/state/images" -mindepth 1 2>/dev/null | sed 's|.*/||' | tr '\n' ' '; }
 
@@ -147,8 +130,7 @@ inst nouser ok rerand-no-such-user
 inst linger linger
 inst kexec kexec
 mkdir -p "$tmp/linger/linger" && chmod 0777 "$tmp/linger/linger"
-for id in good fail nouser linger kexec; do rerandd_start "$tmp/$id"; done
-for id in good fail nouser linger kexec; do rerandd_wait_up "$tmp/$id"; done
+rerandd_up "$tmp/good" "$tmp/fail" "$tmp/nouser" "$tmp/linger" "$tmp/kexec"
 
 # ---- the builder's identity ------------------------------------------------------------------
 wait_for 60 status_has good "staged:            yes" || true

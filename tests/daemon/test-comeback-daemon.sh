@@ -18,11 +18,8 @@
 #     and `rerand status` says why.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-tmp=$(mktemp -d /tmp/rerand-comeback.XXXXXX)
-R=$top/build/rerand
-RERANDD=$top/build/rerandd
-. "$top/tests/lib/tap.sh"
 . "$top/tests/lib/rerandd.sh"
+rerandd_test comeback cleanup
 mnt=$tmp/full/state
 cleanup() {
 	local p
@@ -31,31 +28,14 @@ cleanup() {
 	mountpoint -q "$mnt" && umount "$mnt"
 	rerandd_cleanup
 }
-trap cleanup EXIT
 
-for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
-[ "$(id -u)" = 0 ] || { skip "not root: rerandd builds as ImageUser= and the full-disk case mounts a tmpfs"; done_; }
-id nobody >/dev/null 2>&1 || { skip "no user nobody to build as"; done_; }
+rerandd_need_bins
+rerandd_need_builder "rerandd builds as ImageUser= and the full-disk case mounts a tmpfs"
 command -v python3 >/dev/null || bail "python3 is needed to find a segment's bytes in an image"
-kdir=${RERAND_KERNELS:-$top/../shared/kernels}
-KERNEL=$kdir/vmlinuz-6.1.0-57-cloud-amd64
-[ -r "$KERNEL" ] || bail "$KERNEL: a kernel to stage is needed"
+rerandd_kernel
 chmod 0755 "$tmp"
 
-cat >"$tmp/fake-kexec" <<'EOF'
-#!/bin/sh
-# STAND-IN for kexec-tools (test-comeback-daemon.sh): keeps a copy of what
-# it is handed, loads nothing.
-[ "$1" = --version ] && { echo "kexec-tools 2.0.25"; exit 0; }
-d=$(dirname "$(dirname "$0")")
-i=$(ls "$d" | grep -c '^loaded\.')
-for a in "$@"; do
-	case $a in /proc/self/fd/*) cat "$a" >"$d/loaded.$i.img" ;; esac
-done
-printf '%s\n' "$*" >>"$d/kexec.log"
-exit 0
-EOF
-chmod 0755 "$tmp/fake-kexec"
+rerandd_keeper_kexec "$tmp/fake-kexec"
 rerandd_no_reboot "$tmp/no-reboot"
 
 # flip IMAGE: one byte of the first segment's stored bytes flipped in place
@@ -94,22 +74,12 @@ EOF
 # inst ID [CMDLINE]: an instance staging $KERNEL from a /proc/cmdline fixture
 inst() {
 	local id=$1 hd=$tmp/$1
-	mkdir -p "$hd/state" "$hd/run" "$hd/boot" "$hd/conf.d" "$hd/bin" "$hd/pre" "$hd/post"
-	chmod 0700 "$hd/state"
+	rerandd_dirs "$hd" bin pre post
 	cp "$tmp/fake-kexec" "$hd/bin/kexec"
-	cat /proc/sys/kernel/random/uuid >"$hd/boot_id"
-	echo "btime $(date +%s)" >"$hd/stat"
-	echo 0 >"$hd/tainted"
-	echo "${2:-BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro console=ttyS0}" >"$hd/cmdline"
-	printf '[none] integrity confidentiality\n' >"$hd/lockdown"
-	printf '\x06\x00\x00\x00\x00' >"$hd/SecureBoot"
+	rerandd_fixtures "$hd" "${2:-BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro console=ttyS0}"
+	rerandd_unlocked "$hd"
 	mkfifo "$hd/uevents"
-	rerandd_conf "$hd" "$hd/bin/kexec" "$hd/no-setup-data" <<EOF
-PreRebootDirectory=$hd/pre
-PostBootDirectory=$hd/post
-KexecCrashSize=$hd/no-crash-size
-KexecCrashLoaded=$hd/no-crash-loaded
-ProcVmcore=$hd/no-vmcore
+	rerandd_conf_local "$hd" "$hd/bin/kexec" "$hd/no-setup-data" <<EOF
 Uevents=$hd/uevents
 Lockdown=$hd/lockdown
 SecureBoot=$hd/SecureBoot
@@ -121,18 +91,12 @@ Initrd=none
 [Crash]
 Mode=off
 
-[Policy]
-MaxLayoutAge=30d
-Jitter=0
-HonorInhibitors=no
-MaxFailures=3
+$(rerandd_policy MaxLayoutAge=30d MaxFailures=3)
 
-[Reboot]
-Method=command
-RebootCommand=$tmp/no-reboot $hd
+$(rerandd_reboot_by "$tmp/no-reboot $hd")
 EOF
 }
-st() { RERAND_CONTROL_SOCKET=$tmp/$1/run/control "$R" status 2>&1; }
+st() { rerandd_status "$tmp/$1" 2>&1; }
 status_has() { st "$1" | grep -qF -- "$2"; }
 loads() { { wc -l <"$tmp/$1/kexec.log"; } 2>/dev/null || echo 0; }
 last_append() { tail -1 "$tmp/$1/kexec.log" | grep -o -- '--append=.*'; }
@@ -140,9 +104,8 @@ now() { RERAND_CONTROL_SOCKET=$tmp/$1/run/control "$R" now >/dev/null 2>&1; }
 
 # ---- digest and panic: rerandd builds, records, and refuses a flipped byte -----------------------
 inst digest
-rerandd_start "$tmp/digest"
-rerandd_wait_up "$tmp/digest"
-wait_for 240 status_has digest "staged:            yes" || bail "digest: nothing staged: $(tail -3 "$tmp/digest/log")"
+rerandd_up "$tmp/digest"
+rerandd_wait_staged 240 "$tmp/digest"
 img=$(ls "$tmp"/digest/state/images/*.img)
 rec=$img.sha256
 good=$(sha256sum "$img" | cut -d' ' -f1)
@@ -220,8 +183,7 @@ state() {
 for id in held heldbad; do inst $id "BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro panic=5"; mkdir -p "$tmp/$id/state/images"; done
 state held "hold=1"
 state heldbad $'ho\377ld 0'
-for id in held heldbad; do rerandd_start "$tmp/$id"; done
-for id in held heldbad; do rerandd_wait_up "$tmp/$id"; done
+rerandd_up "$tmp/held" "$tmp/heldbad"
 for id in held heldbad; do wait_for 60 status_has $id "staged:            yes" || true; done
 check "held: staged from the cache, no build" eval 'status_has held "staged:            yes" && ! grep -q building "$tmp/held/log"'
 check "panic: a user's panic=5 wins, no panic= added ($(last_append held))" \
@@ -247,9 +209,8 @@ size=$(( ($(stat -c %s "$img") / 1048576 + 2) * 1024 ))k
 mount -t tmpfs -o "size=$size,mode=0700" tmpfs "$mnt" || bail "cannot mount a tmpfs on $mnt"
 mkdir -p "$mnt/images"
 cp "$img" "$img.sha256" "$mnt/images/"
-rerandd_start "$tmp/full"
-rerandd_wait_up "$tmp/full"
-wait_for 60 status_has full "staged:            yes" || bail "full: nothing staged: $(tail -3 "$tmp/full/log")"
+rerandd_up "$tmp/full"
+rerandd_wait_staged 60 "$tmp/full"
 dd if=/dev/zero of="$mnt/fill" bs=4k 2>/dev/null
 echo "# $mnt: $(df -h --output=avail "$mnt" | tail -1 | tr -d ' ') free"
 now full

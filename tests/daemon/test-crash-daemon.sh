@@ -10,25 +10,14 @@
 # privileges, and faking hotplug on this machine is out of the question.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-tmp=$(mktemp -d /tmp/rerand-crashd.XXXXXX)
-R=$top/build/rerand
-RERANDD=$top/build/rerandd
-. "$top/tests/lib/tap.sh"
 . "$top/tests/lib/rerandd.sh"
-trap rerandd_cleanup EXIT
-. "$top/tests/lib/procfs-fixture.sh"
+rerandd_test crashd
 
-for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
-# Debian 12's default cloud kernel, whatever its build (scripts/kernels.sh:
-# ../shared/kernels, or the Debian package fetched once).
-KERNEL=$("$top/scripts/kernels.sh" pick cloud61 2>"$tmp/kernels.err") ||
-	bail "a 6.1 cloud kernel to stage is needed: $(tail -n1 "$tmp/kernels.err")"
+rerandd_need_bins
+rerandd_pick_kernel
 [ -r "$KERNEL" ] || bail "$KERNEL: a kernel to stage is needed"
-KSHA=$(sha256sum "$KERNEL" | cut -d' ' -f1)
-# rerandd's cache key: the kernel's SHA-256 and that of the stage it links in
-SSHA=$(sha256sum "$top/build/stage.bin" | cut -d' ' -f1)
-IMAGE=$tmp/$KSHA.$SSHA.img
-"$R" image "$KERNEL" -o "$IMAGE" >/dev/null 2>"$tmp/image.err" || bail "rerand image: $(cat "$tmp/image.err")"
+# one image for every instance's cache: none of them builds
+rerandd_prebuilt_image
 head -c 65536 /dev/urandom >"$tmp/kdump-initrd.img"
 
 # The stand-in for kexec-tools: never the real one.  It records its arguments and,
@@ -48,19 +37,13 @@ rerandd_no_reboot "$tmp/no-reboot"
 # inst ID CRASH_SIZE [extra [Crash] lines]: an instance directory and its config
 inst() {
 	local id=$1 size=$2 extra=${3:-} hd=$tmp/$1
-	mkdir -p "$hd/state/images" "$hd/run" "$hd/boot" "$hd/conf.d" "$hd/bin" "$hd/pre" "$hd/post"
+	rerandd_dirs "$hd" bin pre post
 	cp "$tmp/fake-kexec" "$hd/bin/kexec"
-	ln -f "$IMAGE" "$hd/state/images/$KSHA.$SSHA.img"
-	# its record, as rerandd or the kernel hook writes it when it builds one
-	printf '%s  %s\n' "$(sha256sum <"$IMAGE" | cut -d' ' -f1)" "$KSHA.$SSHA.img" \
-		>"$hd/state/images/$KSHA.$SSHA.img.sha256"
+	rerandd_seed_cache "$hd"
 	# procfs-like fixtures: size 0 in stat(), as on Debian 12's 6.1
-	procfs_fixture "$hd/boot_id" "$(cat /proc/sys/kernel/random/uuid)"$'\n'
-	procfs_fixture "$hd/stat" "btime $(date +%s)"$'\n'
-	procfs_fixture "$hd/tainted" $'0\n'
+	rerandd_procfs_fixtures "$hd" "BOOT_IMAGE=/vmlinuz-6.1 root=/dev/vda1 ro crashkernel=256M console=ttyS0 hugepages=16 nr_cpus=8 quiet -- single"
 	echo "$size" >"$hd/crash_size"
 	echo 0 >"$hd/crash_loaded"
-	procfs_fixture "$hd/cmdline" $'BOOT_IMAGE=/vmlinuz-6.1 root=/dev/vda1 ro crashkernel=256M console=ttyS0 hugepages=16 nr_cpus=8 quiet -- single\n'
 	mkfifo "$hd/uevents"
 	rerandd_conf "$hd" "$hd/bin/kexec" "$hd/no-setup-data" <<EOF
 PreRebootDirectory=$hd/pre
@@ -75,14 +58,9 @@ Kernel=$KERNEL
 Initrd=none
 CommandLine=console=ttyS0 quiet
 
-[Policy]
-MaxLayoutAge=30d
-Jitter=0
-HonorInhibitors=no
+$(rerandd_policy MaxLayoutAge=30d)
 
-[Reboot]
-Method=command
-RebootCommand=$tmp/no-reboot $hd
+$(rerandd_reboot_by "$tmp/no-reboot $hd")
 
 [Crash]
 HotplugSettle=1s
@@ -90,7 +68,7 @@ $extra
 EOF
 }
 run() { rerandd_start "$tmp/$1"; }
-st() { RERAND_CONTROL_SOCKET=$tmp/$1/run/control "$R" status ${2:-}; }
+st() { rerandd_status "$tmp/$1" ${2:-}; }
 crash_loads() { grep -cE -- '(^| )-p( |$)' "$tmp/$1/kexec.log" 2>/dev/null || true; }
 status_has() { st "$1" 2>/dev/null | grep -q -- "$2"; }
 

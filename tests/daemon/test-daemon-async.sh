@@ -15,31 +15,22 @@
 # Nothing reboots: the RebootCommand only records a call, which fails the test.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-tmp=$(mktemp -d /tmp/rerand-async.XXXXXX)
-R=$top/build/rerand
-RERANDD=${RERANDD:-$top/build/rerandd}   # another build: a test of this test
-LIMIT_MS=250
-. "$top/tests/lib/tap.sh"
 . "$top/tests/lib/rerandd.sh"
+rerandd_test async cleanup
+LIMIT_MS=250
 wd_pid=
 cleanup() {
 	[ -n "$wd_pid" ] && kill "$wd_pid" 2>/dev/null
 	rerandd_cleanup
 }
-trap cleanup EXIT
-. "$top/tests/lib/procfs-fixture.sh"
 
-for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
-KERNEL=$("$top/scripts/kernels.sh" pick cloud61 2>"$tmp/kernels.err") ||
-	bail "a 6.1 cloud kernel to stage is needed: $(tail -n1 "$tmp/kernels.err")"
+rerandd_need_bins
+rerandd_pick_kernel
 
 hd=$tmp/h
-mkdir -p "$hd/state" "$hd/run" "$hd/boot" "$hd/conf.d" "$hd/pre" "$hd/post" "$hd/sd"
-procfs_fixture "$hd/boot_id" "$(cat /proc/sys/kernel/random/uuid)"$'\n'
+rerandd_dirs "$hd" pre post sd
 # due at once: this "boot" began two hours ago, MaxLayoutAge is one hour
-procfs_fixture "$hd/stat" "btime $(($(date +%s) - 7200))"$'\n'
-procfs_fixture "$hd/tainted" $'0\n'
-procfs_fixture "$hd/cmdline" $'console=ttyS0 root=/dev/vda1 ro\n'
+rerandd_procfs_fixtures "$hd" "console=ttyS0 root=/dev/vda1 ro" 7200
 # the hook hangs; its children too (the whole group must go)
 cat >"$hd/pre/10-hang" <<EOF
 #!/bin/sh
@@ -57,30 +48,16 @@ rerandd_no_reboot "$hd/no-reboot"
 chmod 0755 "$tmp"
 printf '#!/bin/sh\n[ "$1" = image ] && sleep 3\nexec "%s" "$@"\n' "$R" >"$tmp/slow-rerand"
 chmod 0755 "$tmp/slow-rerand"
-R=$tmp/slow-rerand rerandd_conf "$hd" /bin/true "$hd/sd" <<EOF
-PreRebootDirectory=$hd/pre
-PostBootDirectory=$hd/post
-KexecCrashSize=$hd/no-crash-size
-KexecCrashLoaded=$hd/no-crash-loaded
-ProcVmcore=$hd/no-vmcore
+R=$tmp/slow-rerand rerandd_conf_local "$hd" /bin/true "$hd/sd" <<EOF
 
 [Stage]
 Kernel=$KERNEL
 Initrd=none
 CommandLine=console=ttyS0 root=/dev/vda1 ro
 
-[Policy]
-MaxLayoutAge=1h
-Jitter=0
-MinRebootInterval=0
-HonorInhibitors=no
-RebootOutsideWindows=yes
-BackoffBase=30min
+$(rerandd_policy MaxLayoutAge=1h MinRebootInterval=0 RebootOutsideWindows=yes BackoffBase=30min)
 
-[Reboot]
-Method=command
-RebootCommand=$hd/no-reboot $hd
-HookTimeout=8s
+$(rerandd_reboot_by "$hd/no-reboot $hd" HookTimeout=8s)
 
 [Crash]
 Mode=off
@@ -122,8 +99,7 @@ failed() { phase "$1" "$2" | awk '$4 != 0' | wc -l; }
 python3 "$top/tests/daemon/status-latency.py" "$R" "$sock" "$tmp/lat.ms" "$tmp/lat.stop" &
 sampler=$!
 mark start
-NOTIFY_SOCKET=$tmp/notify.sock WATCHDOG_USEC=2000000 rerandd_start "$hd"
-rerandd_wait_up "$hd"
+NOTIFY_SOCKET=$tmp/notify.sock WATCHDOG_USEC=2000000 rerandd_up "$hd"
 
 # ---- while the image is built (no image in the cache: a `rerand image` child) --------
 staged() { grep -q "staged $KERNEL" "$hd/log"; }
@@ -170,8 +146,7 @@ wait "$(cat "$hd/pid")" 2>/dev/null
 kill "$(tail -n1 "$hd/hook-sleep")"    # the killed rerandd's hook: nobody stops it now
 check "killed in the hooks phase: the state file says so" grep -qx "phase=hooks" "$hd/state/state"
 printf '#!/bin/sh\necho again >>"%s/hook-ran2"\nexit 1\n' "$hd" >"$hd/pre/10-hang"
-rerandd_start "$hd"
-rerandd_wait_up "$hd"
+rerandd_up "$hd"
 check "restarted in the hooks phase: it unwound to idle and says so" \
 	wait_for 10 grep -q "restarted in the middle of a rerandomizing reboot: unwound" "$hd/log"
 check "restarted in the hooks phase: the next sequence starts from the gate (its hook ran) and nothing rebooted" \
@@ -188,8 +163,7 @@ kill -TERM "$(cat "$hd/pid")"; wait "$(cat "$hd/pid")" 2>/dev/null
 : >"$tmp/notify.log"; rm -f "$tmp/lat.stop"; : >"$tmp/lat.ms"
 python3 "$top/tests/daemon/status-latency.py" "$R" "$sock" "$tmp/lat.ms" "$tmp/lat.stop" &
 sampler=$!
-NOTIFY_SOCKET=$tmp/notify.sock WATCHDOG_USEC=2000000 rerandd_start "$hd"
-rerandd_wait_up "$hd"
+NOTIFY_SOCKET=$tmp/notify.sock WATCHDOG_USEC=2000000 rerandd_up "$hd"
 mark slow
 python3 - "$sock" "$tmp/slow.out" <<'PY' &
 import socket, sys, threading, time

@@ -10,26 +10,18 @@
 # RebootCommand only records a call, which fails the test).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-tmp=$(mktemp -d /tmp/rerand-ctl.XXXXXX)
-R=$top/build/rerand
-RERANDD=$top/build/rerandd
-. "$top/tests/lib/tap.sh"
 . "$top/tests/lib/rerandd.sh"
-trap rerandd_cleanup EXIT
-. "$top/tests/lib/procfs-fixture.sh"
+rerandd_test ctl
 
-for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
+rerandd_need_bins
 [ "$(id -u)" = 0 ] || bail "run as root: the test compares a root peer with an unprivileged one"
 command -v setpriv >/dev/null || bail "setpriv (util-linux) is missing"
 NOBODY=$(id -u nobody) || bail "no user nobody"
 
 hd=$tmp/h
-mkdir -p "$hd/state" "$hd/run" "$hd/boot" "$hd/conf.d" "$hd/pre" "$hd/post" "$hd/sd/0"
+rerandd_dirs "$hd" pre post sd/0
 old_boot=0123abcd-0000-4000-8000-00000000abcd
-procfs_fixture "$hd/boot_id" "$(cat /proc/sys/kernel/random/uuid)"$'\n'
-procfs_fixture "$hd/stat" "btime $(date +%s)"$'\n'
-procfs_fixture "$hd/tainted" $'0\n'
-procfs_fixture "$hd/cmdline" $'BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro\n'
+rerandd_procfs_fixtures "$hd" "BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro"
 # the stage's record of this boot: randomized, but weak (no seed, RDTSC only)
 echo 0x52520001 >"$hd/sd/0/type"
 python3 -c "import struct,sys; sys.stdout.buffer.write(b'RERANDST'+struct.pack('<HHIIIIIIIQQQ',1,64,1,0x10,0x08,0x06,3,5,1,480,470,0))" >"$hd/sd/0/data"
@@ -44,33 +36,20 @@ attempt_time=1000
 attempt_reason=layout-age
 EOF
 rerandd_no_reboot "$hd/no-reboot"
-rerandd_conf "$hd" /bin/false "$hd/sd" <<EOF
-PreRebootDirectory=$hd/pre
-PostBootDirectory=$hd/post
-KexecCrashSize=$hd/no-crash-size
-KexecCrashLoaded=$hd/no-crash-loaded
-ProcVmcore=$hd/no-vmcore
+rerandd_conf_local "$hd" /bin/false "$hd/sd" <<EOF
 
 [Stage]
 Kernel=$hd/no-such-kernel
 Initrd=none
 
-[Policy]
-MaxLayoutAge=30d
-Jitter=0
-HonorInhibitors=no
-RebootOutsideWindows=yes
-BackoffBase=30min
+$(rerandd_policy MaxLayoutAge=30d RebootOutsideWindows=yes BackoffBase=30min)
 
-[Reboot]
-Method=command
-RebootCommand=$hd/no-reboot $hd
+$(rerandd_reboot_by "$hd/no-reboot $hd")
 
 [Crash]
 Mode=off
 EOF
-rerandd_start "$hd"
-rerandd_wait_up "$hd"
+rerandd_up "$hd"
 sock=$hd/run/control
 st() { RERAND_CONTROL_SOCKET=$sock "$@"; }
 

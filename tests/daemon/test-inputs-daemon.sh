@@ -8,24 +8,16 @@
 # shows that refusal as the staging error; nothing is loaded.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-tmp=$(mktemp -d /tmp/rerand-inputs.XXXXXX)
-R=$top/build/rerand
-RERANDD=$top/build/rerandd
-. "$top/tests/lib/tap.sh"
 . "$top/tests/lib/rerandd.sh"
-trap rerandd_cleanup EXIT
+rerandd_test inputs
 
-for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
-[ "$(id -u)" = 0 ] || { skip "not root: rerandd builds as ImageUser="; done_; }
-id nobody >/dev/null 2>&1 || { skip "no user nobody to build as"; done_; }
-kdir=${RERAND_KERNELS:-$top/../shared/kernels}
-KERNEL=$kdir/vmlinuz-6.1.0-57-cloud-amd64
-[ -r "$KERNEL" ] || bail "$KERNEL: a kernel to stage is needed"
+rerandd_need_bins
+rerandd_need_builder
+rerandd_kernel
 chmod 0755 "$tmp"
 
 hd=$tmp/h
-mkdir -p "$hd/state" "$hd/run" "$hd/boot" "$hd/conf.d" "$hd/bin"
-chmod 0700 "$hd/state"
+rerandd_dirs "$hd" bin
 cat >"$hd/bin/kexec" <<'EOF'
 #!/bin/sh
 # STAND-IN for kexec-tools (test-inputs-daemon.sh): records the call, loads nothing.
@@ -36,12 +28,8 @@ EOF
 chmod 0755 "$hd/bin/kexec"
 rerandd_no_reboot "$tmp/no-reboot"
 cp "$KERNEL" "$hd/boot/vmlinuz-6.1.0-57-cloud-amd64"
-cat /proc/sys/kernel/random/uuid >"$hd/boot_id"
-echo "btime $(date +%s)" >"$hd/stat"
-echo 0 >"$hd/tainted"
-echo 'BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro memmap=1M$0x40000000 memmap=1M$0x50000000 memmap=1M$0x60000000,1M$0x70000000 memmap=1M$0x80000000' >"$hd/cmdline"
-printf '[none] integrity confidentiality\n' >"$hd/lockdown"
-printf '\x06\x00\x00\x00\x00' >"$hd/SecureBoot"
+rerandd_fixtures "$hd" 'BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro memmap=1M$0x40000000 memmap=1M$0x50000000 memmap=1M$0x60000000,1M$0x70000000 memmap=1M$0x80000000'
+rerandd_unlocked "$hd"
 rerandd_conf "$hd" "$hd/bin/kexec" "$hd/no-setup-data" <<EOF
 KexecCrashSize=$hd/no-crash-size
 KexecCrashLoaded=$hd/no-crash-loaded
@@ -56,22 +44,17 @@ Initrd=none
 [Crash]
 Mode=off
 
-[Policy]
-Jitter=0
-HonorInhibitors=no
+$(rerandd_policy)
 
-[Reboot]
-Method=command
-RebootCommand=$tmp/no-reboot $hd
+$(rerandd_reboot_by "$tmp/no-reboot $hd")
 EOF
 stage_error() {
-	RERAND_CONTROL_SOCKET=$hd/run/control "$R" status --json 2>/dev/null |
+	rerandd_status "$hd" --json 2>/dev/null |
 		python3 -c 'import json,sys; print(json.load(sys.stdin).get("stage_error", ""))' 2>/dev/null
 }
 err_has() { stage_error | grep -qF -- "$1"; }
 
-rerandd_start "$hd"
-rerandd_wait_up "$hd"
+rerandd_up "$hd"
 check "rerandd's status: staging failed with rerand load's reason" \
 	wait_for 240 err_has "the command line (--append) has 5 memmap= regions: the stage honours at most 4"
 check "nothing was loaded, no reboot asked" bash -c "[ ! -e '$hd/kexec.log' ] && [ ! -e '$hd/reboot-called' ]"

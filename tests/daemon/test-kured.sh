@@ -20,17 +20,11 @@
 #    (tests/e2e/check-systemd-fleet.sh).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-tmp=$(mktemp -d /tmp/rerand-kured.XXXXXX)
-R=$top/build/rerand
-RERANDD=$top/build/rerandd
-. "$top/tests/lib/tap.sh"
 . "$top/tests/lib/rerandd.sh"
-trap rerandd_cleanup EXIT
-. "$top/tests/lib/procfs-fixture.sh"
+rerandd_test kured
 
-for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
-KERNEL=$("$top/scripts/kernels.sh" pick cloud61 2>"$tmp/kernels.err") ||
-	bail "a 6.1 cloud kernel to stage is needed: $(tail -n1 "$tmp/kernels.err")"
+rerandd_need_bins
+rerandd_pick_kernel
 chmod 0755 "$tmp"
 
 # instance DIR AGE_S: a rerandd whose "boot" began AGE_S seconds ago, with
@@ -38,50 +32,33 @@ chmod 0755 "$tmp"
 # never reboots by itself), and a RebootCommand that records its call.
 instance() {
 	local hd=$1
-	mkdir -p "$hd/state" "$hd/run" "$hd/boot" "$hd/conf.d" "$hd/pre" "$hd/post" "$hd/sd"
-	procfs_fixture "$hd/boot_id" "$(cat /proc/sys/kernel/random/uuid)"$'\n'
-	procfs_fixture "$hd/stat" "btime $(($(date +%s) - $2))"$'\n'
-	procfs_fixture "$hd/tainted" $'0\n'
-	procfs_fixture "$hd/cmdline" $'console=ttyS0 root=/dev/vda1 ro\n'
+	rerandd_dirs "$hd" pre post sd
+	rerandd_procfs_fixtures "$hd" "console=ttyS0 root=/dev/vda1 ro" "$2"
 	printf '#!/bin/sh\necho REBOOT >>"%s/reboot-called"\nexit 0\n' "$hd" >"$hd/reboot"
 	chmod +x "$hd/reboot"
-	rerandd_conf "$hd" /bin/true "$hd/sd" <<EOF
-PreRebootDirectory=$hd/pre
-PostBootDirectory=$hd/post
-KexecCrashSize=$hd/no-crash-size
-KexecCrashLoaded=$hd/no-crash-loaded
-ProcVmcore=$hd/no-vmcore
+	rerandd_conf_local "$hd" /bin/true "$hd/sd" <<EOF
 
 [Stage]
 Kernel=$KERNEL
 Initrd=none
 CommandLine=console=ttyS0 root=/dev/vda1 ro
 
-[Policy]
-MaxLayoutAge=1h
-Jitter=0
-MinRebootInterval=0
-HonorInhibitors=no
+$(rerandd_policy MaxLayoutAge=1h MinRebootInterval=0)
 
-[Reboot]
-Method=command
-RebootCommand=$hd/reboot
-HookTimeout=20s
+$(rerandd_reboot_by "$hd/reboot" HookTimeout=20s)
 
 [Crash]
 Mode=off
 EOF
-	rerandd_start "$hd"
-	rerandd_wait_up "$hd"
+	rerandd_up "$hd"
 }
 
 old=$tmp/old
 young=$tmp/young
 instance "$old" 7200
 instance "$young" 60
-staged() { RERAND_CONTROL_SOCKET=$1/run/control "$R" status 2>/dev/null | grep -q '^staged: *yes'; }
-wait_for 60 staged "$old" || bail "old: nothing staged within 60 s: $(tail -3 "$old/log")"
-wait_for 60 staged "$young" || bail "young: nothing staged within 60 s: $(tail -3 "$young/log")"
+rerandd_wait_staged 60 "$old"
+rerandd_wait_staged 60 "$young"
 
 due() { RERAND_CONTROL_SOCKET=$1/run/control "$R" due >"$tmp/due.out" 2>&1; echo $?; }
 rc=$(due "$old")

@@ -15,63 +15,34 @@
 #     the new kernel's, cached under the new kernel's hash.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-tmp=$(mktemp -d /tmp/rerand-restage.XXXXXX)
-R=$top/build/rerand
-RERANDD=$top/build/rerandd
-. "$top/tests/lib/tap.sh"
 . "$top/tests/lib/rerandd.sh"
+rerandd_test restage cleanup
 holder=
 cleanup() {
 	[ -n "$holder" ] && kill "$holder" 2>/dev/null
 	rerandd_cleanup
 }
-trap cleanup EXIT
 
-for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
-[ "$(id -u)" = 0 ] || { skip "not root: rerandd builds as ImageUser="; done_; }
-id nobody >/dev/null 2>&1 || { skip "no user nobody to build as"; done_; }
+rerandd_need_bins
+rerandd_need_builder
 command -v python3 >/dev/null || bail "python3 is needed to hold an fcntl lock as dpkg does"
-kdir=${RERAND_KERNELS:-$top/../shared/kernels}
-OLD=$kdir/vmlinuz-6.1.0-57-cloud-amd64
+rerandd_kernel
+OLD=$KERNEL
 NEW=$(ls "$kdir"/vmlinuz-6.1[2-9]*-cloud-amd64 2>/dev/null | tail -1)
-[ -r "$OLD" ] || bail "$OLD: a kernel to stage is needed"
 [ -n "$NEW" ] || { skip "no second kernel (vmlinuz-6.1[2-9]*-cloud-amd64) in $kdir to upgrade to"; done_; }
 new_rel=${NEW##*/vmlinuz-}
 chmod 0755 "$tmp"
 
 hd=$tmp/h
-mkdir -p "$hd/state" "$hd/run" "$hd/boot" "$hd/conf.d" "$hd/bin" "$hd/pre" "$hd/post"
-chmod 0700 "$hd/state"
-cat >"$hd/bin/kexec" <<'EOF'
-#!/bin/sh
-# STAND-IN for kexec-tools (test-restage-daemon.sh): keeps a copy of what
-# it is handed, loads nothing.
-[ "$1" = --version ] && { echo "kexec-tools 2.0.25"; exit 0; }
-d=$(dirname "$(dirname "$0")")
-i=$(ls "$d" | grep -c '^loaded\.')
-for a in "$@"; do
-	case $a in /proc/self/fd/*) cat "$a" >"$d/loaded.$i.img" ;; esac
-done
-printf '%s\n' "$*" >>"$d/kexec.log"
-exit 0
-EOF
-chmod 0755 "$hd/bin/kexec"
+rerandd_dirs "$hd" bin pre post
+rerandd_keeper_kexec "$hd/bin/kexec"
 rerandd_no_reboot "$tmp/no-reboot"
 KPATH=$hd/boot/vmlinuz-6.1.0-57-cloud-amd64
 cp "$OLD" "$KPATH"
-cat /proc/sys/kernel/random/uuid >"$hd/boot_id"
-echo "btime $(date +%s)" >"$hd/stat"
-echo 0 >"$hd/tainted"
-echo "BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro console=ttyS0" >"$hd/cmdline"
-printf '[none] integrity confidentiality\n' >"$hd/lockdown"
-printf '\x06\x00\x00\x00\x00' >"$hd/SecureBoot"
+rerandd_fixtures "$hd" "BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro console=ttyS0"
+rerandd_unlocked "$hd"
 mkfifo "$hd/uevents"
-rerandd_conf "$hd" "$hd/bin/kexec" "$hd/no-setup-data" <<EOF
-PreRebootDirectory=$hd/pre
-PostBootDirectory=$hd/post
-KexecCrashSize=$hd/no-crash-size
-KexecCrashLoaded=$hd/no-crash-loaded
-ProcVmcore=$hd/no-vmcore
+rerandd_conf_local "$hd" "$hd/bin/kexec" "$hd/no-setup-data" <<EOF
 Uevents=$hd/uevents
 Lockdown=$hd/lockdown
 SecureBoot=$hd/SecureBoot
@@ -84,25 +55,18 @@ Initrd=none
 [Crash]
 Mode=off
 
-[Policy]
-MaxLayoutAge=30d
-Jitter=0
-HonorInhibitors=no
-MaxFailures=3
+$(rerandd_policy MaxLayoutAge=30d MaxFailures=3)
 
-[Reboot]
-Method=command
-RebootCommand=$tmp/no-reboot $hd
+$(rerandd_reboot_by "$tmp/no-reboot $hd")
 EOF
-st() { RERAND_CONTROL_SOCKET=$hd/run/control "$R" status 2>&1; }
+st() { rerandd_status "$hd" 2>&1; }
 status_has() { st | grep -qF -- "$1"; }
 loads() { { wc -l <"$hd/kexec.log"; } 2>/dev/null || echo 0; }
 release_of() { "$R" inspect --json "$1" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["kernel_version"].split()[0])'; }
 log=$hd/log
 
-rerandd_start "$hd"
-rerandd_wait_up "$hd"
-wait_for 240 status_has "staged:            yes" || bail "nothing staged: $(tail -3 "$log")"
+rerandd_up "$hd"
+rerandd_wait_staged 240 "$hd"
 old_sha=$(sha256sum "$KPATH" | cut -d' ' -f1)
 check "staged $OLD's image under its hash ($(loads) load)" \
 	bash -c "[ $(loads) = 1 ] && ls '$hd/state/images/' | grep -q '^$old_sha\..*\.img\$'"

@@ -10,19 +10,14 @@
 # signer.  The real thing runs in the Secure Boot guest (sb-e2e).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-tmp=$(mktemp -d /tmp/rerand-secd.XXXXXX)
-R=$top/build/rerand
-RERANDD=$top/build/rerandd
-. "$top/tests/lib/tap.sh"
 . "$top/tests/lib/rerandd.sh"
-trap rerandd_cleanup EXIT
+rerandd_test secd
 
-for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make build/rerandd build/rerand"; done
-kdir=${RERAND_KERNELS:-$top/../shared/kernels}
-KERNEL=$kdir/vmlinuz-6.1.0-57-cloud-amd64
+rerandd_need_bins
+rerandd_kernel
 OTHER=$kdir/vmlinuz-6.12.118+deb12-cloud-amd64
 REL=6.1.0-57-cloud-amd64
-[ -r "$KERNEL" ] && [ -r "$OTHER" ] || bail "$KERNEL, $OTHER: kernels to stage are needed"
+[ -r "$OTHER" ] || bail "$OTHER: a kernel to stage is needed"
 openssl req -x509 -newkey rsa:2048 -nodes -subj "/CN=rerand fleet db/O=rerand tests" -days 30 \
 	-keyout "$tmp/db.key" -out "$tmp/db.crt" 2>/dev/null || bail "openssl req"
 SUBJECT="O=rerand tests,CN=rerand fleet db"
@@ -50,14 +45,11 @@ rerandd_no_reboot "$tmp/no-reboot"
 # inst ID [extra [Stage] lines]: an instance locked down by its fixtures
 inst() {
 	local id=$1 extra=${2:-} hd=$tmp/$1
-	mkdir -p "$hd/state/images" "$hd/run" "$hd/boot" "$hd/conf.d" "$hd/bin" "$hd/pre" "$hd/post" "$hd/signed"
+	rerandd_dirs "$hd" state/images bin pre post signed
 	cp "$tmp/fake-kexec" "$hd/bin/kexec"
-	cat /proc/sys/kernel/random/uuid >"$hd/boot_id"
-	echo "btime $(date +%s)" >"$hd/stat"
-	echo 0 >"$hd/tainted"
+	rerandd_fixtures "$hd" "root=/dev/vda1 ro console=ttyS0"
 	echo 0 >"$hd/crash_size"
 	echo 0 >"$hd/crash_loaded"
-	echo "root=/dev/vda1 ro console=ttyS0" >"$hd/cmdline"
 	printf 'none [integrity] confidentiality\n' >"$hd/lockdown"
 	printf '\x06\x00\x00\x00\x01' >"$hd/SecureBoot"
 	mkfifo "$hd/uevents"
@@ -79,18 +71,13 @@ CommandLine=console=ttyS0 quiet
 SignedImageDirectory=$hd/signed
 $extra
 
-[Policy]
-MaxLayoutAge=30d
-Jitter=0
-HonorInhibitors=no
+$(rerandd_policy MaxLayoutAge=30d)
 
-[Reboot]
-Method=command
-RebootCommand=$tmp/no-reboot $hd
+$(rerandd_reboot_by "$tmp/no-reboot $hd")
 EOF
 }
 run() { rerandd_start "$tmp/$1"; }
-st() { RERAND_CONTROL_SOCKET=$tmp/$1/run/control "$R" status ${2:-}; }
+st() { rerandd_status "$tmp/$1" ${2:-}; }
 status_has() { st "$1" 2>/dev/null | grep -qF -- "$2"; }
 staged() { status_has "$1" "staged:            yes"; }
 

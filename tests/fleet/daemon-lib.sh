@@ -15,19 +15,13 @@ ev() { echo "$(date +%s%3N) $*" >>"$EVENTS"; }
 # The [Fleet] section comes from a file so groups can share it.
 host_new() {
 	local id=$1 fleet=$2 extra=${3:-} hd=$tmp/h/$1
-	mkdir -p "$hd/state/images" "$hd/run" "$hd/boot" "$hd/conf.d" "$hd/pre-reboot.d" "$hd/post-boot.d"
-	# procfs-like fixtures (tests/lib/procfs-fixture.sh): size 0 in stat()
-	procfs_fixture "$hd/boot_id" "$(cat /proc/sys/kernel/random/uuid)"$'\n'
+	rerandd_dirs "$hd" pre-reboot.d post-boot.d
+	# procfs-like fixtures (tests/lib/procfs-fixture.sh): size 0 in stat();
 	# due at once: this "boot" began two hours ago, MaxLayoutAge is one hour
-	procfs_fixture "$hd/stat" "btime $(($(date +%s) - 7200))"$'\n'
-	procfs_fixture "$hd/tainted" $'0\n'
-	procfs_fixture "$hd/cmdline" $'console=ttyS0 quiet\n'
+	rerandd_procfs_fixtures "$hd" "console=ttyS0 quiet" 7200
 	echo "machine-$id" >"$hd/machine-id"
-	# the image cache is keyed by the kernel's and the stage's hashes: share
-	# the one built image, with its record (rerandd rebuilds an image without one)
-	ln -f "$IMAGE" "$hd/state/images/$KSHA.$SSHA.img"
-	printf '%s  %s\n' "$(sha256sum <"$IMAGE" | cut -d' ' -f1)" "$KSHA.$SSHA.img" \
-		>"$hd/state/images/$KSHA.$SSHA.img.sha256"
+	# the one image built for every host (rerandd_prebuilt_image)
+	rerandd_seed_cache "$hd"
 	rerandd_conf "$hd" /bin/true "$SD" <<EOF
 PreRebootDirectory=$hd/pre-reboot.d
 PostBootDirectory=$hd/post-boot.d
@@ -38,18 +32,9 @@ Initrd=none
 CommandLine=console=ttyS0 quiet
 RestageInterval=1h
 
-[Policy]
-MaxLayoutAge=1h
-Jitter=0
-MinRebootInterval=0
-HonorInhibitors=no
-BackoffBase=1min
-MaxFailures=3
+$(rerandd_policy MaxLayoutAge=1h MinRebootInterval=0 BackoffBase=1min MaxFailures=3)
 
-[Reboot]
-Method=command
-RebootCommand=$SIMREBOOT $hd
-HookTimeout=20s
+$(rerandd_reboot_by "$SIMREBOOT $hd" HookTimeout=20s)
 
 $(cat "$fleet")
 MachineIDFile=$hd/machine-id

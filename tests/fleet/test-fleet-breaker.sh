@@ -44,24 +44,16 @@ cleanup() {
 bg_pids=()
 trap cleanup EXIT
 
-for b in "$R" "$RERANDD" "$FLEETD"; do [ -x "$b" ] || bail "$b is missing: make all"; done
-[ "$(id -u)" = 0 ] || { skip "not root: rerandd's control socket answers root only"; done_; }
-id nobody >/dev/null 2>&1 || { skip "no user nobody to build as"; done_; }
+rerandd_need_bins "$FLEETD"
+rerandd_need_builder "rerandd's control socket answers root only"
 command -v etcd >/dev/null && command -v etcdctl >/dev/null || bail "etcd/etcdctl missing (Debian: etcd-server etcd-client)"
-KERNEL=$("$top/scripts/kernels.sh" pick cloud61 2>"$tmp/kernels.err") ||
-	bail "a 6.1 cloud kernel to stage is needed: $(tail -n1 "$tmp/kernels.err")"
+rerandd_pick_kernel
 for p in 2461 2462; do port_free "$p" || bail "port 127.0.0.1:$p is in use"; done
 chmod 0755 "$tmp"
 
-KSHA=$(sha256sum "$KERNEL" | cut -d' ' -f1)
-SSHA=$(sha256sum "$top/build/stage.bin" | cut -d' ' -f1)
-IMAGE=$tmp/$KSHA.$SSHA.img
-"$R" image "$KERNEL" -o "$IMAGE" >/dev/null 2>"$tmp/image.err" || bail "rerand image: $(cat "$tmp/image.err")"
+rerandd_prebuilt_image
 # the record the stage leaves in a randomized boot (format as in test-cli.sh)
-mkdir -p "$SD/0" "$SD/1"
-echo 0x1 >"$SD/0/type"; printf 'xxxx' >"$SD/0/data"
-echo 0x52520001 >"$SD/1/type"
-python3 -c "import struct,sys; sys.stdout.buffer.write(b'RERANDST'+struct.pack('<HHIIIIIIIQQQ',1,64,1,1,0x0d,0,3,5,1,480,470,123456))" >"$SD/1/data"
+rerandd_randomized_sd "$SD"
 # the simulated reboot (both kinds): the runner restarts rerandd with a new boot id
 cat >"$SIMREBOOT" <<EOF
 #!/bin/sh

@@ -23,9 +23,8 @@
 # RERAND_MODE=long (make check-long, make check-chaos CHAOS=long): 30 minutes.
 # Every process the test starts carries a tag and is killed however it ends.
 set -u
-if [ "${RERAND_FLEETD_SELF:-}" != "$$" ]; then
-	exec env RERAND_FLEETD_SELF=$$ RERAND_FLEETD_TEST="rerand-chaos-$$-$(date +%s%N)" "$BASH" "$0" "$@"
-fi
+. "$(dirname "$0")/../lib/tagged.sh"
+tagged_reexec rerand-chaos "$@"
 top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/rerand-chaos.XXXXXX)
 R=$top/build/rerand
@@ -45,44 +44,7 @@ ok() { n=$((n + 1)); echo "ok $n - $*"; }
 nok() { n=$((n + 1)); echo "not ok $n - $*"; }
 check() { local d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; return 1; fi; }
 bail() { nok "$*"; echo "1..$n"; exit 1; }
-TAG=RERAND_FLEETD_TEST=$RERAND_FLEETD_TEST
-ours=()
-scan_ours() { # the pids carrying the tag; builtins only, no fork
-	local d p x e
-	ours=()
-	for d in /proc/[0-9]*; do
-		p=${d#/proc/}
-		[ "$p" = "$$" ] || [ "$p" = "$BASHPID" ] && continue
-		e=()
-		mapfile -d '' e 2>/dev/null <"$d/environ" || continue
-		for x in "${e[@]}"; do
-			if [ "$x" = "$TAG" ]; then ours+=("$p"); break; fi
-		done
-	done
-}
-kill_ours() {
-	local i
-	for ((i = 0; i < 50; i++)); do
-		scan_ours
-		[ ${#ours[@]} -eq 0 ] && return 0
-		kill -STOP "${ours[@]}" 2>/dev/null
-		kill -KILL "${ours[@]}" 2>/dev/null
-		kill -CONT "${ours[@]}" 2>/dev/null
-		sleep 0.1
-	done
-	return 1
-}
-cleanup() {
-	local f
-	exec 2>/dev/null
-	trap - INT TERM HUP
-	for f in "$tmp"/h/*; do [ -d "$f" ] && touch "$f/stop"; done
-	kill_ours
-	wait
-	[ -n "${KEEP:-}" ] && { echo "# kept $tmp" >&2; return; }
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap "tagged_cleanup" EXIT
 trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 129' HUP
 nap() { sleep "$1" & wait $!; }
 . "$top/tests/fleet/lib.sh"
@@ -120,18 +82,11 @@ check "wallstep mock: a +300 s step moves the wall clock $((w1 - w0)) s from CLO
 ws_syms=$(nm -D --defined-only "$WALLSTEP" | awk '$2 == "T" { print $3 }' | sort | tr '\n' ' ')
 check "wallstep mock: it defines only the wall-clock readers ($ws_syms)" \
 	test "$ws_syms" = "clock_gettime gettimeofday time timespec_get "
-KERNEL=$("$top/scripts/kernels.sh" pick cloud61 2>"$tmp/kernels.err") ||
-	bail "a 6.1 cloud kernel to stage is needed: $(tail -n1 "$tmp/kernels.err")"
+rerandd_pick_kernel
 PORTS="2441 2442 2443 2444 2445 2446"
 for p in $PORTS; do port_free "$p" || bail "port 127.0.0.1:$p is in use"; done
-KSHA=$(sha256sum "$KERNEL" | cut -d' ' -f1)
-SSHA=$(sha256sum "$top/build/stage.bin" | cut -d' ' -f1)
-IMAGE=$tmp/$KSHA.$SSHA.img
-"$R" image "$KERNEL" -o "$IMAGE" >/dev/null 2>"$tmp/image.err" || bail "rerand image: $(cat "$tmp/image.err")"
-mkdir -p "$SD/0" "$SD/1"
-echo 0x1 >"$SD/0/type"; printf 'xxxx' >"$SD/0/data"
-echo 0x52520001 >"$SD/1/type"
-python3 -c "import struct,sys; sys.stdout.buffer.write(b'RERANDST'+struct.pack('<HHIIIIIIIQQQ',1,64,1,1,0x0d,0,3,5,1,480,470,123456))" >"$SD/1/data"
+rerandd_prebuilt_image
+rerandd_randomized_sd "$SD"
 "$R" verify --setup-data "$SD" >/dev/null || bail "the setup_data fixture does not verify"
 # The simulated reboot.  It runs as rerandd's child, so it drops the clock step
 # first: the history's times are the real clock's.

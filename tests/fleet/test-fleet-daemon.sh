@@ -10,14 +10,13 @@
 # wait, write a new boot id and start it again.  The daemon, its policy and lock
 # logic, etcd, its leases, and the timing are real.  Every instance's config is
 # checked to be harmless before it starts.  RERAND_MODE=long: more hosts, longer
-# outages.  However the test ends, every process it started is killed (see cleanup).
+# outages.  However the test ends, every process it started is killed (tests/lib/tagged.sh).
 set -u
 # Every process this test starts, forked subshells included, must carry a tag of
-# this run in its environment (see cleanup): /proc/PID/environ shows what a process
+# this run in its environment (tests/lib/tagged.sh): /proc/PID/environ shows what a process
 # was exec'ed with, so the shell itself is started again with the tag.
-if [ "${RERAND_FLEETD_SELF:-}" != "$$" ]; then
-	exec env RERAND_FLEETD_SELF=$$ RERAND_FLEETD_TEST="rerand-fleetd-$$-$(date +%s%N)" "$BASH" "$0" "$@"
-fi
+. "$(dirname "$0")/../lib/tagged.sh"
+tagged_reexec rerand-fleetd "$@"
 top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/rerand-fleetd.XXXXXX)
 R=$top/build/rerand
@@ -36,46 +35,7 @@ bg_pids=()
 # Every process this test starts inherits RERAND_FLEETD_TEST (rerandd passes its
 # environment on to hooks and to the RebootCommand, the observer to its etcdctl),
 # so the clean-up finds each one by its id, orphans included, however the test ends.
-TAG=RERAND_FLEETD_TEST=$RERAND_FLEETD_TEST
-ours=()
-scan_ours() { # fills ours=() with the pids carrying the tag; builtins only, no fork
-	local d p x e
-	ours=()
-	for d in /proc/[0-9]*; do
-		p=${d#/proc/}
-		[ "$p" = "$$" ] || [ "$p" = "$BASHPID" ] && continue
-		e=()
-		mapfile -d '' e 2>/dev/null <"$d/environ" || continue
-		for x in "${e[@]}"; do
-			if [ "$x" = "$TAG" ]; then ours+=("$p"); break; fi
-		done
-	done
-}
-kill_ours() { # SIGKILL them all, again until none is left (a runner may just have forked)
-	local i
-	for ((i = 0; i < 50; i++)); do
-		scan_ours
-		[ ${#ours[@]} -eq 0 ] && return 0
-		# stopped first, so that no runner can start anything or report a death
-		kill -STOP "${ours[@]}" 2>/dev/null
-		kill -KILL "${ours[@]}" 2>/dev/null
-		sleep 0.1
-	done
-	return 1
-}
-cleanup() {
-	local f
-	exec 2>/dev/null
-	trap - INT TERM HUP
-	for f in "$tmp"/h/*; do [ -d "$f" ] && touch "$f/stop"; done
-	sleep 0.3
-	kill_ours
-	wait
-	# KEEP=1: the hosts' logs, state and etcd data stay for a look
-	[ -n "${KEEP:-}" ] && { echo "# kept $tmp" >&2; return; }
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap "tagged_cleanup 0.3" EXIT
 trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 129' HUP
 # nap S: a sleep a signal interrupts at once (bash runs traps only between commands)
 nap() { sleep "$1" & wait $!; }
@@ -109,27 +69,17 @@ if [ "$mode" = long ]; then QOUT=20; else QOUT=6; fi
 # lease runs out: at load 15 that took more than 6 s).
 RTTL=20
 
-for b in "$R" "$RERANDD" "$FLEETD"; do [ -x "$b" ] || bail "$b is missing: make all"; done
+rerandd_need_bins "$FLEETD"
 command -v etcd >/dev/null && command -v etcdctl >/dev/null || bail "etcd/etcdctl missing (Debian: etcd-server etcd-client)"
-# Debian 12's default cloud kernel, whatever its build (scripts/kernels.sh:
-# ../shared/kernels, or the Debian package fetched once).
-KERNEL=$("$top/scripts/kernels.sh" pick cloud61 2>"$tmp/kernels.err") ||
-	bail "a 6.1 cloud kernel to stage is needed: $(tail -n1 "$tmp/kernels.err")"
+rerandd_pick_kernel
 [ -r "$KERNEL" ] || bail "$KERNEL: a kernel to stage is needed"
 PORTS="2411 2412 2421 2422 2423 2424 2425 2426"
 for p in $PORTS; do port_free "$p" || bail "port 127.0.0.1:$p is in use"; done
 
 # one image for every host (the daemon's cache is keyed by the kernel's and the stage's hashes)
-KSHA=$(sha256sum "$KERNEL" | cut -d' ' -f1)
-# rerandd's cache key: the kernel's SHA-256 and that of the stage it links in
-SSHA=$(sha256sum "$top/build/stage.bin" | cut -d' ' -f1)
-IMAGE=$tmp/$KSHA.$SSHA.img
-"$R" image "$KERNEL" -o "$IMAGE" >/dev/null 2>"$tmp/image.err" || bail "rerand image: $(cat "$tmp/image.err")"
+rerandd_prebuilt_image
 # the boot record the stage would leave: a randomized boot (format as in test-cli.sh)
-mkdir -p "$SD/0" "$SD/1"
-echo 0x1 >"$SD/0/type"; printf 'xxxx' >"$SD/0/data"
-echo 0x52520001 >"$SD/1/type"
-python3 -c "import struct,sys; sys.stdout.buffer.write(b'RERANDST'+struct.pack('<HHIIIIIIIQQQ',1,64,1,1,0x0d,0,3,5,1,480,470,123456))" >"$SD/1/data"
+rerandd_randomized_sd "$SD"
 "$R" verify --setup-data "$SD" >/dev/null || bail "the setup_data fixture does not verify"
 # the simulated reboot: ask the runner, return at once (as logind does).  It logs
 # each request with its time in the host's reboot.log, and on etcd whether etcd

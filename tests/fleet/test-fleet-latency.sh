@@ -30,26 +30,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
-for b in "$R" "$RERANDD"; do [ -x "$b" ] || bail "$b is missing: make all"; done
+rerandd_need_bins
 [ -n "${OLD_RERANDD:-}" ] || [ -x "$FLEETD" ] || bail "$FLEETD is missing: make all"
 command -v etcd >/dev/null && command -v etcdctl >/dev/null || bail "etcd/etcdctl missing (Debian: etcd-server etcd-client)"
-KERNEL=$("$top/scripts/kernels.sh" pick cloud61 2>"$tmp/kernels.err") ||
-	bail "a 6.1 cloud kernel to stage is needed: $(tail -n1 "$tmp/kernels.err")"
+rerandd_pick_kernel
 for p in 2441 2442; do port_free "$p" || bail "port 127.0.0.1:$p is in use"; done
 
 # the boot record of a randomized boot (as in test-fleet-daemon.sh)
 SD=$tmp/setup_data
-mkdir -p "$SD/0" "$SD/1"
-echo 0x1 >"$SD/0/type"; printf 'xxxx' >"$SD/0/data"
-echo 0x52520001 >"$SD/1/type"
-python3 -c "import struct,sys; sys.stdout.buffer.write(b'RERANDST'+struct.pack('<HHIIIIIIIQQQ',1,64,1,1,0x0d,0,3,5,1,480,470,123456))" >"$SD/1/data"
+rerandd_randomized_sd "$SD"
 
 hd=$tmp/h
-mkdir -p "$hd/state" "$hd/run" "$hd/boot" "$hd/conf.d"
-procfs_fixture "$hd/boot_id" "$(cat /proc/sys/kernel/random/uuid)"$'\n'
-procfs_fixture "$hd/stat" "btime $(date +%s)"$'\n'
-procfs_fixture "$hd/tainted" $'0\n'
-procfs_fixture "$hd/cmdline" $'console=ttyS0 quiet\n'
+rerandd_dirs "$hd"
+rerandd_procfs_fixtures "$hd" "console=ttyS0 quiet"
 echo machine-lat >"$hd/machine-id"
 printf '#!/bin/sh\necho "$(date +%%s%%3N) REBOOT" >>"$1/reboot-called"\nexit 0\n' >"$tmp/reboot"
 chmod +x "$tmp/reboot"
@@ -63,15 +56,9 @@ Initrd=none
 CommandLine=console=ttyS0 quiet
 RestageInterval=1h
 
-[Policy]
-MaxLayoutAge=1h
-Jitter=0
-MinRebootInterval=0
-HonorInhibitors=no
+$(rerandd_policy MaxLayoutAge=1h MinRebootInterval=0)
 
-[Reboot]
-Method=command
-RebootCommand=$tmp/reboot $hd
+$(rerandd_reboot_by "$tmp/reboot $hd")
 
 [Fleet]
 Backend=etcd
@@ -98,8 +85,7 @@ if [ -z "${OLD_RERANDD:-}" ]; then
 	"$FLEETD" --socket "$hd/run/fleet.sock" >>"$hd/fleetd.log" 2>&1 &
 	echo $! >"$tmp/fleetd.pid"
 fi
-rerandd_start "$hd"
-rerandd_wait_up "$hd"
+rerandd_up "$hd"
 # staged (the image is built once) and the fleet client idle: nothing is due yet
 wait_for 120 eval 'ctl status --json 2>/dev/null | grep -q "\"state\":\"idle\""' ||
 	bail "rerandd's fleet client did not come up: $(tail -3 "$hd/log")"

@@ -2,6 +2,7 @@
 /* rerandd's image cache is keyed by the kernel's SHA-256 and the SHA-256 of
  * the stage it links in: after an upgrade of rerand (a new stage), an image
  * the old rerandd cached is rebuilt, never booted, and pruned. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cachekey.h"
 #include "image.h"
 #include "rerandd.h"
 #include "../../kexec/stage_blob.h"
@@ -179,6 +181,60 @@ static void replaced_kernel(struct rr_config c, const char *kdir, const char *di
 	unlink(path);
 }
 
+/* The Debian kernel hook (debian/hooks/kernel-hook) names the image it builds
+ * with `rerand cache-key`; rerandd must find that very file when it stages
+ * the kernel, and use it rather than build its own.  Fails if the hook's key
+ * and rerandd's disagree, however either computes it. */
+static void hook_key(struct rr_config c, const char *kernel, const char *dir)
+{
+	char cmd[2000], found[300] = "", *line = NULL;
+	struct rr_stage_plan p;
+	struct rr_err e = { "" };
+	struct stat st1, st2;
+	size_t cap = 0;
+	unsigned n = 0;
+	struct dirent *de;
+	DIR *d;
+	FILE *f;
+	int rc, r;
+
+	snprintf(c.state_dir, sizeof(c.state_dir), "%.400s/hook", dir);
+	/* as root the hook builds as RERAND_IMAGE_USER (no "rerand" user here) */
+	snprintf(cmd, sizeof(cmd), "RERAND_STATE_DIR='%s' RERAND_BIN='%s/build/rerand' "
+		 "RERAND_IMAGE_USER=nobody sh '%s/debian/hooks/kernel-hook' add 6.1-hook '%s'",
+		 c.state_dir, T_TOP, T_TOP, kernel);
+	rc = system(cmd);
+	snprintf(cmd, sizeof(cmd), "%s/images", c.state_dir);
+	if ((d = opendir(cmd))) {
+		while ((de = readdir(d))) {
+			size_t l = strlen(de->d_name);
+			if (de->d_name[0] != '.' && l > 4 && !strcmp(de->d_name + l - 4, ".img")) {
+				snprintf(found, sizeof(found), "%s", de->d_name);
+				n++;
+			}
+		}
+		closedir(d);
+	}
+	T_OK(rc == 0 && n == 1, "the kernel hook built one image: %s (exit %d)", found, rc);
+	r = stage_plan(&c, NULL, &p, &e);
+	T_OK(r == 0 && !strcmp(strrchr(p.image, '/') + 1, found),
+	     "rerandd's key names the hook's image: rerandd %s, hook %s",
+	     r == 0 ? strrchr(p.image, '/') + 1 : e.msg, found);
+	e.msg[0] = 0;
+	T_OK(stat(p.image, &st1) == 0 && stage_build(&c, &p, &e) == 0 && stat(p.image, &st2) == 0 &&
+	     st1.st_ino == st2.st_ino && st1.st_mtim.tv_nsec == st2.st_mtim.tv_nsec,
+	     "stage_build uses the hook's image, built nothing new %s", e.msg);
+	snprintf(cmd, sizeof(cmd), "'%s/build/rerand' cache-key '%s'", T_TOP, kernel);
+	f = popen(cmd, "r");
+	if (f && getline(&line, &cap, f) > 0)
+		line[strcspn(line, "\n")] = 0;
+	if (f)
+		pclose(f);
+	snprintf(cmd, sizeof(cmd), "%s.%s", p.sha, p.stage_sha);
+	T_OK(line && !strcmp(line, cmd), "rerand cache-key prints rerandd's key: %s", line ? line : "");
+	free(line);
+}
+
 int main(void)
 {
 	const char *kdir = t_kernels_dir();
@@ -230,7 +286,7 @@ int main(void)
 	mkdir(cmd, 0700);
 	snprintf(old_key, sizeof(old_key), "%s/images/%s.img", dir, ksha);
 	char osha[65];
-	digest_hex(other, blen, osha);
+	rr_sha256_hex(other, blen, osha);
 	snprintf(other_stage, sizeof(other_stage), "%s/images/%s.%s.img", dir, ksha, osha);
 	T_OK(write_image(&k, other, blen, old_key) == 0 && write_image(&k, other, blen, other_stage) == 0 &&
 	     !has_our_stage(old_key), "images of the old stage in the cache");
@@ -293,6 +349,7 @@ int main(void)
 	}
 
 	replaced_kernel(c, kdir, dir, kernel);
+	hook_key(c, kernel, dir);
 
 	free(other);
 	rr_kernel_free(&k);

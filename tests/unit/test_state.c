@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cachekey.h"
 #include "rerandd.h"
 #include "status.h"
 #include "test.h"
@@ -472,7 +473,7 @@ static void test_helpers(void)
 	     "nokaslr inside quotes or after -- is not the kernel's");
 	T_OK(stage_clean_cmdline("abcdef ghijkl", out, 8, &e) == -E2BIG, "too long for the buffer");
 
-	T_OK(digest_hex("abc", 3, hex) == 0 &&
+	T_OK(rr_sha256_hex("abc", 3, hex) == 0 &&
 	     !strcmp(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
 	     "SHA-256(\"abc\") through Nettle (FIPS 180-4 example)");
 
