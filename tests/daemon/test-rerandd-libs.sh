@@ -47,20 +47,20 @@ for sym in rr_image_build rr_lz4par_block rr_elf_peek_loads rr_kernel_load; do
 done
 check "rerandd holds the reader (rr_image_parse)" bash -c "nm '$RERANDD' | grep -q ' T rr_image_parse\$'"
 
-# rerandd's own SHA-256 (image cache keys, image records: daemon/digest.c)
-# is Nettle's, not OpenSSL's: the first EVP digest brings up OpenSSL 3's
+# rerandd's own SHA-256 (image cache keys, image records: src/cachekey.c,
+# which daemon/digest.c calls) is Nettle's, not OpenSSL's: the first EVP digest brings up OpenSSL 3's
 # providers, which then stay resident (about 2 MiB of idle RSS, issue 28,
 # bench/rerandd-idle.sh).  Only the signed-image checks call libcrypto, and
 # only for a signed image.  The same look at src/pesig.c's object shows
 # the check sees OpenSSL imports where they are.
 ossl_syms='^(EVP_|OPENSSL_|OSSL_|SHA256)'
 obj_imports() { nm --undefined-only "$1" | awk '{ print $2 }'; }
-digest_o=$top/build/host/daemon/digest.o pesig_o=$top/build/host/src/pesig.o
+digest_o=$top/build/host/src/cachekey.o pesig_o=$top/build/host/src/pesig.o
 if [ -r "$digest_o" ] && [ -r "$pesig_o" ]; then
 	check "the check sees OpenSSL imports where they are: pesig.o imports $(obj_imports "$pesig_o" | grep -cE "$ossl_syms")" \
 		test "$(obj_imports "$pesig_o" | grep -cE "$ossl_syms")" -ge 5
 	bad=$(obj_imports "$digest_o" | grep -E "$ossl_syms" | tr '\n' ' ')
-	check "rerandd hashes with Nettle, not OpenSSL (digest.o imports: ${bad:-no OpenSSL symbol})" \
+	check "rerandd hashes with Nettle, not OpenSSL (cachekey.o imports: ${bad:-no OpenSSL symbol})" \
 		bash -c "[ -z '$bad' ] && nm --undefined-only '$digest_o' | grep -q nettle_sha256_digest"
 else
 	bail "$digest_o or $pesig_o is missing: make build/rerandd"
