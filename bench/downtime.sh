@@ -22,7 +22,7 @@
 #       whenever it idles before an I/O is done: on 6 Dec 2026 one
 #       `mount -o remount,ro` during the shutdown took 58 virtual s.
 #       Not the default yet: on 6 Dec 2026, under "quiet", the kernel that
-#       the first `systemctl kexec` started printed nothing for 5 and 7 min
+#       the first `systemctl kexec` started printed nothing for 4 and 8 min
 #       (sleep=off and sleep=on) where the first boot took 2 and 6 min; with
 #       "loglevel=7 earlyprintk=serial,ttyS0,115200" (RRS_APPEND) it came up.
 #       Not understood yet.
