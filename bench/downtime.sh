@@ -25,7 +25,9 @@
 #       the first `systemctl kexec` started printed nothing for 4 and 8 min
 #       (sleep=off and sleep=on) where the first boot took 2 and 6 min; with
 #       "loglevel=7 earlyprintk=serial,ttyS0,115200" (RRS_APPEND) it came up.
-#       Not understood yet.
+#       Probably not icount's doing: the same disk on the wall clock showed
+#       "soft lockup ... [init:1]" of up to 77 s after its kexec, systemd at
+#       the new kernel's 411 s (findings): the icount runs were likely cut in it.
 # Either way the guest stamps its own TSC (bench/downtime/stamp.sh, agent.sh)
 # at "go", shutdown begins, systemd-shutdown's last hook, and multi-user.target,
 # and bench/downtime-parse.sh splits each reboot with them; the host's time
