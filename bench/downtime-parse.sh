@@ -8,7 +8,8 @@
 #   OUT/data/downtime-lost  "STEP..." : reboots the guest made whose "go" or
 #                           "up" marker never reached the console;
 #   OUT/data/downtime-clockstep  one STEP a line: reboots during which the
-#                           host's clock went back (not measured).
+#                           host's clock went back (not measured);
+#   OUT/data/downtime-stamps.tsv the guest's own TSC stamps (below).
 # Exits non-zero when the guest failed (no "RRB done" and no deadline) or
 # when not one whole pair was measured.
 # Usage: bench/downtime-parse.sh OUT_DIR (after bench/downtime.sh's QEMU run).
@@ -47,6 +48,19 @@ awk '$1 ~ /^[0-9]+\.[0-9]+$/ { if (prev != "" && $1 + 0 < prev + 0) back[++nb] =
 		if (bad) { print n > stepf; continue }
 		printf "downtime\t%d\t%s\t%.3f\t%.3f\n", n, mode[n], up[n] - go[n], (n in ut) ? ut[n] : -1 } }' \
 	stepf="$OUT/data/downtime-clockstep" "$log" | sort -n -k2 >"$OUT/data/downtime.tsv"
+# The guest's own stamps (bench/downtime/stamp.sh, agent.sh), for
+# bench/report_downtime.py's split, whatever the clock (data/downtime-clock):
+#   "t KIND N TSC MONO_NS"  KIND go, stop, final (the old system's), up;
+#   "ustart N US"           PID 1's start, CLOCK_MONOTONIC in us;
+#   "rerandd-stop N A B"    PID 1's "Stopping"/"Stopped rerandd.service" at
+#                           the shutdown of reboot N (the old boot's seconds);
+#   "tscinfo N ..."         the clocksource and the kernel's TSC line.
+# Each comes twice (kernel log and tty) but for "final": keep the first.
+cp "$dir/clock" "$OUT/data/downtime-clock" 2>/dev/null || echo wall >"$OUT/data/downtime-clock"
+grep -aoE 'RRB (t (go|up|stop|final) [0-9]+ [0-9]+ [0-9]+|t ustart [0-9]+ [0-9]+|rerandd-stop [0-9]+ [-0-9.]+ [-0-9.]+|tscinfo [0-9]+ .*)' "$log" |
+	tr -d '\r' | awk '{ $1 = ""; sub(/^ /, ""); if ($1 == "t") { $1 = ""; sub(/^ /, "") }
+		k = $1 " " $2; if (!(k in seen)) { seen[k] = 1; print } }' |
+	tr ' ' '\t' >"$OUT/data/downtime-stamps.tsv"
 got=$(grep -c . "$OUT/data/downtime.tsv")
 grep -a 'RRB \(note\|fail\)' "$log" | sed 's/^/# /'
 

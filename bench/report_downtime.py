@@ -42,6 +42,135 @@ def phases(steps):
     return L
 
 
+def read_stamps(out):
+    """The guest's own stamps (bench/downtime-parse.sh: data/downtime-stamps.tsv):
+    {(kind, n): fields}, and the clock they ran on (data/downtime-clock)."""
+    st = {}
+    path = os.path.join(out, 'data', 'downtime-stamps.tsv')
+    if os.path.exists(path):
+        for line in open(path):
+            c = line.rstrip('\n').split('\t')
+            if len(c) >= 3:
+                st.setdefault((c[0], int(c[1])), c[2:])
+    clock = 'wall'
+    cf = os.path.join(out, 'data', 'downtime-clock')
+    if os.path.exists(cf):
+        clock = open(cf).read().strip() or 'wall'
+    return st, clock
+
+
+def split(st, plan):
+    """Each reboot N split by the guest's TSC stamps: {n: dict}, seconds.
+    The old system's stamps (its "up" N-1, "go" N, "stop" N, "final" N) and
+    the new one's "up" N (TSC, CLOCK_MONOTONIC ns) and PID 1's start.  f, the
+    TSC ticks per ns, is measured per boot between two stamps of it (its "up"
+    and its last "final"); the new kernel's time zero is TSC_up - MONO_up * f:
+    CLOCK_MONOTONIC starts with the kernel's TSC sched_clock, set up early in
+    setup_arch(), so "kexec" below also holds the few early steps before it."""
+    def ts(kind, n):
+        v = st.get((kind, n))
+        return (int(v[0]), int(v[1])) if v and len(v) >= 2 else None
+
+    def freq(n):  # boot n: from its "up" to the "final" of reboot n + 1
+        a, b = ts('up', n), ts('final', n + 1)
+        if a and b and b[1] > a[1]:
+            return (b[0] - a[0]) / (b[1] - a[1])
+        return None
+
+    rows = {}
+    for n in range(1, len(plan) + 1):
+        up0, go, stop, fin, up = ts('up', n - 1), ts('go', n), ts('stop', n), ts('final', n), ts('up', n)
+        us = st.get(('ustart', n))
+        fo = freq(n - 1)
+        fn = freq(n) or fo
+        if not (go and stop and fin and up and us and fo and fn) or not us[0].isdigit():
+            continue
+        kzero = up[0] - up[1] * fn
+        r = {'mode': plan[n - 1], 'f': fo,
+             'before': (stop[0] - go[0]) / fo / 1e9,
+             'shutdown': (fin[0] - stop[0]) / fo / 1e9,
+             'kexec': (kzero - fin[0]) / fo / 1e9,
+             'kernel': int(us[0]) / 1e6,
+             'userspace': (up[1] - int(us[0]) * 1000) / 1e9}
+        r['downtime'] = r['shutdown'] + r['kexec'] + r['kernel'] + r['userspace']
+        rs = st.get(('rerandd-stop', n))
+        if rs and len(rs) >= 2 and rs[0] != '-' and rs[1] != '-':
+            # The old boot's journal, CLOCK_MONOTONIC seconds like "stop"'s.
+            r['rd_start'] = float(rs[0]) - stop[1] / 1e9
+            r['rd_dur'] = float(rs[1]) - float(rs[0])
+        rows[n] = r
+    return rows
+
+
+def stamp_pairs(rows):
+    """Pair i (reboots 2i - 1 and 2i): (i, order, stock row, rerand row)."""
+    out = []
+    for i in range(1, max(rows, default=0) // 2 + 1):
+        a, b = rows.get(2 * i - 1), rows.get(2 * i)
+        if a and b and {a['mode'], b['mode']} == {'s', 'r'}:
+            s, r = (a, b) if a['mode'] == 's' else (b, a)
+            out.append((i, a['mode'] + b['mode'], s, r))
+    return out
+
+
+def guest_clock_section(out, plan):
+    """The guest's own measurement: downtime from "shutdown begins" to
+    multi-user.target, split, per pair and per reboot."""
+    st, clock = read_stamps(out)
+    rows = split(st, plan)
+    if not rows:
+        return []
+    ic = clock.startswith('icount')
+    cw = clock.split() + ['?', 'off']
+    shift, sleep = cw[1], cw[2]  # "icount SHIFT SLEEP" (bench/downtime.sh)
+    L = ['', '### Downtime on the guest\'s clock (%s)' % (
+        'QEMU -icount shift=%s,sleep=%s,align=off' % (shift, sleep) if ic else 'wall: no -icount'), '']
+    L.append('The guest stamps its own TSC (`bench/downtime/rrb-tsc`, which runs on across kexec): '
+             '*shutdown begins* is the `ExecStop=` of `rerand-bench-mark.service`, ordered after '
+             '`multi-user.target`, so stopped before every service; *final* is systemd-shutdown\'s '
+             'hook (`/usr/lib/systemd/system-shutdown/`) right before the kexec system call; the '
+             'new kernel\'s time zero is its TSC at "up" less its CLOCK_MONOTONIC (which starts '
+             'when the kernel sets up its TSC clock, early in `setup_arch()`, so *kexec → kernel* '
+             'holds those first steps too); *kernel* ends when PID 1 starts, *userspace* at '
+             '`multi-user.target`. Downtime = shutdown + kexec + kernel + userspace. *go → '
+             'shutdown* is before the window: for rerand, rerandd\'s work between `rerand now` '
+             'and its reboot request, while every service still runs.')
+    if ic:
+        L.append('')
+        L.append('Under `-icount` the guest\'s clocks, the TSC among them, advance with the '
+                 'instructions it executes (2^%s ns each), so the host\'s load, which only delays '
+                 'them, does not change what the guest\'s CPU work measures. %s' % (shift, (
+                     'While the guest idles (waiting for a timer, or for disk I/O, which the host '
+                     'completes) its clock follows the host\'s (`sleep=on`): that part still moves '
+                     'with the host.' if sleep == 'on' else
+                     'Idle time is skipped (`sleep=off`): the clock jumps to the guest\'s next '
+                     'timer whenever it idles, also while a disk I/O is still under way in the '
+                     'host, so I/O waits are not repeatable.')))
+    pairs = stamp_pairs(rows)
+    if pairs:
+        L += ['', '| pair | order | stock s | rerand s | rerand ÷ stock | kexec → kernel, stock s '
+              '| rerand s | rerand ÷ stock |', '|---|---|---|---|---|---|---|---|']
+        for i, o, s, r in pairs:
+            L.append('| %d | %s | %.3f | %.3f | %.3f× | %.3f | %.3f | %.2f× |' % (
+                i, ' then '.join('stock' if c == 's' else 'rerand' for c in o), s['downtime'],
+                r['downtime'], r['downtime'] / s['downtime'], s['kexec'], r['kexec'],
+                r['kexec'] / s['kexec'] if s['kexec'] > 0 else float('nan')))
+    L += ['', '| reboot | mode | go → shutdown s | shutdown s | kexec → kernel s | kernel s '
+          '| userspace s | downtime s | rerandd stop: starts at s, takes s |',
+          '|---|---|---|---|---|---|---|---|---|']
+    for n in sorted(rows):
+        r = rows[n]
+        rd = ('%.3f, %.3f' % (r['rd_start'], r['rd_dur'])) if 'rd_dur' in r else 'n/a'
+        L.append('| %d | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %s |' % (
+            n, 'stock' if r['mode'] == 's' else 'rerand', r['before'], r['shutdown'], r['kexec'],
+            r['kernel'], r['userspace'], r['downtime'], rd))
+    fs = sorted(r['f'] for r in rows.values())
+    L += ['', 'TSC rate measured in the guest (ticks per ns, per boot): %.6f–%.6f. *rerandd stop*: '
+          'PID 1\'s "Stopping" to "Stopped rerandd.service" in the old boot\'s journal, its start '
+          'counted from shutdown begins.' % (fs[0], fs[-1])]
+    return L
+
+
 def main():
     out, docs = sys.argv[1], sys.argv[2]
     path = os.path.join(out, 'data', 'downtime.tsv')
@@ -135,6 +264,9 @@ def main():
         L.append('| downtime rerand ÷ stock, medians | ≤ 1.0× | %.2f× | **%s** |' % (
             mr / ms, 'holds' if mr <= ms else 'does not hold'))
     L.extend(phases(steps))
+    plan_f = os.path.join(out, 'downtime', 'plan')
+    plan = open(plan_f).read().split() if os.path.exists(plan_f) else []
+    L.extend(guest_clock_section(out, plan))
     L.append(END)
     sec = '\n'.join(L) + '\n'
     md = os.path.join(docs, 'performance.md')

@@ -26,11 +26,29 @@ say() {
 	echo "<3>$*" >/dev/kmsg 2>/dev/null
 	echo "$*" >/dev/ttyS0 2>/dev/null || { sleep 0.2; echo "$*" >/dev/ttyS0 2>/dev/null; }
 }
+# The guest's own stopwatch (bench/downtime/rrb-tsc, "TSC MONO_NS"), read
+# first thing: "RRB t up N TSC MONO" is multi-user.target reached.
+t_up=$(/usr/local/libexec/rerand-bench/rrb-tsc)
 n=$(cat "$D/n" 2>/dev/null || echo 0)
 plan=$(cat "$D/plan")                       # e.g. "s r r s ..."
 read -r -a steps <<<"$plan"
 kernel=$(cat "$D/kernel")
 say "RRB up $n $(cat /proc/sys/kernel/random/boot_id)"
+say "RRB t up $n $t_up"
+# When PID 1 started (CLOCK_MONOTONIC, us): the kernel's boot ends there.
+say "RRB t ustart $n $(systemctl show -p UserspaceTimestampMonotonic --value 2>/dev/null)"
+# How the TSC ticks, as the kernel saw it (the host measures it too).
+say "RRB tscinfo $n $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null) $(dmesg 2>/dev/null | grep -m 1 -o 'tsc: [A-Za-z ]*[0-9.]* MHz')"
+# rerandd's stop at the last shutdown, from the previous boot's journal
+# (CLOCK_MONOTONIC of that boot, the clock of its "RRB t stop"): PID 1's
+# "Stopping rerandd.service" and "Stopped rerandd.service" lines.
+if [ "$n" -ge 1 ]; then
+	rs=$(journalctl -b -1 -o short-monotonic _PID=1 --no-pager 2>/dev/null | awk '
+		/Stopping rerandd\.service/ && a == "" { a = $2 }
+		/Stopped rerandd\.service/ { b = $2 }
+		END { gsub(/[][]/, "", a); gsub(/[][]/, "", b); print (a == "" ? "-" : a), (b == "" ? "-" : b) }')
+	say "RRB rerandd-stop $n $rs"
+fi
 # After the marker, so that it costs the measurement nothing: was this boot
 # randomized (rerand verify exits 0) or stock (2: no rerand record)?
 rerand verify >/dev/null 2>&1
@@ -57,12 +75,16 @@ echo $((n + 1)) >"$D/n.tmp" && mv "$D/n.tmp" "$D/n" && sync
 case "$mode" in
 s)
 	kexec -l "$kernel" --reuse-cmdline || { say "RRB fail $n kexec -l"; exit 1; }
+	t=$(/usr/local/libexec/rerand-bench/rrb-tsc)
 	say "RRB go $((n + 1)) s"
+	say "RRB t go $((n + 1)) $t"
 	systemctl kexec
 	;;
 r)
 	touch /run/rerand-bench/go
+	t=$(/usr/local/libexec/rerand-bench/rrb-tsc)
 	say "RRB go $((n + 1)) r"
+	say "RRB t go $((n + 1)) $t"
 	rerand now || say "RRB fail $n rerand now"
 	;;
 esac
