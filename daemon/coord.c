@@ -18,35 +18,6 @@
 
 #include "rerandd.h"
 
-/* Pacing (keepalives, back-off, timeouts) runs on CLOCK_BOOTTIME: a wall clock
- * stepped back would hold keepalives off until it caught up again, and unlike
- * CLOCK_MONOTONIC it counts a suspend, after which a keepalive is due at once.
- * Only the maintenance windows are wall time (coord_wall_ms). */
-int64_t coord_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t coord_wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-uint64_t coord_rnd64(void)
-{
-	uint64_t v = 0;
-
-	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
-		v = (uint64_t)coord_now_ms() * 0x9e3779b97f4a7c15ull;
-	return v;
-}
-
 static void persist(struct rr_coord *co, struct rr_state *st)
 {
 	struct rr_err e;
@@ -101,18 +72,6 @@ static int window_now(const struct rr_config *c, time_t now, time_t *ws, time_t 
 	return found;
 }
 
-void coord_wake(struct rr_coord *co)
-{
-	if (co->wake)
-		co->wake(co->wake_arg);
-}
-
-void coord_set_wake(struct rr_coord *co, void (*fn)(void *arg), void *arg)
-{
-	co->wake = fn;
-	co->wake_arg = arg;
-}
-
 static void pump(struct rr_coord *co);
 
 static void release_done(struct rr_coord *co)
@@ -141,7 +100,8 @@ static void release_done(struct rr_coord *co)
 	}
 }
 
-void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p)
+/* coord_link hands every reply here (co->on_reply, set by coord_open). */
+static void on_reply(struct rr_coord *co, const struct fleet_reply *p)
 {
 	enum coord_op op = co->busy;
 	struct rr_state *st = co->st;
@@ -387,6 +347,7 @@ int coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *s
 	co->busy = co->next_op = CO_NONE;
 	co->fst_at_ms = 0;
 	co->fstate = co->want ? FLEET_ST_ERROR : FLEET_ST_DISABLED;
+	co->on_reply = on_reply;
 	if (!co->want)
 		return 0;
 	/* until the helper said yes: fail closed */
