@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "cleanup.h"
 #include "image.h"
 #include "lockdown.h"
 #include "rerandd.h"
@@ -644,8 +645,8 @@ void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_
 static int apply_file(struct rr_config *c, const char *path, bool may_be_missing,
 		      struct rr_cfg_errs *errs, struct rr_cfg_origins *origins)
 {
+	_cleanup_free_ uint8_t *buf = NULL;
 	struct rr_err e;
-	uint8_t *buf;
 	size_t len;
 	int r;
 
@@ -657,7 +658,6 @@ static int apply_file(struct rr_config *c, const char *path, bool may_be_missing
 		return r;
 	}
 	apply_text(c, (const char *)buf, len, path, errs, origins);
-	free(buf);
 	return 0;
 }
 
@@ -678,8 +678,8 @@ int config_load(const char *main_path, const char *dropin_dir, struct rr_config 
 int config_load_ex(const struct rr_cfg_load *l, struct rr_config *ret, struct rr_cfg_errs *errs)
 {
 	const char *main_path = l->main, *dropin_dir = l->dir;
-	struct rr_config *c = malloc(sizeof(*c));
-	struct dirent **list = NULL;
+	_cleanup_free_ struct rr_config *c = malloc(sizeof(*c));
+	_cleanup_free_ struct dirent **list = NULL;
 	unsigned before = errs->n + errs->dropped;
 	int n;
 
@@ -699,14 +699,10 @@ int config_load_ex(const struct rr_cfg_load *l, struct rr_config *ret, struct rr
 			apply_file(c, path, true, errs, l->origins);
 			free(list[i]);
 		}
-		free(list);
 	}
 	config_validate(c, main_path ? main_path : "configuration", errs);
-	if (errs->n + errs->dropped != before) {
-		free(c);
+	if (errs->n + errs->dropped != before)
 		return -EINVAL;
-	}
 	*ret = *c;
-	free(c);
 	return 0;
 }

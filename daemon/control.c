@@ -14,6 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "rerandd.h"
 
 enum rr_ctl_cmd control_parse_arg(const char *line, size_t len, char *arg, size_t arglen)
@@ -376,7 +377,7 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 int control_listen(const char *path, struct rr_err *e)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
+	_cleanup_close_ int fd = -1;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return rr_errf(e, ENAMETOOLONG, "%s: socket path too long", path);
@@ -389,12 +390,9 @@ int control_listen(const char *path, struct rr_err *e)
 	mode_t old = umask(0177);
 	int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
 	umask(old);
-	if (r < 0 || listen(fd, 8) < 0) {
-		r = errno;
-		close(fd);
-		return rr_errf(e, r, "%s: cannot listen: %s", path, strerror(r));
-	}
-	return fd;
+	if (r < 0 || listen(fd, 8) < 0)
+		return rr_errf(e, errno, "%s: cannot listen: %s", path, strerror(errno));
+	return TAKE_FD(fd);
 }
 
 /*
@@ -479,7 +477,7 @@ static int on_listen(sd_event_source *s, int lfd, uint32_t revents, void *ud)
 	socklen_t cl = sizeof(cred);
 	struct ctl_conn *c;
 	uint64_t now;
-	int fd;
+	_cleanup_close_ int fd = -1;
 
 	(void)s;
 	(void)revents;
@@ -488,24 +486,20 @@ static int on_listen(sd_event_source *s, int lfd, uint32_t revents, void *ud)
 		return 0;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 || cred.uid != 0) {
 		control_reply(fd, false, "permission denied: root only\n");
-		close(fd);
 		return 0;
 	}
 	if (srv->nconns >= CTL_MAX_CONNS) {
 		control_reply(fd, false, "busy: too many connections waiting for their command\n");
-		close(fd);
 		return 0;
 	}
 	c = calloc(1, sizeof(*c));
-	if (!c) {
-		close(fd);
+	if (!c)
 		return 0;
-	}
 	c->srv = srv;
-	c->fd = fd;
+	c->fd = TAKE_FD(fd);
 	srv->nconns++;
 	if (sd_event_now(srv->ev, CLOCK_MONOTONIC, &now) < 0 ||
-	    sd_event_add_io(srv->ev, &c->io, fd, EPOLLIN, on_conn_read, c) < 0 ||
+	    sd_event_add_io(srv->ev, &c->io, c->fd, EPOLLIN, on_conn_read, c) < 0 ||
 	    sd_event_add_time(srv->ev, &c->timer, CLOCK_MONOTONIC, now + CTL_DEADLINE_USEC, 0,
 			      on_conn_deadline, c) < 0)
 		conn_free(c, true);

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "rerandd.h"
 
 /* Pacing (keepalives, back-off, timeouts) runs on CLOCK_BOOTTIME: a wall clock
@@ -266,7 +267,7 @@ void coord_link_connect(struct rr_coord *co)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct ucred cr;
 	socklen_t cl = sizeof(cr);
-	int fd;
+	_cleanup_close_ int fd = -1;
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.107s", co->cfg.helper);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -275,27 +276,23 @@ void coord_link_connect(struct rr_coord *co)
 		return;
 	}
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-		close(fd);
 		coord_link_down(co, "cannot reach the fleet helper at %s: %s (is rerand-fleetd.socket "
-			    "enabled?)", co->cfg.helper, strerror(e));
+			    "enabled?)", co->cfg.helper, strerror(errno));
 		return;
 	}
 	/* The peer must be root (systemd made the socket, root-only) or ourselves
 	 * (a test): anyone else could grant a slot that does not exist. */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
 	    (cr.uid != 0 && cr.uid != geteuid())) {
-		close(fd);
 		coord_link_down(co, "%s: the socket belongs to uid %u, neither root nor rerandd's "
 			    "user: refused", co->cfg.helper, (unsigned)cr.uid);
 		return;
 	}
 	if (sd_event_add_io(co->ev, &co->io, fd, EPOLLIN, on_io, co) < 0) {
-		close(fd);
 		coord_link_down(co, "sd-event: cannot watch the fleet helper's socket");
 		return;
 	}
-	co->fd = fd;
+	co->fd = TAKE_FD(fd);
 	co->greeted = co->opened = false;
 	co->inlen = 0;
 	co->busy = co->next_op = CO_NONE;

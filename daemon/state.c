@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "image.h"
 #include "rerandd.h"
 #include "status.h"
@@ -532,9 +533,9 @@ static void hold_unread(struct rr_state *s)
 
 int state_load(const char *path, struct rr_state *s, struct rr_err *e)
 {
+	_cleanup_free_ uint8_t *buf = NULL;
 	struct rr_state_damage d;
 	char aside[PATH_MAX];
-	uint8_t *buf;
 	size_t len;
 	int r;
 
@@ -548,7 +549,6 @@ int state_load(const char *path, struct rr_state *s, struct rr_err *e)
 			       "checks it and runs `rerand release`", path, strerror(-r));
 	}
 	r = state_parse_damage((const char *)buf, len, s, &d);
-	free(buf);
 	if (r == 0)
 		return 0;
 	/* A hard link keeps the damaged bytes for a look, costs no space, and
@@ -586,7 +586,8 @@ void state_remove_stale_temps(const char *path)
 int state_save(const char *path, const struct rr_state *s, struct rr_err *e)
 {
 	char buf[4096], dir[PATH_MAX];
-	int n = state_format(s, buf, sizeof(buf)), r, dfd;
+	int n = state_format(s, buf, sizeof(buf)), r;
+	_cleanup_close_ int dfd = -1;
 
 	if (n < 0)
 		return rr_errf(e, -n, "%s: state does not fit", path);
@@ -596,10 +597,8 @@ int state_save(const char *path, const struct rr_state *s, struct rr_err *e)
 	/* The rename is durable only once the directory is on disk too. */
 	snprintf(dir, sizeof(dir), "%s", path);
 	dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
+	if (dfd >= 0)
 		fsync(dfd);
-		close(dfd);
-	}
 	return 0;
 }
 
