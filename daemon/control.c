@@ -235,6 +235,92 @@ static void put_secure_text(struct out *o, const struct rr_view *v)
 	}
 }
 
+/* "next rerandomize:", what the policy plans. */
+static void put_plan_text(struct out *o, const struct rr_view *v)
+{
+	put(o, "next rerandomize:  ");
+	switch (v->plan.action) {
+	case RR_ACT_WAIT:
+		put_time(o, v->plan.when);
+		put(o, " (%s)", policy_reason_name(v->plan.reason));
+		break;
+	case RR_ACT_REBOOT:
+		put(o, "now (%s)", policy_reason_name(v->plan.reason));
+		break;
+	case RR_ACT_BLOCKED:
+		put(o, "due (%s) but blocked: %s", policy_reason_name(v->plan.reason),
+		    policy_blocker_name(v->plan.blocker));
+		break;
+	case RR_ACT_STOPPED:
+		put(o, "never: stopped");
+		break;
+	default:
+		if (v->no_window)
+			put(o, "never by itself: no maintenance window is configured and "
+			    "RebootOutsideWindows=no; add a [Window NAME] to rerand.conf (see "
+			    "rerand.conf(5)); `rerand now` rerandomizes at once");
+		else
+			put(o, "not planned (no window will open)");
+	}
+}
+
+/* "hold:", since when and why, on a line of its own: it ends the plan's
+ * line first, and leaves its own end to the caller. */
+static void put_hold_text(struct out *o, const struct rr_view *v)
+{
+	put(o, "\nhold:              %s", v->hold ? "yes" : "no");
+	if (v->hold && v->hold_reason && !strcmp(v->hold_reason, "damaged-state")) {
+		put(o, " (damaged-state: the state file could not be read whole; check the "
+		    "journal, then `rerand release`)");
+	} else if (v->hold && v->hold_time) {
+		put(o, ", since ");
+		put_time(o, v->hold_time);
+	}
+	if (v->hold && *v->hold_text) {
+		put(o, ": ");
+		put_ext(o, v->hold_text);
+	}
+}
+
+/* The fleet lines, when a backend is configured. */
+static void put_fleet_text(struct out *o, const struct rr_view *v)
+{
+	if (!v->fleet_backend || !strcmp(v->fleet_backend, "none"))
+		return;
+	put(o, "fleet:             %s, group ", v->fleet_backend);
+	put_ext(o, v->fleet_group);
+	put(o, " as ");
+	put_ext(o, v->fleet_id);
+	put(o, ": %s", v->fleet_state);
+	if (v->fleet_errors)
+		put(o, " (%llu errors)", (unsigned long long)v->fleet_errors);
+	put(o, "\n");
+	if (*v->fleet_why) {
+		put(o, "fleet wait:        ");
+		put_ext(o, v->fleet_why);
+		if (v->fleet_next_try) {
+			put(o, "; next try ");
+			put_time(o, v->fleet_next_try);
+		}
+		put(o, "\n");
+	}
+	put(o, "fleet breaker:     ");
+	if (v->fleet_breaker && !strcmp(v->fleet_breaker, "tripped")) {
+		put(o, "TRIPPED: ");
+		put_ext(o, v->fleet_breaker_text);
+		put(o, "; no host of the group takes a slot until `rerand fleet "
+		    "clear-breaker`\n");
+	} else if (v->fleet_breaker && !strcmp(v->fleet_breaker, "ok")) {
+		put(o, "ok (");
+		put_ext(o, v->fleet_breaker_text);
+		put(o, ")\n");
+	} else if (v->fleet_breaker && !strcmp(v->fleet_breaker, "etcd only")) {
+		put(o, "none: the FleetLock protocol has no place for it (etcd only)\n");
+	} else {
+		put(o, "not read yet\n");
+	}
+}
+
 int control_format_text(const struct rr_view *v, char *buf, size_t len)
 {
 	struct out o = { buf, len, 0, false, v->now };
@@ -264,42 +350,8 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 	if (has_entropy(v))
 		put(&o, "entropy:           %.1f bits%s\n", v->entropy_bits,
 		    v->verify == RR_V_WEAK ? " of slots, drawn from a guessable source" : "");
-	put(&o, "next rerandomize:  ");
-	switch (v->plan.action) {
-	case RR_ACT_WAIT:
-		put_time(&o, v->plan.when);
-		put(&o, " (%s)", policy_reason_name(v->plan.reason));
-		break;
-	case RR_ACT_REBOOT:
-		put(&o, "now (%s)", policy_reason_name(v->plan.reason));
-		break;
-	case RR_ACT_BLOCKED:
-		put(&o, "due (%s) but blocked: %s", policy_reason_name(v->plan.reason),
-		    policy_blocker_name(v->plan.blocker));
-		break;
-	case RR_ACT_STOPPED:
-		put(&o, "never: stopped");
-		break;
-	default:
-		if (v->no_window)
-			put(&o, "never by itself: no maintenance window is configured and "
-			    "RebootOutsideWindows=no; add a [Window NAME] to rerand.conf (see "
-			    "rerand.conf(5)); `rerand now` rerandomizes at once");
-		else
-			put(&o, "not planned (no window will open)");
-	}
-	put(&o, "\nhold:              %s", v->hold ? "yes" : "no");
-	if (v->hold && v->hold_reason && !strcmp(v->hold_reason, "damaged-state")) {
-		put(&o, " (damaged-state: the state file could not be read whole; check the "
-		    "journal, then `rerand release`)");
-	} else if (v->hold && v->hold_time) {
-		put(&o, ", since ");
-		put_time(&o, v->hold_time);
-	}
-	if (v->hold && *v->hold_text) {
-		put(&o, ": ");
-		put_ext(&o, v->hold_text);
-	}
+	put_plan_text(&o, v);
+	put_hold_text(&o, v);
 	put(&o, "\n");
 	if (*v->reboot_error) {
 		put(&o, "reboot error:      ");
@@ -337,40 +389,7 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 	}
 	put_secure_text(&o, v);
 	put_crash_text(&o, v);
-	if (v->fleet_backend && strcmp(v->fleet_backend, "none")) {
-		put(&o, "fleet:             %s, group ", v->fleet_backend);
-		put_ext(&o, v->fleet_group);
-		put(&o, " as ");
-		put_ext(&o, v->fleet_id);
-		put(&o, ": %s", v->fleet_state);
-		if (v->fleet_errors)
-			put(&o, " (%llu errors)", (unsigned long long)v->fleet_errors);
-		put(&o, "\n");
-		if (*v->fleet_why) {
-			put(&o, "fleet wait:        ");
-			put_ext(&o, v->fleet_why);
-			if (v->fleet_next_try) {
-				put(&o, "; next try ");
-				put_time(&o, v->fleet_next_try);
-			}
-			put(&o, "\n");
-		}
-		put(&o, "fleet breaker:     ");
-		if (v->fleet_breaker && !strcmp(v->fleet_breaker, "tripped")) {
-			put(&o, "TRIPPED: ");
-			put_ext(&o, v->fleet_breaker_text);
-			put(&o, "; no host of the group takes a slot until `rerand fleet "
-			    "clear-breaker`\n");
-		} else if (v->fleet_breaker && !strcmp(v->fleet_breaker, "ok")) {
-			put(&o, "ok (");
-			put_ext(&o, v->fleet_breaker_text);
-			put(&o, ")\n");
-		} else if (v->fleet_breaker && !strcmp(v->fleet_breaker, "etcd only")) {
-			put(&o, "none: the FleetLock protocol has no place for it (etcd only)\n");
-		} else {
-			put(&o, "not read yet\n");
-		}
-	}
+	put_fleet_text(&o, v);
 	return o.full ? -ENOBUFS : (int)o.used;
 }
 
