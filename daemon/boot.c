@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "cleanup.h"
 #include "rerandd.h"
 #include "image.h"
 #include "status.h"
@@ -113,14 +114,13 @@ bool boot_crash_check(struct daemon *d)
 {
 	struct rr_err e;
 	struct stat st;
-	char *text = NULL;
+	_cleanup_free_ char *text = NULL;
 
 	read_verify(d);
 	if (rr_read_text(d->cfg.proc_cmdline, 1u << 16, &text, NULL) < 0)
 		text = NULL;
 	d->crash_boot = crash_boot_detect(d->have_status, d->status_flags,
 					  stat(d->cfg.proc_vmcore, &st) == 0, text);
-	free(text);
 	if (!d->crash_boot)
 		return false;
 	if (state_load(d->state_path, &d->st, &e) < 0)

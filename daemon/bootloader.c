@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "rerandd.h"
 #include "uki.h"
 
@@ -203,15 +204,14 @@ static bool regular(const char *p)
 static int from_type1(const char *root, const char *path, struct rr_boot_entry *ret,
 		      struct rr_err *e)
 {
+	_cleanup_free_ uint8_t *buf = NULL;
 	struct rr_bls_entry be;
-	uint8_t *buf;
 	size_t len;
 	int r = rr_read_file(path, ENTRY_FILE_MAX, &buf, &len, e);
 
 	if (r < 0)
 		return r;
 	r = bootloader_parse_entry((const char *)buf, len, path, &be, e);
-	free(buf);
 	if (r < 0)
 		return r;
 	/* systemd-boot boots "linux" when both are there */
@@ -233,13 +233,12 @@ bool bootloader_is_uki(const char *path)
 {
 	uint8_t buf[64 << 10];
 	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return false;
 	/* the PE headers and section table sit at the front */
 	n = read(fd, buf, sizeof(buf));
-	close(fd);
 	return n > 0 && rr_uki_probe(buf, (size_t)n);
 }
 
@@ -253,7 +252,7 @@ int bootloader_find(const struct rr_config *c, struct rr_boot_entry *ret, struct
 	char sel[200], want[256], roots[RR_PATH], name[256], path[RR_PATH * 2 + 300];
 	struct rr_boot_entry be = { 0 };
 	char *save = NULL, *root;
-	uint8_t *buf;
+	_cleanup_free_ uint8_t *buf = NULL;
 	size_t len;
 	bool uki;
 	int r;
@@ -266,7 +265,6 @@ int bootloader_find(const struct rr_config *c, struct rr_boot_entry *ret, struct
 	if (r < 0)
 		return rr_errf(e, -r, "%s: cannot read: %s", c->loader_entry_selected, strerror(-r));
 	r = bootloader_efivar_string(buf, len, sel, sizeof(sel), c->loader_entry_selected, e);
-	free(buf);
 	if (r < 0)
 		return r;
 	if (bootloader_entry_id(sel, want, sizeof(want)) < 0 ||

@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "cleanup.h"
 #include "image.h"
 #include "lockdown.h"
 #include "rerandd.h"
@@ -418,11 +419,138 @@ static bool trailing_comment(const char *v)
 	return false;
 }
 
+/* [Fleet]: fleet.c owns these keys; its message names the key and the problem. */
+static void set_fleet(struct pctx *x, const char *name, const char *value)
+{
+	char err[256], hint[96];
+	int r = fleet_config_set(&x->c->fleet, name, value, err, sizeof(err));
+
+	if (r == -ENOENT)
+		perr(x, "%s%s", err, config_suggest("Fleet", name, hint, sizeof(hint)));
+	else if (r < 0)
+		perr(x, "%s", err);
+	for (size_t i = 0; r == 0 && x->origins && i < rr_cfg_nfleet_keys; i++)
+		if (!strcasecmp(rr_cfg_fleet_keys[i], name))
+			note_origin(x, x->origins->fleet[i]);
+}
+
+/* K_PATH and K_STR. */
+static void set_string(struct pctx *x, const struct rr_cfg_key *k, char *f, const char *name,
+		       const char *value)
+{
+	if (k->type == K_PATH && *value && *value != '/') {
+		perr(x, "%s=%s: want an absolute path", name, value);
+		return;
+	}
+	if (strlen(value) >= k->size) {
+		perr(x, "%s=: longer than %zu characters", name, k->size - 1);
+		return;
+	}
+	memcpy(f, value, strlen(value) + 1);
+	if (f == x->c->cmdline)
+		x->c->cmdline_set = *value != 0;
+	if (f == x->c->crash_cmdline)
+		x->c->crash_cmdline_set = *value != 0;
+}
+
+static void set_bool(struct pctx *x, bool *f, const char *name, const char *value)
+{
+	if (f == &x->c->crash_file_syscall && !*value) {
+		x->c->crash_file_syscall_set = false;    /* back to "as [Stage]" */
+		return;
+	}
+	if (parse_bool(value, f) < 0)
+		perr(x, "%s=%s: want yes or no", name, value);
+	else if (f == &x->c->crash_file_syscall)
+		x->c->crash_file_syscall_set = true;
+}
+
+static void set_uint(struct pctx *x, unsigned *f, const char *name, const char *value)
+{
+	char *end;
+
+	errno = 0;
+	unsigned long v = strtoul(value, &end, 10);
+	if (!*value || *end || errno || v > 1000 || *value == '-')
+		perr(x, "%s=%s: want a number from 0 to 1000", name, value);
+	else
+		*f = (unsigned)v;
+}
+
+/* off/0: no panic= added; negative: the kernel's "reboot at once" */
+static void set_panic(struct pctx *x, int64_t *f, const char *name, const char *value)
+{
+	int64_t d;
+	bool on;
+
+	if (parse_bool(value, &on) == 0 && !on)
+		*f = 0;
+	else if (value[0] == '-' && value[1] >= '1' && value[1] <= '9' &&
+		 strspn(value + 1, "0123456789") == strlen(value + 1))
+		*f = -1;
+	else if (config_parse_duration(value, &d) == 0 && d <= 3600)
+		*f = d;
+	else
+		perr(x, "%s=%s: want seconds up to 1h (10, 30s, 1min), 0 or off for no panic=, "
+		     "or -1 to reboot at once", name, value);
+}
+
+/* One key of rr_cfg_keys, by its type. */
+static void set_value(struct pctx *x, const struct rr_cfg_key *k, const char *name,
+		      const char *value)
+{
+	void *f = (char *)x->c + k->off;
+
+	switch (k->type) {
+	case K_PATH:
+	case K_STR:
+		set_string(x, k, f, name, value);
+		break;
+	case K_DUR:
+		if (config_parse_duration(value, f) < 0)
+			perr(x, "%s=%s: want a duration such as 90s, 30min, 24h, 1d 12h", name, value);
+		break;
+	case K_BOOL:
+		set_bool(x, f, name, value);
+		break;
+	case K_UINT:
+		set_uint(x, f, name, value);
+		break;
+	case K_WHEN:
+		if (!strcmp(value, "ignore")) *(enum rr_when *)f = RR_WHEN_IGNORE;
+		else if (!strcmp(value, "window")) *(enum rr_when *)f = RR_WHEN_WINDOW;
+		else if (!strcmp(value, "immediate")) *(enum rr_when *)f = RR_WHEN_IMMEDIATE;
+		else perr(x, "%s=%s: want ignore, window or immediate", name, value);
+		break;
+	case K_METHOD:
+		if (!strcmp(value, "auto")) *(enum rr_method *)f = RR_RM_AUTO;
+		else if (!strcmp(value, "logind")) *(enum rr_method *)f = RR_RM_LOGIND;
+		else if (!strcmp(value, "systemd")) *(enum rr_method *)f = RR_RM_SYSTEMD;
+		else if (!strcmp(value, "syscall")) *(enum rr_method *)f = RR_RM_SYSCALL;
+		else if (!strcmp(value, "command")) *(enum rr_method *)f = RR_RM_COMMAND;
+		else perr(x, "%s=%s: want auto, logind, systemd, syscall or command", name, value);
+		break;
+	case K_PANIC:
+		set_panic(x, f, name, value);
+		break;
+	case K_WDOG:
+		if (!strcmp(value, "off"))
+			*(int64_t *)f = RR_WDOG_OFF;
+		else if (config_parse_duration(value, f) < 0)
+			perr(x, "%s=%s: want a duration such as 10min, or off", name, value);
+		break;
+	case K_CRASHMODE:
+		if (!strcmp(value, "auto")) *(enum rr_crash_mode *)f = RR_CRASH_AUTO;
+		else if (!strcmp(value, "off")) *(enum rr_crash_mode *)f = RR_CRASH_OFF;
+		else perr(x, "%s=%s: want auto or off", name, value);
+		break;
+	}
+}
+
 static int handler(void *user, const char *section, const char *name, const char *value)
 {
 	struct pctx *x = user;
 	const struct rr_cfg_key *k = NULL;
-
 	size_t ki = 0;
 	char hint[96];
 
@@ -442,16 +570,7 @@ static int handler(void *user, const char *section, const char *name, const char
 	if (!strncmp(section, "Window ", 7) || !strcmp(section, "Window"))
 		return window_key(x, section, name, value);
 	if (!strcmp(section, "Fleet")) {
-		/* fleet.c owns these keys; its message names the key and the problem */
-		char err[256];
-		int r = fleet_config_set(&x->c->fleet, name, value, err, sizeof(err));
-		if (r == -ENOENT)
-			perr(x, "%s%s", err, config_suggest("Fleet", name, hint, sizeof(hint)));
-		else if (r < 0)
-			perr(x, "%s", err);
-		for (size_t i = 0; r == 0 && x->origins && i < rr_cfg_nfleet_keys; i++)
-			if (!strcasecmp(rr_cfg_fleet_keys[i], name))
-				note_origin(x, x->origins->fleet[i]);
+		set_fleet(x, name, value);
 		return 1;
 	}
 	if (!k) {
@@ -464,91 +583,7 @@ static int handler(void *user, const char *section, const char *name, const char
 	}
 	if (x->origins)
 		note_origin(x, x->origins->key[ki]);
-	void *f = (char *)x->c + k->off;
-	switch (k->type) {
-	case K_PATH:
-		if (*value && *value != '/') {
-			perr(x, "%s=%s: want an absolute path", name, value);
-			break;
-		}
-		/* fall through */
-	case K_STR:
-		if (strlen(value) >= k->size) {
-			perr(x, "%s=: longer than %zu characters", name, k->size - 1);
-			break;
-		}
-		memcpy(f, value, strlen(value) + 1);
-		if (f == x->c->cmdline)
-			x->c->cmdline_set = *value != 0;
-		if (f == x->c->crash_cmdline)
-			x->c->crash_cmdline_set = *value != 0;
-		break;
-	case K_DUR:
-		if (config_parse_duration(value, f) < 0)
-			perr(x, "%s=%s: want a duration such as 90s, 30min, 24h, 1d 12h", name, value);
-		break;
-	case K_BOOL:
-		if (f == &x->c->crash_file_syscall && !*value) {
-			x->c->crash_file_syscall_set = false;    /* back to "as [Stage]" */
-			break;
-		}
-		if (parse_bool(value, f) < 0)
-			perr(x, "%s=%s: want yes or no", name, value);
-		else if (f == &x->c->crash_file_syscall)
-			x->c->crash_file_syscall_set = true;
-		break;
-	case K_UINT: {
-		char *end;
-		errno = 0;
-		unsigned long v = strtoul(value, &end, 10);
-		if (!*value || *end || errno || v > 1000 || *value == '-')
-			perr(x, "%s=%s: want a number from 0 to 1000", name, value);
-		else
-			*(unsigned *)f = (unsigned)v;
-		break;
-	}
-	case K_WHEN:
-		if (!strcmp(value, "ignore")) *(enum rr_when *)f = RR_WHEN_IGNORE;
-		else if (!strcmp(value, "window")) *(enum rr_when *)f = RR_WHEN_WINDOW;
-		else if (!strcmp(value, "immediate")) *(enum rr_when *)f = RR_WHEN_IMMEDIATE;
-		else perr(x, "%s=%s: want ignore, window or immediate", name, value);
-		break;
-	case K_METHOD:
-		if (!strcmp(value, "auto")) *(enum rr_method *)f = RR_RM_AUTO;
-		else if (!strcmp(value, "logind")) *(enum rr_method *)f = RR_RM_LOGIND;
-		else if (!strcmp(value, "systemd")) *(enum rr_method *)f = RR_RM_SYSTEMD;
-		else if (!strcmp(value, "syscall")) *(enum rr_method *)f = RR_RM_SYSCALL;
-		else if (!strcmp(value, "command")) *(enum rr_method *)f = RR_RM_COMMAND;
-		else perr(x, "%s=%s: want auto, logind, systemd, syscall or command", name, value);
-		break;
-	case K_PANIC: {
-		/* off/0: no panic= added; negative: the kernel's "reboot at once" */
-		int64_t d;
-		bool on;
-		if (parse_bool(value, &on) == 0 && !on)
-			*(int64_t *)f = 0;
-		else if (value[0] == '-' && value[1] >= '1' && value[1] <= '9' &&
-			 strspn(value + 1, "0123456789") == strlen(value + 1))
-			*(int64_t *)f = -1;
-		else if (config_parse_duration(value, &d) == 0 && d <= 3600)
-			*(int64_t *)f = d;
-		else
-			perr(x, "%s=%s: want seconds up to 1h (10, 30s, 1min), 0 or off for no panic=, "
-			     "or -1 to reboot at once", name, value);
-		break;
-	}
-	case K_WDOG:
-		if (!strcmp(value, "off"))
-			*(int64_t *)f = RR_WDOG_OFF;
-		else if (config_parse_duration(value, f) < 0)
-			perr(x, "%s=%s: want a duration such as 10min, or off", name, value);
-		break;
-	case K_CRASHMODE:
-		if (!strcmp(value, "auto")) *(enum rr_crash_mode *)f = RR_CRASH_AUTO;
-		else if (!strcmp(value, "off")) *(enum rr_crash_mode *)f = RR_CRASH_OFF;
-		else perr(x, "%s=%s: want auto or off", name, value);
-		break;
-	}
+	set_value(x, k, name, value);
 	return 1;
 }
 
@@ -644,8 +679,8 @@ void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_
 static int apply_file(struct rr_config *c, const char *path, bool may_be_missing,
 		      struct rr_cfg_errs *errs, struct rr_cfg_origins *origins)
 {
+	_cleanup_free_ uint8_t *buf = NULL;
 	struct rr_err e;
-	uint8_t *buf;
 	size_t len;
 	int r;
 
@@ -657,7 +692,6 @@ static int apply_file(struct rr_config *c, const char *path, bool may_be_missing
 		return r;
 	}
 	apply_text(c, (const char *)buf, len, path, errs, origins);
-	free(buf);
 	return 0;
 }
 
@@ -678,8 +712,8 @@ int config_load(const char *main_path, const char *dropin_dir, struct rr_config 
 int config_load_ex(const struct rr_cfg_load *l, struct rr_config *ret, struct rr_cfg_errs *errs)
 {
 	const char *main_path = l->main, *dropin_dir = l->dir;
-	struct rr_config *c = malloc(sizeof(*c));
-	struct dirent **list = NULL;
+	_cleanup_free_ struct rr_config *c = malloc(sizeof(*c));
+	_cleanup_free_ struct dirent **list = NULL;
 	unsigned before = errs->n + errs->dropped;
 	int n;
 
@@ -699,14 +733,10 @@ int config_load_ex(const struct rr_cfg_load *l, struct rr_config *ret, struct rr
 			apply_file(c, path, true, errs, l->origins);
 			free(list[i]);
 		}
-		free(list);
 	}
 	config_validate(c, main_path ? main_path : "configuration", errs);
-	if (errs->n + errs->dropped != before) {
-		free(c);
+	if (errs->n + errs->dropped != before)
 		return -EINVAL;
-	}
 	*ret = *c;
-	free(c);
 	return 0;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cleanup.h"
 #include "rerandd.h"
 #include "sign.h"
 
@@ -167,14 +168,14 @@ int config_dump(FILE *f, const struct rr_config *c, const struct rr_cfg_origins 
 
 int config_cli(const struct rr_cfg_load *l, bool dump)
 {
-	struct rr_cfg_errs *errs = calloc(1, sizeof(*errs));
-	struct rr_cfg_origins *o = dump ? calloc(1, sizeof(*o)) : NULL;
-	struct rr_config *c = malloc(sizeof(*c));
+	_cleanup_free_ struct rr_cfg_errs *errs = calloc(1, sizeof(*errs));
+	_cleanup_free_ struct rr_cfg_origins *o = dump ? calloc(1, sizeof(*o)) : NULL;
+	_cleanup_free_ struct rr_config *c = malloc(sizeof(*c));
 	struct rr_cfg_load lo = *l;
-	int r = -ENOMEM;
+	int r;
 
 	if (!errs || !c || (dump && !o))
-		goto out;
+		return 1;
 	lo.origins = o;
 	r = config_load_ex(&lo, c, errs);
 	/* the values quoted are the file's: escaped for the terminal */
@@ -207,9 +208,5 @@ int config_cli(const struct rr_cfg_load *l, bool dump)
 			       "(BreakerFailures= is etcd only: the FleetLock protocol has no place "
 			       "to record failures)\n", l->main);
 	}
-out:
-	free(errs);
-	free(o);
-	free(c);
 	return r ? 1 : 0;
 }

@@ -14,6 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "rerandd.h"
 
 enum rr_ctl_cmd control_parse_arg(const char *line, size_t len, char *arg, size_t arglen)
@@ -234,6 +235,92 @@ static void put_secure_text(struct out *o, const struct rr_view *v)
 	}
 }
 
+/* "next rerandomize:", what the policy plans. */
+static void put_plan_text(struct out *o, const struct rr_view *v)
+{
+	put(o, "next rerandomize:  ");
+	switch (v->plan.action) {
+	case RR_ACT_WAIT:
+		put_time(o, v->plan.when);
+		put(o, " (%s)", policy_reason_name(v->plan.reason));
+		break;
+	case RR_ACT_REBOOT:
+		put(o, "now (%s)", policy_reason_name(v->plan.reason));
+		break;
+	case RR_ACT_BLOCKED:
+		put(o, "due (%s) but blocked: %s", policy_reason_name(v->plan.reason),
+		    policy_blocker_name(v->plan.blocker));
+		break;
+	case RR_ACT_STOPPED:
+		put(o, "never: stopped");
+		break;
+	default:
+		if (v->no_window)
+			put(o, "never by itself: no maintenance window is configured and "
+			    "RebootOutsideWindows=no; add a [Window NAME] to rerand.conf (see "
+			    "rerand.conf(5)); `rerand now` rerandomizes at once");
+		else
+			put(o, "not planned (no window will open)");
+	}
+}
+
+/* "hold:", since when and why, on a line of its own: it ends the plan's
+ * line first, and leaves its own end to the caller. */
+static void put_hold_text(struct out *o, const struct rr_view *v)
+{
+	put(o, "\nhold:              %s", v->hold ? "yes" : "no");
+	if (v->hold && v->hold_reason && !strcmp(v->hold_reason, "damaged-state")) {
+		put(o, " (damaged-state: the state file could not be read whole; check the "
+		    "journal, then `rerand release`)");
+	} else if (v->hold && v->hold_time) {
+		put(o, ", since ");
+		put_time(o, v->hold_time);
+	}
+	if (v->hold && *v->hold_text) {
+		put(o, ": ");
+		put_ext(o, v->hold_text);
+	}
+}
+
+/* The fleet lines, when a backend is configured. */
+static void put_fleet_text(struct out *o, const struct rr_view *v)
+{
+	if (!v->fleet_backend || !strcmp(v->fleet_backend, "none"))
+		return;
+	put(o, "fleet:             %s, group ", v->fleet_backend);
+	put_ext(o, v->fleet_group);
+	put(o, " as ");
+	put_ext(o, v->fleet_id);
+	put(o, ": %s", v->fleet_state);
+	if (v->fleet_errors)
+		put(o, " (%llu errors)", (unsigned long long)v->fleet_errors);
+	put(o, "\n");
+	if (*v->fleet_why) {
+		put(o, "fleet wait:        ");
+		put_ext(o, v->fleet_why);
+		if (v->fleet_next_try) {
+			put(o, "; next try ");
+			put_time(o, v->fleet_next_try);
+		}
+		put(o, "\n");
+	}
+	put(o, "fleet breaker:     ");
+	if (v->fleet_breaker && !strcmp(v->fleet_breaker, "tripped")) {
+		put(o, "TRIPPED: ");
+		put_ext(o, v->fleet_breaker_text);
+		put(o, "; no host of the group takes a slot until `rerand fleet "
+		    "clear-breaker`\n");
+	} else if (v->fleet_breaker && !strcmp(v->fleet_breaker, "ok")) {
+		put(o, "ok (");
+		put_ext(o, v->fleet_breaker_text);
+		put(o, ")\n");
+	} else if (v->fleet_breaker && !strcmp(v->fleet_breaker, "etcd only")) {
+		put(o, "none: the FleetLock protocol has no place for it (etcd only)\n");
+	} else {
+		put(o, "not read yet\n");
+	}
+}
+
 int control_format_text(const struct rr_view *v, char *buf, size_t len)
 {
 	struct out o = { buf, len, 0, false, v->now };
@@ -263,42 +350,8 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 	if (has_entropy(v))
 		put(&o, "entropy:           %.1f bits%s\n", v->entropy_bits,
 		    v->verify == RR_V_WEAK ? " of slots, drawn from a guessable source" : "");
-	put(&o, "next rerandomize:  ");
-	switch (v->plan.action) {
-	case RR_ACT_WAIT:
-		put_time(&o, v->plan.when);
-		put(&o, " (%s)", policy_reason_name(v->plan.reason));
-		break;
-	case RR_ACT_REBOOT:
-		put(&o, "now (%s)", policy_reason_name(v->plan.reason));
-		break;
-	case RR_ACT_BLOCKED:
-		put(&o, "due (%s) but blocked: %s", policy_reason_name(v->plan.reason),
-		    policy_blocker_name(v->plan.blocker));
-		break;
-	case RR_ACT_STOPPED:
-		put(&o, "never: stopped");
-		break;
-	default:
-		if (v->no_window)
-			put(&o, "never by itself: no maintenance window is configured and "
-			    "RebootOutsideWindows=no; add a [Window NAME] to rerand.conf (see "
-			    "rerand.conf(5)); `rerand now` rerandomizes at once");
-		else
-			put(&o, "not planned (no window will open)");
-	}
-	put(&o, "\nhold:              %s", v->hold ? "yes" : "no");
-	if (v->hold && v->hold_reason && !strcmp(v->hold_reason, "damaged-state")) {
-		put(&o, " (damaged-state: the state file could not be read whole; check the "
-		    "journal, then `rerand release`)");
-	} else if (v->hold && v->hold_time) {
-		put(&o, ", since ");
-		put_time(&o, v->hold_time);
-	}
-	if (v->hold && *v->hold_text) {
-		put(&o, ": ");
-		put_ext(&o, v->hold_text);
-	}
+	put_plan_text(&o, v);
+	put_hold_text(&o, v);
 	put(&o, "\n");
 	if (*v->reboot_error) {
 		put(&o, "reboot error:      ");
@@ -336,47 +389,14 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 	}
 	put_secure_text(&o, v);
 	put_crash_text(&o, v);
-	if (v->fleet_backend && strcmp(v->fleet_backend, "none")) {
-		put(&o, "fleet:             %s, group ", v->fleet_backend);
-		put_ext(&o, v->fleet_group);
-		put(&o, " as ");
-		put_ext(&o, v->fleet_id);
-		put(&o, ": %s", v->fleet_state);
-		if (v->fleet_errors)
-			put(&o, " (%llu errors)", (unsigned long long)v->fleet_errors);
-		put(&o, "\n");
-		if (*v->fleet_why) {
-			put(&o, "fleet wait:        ");
-			put_ext(&o, v->fleet_why);
-			if (v->fleet_next_try) {
-				put(&o, "; next try ");
-				put_time(&o, v->fleet_next_try);
-			}
-			put(&o, "\n");
-		}
-		put(&o, "fleet breaker:     ");
-		if (v->fleet_breaker && !strcmp(v->fleet_breaker, "tripped")) {
-			put(&o, "TRIPPED: ");
-			put_ext(&o, v->fleet_breaker_text);
-			put(&o, "; no host of the group takes a slot until `rerand fleet "
-			    "clear-breaker`\n");
-		} else if (v->fleet_breaker && !strcmp(v->fleet_breaker, "ok")) {
-			put(&o, "ok (");
-			put_ext(&o, v->fleet_breaker_text);
-			put(&o, ")\n");
-		} else if (v->fleet_breaker && !strcmp(v->fleet_breaker, "etcd only")) {
-			put(&o, "none: the FleetLock protocol has no place for it (etcd only)\n");
-		} else {
-			put(&o, "not read yet\n");
-		}
-	}
+	put_fleet_text(&o, v);
 	return o.full ? -ENOBUFS : (int)o.used;
 }
 
 int control_listen(const char *path, struct rr_err *e)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
+	_cleanup_close_ int fd = -1;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return rr_errf(e, ENAMETOOLONG, "%s: socket path too long", path);
@@ -389,12 +409,9 @@ int control_listen(const char *path, struct rr_err *e)
 	mode_t old = umask(0177);
 	int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
 	umask(old);
-	if (r < 0 || listen(fd, 8) < 0) {
-		r = errno;
-		close(fd);
-		return rr_errf(e, r, "%s: cannot listen: %s", path, strerror(r));
-	}
-	return fd;
+	if (r < 0 || listen(fd, 8) < 0)
+		return rr_errf(e, errno, "%s: cannot listen: %s", path, strerror(errno));
+	return TAKE_FD(fd);
 }
 
 /*
@@ -479,7 +496,7 @@ static int on_listen(sd_event_source *s, int lfd, uint32_t revents, void *ud)
 	socklen_t cl = sizeof(cred);
 	struct ctl_conn *c;
 	uint64_t now;
-	int fd;
+	_cleanup_close_ int fd = -1;
 
 	(void)s;
 	(void)revents;
@@ -488,24 +505,20 @@ static int on_listen(sd_event_source *s, int lfd, uint32_t revents, void *ud)
 		return 0;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 || cred.uid != 0) {
 		control_reply(fd, false, "permission denied: root only\n");
-		close(fd);
 		return 0;
 	}
 	if (srv->nconns >= CTL_MAX_CONNS) {
 		control_reply(fd, false, "busy: too many connections waiting for their command\n");
-		close(fd);
 		return 0;
 	}
 	c = calloc(1, sizeof(*c));
-	if (!c) {
-		close(fd);
+	if (!c)
 		return 0;
-	}
 	c->srv = srv;
-	c->fd = fd;
+	c->fd = TAKE_FD(fd);
 	srv->nconns++;
 	if (sd_event_now(srv->ev, CLOCK_MONOTONIC, &now) < 0 ||
-	    sd_event_add_io(srv->ev, &c->io, fd, EPOLLIN, on_conn_read, c) < 0 ||
+	    sd_event_add_io(srv->ev, &c->io, c->fd, EPOLLIN, on_conn_read, c) < 0 ||
 	    sd_event_add_time(srv->ev, &c->timer, CLOCK_MONOTONIC, now + CTL_DEADLINE_USEC, 0,
 			      on_conn_deadline, c) < 0)
 		conn_free(c, true);

@@ -18,35 +18,6 @@
 
 #include "rerandd.h"
 
-/* Pacing (keepalives, back-off, timeouts) runs on CLOCK_BOOTTIME: a wall clock
- * stepped back would hold keepalives off until it caught up again, and unlike
- * CLOCK_MONOTONIC it counts a suspend, after which a keepalive is due at once.
- * Only the maintenance windows are wall time (coord_wall_ms). */
-int64_t coord_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t coord_wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-uint64_t coord_rnd64(void)
-{
-	uint64_t v = 0;
-
-	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
-		v = (uint64_t)coord_now_ms() * 0x9e3779b97f4a7c15ull;
-	return v;
-}
-
 static void persist(struct rr_coord *co, struct rr_state *st)
 {
 	struct rr_err e;
@@ -101,18 +72,6 @@ static int window_now(const struct rr_config *c, time_t now, time_t *ws, time_t 
 	return found;
 }
 
-void coord_wake(struct rr_coord *co)
-{
-	if (co->wake)
-		co->wake(co->wake_arg);
-}
-
-void coord_set_wake(struct rr_coord *co, void (*fn)(void *arg), void *arg)
-{
-	co->wake = fn;
-	co->wake_arg = arg;
-}
-
 static void pump(struct rr_coord *co);
 
 static void release_done(struct rr_coord *co)
@@ -141,11 +100,93 @@ static void release_done(struct rr_coord *co)
 	}
 }
 
-void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p)
+/* The helper took (or refused) the settings. */
+static void open_reply(struct rr_coord *co, const struct fleet_reply *p)
+{
+	struct rr_state *st = co->st;
+
+	if (p->rc < 0) {
+		char msg[RR_ERR_MAX];
+		snprintf(msg, sizeof(msg), "cannot start the %s client: %.400s",
+			 fleet_backend_name(co->cfg.backend), p->msg);
+		if (strcmp(msg, co->open_error))
+			rr_log(RR_LOG_ERR, "fleet: %s; reboots stay off (fail closed)", msg);
+		snprintf(co->open_error, sizeof(co->open_error), "%s", msg);
+		co->fstate = FLEET_ST_ERROR;
+		co->reconnect_ms = coord_now_ms() + co->cfg.retry_base_ms;
+		coord_link_arm(co, co->cfg.retry_base_ms);
+		return;
+	}
+	co->opened = true;
+	co->open_error[0] = 0;
+	co->reconnects = 0;
+	rr_log(RR_LOG_INFO, "fleet: %s, group %s, identity %s (through %s)",
+	       fleet_backend_name(co->cfg.backend), co->cfg.group, co->id, co->cfg.helper);
+	/* a new helper knows no lease: the persisted one is taken back first
+	 * (not a slot kept for a failed attempt: it runs out by itself) */
+	if (st && st->fleet_held && *st->fleet_token && !st->fleet_keep)
+		co->resume_pending = true;
+	co->breaker_wanted = coord_breaker_backend(co);
+}
+
+/* The gate's request for a slot answered. */
+static void acquire_reply(struct rr_coord *co, const struct fleet_reply *p)
+{
+	struct rr_state *st = co->st;
+	char tok[FLEET_TOKEN_MAX];
+
+	co->gate_rc = p->rc;
+	if (p->rc == 1 && st) {
+		/* On disk before anything else happens: the next boot (or a restart
+		 * after a kill -9) must know there is a slot to take back or give back. */
+		snprintf(tok, sizeof(tok), "%s", p->token);
+		st->fleet_held = true;
+		st->fleet_keep = false;
+		snprintf(st->fleet_token, sizeof(st->fleet_token), "%s", tok);
+		persist(co, st);
+		co->last_keepalive_ms = coord_now_ms();
+		rr_log(RR_LOG_NOTICE, "fleet: slot taken%s%s", *tok ? " " : "", tok);
+	}
+	/* refused: perhaps by the breaker; what it says shows in the status */
+	if (p->rc == 0)
+		co->breaker_wanted = coord_breaker_backend(co);
+}
+
+/* The last refresh before the reboot answered. */
+static void confirm_reply(struct rr_coord *co, const struct fleet_reply *p)
+{
+	struct rr_state *st = co->st;
+
+	/* The slot now hangs on the down lease (DownTTL=): the next boot must
+	 * resume that one, so it is on disk before the answer lets the reboot
+	 * go ahead.  A confirm whose token cannot be saved is no confirm. */
+	if (p->rc == 1 && st && *p->token && strcmp(p->token, st->fleet_token)) {
+		struct rr_err e;
+
+		snprintf(st->fleet_token, sizeof(st->fleet_token), "%s", p->token);
+		st->fleet_held = true;
+		if (state_save(co->state_path, st, &e) < 0) {
+			rr_log(RR_LOG_ERR, "%s", e.msg);
+			co->confirm_rc = -EIO;
+			snprintf(co->last_error, sizeof(co->last_error),
+				 "cannot save the slot's down lease: %.400s", e.msg);
+			co->last_keepalive_ms = coord_now_ms();
+			return;
+		}
+		rr_log(RR_LOG_INFO, "fleet: slot %s kept across the reboot for up to %" PRId64
+		       " s (DownTTL=)", st->fleet_token, co->cfg.down_ttl);
+	}
+	co->confirm_rc = p->rc;
+	co->last_keepalive_ms = coord_now_ms();
+	if (p->rc == 0)
+		co->breaker_wanted = coord_breaker_backend(co);
+}
+
+/* coord_link hands every reply here (co->on_reply, set by coord_open). */
+static void on_reply(struct rr_coord *co, const struct fleet_reply *p)
 {
 	enum coord_op op = co->busy;
 	struct rr_state *st = co->st;
-	char tok[FLEET_TOKEN_MAX];
 
 	/* the pipelined request, if any, is now the one in flight */
 	co->busy = co->next_op;
@@ -164,28 +205,7 @@ void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p)
 		snprintf(co->last_error, sizeof(co->last_error), "%s", p->msg);
 	switch (op) {
 	case CO_OPEN:
-		if (p->rc < 0) {
-			char msg[RR_ERR_MAX];
-			snprintf(msg, sizeof(msg), "cannot start the %s client: %.400s",
-				 fleet_backend_name(co->cfg.backend), p->msg);
-			if (strcmp(msg, co->open_error))
-				rr_log(RR_LOG_ERR, "fleet: %s; reboots stay off (fail closed)", msg);
-			snprintf(co->open_error, sizeof(co->open_error), "%s", msg);
-			co->fstate = FLEET_ST_ERROR;
-			co->reconnect_ms = coord_now_ms() + co->cfg.retry_base_ms;
-			coord_link_arm(co, co->cfg.retry_base_ms);
-			break;
-		}
-		co->opened = true;
-		co->open_error[0] = 0;
-		co->reconnects = 0;
-		rr_log(RR_LOG_INFO, "fleet: %s, group %s, identity %s (through %s)",
-		       fleet_backend_name(co->cfg.backend), co->cfg.group, co->id, co->cfg.helper);
-		/* a new helper knows no lease: the persisted one is taken back first
-		 * (not a slot kept for a failed attempt: it runs out by itself) */
-		if (st && st->fleet_held && *st->fleet_token && !st->fleet_keep)
-			co->resume_pending = true;
-		co->breaker_wanted = coord_breaker_backend(co);
+		open_reply(co, p);
 		break;
 	case CO_RESUME:
 		if (p->rc < 0) {
@@ -201,50 +221,14 @@ void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p)
 		co->resume_pending = false;
 		break;
 	case CO_ACQUIRE:
-		co->gate_rc = p->rc;
-		if (p->rc == 1 && st) {
-			/* On disk before anything else happens: the next boot (or a restart
-			 * after a kill -9) must know there is a slot to take back or give back. */
-			snprintf(tok, sizeof(tok), "%s", p->token);
-			st->fleet_held = true;
-			st->fleet_keep = false;
-			snprintf(st->fleet_token, sizeof(st->fleet_token), "%s", tok);
-			persist(co, st);
-			co->last_keepalive_ms = coord_now_ms();
-			rr_log(RR_LOG_NOTICE, "fleet: slot taken%s%s", *tok ? " " : "", tok);
-		}
-		/* refused: perhaps by the breaker; what it says shows in the status */
-		if (p->rc == 0)
-			co->breaker_wanted = coord_breaker_backend(co);
+		acquire_reply(co, p);
 		break;
 	case CO_KEEPALIVE:
 		if (p->rc != 1)
 			rr_log(RR_LOG_WARNING, "fleet: keepalive: %s", p->msg);
 		break;
 	case CO_CONFIRM:
-		/* The slot now hangs on the down lease (DownTTL=): the next boot must
-		 * resume that one, so it is on disk before the answer lets the reboot
-		 * go ahead.  A confirm whose token cannot be saved is no confirm. */
-		if (p->rc == 1 && st && *p->token && strcmp(p->token, st->fleet_token)) {
-			struct rr_err e;
-
-			snprintf(st->fleet_token, sizeof(st->fleet_token), "%s", p->token);
-			st->fleet_held = true;
-			if (state_save(co->state_path, st, &e) < 0) {
-				rr_log(RR_LOG_ERR, "%s", e.msg);
-				co->confirm_rc = -EIO;
-				snprintf(co->last_error, sizeof(co->last_error),
-					 "cannot save the slot's down lease: %.400s", e.msg);
-				co->last_keepalive_ms = coord_now_ms();
-				break;
-			}
-			rr_log(RR_LOG_INFO, "fleet: slot %s kept across the reboot for up to %" PRId64
-			       " s (DownTTL=)", st->fleet_token, co->cfg.down_ttl);
-		}
-		co->confirm_rc = p->rc;
-		co->last_keepalive_ms = coord_now_ms();
-		if (p->rc == 0)
-			co->breaker_wanted = coord_breaker_backend(co);
+		confirm_reply(co, p);
 		break;
 	case CO_RELEASE:
 		if (p->rc < 0) {
@@ -387,6 +371,7 @@ int coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *s
 	co->busy = co->next_op = CO_NONE;
 	co->fst_at_ms = 0;
 	co->fstate = co->want ? FLEET_ST_ERROR : FLEET_ST_DISABLED;
+	co->on_reply = on_reply;
 	if (!co->want)
 		return 0;
 	/* until the helper said yes: fail closed */

@@ -80,6 +80,9 @@ struct rr_coord {
 
 	void   (*wake)(void *arg);
 	void    *wake_arg;
+	/* coord.c's reply handler, called by coord_link.c: a pointer rather
+	 * than a call so that coord_link.c depends on nothing above it */
+	void   (*on_reply)(struct rr_coord *co, const struct fleet_reply *p);
 };
 /* CLOCK_BOOTTIME ms: every fleet time below is on it, none is wall time. */
 int64_t coord_now_ms(void);
@@ -135,7 +138,9 @@ void coord_breaker_on_reply(struct rr_coord *co, enum coord_op op, const struct 
 /* One breaker request sent (a clear, a failure report, a read): true. */
 bool coord_breaker_pump(struct rr_coord *co);
 void coord_breaker_metric(const struct rr_coord *co, struct rr_view *v);
-/* ---- between coord.c and coord_link.c (the helper connection) ---------- */
+/* ---- coord_link.c, the bottom layer (the helper connection), used by
+ * coord.c and coord_ops.c; it calls back up only through co->on_reply and
+ * co->wake ---------------------------------------------------------------- */
 void coord_link_connect(struct rr_coord *co);
 /* Send one request (none may be in flight); <0 and the link dropped on failure. */
 int  coord_link_send(struct rr_coord *co, enum coord_op op, const char *arg);
@@ -145,8 +150,9 @@ int  coord_link_send(struct rr_coord *co, enum coord_op op, const char *arg);
 int  coord_link_pipeline(struct rr_coord *co, enum coord_op op, const char *arg);
 void coord_link_down(struct rr_coord *co, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void coord_link_arm(struct rr_coord *co, int64_t in_ms);
-void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p);
+/* Call main's wake callback, if it set one. */
 void coord_wake(struct rr_coord *co);
+/* Jitter for the back-offs (getrandom, the clock if that fails). */
 uint64_t coord_rnd64(void);
 
 

@@ -2,19 +2,65 @@
 /* coord's connection to rerand-fleetd: connect (non-blocking), check the peer,
  * send one request at a time, read replies on the sd-event loop, time out a
  * helper that does not answer, and reconnect with back-off.  Replies go to
- * coord_on_reply(); anything wrong drops the connection, and coord fails closed. */
+ * co->on_reply (coord.c sets it); anything wrong drops the connection, and
+ * coord fails closed.  This is the bottom of coord: the clocks and the wake
+ * live here too, so the calls run one way, coord.c -> coord_ops.c -> here. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <systemd/sd-event.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "rerandd.h"
+
+/* Pacing (keepalives, back-off, timeouts) runs on CLOCK_BOOTTIME: a wall clock
+ * stepped back would hold keepalives off until it caught up again, and unlike
+ * CLOCK_MONOTONIC it counts a suspend, after which a keepalive is due at once.
+ * Only the maintenance windows are wall time (coord_wall_ms). */
+int64_t coord_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t coord_wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+uint64_t coord_rnd64(void)
+{
+	uint64_t v = 0;
+
+	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
+		v = (uint64_t)coord_now_ms() * 0x9e3779b97f4a7c15ull;
+	return v;
+}
+
+void coord_wake(struct rr_coord *co)
+{
+	if (co->wake)
+		co->wake(co->wake_arg);
+}
+
+void coord_set_wake(struct rr_coord *co, void (*fn)(void *arg), void *arg)
+{
+	co->wake = fn;
+	co->wake_arg = arg;
+}
 
 #define HELPER_RETRY_MIN_MS 250
 #define HELPER_RETRY_MAX_MS 30000
@@ -183,7 +229,7 @@ static void on_line(struct rr_coord *co, const char *line, size_t len)
 			    "not in flight", co->cfg.helper, p.seq);
 		return;
 	}
-	coord_on_reply(co, &p);
+	co->on_reply(co, &p);
 }
 
 static int on_io(sd_event_source *s, int fd, uint32_t revents, void *ud)
@@ -221,7 +267,7 @@ void coord_link_connect(struct rr_coord *co)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct ucred cr;
 	socklen_t cl = sizeof(cr);
-	int fd;
+	_cleanup_close_ int fd = -1;
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.107s", co->cfg.helper);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -230,27 +276,23 @@ void coord_link_connect(struct rr_coord *co)
 		return;
 	}
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-		close(fd);
 		coord_link_down(co, "cannot reach the fleet helper at %s: %s (is rerand-fleetd.socket "
-			    "enabled?)", co->cfg.helper, strerror(e));
+			    "enabled?)", co->cfg.helper, strerror(errno));
 		return;
 	}
 	/* The peer must be root (systemd made the socket, root-only) or ourselves
 	 * (a test): anyone else could grant a slot that does not exist. */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
 	    (cr.uid != 0 && cr.uid != geteuid())) {
-		close(fd);
 		coord_link_down(co, "%s: the socket belongs to uid %u, neither root nor rerandd's "
 			    "user: refused", co->cfg.helper, (unsigned)cr.uid);
 		return;
 	}
 	if (sd_event_add_io(co->ev, &co->io, fd, EPOLLIN, on_io, co) < 0) {
-		close(fd);
 		coord_link_down(co, "sd-event: cannot watch the fleet helper's socket");
 		return;
 	}
-	co->fd = fd;
+	co->fd = TAKE_FD(fd);
 	co->greeted = co->opened = false;
 	co->inlen = 0;
 	co->busy = co->next_op = CO_NONE;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "image.h"
 #include "rerandd.h"
 
@@ -174,7 +175,8 @@ void crash_init(struct rr_crash *cr)
 int crash_uevent_open(const struct rr_config *c, struct rr_crash *cr, struct rr_err *e)
 {
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = 1 };
-	int fd, size = 1 << 20;
+	_cleanup_close_ int fd = -1;
+	int size = 1 << 20;
 
 	if (*c->uevents) {
 		/* O_RDWR: the FIFO never reports EOF when a writer goes away */
@@ -182,7 +184,7 @@ int crash_uevent_open(const struct rr_config *c, struct rr_crash *cr, struct rr_
 		if (fd < 0)
 			return rr_errf(e, errno, "%s: cannot open the uevent FIFO: %s", c->uevents,
 				       strerror(errno));
-		cr->uevent_fd = fd;
+		cr->uevent_fd = TAKE_FD(fd);
 		cr->uevent_fifo = true;
 		return 0;
 	}
@@ -191,12 +193,9 @@ int crash_uevent_open(const struct rr_config *c, struct rr_crash *cr, struct rr_
 	if (fd < 0)
 		return rr_errf(e, errno, "uevent socket: %s", strerror(errno));
 	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int r = errno;
-		close(fd);
-		return rr_errf(e, r, "uevent socket: bind: %s", strerror(r));
-	}
-	cr->uevent_fd = fd;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return rr_errf(e, errno, "uevent socket: bind: %s", strerror(errno));
+	cr->uevent_fd = TAKE_FD(fd);
 	cr->uevent_fifo = false;
 	return 0;
 }
@@ -272,14 +271,12 @@ bool crash_boot_detect(bool have_status, uint32_t status_flags, bool vmcore_exis
 
 int crash_read_u64(const char *path, uint64_t *ret)
 {
-	char *text;
+	_cleanup_free_ char *text = NULL;
 	int r = rr_read_text(path, RR_SYSFS_MAX, &text, NULL);
 
 	if (r < 0)
 		return r;
-	r = watch_parse_taint(text, strlen(text), ret);   /* a decimal number and blanks */
-	free(text);
-	return r;
+	return watch_parse_taint(text, strlen(text), ret);   /* a decimal number and blanks */
 }
 
 /* ---- reloading ---------------------------------------------------------------- */
@@ -344,13 +341,12 @@ void crash_refresh(const struct rr_config *c, struct rr_crash *cr)
 static int crash_plan(const struct rr_config *c, const struct rr_stage_plan *base,
 		      struct rr_stage_plan *p, struct rr_err *e)
 {
-	struct rr_config *t;
 	int r = 0;
 
 	if (!*c->crash_kernel && base && *base->kernel && *base->image) {
 		*p = *base;                    /* the very image [Stage] staged */
 	} else {
-		t = malloc(sizeof(*t));
+		_cleanup_free_ struct rr_config *t = malloc(sizeof(*t));
 		if (!t)
 			return rr_errf(e, ENOMEM, "out of memory");
 		*t = *c;
@@ -361,7 +357,6 @@ static int crash_plan(const struct rr_config *c, const struct rr_stage_plan *bas
 		t->cmdline_set = true;
 		t->cmdline[0] = 0;
 		r = stage_plan(t, NULL, p, e);
-		free(t);
 		if (r < 0)
 			return r;
 	}
@@ -378,12 +373,11 @@ static int crash_plan(const struct rr_config *c, const struct rr_stage_plan *bas
 	if (c->crash_cmdline_set) {
 		r = crash_build_cmdline(NULL, c->crash_cmdline, built, sizeof(built), e);
 	} else {
-		char *text;
+		_cleanup_free_ char *text = NULL;
 		r = rr_read_text(c->proc_cmdline, CRASH_CMDLINE_MAX, &text, e);
 		if (r < 0)
 			return r;
 		r = crash_build_cmdline(text, NULL, built, sizeof(built), e);
-		free(text);
 	}
 	/* kdump-tools reboots once the dump is written; a crash kernel that
 	 * panics on the way (too little memory in the region, a device that

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "rerandd.h"
 
 /* Bounds the work on a directory anyone with root could fill. */
@@ -45,7 +46,7 @@ bool kernels_indexed(const struct rr_config *c, const char *sha)
 	while (!found && seen++ < KERNELS_MAX && (de = readdir(d))) {
 		char line[80];
 		ssize_t n;
-		int fd;
+		_cleanup_close_ int fd = -1;
 
 		/* the hook's VERSION.tmp is half-written: its rename follows */
 		if (de->d_name[0] == '.')
@@ -54,7 +55,6 @@ bool kernels_indexed(const struct rr_config *c, const char *sha)
 		if (fd < 0)
 			continue;
 		n = read(fd, line, sizeof(line) - 1);
-		close(fd);
 		if (n < 64)
 			continue;
 		found = is_sha(line, 64) && (n == 64 || line[64] == '\n') && !memcmp(line, sha, 64);
@@ -106,7 +106,7 @@ const char *const rr_dpkg_locks[] = { "/var/lib/dpkg/lock-frontend", "/var/lib/d
 int kernels_lock_held(const char *path)
 {
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
-	int fd, r = 0;
+	_cleanup_close_ int fd = -1;
 
 	/* Read-only and without O_CREAT: a machine without dpkg gets no
 	 * file, and F_GETLK only asks (it takes nothing, so dpkg is never
@@ -116,11 +116,8 @@ int kernels_lock_held(const char *path)
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
 	if (fcntl(fd, F_GETLK, &fl) < 0)
-		r = -errno;
-	else
-		r = fl.l_type != F_UNLCK;
-	close(fd);
-	return r;
+		return -errno;
+	return fl.l_type != F_UNLCK;
 }
 
 const char *kernels_pkg_busy(const char *const *locks)

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "rerandd.h"
 #include "image.h"
 #include "sign.h"
@@ -238,8 +239,8 @@ static void reload_apply(struct daemon *d, unsigned fx)
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *ud)
 {
 	struct daemon *d = ud;
-	struct rr_cfg_errs *errs = calloc(1, sizeof(*errs));
-	struct rr_config *c = malloc(sizeof(*c));
+	_cleanup_free_ struct rr_cfg_errs *errs = calloc(1, sizeof(*errs));
+	_cleanup_free_ struct rr_config *c = malloc(sizeof(*c));
 
 	sd_notify(0, "RELOADING=1");
 	struct rr_cfg_load l = { .main = d->conf_main, .dir = d->conf_dir,
@@ -260,8 +261,6 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 		print_errs(errs);
 		rr_log(RR_LOG_ERR, "configuration has errors: keeping the previous one");
 	}
-	free(errs);
-	free(c);
 	sd_notify(0, "READY=1");
 	daemon_evaluate_soon(d);
 	return 0;
@@ -466,8 +465,9 @@ static void shut_down(struct daemon *d)
 
 static int run(int argc, char **argv)
 {
-	struct daemon *d = calloc(1, sizeof(*d));
-	struct rr_cfg_errs *errs = calloc(1, sizeof(*errs));
+	/* freed on every return, the early ones too */
+	_cleanup_free_ struct daemon *d = calloc(1, sizeof(*d));
+	_cleanup_free_ struct rr_cfg_errs *errs = calloc(1, sizeof(*errs));
 	bool check = false, dump = false;
 	int r;
 
@@ -507,8 +507,6 @@ static int run(int argc, char **argv)
 	       d->cfg.control_socket);
 	r = sd_event_loop(d->ev);
 	shut_down(d);
-	free(errs);
-	free(d);
 	return r < 0 ? 1 : 0;
 }
 

@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "reaper.h"
 
 /* Each round kills every child listed and reaps at least one; a killed
@@ -93,7 +94,8 @@ static int kill_listed(void)
 	char buf[512];
 	long pid = 0;
 	bool in = false;
-	int fd, n = 0;
+	_cleanup_close_ int fd = -1;
+	int n = 0;
 
 	fd = open(CHILDREN_PATH, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -102,11 +104,8 @@ static int kill_listed(void)
 		ssize_t got = read(fd, buf, sizeof(buf));
 		if (got < 0 && errno == EINTR)
 			continue;
-		if (got < 0) {
-			int r = -errno;
-			close(fd);
-			return r;
-		}
+		if (got < 0)
+			return -errno;
 		/* "pid pid ... " split across reads: a number ends at a
 		 * non-digit, or at the end of the file */
 		for (ssize_t i = 0; i <= got; i++) {
@@ -127,7 +126,6 @@ static int kill_listed(void)
 		if (got == 0)
 			break;
 	}
-	close(fd);
 	return n;
 }
 

@@ -17,6 +17,7 @@
 #include <systemd/sd-event.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "image.h"
 #include "lockdown.h"
 #include "pesig.h"
@@ -34,9 +35,9 @@
 int stage_check_image(struct rr_stage_plan *p, const char *path, bool want_signed,
 		      struct rr_err *e)
 {
+	_cleanup_free_ uint8_t *buf = NULL;
 	struct rr_image im;
 	struct rr_pe_sig sig;
-	uint8_t *buf;
 	size_t len, w = 0;
 	int r;
 
@@ -46,7 +47,6 @@ int stage_check_image(struct rr_stage_plan *p, const char *path, bool want_signe
 	r = rr_image_parse(buf, len, path, &im, e);
 	if (r == 0)
 		r = rr_pe_sig_read(buf, len, path, &sig, e);
-	free(buf);
 	if (r < 0)
 		return r;
 	if (want_signed && !sig.is_signed)
@@ -115,16 +115,16 @@ int stage_build_needed(const struct rr_config *c, struct rr_stage_plan *p, char 
 static int private_copy(const struct rr_stage_plan *p, const char *path, char *copy, size_t len,
 			struct rr_err *e)
 {
+	_cleanup_close_ int in = -1, out = -1;
 	char buf[65536];
-	int in, out, r = 0;
 	ssize_t n;
+	int r = 0;
 
 	in = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (in < 0)
 		return rr_errf(e, errno, "%s: cannot open: %s", path, strerror(errno));
 	out = stage_make_tmp(p, "chk", copy, len, e);
 	if (out < 0) {
-		close(in);
 		*copy = 0;
 		return out;
 	}
@@ -139,8 +139,6 @@ static int private_copy(const struct rr_stage_plan *p, const char *path, char *c
 	}
 	if (r == 0 && fchmod(out, 0644) < 0)
 		r = rr_errf(e, errno, "%s: chmod: %s", copy, strerror(errno));
-	close(in);
-	close(out);
 	if (r < 0) {
 		unlink(copy);
 		*copy = 0;

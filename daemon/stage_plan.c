@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cachekey.h"
+#include "cleanup.h"
 #include "image.h"
 #include "lockdown.h"
 #include "pesig.h"
@@ -124,8 +125,8 @@ const char *stage_source_name(enum rr_image_source s)
 /* The release from an open kernel file (fd: kept open, read from offset 0). */
 static int kernel_release_fd(int fd, const char *kernel, char *ret, size_t len, struct rr_err *e)
 {
+	_cleanup_free_ uint8_t *buf = NULL;
 	struct rr_bzimage bz;
-	uint8_t *buf;
 	size_t n, w = 0;
 	int dup, r;
 
@@ -136,7 +137,6 @@ static int kernel_release_fd(int fd, const char *kernel, char *ret, size_t len, 
 	if (r < 0)
 		return r;
 	r = rr_bzimage_parse(buf, n, kernel, &bz, e);
-	free(buf);
 	if (r < 0)
 		return r;
 	while (bz.kernel_version[w] && bz.kernel_version[w] != ' ')
@@ -155,13 +155,11 @@ static int kernel_release_fd(int fd, const char *kernel, char *ret, size_t len, 
 int stage_kernel_release(const char *kernel, char *ret, size_t len, struct rr_err *e)
 {
 	struct rr_kernel_id id;
-	int fd = digest_kernel_open(kernel, &id, e), r;
+	_cleanup_close_ int fd = digest_kernel_open(kernel, &id, e);
 
 	if (fd < 0)
 		return fd;
-	r = kernel_release_fd(fd, kernel, ret, len, e);
-	close(fd);
-	return r;
+	return kernel_release_fd(fd, kernel, ret, len, e);
 }
 
 /* Lockdown and Secure Boot as [Paths] says; Secure Boot from boot_params
@@ -239,10 +237,10 @@ static int plan_signed(const struct rr_config *c, struct rr_stage_plan *p, int k
  * none), the release (under lockdown) from the same file. */
 static int plan_key(const struct rr_config *c, struct rr_stage_plan *p, struct rr_err *e)
 {
+	_cleanup_close_ int kfd = digest_kernel_open(p->kernel, &p->kernel_id, e);
 	struct rr_cache_key key;
-	int kfd, r;
+	int r;
 
-	kfd = digest_kernel_open(p->kernel, &p->kernel_id, e);
 	if (kfd < 0)
 		return kfd;
 	r = stage_cache_key(kfd, p->kernel, &p->kernel_id, &key, e);
@@ -254,7 +252,6 @@ static int plan_key(const struct rr_config *c, struct rr_stage_plan *p, struct r
 	}
 	if (r == 0)
 		r = plan_signed(c, p, kfd, &key, e);
-	close(kfd);
 	return r;
 }
 
@@ -311,12 +308,11 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 	if (c->cmdline_set) {
 		r = stage_clean_cmdline(c->cmdline, clean, sizeof(clean), e);
 	} else {
-		char *text;
+		_cleanup_free_ char *text = NULL;
 		r = rr_read_text(c->proc_cmdline, CMDLINE_MAX, &text, e);
 		if (r < 0)
 			return r;
 		r = stage_clean_cmdline(text, clean, sizeof(clean), e);
-		free(text);
 	}
 	/* the watchdog keeps counting across the next kexec too */
 	char wd[RR_CMD];

@@ -9,11 +9,14 @@
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "image.h"
 #include "rerandd.h"
 #include "status.h"
@@ -189,158 +192,239 @@ static int hexid(const char *v, char *dst, size_t cap)
 	return 0;
 }
 
-static int set_key(struct rr_state *s, const char *k, const char *v, bool *version_seen)
+/* The numeric keys: a field of the state and the values it takes. */
+struct num_key {
+	const char *name;
+	size_t off, size;
+	long long lo, hi;
+};
+#define NUM_KEY(name, field, lo, hi) \
+	{ name, offsetof(struct rr_state, field), sizeof(((struct rr_state *)0)->field), lo, hi }
+#define FLAG_KEY(name, field) NUM_KEY(name, field, 0, 1)
+#define COUNT_KEY(name, field, max) NUM_KEY(name, field, 0, max)
+#define TIME_KEY(name, field) NUM_KEY(name, field, 0, INT64_MAX)
+static const struct num_key num_keys[] = {
+	FLAG_KEY("attempt", attempt),
+	FLAG_KEY("hold", hold),
+	FLAG_KEY("fleet_held", fleet_held),
+	FLAG_KEY("fleet_report", fleet_report),
+	FLAG_KEY("fleet_keep", fleet_keep),
+	FLAG_KEY("watchdog_armed", watchdog_armed),
+	FLAG_KEY("confirm_pending", confirm_pending),
+	COUNT_KEY("confirmed", confirmed, INT64_MAX),
+	TIME_KEY("last_cause_time", last_cause_time),
+	FLAG_KEY("trigger_oops", trig_oops),
+	FLAG_KEY("trigger_new_kernel", trig_new_kernel),
+	FLAG_KEY("trigger_now", trig_now),
+	COUNT_KEY("failures", failures, 1000000),
+	COUNT_KEY("successes", successes, INT64_MAX),
+	COUNT_KEY("total_failures", total_failures, INT64_MAX),
+	COUNT_KEY("weak_boots", weak_boots, INT64_MAX),
+	COUNT_KEY("taint_handled", taint_handled, INT64_MAX),
+	COUNT_KEY("crash_boots", crash_boots, INT64_MAX),
+	COUNT_KEY("unplanned_boots", unplanned_boots, INT64_MAX),
+	NUM_KEY("jitter", jitter, -1, INT64_C(1) << 40),   /* -1: not drawn yet this boot */
+	TIME_KEY("attempt_time", attempt_time),
+	TIME_KEY("last_success", last_success),
+	TIME_KEY("last_failure", last_failure),
+	TIME_KEY("last_reboot", last_reboot),
+	TIME_KEY("last_verify_time", last_verify_time),
+	TIME_KEY("staged_time", staged_time),
+	TIME_KEY("hold_time", hold_time),
+	TIME_KEY("last_crash_boot", last_crash_boot),
+};
+#undef TIME_KEY
+#undef COUNT_KEY
+#undef FLAG_KEY
+
+/* The fields are bool, unsigned, or 64-bit (uint64_t, int64_t, time_t); the
+ * range was checked, so the value fits whichever it is. */
+static int set_num(struct rr_state *s, const struct num_key *nk, const char *v)
 {
+	char *p = (char *)s + nk->off;
 	long long x;
 
-#define RANGE(name, field, lo, hi) if (!strcmp(k, name)) { \
-		if (num(v, lo, hi, &x) < 0) \
-			return -EINVAL; \
-		s->field = x; \
-		return 0; \
+	if (num(v, nk->lo, nk->hi, &x) < 0)
+		return -EINVAL;
+	if (nk->size == sizeof(bool)) {
+		bool b = x;
+		memcpy(p, &b, sizeof(b));
+	} else if (nk->size == sizeof(unsigned)) {
+		unsigned u = (unsigned)x;
+		memcpy(p, &u, sizeof(u));
+	} else {
+		int64_t i = x;
+		memcpy(p, &i, sizeof(i));
 	}
-#define TIME(name, field) RANGE(name, field, 0, INT64_MAX)
-#define FLAG(name, field) RANGE(name, field, 0, 1)
-#define COUNT(name, field, max) RANGE(name, field, 0, max)
+	return 0;
+}
+
+/* The boot ids and the staged kernel's hash: hex digits and dashes. */
+struct hex_key {
+	const char *name;
+	size_t off, size;
+};
+#define HEX_KEY(name, field) \
+	{ name, offsetof(struct rr_state, field), sizeof(((struct rr_state *)0)->field) }
+static const struct hex_key hex_keys[] = {
+	HEX_KEY("boot_id", boot_id),
+	HEX_KEY("attempt_boot_id", attempt_boot_id),
+	HEX_KEY("crash_boot_id", crash_boot_id),
+	HEX_KEY("confirm_boot_id", confirm_boot_id),
+	HEX_KEY("fallback_boot_id", fallback_boot_id),
+	HEX_KEY("staged_sha256", staged_sha),
+};
+#undef HEX_KEY
+
+/* Text rerandd wrote printable and on one line (redacted, for a cause). */
+static int printable(const char *v, char *dst, size_t cap)
+{
+	if (strlen(v) >= cap)
+		return -EINVAL;
+	for (const char *q = v; *q; q++)
+		if (!isprint((unsigned char)*q))
+			return -EINVAL;
+	memcpy(dst, v, strlen(v) + 1);
+	return 0;
+}
+
+static int set_last_cause(struct rr_state *s, const char *v)
+{
+	enum rr_cause c;
+
+	if (wdog_cause_parse(v, &c) < 0)
+		return -EINVAL;
+	s->last_cause = c;
+	return 0;
+}
+
+static int set_last_cause_detail(struct rr_state *s, const char *v)
+{
+	/* written redacted and printable by state_record_cause */
+	return printable(v, s->last_cause_detail, sizeof(s->last_cause_detail));
+}
+
+static int set_hold_text(struct rr_state *s, const char *v)
+{
+	/* written by state_set_hold: printable, one line */
+	return printable(v, s->hold_text, sizeof(s->hold_text));
+}
+
+static int set_fleet_token(struct rr_state *s, const char *v)
+{
+	/* etcd's "LEASEHEX:SLOT", or empty */
+	if (strlen(v) >= sizeof(s->fleet_token) || strspn(v, "0123456789abcdef:") != strlen(v))
+		return -EINVAL;
+	memcpy(s->fleet_token, v, strlen(v) + 1);
+	return 0;
+}
+
+static int set_attempt_reason(struct rr_state *s, const char *v)
+{
+	for (int r = RR_WHY_NONE; r <= RR_WHY_NOW; r++)
+		if (!strcmp(v, policy_reason_name(r))) {
+			s->attempt_reason = r;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int set_last_verify(struct rr_state *s, const char *v)
+{
+	for (unsigned r = 0; r < NR_VERIFY; r++)
+		if (!strcmp(v, verify_names[r])) {
+			s->last_verify = r;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int set_boot_origin(struct rr_state *s, const char *v)
+{
+	for (unsigned o = RR_BO_FIRST; o <= RR_BO_UNPLANNED; o++)
+		if (!strcmp(v, origin_names[o])) {
+			s->boot_origin = o;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int set_hold_reason(struct rr_state *s, const char *v)
+{
+	for (int h = RR_HOLD_OPERATOR; h <= RR_HOLD_DAMAGED; h++)
+		if (!strcmp(v, state_hold_name(h))) {
+			s->hold_why = h;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int set_phase(struct rr_state *s, const char *v)
+{
+	/* a phase a newer rerandd wrote: unwound as any unfinished one */
+	s->phase = RR_PH_GATE;
+	for (int ph = RR_PH_IDLE; ph <= RR_PH_REBOOTING; ph++)
+		if (!strcmp(v, state_phase_name(ph)))
+			s->phase = ph;
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int (*set)(struct rr_state *s, const char *v);
+} text_keys[] = {
+	{ "last_cause", set_last_cause },
+	{ "last_cause_detail", set_last_cause_detail },
+	{ "hold_text", set_hold_text },
+	{ "fleet_token", set_fleet_token },
+	{ "attempt_reason", set_attempt_reason },
+	{ "last_verify", set_last_verify },
+	{ "boot_origin", set_boot_origin },
+	{ "hold_reason", set_hold_reason },
+	{ "phase", set_phase },
+};
+
+/* cause_NAME=COUNT: the failures by cause. */
+static int set_cause_count(struct rr_state *s, const char *k, const char *v)
+{
+	enum rr_cause c;
+	char name[32];
+	long long x;
+	size_t i;
+
+	/* keys are [a-z0-9_]: cause_check_failed for check-failed */
+	for (i = 0; k[6 + i] && i < sizeof(name) - 1; i++)
+		name[i] = k[6 + i] == '_' ? '-' : k[6 + i];
+	name[i] = 0;
+	if (wdog_cause_parse(name, &c) < 0 || c == RR_CAUSE_NONE)
+		return 0;             /* a cause a newer rerandd knows */
+	if (num(v, 0, INT64_MAX, &x) < 0)
+		return -EINVAL;
+	s->causes[c] = (uint64_t)x;
+	return 0;
+}
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+static int set_key(struct rr_state *s, const char *k, const char *v, bool *version_seen)
+{
 	if (!strcmp(k, "version")) {
 		if (strcmp(v, "1"))
 			return -EINVAL;
 		*version_seen = true;
 		return 0;
 	}
-	if (!strcmp(k, "boot_id"))
-		return hexid(v, s->boot_id, sizeof(s->boot_id));
-	if (!strcmp(k, "attempt_boot_id"))
-		return hexid(v, s->attempt_boot_id, sizeof(s->attempt_boot_id));
-	if (!strcmp(k, "crash_boot_id"))
-		return hexid(v, s->crash_boot_id, sizeof(s->crash_boot_id));
-	if (!strcmp(k, "confirm_boot_id"))
-		return hexid(v, s->confirm_boot_id, sizeof(s->confirm_boot_id));
-	if (!strcmp(k, "fallback_boot_id"))
-		return hexid(v, s->fallback_boot_id, sizeof(s->fallback_boot_id));
-	if (!strcmp(k, "last_cause")) {
-		enum rr_cause c;
-		if (wdog_cause_parse(v, &c) < 0)
-			return -EINVAL;
-		s->last_cause = c;
-		return 0;
-	}
-	if (!strcmp(k, "last_cause_detail")) {
-		/* written redacted and printable by state_record_cause */
-		if (strlen(v) >= sizeof(s->last_cause_detail))
-			return -EINVAL;
-		for (const char *q = v; *q; q++)
-			if (!isprint((unsigned char)*q))
-				return -EINVAL;
-		memcpy(s->last_cause_detail, v, strlen(v) + 1);
-		return 0;
-	}
-	if (!strncmp(k, "cause_", 6)) {
-		enum rr_cause c;
-		char name[32];
-		size_t i;
-		/* keys are [a-z0-9_]: cause_check_failed for check-failed */
-		for (i = 0; k[6 + i] && i < sizeof(name) - 1; i++)
-			name[i] = k[6 + i] == '_' ? '-' : k[6 + i];
-		name[i] = 0;
-		if (wdog_cause_parse(name, &c) < 0 || c == RR_CAUSE_NONE)
-			return 0;             /* a cause a newer rerandd knows */
-		if (num(v, 0, INT64_MAX, &x) < 0)
-			return -EINVAL;
-		s->causes[c] = (uint64_t)x;
-		return 0;
-	}
-	if (!strcmp(k, "hold_text")) {
-		/* written by state_set_hold: printable, one line */
-		if (strlen(v) >= sizeof(s->hold_text))
-			return -EINVAL;
-		for (const char *q = v; *q; q++)
-			if (!isprint((unsigned char)*q))
-				return -EINVAL;
-		memcpy(s->hold_text, v, strlen(v) + 1);
-		return 0;
-	}
-	if (!strcmp(k, "staged_sha256"))
-		return hexid(v, s->staged_sha, sizeof(s->staged_sha));
-	if (!strcmp(k, "fleet_token")) {
-		/* etcd's "LEASEHEX:SLOT", or empty */
-		if (strlen(v) >= sizeof(s->fleet_token) || strspn(v, "0123456789abcdef:") != strlen(v))
-			return -EINVAL;
-		memcpy(s->fleet_token, v, strlen(v) + 1);
-		return 0;
-	}
-	if (!strcmp(k, "attempt_reason")) {
-		for (int r = RR_WHY_NONE; r <= RR_WHY_NOW; r++)
-			if (!strcmp(v, policy_reason_name(r))) {
-				s->attempt_reason = r;
-				return 0;
-			}
-		return -EINVAL;
-	}
-	if (!strcmp(k, "last_verify")) {
-		for (unsigned r = 0; r < NR_VERIFY; r++)
-			if (!strcmp(v, verify_names[r])) {
-				s->last_verify = r;
-				return 0;
-			}
-		return -EINVAL;
-	}
-	if (!strcmp(k, "boot_origin")) {
-		for (unsigned o = RR_BO_FIRST; o <= RR_BO_UNPLANNED; o++)
-			if (!strcmp(v, origin_names[o])) {
-				s->boot_origin = o;
-				return 0;
-			}
-		return -EINVAL;
-	}
-	if (!strcmp(k, "hold_reason")) {
-		for (int h = RR_HOLD_OPERATOR; h <= RR_HOLD_DAMAGED; h++)
-			if (!strcmp(v, state_hold_name(h))) {
-				s->hold_why = h;
-				return 0;
-			}
-		return -EINVAL;
-	}
-	if (!strcmp(k, "phase")) {
-		/* a phase a newer rerandd wrote: unwound as any unfinished one */
-		s->phase = RR_PH_GATE;
-		for (int ph = RR_PH_IDLE; ph <= RR_PH_REBOOTING; ph++)
-			if (!strcmp(v, state_phase_name(ph)))
-				s->phase = ph;
-		return 0;
-	}
-	FLAG("attempt", attempt)
-	FLAG("hold", hold)
-	FLAG("fleet_held", fleet_held)
-	FLAG("fleet_report", fleet_report)
-	FLAG("fleet_keep", fleet_keep)
-	FLAG("watchdog_armed", watchdog_armed)
-	FLAG("confirm_pending", confirm_pending)
-	COUNT("confirmed", confirmed, INT64_MAX)
-	TIME("last_cause_time", last_cause_time)
-	FLAG("trigger_oops", trig_oops)
-	FLAG("trigger_new_kernel", trig_new_kernel)
-	FLAG("trigger_now", trig_now)
-	COUNT("failures", failures, 1000000)
-	COUNT("successes", successes, INT64_MAX)
-	COUNT("total_failures", total_failures, INT64_MAX)
-	COUNT("weak_boots", weak_boots, INT64_MAX)
-	COUNT("taint_handled", taint_handled, INT64_MAX)
-	COUNT("crash_boots", crash_boots, INT64_MAX)
-	COUNT("unplanned_boots", unplanned_boots, INT64_MAX)
-	RANGE("jitter", jitter, -1, INT64_C(1) << 40)   /* -1: not drawn yet this boot */
-	TIME("attempt_time", attempt_time)
-	TIME("last_success", last_success)
-	TIME("last_failure", last_failure)
-	TIME("last_reboot", last_reboot)
-	TIME("last_verify_time", last_verify_time)
-	TIME("staged_time", staged_time)
-	TIME("hold_time", hold_time)
-	TIME("last_crash_boot", last_crash_boot)
-#undef TIME
-#undef FLAG
-#undef COUNT
-#undef RANGE
+	if (!strncmp(k, "cause_", 6))
+		return set_cause_count(s, k, v);
+	for (size_t i = 0; i < ARRAY_LEN(hex_keys); i++)
+		if (!strcmp(k, hex_keys[i].name))
+			return hexid(v, (char *)s + hex_keys[i].off, hex_keys[i].size);
+	for (size_t i = 0; i < ARRAY_LEN(text_keys); i++)
+		if (!strcmp(k, text_keys[i].name))
+			return text_keys[i].set(s, v);
+	for (size_t i = 0; i < ARRAY_LEN(num_keys); i++)
+		if (!strcmp(k, num_keys[i].name))
+			return set_num(s, &num_keys[i], v);
 	return 0;                         /* unknown key: from a newer rerandd */
 }
 
@@ -449,9 +533,9 @@ static void hold_unread(struct rr_state *s)
 
 int state_load(const char *path, struct rr_state *s, struct rr_err *e)
 {
+	_cleanup_free_ uint8_t *buf = NULL;
 	struct rr_state_damage d;
 	char aside[PATH_MAX];
-	uint8_t *buf;
 	size_t len;
 	int r;
 
@@ -465,7 +549,6 @@ int state_load(const char *path, struct rr_state *s, struct rr_err *e)
 			       "checks it and runs `rerand release`", path, strerror(-r));
 	}
 	r = state_parse_damage((const char *)buf, len, s, &d);
-	free(buf);
 	if (r == 0)
 		return 0;
 	/* A hard link keeps the damaged bytes for a look, costs no space, and
@@ -503,7 +586,8 @@ void state_remove_stale_temps(const char *path)
 int state_save(const char *path, const struct rr_state *s, struct rr_err *e)
 {
 	char buf[4096], dir[PATH_MAX];
-	int n = state_format(s, buf, sizeof(buf)), r, dfd;
+	int n = state_format(s, buf, sizeof(buf)), r;
+	_cleanup_close_ int dfd = -1;
 
 	if (n < 0)
 		return rr_errf(e, -n, "%s: state does not fit", path);
@@ -513,10 +597,8 @@ int state_save(const char *path, const struct rr_state *s, struct rr_err *e)
 	/* The rename is durable only once the directory is on disk too. */
 	snprintf(dir, sizeof(dir), "%s", path);
 	dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
+	if (dfd >= 0)
 		fsync(dfd);
-		close(dfd);
-	}
 	return 0;
 }
 

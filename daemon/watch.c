@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "rerandd.h"
 
 static bool starts(const char *s, size_t n, const char *prefix)
@@ -93,19 +94,17 @@ enum rr_kmsg_kind watch_kmsg_drain(int fd)
 /* procfs reports size 0 in stat(): rr_read_text reads to EOF. */
 int watch_read_taint(const char *path, uint64_t *ret)
 {
-	char *text;
+	_cleanup_free_ char *text = NULL;
 	int r = rr_read_text(path, RR_SYSFS_MAX, &text, NULL);
 
 	if (r < 0)
 		return r;
-	r = watch_parse_taint(text, strlen(text), ret);
-	free(text);
-	return r;
+	return watch_parse_taint(text, strlen(text), ret);
 }
 
 int watch_read_boot_id(const char *path, char ret[RR_BOOT_ID])
 {
-	char *text;
+	_cleanup_free_ char *text = NULL;
 	size_t l = 0;
 	int r = rr_read_text(path, RR_SYSFS_MAX, &text, NULL);
 
@@ -113,18 +112,17 @@ int watch_read_boot_id(const char *path, char ret[RR_BOOT_ID])
 		return r;
 	while (isxdigit((unsigned char)text[l]) || text[l] == '-')
 		l++;
-	r = l < 8 || l >= RR_BOOT_ID || (text[l] && text[l] != '\n') ? -EINVAL : 0;
-	if (r == 0) {
-		memcpy(ret, text, l);
-		ret[l] = 0;
-	}
-	free(text);
-	return r;
+	if (l < 8 || l >= RR_BOOT_ID || (text[l] && text[l] != '\n'))
+		return -EINVAL;
+	memcpy(ret, text, l);
+	ret[l] = 0;
+	return 0;
 }
 
 int watch_read_btime(const char *path, time_t now, time_t *ret)
 {
-	char *text, *p;
+	_cleanup_free_ char *text = NULL;
+	char *p;
 	long long v;
 	int r = rr_read_text(path, 1u << 20, &text, NULL);
 
@@ -133,7 +131,6 @@ int watch_read_btime(const char *path, time_t now, time_t *ret)
 	p = strstr(text, "\nbtime ");
 	p = p ? p + 1 : !strncmp(text, "btime ", 6) ? text : NULL;
 	v = p ? strtoll(p + 6, NULL, 10) : 0;
-	free(text);
 	if (v <= 0 || v > (long long)now)
 		return -EINVAL;
 	*ret = (time_t)v;

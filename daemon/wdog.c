@@ -26,6 +26,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "rerandd.h"
 
 static const char *cause_names[] = { "none", "watchdog", "panic", "check-failed",
@@ -49,7 +50,8 @@ int wdog_cause_parse(const char *s, enum rr_cause *ret)
 /* A small sysfs file as an integer. */
 static int read_long(const char *path, long *ret)
 {
-	char *text = NULL, *end;
+	_cleanup_free_ char *text = NULL;
+	char *end;
 	long v;
 	int r = rr_read_text(path, 4096, &text, NULL);   /* sysfs says 4096 bytes */
 
@@ -57,11 +59,8 @@ static int read_long(const char *path, long *ret)
 		return r;
 	errno = 0;
 	v = strtol(text, &end, 0);
-	if (errno || end == text || (*end && *end != '\n')) {
-		free(text);
+	if (errno || end == text || (*end && *end != '\n'))
 		return -EINVAL;
-	}
-	free(text);
 	*ret = v;
 	return 0;
 }
@@ -212,7 +211,8 @@ int wdog_pstore_panic(const char *dir, char *line, size_t len)
 	if (n < 0)
 		return 0;
 	for (int i = 0; i < n; i++) {
-		char path[RR_PATH + 300], *text = NULL, *p;
+		_cleanup_free_ char *text = NULL;
+		char path[RR_PATH + 300], *p;
 
 		if (!found && !strncmp(list[i]->d_name, "dmesg-", 6)) {
 			snprintf(path, sizeof(path), "%s/%s", dir, list[i]->d_name);
@@ -226,7 +226,6 @@ int wdog_pstore_panic(const char *dir, char *line, size_t len)
 				wdog_redact(line);
 				found = 1;
 			}
-			free(text);
 		}
 		free(list[i]);
 	}

@@ -6,6 +6,8 @@
 #ifndef RERAND_FLEETD_BACKEND_H
 #define RERAND_FLEETD_BACKEND_H
 
+#include <stdlib.h>
+
 #include "fleet.h"
 
 typedef struct json_object *json_object_ptr;
@@ -15,6 +17,14 @@ struct fleet_http_reply {
 	char *body;             /* NUL-terminated, owned by the caller of fleet_http_post */
 	size_t len;
 };
+
+/* A reply whose body is freed when it goes out of scope (initialize it
+ * with { 0 }: fleet_http_post leaves body NULL when no answer came). */
+static inline void fleet_http_reply_done(struct fleet_http_reply *r)
+{
+	free(r->body);
+}
+#define _cleanup_reply_ __attribute__((cleanup(fleet_http_reply_done)))
 
 struct fleet_conn {
 	const struct fleet_config *cfg;

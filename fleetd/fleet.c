@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "fleetd.h"
 #include "backend.h"
 
@@ -27,10 +28,11 @@ struct fleet {
  * freed memory), never echoed in a message. */
 static int read_password(const char *path, char *out, size_t len, char *err, size_t errlen)
 {
+	_cleanup_close_ int fd = -1;
 	char buf[512];
 	ssize_t n;
 	size_t e;
-	int fd, r = 0;
+	int r = 0;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
@@ -39,10 +41,8 @@ static int read_password(const char *path, char *out, size_t len, char *err, siz
 		return r;
 	}
 	n = read(fd, buf, sizeof(buf) - 1);
-	if (n < 0)
+	if (n < 0) {
 		r = -errno;
-	close(fd);
-	if (r < 0) {
 		snprintf(err, errlen, "PasswordFile=%s: cannot read: %s", path, strerror(-r));
 		return r;
 	}
@@ -67,9 +67,14 @@ static int read_password(const char *path, char *out, size_t len, char *err, siz
 	return r;
 }
 
+static void fleet_closep(struct fleet **f)
+{
+	fleet_close(*f);
+}
+
 int fleet_open(const struct fleet_config *c, struct fleet **ret, char *err, size_t errlen)
 {
-	struct fleet *f;
+	_cleanup_(fleet_closep) struct fleet *f = NULL;
 	int r;
 
 	r = fleet_config_validate(c, err, errlen);
@@ -86,17 +91,14 @@ int fleet_open(const struct fleet_config *c, struct fleet **ret, char *err, size
 		snprintf(f->id, sizeof(f->id), "%s", c->id);
 	else if (c->backend != FLEET_BACKEND_NONE) {
 		r = fleet_read_identity(c->machine_id, f->id, sizeof(f->id), err, errlen);
-		if (r) {
-			free(f);
+		if (r)
 			return r;
-		}
 	}
 	if (*c->install_id && *f->id) {
 		/* the slot names this install, not only the machine id a clone shares */
 		size_t n = strlen(f->id);
 		if (n + 1 + strlen(c->install_id) >= sizeof(f->id)) {
 			snprintf(err, errlen, "the identity %s with its install id is too long", f->id);
-			free(f);
 			return -EINVAL;
 		}
 		snprintf(f->id + n, sizeof(f->id) - n, "%c%s", FLEET_ID_SEP, c->install_id);
@@ -104,26 +106,21 @@ int fleet_open(const struct fleet_config *c, struct fleet **ret, char *err, size
 	if (c->backend != FLEET_BACKEND_NONE) {
 		f->ops = c->backend == FLEET_BACKEND_ETCD ? &fleet_etcd_ops : &fleet_lock_ops;
 		r = fleet_conn_init(&f->conn, &f->cfg, f->id, err, errlen);
-		if (r) {
-			free(f);
+		if (r)
 			return r;
-		}
 		if (c->backend == FLEET_BACKEND_ETCD && *c->password_file) {
 			r = read_password(c->password_file, f->conn.password,
 					  sizeof(f->conn.password), err, errlen);
-			if (r) {
-				fleet_close(f);
+			if (r)
 				return r;
-			}
 		}
 		f->be = f->ops->create();
 		if (!f->be) {
 			snprintf(err, errlen, "out of memory");
-			fleet_close(f);
 			return -ENOMEM;
 		}
 	}
-	*ret = f;
+	*ret = TAKE_PTR(f);
 	return 0;
 }
 

@@ -9,6 +9,7 @@
 
 #include <json-c/json.h>
 
+#include "cleanup.h"
 #include "backend.h"
 #include "fleetd.h"          /* rr_escape_str() */
 
@@ -198,8 +199,8 @@ static int call_once(struct fleet_conn *c, struct fleet_etcd *e, const char *pat
 
 	for (unsigned i = 0; i < n; i++) {
 		unsigned ep = (e->cur + i) % n;
-		struct fleet_http_reply r;
-		json_object *root;
+		_cleanup_reply_ struct fleet_http_reply r = { 0 };
+		_cleanup_json_ json_object *root = NULL;
 		long code;
 		int rc;
 
@@ -219,18 +220,14 @@ static int call_once(struct fleet_conn *c, struct fleet_etcd *e, const char *pat
 					 r.status, text, strstr(r.body, "CommonName") ?
 					 " (with etcd authentication on, the client certificate "
 					 "must have no CN; see docs/fleet.md)" : "");
-			free(r.body);
 			e->cur = ep;
 			return -EPROTO;
 		}
 		if (r.status == 503 || r.status == 502 || r.status == 504 || (!root && r.status != 200)) {
 			/* a member without quorum or a proxy in front of a dead one */
 			snprintf(last, sizeof(last), "%s%s: HTTP %ld", cfg->endpoints[ep], path, r.status);
-			json_object_put(root);
-			free(r.body);
 			continue;
 		}
-		free(r.body);
 		e->cur = ep;
 		if (!root) {
 			fleet_conn_error(c, "%s%s: the reply is not JSON", cfg->endpoints[ep], path);
@@ -241,11 +238,10 @@ static int call_once(struct fleet_conn *c, struct fleet_etcd *e, const char *pat
 			code = (long)j_i64(root, "code");
 			fleet_conn_error(c, "%s%s: HTTP %ld: %s", cfg->endpoints[ep], path, r.status,
 					msg ? msg : "error");
-			json_object_put(root);
 			/* 16 Unauthenticated: no token, or one etcd no longer knows */
 			return code == 5 ? -ENOENT : code == 16 ? -EACCES : -EPROTO;
 		}
-		*ret = root;
+		*ret = TAKE_PTR(root);
 		return 0;
 	}
 	fleet_conn_error(c, "etcd: no endpoint answered (%u tried; last: %s)", n, last);

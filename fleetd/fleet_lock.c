@@ -8,6 +8,7 @@
 
 #include <json-c/json.h>
 
+#include "cleanup.h"
 #include "backend.h"
 
 int fleet_lock_body(const char *id, const char *group, char *buf, size_t len)
@@ -65,7 +66,7 @@ struct fleet_lock {
 static int post(struct fleet_conn *c, const char *path)
 {
 	const struct fleet_config *cfg = c->cfg;
-	struct fleet_http_reply r;
+	_cleanup_reply_ struct fleet_http_reply r = { 0 };
 	char body[FLEET_ID_MAX + FLEET_GROUP_MAX + 64], kind[128], value[256];
 	int rc;
 
@@ -78,17 +79,14 @@ static int post(struct fleet_conn *c, const char *path)
 	rc = fleet_http_post(c, cfg->url, path, body, true, &r);
 	if (rc < 0)
 		return rc;
-	if (r.status == 200) {
-		free(r.body);
+	if (r.status == 200)
 		return 1;
-	}
 	if (!fleet_lock_parse_error(r.body, kind, sizeof(kind), value, sizeof(value)))
 		fleet_conn_error(c, "fleetlock: %s%s: HTTP %ld: %s: %s", cfg->url, path, r.status,
 				 kind, value);
 	else
 		fleet_conn_error(c, "fleetlock: %s%s: HTTP %ld without an error body", cfg->url,
 				 path, r.status);
-	free(r.body);
 	/* a server error is an error; a 4xx is the server saying no */
 	return r.status >= 500 && r.status < 600 ? -EPROTO : 0;
 }

@@ -22,6 +22,7 @@
 #include <systemd/sd-event.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "fleetd.h"
 #include "log.h"
 
@@ -316,34 +317,30 @@ static int on_done(sd_event_source *s, int fd, uint32_t revents, void *ud)
 
 static void handle_line(const char *line, size_t len)
 {
-	struct job *j = calloc(1, sizeof(*j));
-	bool queued = false;
+	_cleanup_free_ struct job *j = calloc(1, sizeof(*j));
 
 	if (!j) {
 		drop_client("out of memory");
 		return;
 	}
 	if (fleet_proto_parse_request(line, len, &j->q) < 0) {
-		free(j);
 		drop_client("a request out of shape");
 		return;
 	}
 	j->gen = g.gen;
 	pthread_mutex_lock(&g.mu);
 	if (g.nr_todo < QUEUE_MAX) {
-		g.todo[g.nr_todo++] = j;
-		queued = true;
+		g.todo[g.nr_todo++] = TAKE_PTR(j);       /* the worker's now */
 		pthread_cond_signal(&g.cv);
 	}
 	pthread_mutex_unlock(&g.mu);
-	if (!queued) {
+	if (j) {
 		j->p.seq = j->q.seq;
 		j->p.rc = -EBUSY;
 		j->p.state = FLEET_ST_ERROR;
 		snprintf(j->p.msg, sizeof(j->p.msg), "the fleet helper is busy (%d requests queued)",
 			 QUEUE_MAX);
 		send_reply(&j->p);
-		free(j);
 	}
 }
 
@@ -378,7 +375,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *ud)
 	struct ucred cr;
 	socklen_t cl = sizeof(cr);
 	struct timeval tv = { .tv_sec = 2 };
-	int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+	_cleanup_close_ int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
 
 	if (c < 0)
 		return 0;
@@ -386,14 +383,13 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *ud)
 	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
 	    (cr.uid != 0 && cr.uid != geteuid())) {
 		rr_log(RR_LOG_WARNING, "refused a client with uid %u", (unsigned)cr.uid);
-		close(c);
 		return 0;
 	}
 	/* one rerandd: a new connection is a restarted rerandd */
 	drop_client(g.cfd >= 0 ? "a new connection replaces it" : NULL);
-	g.cfd = c;
-	setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (sd_event_add_io(g.ev, &g.cio, c, EPOLLIN, on_client, NULL) < 0) {
+	g.cfd = TAKE_FD(c);
+	setsockopt(g.cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (sd_event_add_io(g.ev, &g.cio, g.cfd, EPOLLIN, on_client, NULL) < 0) {
 		drop_client("sd-event");
 		return 0;
 	}
@@ -405,7 +401,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *ud)
 static int listen_on(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
+	_cleanup_close_ int fd = -1;
 
 	if (strlen(path) >= sizeof(sa.sun_path)) {
 		rr_log(RR_LOG_ERR, "%s: too long for a unix socket path", path);
@@ -422,11 +418,10 @@ static int listen_on(const char *path)
 		int r = -errno;
 		umask(old);
 		rr_log(RR_LOG_ERR, "%s: cannot listen: %s", path, strerror(-r));
-		close(fd);
 		return r;
 	}
 	umask(old);
-	return fd;
+	return TAKE_FD(fd);
 }
 
 static void usage(FILE *f)

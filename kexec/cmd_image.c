@@ -109,141 +109,174 @@ static int check_inputs(const char *out, int out_fd, const struct image_input *i
 	return 0;
 }
 
-int cmd_image(int argc, char **argv)
+/* What the command line asked for. */
+struct image_args {
+	const char *kernel, *out, *relocs;
+	int kernel_fd, out_fd;
+	struct rr_image_opts o;
+	struct rr_sign_opts so;
+};
+
+/* The options: -1 once they are all read, or the exit code. */
+static int image_parse_opts(int argc, char **argv, struct image_args *a)
 {
-	const char *out = NULL, *relocs = NULL;
-	int kernel_fd = -1, out_fd = -1;
-	struct rr_image_opts o = { .codec = RERAND_CODEC_LZ4,
-				   .threads = rr_lz4par_default_threads() };
-	struct rr_dec_hook hook = { .fn = rr_lz4par_decode_hook };
-	struct rr_sign_opts so = { .sbsign = getenv("RERAND_SBSIGN") };
-	struct rr_kernel k;
-	struct rr_err e;
-	_cleanup_free_ uint8_t *img = NULL;
-	size_t len;
-	int c, r;
+	char *end;
+	long v;
+	int c;
 
 	while ((c = cli_getopt(&cli_image, argc, argv)) != -1) {
 		switch (c) {
-		case 'o': out = optarg; break;
-		case 'r': relocs = optarg; break;
+		case 'o': a->out = optarg; break;
+		case 'r': a->relocs = optarg; break;
 		case 'c':
 			if (!strcmp(optarg, "lz4"))
-				o.codec = RERAND_CODEC_LZ4;
+				a->o.codec = RERAND_CODEC_LZ4;
 			else if (!strcmp(optarg, "none"))
-				o.codec = RERAND_CODEC_NONE;
+				a->o.codec = RERAND_CODEC_NONE;
 			else {
 				return cli_usage_error(&cli_image, "--codec: '%s' is not lz4 or none", optarg);
 			}
 			break;
-		case 'l': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
+		case 'l':
+			v = strtol(optarg, &end, 10);
 			if (*end || v < 0 || v > 12) {
 				cli_err("--lz4-level: '%s' is not 0 (fast) to 12 (HC max)", optarg);
 				return EXIT_USAGE;
 			}
-			o.lz4_level = (int)v;
+			a->o.lz4_level = (int)v;
 			break;
-		}
-		case 'j': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
+		case 'j':
+			v = strtol(optarg, &end, 10);
 			if (*end || end == optarg || v < 1 || v > RR_LZ4PAR_MAX_THREADS) {
 				cli_err("--threads: '%s' is not 1 to %d", optarg, RR_LZ4PAR_MAX_THREADS);
 				return EXIT_USAGE;
 			}
-			o.threads = (unsigned)v;
+			a->o.threads = (unsigned)v;
 			break;
-		}
 		case 'k':
 		case 'O': {
-			int v = cli_fd_arg(c == 'k' ? "kernel-fd" : "output-fd", optarg, 3);
-			if (v < 0)
+			int fd = cli_fd_arg(c == 'k' ? "kernel-fd" : "output-fd", optarg, 3);
+			if (fd < 0)
 				return EXIT_USAGE;
-			*(c == 'k' ? &kernel_fd : &out_fd) = v;
+			*(c == 'k' ? &a->kernel_fd : &a->out_fd) = fd;
 			break;
 		}
-		case 'K': so.key = optarg; break;
-		case 'C': so.cert = optarg; break;
-		case 'E': so.engine = optarg; break;
-		case 'A': so.addcert = optarg; break;
+		case 'K': a->so.key = optarg; break;
+		case 'C': a->so.cert = optarg; break;
+		case 'E': a->so.engine = optarg; break;
+		case 'A': a->so.addcert = optarg; break;
 		case CLI_HELP:
 			return 0;
 		default:
 			return EXIT_USAGE;
 		}
 	}
+	return -1;
+}
+
+/* The operands and the options together, then the files named: -1 when
+ * they make sense, or the exit code. */
+static int image_check_args(int argc, char **argv, struct image_args *a)
+{
+	const struct rr_sign_opts *so = &a->so;
+
 	if (optind == argc)
 		return cli_usage_error(&cli_image, "the KERNEL to read is missing");
 	if (optind < argc - 1)
 		return cli_usage_error(&cli_image, "one KERNEL only ('%s' is one too many)",
 				       argv[optind + 1]);
-	if (!out)
+	a->kernel = argv[optind];
+	if (!a->out)
 		return cli_usage_error(&cli_image, "-o IMAGE, the image to write, is missing");
-	if (!strcmp(out, "-") && out_fd < 0)
+	if (!strcmp(a->out, "-") && a->out_fd < 0)
 		/* the image is written to a temporary file and renamed, or
 		 * signed by sbsign into a file: never a file named "-" */
 		return cli_usage_error(&cli_image, "-o -: the image is written to a file, not to "
 				       "standard output; name the file");
-	if (!so.key != !so.cert || ((so.engine || so.addcert) && !so.key)) {
+	if (!so->key != !so->cert || ((so->engine || so->addcert) && !so->key)) {
 		cli_err("image: --sign-key and --sign-cert go together (--sign-engine and "
 			"--sign-addcert need both)");
 		return EXIT_USAGE;
 	}
-	if (out_fd >= 0 && so.key) {
+	if (a->out_fd >= 0 && so->key) {
 		/* rerandd's builder: it signs in a separate step, so the key
 		 * never enters the process that parses kernel files. */
 		cli_err("image: --output-fd writes an unsigned image; sign it in a separate step");
 		return EXIT_USAGE;
 	}
-	if (kernel_fd >= 0 && relocs) {
+	if (a->kernel_fd >= 0 && a->relocs) {
 		cli_err("image: --relocs takes a path, which --kernel-fd is for avoiding");
 		return EXIT_USAGE;
 	}
 	/* A key on a token (engine, pkcs11: URI) is no file. */
-	bool key_file = so.key && !so.engine && strncmp(so.key, "pkcs11:", 7);
+	bool key_file = so->key && !so->engine && strncmp(so->key, "pkcs11:", 7);
 	const struct image_input inputs[] = {
-		{ "kernel", argv[optind], kernel_fd, false },
-		{ "--relocs file", relocs, -1, false },
-		{ "--sign-key", key_file ? so.key : NULL, -1, true },
-		{ "--sign-cert", so.cert, -1, true },
-		{ "--sign-addcert", so.addcert, -1, true },
+		{ "kernel", a->kernel, a->kernel_fd, false },
+		{ "--relocs file", a->relocs, -1, false },
+		{ "--sign-key", key_file ? so->key : NULL, -1, true },
+		{ "--sign-cert", so->cert, -1, true },
+		{ "--sign-addcert", so->addcert, -1, true },
 	};
-	if (check_inputs(out, out_fd, inputs, sizeof(inputs) / sizeof(inputs[0])) < 0)
+	if (check_inputs(a->out, a->out_fd, inputs, sizeof(inputs) / sizeof(inputs[0])) < 0)
 		return EXIT_FAILURE_RR;
+	return -1;
+}
+
+/* Read the kernel and build the image in memory. */
+static int image_build(struct image_args *a, uint8_t **img, size_t *len, struct rr_err *e)
+{
+	struct rr_dec_hook hook = { .fn = rr_lz4par_decode_hook };
+	struct rr_kernel k;
+	int r;
+
 	/* Compression starts on the other cores while the payload decodes. */
-	if (o.codec == RERAND_CODEC_LZ4) {
-		r = rr_lz4par_new(o.threads, o.lz4_level, &o.lz4par);
-		if (r < 0) {
-			cli_err("%s: out of memory for the LZ4 compressor", argv[optind]);
-			return EXIT_FAILURE_RR;
-		}
-		hook.arg = o.lz4par;
+	if (a->o.codec == RERAND_CODEC_LZ4) {
+		r = rr_lz4par_new(a->o.threads, a->o.lz4_level, &a->o.lz4par);
+		if (r < 0)
+			return rr_errf(e, r, "%s: out of memory for the LZ4 compressor", a->kernel);
+		hook.arg = a->o.lz4par;
 	}
-	if (kernel_fd >= 0)
-		r = rr_kernel_load_fd(kernel_fd, argv[optind], o.lz4par ? &hook : NULL, &k, &e);
+	if (a->kernel_fd >= 0)
+		r = rr_kernel_load_fd(a->kernel_fd, a->kernel, a->o.lz4par ? &hook : NULL, &k, e);
 	else
-		r = rr_kernel_load_hooked(argv[optind], relocs, o.lz4par ? &hook : NULL, &k, &e);
+		r = rr_kernel_load_hooked(a->kernel, a->relocs, a->o.lz4par ? &hook : NULL, &k, e);
 	if (r < 0) {
-		rr_lz4par_free(o.lz4par);
-		cli_err("%s", e.msg);
-		return EXIT_FAILURE_RR;
+		rr_lz4par_free(a->o.lz4par);
+		return r;
 	}
-	r = rr_image_build(&k, rr_stage_blob, (size_t)(rr_stage_blob_end - rr_stage_blob), &o,
-			   &img, &len, argv[optind], &e);
-	rr_lz4par_free(o.lz4par);
+	r = rr_image_build(&k, rr_stage_blob, (size_t)(rr_stage_blob_end - rr_stage_blob), &a->o,
+			   img, len, a->kernel, e);
+	rr_lz4par_free(a->o.lz4par);
 	rr_kernel_free(&k);
-	if (r < 0) {
-		cli_err("%s", e.msg);
-		return EXIT_FAILURE_RR;
+	return r;
+}
+
+int cmd_image(int argc, char **argv)
+{
+	struct image_args a = {
+		.kernel_fd = -1, .out_fd = -1,
+		.o = { .codec = RERAND_CODEC_LZ4, .threads = rr_lz4par_default_threads() },
+		.so = { .sbsign = getenv("RERAND_SBSIGN") },
+	};
+	_cleanup_free_ uint8_t *img = NULL;
+	struct rr_err e;
+	size_t len;
+	int r;
+
+	r = image_parse_opts(argc, argv, &a);
+	if (r < 0)
+		r = image_check_args(argc, argv, &a);
+	if (r >= 0)
+		return r;
+	r = image_build(&a, &img, &len, &e);
+	if (r >= 0) {
+		if (a.out_fd >= 0)
+			r = rr_write_fd(a.out_fd, a.out, img, len, &e);
+		else if (a.so.key)
+			r = rr_sign_image_file(img, len, a.out, &a.so, &e);
+		else
+			r = rr_write_file_atomic(a.out, img, len, &e);
 	}
-	if (out_fd >= 0)
-		r = rr_write_fd(out_fd, out, img, len, &e);
-	else if (so.key)
-		r = rr_sign_image_file(img, len, out, &so, &e);
-	else
-		r = rr_write_file_atomic(out, img, len, &e);
 	if (r < 0) {
 		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;

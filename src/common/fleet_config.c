@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,143 +161,218 @@ static int set_endpoints(struct fleet_config *c, const char *v, char *err, size_
 	return 0;
 }
 
+/* ---- the [Fleet] keys, one step each ------------------------------------- */
+
+static int set_backend(struct fleet_config *c, const char *value, char *err, size_t errlen)
+{
+	if (!strcmp(value, "none") || !*value)
+		c->backend = FLEET_BACKEND_NONE;
+	else if (!strcmp(value, "etcd"))
+		c->backend = FLEET_BACKEND_ETCD;
+	else if (!strcmp(value, "fleetlock"))
+		c->backend = FLEET_BACKEND_FLEETLOCK;
+	else {
+		snprintf(err, errlen, "Backend=%s: want none, etcd or fleetlock", value);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int set_allow_plaintext(struct fleet_config *c, const char *value, char *err,
+			       size_t errlen)
+{
+	if (!strcmp(value, "yes") || !strcmp(value, "true") || !strcmp(value, "1") ||
+	    !strcmp(value, "on"))
+		c->allow_plaintext = true;
+	else if (!strcmp(value, "no") || !strcmp(value, "false") || !strcmp(value, "0") ||
+		 !strcmp(value, "off") || !*value)
+		c->allow_plaintext = false;
+	else {
+		snprintf(err, errlen, "AllowPlaintext=%s: want yes or no", value);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int set_max_concurrent(struct fleet_config *c, const char *value, char *err,
+			      size_t errlen)
+{
+	uint64_t u;
+	int r = parse_u64("MaxConcurrent", value, 1, FLEET_MAX_SLOTS, &u, err, errlen);
+
+	if (!r)
+		c->max_concurrent = (unsigned)u;
+	return r;
+}
+
+static int set_breaker_failures(struct fleet_config *c, const char *value, char *err,
+				size_t errlen)
+{
+	uint64_t u;
+	int r = parse_u64("BreakerFailures", value, 0, 1000, &u, err, errlen);
+
+	if (!r)
+		c->breaker_failures = (unsigned)u;
+	return r;
+}
+
+static int set_breaker_window(struct fleet_config *c, const char *value, char *err,
+			      size_t errlen)
+{
+	int r = parse_seconds("BreakerWindowSec", value, &c->breaker_window, err, errlen);
+
+	if (!r && c->breaker_window < 60) {
+		snprintf(err, errlen, "BreakerWindowSec=%s: want at least 60 seconds", value);
+		r = -EINVAL;
+	}
+	return r;
+}
+
+/* The checks of the string keys that have one, before set_str stores them. */
+static int check_group(const char *value, char *err, size_t errlen)
+{
+	if (!fleet_group_valid(value) || strlen(value) >= FLEET_GROUP_MAX) {
+		snprintf(err, errlen, "Group=%s: want 1-%d characters of [a-zA-Z0-9.-]",
+			 value, FLEET_GROUP_MAX - 1);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int check_user(const char *value, char *err, size_t errlen)
+{
+	/* etcd user names are free text, but this one goes into a JSON body and
+	 * the journal: keep it plain */
+	for (const char *p = value; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr("._-", *p)) {
+			snprintf(err, errlen, "User=%s: want characters of [a-zA-Z0-9._-]", value);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+static int check_password_file(const char *value, char *err, size_t errlen)
+{
+	if (*value && *value != '/') {
+		snprintf(err, errlen, "PasswordFile=%s: want an absolute path", value);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int check_url(const char *value, char *err, size_t errlen)
+{
+	if (*value && strncmp(value, "http://", 7) && strncmp(value, "https://", 8)) {
+		snprintf(err, errlen, "URL=%s: want an http:// or https:// URL", value);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int check_id(const char *value, char *err, size_t errlen)
+{
+	if (*value && !fleet_group_valid(value)) {
+		snprintf(err, errlen, "ID=%s: want characters of [a-zA-Z0-9.-]", value);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int check_install_id(const char *value, char *err, size_t errlen)
+{
+	size_t n = strlen(value);
+
+	if (n && (n < 8 || n > 64 || strspn(value, "0123456789abcdef") != n)) {
+		snprintf(err, errlen, "InstallID=%s: want 8 to 64 lower-case hex digits", value);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int check_helper(const char *value, char *err, size_t errlen)
+{
+	if (*value != '/') {
+		snprintf(err, errlen, "HelperSocket=%s: want an absolute path", value);
+		return -EINVAL;
+	}
+	/* sun_path holds 108 bytes with the NUL */
+	if (strlen(value) >= 108) {
+		snprintf(err, errlen, "HelperSocket=%s: longer than a unix socket path may be",
+			 value);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* How each key is stored: by its own function, as a checked string, or as a
+ * duration in seconds or milliseconds, in the field at off. */
+enum fleet_key_kind { FK_FN, FK_STR, FK_SECONDS, FK_MSEC };
+
+struct fleet_key {
+	const char *name;
+	enum fleet_key_kind kind;
+	size_t off, size;
+	int (*set)(struct fleet_config *c, const char *value, char *err, size_t errlen);
+	int (*check)(const char *value, char *err, size_t errlen);
+};
+
+#define FK_FIELD(field) offsetof(struct fleet_config, field), \
+	sizeof(((struct fleet_config *)0)->field)
+#define KEY_FN(name, fn)            { name, FK_FN, 0, 0, fn, NULL }
+#define KEY_STR(name, field, check) { name, FK_STR, FK_FIELD(field), NULL, check }
+#define KEY_SECONDS(name, field)    { name, FK_SECONDS, FK_FIELD(field), NULL, NULL }
+#define KEY_MSEC(name, field)       { name, FK_MSEC, FK_FIELD(field), NULL, NULL }
+static const struct fleet_key fleet_keys[] = {
+	KEY_FN("Backend", set_backend),
+	KEY_STR("Group", group, check_group),
+	KEY_FN("Endpoints", set_endpoints),
+	KEY_STR("CACert", ca_cert, NULL),
+	KEY_STR("Cert", cert, NULL),
+	KEY_STR("Key", key, NULL),
+	KEY_STR("User", user, check_user),
+	KEY_STR("PasswordFile", password_file, check_password_file),
+	KEY_FN("AllowPlaintext", set_allow_plaintext),
+	KEY_STR("URL", url, check_url),
+	KEY_STR("MachineIDFile", machine_id, NULL),
+	KEY_STR("ID", id, check_id),
+	KEY_STR("InstallID", install_id, check_install_id),
+	KEY_FN("MaxConcurrent", set_max_concurrent),
+	KEY_SECONDS("LockTTL", lock_ttl),
+	KEY_SECONDS("DownTTL", down_ttl),
+	KEY_SECONDS("Timeout", timeout),
+	KEY_FN("BreakerFailures", set_breaker_failures),
+	KEY_FN("BreakerWindowSec", set_breaker_window),
+	KEY_MSEC("RetryBaseMSec", retry_base_ms),
+	KEY_MSEC("RetryMaxMSec", retry_max_ms),
+	KEY_STR("HelperSocket", helper, check_helper),
+};
+#undef KEY_MSEC
+#undef KEY_SECONDS
+#undef KEY_STR
+#undef KEY_FN
+#undef FK_FIELD
+
 int fleet_config_set(struct fleet_config *c, const char *key, const char *value, char *err,
 		     size_t errlen)
 {
-	uint64_t u;
-	int r;
+	for (size_t i = 0; i < sizeof(fleet_keys) / sizeof(fleet_keys[0]); i++) {
+		const struct fleet_key *k = &fleet_keys[i];
+		char *field = (char *)c + k->off;
+		int r;
 
-	if (!strcasecmp(key, "Backend")) {
-		if (!strcmp(value, "none") || !*value)
-			c->backend = FLEET_BACKEND_NONE;
-		else if (!strcmp(value, "etcd"))
-			c->backend = FLEET_BACKEND_ETCD;
-		else if (!strcmp(value, "fleetlock"))
-			c->backend = FLEET_BACKEND_FLEETLOCK;
-		else {
-			snprintf(err, errlen, "Backend=%s: want none, etcd or fleetlock", value);
-			return -EINVAL;
+		if (strcasecmp(key, k->name))
+			continue;
+		switch (k->kind) {
+		case FK_FN:
+			return k->set(c, value, err, errlen);
+		case FK_STR:
+			r = k->check ? k->check(value, err, errlen) : 0;
+			return r < 0 ? r : set_str(field, k->size, k->name, value, err, errlen);
+		case FK_SECONDS:
+			return parse_seconds(k->name, value, (int64_t *)field, err, errlen);
+		case FK_MSEC:
+			return parse_msec(k->name, value, (int64_t *)field, err, errlen);
 		}
-		return 0;
-	}
-	if (!strcasecmp(key, "Group")) {
-		if (!fleet_group_valid(value) || strlen(value) >= FLEET_GROUP_MAX) {
-			snprintf(err, errlen, "Group=%s: want 1-%d characters of [a-zA-Z0-9.-]",
-				 value, FLEET_GROUP_MAX - 1);
-			return -EINVAL;
-		}
-		snprintf(c->group, sizeof(c->group), "%s", value);
-		return 0;
-	}
-	if (!strcasecmp(key, "Endpoints"))
-		return set_endpoints(c, value, err, errlen);
-	if (!strcasecmp(key, "CACert"))
-		return set_str(c->ca_cert, sizeof(c->ca_cert), "CACert", value, err, errlen);
-	if (!strcasecmp(key, "Cert"))
-		return set_str(c->cert, sizeof(c->cert), "Cert", value, err, errlen);
-	if (!strcasecmp(key, "Key"))
-		return set_str(c->key, sizeof(c->key), "Key", value, err, errlen);
-	if (!strcasecmp(key, "User")) {
-		/* etcd user names are free text, but this one goes into a JSON body and
-		 * the journal: keep it plain */
-		for (const char *p = value; *p; p++)
-			if (!isalnum((unsigned char)*p) && !strchr("._-", *p)) {
-				snprintf(err, errlen, "User=%s: want characters of [a-zA-Z0-9._-]",
-					 value);
-				return -EINVAL;
-			}
-		return set_str(c->user, sizeof(c->user), "User", value, err, errlen);
-	}
-	if (!strcasecmp(key, "PasswordFile")) {
-		if (*value && *value != '/') {
-			snprintf(err, errlen, "PasswordFile=%s: want an absolute path", value);
-			return -EINVAL;
-		}
-		return set_str(c->password_file, sizeof(c->password_file), "PasswordFile", value,
-			       err, errlen);
-	}
-	if (!strcasecmp(key, "AllowPlaintext")) {
-		if (!strcmp(value, "yes") || !strcmp(value, "true") || !strcmp(value, "1") ||
-		    !strcmp(value, "on"))
-			c->allow_plaintext = true;
-		else if (!strcmp(value, "no") || !strcmp(value, "false") || !strcmp(value, "0") ||
-			 !strcmp(value, "off") || !*value)
-			c->allow_plaintext = false;
-		else {
-			snprintf(err, errlen, "AllowPlaintext=%s: want yes or no", value);
-			return -EINVAL;
-		}
-		return 0;
-	}
-	if (!strcasecmp(key, "URL")) {
-		if (*value && strncmp(value, "http://", 7) && strncmp(value, "https://", 8)) {
-			snprintf(err, errlen, "URL=%s: want an http:// or https:// URL", value);
-			return -EINVAL;
-		}
-		return set_str(c->url, sizeof(c->url), "URL", value, err, errlen);
-	}
-	if (!strcasecmp(key, "MachineIDFile"))
-		return set_str(c->machine_id, sizeof(c->machine_id), "MachineIDFile", value, err,
-			       errlen);
-	if (!strcasecmp(key, "ID")) {
-		if (*value && !fleet_group_valid(value)) {
-			snprintf(err, errlen, "ID=%s: want characters of [a-zA-Z0-9.-]", value);
-			return -EINVAL;
-		}
-		return set_str(c->id, sizeof(c->id), "ID", value, err, errlen);
-	}
-	if (!strcasecmp(key, "InstallID")) {
-		size_t n = strlen(value);
-		if (n && (n < 8 || n > 64 || strspn(value, "0123456789abcdef") != n)) {
-			snprintf(err, errlen, "InstallID=%s: want 8 to 64 lower-case hex digits", value);
-			return -EINVAL;
-		}
-		return set_str(c->install_id, sizeof(c->install_id), "InstallID", value, err,
-			       errlen);
-	}
-	if (!strcasecmp(key, "MaxConcurrent")) {
-		r = parse_u64("MaxConcurrent", value, 1, FLEET_MAX_SLOTS, &u, err, errlen);
-		if (!r)
-			c->max_concurrent = (unsigned)u;
-		return r;
-	}
-	if (!strcasecmp(key, "LockTTL"))
-		return parse_seconds("LockTTL", value, &c->lock_ttl, err, errlen);
-	if (!strcasecmp(key, "DownTTL"))
-		return parse_seconds("DownTTL", value, &c->down_ttl, err, errlen);
-	if (!strcasecmp(key, "Timeout"))
-		return parse_seconds("Timeout", value, &c->timeout, err, errlen);
-	if (!strcasecmp(key, "BreakerFailures")) {
-		r = parse_u64("BreakerFailures", value, 0, 1000, &u, err, errlen);
-		if (!r)
-			c->breaker_failures = (unsigned)u;
-		return r;
-	}
-	if (!strcasecmp(key, "BreakerWindowSec")) {
-		r = parse_seconds("BreakerWindowSec", value, &c->breaker_window, err, errlen);
-		if (!r && c->breaker_window < 60) {
-			snprintf(err, errlen, "BreakerWindowSec=%s: want at least 60 seconds",
-				 value);
-			r = -EINVAL;
-		}
-		return r;
-	}
-	if (!strcasecmp(key, "RetryBaseMSec"))
-		return parse_msec("RetryBaseMSec", value, &c->retry_base_ms, err, errlen);
-	if (!strcasecmp(key, "RetryMaxMSec"))
-		return parse_msec("RetryMaxMSec", value, &c->retry_max_ms, err, errlen);
-	if (!strcasecmp(key, "HelperSocket")) {
-		if (*value != '/') {
-			snprintf(err, errlen, "HelperSocket=%s: want an absolute path", value);
-			return -EINVAL;
-		}
-		/* sun_path holds 108 bytes with the NUL */
-		if (strlen(value) >= 108) {
-			snprintf(err, errlen, "HelperSocket=%s: longer than a unix socket path may be",
-				 value);
-			return -EINVAL;
-		}
-		return set_str(c->helper, sizeof(c->helper), "HelperSocket", value, err, errlen);
 	}
 	snprintf(err, errlen, "unknown key %s= in [Fleet]", key);
 	return -ENOENT;
