@@ -174,15 +174,18 @@ static void evaluate_idle(struct daemon *d, time_t now)
  * look gets the same window (*window_ms) and one wakeup carries both;
  * a look that comes first pings, and the watchdog's timer starts again.
  * While a sequence, a boot confirmation or a job is under way, or a due
- * reboot waits for what blocks it, it looks at least every minute, as it
- * always did. */
+ * reboot waits for what blocks it, or /dev/kmsg cannot be watched, it
+ * looks at least every minute, as it always did. */
 static int64_t sleep_cap_ms(const struct daemon *d, int64_t *window_ms)
 {
 	int64_t cap = d->cfg.tick * 1000;
 
 	*window_ms = 0;
+	/* Without /dev/kmsg, an oops is seen only when a look reads the taint
+	 * bits (check_taint): as often as before CheckInterval= grew. */
 	if (d->st.phase != RR_PH_IDLE || confirm_busy(d) || d->stage_job || d->cr.job ||
-	    d->blockers || d->out.action == RR_ACT_REBOOT || d->out.action == RR_ACT_BLOCKED)
+	    d->blockers || d->out.action == RR_ACT_REBOOT || d->out.action == RR_ACT_BLOCKED ||
+	    d->kmsg_fd < 0)
 		return cap < BUSY_TICK_MS ? cap : BUSY_TICK_MS;
 	if (d->wd_half_ms && d->wd_half_ms <= cap) {
 		/* CheckInterval= still bounds the window's end */

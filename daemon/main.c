@@ -428,8 +428,13 @@ static int add_watches(struct daemon *d)
 		return r;
 	}
 	coord_set_wake(&d->co, on_coord_wake, d);
-	if (d->kmsg_fd >= 0 && sd_event_add_io(d->ev, NULL, d->kmsg_fd, EPOLLIN, on_kmsg, d) < 0)
-		rr_log(RR_LOG_WARNING, "%s: cannot watch", d->cfg.kmsg);
+	if (d->kmsg_fd >= 0 && sd_event_add_io(d->ev, NULL, d->kmsg_fd, EPOLLIN, on_kmsg, d) < 0) {
+		rr_log(RR_LOG_WARNING, "%s: cannot watch; oopses are seen through taint bits only",
+		       d->cfg.kmsg);
+		/* the timer then looks at the taint bits every minute */
+		close(d->kmsg_fd);
+		d->kmsg_fd = -1;
+	}
 	if (sd_event_add_inotify(d->ev, NULL, d->cfg.boot_dir,
 				 IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE, on_boot_change, d) < 0)
 		rr_log(RR_LOG_WARNING, "%s: cannot watch for new kernels", d->cfg.boot_dir);

@@ -72,7 +72,8 @@ RetryMaxMSec=1000
 MachineIDFile=$hd/machine-id
 $helper
 EOF
-# CheckInterval= as shipped (60 s), not the 1 s of the other daemon tests: each
+# CheckInterval= of 60 s (the default when this was written; 5min now), not
+# the 1 s of the other daemon tests: each
 # evaluation writes the metrics file with fsync, in the loop, which on this
 # test's loaded hosts has taken up to 0.36 s (strace) whether or not etcd is
 # down.  Evaluations still follow every answer from the helper.
