@@ -95,12 +95,17 @@ int stage_build_needed(const struct rr_config *c, struct rr_stage_plan *p, char 
 	 * the signature's business (kexec_file_load verifies it) */
 	if (p->source == RR_IMG_PRESIGNED)
 		return stage_check_image(p, p->image, true, e);
-	if (stage_check_image(p, p->image, want_signed, NULL) == 0) {
+	int r = stage_check_image(p, p->image, want_signed, &de);
+	if (r == 0) {
 		if (digest_image_check(p->image, p->image_sha256, &de) == 0)
 			return 0;                  /* cached, and as it was built */
 		p->image_sha256[0] = 0;
 		if (note)
 			snprintf(note, notelen, "%s; not loaded: rebuilding it", de.msg);
+	} else if ((r == -ELIBACC || r == -ELIBBAD) && note) {
+		/* libcrypto could not be opened (crypto_dl.c): say so, or the
+		 * signed image is rebuilt at every staging without a word */
+		snprintf(note, notelen, "%s; rebuilding it", de.msg);
 	}
 	unlink(p->image);
 	snprintf(rec, sizeof(rec), "%s.sha256", p->image);

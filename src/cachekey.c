@@ -92,7 +92,7 @@ int rr_cache_key_fd(int fd, const char *name, const uint8_t *stage, size_t stage
 		return rr_errf(e, ESTALE, "%s: changed while it was hashed (a package upgrade?)",
 			       name);
 	if (rr_cache_key_stage(stage, stage_len, k->stage_sha) < 0)
-		return rr_errf(e, EIO, "cannot hash the built-in stage (libcrypto SHA-256 failed)");
+		return rr_errf(e, EIO, "cannot hash the built-in stage");
 	snprintf(k->key, sizeof(k->key), "%s.%s", k->kernel_sha, k->stage_sha);
 	return 0;
 }

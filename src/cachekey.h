@@ -7,7 +7,8 @@
  * is the SHA-256 of the kernel file, a dot, and the SHA-256 of the stage the
  * image carries: a kernel replaced without the hook, or a rerand upgrade (a
  * new stage), can never be matched with a stale image.  SHA-256 from
- * libcrypto: no libelf and no compressor, so the readers' programs link it.
+ * Nettle (cachekey.c says why not libcrypto): no libelf and no compressor,
+ * so the readers' programs link it.
  */
 #ifndef RERAND_CACHEKEY_H
 #define RERAND_CACHEKEY_H
@@ -18,7 +19,7 @@
 
 #include "err.h"
 
-/* SHA-256 of n bytes as 64 lowercase hex digits; -EIO if libcrypto fails. */
+/* SHA-256 of n bytes as 64 lowercase hex digits; 0 (Nettle cannot fail). */
 int rr_sha256_hex(const void *p, size_t n, char hex[65]);
 /* The same of an open file, read with pread from offset 0 (the offset is
  * neither used nor moved: the fd can go on to the builder); name for
