@@ -51,13 +51,15 @@ awk '$1 ~ /^[0-9]+\.[0-9]+$/ { if (prev != "" && $1 + 0 < prev + 0) back[++nb] =
 # The guest's own stamps (bench/downtime/stamp.sh, agent.sh), for
 # bench/report_downtime.py's split, whatever the clock (data/downtime-clock):
 #   "t KIND N TSC MONO_NS"  KIND go, stop, final (the old system's), up;
+#                           stop-rerandd, stopped-rerandd: rerandd's unit's
+#                           ExecStop= and ExecStopPost= (the root in RAM);
 #   "ustart N US"           PID 1's start, CLOCK_MONOTONIC in us;
 #   "rerandd-stop N A B"    PID 1's "Stopping"/"Stopped rerandd.service" at
 #                           the shutdown of reboot N (the old boot's seconds);
 #   "tscinfo N ..."         the clocksource and the kernel's TSC line.
 # Each comes twice (kernel log and tty) but for "final": keep the first.
 cp "$dir/clock" "$OUT/data/downtime-clock" 2>/dev/null || echo wall >"$OUT/data/downtime-clock"
-grep -aoE 'RRB (t (go|up|stop|final) [0-9]+ [0-9]+ [0-9]+|t ustart [0-9]+ [0-9]+|rerandd-stop [0-9]+ [-0-9.]+ [-0-9.]+|tscinfo [0-9]+ .*)' "$log" |
+grep -aoE 'RRB (t (go|up|stop|final|stop-rerandd|stopped-rerandd) [0-9]+ [0-9]+ [0-9]+|t ustart [0-9]+ [0-9]+|rerandd-stop [0-9]+ [-0-9.]+ [-0-9.]+|tscinfo [0-9]+ .*)' "$log" |
 	tr -d '\r' | awk '{ $1 = ""; sub(/^ /, ""); if ($1 == "t") { $1 = ""; sub(/^ /, "") }
 		k = $1 " " $2; if (!(k in seen)) { seen[k] = 1; print } }' |
 	tr ' ' '\t' >"$OUT/data/downtime-stamps.tsv"

@@ -12,22 +12,23 @@
 # The clock (DOWNTIME_CLOCK):
 #   wall (default): no -icount (the guest's TSC is the host's);
 #   icount: QEMU runs with -icount shift=DOWNTIME_SHIFT (0: one
-#       instruction a virtual ns),sleep=DOWNTIME_SLEEP,align=off: the guest's
-#       clocks, its TSC among them, advance with the instructions it
-#       executes, so the host's load (which only delays them) does not
-#       change what the guest measures of its CPU work.  sleep=on (default):
-#       while the guest idles, waiting for a timer or for disk I/O, its clock
-#       follows the host's.  sleep=off skips idle time instead, but disk I/O
-#       completes in host time, so the guest's clock jumps to its next timer
-#       whenever it idles before an I/O is done: on 6 Dec 2026 one
-#       `mount -o remount,ro` during the shutdown took 58 virtual s.
-#       Not the default yet: on 6 Dec 2026, under "quiet", the kernel that
-#       the first `systemctl kexec` started printed nothing for 4 and 8 min
-#       (sleep=off and sleep=on) where the first boot took 2 and 6 min; with
-#       "loglevel=7 earlyprintk=serial,ttyS0,115200" (RRS_APPEND) it came up.
-#       Probably not icount's doing: the same disk on the wall clock showed
-#       "soft lockup ... [init:1]" of up to 77 s after its kexec, systemd at
-#       the new kernel's 411 s (findings): the icount runs were likely cut in it.
+#       instruction a virtual ns),sleep=DOWNTIME_SLEEP (default off),align=off:
+#       the guest's clocks, its TSC among them, advance with the instructions
+#       it executes and skip its idle time, so the host's load (which only
+#       delays them) does not change what the guest measures.  sleep=on lets
+#       idle time follow the host's clock instead.
+# The root (DOWNTIME_RAMROOT, 1 by default under icount): a disk's I/O
+#   completes in the host's time, so with a disk the guest's icount clock
+#   still moved with the host (6 Dec 2026: with sleep=off one `mount -o
+#   remount,ro` took 58 virtual s, the clock jumping to the next timer while
+#   the host wrote).  With DOWNTIME_RAMROOT=1 there is no disk: the whole root
+#   is the initrd (zstd, about 27 MiB: a Debian cloud initrd's size), systemd
+#   its init (rdinit=), and each boot's initrd is built by the agent for the
+#   next from the root archive that QEMU keeps in fw_cfg (bench/downtime/
+#   rrb-fwcfg) plus the next step's number.  /boot and rerandd's cached image
+#   come from fw_cfg too, at every boot before rerandd starts, so that, as
+#   on a machine with a disk, they are not part of the initrd that every
+#   kexec's purgatory hashes.  Both modes boot the same initrd and kexec it.
 # Either way the guest stamps its own TSC (bench/downtime/stamp.sh, agent.sh)
 # at "go", shutdown begins, systemd-shutdown's last hook, and multi-user.target,
 # and bench/downtime-parse.sh splits each reboot with them; the host's time
@@ -54,15 +55,21 @@ icount)
 	shift_=${DOWNTIME_SHIFT:-0}
 	[[ "$shift_" =~ ^[0-9]+$ ]] && [ "$shift_" -le 10 ] ||
 		die "DOWNTIME_SHIFT=$shift_: not a fixed shift 0..10 (shift=auto is not deterministic)"
-	sleep_=${DOWNTIME_SLEEP:-on}
+	sleep_=${DOWNTIME_SLEEP:-off}
 	case "$sleep_" in on | off) ;; *) die "DOWNTIME_SLEEP=$sleep_: neither on nor off" ;; esac
 	export RRS_QEMU_EXTRA="${RRS_QEMU_EXTRA:+$RRS_QEMU_EXTRA }-icount shift=$shift_,sleep=$sleep_,align=off"
 	echo "icount $shift_ $sleep_" >"$dir/clock" ;;
 wall) echo "wall" >"$dir/clock" ;;
 *) die "DOWNTIME_CLOCK=$clock: neither icount nor wall" ;;
 esac
-tsc=$TOP/build/bench/rrb-tsc
-[ -x "$tsc" ] || die "$tsc: not built (make build/bench/rrb-tsc)"
+# DOWNTIME_RAMROOT=1 (the default under icount): the root in RAM, see the top.
+ram=${DOWNTIME_RAMROOT:-$([ "$clock" = icount ] && echo 1 || echo 0)}
+case "$ram" in 0 | 1) ;; *) die "DOWNTIME_RAMROOT=$ram: neither 0 nor 1" ;; esac
+[ "$ram" = 1 ] && echo "ramroot" >>"$dir/clock"
+tsc=$TOP/build/bench-guest/rrb-tsc
+[ -x "$tsc" ] || die "$tsc: not built (make build/bench-guest/rrb-tsc)"
+fwcfg=$TOP/build/bench-guest/rrb-fwcfg
+[ "$ram" = 0 ] || [ -x "$fwcfg" ] || die "$fwcfg: not built (make build/bench-guest/rrb-fwcfg)"
 kernel=$(rrd_preflight downtime qemu-system-x86_64 mkfs.ext4 debootstrap systemctl) ||
 	die "${kernel:-preflight failed}"
 v=$("$E2E_RERAND" inspect "$kernel" 2>/dev/null | sed -n 's/^ *\(kernel \)\{0,1\}version: *\([^ ]*\).*/\2/p' | head -n 1)
@@ -81,7 +88,8 @@ base=$(rrs_rootfs) || die "no base root (debootstrap)"
 root=$(mktemp -d "$dir/root.XXXXXX") || die "mktemp"
 trap 'rm -rf "$root"' EXIT
 rrs_fill "$root" "$base" "$kernel" vm 0 || die "cannot fill the guest root"
-lx="$root/usr/local/libexec/rerand-bench"
+lx0=/usr/local/libexec/rerand-bench
+lx=$root$lx0
 install -d "$lx" "$root/var/lib/rerand-bench" &&
 	install -m 0755 "$TOP/bench/downtime/agent.sh" "$lx/agent" &&
 	install -m 0755 "$TOP/bench/downtime/gate.sh" "$lx/gate" &&
@@ -96,11 +104,95 @@ systemctl --root="$root" enable rerand-bench.service rerand-bench-mark.service >
 	die "cannot enable rerand-bench"
 printf '# bench/downtime.sh\n[Policy]\nMaxLayoutAge=30d\nBlockerCommand=/usr/local/libexec/rerand-bench/gate\nBlockerTimeout=10s\n' \
 	>"$root/etc/rerand/rerand.conf.d/60-bench.conf"
+# The kernel's rerand image, as the kernel hook of the package builds it
+# when a kernel is installed (debian/hooks/kernel-hook): rerandd finds it in
+# its cache and does not build it at boot (with the root in RAM, every boot).
+RERAND_STATE_DIR="$root/var/lib/rerand" RERAND_BIN="$E2E_RERAND" RERAND_IMAGE_USER=nobody \
+	sh "$TOP/debian/hooks/kernel-hook" add "$v" "$root/boot/vmlinuz-$v" &&
+	ls "$root/var/lib/rerand/images/"*.img >/dev/null 2>&1 || die "the kernel hook built no image"
+if [ "$ram" = 1 ]; then
+	# The root in RAM (see the top): no fstab, nothing on disk.  rerandd
+	# stages the initrd the agent builds for the next boot (with the host's
+	# static busybox's cpio and rrb-fwcfg).  rerandd's stop is stamped from
+	# its unit (the previous boot's journal is gone with its RAM): "+",
+	# outside rerandd's sandbox, which has no /dev/kmsg.
+	: >"$root/etc/fstab"
+	# What no service here reads, so that the initrd is the size of a
+	# Debian cloud initrd (about 30 MiB): every kexec hashes it in
+	# kexec-tools' purgatory, and every boot unpacks it.  Both modes boot it.
+	rm -rf "$root"/usr/share/{doc,man,info,locale,lintian,bash-completion,zsh,common-licenses,doc-base,bug,menu}/* \
+		"$root"/usr/lib/udev/hwdb.bin "$root"/usr/lib/udev/hwdb.d/* "$root"/usr/lib/x86_64-linux-gnu/gconv \
+		"$root"/var/cache/apt/* "$root"/var/lib/apt/lists/* "$root"/var/cache/debconf/*-old
+	find "$root/usr/share/zoneinfo" -mindepth 1 -maxdepth 1 ! -name Etc ! -name UTC -exec rm -rf {} +
+	printf '[Stage]\nInitrd=/run/rerand-bench/initrd\n[Crash]\nInitrd=none\n' \
+		>>"$root/etc/rerand/rerand.conf.d/60-bench.conf"
+	# Until the agent has built the next initrd: an empty archive.
+	printf 'd /run/rerand-bench 0755 root root -\nL /run/rerand-bench/initrd - - - - %s\n' \
+		/usr/local/libexec/rerand-bench/empty.cpio >"$root/etc/tmpfiles.d/rerand-bench.conf"
+	(cd "$root" && cpio -o -H newc --quiet </dev/null >"$lx/empty.cpio") || die "cannot make empty.cpio"
+	install -d "$root/etc/systemd/system/rerandd.service.d" &&
+		printf '[Service]\nExecStop=+%s stop-rerandd\nExecStopPost=+%s stopped-rerandd\n' \
+			/usr/local/libexec/rerand-bench/stamp /usr/local/libexec/rerand-bench/stamp \
+			>"$root/etc/systemd/system/rerandd.service.d/60-bench-stamp.conf" &&
+		install -m 0755 "$E2E_BUSYBOX" "$lx/busybox" && install -m 0755 "$fwcfg" "$lx/rrb-fwcfg" &&
+		: >"$root/var/lib/rerand-bench/ramroot" ||
+		die "cannot set up the root in RAM"
+fi
 echo "${plan[*]}" >"$root/var/lib/rerand-bench/plan"
 echo "/boot/vmlinuz-$v" >"$root/var/lib/rerand-bench/kernel"
 echo "${DOWNTIME_SETTLE:-20}" >"$root/var/lib/rerand-bench/settle"
-e2e_mkfs "$root" "$dir/disk.img" "$RRS_DISK_MIB" rrroot || die "cannot make the disk image"
+if [ "$ram" = 1 ]; then
+	# /boot's kernel and rerandd's cached image stay out of the initrd, as on
+	# a machine with a disk (and out of what every kexec hashes): QEMU keeps
+	# them in fw_cfg, from which rerand-bench-boot.service puts them back at
+	# every boot before rerandd starts (a copy by port I/O: a few ms of
+	# the guest's clock, the same in both modes).
+	(cd "$root" && { echo boot; echo var; echo var/lib; echo var/lib/rerand; echo var/lib/rerand/images
+		ls -d boot/vmlinuz-* var/lib/rerand/images/*.img; } | cpio -o -H newc --quiet) >"$dir/boot.cpio" &&
+		rm -f "$root"/boot/vmlinuz-* "$root"/var/lib/rerand/images/*.img ||
+		die "cannot archive /boot"
+	printf '%s\n' '[Unit]' 'Description=rerand downtime bench: /boot and the image cache from fw_cfg' \
+		'DefaultDependencies=no' 'After=local-fs.target' 'Before=sysinit.target rerandd.service' \
+		'[Service]' 'Type=oneshot' 'RemainAfterExit=yes' \
+		"ExecStart=/bin/sh -c '$lx0/rrb-fwcfg opt/rerand-bench/boot | (cd / && $lx0/busybox cpio -idm)'" \
+		'[Install]' 'WantedBy=sysinit.target' >"$root/etc/systemd/system/rerand-bench-boot.service"
+	systemctl --root="$root" enable rerand-bench-boot.service >/dev/null 2>&1 ||
+		die "cannot enable rerand-bench-boot"
+	# The initrd of every boot: a small archive with the step (first, as
+	# Debian's initrds put their uncompressed early archive first), then the
+	# root, compressed with zstd as Debian's initramfs-tools does.  The root
+	# archive reaches the guest again through fw_cfg (ram_qemu), from which
+	# agent.sh builds the next boot's the same way.
+	(cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet | zstd -q -19 -T0) \
+		>"$dir/root.cpio.zst" || die "cannot archive the root"
+	b=$(mktemp -d "$dir/b.XXXXXX") || die mktemp
+	mkdir -p "$b/var/lib/rerand-bench" && echo 0 >"$b/var/lib/rerand-bench/n" &&
+		(cd "$b" && printf '%s\n' var var/lib var/lib/rerand-bench var/lib/rerand-bench/n |
+			cpio -o -H newc --quiet) >"$dir/initrd.cpio" &&
+		cat "$dir/root.cpio.zst" >>"$dir/initrd.cpio" || die "cannot make the first initrd"
+	rm -rf "$b"
+	echo "bench/downtime.sh: root in RAM, initrd $(($(stat -c %s "$dir/initrd.cpio") >> 20)) MiB (zstd)"
+else
+	e2e_mkfs "$root" "$dir/disk.img" "$RRS_DISK_MIB" rrroot || die "cannot make the disk image"
+fi
 rm -rf "$root"
+
+# ram_qemu KERNEL INITRD LOG ALOG TIMEOUT: rrs_qemu's machine without a
+# disk: the root is the initramfs, systemd its init (rdinit=), the root file
+# system the kernel's rootfs (tmpfs, as no root= is given).
+ram_qemu() {
+	local args=(-accel tcg -machine q35 -m "${DOWNTIME_MEM:-3}G" -smp 1 -cpu max -no-reboot
+		-nographic -nic none -kernel "$1" -initrd "$2"
+		-fw_cfg "name=opt/rerand-bench/root,file=${2%/*}/root.cpio.zst"
+		-fw_cfg "name=opt/rerand-bench/boot,file=${2%/*}/boot.cpio"
+		-append "rdinit=/sbin/init console=ttyS0,115200 panic=-1 no_timer_check ${RRS_APPEND:-quiet}")
+	[ -z "${RRS_QEMU_EXTRA:-}" ] || args+=($RRS_QEMU_EXTRA)
+	echo "qemu-system-x86_64 ${args[*]}" >"$3.cmd"
+	rm -f "$3.pid"
+	timeout -k 5 "$5" qemu-system-x86_64 "${args[@]}" -monitor none -serial stdio -serial "file:$4" \
+		-pidfile "$3.pid" </dev/null 2>"$3.stderr" | e2e_stamp >"$3"
+	return "${PIPESTATUS[0]}"
+}
 
 log=$dir/serial.log
 tmo=${DOWNTIME_TIMEOUT:-$((900 + 420 * ${#plan[@]}))}
@@ -138,7 +230,11 @@ stop_after_done() {
 stop_after_done &
 watcher=$!
 rc=0
-rrs_qemu "$kernel" "$dir/disk.img" "$log" "$dir/ttyS1.log" "$tmo" || rc=$?
+if [ "$ram" = 1 ]; then
+	ram_qemu "$kernel" "$dir/initrd.cpio" "$log" "$dir/ttyS1.log" "$tmo" || rc=$?
+else
+	rrs_qemu "$kernel" "$dir/disk.img" "$log" "$dir/ttyS1.log" "$tmo" || rc=$?
+fi
 kill "$watcher" 2>/dev/null
 wait "$watcher" 2>/dev/null
 echo "$rc" >"$dir/qemu-rc"

@@ -94,7 +94,13 @@ def split(st, plan):
              'userspace': (up[1] - int(us[0]) * 1000) / 1e9}
         r['downtime'] = r['shutdown'] + r['kexec'] + r['kernel'] + r['userspace']
         rs = st.get(('rerandd-stop', n))
-        if rs and len(rs) >= 2 and rs[0] != '-' and rs[1] != '-':
+        a, b = ts('stop-rerandd', n), ts('stopped-rerandd', n)
+        if a and b:
+            # rerandd's unit's own stamps (the root in RAM): its ExecStop=,
+            # run as its stop begins, and its ExecStopPost=, once it is gone.
+            r['rd_start'] = (a[1] - stop[1]) / 1e9
+            r['rd_dur'] = (b[1] - a[1]) / 1e9
+        elif rs and len(rs) >= 2 and rs[0] != '-' and rs[1] != '-':
             # The old boot's journal, CLOCK_MONOTONIC seconds like "stop"'s.
             r['rd_start'] = float(rs[0]) - stop[1] / 1e9
             r['rd_dur'] = float(rs[1]) - float(rs[0])
@@ -113,7 +119,97 @@ def stamp_pairs(rows):
     return out
 
 
-def guest_clock_section(out, plan):
+def runs(out):
+    """The downtime runs of one `make bench` (scripts/bench.sh: OUT/dt/TAG,
+    TAG icount-KERNEL, wall-KERNEL, det-as-is-I, det-busy-I): [(tag, dir)]."""
+    base = os.path.join(out, 'dt')
+    if not os.path.isdir(base):
+        return []
+    return [(t, os.path.join(base, t)) for t in sorted(os.listdir(base))
+            if os.path.isdir(os.path.join(base, t))]
+
+
+def run_stamps(rdir):
+    """(stamps, plan) of one run, for split()."""
+    st, clock = read_stamps(rdir)
+    pf = os.path.join(rdir, 'downtime', 'plan')
+    plan = open(pf).read().split() if os.path.exists(pf) else []
+    return st, plan
+
+
+def run_kernel(rdir):
+    """The kernel a run booted, from bench/downtime.sh's first line."""
+    try:
+        for line in open(rdir + '.out'):
+            if line.startswith('bench/downtime.sh: vmlinuz-'):
+                return line.split()[1].rstrip(',')[len('vmlinuz-'):]
+    except OSError:
+        pass
+    return '?'
+
+
+def load_of(rdir):
+    def one(f):
+        try:
+            return open(f).read().split()[0]
+        except (OSError, IndexError):
+            return '?'
+    return one(rdir + '.load-start'), one(rdir + '.load-end')
+
+
+def determinism(dt_runs):
+    """The determinism runs (det-as-is-I, det-busy-I: one pair each, the
+    same kernel): per run the stock and rerand downtime and kexec segment,
+    and how far apart each figure lies over all runs, in %: (max - min) / min."""
+    rows = []
+    for tag, rdir in dt_runs:
+        if not tag.startswith('det-'):
+            continue
+        pairs = stamp_pairs(split(*run_stamps(rdir)))
+        if not pairs:
+            rows.append((tag, rdir, None, None))
+            continue
+        i, o, s_, r = pairs[0]
+        rows.append((tag, rdir, s_, r))
+    good = [x for x in rows if x[2]]
+    if len(good) < 2:
+        return None
+    spread = []
+    for name, key, which in (('stock downtime', 'downtime', 2), ('rerand downtime', 'downtime', 3),
+                             ('stock kexec', 'kexec', 2), ('rerand kexec', 'kexec', 3)):
+        v = [x[which][key] for x in good]
+        spread.append((name, 100.0 * (max(v) - min(v)) / min(v)))
+    return {'rows': rows, 'spread': spread, 'ok': all(v <= 1.0 for k, v in spread) and len(good) == len(rows),
+            'n_as_is': sum(t.startswith('det-as-is') for t, d, a, b in rows),
+            'n_busy': sum(t.startswith('det-busy') for t, d, a, b in rows),
+            'kernel': run_kernel(good[0][1])}
+
+
+def determinism_section(dt_runs):
+    d = determinism(dt_runs)
+    if not d:
+        return []
+    L = ['', '### Does the icount clock repeat?', '',
+         'The same pair (one stock reboot, one rerand reboot, %s), each run a fresh QEMU from the '
+         'same initrd: %d run(s) with the host as the rest of `make bench` left it, then %d with '
+         'every CPU also kept busy by a busy loop at QEMU\'s priority. Load average (1 min) at '
+         'the start and the end of each run.' % (d['kernel'], d['n_as_is'], d['n_busy']), '',
+         '| run | load | stock downtime s | rerand downtime s | stock kexec → kernel s '
+         '| rerand kexec → kernel s |', '|---|---|---|---|---|---|']
+    for tag, rdir, s_, r in d['rows']:
+        la, lb = load_of(rdir)
+        if s_ is None:
+            L.append('| %s | %s → %s | not measured | | | |' % (tag, la, lb))
+            continue
+        L.append('| %s | %s → %s | %.4f | %.4f | %.4f | %.4f |' % (
+            tag, la, lb, s_['downtime'], r['downtime'], s_['kexec'], r['kexec']))
+    L += ['', 'Spread over the runs, (max − min) ÷ min: %s. The goal: within 1 %%: **%s**.' % (
+        ', '.join('%s %.3f %%' % (k, v) for k, v in d['spread']),
+        'holds' if d['ok'] else 'does not hold')]
+    return L
+
+
+def guest_clock_section(out, plan, title=None):
     """The guest's own measurement: downtime from "shutdown begins" to
     multi-user.target, split, per pair and per reboot."""
     st, clock = read_stamps(out)
@@ -123,7 +219,7 @@ def guest_clock_section(out, plan):
     ic = clock.startswith('icount')
     cw = clock.split() + ['?', 'off']
     shift, sleep = cw[1], cw[2]  # "icount SHIFT SLEEP" (bench/downtime.sh)
-    L = ['', '### Downtime on the guest\'s clock (%s)' % (
+    L = ['', '### %sDowntime on the guest\'s clock (%s)' % (title + ': ' if title else '',
         'QEMU -icount shift=%s,sleep=%s,align=off' % (shift, sleep) if ic else 'wall: no -icount'), '']
     L.append('The guest stamps its own TSC (`bench/downtime/rrb-tsc`, which runs on across kexec): '
              '*shutdown begins* is the `ExecStop=` of `rerand-bench-mark.service`, ordered after '
@@ -144,8 +240,7 @@ def guest_clock_section(out, plan):
                      'completes) its clock follows the host\'s (`sleep=on`): that part still moves '
                      'with the host.' if sleep == 'on' else
                      'Idle time is skipped (`sleep=off`): the clock jumps to the guest\'s next '
-                     'timer whenever it idles, also while a disk I/O is still under way in the '
-                     'host, so I/O waits are not repeatable.')))
+                     'timer whenever it idles; with no disk, nothing else waits on the host.')))
     pairs = stamp_pairs(rows)
     if pairs:
         L += ['', '| pair | order | stock s | rerand s | rerand ÷ stock | kexec → kernel, stock s '
@@ -166,16 +261,17 @@ def guest_clock_section(out, plan):
             r['kernel'], r['userspace'], r['downtime'], rd))
     fs = sorted(r['f'] for r in rows.values())
     L += ['', 'TSC rate measured in the guest (ticks per ns, per boot): %.6f–%.6f. *rerandd stop*: '
-          'PID 1\'s "Stopping" to "Stopped rerandd.service" in the old boot\'s journal, its start '
+          'from its unit\'s `ExecStop=` to its `ExecStopPost=` (stamps of a drop-in; with a disk, '
+          'PID 1\'s "Stopping" to "Stopped rerandd.service" in the old boot\'s journal), its start '
           'counted from shutdown begins.' % (fs[0], fs[-1])]
     return L
 
 
-def main():
-    out, docs = sys.argv[1], sys.argv[2]
+def wall_section(out):
+    """The host's time stamps of one run (data/downtime.tsv): the pairs."""
     path = os.path.join(out, 'data', 'downtime.tsv')
     if not os.path.exists(path):
-        return
+        return []
     steps = []
     for line in open(path):
         c = line.rstrip('\n').split('\t')
@@ -200,17 +296,10 @@ def main():
         return open(f).read() if os.path.exists(f) else ''
 
     lost = data('downtime-lost').split()
-    L = [BEGIN, '## 8. Whole-reboot downtime under systemd', '']
-    L.append('The Debian 12 guest of `tests/e2e/lib-systemd.sh` (systemd as PID 1, rerandd, '
-             'the e2e writer service, a getty; NVMe root, no initrd, QEMU TCG, 1 vCPU) reboots '
-             'itself in alternating pairs (`bench/downtime.sh`, agent `bench/downtime/agent.sh`). '
-             '*Stock*: `kexec -l` of the same kernel beforehand, then `systemctl kexec`. '
-             '*rerand*: `rerand now`, after which rerandd decides, runs its blocker command and '
-             'reboots through the image it keeps staged. Downtime: from the agent\'s "go" line '
-             'right before the command to the new boot\'s first line from a unit ordered after '
-             '`multi-user.target`, both time-stamped by the host on the serial console; it '
-             'includes the old system\'s shutdown, kexec-tools\' purgatory, the stage (rerand), '
-             'the kernel\'s boot and systemd\'s start-up.')
+    L = ['', '### On the host\'s clock (%s, no -icount)' % run_kernel(out), '']
+    L.append('Downtime here: from the agent\'s "go" line right before the command to the new '
+             'boot\'s first line from a unit ordered after `multi-user.target`, both time-stamped '
+             'by the host on the serial console: the host\'s wall clock, which moves with its load.')
     L.append('')
     cut = data('downtime-cut').split('\t')
     if len(cut) >= 4:
@@ -264,9 +353,43 @@ def main():
         L.append('| downtime rerand ÷ stock, medians | ≤ 1.0× | %.2f× | **%s** |' % (
             mr / ms, 'holds' if mr <= ms else 'does not hold'))
     L.extend(phases(steps))
-    plan_f = os.path.join(out, 'downtime', 'plan')
-    plan = open(plan_f).read().split() if os.path.exists(plan_f) else []
-    L.extend(guest_clock_section(out, plan))
+    st, plan = run_stamps(out)
+    L.extend(guest_clock_section(out, plan, 'wall, ' + run_kernel(out)))
+    return L
+
+
+INTRO = ('The Debian 12 guest of `tests/e2e/lib-systemd.sh` (systemd as PID 1, rerandd, the e2e '
+         'writer service, a getty; QEMU TCG, 1 vCPU, 3 GiB) reboots itself in alternating pairs '
+         '(`bench/downtime.sh`, agent `bench/downtime/agent.sh`). *Stock*: `kexec -l` of the same '
+         'kernel and initrd beforehand, then `systemctl kexec`. *rerand*: `rerand now`, after which '
+         'rerandd restages with a fresh seed, runs its blocker command and reboots through that '
+         'image. Its root is in RAM: the initrd (about 27 MiB, zstd, the size of a Debian cloud '
+         'initrd) holds the whole root, systemd is its init, and no disk exists, because a disk\'s '
+         'I/O completes in the host\'s time and would put the host\'s load back into the guest\'s '
+         'clock. `/boot` and rerandd\'s cached image (built by the kernel hook, as at a kernel\'s '
+         'installation) come from QEMU\'s fw_cfg at every boot before rerandd starts, so they are '
+         'not in what kexec-tools\' purgatory hashes, as on a machine with a disk. Both modes boot '
+         'the same initrd and run the same services.')
+
+
+def main():
+    out, docs = sys.argv[1], sys.argv[2]
+    dt_runs = runs(out)
+    if not dt_runs:
+        return
+    L = [BEGIN, '## 8. Whole-reboot downtime under systemd', '', INTRO]
+    for tag, rdir in dt_runs:
+        if tag.startswith('icount-'):
+            st, plan = run_stamps(rdir)
+            sec = guest_clock_section(rdir, plan, run_kernel(rdir))
+            failed = os.path.join(rdir, 'data', 'downtime-failed')
+            if os.path.exists(failed):
+                sec += ['', '**This run failed** (`bench/downtime.sh`): %s' % open(failed).read().strip()]
+            L.extend(sec or ['', '### %s: no whole pair measured' % run_kernel(rdir)])
+    L.extend(determinism_section(dt_runs))
+    for tag, rdir in dt_runs:
+        if tag.startswith('wall-'):
+            L.extend(wall_section(rdir))
     L.append(END)
     sec = '\n'.join(L) + '\n'
     md = os.path.join(docs, 'performance.md')

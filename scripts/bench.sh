@@ -28,8 +28,19 @@ else
 	CODEC_ROUNDS=${BENCH_CODEC_ROUNDS:-4}
 	ENTROPY_REPS=${BENCH_ENTROPY_REPS:-21}
 fi
-# Whole-reboot downtime pairs (bench/downtime.sh): the issue asks for 10.
+# Whole-reboot downtime pairs (bench/downtime.sh) on the guest's icount
+# clock, per kernel of QKERNELS: issue 28 asks for 10.  On the wall clock
+# (the second table): BENCH_WALL_PAIRS.  Determinism: the same one-pair run
+# BENCH_DET_RUNS times with the host as it is, then as often with every CPU
+# kept busy.
 DOWNTIME_PAIRS=${BENCH_DOWNTIME_PAIRS:-$PAIRS}
+if [ "$QUICK" = 1 ]; then
+	DOWNTIME_WALL_PAIRS=${BENCH_WALL_PAIRS:-1}
+	DET_RUNS=${BENCH_DET_RUNS:-1}
+else
+	DOWNTIME_WALL_PAIRS=${BENCH_WALL_PAIRS:-3}
+	DET_RUNS=${BENCH_DET_RUNS:-3}
+fi
 # BENCH_DEADLINE=HH:MM (UTC, today) or @EPOCH: the downtime guest is stopped
 # then at the latest, and the report says how many pairs ran before it.
 DEADLINE=
@@ -172,6 +183,50 @@ bench_guest() {
 	rm -f "$initrd"
 }
 
+# ---- whole-reboot downtime (bench/downtime.sh), run last in the QEMU chain --
+# One run: bench_downtime_run TAG CLOCK PAIRS KERNEL; its data in
+# OUT/dt/TAG/data, its guest's logs in OUT/dt/TAG/downtime, its exit status
+# in OUT/dt/TAG.rc.  The runs on the icount clock (the goals) go two at a
+# time: what they measure does not move with the host's load.  The wall-clock
+# run is alone.  Then the determinism runs: the same pair, DET_RUNS times as
+# the host is, DET_RUNS times with every CPU kept busy (busy loops at
+# QEMU's priority), the load average noted for each.
+bench_downtime_run() {
+	local tag=$1 clock=$2 pairs=$3 kernel=$4 d=$OUT/dt/$1
+	mkdir -p "$d"
+	cut -d' ' -f1-3 /proc/loadavg >"$d.load-start"
+	DOWNTIME_CLOCK=$clock DOWNTIME_RAMROOT=1 DOWNTIME_DEADLINE=$DEADLINE \
+		"$TOP/bench/downtime.sh" "$d" "$pairs" "$kernel" >"$d.out" 2>&1
+	echo $? >"$d.rc"
+	cut -d' ' -f1-3 /proc/loadavg >"$d.load-end"
+}
+bench_downtime() {
+	local k pids=() b busy=() i
+	note "downtime: Debian systemd guest, root in RAM, $DOWNTIME_PAIRS pairs on the icount clock for ${#QKERNELS[@]} kernel(s)"
+	for k in "${QKERNELS[@]}"; do
+		bench_downtime_run "icount-$(kname "$k")" icount "$DOWNTIME_PAIRS" "$k" &
+		pids+=($!)
+		if [ ${#pids[@]} -ge 2 ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
+	done
+	wait
+	note "downtime: $DOWNTIME_WALL_PAIRS pair(s) on the wall clock, $(kname "${QKERNELS[-1]}")"
+	bench_downtime_run "wall-$(kname "${QKERNELS[-1]}")" wall "$DOWNTIME_WALL_PAIRS" "${QKERNELS[-1]}"
+	note "downtime: determinism, $DET_RUNS run(s) of one pair as the host is, $DET_RUNS with $(nproc) busy loops"
+	for ((i = 1; i <= DET_RUNS; i++)); do
+		bench_downtime_run "det-as-is-$i" icount 1 "${QKERNELS[-1]}"
+	done
+	for ((i = 1; i <= DET_RUNS; i++)); do
+		busy=()
+		for ((b = 0; b < $(nproc); b++)); do
+			(trap 'exit 0' TERM; while :; do :; done) &
+			busy+=($!)
+		done
+		bench_downtime_run "det-busy-$i" icount 1 "${QKERNELS[-1]}"
+		kill "${busy[@]}" 2>/dev/null
+		wait "${busy[@]}" 2>/dev/null
+	done
+}
+
 # ---- images for every kernel (also what the guests boot) -------------------
 note "rerand image: lz4, none, lz4 HC for ${#KERNELS[@]} kernels"
 for k in "${KERNELS[@]}"; do
@@ -200,10 +255,7 @@ if want qemu || want downtime; then (
 		wait
 	fi
 	if want downtime; then
-		note "downtime: Debian systemd guest, $DOWNTIME_PAIRS stock/rerand pairs${DEADLINE:+, QEMU stopped at $(date -u -d "@$DEADLINE" +%H:%M) UTC at the latest}"
-		DOWNTIME_DEADLINE=$DEADLINE "$TOP/bench/downtime.sh" "$OUT" "$DOWNTIME_PAIRS" \
-			>"$OUT/data/downtime.out" 2>&1
-		echo $? >"$OUT/data/downtime-rc"
+		bench_downtime
 	fi
 ) & QEMU_PID=$!; else QEMU_PID=; fi
 
@@ -276,20 +328,21 @@ note "waiting for the QEMU guests and the rerandd idle run"
 [ -z "$QEMU_PID" ] || wait "$QEMU_PID"
 [ -z "$IDLE_PID" ] || wait "$IDLE_PID"
 # ---- whole-reboot downtime under systemd (bench/downtime.sh) ---------------
-# Run at the end of the QEMU chain above (one QEMU at a time).
-# A failed downtime run still lets the report be written (the other parts
-# took most of the time), says so there, and fails `make bench` at the end.
+# A failed run still lets the report be written (the other parts took most
+# of the time), says so there, and fails `make bench` at the end.
 DOWNTIME_FAILED=
 if want downtime; then
-	if [ "$(cat "$OUT/data/downtime-rc" 2>/dev/null)" = 0 ]; then
-		tail -n 3 "$OUT/data/downtime.out"
-	else
-		DOWNTIME_FAILED=1
-		tail -n 20 "$OUT/data/downtime.out" >&2
-		grep -v '^#' "$OUT/data/downtime.out" | tail -n 1 >"$OUT/data/downtime-failed"
-		[ -e "$OUT/data/downtime.tsv" ] && mv "$OUT/data/downtime.tsv" "$OUT/data/downtime-failed.tsv"
-		echo "bench: bench/downtime.sh failed; the report says so" >&2
-	fi
+	for rc in "$OUT"/dt/*.rc; do
+		[ -e "$rc" ] || continue
+		t=${rc%.rc}
+		if [ "$(cat "$rc")" = 0 ]; then
+			tail -n 1 "$t.out"
+		else
+			DOWNTIME_FAILED+="${DOWNTIME_FAILED:+, }${t##*/}"
+			tail -n 20 "$t.out" >&2
+			mkdir -p "$t/data" && grep -v '^#' "$t.out" | tail -n 1 >"$t/data/downtime-failed"
+		fi
+	done
 fi
 cut -d' ' -f1-3 /proc/loadavg >"$OUT/data/load-end"
 echo $((EPOCHSECONDS - T_START)) >"$OUT/data/elapsed"
@@ -299,4 +352,4 @@ python3 "$TOP/bench/report.py" "$OUT" "$TOP/docs" || die "report failed"
 python3 "$TOP/bench/report_scale.py" "$OUT" "$TOP/docs" || die "scale report failed"
 python3 "$TOP/bench/report_downtime.py" "$OUT" "$TOP/docs" || die "downtime report failed"
 note "done in $((EPOCHSECONDS - T_START)) s: docs/performance.md, docs/performance.png"
-[ -z "$DOWNTIME_FAILED" ] || die "the downtime part failed ($(cat "$OUT/data/downtime-failed"))"
+[ -z "$DOWNTIME_FAILED" ] || die "downtime run(s) failed: $DOWNTIME_FAILED (OUT/dt/*.out)"

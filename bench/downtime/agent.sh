@@ -29,6 +29,7 @@ say() {
 # The guest's own stopwatch (bench/downtime/rrb-tsc, "TSC MONO_NS"), read
 # first thing: "RRB t up N TSC MONO" is multi-user.target reached.
 t_up=$(/usr/local/libexec/rerand-bench/rrb-tsc)
+rm -f "$D/stamps"   # rerandd's stop stamps of the last shutdown (stamp.sh)
 n=$(cat "$D/n" 2>/dev/null || echo 0)
 plan=$(cat "$D/plan")                       # e.g. "s r r s ..."
 read -r -a steps <<<"$plan"
@@ -42,7 +43,11 @@ say "RRB tscinfo $n $(cat /sys/devices/system/clocksource/clocksource0/current_c
 # rerandd's stop at the last shutdown, from the previous boot's journal
 # (CLOCK_MONOTONIC of that boot, the clock of its "RRB t stop"): PID 1's
 # "Stopping rerandd.service" and "Stopped rerandd.service" lines.
-if [ "$n" -ge 1 ]; then
+# (The root in RAM has no previous boot's journal: rerandd's unit stamps its
+# stop there, "RRB t stop-rerandd" and "stopped-rerandd".)
+ram=0
+[ -e "$D/ramroot" ] && ram=1
+if [ "$n" -ge 1 ] && [ "$ram" = 0 ]; then
 	rs=$(journalctl -b -1 -o short-monotonic _PID=1 --no-pager 2>/dev/null | awk '
 		/Stopping rerandd\.service/ && a == "" { a = $2 }
 		/Stopped rerandd\.service/ { b = $2 }
@@ -60,6 +65,19 @@ if [ "$n" -ge "${#steps[@]}" ]; then
 	systemctl poweroff
 	exit 0
 fi
+# The root in RAM (bench/downtime.sh): the next boot's initrd is the next
+# step's number, as a small archive, then the root archive (zstd), which
+# QEMU keeps in fw_cfg.  rerandd stages it (Initrd=) at `rerand now`; stock
+# loads it below.
+if [ "$ram" = 1 ]; then
+	x=/run/rerand-bench
+	mkdir -p "$x/nx$D" && echo $((n + 1)) >"$x/nx$D/n" &&
+	{ (cd "$x/nx" && printf '%s\n' var var/lib "${D#/}" "${D#/}/n" |
+		/usr/local/libexec/rerand-bench/busybox cpio -o -H newc) &&
+		/usr/local/libexec/rerand-bench/rrb-fwcfg opt/rerand-bench/root; } >"$x/initrd.new" 2>/dev/null &&
+	mv -f "$x/initrd.new" "$x/initrd" || { say "RRB fail $n next initrd"; exit 1; }
+	rm -rf "$x/nx"
+fi
 # Settle: the same services up in both modes, rerandd's next image staged
 # (it stages after every boot: `rerand status` says so).
 for _ in $(seq 1 150); do
@@ -74,7 +92,11 @@ mode=${steps[$n]}
 echo $((n + 1)) >"$D/n.tmp" && mv "$D/n.tmp" "$D/n" && sync
 case "$mode" in
 s)
-	kexec -l "$kernel" --reuse-cmdline || { say "RRB fail $n kexec -l"; exit 1; }
+	if [ "$ram" = 1 ]; then
+		kexec -l "$kernel" --initrd=/run/rerand-bench/initrd --reuse-cmdline
+	else
+		kexec -l "$kernel" --reuse-cmdline
+	fi || { say "RRB fail $n kexec -l"; exit 1; }
 	t=$(/usr/local/libexec/rerand-bench/rrb-tsc)
 	say "RRB go $((n + 1)) s"
 	say "RRB t go $((n + 1)) $t"

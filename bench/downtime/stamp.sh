@@ -12,8 +12,21 @@
 # fork and exec of this script.  Kernel log at level 3 (the console prints it
 # under "quiet"), and ttyS0 as well while there is a tty to write to.
 L=/usr/local/libexec/rerand-bench
+#   stop-rerandd, stopped-rerandd: ExecStop= and ExecStopPost= of rerandd's
+#          unit (a drop-in of bench/downtime.sh's root in RAM).  Its device
+#          policy lets nothing in its cgroup write the console or /dev/kmsg,
+#          so these go to a file that "final" prints after its own stamp.
 t=$("$L/rrb-tsc")
-n=$(cat /var/lib/rerand-bench/n 2>/dev/null || echo 0)
+D=/var/lib/rerand-bench
+n=$(cat "$D/n" 2>/dev/null || echo 0)
+case "$1" in
+*-rerandd)
+	echo "RRB t $1 $n $t" >>"$D/stamps"
+	exit 0 ;;
+esac
 echo "<3>RRB t $1 $n $t" >/dev/kmsg 2>/dev/null
 [ "$1" = final ] || echo "RRB t $1 $n $t" >/dev/ttyS0 2>/dev/null
+if [ "$1" = final ] && [ -s "$D/stamps" ]; then
+	while read -r l; do echo "<3>$l" >/dev/kmsg; done <"$D/stamps" 2>/dev/null
+fi
 exit 0
