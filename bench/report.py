@@ -215,13 +215,7 @@ for k in kernels:
                  "" if g["done"] else "; the guest stopped before the end of its plan: {}".format(
                      g["fail"] or "no BENCH-DONE (a kernel panic or the timeout; findings)")),
              partial=worse > 0)
-for k in kernels:
-    im = K[k]["img"]
-    r = [a[0] / b[0] for a, b in zip(im["image"], im["cli"]) if b[0] > 0]
-    rc = [a[2] / b[2] for a, b in zip(im["image"], im["cli"]) if b[2] > 0]
-    goal("`rerand image` ÷ bare `{} -dc`, {}".format(K[k]["info"].get("codec"), k), med(r), 1.5,
-         "wall time, median of {} interleaved pairs; in CPU time (user + system) {}: the LZ4 "
-         "compression `rerand image` does beyond the decode (findings)".format(len(r), fr(med(rc))))
+# `rerand image` ÷ a bare decode is no goal since issue 28: section 3.
 
 # Whole-reboot downtime (bench/downtime.sh, run per kernel and clock by
 # scripts/bench.sh into OUT/dt/TAG; section 8 has every pair).  Issue 28's
@@ -279,25 +273,70 @@ if sc:
 else:
     goals.append("| selection on a 12 TiB, 1000-hole map, host | ≤ 1 ms | n/a | not measured in this run | |")
 
+# rerandd idle (bench/rerandd-idle.sh; section 6).  result: TSV key, value;
+# samples: TSV t_s, rss_kib, cpu_ns over the idle window.
+idle = {}
+for line in rd(os.path.join(out, "idle", "result")).splitlines():
+    f = line.split("\t", 1)
+    if len(f) == 2:
+        idle[f[0]] = f[1]
 idle_rows = []
 for line in rd(os.path.join(out, "idle", "samples")).splitlines():
-    if line.startswith("#"):
-        continue
     f = line.split("\t")
+    if line.startswith("#") or len(f) < 3:
+        continue
     idle_rows.append((float(f[0]), int(f[1]), int(f[2])))
-hz = 100
-m = re.search(r"hz=(\d+)", rd(os.path.join(out, "idle", "samples")))
-if m:
-    hz = int(m.group(1))
 idle_rss = [r[1] for r in idle_rows]
-if idle_rss:
+idle_ok = "done" in idle and bool(idle_rss)
+idle_wanted = "idle" in parts.split()
+
+
+def idle_f(key, default=0.0):
+    try:
+        return float(idle.get(key, default))
+    except ValueError:
+        return default
+
+
+def idle_missing(what, limit):
+    if idle.get("error"):
+        why = "**not measured: bench/rerandd-idle.sh failed**"
+        note = idle["error"].replace("|", "/")
+    elif idle_wanted:
+        why, note = "**not measured: bench/rerandd-idle.sh gave no result**", "see build/bench/idle/out"
+    else:
+        why, note = "not measured in this run", ""
+    goals.append("| {} | {} | n/a | {} | {} |".format(what, limit, why, note))
+
+
+idle_how = "WatchdogSec={} (systemd/rerandd.service), CheckInterval={} ({})".format(
+    idle.get("watchdog_sec", "?"), idle.get("check_interval", "?"),
+    "set by TICK=" if idle.get("tick_set") == "1" else "the default")
+if idle_ok:
     # issue 28: 4 MiB, what rerandd took before OpenSSL's providers and
     # libm came into its address space (bench/findings.md)
-    goals.append("| rerandd idle RSS | ≤ 4 MiB | {:.1f} MiB (max) | {} | median {:.1f} MiB over {:.0f} s |".format(
-        max(idle_rss) / 1024, "**holds**" if max(idle_rss) <= 4096 else "**does not hold**",
-        med(idle_rss) / 1024, idle_rows[-1][0]))
+    goals.append("| rerandd idle RSS | ≤ 4 MiB | {:.2f} MiB (max) | {} | VmRSS every {} s over {:.0f} s "
+                 "idle, a real image staged: median {:.2f} MiB; {} (section 6) |".format(
+                     max(idle_rss) / 1024, "**holds**" if max(idle_rss) <= 4096 else "**does not hold**",
+                     idle.get("sample_s", "?"), idle_f("window_s"), med(idle_rss) / 1024, idle_how))
+    # issue 28: 1 s of CPU a day.  Idle, the CPU is wakeups (one every
+    # sleep_s at most): a window shorter than one sleep shows none or one.
+    win, cpd, slp = idle_f("window_s"), idle_f("cpu_s_per_day"), idle_f("sleep_s")
+    if slp and win < slp:
+        verdict = ("**not shown: the {:.0f} s window is shorter than rerandd's {:.0f} s idle "
+                   "sleep**".format(win, slp))
+    else:
+        verdict = "**holds**" if cpd <= 1.0 else "**does not hold**"
+    goals.append("| rerandd idle CPU | ≤ 1 s/day | {:.2f} s/day | {} | schedstat: {:.3f} ms on CPU over "
+                 "{:.0f} s idle ({} voluntary context switches, {} sd_notify messages), extrapolated linearly × {:.0f} "
+                 "to a day; {} (section 6) |".format(
+                     cpd, verdict, idle_f("cpu_ns") / 1e6, win, idle.get("wakeups", "?"),
+                     idle.get("notify_msgs", "?"), 86400 / win if win else 0, idle_how))
+else:
+    idle_missing("rerandd idle RSS", "≤ 4 MiB")
+    idle_missing("rerandd idle CPU", "≤ 1 s/day")
 
-w("## Goals (issues 8 and 15)\n")
+w("## Goals (issues 8, 15 and 28)\n")
 w("| goal | limit | measured | verdict | note |")
 w("|---|---|---|---|---|")
 L.extend(goals)
@@ -443,7 +482,9 @@ for k in kernels:
         mmm([a[1] / 1024 for a in im["image1"]], "{:.0f}"),
         mmm([b[1] / 1024 for b in im["cli"]], "{:.0f}")))
 w("\nThe CLI's times are at the resolution of /usr/bin/time (10 ms); a 0.00 s "
-  "CLI time makes the ratio unavailable.\n")
+  "CLI time makes the ratio unavailable. The ratio to the bare decode was a goal (≤ 1.5×) "
+  "until issue 28 retired it: images are built when a kernel is installed, not at reboot, "
+  "so building one is not on the reboot path.\n")
 
 # ---- 4. staging ----------------------------------------------------------------
 w("## 4. Staging in the guest\n")
@@ -487,23 +528,47 @@ w("")
 
 # ---- 6. idle -------------------------------------------------------------------
 w("## 6. rerandd idle cost\n")
-if idle_rows:
-    settle = [r for r in idle_rows if r[0] >= 10]
-    cpu = (settle[-1][2] - settle[0][2]) / hz if len(settle) > 1 else None
-    span = settle[-1][0] - settle[0][0] if len(settle) > 1 else 0
-    w("`build/rerandd` against a fixture directory (bench/idle.sh: every path in a temp "
-      "dir, `KexecBinary=/bin/true`, `Method=command` with a RebootCommand that only logs, "
-      "no maintenance window, and CAP_SYS_BOOT dropped from its bounding set), sampled every 5 s.\n")
+w("`build/rerandd` as under `rerandd.service`, with a real image staged (bench/rerandd-idle.sh): "
+  "every path in a temp dir (the daemon tests' fixtures, tests/lib/rerandd.sh), kexec-tools "
+  "replaced by a stand-in that loads nothing, `Method=command` with a RebootCommand that only "
+  "records a call, and CAP_SYS_BOOT dropped from its bounding set. systemd's side is played: "
+  "`NOTIFY_SOCKET` (a datagram listener) and `WATCHDOG_USEC` from the unit's `WatchdogSec=`, "
+  "so the watchdog pings count; `CheckInterval=` is the product's default; `Kmsg=` is a quiet "
+  "FIFO, watched as /dev/kmsg is on a host; `RuntimeDirectory=` on tmpfs, as /run/rerand is. "
+  "*Idle* starts once the image is staged, rerandd has no child and its CPU time has not moved "
+  "for 5 s. Over the window, VmRSS and the CPU are read every few seconds; the CPU is the "
+  "scheduler's own count (`/proc/PID/task/*/schedstat`, ns): 10 ms clock ticks are too coarse "
+  "here (1 tick in 600 s would read as 1.4 s a day). Idle, rerandd sleeps until something is "
+  "due, at most `CheckInterval=` or half `WatchdogSec=`, and its look shares the watchdog ping's "
+  "wakeup; the day's figure extrapolates the window linearly, so a window shorter than one "
+  "sleep (`BENCH_QUICK=1`) may hold no wakeup and says nothing of a day. The mappings by RSS: "
+  "`build/bench/idle/out`.\n")
+if idle_ok:
+    win = idle_f("window_s")
     w("| measure | value |")
     w("|---|---|")
-    w("| RSS median (min–max) | {} MiB |".format(mmm([r[1] / 1024 for r in idle_rows], "{:.1f}")))
-    w("| CPU at start-up (first staging, first 10 s) | {:.2f} s |".format(
-        (settle[0][2] if settle else idle_rows[-1][2]) / hz))
-    if cpu is not None:
-        w("| CPU afterwards | {:.2f} s over {:.0f} s ({:.3f}%) |".format(cpu, span, 100 * cpu / span if span else 0))
-    reqs = re.search(r"reboot_requests (\d+)", rd(os.path.join(out, "idle", "summary")))
-    w("| reboots requested (logged, not done) | {} |".format(reqs.group(1) if reqs else 0))
+    w("| rerandd | {} (kernel staged: {}, {} kexec call(s) to the stand-in) |".format(
+        idle.get("rerandd", "?"), idle.get("kernel", "?"), idle.get("kexec_calls", "?")))
+    w("| settings | {}; longest idle sleep {} s |".format(idle_how, idle.get("sleep_s", "?")))
+    w("| start → idle (image built and staged) | {:.1f} s, {:.0f} ms of rerandd's own CPU |".format(
+        idle_f("startup_s"), idle_f("startup_cpu_ns") / 1e6))
+    w("| idle window | {:.0f} s, sampled every {} s ({} samples) |".format(
+        win, idle.get("sample_s", "?"), len(idle_rows)))
+    w("| VmRSS over the window, median (min–max) | {} MiB (goal ≤ 4 MiB) |".format(
+        mmm([r[1] / 1024 for r in idle_rows])))
+    w("| after the window: VmRSS, RssAnon, RssFile, VmHWM | {:.0f} kB, {:.0f} kB, {:.0f} kB, {:.0f} kB |".format(
+        idle_f("VmRSS_kib"), idle_f("RssAnon_kib"), idle_f("RssFile_kib"), idle_f("VmHWM_kib")))
+    w("| CPU over the window (schedstat) | {:.3f} ms |".format(idle_f("cpu_ns") / 1e6))
+    w("| CPU over the window (utime + stime) | {} ticks of 1/{} s; children reaped: {} ticks |".format(
+        idle.get("ticks", "?"), idle.get("hz", "?"), idle.get("children_ticks", "?")))
+    w("| voluntary context switches (a wakeup makes one or more), sd_notify messages | {}, {} |".format(
+        idle.get("wakeups", "?"), idle.get("notify_msgs", "?")))
+    w("| CPU extrapolated to a day (× {:.0f}) | {:.2f} s/day (goal ≤ 1 s/day) |".format(
+        86400 / win if win else 0, idle_f("cpu_s_per_day")))
+    w("| reboots requested | 0 (the script stops with an error on any) |")
     w("")
+elif idle.get("error"):
+    w("Not measured in this run: {}\n".format(idle["error"]))
 
 w("## What stands in the way\n")
 w(rd(os.path.join(os.path.dirname(os.path.abspath(__file__)), "findings.md"),
