@@ -4,7 +4,8 @@
 # by side in one run; writes docs/performance.md and docs/performance.png.
 # BENCH_QUICK=1: a fast variant for iteration (fewer reps, 1 min idle, one
 # QEMU kernel).  Run as root: rerandd's idle part builds its image as
-# ImageUser=nobody (without root, the report says it was not measured).  Nothing is kexec'd on the host: reboots run in QEMU TCG.
+# ImageUser=nobody (without root, the report says it was not measured).
+# Nothing is kexec'd on the host: reboots run in QEMU TCG.
 set -u
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$TOP" || exit 2
