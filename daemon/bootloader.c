@@ -215,14 +215,20 @@ static int from_type1(const char *root, const char *path, struct rr_boot_entry *
 	if (r < 0)
 		return r;
 	/* systemd-boot boots "linux" when both are there */
-	snprintf(ret->kernel, sizeof(ret->kernel), "%s%s", root, *be.linux_path ? be.linux_path : be.efi_path);
+	if (snprintf(ret->kernel, sizeof(ret->kernel), "%s%s", root,
+		     *be.linux_path ? be.linux_path : be.efi_path) >= (int)sizeof(ret->kernel))
+		return rr_errf(e, ENAMETOOLONG, "%s: its kernel's path under %s is longer than %zu bytes",
+			       path, root, sizeof(ret->kernel) - 1);
 	if (!regular(ret->kernel))
 		return rr_errf(e, ENOENT, "%s: its kernel %s is not there", path, ret->kernel);
 	if (be.nr_initrd > 1)
 		return rr_errf(e, E2BIG, "%s: %u initrd lines; rerand load takes one initrd: set "
 			       "Initrd= in [Stage] (a file holding them concatenated)", path, be.nr_initrd);
 	if (be.nr_initrd) {
-		snprintf(ret->initrd, sizeof(ret->initrd), "%s%s", root, be.initrd);
+		if (snprintf(ret->initrd, sizeof(ret->initrd), "%s%s", root, be.initrd) >=
+		    (int)sizeof(ret->initrd))
+			return rr_errf(e, ENAMETOOLONG, "%s: its initrd's path under %s is longer than "
+				       "%zu bytes", path, root, sizeof(ret->initrd) - 1);
 		if (!regular(ret->initrd))
 			return rr_errf(e, ENOENT, "%s: its initrd %s is not there", path, ret->initrd);
 	}
@@ -280,7 +286,10 @@ int bootloader_find(const struct rr_config *c, struct rr_boot_entry *ret, struct
 			continue;
 		snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", name);
 		if (uki) {
-			snprintf(be.kernel, sizeof(be.kernel), "%s", path);
+			/* a cut path would name another file, or none */
+			if (snprintf(be.kernel, sizeof(be.kernel), "%s", path) >= (int)sizeof(be.kernel))
+				return rr_errf(e, ENAMETOOLONG, "%s: path longer than %zu bytes", path,
+					       sizeof(be.kernel) - 1);
 		} else {
 			r = from_type1(root, path, &be, e);
 			if (r < 0)

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "rerandd.h"
 
 static void persist(struct rr_coord *co, struct rr_state *st)
@@ -334,7 +335,9 @@ static int install_id(const char *state_path, struct fleet_config *fc, char *err
 	/* written whole or not at all: a torn id would be a new identity */
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0 || dprintf(fd, "%s\n", buf) != 33 || fsync(fd) < 0 || close(fd) < 0 ||
+	/* close() gives the fd up even when it fails: TAKE_FD leaves -1 so the
+	 * error path below does not close it (or a reused number) again */
+	if (fd < 0 || dprintf(fd, "%s\n", buf) != 33 || fsync(fd) < 0 || close(TAKE_FD(fd)) < 0 ||
 	    rename(tmp, path) < 0) {
 		r = -errno;
 		if (fd >= 0)

@@ -66,12 +66,11 @@ int digest_kernel_open(const char *path, struct rr_kernel_id *id, struct rr_err 
 }
 
 int digest_kernel_key(int fd, const char *path, const struct rr_kernel_id *id,
-		      const uint8_t *stage, size_t stage_len, struct rr_cache_key *k,
-		      struct rr_err *e)
+		      const char *stage_sha, struct rr_cache_key *k, struct rr_err *e)
 {
 	struct rr_kernel_id after;
 	struct stat st;
-	int r = rr_cache_key_fd(fd, path, stage, stage_len, k, e);
+	int r = rr_cache_key_fd(fd, path, stage_sha, k, e);
 
 	if (r < 0)
 		return r;

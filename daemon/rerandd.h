@@ -173,12 +173,11 @@ struct rr_kernel_id {
  * regular file (a FIFO does not hang the open).  Its identity in id. */
 int digest_kernel_open(const char *path, struct rr_kernel_id *id, struct rr_err *e);
 /* The image cache key (src/cachekey.h) of the kernel open as fd
- * (digest_kernel_open gave id) and stage; -ESTALE if the file changed since
- * it was opened or while it was read. */
+ * (digest_kernel_open gave id) and the stage hashed as stage_sha; -ESTALE if
+ * the file changed since it was opened or while it was read. */
 struct rr_cache_key;
 int digest_kernel_key(int fd, const char *path, const struct rr_kernel_id *id,
-		      const uint8_t *stage, size_t stage_len, struct rr_cache_key *k,
-		      struct rr_err *e);
+		      const char *stage_sha, struct rr_cache_key *k, struct rr_err *e);
 bool digest_kernel_same(const struct rr_kernel_id *a, const struct rr_kernel_id *b);
 /* Open path again for the builder: -ESTALE, and why, unless it is still the
  * file want names (the one hashed). */

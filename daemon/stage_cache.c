@@ -57,12 +57,13 @@ const char *stage_blob_sha(void)
 }
 
 /* src/cachekey.c's key, with this rerandd's stage: `rerand cache-key`, which
- * the kernel hook asks, links the same stage and computes the same key. */
+ * the kernel hook asks, links the same stage and computes the same key.
+ * The stage's hash is the one made once (stage_blob_sha): hashing its bytes
+ * at every plan would map back the pages dropped after the first. */
 int stage_cache_key(int kfd, const char *kernel, const struct rr_kernel_id *id,
 		    struct rr_cache_key *k, struct rr_err *e)
 {
-	return digest_kernel_key(kfd, kernel, id, rr_stage_blob,
-				 (size_t)(rr_stage_blob_end - rr_stage_blob), k, e);
+	return digest_kernel_key(kfd, kernel, id, stage_blob_sha(), k, e);
 }
 
 /* A temporary file beside p->image, for a child to write and rerandd to

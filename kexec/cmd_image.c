@@ -304,6 +304,7 @@ int cmd_cache_key(int argc, char **argv)
 	_cleanup_close_ int own = -1;
 	struct rr_cache_key key;
 	struct rr_err e;
+	char stage_sha[65];
 	int c, fd = -1;
 
 	while ((c = cli_getopt(&cli_cache_key, argc, argv)) != -1) {
@@ -339,8 +340,8 @@ int cmd_cache_key(int argc, char **argv)
 		}
 		fd = own;
 	}
-	if (rr_cache_key_fd(fd, argv[optind], rr_stage_blob,
-			    (size_t)(rr_stage_blob_end - rr_stage_blob), &key, &e) < 0) {
+	rr_cache_key_stage(rr_stage_blob, (size_t)(rr_stage_blob_end - rr_stage_blob), stage_sha);
+	if (rr_cache_key_fd(fd, argv[optind], stage_sha, &key, &e) < 0) {
 		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;
 	}

@@ -69,13 +69,15 @@ static bool same_file(const struct stat *a, const struct stat *b)
 	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
-int rr_cache_key_fd(int fd, const char *name, const uint8_t *stage, size_t stage_len,
-		    struct rr_cache_key *k, struct rr_err *e)
+int rr_cache_key_fd(int fd, const char *name, const char *stage_sha, struct rr_cache_key *k,
+		    struct rr_err *e)
 {
 	struct stat before, after;
 	int r;
 
 	memset(k, 0, sizeof(*k));
+	if (!stage_sha || strlen(stage_sha) != 64)
+		return rr_errf(e, EIO, "no hash of the built-in stage");
 	if (fstat(fd, &before) < 0)
 		return rr_errf(e, errno, "%s: cannot stat the kernel: %s", name, strerror(errno));
 	if (!S_ISREG(before.st_mode))
@@ -91,8 +93,7 @@ int rr_cache_key_fd(int fd, const char *name, const uint8_t *stage, size_t stage
 	if (!same_file(&before, &after))
 		return rr_errf(e, ESTALE, "%s: changed while it was hashed (a package upgrade?)",
 			       name);
-	if (rr_cache_key_stage(stage, stage_len, k->stage_sha) < 0)
-		return rr_errf(e, EIO, "cannot hash the built-in stage");
+	memcpy(k->stage_sha, stage_sha, sizeof(k->stage_sha));
 	snprintf(k->key, sizeof(k->key), "%s.%s", k->kernel_sha, k->stage_sha);
 	return 0;
 }

@@ -38,11 +38,12 @@ struct rr_cache_key {
  * into the program (the image records the same in its header). */
 int rr_cache_key_stage(const uint8_t *stage, size_t stage_len, char hex[65]);
 /* The key of the image of the kernel open as fd (a regular file, name for
- * messages) carrying stage.  -EINVAL for anything but a regular file,
- * -ESTALE if the file changed while it was hashed: a hash of no one
- * content keys nothing. */
-int rr_cache_key_fd(int fd, const char *name, const uint8_t *stage, size_t stage_len,
-		    struct rr_cache_key *k, struct rr_err *e);
+ * messages) carrying the stage whose rr_cache_key_stage is stage_sha (a
+ * program hashes its stage once, not at every key).  -EINVAL for anything
+ * but a regular file, -ESTALE if the file changed while it was hashed: a
+ * hash of no one content keys nothing. */
+int rr_cache_key_fd(int fd, const char *name, const char *stage_sha, struct rr_cache_key *k,
+		    struct rr_err *e);
 /* The image's file name in the cache: KEY.img, or KEY.signed.img for an
  * image signed where it was cached.  -ENAMETOOLONG if len is too short. */
 int rr_cache_image_name(const struct rr_cache_key *k, bool signed_here, char *out, size_t len);

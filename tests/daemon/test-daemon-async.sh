@@ -18,9 +18,18 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/lib/rerandd.sh"
 rerandd_test async cleanup
 LIMIT_MS=250
-wd_pid=
+wd_pid= sampler= slow= hd=
+# PID is a hook's sleep, alive: not gone, not a zombie whoever inherited it
+# has not reaped yet, and not another process that got its pid since
+alive() { local st; st=$(ps -o stat=,args= -p "$1" 2>/dev/null) && [ "${st#Z}" = "$st" ] && [ "${st#* }" = "sleep 3601" ]; }
+# however the test ends: the helpers it started, and the hooks' sleeps that
+# rerandd did not stop (a killed rerandd's, or any left by a bail)
 cleanup() {
-	[ -n "$wd_pid" ] && kill "$wd_pid" 2>/dev/null
+	local p
+	for p in $wd_pid $sampler $slow; do kill "$p" 2>/dev/null; done
+	if [ -n "$hd" ] && [ -f "$hd/hook-sleep" ]; then
+		while read -r p; do alive "$p" && kill "$p"; done <"$hd/hook-sleep"
+	fi
 	rerandd_cleanup
 }
 
@@ -36,7 +45,7 @@ cat >"$hd/pre/10-hang" <<EOF
 #!/bin/sh
 echo started >>"$hd/hook-ran"
 sleep 3601 &
-echo $! >>"$hd/hook-sleep"
+echo \$! >>"$hd/hook-sleep"
 wait
 EOF
 chmod +x "$hd/pre/10-hang"
@@ -121,7 +130,7 @@ hook_over() { grep -q "pre-reboot hook stopped after 8s" "$hd/log"; }
 wait_for 60 hook_over
 mark hook_over
 touch "$tmp/lat.stop"
-wait "$sampler"
+wait "$sampler"; sampler=
 wd1=$(grep -c "WATCHDOG=1" "$tmp/notify.log")
 wh=$(worst hook hook_over 2); whs=$(worst hook hook_over 3); ch=$(count hook hook_over)
 echo "# during the hung hook: $ch samples, worst rerandd answer ${whs:-none} ms (the whole rerand status run: ${wh:-none} ms); WATCHDOG=1 sent $((wd1 - wd0)) times"
@@ -132,14 +141,12 @@ check "a hung hook: worst rerandd answer ${whs:-none} ms <= $LIMIT_MS ms" test "
 check "a hung hook: WATCHDOG=1 kept coming ($((wd1 - wd0)) in about 8 s)" test $((wd1 - wd0)) -ge 5
 check "the hung hook was stopped at HookTimeout and the sequence unwound (no reboot)" \
 	eval 'grep -q "pre-reboot hook stopped after 8s; not rebooting now" "$hd/log" && test ! -e "$hd/reboot-called"'
-# gone (its pid may be another process's by now), or a zombie that whoever
-# inherited it has not reaped yet
-alive() { local st; st=$(ps -o stat=,args= -p "$1" 2>/dev/null) && [ "${st#Z}" = "$st" ] && [ "${st#* }" = "sleep 3601" ]; }
 check "the hook's whole process group is gone (its sleep too)" eval '! alive "$(head -n1 "$hd/hook-sleep")"'
 
 # ---- killed in the hooks phase, restarted: unwound to idle ----------------------------
 # the reboot is still due: the next sequence runs the hook again
-wait_for 60 eval '[ "$(wc -l <"$hd/hook-ran")" -ge 2 ]' && wait_for 10 grep -qx "phase=hooks" "$hd/state/state" ||
+wait_for 60 eval '[ "$(wc -l <"$hd/hook-ran")" -ge 2 ]' && wait_for 10 grep -qx "phase=hooks" "$hd/state/state" &&
+	wait_for 10 eval '[ "$(wc -l <"$hd/hook-sleep")" -ge 2 ]' ||
 	bail "a second sequence did not reach its hooks phase: $(grep '^phase=' "$hd/state/state")"
 kill -KILL "$(cat "$hd/pid")"
 wait "$(cat "$hd/pid")" 2>/dev/null
@@ -195,9 +202,9 @@ open(sys.argv[2], "w").write("\n".join(sorted(out)) + "\n")
 PY
 slow=$!
 wd0=$(grep -c "WATCHDOG=1" "$tmp/notify.log")
-wait "$slow"
+wait "$slow"; slow=
 mark slow_over
-touch "$tmp/lat.stop"; wait "$sampler"
+touch "$tmp/lat.stop"; wait "$sampler"; sampler=
 wd1=$(grep -c "WATCHDOG=1" "$tmp/notify.log")
 sed 's/^/# /' "$tmp/slow.out"
 wss=$(worst slow slow_over 3); cs=$(count slow slow_over)

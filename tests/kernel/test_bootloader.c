@@ -209,6 +209,28 @@ static void find_checks(void)
 	     bootloader_find(&c, &be, &e) == -ENOEXEC && has(&e, "\"auto-windows\" is not a Boot Loader"),
 	     "an automatic entry: %s", e.msg);
 
+	/* a path longer than rr_boot_entry holds is an error, not cut short
+	 * (a cut path names another file, or none) */
+	{
+		char deep[420], name[100], rel[600];
+
+		snprintf(deep, sizeof(deep), "deep/%0200d/%0200d", 0, 0);
+		snprintf(name, sizeof(name), "long-%080d.efi", 0);
+		snprintf(rel, sizeof(rel), "%s/EFI/Linux/%s", deep, name);
+		snprintf(c.boot_loader_roots, sizeof(c.boot_loader_roots), "%s/%s", top, deep);
+		T_OK(put_small_uki(rel) == 0 &&
+		     put_var("efivars/LoaderEntrySelected-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f", name) == 0 &&
+		     bootloader_find(&c, &be, &e) == -ENAMETOOLONG,
+		     "type #2 whose path is longer than RR_PATH: %s", e.msg);
+		snprintf(rel, sizeof(rel), "%s/loader/entries/long.conf", deep);
+		snprintf(cmd, sizeof(cmd), "linux /%0100d\n", 0);
+		T_OK(puts_(rel, cmd) == 0 &&
+		     put_var("efivars/LoaderEntrySelected-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f", "long.conf") == 0 &&
+		     bootloader_find(&c, &be, &e) == -ENAMETOOLONG && has(&e, "its kernel's path"),
+		     "type #1 whose kernel path is longer than RR_PATH: %s", e.msg);
+		config_for(&c);
+	}
+
 	/* stage_plan follows the entry; `rerand load` gets --uki and no --initrd */
 	T_OK(put_var("efivars/LoaderEntrySelected-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f",
 		     "debian-6.1.0-57-cloud-amd64.efi") == 0, "select the UKI again");
