@@ -340,7 +340,10 @@ int cmd_cache_key(int argc, char **argv)
 		}
 		fd = own;
 	}
-	rr_cache_key_stage(rr_stage_blob, (size_t)(rr_stage_blob_end - rr_stage_blob), stage_sha);
+	if (rr_cache_key_stage(rr_stage_blob, (size_t)(rr_stage_blob_end - rr_stage_blob), stage_sha) < 0) {
+		cli_err("cannot hash the built-in stage");
+		return EXIT_FAILURE_RR;
+	}
 	if (rr_cache_key_fd(fd, argv[optind], stage_sha, &key, &e) < 0) {
 		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;
