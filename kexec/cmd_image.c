@@ -340,7 +340,8 @@ int cmd_cache_key(int argc, char **argv)
 		}
 		fd = own;
 	}
-	if (rr_cache_key_stage(rr_stage_blob, (size_t)(rr_stage_blob_end - rr_stage_blob), stage_sha) < 0) {
+	if (rr_cache_key_stage(rr_stage_blob, (size_t)(rr_stage_blob_end - rr_stage_blob),
+			       stage_sha) < 0) {
 		cli_err("cannot hash the built-in stage");
 		return EXIT_FAILURE_RR;
 	}
