@@ -42,6 +42,8 @@ else
 	DOWNTIME_WALL_PAIRS=${BENCH_WALL_PAIRS:-3}
 	DET_RUNS=${BENCH_DET_RUNS:-3}
 fi
+# `apt install` of a kernel package with/without rerand's hook (bench/apt-install.sh).
+APT_PAIRS=${BENCH_APT_PAIRS:-$PAIRS}
 # BENCH_DEADLINE=HH:MM (UTC, today) or @EPOCH: the downtime guest is stopped
 # then at the latest, and the report says how many pairs ran before it.
 DEADLINE=
@@ -50,7 +52,7 @@ if [ -n "${BENCH_DEADLINE:-}" ]; then
 		{ echo "bench: BENCH_DEADLINE=$BENCH_DEADLINE: not a time (HH:MM UTC or @EPOCH)" >&2; exit 1; }
 fi
 
-# BENCH_ONLY="stage image scale qemu idle downtime": run only those parts (iteration).
+# BENCH_ONLY="stage image scale qemu idle downtime apt": run only those parts (iteration).
 want() { [ -z "${BENCH_ONLY:-}" ] || [[ " $BENCH_ONLY " == *" $1 "* ]]; }
 die() { echo "bench: $*" >&2; exit 1; }
 note() { echo "bench: $(date +%T) $*"; }
@@ -88,7 +90,7 @@ mkdir -p "$OUT"/{obj,data,img,payload,qemu,idle}
 T_START=$EPOCHSECONDS
 cut -d' ' -f1-3 /proc/loadavg >"$OUT/data/load-start"
 nproc >"$OUT/data/nproc"
-echo "${BENCH_ONLY:-stage image scale qemu idle downtime}" >"$OUT/data/parts"
+echo "${BENCH_ONLY:-stage image scale qemu idle downtime apt}" >"$OUT/data/parts"
 note "kernels: ${KERNELS[*]##*/}; load average $(cat "$OUT/data/load-start"); $(nproc) CPUs"
 
 # ---- build the host benchmark: shared stage code with the stage's flags ---
@@ -243,7 +245,7 @@ note "QEMU: ${#QKERNELS[@]} guest(s), $PAIRS stock/rerand pairs each (codecs on 
 # reboot-latency guests (BENCH_JOBS at a time, default one: two TCG guests
 # on a 2-CPU machine slow each other and the host parts), then the
 # whole-reboot downtime guest (bench/downtime.sh), the longest part.
-if want qemu || want downtime; then (
+if want qemu || want downtime || want apt; then (
 	if want qemu; then
 		# Each guest alternates its own modes, so the ratios stay side by
 		# side whatever else runs.
@@ -257,6 +259,14 @@ if want qemu || want downtime; then (
 	fi
 	if want downtime; then
 		bench_downtime
+	fi
+	# Then `apt install` of a kernel package with and without rerand's
+	# hook, in its own Debian guest (root in RAM, -icount).
+	if want apt; then
+		note "apt: Debian guest, $APT_PAIRS pairs of kernel package installs with/without rerand's hook"
+		APT_DEADLINE=$DEADLINE RERAND_KERNELS=$KDIR "$TOP/bench/apt-install.sh" "$OUT" "$APT_PAIRS" \
+			>"$OUT/data/apt.out" 2>&1
+		echo $? >"$OUT/data/apt-rc"
 	fi
 ) & QEMU_PID=$!; else QEMU_PID=; fi
 
@@ -355,6 +365,11 @@ if want downtime; then
 		fi
 	done
 fi
+APT_FAILED=
+if want apt; then
+	tail -n 3 "$OUT/data/apt.out"
+	[ "$(cat "$OUT/data/apt-rc" 2>/dev/null)" = 0 ] || { APT_FAILED=1; echo "bench: bench/apt-install.sh failed; the report says so" >&2; }
+fi
 cut -d' ' -f1-3 /proc/loadavg >"$OUT/data/load-end"
 echo $((EPOCHSECONDS - T_START)) >"$OUT/data/elapsed"
 
@@ -362,5 +377,7 @@ note "report"
 python3 "$TOP/bench/report.py" "$OUT" "$TOP/docs" || die "report failed"
 python3 "$TOP/bench/report_scale.py" "$OUT" "$TOP/docs" || die "scale report failed"
 python3 "$TOP/bench/report_downtime.py" "$OUT" "$TOP/docs" || die "downtime report failed"
+python3 "$TOP/bench/report_apt.py" "$OUT" "$TOP/docs" || die "apt report failed"
 note "done in $((EPOCHSECONDS - T_START)) s: docs/performance.md, docs/performance.png"
 [ -z "$DOWNTIME_FAILED" ] || die "downtime run(s) failed: $DOWNTIME_FAILED (OUT/dt/*.out)"
+[ -z "$APT_FAILED" ] || die "the apt part failed ($(tail -n 1 "$OUT/data/apt.out"))"

@@ -62,7 +62,8 @@ deb)   want="$build_pkgs $deb_pkgs" ;;
 deb-chroot) want="$chroot_pkgs" ;;
 vm)    want="$build_pkgs $run_pkgs $vm_pkgs" ;;
 demo)  want="$build_pkgs $run_pkgs $demo_pkgs" ;;
-bench) want="$build_pkgs $run_pkgs $bench_pkgs" ;;
+# (the downtime and apt guests are Debian roots: debootstrap, systemctl --root)
+bench) want="$build_pkgs $run_pkgs $vm_pkgs $bench_pkgs" ;;
 *) echo "usage: $0 [--names] check|demo|vm|bench|deb|deb-chroot" >&2; exit 2 ;;
 esac
 
