@@ -9,6 +9,8 @@ import os
 import statistics
 import sys
 
+import mdsection
+
 BEGIN = '<!-- apt: bench/report_apt.py -->'
 END = '<!-- /apt -->'
 GOAL = '| `apt install` of a kernel package with rerand\'s hook ÷ without'
@@ -121,12 +123,8 @@ def main():
     L.append(END)
     sec = '\n'.join(L) + '\n'
 
-    md = os.path.join(docs, 'performance.md')
-    text = open(md).read() if os.path.exists(md) else ''
-    if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + sec.rstrip('\n') + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip('\n') + '\n\n' + sec
+    md, text = mdsection.read_doc(docs)
+    text = mdsection.splice(text, BEGIN, END, sec)
     # The same row in the Goals table (bench/report.py's "## Goals" section):
     # after its last row, replacing one a previous run put there.
     lines = text.split('\n')

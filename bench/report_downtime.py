@@ -8,6 +8,8 @@ import os
 import statistics
 import sys
 
+import mdsection
+
 BEGIN = '<!-- downtime: bench/report_downtime.py -->'
 END = '<!-- /downtime -->'
 
@@ -392,12 +394,8 @@ def main():
             L.extend(wall_section(rdir))
     L.append(END)
     sec = '\n'.join(L) + '\n'
-    md = os.path.join(docs, 'performance.md')
-    text = open(md).read() if os.path.exists(md) else ''
-    if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + sec.rstrip('\n') + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip('\n') + '\n\n' + sec
+    md, text = mdsection.read_doc(docs)
+    text = mdsection.splice(text, BEGIN, END, sec)
     open(md, 'w').write(text)
 
 

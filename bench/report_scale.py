@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 
+import mdsection
+
 BEGIN = '<!-- scale: bench/report_scale.py -->'
 END = '<!-- /scale -->'
 GOAL_US = 1000.0
@@ -184,15 +186,8 @@ def main():
         return
     sel, ent = load(out)
     chart(out, docs, sel, ent)
-    md = os.path.join(docs, 'performance.md')
-    text = open(md).read() if os.path.exists(md) else ''
-    sec = section(sel, ent)
-    if BEGIN in text and END in text:
-        a = text.index(BEGIN)
-        b = text.index(END) + len(END)
-        text = text[:a] + sec.rstrip('\n') + text[b:]
-    else:
-        text = text.rstrip('\n') + '\n\n' + sec
+    md, text = mdsection.read_doc(docs)
+    text = mdsection.splice(text, BEGIN, END, section(sel, ent))
     with open(md, 'w') as f:
         f.write(text)
 
