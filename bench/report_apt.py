@@ -82,7 +82,8 @@ def main():
     L.append('')
     dl = read(out, 'apt-deadline.txt').strip()
     if dl:
-        L.append('The run had a deadline (`BENCH_DEADLINE`, %s UTC).' % dl)
+        L.append('QEMU\'s timeout was cut to the run\'s deadline (`BENCH_DEADLINE`, %s UTC); '
+                 '%s.' % (dl, 'the plan ended before it' if not fail else 'the guest was stopped there'))
         L.append('')
     if fail:
         L.append('**The guest stopped before the end of its plan:** `%s`; the whole, checked pairs '
