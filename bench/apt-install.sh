@@ -47,10 +47,10 @@ die() { echo "bench/apt-install.sh: $*" >&2; exit 1; }
 dir=$OUT/apt
 mkdir -p "$dir" "$OUT/data" || die "cannot create $dir"
 rm -f "$OUT"/data/apt.tsv "$OUT"/data/apt-*.txt
-tsc=$TOP/build/bench/rrb-tsc
+tsc=$TOP/build/bench-guest/rrb-tsc
 # (scripts/bench.sh empties its OUT, by default build/bench, where the
 # Makefile builds it: build it again then.)
-[ -x "$tsc" ] || make -s -C "$TOP" build/bench/rrb-tsc >&2 || die "$tsc: cannot build it"
+[ -x "$tsc" ] || make -s -C "$TOP" build/bench-guest/rrb-tsc >&2 || die "$tsc: cannot build it"
 for t in qemu-system-x86_64 debootstrap cpio zstd systemctl dpkg-deb apt-get; do
 	command -v "$t" >/dev/null || die "$t is missing (scripts/deps.sh bench)"
 done
