@@ -57,7 +57,11 @@ chroot_pkgs="debootstrap util-linux iproute2 dpkg-dev debian-archive-keyring"
 uki_pkgs="systemd-boot-efi fdisk dosfstools mtools"
 
 case "$what" in
-check) want="$build_pkgs $run_pkgs $test_pkgs $vm_pkgs $uki_pkgs" ;;
+# check: make check builds the package (the trixie guest installs it) and
+# check-deb-chroot.sh runs the unit tests with only Build-Depends' programs,
+# so the package build's tools too: on a fresh host (6 Dec 2026) without
+# debhelper that suite failed.
+check) want="$build_pkgs $run_pkgs $test_pkgs $vm_pkgs $uki_pkgs $deb_pkgs" ;;
 deb)   want="$build_pkgs $deb_pkgs" ;;
 deb-chroot) want="$chroot_pkgs" ;;
 vm)    want="$build_pkgs $run_pkgs $vm_pkgs" ;;
