@@ -31,7 +31,7 @@
 set -u
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${1:?usage: bench/apt-install.sh OUT_DIR [PAIRS]}
-PAIRS=${2:-10}
+PAIRS=${2:-5}
 export RERAND_KERNELS=${RERAND_KERNELS:-$TOP/../shared/kernels}
 export E2E_BUILD=$OUT/apt/e2e
 # shellcheck source=../tests/e2e/lib-systemd.sh

@@ -110,9 +110,9 @@ def main():
                  if hw else ''))
     L.append('')
     holds = ratio is not None and ratio <= LIMIT
-    few = len(P) < 10
+    few = planned.isdigit() and len(P) < int(planned)
     note = ('median of %d pair ratio(s), worst %.3f×%s' % (
-        len(P), worst, '; fewer than the 10 pairs asked for' if few else '')) if P else \
+        len(P), worst, '; fewer than the %s pairs planned' % planned if few else '')) if P else \
         'no whole, checked pair (above)'
     verdict = 'not measured in this run' if ratio is None else \
         ('**holds**' if holds else '**does not hold**')
