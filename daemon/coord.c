@@ -339,7 +339,8 @@ static int install_id(const char *state_path, struct fleet_config *fc, char *err
 	 * error path below does not close it (or a reused number) again */
 	if (fd < 0 || dprintf(fd, "%s\n", buf) != 33 || fsync(fd) < 0 || close(TAKE_FD(fd)) < 0 ||
 	    rename(tmp, path) < 0) {
-		r = -errno;
+		/* a short dprintf() leaves errno as it was, possibly 0: never success */
+		r = errno ? -errno : -EIO;
 		if (fd >= 0)
 			close(fd);
 		unlink(tmp);

@@ -96,12 +96,13 @@ int fleet_open(const struct fleet_config *c, struct fleet **ret, char *err, size
 	}
 	if (*c->install_id && *f->id) {
 		/* the slot names this install, not only the machine id a clone shares */
-		size_t n = strlen(f->id);
-		if (n + 1 + strlen(c->install_id) >= sizeof(f->id)) {
+		size_t n = strlen(f->id), m = strlen(c->install_id);
+		if (n + 1 + m >= sizeof(f->id)) {
 			snprintf(err, errlen, "the identity %s with its install id is too long", f->id);
 			return -EINVAL;
 		}
-		snprintf(f->id + n, sizeof(f->id) - n, "%c%s", FLEET_ID_SEP, c->install_id);
+		f->id[n] = FLEET_ID_SEP;
+		memcpy(f->id + n + 1, c->install_id, m + 1);
 	}
 	if (c->backend != FLEET_BACKEND_NONE) {
 		f->ops = c->backend == FLEET_BACKEND_ETCD ? &fleet_etcd_ops : &fleet_lock_ops;
