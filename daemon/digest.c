@@ -13,6 +13,7 @@
 
 #include "cachekey.h"
 #include "image.h"
+#include "kernel.h"
 #include "rerandd.h"
 
 int digest_file_hex(const char *path, char hex[65], struct rr_err *e)
@@ -37,31 +38,16 @@ static struct rr_kernel_id id_of(const struct stat *st)
 				      .mtime_nsec = (int64_t)st->st_mtim.tv_nsec };
 }
 
-/* O_NONBLOCK: opening a FIFO planted at the kernel's path must not hang
- * the helper; anything but a regular file is refused once it is open. */
+/* src/fileio.c's rr_open_input: a FIFO planted at the kernel's path does
+ * not hang the helper, a device is not even opened, anything but a regular
+ * file is refused. */
 int digest_kernel_open(const char *path, struct rr_kernel_id *id, struct rr_err *e)
 {
 	struct stat st;
-	int fd;
+	int fd = rr_open_input(path, "kernel", &st, e);
 
-	/* a device is not even opened (opening /dev/watchdog arms it) */
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-		return rr_errf(e, EINVAL, "%s: %s, not a regular file: a kernel must be one", path,
-			       rr_file_type_name(st.st_mode));
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return rr_errf(e, errno, "%s: cannot open the kernel: %s", path, strerror(errno));
-	if (fstat(fd, &st) < 0) {
-		int r = rr_errf(e, errno, "%s: cannot stat the kernel: %s", path, strerror(errno));
-		close(fd);
-		return r;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return rr_errf(e, EINVAL, "%s: %s, not a regular file: a kernel must be one", path,
-			       rr_file_type_name(st.st_mode));
-	}
-	*id = id_of(&st);
+	if (fd >= 0)
+		*id = id_of(&st);
 	return fd;
 }
 

@@ -326,16 +326,9 @@ int cmd_cache_key(int argc, char **argv)
 		return cli_usage_error(&cli_cache_key, "one KERNEL only ('%s' is one too many)",
 				       argv[optind + 1]);
 	if (fd < 0) {
-		/* stat first: a device is not even opened (opening
-		 * /dev/watchdog arms it); O_NONBLOCK: a FIFO swapped in
-		 * after the stat does not hang the open */
-		if (rr_check_input_file(argv[optind], "kernel", NULL, &e) < 0) {
-			cli_err("%s", e.msg);
-			return EXIT_FAILURE_RR;
-		}
-		own = open(argv[optind], O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		own = rr_open_input(argv[optind], "kernel", NULL, &e);
 		if (own < 0) {
-			cli_err("%s: cannot open the kernel: %s", argv[optind], strerror(errno));
+			cli_err("%s", e.msg);
 			return EXIT_FAILURE_RR;
 		}
 		fd = own;

@@ -83,6 +83,33 @@ int rr_check_input_file(const char *path, const char *what, struct stat *ret, st
 	return 0;
 }
 
+int rr_open_input(const char *path, const char *what, struct stat *ret, struct rr_err *e)
+{
+	struct stat st;
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	/* stat first: a device is not even opened (opening /dev/watchdog
+	 * arms it); O_NONBLOCK: a FIFO swapped in after the stat does not
+	 * hang the open, and the fstat refuses it. */
+	r = rr_check_input_file(path, what, NULL, e);
+	if (r < 0)
+		return r;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return rr_errf(e, errno, "%s: cannot open the %s: %s", path, what, strerror(errno));
+	if (fstat(fd, &st) < 0)
+		return rr_errf(e, errno, "%s: cannot stat the %s: %s", path, what, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return rr_errf(e, EINVAL, "%s: the %s is %s, not a regular file: refused", path, what,
+			       rr_file_type_name(st.st_mode));
+	if (fcntl(fd, F_SETFL, O_RDONLY) < 0)
+		return rr_errf(e, errno, "%s: cannot clear O_NONBLOCK: %s", path, strerror(errno));
+	if (ret)
+		*ret = st;
+	return TAKE_FD(fd);
+}
+
 int rr_read_fd(int fd, const char *path, size_t max, uint8_t **ret_buf, size_t *ret_len,
 	       struct rr_err *e)
 {

@@ -186,5 +186,10 @@ const char *rr_file_type_name(unsigned mode);
  * key): stat it without opening it, refuse anything but a regular file (a
  * FIFO would hang the opener).  what names it: "initrd". */
 int rr_check_input_file(const char *path, const char *what, struct stat *ret, struct rr_err *e);
+/* An input rerand reads itself (the kernel whose key or digest it makes):
+ * the same refusals, then opened without hanging on a FIFO swapped in after
+ * the stat and checked again by fstat.  Returns the fd (its stat in *ret
+ * when ret is set) or a negative errno with e set. */
+int rr_open_input(const char *path, const char *what, struct stat *ret, struct rr_err *e);
 
 #endif
