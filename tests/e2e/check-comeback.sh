@@ -128,7 +128,7 @@ run() {
 		append+=" $PANIC_ARG memmap=1M\$0x30000000 ramoops.mem_address=0x30000000 ramoops.mem_size=0x100000"
 	fi
 	local log="$dir/serial.log" tmo=${RRC_TIMEOUT:-1500}
-	local args=(-accel tcg -machine q35 -m 1G -smp 1 -cpu max -nographic -monitor none
+	local args=(-accel "$E2E_ACCEL" -machine q35 -m 1G -smp 1 -cpu max -nographic -monitor none
 		-serial stdio -device i6300esb -action watchdog=reset
 		-drive "file=$dir/disk.img,if=none,id=rrstate,format=raw,cache=writeback"
 		-device "nvme,drive=rrstate,serial=rrstate0"

@@ -55,7 +55,7 @@ efi_boot() {
 		machine=q35,smm=on
 		extra=(-global driver=cfi.pflash01,property=secure,value=on)
 	fi
-	qemu-system-x86_64 -accel tcg -machine $machine "${extra[@]}" -m 512M -smp 1 \
+	qemu-system-x86_64 -accel "$E2E_ACCEL" -machine $machine "${extra[@]}" -m 512M -smp 1 \
 		-nographic -monitor none -serial "file:$log" -no-reboot -net none \
 		-drive "if=pflash,format=raw,readonly=on,file=$code" \
 		-drive "if=pflash,format=raw,file=$dir/$name.vars.fd" \

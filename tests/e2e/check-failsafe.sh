@@ -73,7 +73,7 @@ run() {
 
 	local log="$dir/serial.log" tmo=${E2E_FAILSAFE_TIMEOUT:-420}
 	# No -no-reboot: the reset must bring the firmware back.
-	local args=(-accel tcg -machine "$machine" -m 1G -smp 1 -cpu max -nographic -monitor none
+	local args=(-accel "$E2E_ACCEL" -machine "$machine" -m 1G -smp 1 -cpu max -nographic -monitor none
 		-serial stdio -kernel "$kernel" -initrd "$initrd"
 		-append "console=ttyS0,115200 panic=-1 no_timer_check"
 		-drive "if=none,id=mark,format=raw,file=$dir/marker.img"

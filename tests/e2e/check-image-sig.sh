@@ -57,7 +57,7 @@ mknod -m 0600 "$r/dev/console" c 5 1 2>/dev/null || true
 
 cp $SB_VARS "$dir/vars.fd"
 log=$dir/serial.log
-timeout -k 5 600 qemu-system-x86_64 -accel tcg -machine q35,smm=on -m 1G -smp 1 -cpu max \
+timeout -k 5 600 qemu-system-x86_64 -accel "$E2E_ACCEL" -machine q35,smm=on -m 1G -smp 1 -cpu max \
 	-global driver=cfi.pflash01,property=secure,value=on \
 	-drive "if=pflash,format=raw,readonly=on,file=$SB_CODE" \
 	-drive "if=pflash,format=raw,file=$dir/vars.fd" \

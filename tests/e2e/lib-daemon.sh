@@ -198,7 +198,7 @@ rrd_extract() {
 # TCG) with DISK as an NVMe namespace.  Serial console time-stamped to LOG.
 rrd_qemu() {
 	local kernel=$1 initrd=$2 disk=$3 append=$4 log=$5 tmo=$6 slow=${7:-}
-	local args=(-accel tcg -machine q35 -m "${RRD_MEM:-1}G" -smp 1 -cpu max
+	local args=(-accel "$E2E_ACCEL" -machine q35 -m "${RRD_MEM:-1}G" -smp 1 -cpu max
 		-nographic -monitor none -serial stdio -no-reboot
 		-drive "file=$disk,if=none,id=rrstate,format=raw,cache=writeback"
 		-device "nvme,drive=rrstate,serial=rrstate0"

@@ -219,7 +219,7 @@ sb_fw_boot() {
 	mkdir -p "$esp/EFI/BOOT" && cp "$efi" "$esp/EFI/BOOT/BOOTX64.EFI" || { rm -rf "$esp"; return 1; }
 	cp "$E2E_OVMF_SB_VARS" "$log.vars.fd" || { rm -rf "$esp"; return 1; }
 	: >"$log"
-	timeout -k 5 "${SB_FW_TIMEOUT:-120}" qemu-system-x86_64 -accel tcg \
+	timeout -k 5 "${SB_FW_TIMEOUT:-120}" qemu-system-x86_64 -accel "$E2E_ACCEL" \
 		-machine q35,smm=on -global driver=cfi.pflash01,property=secure,value=on \
 		-drive "if=pflash,format=raw,unit=0,readonly=on,file=$E2E_OVMF_SB_CODE" \
 		-drive "if=pflash,format=raw,unit=1,file=$log.vars.fd" \

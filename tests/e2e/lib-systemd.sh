@@ -502,7 +502,7 @@ rrs_qemu() {
 	# loaded anew on reset) instead of ending QEMU.
 	[ "${RRS_RESET:-0}" = 1 ] && noreboot=""
 	[ "${RRS_FW:-seabios}" = ovmf-sb ] && machine+=",smm=on"
-	local args=(-accel tcg -machine "$machine" -m "${RRS_MEM:-1}G" -smp "${RRS_SMP:-1}" -cpu max $noreboot
+	local args=(-accel "$E2E_ACCEL" -machine "$machine" -m "${RRS_MEM:-1}G" -smp "${RRS_SMP:-1}" -cpu max $noreboot
 		-nographic -nic none
 		-drive "file=$disk,if=none,id=root,format=raw,cache=writeback"
 		-device "nvme,drive=root,serial=rrroot0")
