@@ -43,9 +43,9 @@ else
 	DET_RUNS=${BENCH_DET_RUNS:-3}
 fi
 # `apt install` of a kernel package with/without rerand's hook
-# (bench/apt-install.sh): 5 pairs.  Each install is 5 to 6 minutes of TCG
-# (initramfs-tools' run dominates), and the 5 pairs of 6 Dec 2026 spread
-# 0.1 %: 10 would add an hour and change nothing.
+# (bench/apt-install.sh): 5 pairs.  Each install is 3 to 6 minutes of TCG
+# (initramfs-tools' run dominates; 200 s alone, median of 10 on 6 Dec
+# 2026), and 5 pairs spread 0.1 to 0.3 %: 10 would add most of an hour.
 if [ "$QUICK" = 1 ]; then APT_PAIRS=${BENCH_APT_PAIRS:-1}; else APT_PAIRS=${BENCH_APT_PAIRS:-5}; fi
 # BENCH_DEADLINE=HH:MM (UTC, today) or @EPOCH: the downtime guest is stopped
 # then at the latest, and the report says how many pairs ran before it.
