@@ -254,6 +254,11 @@ rrd_needles() {
 # as a whole number: not inside a longer run of hex digits, but with any
 # 0x and leading zeros.  (A bare substring search flagged a virtual offset
 # 0xb000000 inside the kernel's own "MMCONFIG at 0xb0000000" line.)
+# Lines of the kernel's own memory map (its "[mem 0xSTART-0xEND]" resource
+# ranges: e820, MMCONFIG, PCI windows) do not count: they print the
+# machine's fixed ranges, whatever the base.  (A cold boot's KASLR put
+# _text at 0xffffffffb0000000, whose low 32 bits are q35's MMCONFIG base,
+# printed in every journal.)
 # Prints one line per hit "FILE: kind of boot N (needle)"; returns 1 if
 # something was found.
 rrd_leak_search() {
@@ -264,6 +269,8 @@ rrd_leak_search() {
 		while read -r needle; do
 			[ -n "$needle" ] || continue
 			while IFS= read -r f; do
+				grep -aiE -e "(^|[^0-9a-f])(0x)?0*$needle([^0-9a-f]|\$)" "$f" |
+					grep -aviE -e '\[mem 0x[0-9a-f]+-0x[0-9a-f]+' >/dev/null || continue
 				echo "$f: $kind of boot $n ($needle)"
 				found=1
 			done < <(grep -rilaE -e "(^|[^0-9a-f])(0x)?0*$needle([^0-9a-f]|\$)" "$@" 2>/dev/null)
