@@ -263,17 +263,18 @@ rrd_needles() {
 # something was found.
 rrd_leak_search() {
 	local addrs=$1; shift
-	local n kind hex needle f found=0
+	local n kind hex needle re f found=0
 	while read -r n kind hex; do
 		[ -n "$hex" ] || continue
 		while read -r needle; do
 			[ -n "$needle" ] || continue
+			re="(^|[^0-9a-f])(0x)?0*$needle([^0-9a-f]|\$)"
 			while IFS= read -r f; do
-				grep -aiE -e "(^|[^0-9a-f])(0x)?0*$needle([^0-9a-f]|\$)" "$f" |
+				grep -aiE -e "$re" "$f" |
 					grep -aviE -e '\[mem 0x[0-9a-f]+-0x[0-9a-f]+' >/dev/null || continue
 				echo "$f: $kind of boot $n ($needle)"
 				found=1
-			done < <(grep -rilaE -e "(^|[^0-9a-f])(0x)?0*$needle([^0-9a-f]|\$)" "$@" 2>/dev/null)
+			done < <(grep -rilaE -e "$re" "$@" 2>/dev/null)
 		done < <(rrd_needles "$kind" "$hex")
 	done <"$addrs"
 	[ "$found" -eq 0 ]
