@@ -370,6 +370,10 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 		put(&o, ", sha256 %.16s, staged ", v->image_sha);
 		put_time(&o, v->staged_time);
 		put(&o, ")");
+	} else if (*v->unstaged_why) {
+		put(&o, " (");
+		put_ext(&o, v->unstaged_why);
+		put(&o, ")");
 	}
 	put(&o, "\n");
 	if (*v->stage_error) {

@@ -61,6 +61,7 @@ static void on_staged(int r, const struct rr_stage_plan *p, const char *msg, voi
 		d->st.staged_time = time(NULL);
 		d->st.trig_new_kernel |= new_kernel;
 		stage_prune(&d->cfg, p->sha, d->cr.sha);
+		unstage_mark_loaded(d);    /* loaded, even when a reload made it stale */
 		daemon_save(d);
 		if (*p->signer)
 			rr_log(RR_LOG_INFO, "staged %s (kernel sha256 %.16s), %s image %s signed by "
@@ -122,7 +123,9 @@ void daemon_stage_new_kernel(struct daemon *d)
 		set_stage_error(d, e.msg);
 		return;
 	}
-	d->stage_new_kernel = true;
+	/* after a removal, the kernel staged instead is not new */
+	d->stage_new_kernel = !d->restage_not_new;
+	d->restage_not_new = false;
 }
 
 /* The metrics file, rewritten only when a value other than the layout's age

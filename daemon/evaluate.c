@@ -105,6 +105,46 @@ void daemon_format_due(const struct daemon *d, char *out, size_t size)
 	}
 }
 
+/* An image staged while a rerandomization is wanted, none while not
+ * (unstage.c says when); a staged kernel file that changed is unloaded at
+ * once and the new-kernel path stages what /boot holds now. */
+static void keep_staged(struct daemon *d, time_t now)
+{
+	char why[sizeof(d->unstaged_why)];
+	int changed;
+
+	if (d->stage_job || d->unload_job)
+		return;
+	if (unstage_unwanted(d, why, sizeof(why))) {
+		if ((d->staged || d->loaded_mark) &&
+		    (!d->unload_failed_at || now - d->unload_failed_at >= DAEMON_STAGE_RETRY))
+			daemon_unstage(d, why);
+		else if (!d->staged)
+			snprintf(d->unstaged_why, sizeof(d->unstaged_why), "%s", why);
+		d->unstaged_by_policy = true;
+		return;
+	}
+	if (d->unstaged_by_policy) {
+		d->unstaged_by_policy = false;
+		d->unstaged_why[0] = 0;
+	}
+	if ((changed = unstage_kernel_changed(d, why, sizeof(why))) > 0) {
+		daemon_unstage(d, why);
+		/* a removed kernel is no new one: what is staged next does not
+		 * trigger a rerandomization by itself */
+		d->restage_not_new = changed == RR_KERNEL_GONE;
+		if (!d->new_kernel_at)
+			d->new_kernel_at = now;
+		return;
+	}
+	if (d->new_kernel_at && now >= d->new_kernel_at)
+		daemon_stage_new_kernel(d);
+	if (!d->stage_job &&
+	    ((!d->staged && (!d->stage_failed_at || now - d->stage_failed_at >= DAEMON_STAGE_RETRY)) ||
+	     (d->staged && now - d->st.staged_time >= d->cfg.restage_interval)))
+		daemon_stage(d, d->staged ? &d->plan : NULL, false);
+}
+
 /* idle: keep an image staged and the crash kernel loaded, watch for
  * triggers; when policy says reboot and nothing blocks, start the sequence. */
 static void evaluate_idle(struct daemon *d, time_t now)
@@ -113,12 +153,7 @@ static void evaluate_idle(struct daemon *d, time_t now)
 
 	coord_service(&d->co, &d->cfg, &d->st);
 	check_taint(d);
-	if (!d->stage_job && d->new_kernel_at && now >= d->new_kernel_at)
-		daemon_stage_new_kernel(d);
-	if (!d->stage_job && !d->cf.failing &&
-	    ((!d->staged && (!d->stage_failed_at || now - d->stage_failed_at >= DAEMON_STAGE_RETRY)) ||
-	     (d->staged && now - d->st.staged_time >= d->cfg.restage_interval)))
-		daemon_stage(d, d->staged ? &d->plan : NULL, false);
+	keep_staged(d, now);
 	/* after a new kernel was staged: the crash kernel follows it */
 	if (!d->stage_job && !d->cr.job && crash_due(&d->cfg, &d->cr, now))
 		crash_start(d->ev, &d->cfg, &d->cr, d->staged ? &d->plan : NULL, now,

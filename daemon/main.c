@@ -369,6 +369,8 @@ static void first_look(struct daemon *d)
 {
 	crash_init(&d->cr);
 	confirm_init(d);
+	/* a rerandd that stopped without its unload (killed) left it loaded */
+	d->loaded_mark = unstage_marker_this_boot(d);
 	d->cr.state = d->cfg.crash_mode == RR_CRASH_OFF ? RR_CS_OFF : RR_CS_PENDING;
 	if (!boot_crash_check(d)) {
 		/* the boot is accounted for first: its verdict decides what happens
@@ -380,6 +382,18 @@ static void first_look(struct daemon *d)
 		coord_startup(&d->co, &d->st, out);
 		seq_resume(d, resume);
 	}
+}
+
+/* SIGTERM, SIGINT: nothing of ours stays loaded unless the system is going
+ * down (unstage.c); the loop ends once the unload is done.  A second signal
+ * ends it at once. */
+static int on_stop(sd_event_source *s, const struct signalfd_siginfo *si, void *ud)
+{
+	struct daemon *d = ud;
+
+	if (d->unload_then_exit || d->crash_boot || !unstage_on_stop(d))
+		return sd_event_exit(d->ev, 0);
+	return 0;
 }
 
 /* The control socket, the signals and the loop; <0 (logged) on failure. */
@@ -401,8 +415,8 @@ static int open_loop(struct daemon *d)
 	sigaddset(&ss, SIGCHLD);           /* sd-event's child sources want it blocked */
 	sigprocmask(SIG_BLOCK, &ss, NULL);
 	if ((r = sd_event_default(&d->ev)) < 0 ||
-	    (r = sd_event_add_signal(d->ev, NULL, SIGTERM, NULL, NULL)) < 0 ||
-	    (r = sd_event_add_signal(d->ev, NULL, SIGINT, NULL, NULL)) < 0 ||
+	    (r = sd_event_add_signal(d->ev, NULL, SIGTERM, on_stop, d)) < 0 ||
+	    (r = sd_event_add_signal(d->ev, NULL, SIGINT, on_stop, d)) < 0 ||
 	    (r = sd_event_add_signal(d->ev, NULL, SIGHUP, on_sighup, d)) < 0 ||
 	    (r = control_serve(d->ev, d->ctl_fd, on_control, d)) < 0 ||
 	    (r = sd_event_set_watchdog(d->ev, true)) < 0) {
@@ -435,8 +449,10 @@ static int add_watches(struct daemon *d)
 		close(d->kmsg_fd);
 		d->kmsg_fd = -1;
 	}
+	/* removals too: the image of a removed kernel is unloaded at once */
 	if (sd_event_add_inotify(d->ev, NULL, d->cfg.boot_dir,
-				 IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE, on_boot_change, d) < 0)
+				 IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM,
+				 on_boot_change, d) < 0)
 		rr_log(RR_LOG_WARNING, "%s: cannot watch for new kernels", d->cfg.boot_dir);
 	if (*d->cfg.signed_dir && (mkdir(d->cfg.signed_dir, 0755) == 0 || errno == EEXIST) &&
 	    sd_event_add_inotify(d->ev, NULL, d->cfg.signed_dir, IN_CLOSE_WRITE | IN_MOVED_TO,
@@ -462,6 +478,7 @@ static void shut_down(struct daemon *d)
 	confirm_stop(d);
 	stage_cancel(d->stage_job);
 	stage_cancel(d->cr.job);
+	job_cancel(d->unload_job);
 	blockers_cancel(d->blockers);
 	reboot_bus_close();
 	coord_close(&d->co);
@@ -503,8 +520,7 @@ static int run(int argc, char **argv)
 		if (d->kmsg_fd >= 0)
 			on_kmsg(NULL, d->kmsg_fd, 0, d);    /* records from before we started */
 		confirm_start(d);
-		if (d->st.phase == RR_PH_IDLE && !d->cf.failing)
-			daemon_stage(d, NULL, false);
+		/* stages at once unless none is wanted (keep_staged) */
 		daemon_evaluate(d);
 	}
 	sd_notify(0, "READY=1");

@@ -435,6 +435,7 @@ struct rr_view {
 	char     kernel[RR_PATH];
 	char     image_sha[65];
 	char     stage_error[RR_ERR_MAX];
+	char     unstaged_why[256];         /* why nothing is staged on purpose, "" */
 	/* Secure Boot: the state now, and how the staged image is signed */
 	const char *secure_boot, *lockdown;  /* rr_secureboot_name(), rr_lockdown_name() */
 	bool     secure_boot_from_bp;        /* read from boot_params, not efivarfs */

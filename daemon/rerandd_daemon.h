@@ -63,6 +63,14 @@ struct daemon {
 	char seq_error[RR_ERR_MAX];    /* why the last reboot was cancelled */
 	time_t seq_cancelled_at;       /* ... for an unwritable state; 0 = none */
 	struct rr_confirm cf;
+	/* unstage.c: no image while none is wanted */
+	struct rr_job *unload_job;     /* `kexec -s -u` running */
+	char unstaged_why[256];        /* why nothing of ours is staged; "" */
+	bool unstaged_by_policy;       /* ... because unstage_unwanted() says so */
+	bool loaded_mark;              /* <state>/loaded names this boot */
+	bool restage_not_new;          /* the next new-kernel stage follows a removal */
+	bool unload_then_exit;         /* stopping: the loop ends once unloaded */
+	time_t unload_failed_at;
 	/* what daemon_publish last wrote and said, so that an idle tick
 	 * rewrites and notifies nothing (issue 28: idle CPU) */
 	char *metrics_last;            /* the file as written, the age zeroed */
@@ -119,6 +127,26 @@ void confirm_start(struct daemon *d);
 /* A confirmation runs or failed: no new rerandomization meanwhile. */
 bool confirm_busy(const struct daemon *d);
 void confirm_stop(struct daemon *d);
+
+/* unstage.c: a staged image only while a rerandomization is wanted */
+/* Why none should be staged now (a hold, MaxFailures, a failed
+ * confirmation) into why; false (why "") when one is wanted. */
+bool unstage_unwanted(const struct daemon *d, char *why, size_t len);
+enum { RR_KERNEL_REPLACED = 1, RR_KERNEL_GONE = 2 };
+/* The staged kernel file or its initrd is gone (RR_KERNEL_GONE) or another
+ * file (RR_KERNEL_REPLACED), why said; 0 if not, or nothing is staged. */
+int unstage_kernel_changed(const struct daemon *d, char *why, size_t len);
+/* Unload the staged image as a job (`kexec -s -u`), why kept for the status;
+ * d->staged is false from now on.  <0 if the job could not start. */
+int daemon_unstage(struct daemon *d, const char *why);
+/* An image of ours was loaded: <state>/loaded names this boot. */
+void unstage_mark_loaded(struct daemon *d);
+/* <state>/loaded names this boot: what the kernel holds may be ours. */
+bool unstage_marker_this_boot(const struct daemon *d);
+/* SIGTERM: 1 if an unload was started (the loop ends when it is done), 0
+ * if the loop can end now (nothing of ours loaded, our own reboot under
+ * way, or the system shutting down: the image stays for that reboot). */
+int unstage_on_stop(struct daemon *d);
 
 /* sequence.c: the reboot sequence, one step per phase (rr_phase) */
 /* Policy says reboot and nothing blocks: idle -> gate. */

@@ -203,6 +203,11 @@ void seq_begin(struct daemon *d)
 
 void seq_step(struct daemon *d, time_t now)
 {
+	/* a hold stops a sequence that has not yet asked for the reboot */
+	if (d->st.hold && d->st.phase < RR_PH_REBOOT && !d->request) {
+		seq_unwind(d, "an operator hold was put in place");
+		return;
+	}
 	switch (d->st.phase) {
 	case RR_PH_GATE:
 		step_gate(d);

@@ -93,6 +93,7 @@ int control_format_json(const struct rr_view *v, char *buf, size_t len)
 	rr_json_add_int(o, "last_failure", v->last_failure);
 	rr_json_add_bool(o, "staged", v->staged);
 	rr_json_add_int(o, "staged_at", v->staged_time);
+	add_str(o, "unstaged_why", v->staged ? "" : v->unstaged_why);
 	add_str(o, "kernel", v->kernel);
 	add_str(o, "kernel_sha256", v->image_sha);
 	add_str(o, "stage_error", v->stage_error);

@@ -38,6 +38,7 @@ void daemon_fill_view(struct daemon *d, struct rr_view *v)
 	snprintf(v->kernel, sizeof(v->kernel), "%s", d->plan.kernel);
 	snprintf(v->image_sha, sizeof(v->image_sha), "%s", d->plan.sha);
 	snprintf(v->stage_error, sizeof(v->stage_error), "%s", d->stage_error);
+	snprintf(v->unstaged_why, sizeof(v->unstaged_why), "%s", d->unstaged_why);
 	stage_view_secure(&d->cfg, d->staged ? &d->plan : NULL, v);
 	coord_view(&d->co, v);
 	v->crash_mode = d->cfg.crash_mode == RR_CRASH_OFF ? "off" : "auto";

@@ -12,8 +12,8 @@
 #   panic: the staged command line carries panic=10 and its mark, a reload
 #     with PanicRebootSec=30 restages with panic=30, and a user's panic= wins.
 #   held: a state file with a corrupt line keeps the operator's hold and the
-#     stopped state; one whose hold line is unreadable is held; `rerand now`
-#     reboots neither.
+#     stopped state; one whose hold line is unreadable is held; nothing is
+#     loaded while held; `rerand now` reboots neither.
 #   full: a state directory on a full tmpfs: `rerand now` does not reboot,
 #     and `rerand status` says why.
 set -u
@@ -180,14 +180,18 @@ state() {
 	# the image digest built, with its record: staged without a build
 	cp "$img" "$img.sha256" "$hd/state/images/"
 }
-for id in held heldbad; do inst $id "BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro panic=5"; mkdir -p "$tmp/$id/state/images"; done
+for id in held heldbad userpanic; do inst $id "BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro panic=5"; mkdir -p "$tmp/$id/state/images"; done
 state held "hold=1"
 state heldbad $'ho\377ld 0'
-rerandd_up "$tmp/held" "$tmp/heldbad"
-for id in held heldbad; do wait_for 60 status_has $id "staged:            yes" || true; done
-check "held: staged from the cache, no build" eval 'status_has held "staged:            yes" && ! grep -q building "$tmp/held/log"'
-check "panic: a user's panic=5 wins, no panic= added ($(last_append held))" \
-	test "$(last_append held)" = "--append=watchdog.stop_on_reboot=0 root=/dev/vda1 ro panic=5"
+cp "$img" "$img.sha256" "$tmp/userpanic/state/images/"
+rerandd_up "$tmp/held" "$tmp/heldbad" "$tmp/userpanic"
+for id in held heldbad; do wait_for 60 status_has $id "staged:            no (an operator hold" || true; done
+rerandd_wait_staged 60 "$tmp/userpanic"
+# issue 38: a held machine has nothing of rerand's loaded
+check "held: nothing built or loaded while held ($(loads held) kexec calls)" \
+	eval 'status_has held "staged:            no (an operator hold is in place" && ! grep -q building "$tmp/held/log" && [ "$(loads held)" = 0 ]'
+check "panic: a user's panic=5 wins, no panic= added ($(last_append userpanic))" \
+	test "$(last_append userpanic)" = "--append=watchdog.stop_on_reboot=0 root=/dev/vda1 ro panic=5"
 check "held: the log names the file and the bad line" \
 	grep -qF "$tmp/held/state/state: damaged state file: 1 line skipped (the first, line 14: last_verify: a value that cannot be read" "$tmp/held/log"
 check "held: a corrupt line keeps the operator's hold" status_has held "hold:              yes"
