@@ -30,11 +30,26 @@ XSTEPS=${XSTEPS:-systemctl-reboot reboot soft-reboot kexec-default skip-auto-kex
 # which one `rerand load` ends up with (reported only), counted from the
 # kernel's syscall trace
 # events (tracefs; the cloud kernel has CONFIG_FTRACE_SYSCALLS).  Only the
-# counts leave the guest: the trace lines hold load addresses.  rerandd is
-# stopped first (its own staging would add calls) and nothing stays loaded.
+# counts leave the guest: the trace lines hold load addresses.  First a hold,
+# a release and a stop of rerandd, each checked against kexec_loaded; rerandd
+# stays stopped (its own staging would add calls) and nothing stays loaded.
 x_probe() {
-	local T=/sys/kernel/tracing img f l v kv
+	local T=/sys/kernel/tracing img f l v kv kl=/sys/kernel/kexec_loaded
+	# Issue 38: nothing of rerand's stays loaded while no rerandomization
+	# is wanted, read from the real kernel: a hold unloads, a release
+	# stages again, `systemctl stop` (no shutdown) unloads.
+	wait_for 300 sh -c "[ \"\$(cat $kl)\" = 1 ]"
+	rerand hold --reason "e2e: nothing loaded while held" >/dev/null 2>&1
+	wait_for 60 sh -c "[ \"\$(cat $kl)\" = 0 ]"
+	tap $? "rerand hold: rerandd unloads its image (kexec_loaded $(cat $kl))" \
+		"$(rerand status 2>&1 | grep '^staged:')"
+	rerand release >/dev/null 2>&1
+	wait_for 300 sh -c "[ \"\$(cat $kl)\" = 1 ]"
+	tap $? "rerand release: rerandd stages again (kexec_loaded $(cat $kl))"
 	systemctl stop rerandd.service
+	tap "$([ "$(cat $kl)" = 0 ]; echo $?)" \
+		"systemctl stop rerandd: nothing of rerand's left loaded (kexec_loaded $(cat $kl))" \
+		"$(journalctl -b -u rerandd.service -n 3 --no-pager 2>&1 | tr '\n' '|')"
 	kv=$(kexec --version 2>&1 | head -n 1)
 	say "RRS-INFO n=$n kexec --version: $kv"
 	[ -r "$T/trace" ] || mount -t tracefs nodev "$T" 2>/dev/null
