@@ -99,6 +99,7 @@ void config_defaults(struct rr_config *c)
 	c->max_failures = 3;
 	c->method = RR_RM_AUTO;
 	c->hook_timeout = 60;
+	c->rerandomize_other_reboots = true;
 	c->panic_reboot = 10;
 	fleet_config_defaults(&c->fleet);
 }

@@ -70,6 +70,7 @@ const struct rr_cfg_key rr_cfg_keys[] = {
 	{ "Reboot", "HookTimeout", K_DUR, F(hook_timeout) },
 	{ "Comeback", "PanicRebootSec", K_PANIC, F(panic_reboot) },
 	{ "Reboot", "FirmwareRebootCommand", K_STR, F(firmware_reboot_cmd) },
+	{ "Reboot", "RerandomizeOtherReboots", K_BOOL, F(rerandomize_other_reboots) },
 	{ "Comeback", "KexecWatchdogSec", K_WDOG, F(kexec_watchdog) },
 	{ "Comeback", "ConfirmTimeoutSec", K_DUR, F(confirm_timeout) },
 	{ "Paths", "Watchdog", K_PATH, F(watchdog_dev) },

@@ -298,6 +298,7 @@ const char *policy_reason_name(enum rr_reason r)
 	case RR_WHY_WEAK:       return "weak-boot";
 	case RR_WHY_OOPS:       return "kernel-oops";
 	case RR_WHY_NOW:        return "requested";
+	case RR_WHY_OTHER:      return "other-reboot";
 	default:                return "none";
 	}
 }

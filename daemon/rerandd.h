@@ -43,7 +43,10 @@
 enum rr_action { RR_ACT_NONE = 0, RR_ACT_WAIT, RR_ACT_REBOOT, RR_ACT_BLOCKED, RR_ACT_STOPPED };
 /* In order of urgency (a tie is reported as the more urgent); stored by name. */
 enum rr_reason { RR_WHY_NONE = 0, RR_WHY_AGE, RR_WHY_NEW_KERNEL, RR_WHY_WEAK, RR_WHY_OOPS,
-		 RR_WHY_NOW };
+		 RR_WHY_NOW,
+		 /* never planned: a kexec reboot into rerandd's image that
+		  * rerandd did not start (RerandomizeOtherReboots=) */
+		 RR_WHY_OTHER, RR_WHY_LAST = RR_WHY_OTHER };
 enum rr_blocker { RR_BLK_NONE = 0, RR_BLK_HOLD, RR_BLK_NOT_STAGED, RR_BLK_INHIBITOR,
 		  RR_BLK_COMMAND };
 

@@ -66,6 +66,10 @@ struct rr_config {
 	/* [Reboot] */
 	enum rr_method method;
 	char reboot_cmd[RR_CMD];
+	/* a kexec reboot rerandd did not ask for (systemctl reboot on systemd
+	 * >= 255, systemctl kexec, kured) into its image: counted and watched
+	 * as a rerandomization (yes), or the image unloaded first (no) */
+	bool rerandomize_other_reboots;
 	char firmware_reboot_cmd[RR_CMD];   /* Method=command: a reboot through the firmware */
 	int64_t hook_timeout;
 	/* [Comeback]: panic=N on what rerandd stages (and the crash kernel): seconds, 0 =

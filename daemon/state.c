@@ -321,7 +321,7 @@ static int set_fleet_token(struct rr_state *s, const char *v)
 
 static int set_attempt_reason(struct rr_state *s, const char *v)
 {
-	for (int r = RR_WHY_NONE; r <= RR_WHY_NOW; r++)
+	for (int r = RR_WHY_NONE; r <= RR_WHY_LAST; r++)
 		if (!strcmp(v, policy_reason_name(r))) {
 			s->attempt_reason = r;
 			return 0;

@@ -7,6 +7,8 @@
 # it did (its name in $D/xstep), then runs the next:
 #   systemctl-reboot  `systemctl reboot` with rerandd's image staged: must be
 #                     a kexec into it, a randomized boot rerandd did not plan
+#                     but recorded on the way down and verified as its own
+#                     (RerandomizeOtherReboots=yes, issue 38)
 #   reboot            plain `reboot`, the same
 #   soft-reboot       `systemctl soft-reboot`: userspace restarts on the same
 #                     kernel; rerandd must count nothing (no reboot, no failure)
@@ -114,11 +116,16 @@ x_check() {
 	# Failures in a row and in all: neither may move.
 	fails=$(jval "$js" consecutive_failures)/$(jval "$js" failures_total)
 	say "RRS-INFO n=$n after $step: boot_id=$boot_id verify=$(jval "$js" verify) successes=$(jval "$js" successes) failures=$fails boot_origin=$(jval "$js" boot_origin) unplanned_boots=$(jval "$js" unplanned_boots) kexec_loaded_before=$(cat "$D/xkexec-loaded" 2>/dev/null) now=$(cat /sys/kernel/kexec_loaded)"
-	# rerand status says whose boot it is: every step but the soft-reboot
-	# is a new boot rerandd did not plan; the soft-reboot keeps the boot.
+	# rerand status says whose boot it is: a kexec into rerandd's image
+	# (systemctl reboot, reboot) is rerandd's, counted as a rerandomization
+	# (RerandomizeOtherReboots=yes, the default: issue 38); the others are
+	# new boots rerandd did not plan; the soft-reboot keeps the boot.
 	unp=$(jval "$js" unplanned_boots)
 	want=$((unp0 + 1)) worigin=unplanned
-	[ "$step" = soft-reboot ] && want=$unp0 worigin=$(cat "$D/xorigin")
+	case $step in
+	soft-reboot) want=$unp0 worigin=$(cat "$D/xorigin") ;;
+	systemctl-reboot | reboot) want=$unp0 worigin=rerandd ;;
+	esac
 	tap "$([ "$(jval "$js" boot_origin)" = "$worigin" ] && [ "$unp" = "$want" ]; echo $?)" \
 		"rerand status after \`$step\`: boot_origin $worigin, unplanned_boots $unp0 -> $want" \
 		"boot_origin $(jval "$js" boot_origin), unplanned_boots $unp; $(rerand status 2>&1 | grep -E '^(booted by|reboots):' | tr '\n' '|')"
@@ -131,14 +138,17 @@ x_check() {
 			"$(grep -E 'System is|kexec' <<<"$pj" | tail -n 3 | tr '\n' '|')"
 		tap "$(! grep -q 'rerandd\[[0-9]*\]: rerandomizing reboot (' <<<"$pj"; echo $?)" \
 			"rerandd did not decide that reboot (no 'rerandomizing reboot' line before it)"
+		grep -q "rerandd\[[0-9]*\]: the system is rebooting by kexec into rerandd's image" <<<"$pj"
+		tap $? "rerandd saw the shutdown's kexec into its image and recorded it as a rerandomization" \
+			"$(grep 'rerandd\[' <<<"$pj" | tail -n 3 | tr '\n' '|')"
 		vj=$(rerand verify --json 2>&1)
 		echo "$vj" >"$D/out/verify.x-$step.json"
 		tap "$([ "$(jval "$vj" randomized)" = true ] && [ "$(jval "$js" verify)" = randomized ]; echo $?)" \
 			"after \`$step\` the kernel is rerandomized: rerand verify and rerandd's status say randomized" "$vj | $js"
-		grep -q '^booted without rerandd into its staged image: this boot is randomized' <<<"$log"
-		tap $? "rerandd says the boot is randomized but not its reboot" "$(grep -iE 'boot|verif' <<<"$log" | head -n 3 | tr '\n' '|')"
-		tap "$([ "$(jval "$js" successes)" = "$succ0" ] && [ "$fails" = 0/0 ]; echo $?)" \
-			"rerandd counted it neither as its success nor as a failure (successes $succ0, failures 0/0)" "$js"
+		grep -q '^rerandomizing reboot verified: this boot is randomized' <<<"$log"
+		tap $? "rerandd verified the boot as a rerandomization" "$(grep -iE 'boot|verif' <<<"$log" | head -n 3 | tr '\n' '|')"
+		tap "$([ "$(jval "$js" successes)" = "$((succ0 + 1))" ] && [ "$fails" = 0/0 ]; echo $?)" \
+			"rerandd counted it as a success, no failure (successes $succ0 -> $((succ0 + 1)), failures 0/0)" "$js"
 		say "RRS-INFO n=$n xverified boot_id=$boot_id after=$step entropy_bits=$(jval "$js" entropy_bits)"
 		;;
 	soft-reboot)
