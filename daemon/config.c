@@ -61,6 +61,9 @@ void config_defaults(struct rr_config *c)
 	snprintf(c->proc_stat, sizeof(c->proc_stat), "/proc/stat");
 	snprintf(c->post_boot_dir, sizeof(c->post_boot_dir), "/etc/rerand/post-boot.d");
 	snprintf(c->kexec_crash_size, sizeof(c->kexec_crash_size), "/sys/kernel/kexec_crash_size");
+	snprintf(c->crash_loader_wants, sizeof(c->crash_loader_wants),
+		 "/etc/systemd/system/multi-user.target.wants");
+	snprintf(c->kdump_tools_default, sizeof(c->kdump_tools_default), "/etc/default/kdump-tools");
 	snprintf(c->kexec_crash_loaded, sizeof(c->kexec_crash_loaded), "/sys/kernel/kexec_crash_loaded");
 	snprintf(c->proc_vmcore, sizeof(c->proc_vmcore), "/proc/vmcore");
 	snprintf(c->lockdown_file, sizeof(c->lockdown_file), "%s", RR_LOCKDOWN_PATH);

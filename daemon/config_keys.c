@@ -29,6 +29,8 @@ const struct rr_cfg_key rr_cfg_keys[] = {
 	{ "Paths", "ProcStat", K_PATH, F(proc_stat) },
 	{ "Paths", "PostBootDirectory", K_PATH, F(post_boot_dir) },
 	{ "Paths", "KexecCrashSize", K_PATH, F(kexec_crash_size) },
+	{ "Paths", "CrashLoaderWants", K_PATH, F(crash_loader_wants) },
+	{ "Paths", "KdumpToolsDefault", K_PATH, F(kdump_tools_default) },
 	{ "Paths", "KexecCrashLoaded", K_PATH, F(kexec_crash_loaded) },
 	{ "Paths", "ProcVmcore", K_PATH, F(proc_vmcore) },
 	{ "Paths", "Uevents", K_PATH, F(uevents) },

@@ -188,6 +188,10 @@ static void put_crash_text(struct out *o, const struct rr_view *v)
 	case RR_CS_NOT_RESERVED:
 		put(o, "not reserved (no crashkernel= memory)");
 		break;
+	case RR_CS_OTHER_LOADER:
+		put(o, "left to kdump-tools/kdumpctl (enabled; Mode=auto loads none over it): one "
+		    "is %sloaded", v->crash_loaded ? "" : "not ");
+		break;
 	case RR_CS_PENDING:
 		put(o, "pending (crash region %llu MiB)", (unsigned long long)(v->crash_reserved >> 20));
 		break;

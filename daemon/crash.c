@@ -20,7 +20,7 @@
 #define CRASH_CMDLINE_MAX 4096
 
 static const char *state_names[] = { "off", "not-reserved", "pending", "loaded", "error",
-				     "crash-boot" };
+				     "crash-boot", "other-loader" };
 
 const char *crash_state_name(enum rr_crash_state s)
 {
@@ -302,7 +302,8 @@ time_t crash_next(const struct rr_config *c, const struct rr_crash *cr)
 		return 0;
 	if (cr->state == RR_CS_PENDING)
 		return 1;
-	if (cr->state == RR_CS_ERROR)
+	/* an error is tried again, another loader looked at again (disabled?) */
+	if (cr->state == RR_CS_ERROR || cr->state == RR_CS_OTHER_LOADER)
 		t = cr->failed_at + CRASH_RETRY;
 	else if (cr->state == RR_CS_LOADED && cr->ours)
 		t = cr->loaded_at + c->restage_interval;   /* a fresh seed, as for staging */
@@ -451,12 +452,45 @@ static void crash_loaded(int r, const struct rr_stage_plan *p, const char *msg, 
 	x.done(x.arg);
 }
 
+/* kdump-tools (Debian) or kdumpctl (Fedora's kdump.service) enabled: they
+ * load their own crash kernel at boot, and two loaders replace each other's,
+ * so Mode=auto leaves it to them (issue 38).  The unit's name, else NULL.
+ * kdump-tools' USE_KDUMP=0 turns it off even when its unit is enabled. */
+const char *crash_other_loader(const struct rr_config *c)
+{
+	static const char *const units[] = { "kdump-tools.service", "kdump.service" };
+	char path[RR_PATH + 64], line[256];
+	bool off = false;
+	FILE *f;
+
+	if (!*c->crash_loader_wants)
+		return NULL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", c->crash_loader_wants, units[i]);
+		/* the link systemctl enable made, whatever it points at */
+		if (faccessat(AT_FDCWD, path, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (i == 0 && *c->kdump_tools_default &&
+		    (f = fopen(c->kdump_tools_default, "re"))) {
+			while (fgets(line, sizeof(line), f))
+				if (!strncmp(line, "USE_KDUMP=", 10))
+					off = strtol(line + 10 + (line[10] == '"'), NULL, 10) == 0;
+			fclose(f);
+			if (off)
+				continue;
+		}
+		return units[i];
+	}
+	return NULL;
+}
+
 int crash_start(sd_event *ev, const struct rr_config *c, struct rr_crash *cr,
 		const struct rr_stage_plan *base, time_t now, void (*done)(void *arg), void *arg)
 {
 	struct rr_stage_req req = { .planner = crash_planner, .planner_arg = base, .crash = true };
 	struct rr_err e;
 	struct crash_ctx *x;
+	const char *other;
 	int r;
 
 	cr->reload_at = 0;
@@ -464,6 +498,17 @@ int crash_start(sd_event *ev, const struct rr_config *c, struct rr_crash *cr,
 	if (cr->state == RR_CS_CRASH_BOOT || cr->job)
 		return 0;
 	if (c->crash_mode == RR_CRASH_OFF) {
+		crash_refresh(c, cr);
+		return 0;
+	}
+	if ((other = crash_other_loader(c))) {
+		if (cr->state != RR_CS_OTHER_LOADER)
+			rr_log(RR_LOG_NOTICE, "%s is enabled: the crash kernel is left to it "
+			       "([Crash] Mode=auto loads none over another loader's; see "
+			       "/usr/share/doc/rerand/kdump.md)", other);
+		cr->state = RR_CS_OTHER_LOADER;
+		cr->failed_at = now;
+		cr->error[0] = 0;
 		crash_refresh(c, cr);
 		return 0;
 	}

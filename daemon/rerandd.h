@@ -317,7 +317,9 @@ int panic_cmdline(const char *in, int64_t sec, char *out, size_t len, struct rr_
 
 /* ---- crash.c: the rerandomizing crash kernel ------------------------------ */
 enum rr_crash_state { RR_CS_OFF = 0, RR_CS_NOT_RESERVED, RR_CS_PENDING, RR_CS_LOADED,
-		      RR_CS_ERROR, RR_CS_CRASH_BOOT };
+		      RR_CS_ERROR, RR_CS_CRASH_BOOT,
+		      /* Mode=auto, and kdump-tools or kdumpctl is enabled: theirs */
+		      RR_CS_OTHER_LOADER };
 enum rr_hotplug { RR_HP_NONE = 0, RR_HP_MEMORY, RR_HP_CPU };
 /* What kdump-tools appends for the dump-capture kernel (Debian, amd64). */
 #define RR_CRASH_APPEND "reset_devices systemd.unit=kdump-tools-dump.service nr_cpus=1 irqpoll nousb"
@@ -339,6 +341,9 @@ struct rr_crash {
 	struct rr_stage_job *job;      /* a load in progress */
 };
 const char *crash_state_name(enum rr_crash_state s);
+/* kdump-tools or kdumpctl enabled ([Paths] CrashLoaderWants=): its unit's
+ * name, else NULL. */
+const char *crash_other_loader(const struct rr_config *c);
 /* The crash kernel's command line.  custom NULL: the running command line
  * without loader words, crashkernel=, what kdump-tools drops and what
  * conflicts with RR_CRASH_APPEND, then RR_CRASH_APPEND (before any "--").

@@ -33,6 +33,10 @@ struct rr_config {
 	char proc_stat[RR_PATH];            /* its btime line: when this boot began */
 	char post_boot_dir[RR_PATH];        /* health hooks before the fleet slot is freed */
 	char kexec_crash_size[RR_PATH];     /* bytes reserved by crashkernel= */
+	/* where enabled units are linked (kdump-tools.service, kdump.service:
+	 * another crash loader, which Mode=auto leaves alone) and
+	 * kdump-tools' defaults file (USE_KDUMP=0 turns it off) */
+	char crash_loader_wants[RR_PATH], kdump_tools_default[RR_PATH];
 	char kexec_crash_loaded[RR_PATH];   /* 1 while a crash kernel is loaded */
 	char proc_vmcore[RR_PATH];          /* exists only inside a crash kernel */
 	char uevents[RR_PATH];              /* "" = the kernel's uevent netlink socket;

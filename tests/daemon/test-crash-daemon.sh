@@ -95,6 +95,16 @@ inst none 0
 # this boot began 12345 s ago: the layout age must come from ProcStat='s btime
 procfs_fixture "$tmp/none/stat" "btime $(($(date +%s) - 12345))"$'\n'
 inst off $((512 << 20)) "Mode=off"
+# kdump-tools enabled (its unit linked, as systemctl enable does), and enabled
+# but turned off in its defaults file (USE_KDUMP=0)
+inst kdump $((512 << 20))
+inst kdumpoff $((512 << 20))
+for id in kdump kdumpoff; do
+	mkdir -p "$tmp/$id/systemd-wants"
+	ln -s /lib/systemd/system/kdump-tools.service "$tmp/$id/systemd-wants/kdump-tools.service"
+done
+printf '# kdump-tools defaults\nUSE_KDUMP=1\n' >"$tmp/kdump/kdump-tools"
+printf '# kdump-tools defaults\nUSE_KDUMP=0\n' >"$tmp/kdumpoff/kdump-tools"
 inst crashboot $((512 << 20))
 touch "$tmp/crashboot/no-vmcore"          # /proc/vmcore exists: this is a crash kernel
 cat >"$tmp/crashboot/state/state" <<EOF
@@ -108,8 +118,8 @@ failures=1
 total_failures=1
 successes=4
 EOF
-for id in big small none off crashboot; do run "$id"; done
-for id in big small none off crashboot; do
+for id in big small none off crashboot kdump kdumpoff; do run "$id"; done
+for id in big small none off crashboot kdump kdumpoff; do
 	rerandd_wait_up "$tmp/$id"
 done
 
@@ -162,6 +172,18 @@ check "too small: the normal staging is not affected" eval 'st small | grep -q "
 check "not reserved: status says so" wait_for 10 status_has none "crash kernel:      not reserved"
 age=$(st none --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["layout_age_seconds"])')
 check "btime from a size-0 ProcStat=: layout age ${age}s is 12345 s and a little" eval '[ "$age" -ge 12345 ] && [ "$age" -lt 12645 ]'
+# ---- kdump-tools enabled: Mode=auto leaves the crash kernel to it (issue 38) -----------
+wait_for 30 status_has kdumpoff "crash kernel:      loaded"
+check "kdump-tools enabled: status says the crash kernel is left to it" \
+	status_has kdump "crash kernel:      left to kdump-tools/kdumpctl"
+check "kdump-tools enabled: the journal names the unit" \
+	grep -q 'kdump-tools.service is enabled: the crash kernel is left to it' "$tmp/kdump/log"
+check "kdump-tools enabled: kexec -p never called ($(crash_loads kdump))" test "$(crash_loads kdump)" = 0
+check "kdump-tools enabled: --json crash.state other-loader" \
+	eval 'st kdump --json | python3 -c "import json,sys; sys.exit(json.load(sys.stdin)[\"crash\"][\"state\"] != \"other-loader\")"'
+check "kdump-tools enabled but USE_KDUMP=0: rerandd loads its own ($(crash_loads kdumpoff) -p)" \
+	test "$(crash_loads kdumpoff)" = 1
+
 check "Mode=off: status says off" wait_for 10 status_has off "crash kernel:      off (Mode=off"
 printf 'add@/devices/system/memory/memory41\0ACTION=add\0DEVPATH=/devices/system/memory/memory41\0SUBSYSTEM=memory\0SEQNUM=10\0\n' | tee "$tmp/none/uevents" >"$tmp/off/uevents"
 sleep 2

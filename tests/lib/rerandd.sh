@@ -183,6 +183,9 @@ WatchdogStopOnReboot=
 Pstore=$hd/no-pstore
 # never the host's boot_params either (a test sets its own fixture)
 BootParams=
+# nor the host's kdump-tools or kdumpctl (another crash loader)
+CrashLoaderWants=$hd/systemd-wants
+KdumpToolsDefault=$hd/kdump-tools
 EOF
 		cat
 	} >"$hd/rerand.conf"
