@@ -422,6 +422,7 @@ static void test_url_curl(void)
 		"https://[0:0:0:0:0:0:0:1]:2379", "http://localhost", "https://a_b.example/x/y",
 		"http://127.0.0.1.:2379", "http://LOCALHOST:1", "https://fleetlock.example/prefix/",
 		"http://127.0.0.1:2379@etcd.example:2379", "http://127.0.0.1%2f@evil",
+		"http://127.0.0.1@etcd.example/", "https://a:b@[::1]/",
 		"http://127.1/", "http://0x7f.1/", "http:/x", "http:x", "http:///x", "http://x:/",
 		"http://x:0/", "http://:80/", "//x/", "http://x\\y/", "http://[::1", "http://[::1]x/",
 		"http://x./..", "http://x/%2e%2e", "http://x/#", "http://x/?", "http://a..b/",
