@@ -220,6 +220,16 @@ struct rr_builder;
 int job_start_builder(sd_event *ev, char *const argv[], int64_t timeout_sec,
 		      const struct rr_builder *b, rr_job_done_fn done, void *arg,
 		      struct rr_job **ret);
+/* job_start for a hook (no capabilities), exec'd not by its path but through
+ * what reboot.c checked: dirfd, the hook directory; fd, an O_PATH fd of the
+ * file it runs; direct, the entry name is that file itself (not a symlink). */
+struct rr_hook_exec {
+	int dirfd, fd;
+	const char *name;
+	bool direct;
+};
+int job_start_hook(sd_event *ev, char *const argv[], const struct rr_hook_exec *hook,
+		   int64_t timeout_sec, rr_job_done_fn done, void *arg, struct rr_job **ret);
 /* A function job: fn(fn_arg, out_fd) runs in a forked child (rerandd's own
  * code, no exec, nice 10), for work too slow for the loop (hashing and
  * parsing images); what it writes to out_fd (up to 64 KiB) reaches

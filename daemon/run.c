@@ -5,12 +5,15 @@
  * a line each.  rerandd itself runs them as jobs on its sd-event loop (a
  * pidfd, the pipe and a timer each), so the loop never waits for a child. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,8 +72,48 @@ static void relay_bytes(struct relay *rl, const char *p, size_t n)
 struct spawn_setup {
 	enum rr_child_caps caps;
 	const struct rr_builder *builder;
+	const struct rr_hook_exec *hook;   /* a hook: exec'd here, through its fds */
+	char *const *argv;
 	pid_t parent;
 };
+
+extern char **environ;
+
+/* A hook, exec'd as it was checked (reboot.c): never by its path again,
+ * which someone else might swap between the check and the exec.  A file
+ * right in the directory runs as ./NAME with the directory (the fd that was
+ * checked) as its working directory, so that a script still finds its
+ * neighbours through $0; one reached through a symlink runs through the
+ * O_PATH fd of its target (a script then sees $0 as /dev/fd/N).  Returns
+ * only on failure. */
+static int exec_hook(const struct rr_hook_exec *hx, char *const argv[])
+{
+	struct stat a, b;
+	char rel[RR_PATH];
+
+	if (fchdir(hx->dirfd) < 0) {
+		fprintf(stderr, "cannot enter the hook directory: %s\n", strerror(errno));
+		return -1;
+	}
+	if (hx->direct) {
+		/* the entry is still the file checked (only root can change it) */
+		if (fstat(hx->fd, &a) < 0 || fstatat(AT_FDCWD, hx->name, &b, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+			fprintf(stderr, "%s: changed between its check and its exec: not run\n",
+				argv[0]);
+			return -1;
+		}
+		snprintf(rel, sizeof(rel), "./%s", hx->name);
+		execve(rel, argv, environ);
+	} else {
+		/* a script's interpreter opens /dev/fd/N: the fd must survive the exec */
+		if (fcntl(hx->fd, F_SETFD, 0) < 0)
+			return -1;
+		syscall(SYS_execveat, hx->fd, "", argv, environ, AT_EMPTY_PATH);
+	}
+	fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+	return -1;
+}
 
 static int spawn_setup(void *arg, int out_fd)
 {
@@ -91,6 +134,8 @@ static int spawn_setup(void *arg, int out_fd)
 	 * (after the capability change, which would clear it). */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != s->parent)
 		return -1;
+	if (s->hook)
+		return exec_hook(s->hook, s->argv);
 	if (s->builder) {
 		/* This process stays as the builder's reaper (reaper.c): it
 		 * exits, and rerandd goes on, only once the builder and all it
@@ -139,9 +184,10 @@ static int spawn_setup(void *arg, int out_fd)
  * given capabilities, its stdout and stderr on a pipe whose non-blocking
  * read end is *ret_rd. */
 static int spawn(char *const argv[], enum rr_child_caps caps, const struct rr_builder *builder,
-		 pid_t *ret_pid, int *ret_rd)
+		 const struct rr_hook_exec *hook, pid_t *ret_pid, int *ret_rd)
 {
-	struct spawn_setup setup = { .caps = caps, .builder = builder, .parent = getpid() };
+	struct spawn_setup setup = { .caps = caps, .builder = builder, .hook = hook,
+				     .argv = argv, .parent = getpid() };
 	struct rr_spawn_opts so = {
 		.argv = argv, .pipe_stdout = true, .pipe_stderr = true, .nonblock = true,
 		.new_group = true, .clean_sigmask = true,
@@ -322,8 +368,8 @@ fail:
 }
 
 static int job_spawn(sd_event *ev, char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
-		     const struct rr_builder *builder, bool capture, rr_job_done_fn done, void *arg,
-		     struct rr_job **ret)
+		     const struct rr_builder *builder, const struct rr_hook_exec *hook, bool capture,
+		     rr_job_done_fn done, void *arg, struct rr_job **ret)
 {
 	struct rr_job *j = calloc(1, sizeof(*j));
 	int r, rd = -1;
@@ -343,7 +389,7 @@ static int job_spawn(sd_event *ev, char *const argv[], int64_t timeout_sec, enum
 			return -ENOMEM;
 		}
 	}
-	if ((r = spawn(argv, caps, builder, &j->pid, &rd)) < 0) {
+	if ((r = spawn(argv, caps, builder, hook, &j->pid, &rd)) < 0) {
 		job_free(j);
 		return r;
 	}
@@ -354,14 +400,20 @@ static int job_spawn(sd_event *ev, char *const argv[], int64_t timeout_sec, enum
 int job_start(sd_event *ev, char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
 	      bool capture, rr_job_done_fn done, void *arg, struct rr_job **ret)
 {
-	return job_spawn(ev, argv, timeout_sec, caps, NULL, capture, done, arg, ret);
+	return job_spawn(ev, argv, timeout_sec, caps, NULL, NULL, capture, done, arg, ret);
+}
+
+int job_start_hook(sd_event *ev, char *const argv[], const struct rr_hook_exec *hook,
+		   int64_t timeout_sec, rr_job_done_fn done, void *arg, struct rr_job **ret)
+{
+	return job_spawn(ev, argv, timeout_sec, RR_CHILD_NO_CAPS, NULL, hook, false, done, arg, ret);
 }
 
 int job_start_builder(sd_event *ev, char *const argv[], int64_t timeout_sec,
 		      const struct rr_builder *b, rr_job_done_fn done, void *arg,
 		      struct rr_job **ret)
 {
-	return job_spawn(ev, argv, timeout_sec, RR_CHILD_NICE, b, false, done, arg, ret);
+	return job_spawn(ev, argv, timeout_sec, RR_CHILD_NICE, b, NULL, false, done, arg, ret);
 }
 
 /* What a function job's child runs (rr_spawn's child_fn, no exec). */

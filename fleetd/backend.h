@@ -39,6 +39,16 @@ struct fleet_conn {
 int  fleet_conn_init(struct fleet_conn *c, const struct fleet_config *cfg, const char *id,
 		     char *err, size_t errlen);
 void fleet_conn_fini(struct fleet_conn *c);
+/* The URL a request to base + path goes to (a bare host:port gets its scheme):
+ * 0, or -ENAMETOOLONG. */
+int  fleet_http_url(const struct fleet_config *cfg, const char *base, const char *path,
+		    char *buf, size_t len);
+/* base + path (path "" for the base alone) as curl's own URL parser reads it
+ * (curl_url): http or https only, no user info, login options, query,
+ * fragment or zone id, the host the one fleet_url_parse() found, and the
+ * plaintext rule applied to that host.  0, or -EINVAL with "KEY=BASE: why". */
+int  fleet_http_check_url(const struct fleet_config *cfg, const char *key, const char *base,
+			  const char *path, char *err, size_t errlen);
 /* POST body to base + path; 0 with any HTTP answer, -EIO/-ETIMEDOUT when none came. */
 int  fleet_http_post(struct fleet_conn *c, const char *base, const char *path, const char *body,
 		     bool fleetlock_header, struct fleet_http_reply *r);

@@ -80,6 +80,13 @@ int fleet_open(const struct fleet_config *c, struct fleet **ret, char *err, size
 	r = fleet_config_validate(c, err, errlen);
 	if (r)
 		return r;
+	/* every lock server URL as curl itself reads it, before any is used */
+	if (c->backend == FLEET_BACKEND_FLEETLOCK)
+		r = fleet_http_check_url(c, "URL", c->url, "", err, errlen);
+	for (unsigned i = 0; !r && c->backend == FLEET_BACKEND_ETCD && i < c->nr_endpoints; i++)
+		r = fleet_http_check_url(c, "Endpoints", c->endpoints[i], "", err, errlen);
+	if (r)
+		return r;
 	f = calloc(1, sizeof(*f));
 	if (!f) {
 		snprintf(err, errlen, "out of memory");

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The backends' HTTP transport (libcurl, one easy handle per client) and their
  * error text.  Blocking: the helper calls it from its worker thread only. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <curl/curl.h>
 
@@ -52,6 +54,127 @@ void fleet_conn_error(struct fleet_conn *c, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* ---- URLs, as curl itself reads them ------------------------------------------ */
+
+int fleet_http_url(const struct fleet_config *cfg, const char *base, const char *path,
+		   char *buf, size_t len)
+{
+	size_t bl = strlen(base);
+	int n;
+
+	/* "host:port" means http unless a CA is configured; a trailing '/' is dropped */
+	if (bl && base[bl - 1] == '/')
+		bl--;
+	n = snprintf(buf, len, "%s%.*s%s",
+		     strstr(base, "://") ? "" : (*cfg->ca_cert ? "https://" : "http://"),
+		     (int)bl, base, path);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* Two spellings of one host: equal names (case aside), or equal IPv6 addresses
+ * however written ("[::1]", "[0:0::1]"). */
+static bool same_host(const char *a, const char *b)
+{
+	struct in6_addr x, y;
+	char va[INET6_ADDRSTRLEN + 1], vb[INET6_ADDRSTRLEN + 1];
+	size_t na = strlen(a), nb = strlen(b);
+
+	if (!strcasecmp(a, b))
+		return true;
+	if (na < 3 || nb < 3 || *a != '[' || *b != '[' || a[na - 1] != ']' || b[nb - 1] != ']' ||
+	    na - 2 >= sizeof(va) || nb - 2 >= sizeof(vb))
+		return false;
+	snprintf(va, sizeof(va), "%.*s", (int)(na - 2), a + 1);
+	snprintf(vb, sizeof(vb), "%.*s", (int)(nb - 2), b + 1);
+	return inet_pton(AF_INET6, va, &x) == 1 && inet_pton(AF_INET6, vb, &y) == 1 &&
+	       !memcmp(&x, &y, sizeof(x));
+}
+
+/* Is a part set?  1 yes (its text in *ret, to curl_free), 0 no, <0 curl failed. */
+static int url_part(CURLU *h, CURLUPart what, char **ret)
+{
+	CURLUcode uc = curl_url_get(h, what, ret, 0);
+
+	if (uc == CURLUE_OK)
+		return 1;
+	*ret = NULL;
+	switch (uc) {
+	case CURLUE_NO_USER: case CURLUE_NO_PASSWORD: case CURLUE_NO_OPTIONS:
+	case CURLUE_NO_QUERY: case CURLUE_NO_FRAGMENT: case CURLUE_NO_PORT:
+	case CURLUE_NO_ZONEID: case CURLUE_NO_HOST:
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+#define URL_BAD(...) do { snprintf(err, errlen, __VA_ARGS__); r = -EINVAL; goto out; } while (0)
+
+int fleet_http_check_url(const struct fleet_config *cfg, const char *key, const char *base,
+			 const char *path, char *err, size_t errlen)
+{
+	static const struct { CURLUPart part; const char *what; } refused[] = {
+		{ CURLUPART_USER, "user info (a user name)" },
+		{ CURLUPART_PASSWORD, "user info (a password)" },
+		{ CURLUPART_OPTIONS, "login options" },
+		{ CURLUPART_QUERY, "a query (?...)" },
+		{ CURLUPART_FRAGMENT, "a fragment (#...)" },
+		{ CURLUPART_ZONEID, "an IPv6 zone id" },
+	};
+	struct fleet_url u;
+	char url[FLEET_STR + 64];
+	char *scheme = NULL, *host = NULL, *v = NULL;
+	CURLU *h = NULL;
+	CURLUcode uc;
+	int r;
+
+	/* rerandd's own check first (the same one its --check-config made) */
+	r = fleet_url_parse(key, base, !strcmp(key, "URL"), *cfg->ca_cert, &u, err, errlen);
+	if (r < 0)
+		return r;
+	if (fleet_http_url(cfg, base, path, url, sizeof(url)) < 0) {
+		snprintf(err, errlen, "%s=%s: too long", key, base);
+		return -EINVAL;
+	}
+	h = curl_url();
+	if (!h) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	uc = curl_url_set(h, CURLUPART_URL, url, 0);
+	if (uc != CURLUE_OK)
+		URL_BAD("%s=%s: curl cannot parse %s: %s", key, base, url, curl_url_strerror(uc));
+	if (url_part(h, CURLUPART_SCHEME, &scheme) != 1 ||
+	    (strcmp(scheme, "http") && strcmp(scheme, "https")))
+		URL_BAD("%s=%s: curl reads the scheme as %s: only http and https are supported",
+			key, base, scheme ? scheme : "(none)");
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		r = url_part(h, refused[i].part, &v);
+		curl_free(v);
+		v = NULL;
+		if (r != 0)
+			URL_BAD("%s=%s: curl finds %s in it: not accepted", key, base,
+				r > 0 ? refused[i].what : "a part it cannot read");
+	}
+	if (url_part(h, CURLUPART_HOST, &host) != 1 || !*host)
+		URL_BAD("%s=%s: curl finds no host in it", key, base);
+	/* the host the rule below judges must be the one curl connects to */
+	if (!same_host(host, u.host))
+		URL_BAD("%s=%s: curl would connect to %s, not to %s: refused", key, base, host,
+			u.host);
+	if (!strcmp(scheme, "http") && !cfg->allow_plaintext && !fleet_host_loopback(host))
+		URL_BAD("[Fleet] %s=%s: plaintext HTTP to %s, which is not on loopback: the lock "
+			"traffic would cross the network unprotected; use https://, or set "
+			"AllowPlaintext=yes to accept that", key, base, host);
+	r = 0;
+out:
+	curl_free(scheme);
+	curl_free(host);
+	curl_url_cleanup(h);
+	return r;
+}
+#undef URL_BAD
+
 static size_t http_sink(char *p, size_t sz, size_t nm, void *ud)
 {
 	struct fleet_http_reply *r = ud;
@@ -75,18 +198,20 @@ int fleet_http_post(struct fleet_conn *c, const char *base, const char *path, co
 {
 	const struct fleet_config *cfg = c->cfg;
 	struct curl_slist *h = NULL;
-	char url[FLEET_STR + 64];
-	size_t bl = strlen(base);
+	char url[FLEET_STR + 64], why[FLEET_MSG_MAX];
 	CURL *cu = c->curl;
 	CURLcode cc;
+	int rc;
 
 	memset(r, 0, sizeof(*r));
-	/* "host:port" means http unless a CA is configured; a trailing '/' is dropped */
-	if (bl && base[bl - 1] == '/')
-		bl--;
-	snprintf(url, sizeof(url), "%s%.*s%s",
-		 strstr(base, "://") ? "" : (*cfg->ca_cert ? "https://" : "http://"),
-		 (int)bl, base, path);
+	/* fleet_open checked every URL; checked again as it is sent, so that no
+	 * request goes anywhere that check did not see */
+	rc = fleet_http_check_url(cfg, cfg->backend == FLEET_BACKEND_FLEETLOCK ? "URL" : "Endpoints",
+				  base, path, why, sizeof(why));
+	if (rc < 0 || fleet_http_url(cfg, base, path, url, sizeof(url)) < 0) {
+		fleet_conn_error(c, "%s", rc < 0 ? why : "URL too long");
+		return -EINVAL;
+	}
 	curl_easy_reset(cu);
 	h = curl_slist_append(h, "Content-Type: application/json");
 	if (fleetlock_header)

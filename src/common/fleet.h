@@ -64,8 +64,24 @@ int fleet_config_each(const struct fleet_config *c,
 const char *fleet_backend_name(enum fleet_backend b);
 /* The first line of path, trimmed; must be 1-127 printable non-space chars. */
 int fleet_read_identity(const char *path, char *out, size_t len, char *err, size_t errlen);
+/* A lock server URL (Endpoints=, URL=) as the fleet accepts it: a strict subset
+ * of URL syntax on which curl cannot read another host (no user info, query,
+ * fragment or percent-encoding; see fleet_config.c). */
+struct fleet_url {
+	bool     https;            /* https://, or a bare host:port with CACert= */
+	bool     has_scheme;       /* written with http:// or https:// */
+	char     host[FLEET_STR];  /* a name, a dotted quad, or "[IPv6]" */
+	unsigned port;             /* 0: none given */
+};
+/* 0, or -EINVAL with "KEY=URL: what is wrong" in err.  need_scheme: a bare
+ * host:port is refused (URL=); has_ca: a bare one means https (Endpoints=). */
+int fleet_url_parse(const char *key, const char *url, bool need_scheme, bool has_ca,
+		    struct fleet_url *u, char *err, size_t errlen);
+/* "localhost", 127.0.0.0/8 as a dotted quad, or "[::1]": the hosts the
+ * plaintext rule lets through. */
+bool fleet_host_loopback(const char *host);
 /* A plaintext URL (http://, or a bare host:port without CACert=) to a host that is
- * not on loopback: true, and the host in host. */
+ * not on loopback, or one that does not parse: true, and the host in host. */
 bool fleet_url_plaintext_remote(const char *url, bool has_ca, char *host, size_t hlen);
 /* The machine id part of a holder id (before FLEET_ID_SEP): its length. */
 size_t fleet_holder_machine_len(const char *holder);

@@ -128,6 +128,155 @@ static int parse_msec(const char *key, const char *v, int64_t *ret, char *err, s
 	return 0;
 }
 
+/* ---- the lock servers' URLs -------------------------------------------------
+ * A strict subset of URL syntax on which curl's parser cannot read another
+ * host than this one: [http[s]://]HOST[:PORT][/PATH], HOST a name of
+ * [A-Za-z0-9._-], a dotted-quad IPv4 address or a bracketed IPv6 one, PATH of
+ * [A-Za-z0-9._~/-].  User info, queries, fragments, percent-encoding and
+ * every other character are refused: "http://127.0.0.1:2379@etcd.example"
+ * sends to etcd.example.  rerand-fleetd parses each URL with curl's own
+ * parser too before it uses it (fleetd/fleet_url.c). */
+
+static bool host_char(char ch)
+{
+	return isalnum((unsigned char)ch) || ch == '.' || ch == '-' || ch == '_';
+}
+
+static bool path_char(char ch)
+{
+	return isalnum((unsigned char)ch) || strchr("-._~/", ch);
+}
+
+#define URL_BAD(...) do { snprintf(err, errlen, __VA_ARGS__); return -EINVAL; } while (0)
+
+int fleet_url_parse(const char *key, const char *url, bool need_scheme, bool has_ca,
+		    struct fleet_url *u, char *err, size_t errlen)
+{
+	const char *sep = strstr(url, "://"), *a, *p, *e;
+	size_t n;
+
+	memset(u, 0, sizeof(*u));
+	if (!*url)
+		URL_BAD("%s=: empty URL", key);
+	if (strlen(url) >= FLEET_STR)
+		URL_BAD("%s=%.40s...: too long (at most %d bytes)", key, url, FLEET_STR - 1);
+	/* the specific refusals first, wherever they are */
+	if (strchr(url, '#'))
+		URL_BAD("%s=%s: a fragment (#...) is not accepted in a lock server URL", key, url);
+	if (strchr(url, '?'))
+		URL_BAD("%s=%s: a query (?...) is not accepted: the request path is appended to "
+			"the URL", key, url);
+	if (strchr(url, '@'))
+		URL_BAD("%s=%s: user info (user@ or user:password@) is not accepted: curl would "
+			"connect to the host after the '@'; give etcd's user with User= and "
+			"PasswordFile=", key, url);
+	if (strchr(url, '%'))
+		URL_BAD("%s=%s: percent-encoding (%%XX) is not accepted in a lock server URL",
+			key, url);
+	if (sep) {
+		n = (size_t)(sep - url);
+		if (n == 4 && !strncmp(url, "http", 4))
+			u->https = false;
+		else if (n == 5 && !strncmp(url, "https", 5))
+			u->https = true;
+		else
+			URL_BAD("%s=%s: only http:// and https:// are supported (lower case)", key, url);
+		u->has_scheme = true;
+		a = sep + 3;
+	} else if (need_scheme) {
+		URL_BAD("%s=%s: want an http:// or https:// URL", key, url);
+	} else {
+		u->https = has_ca;          /* a bare host:port: https with CACert= */
+		a = url;
+	}
+	/* the authority: up to the path */
+	p = a + strcspn(a, "/");
+	if (*a == '[') {
+		char v6[INET6_ADDRSTRLEN + 1];
+		struct in6_addr a6;
+
+		e = memchr(a, ']', (size_t)(p - a));
+		if (!e || (size_t)(e - a - 1) >= sizeof(v6))
+			URL_BAD("%s=%s: an IPv6 address wants [ADDRESS] (no zone)", key, url);
+		snprintf(v6, sizeof(v6), "%.*s", (int)(e - a - 1), a + 1);
+		if (inet_pton(AF_INET6, v6, &a6) != 1)
+			URL_BAD("%s=%s: [%s] is not an IPv6 address", key, url, v6);
+		e++;
+	} else {
+		for (e = a; e < p && host_char(*e); e++)
+			;
+		if (e == a)
+			URL_BAD("%s=%s: no host name", key, url);
+		if (e < p && *e != ':')
+			URL_BAD("%s=%s: the character '%c' is not accepted in a host name (want "
+				"[A-Za-z0-9._-], an IPv4 address or [IPv6])", key, url,
+				isprint((unsigned char)*e) ? *e : '?');
+		/* a name whose last label starts with a digit is an address to curl
+		 * (127.1, 0x7f.1, 2130706433 are all 127.0.0.1): only the dotted quad */
+		const char *last = a;
+		for (const char *q = a; q < e; q++)
+			if (*q == '.' && q + 1 < e)
+				last = q + 1;
+		if (isdigit((unsigned char)*last)) {
+			char v4[INET_ADDRSTRLEN + 1];
+			struct in_addr a4;
+
+			if ((size_t)(e - a) >= sizeof(v4))
+				URL_BAD("%s=%s: %.*s is not a dotted-quad IPv4 address", key, url,
+					(int)(e - a), a);
+			snprintf(v4, sizeof(v4), "%.*s", (int)(e - a), a);
+			if (inet_pton(AF_INET, v4, &a4) != 1)
+				URL_BAD("%s=%s: %s is not a dotted-quad IPv4 address (a.b.c.d, decimal)",
+					key, url, v4);
+		}
+	}
+	if ((size_t)(e - a) >= sizeof(u->host))
+		URL_BAD("%s=%s: the host name is too long", key, url);
+	snprintf(u->host, sizeof(u->host), "%.*s", (int)(e - a), a);
+	if (e < p) {
+		unsigned long port = 0;
+		const char *d = e + 1;
+
+		if (*e != ':' || d == p || (size_t)(p - d) > 5 ||
+		    strspn(d, "0123456789") != (size_t)(p - d))
+			URL_BAD("%s=%s: want HOST:PORT with a port number after the ':'", key, url);
+		port = strtoul(d, NULL, 10);
+		if (port < 1 || port > 65535)
+			URL_BAD("%s=%s: port %lu is not 1 to 65535", key, url, port);
+		u->port = (unsigned)port;
+	}
+	for (const char *q = p; *q; q++)
+		if (!path_char(*q))
+			URL_BAD("%s=%s: the character '%c' is not accepted in the path (want "
+				"[A-Za-z0-9._~/-])", key, url, isprint((unsigned char)*q) ? *q : '?');
+	return 0;
+}
+#undef URL_BAD
+
+bool fleet_host_loopback(const char *host)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+	size_t n = strlen(host);
+
+	/* "localhost", which curl resolves to loopback itself without asking DNS;
+	 * by address otherwise (a name like 127.example.org is not) */
+	if (!strcasecmp(host, "localhost"))
+		return true;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (n > 2 && host[0] == '[' && host[n - 1] == ']') {
+		char v6[INET6_ADDRSTRLEN + 1];
+
+		if (n - 2 >= sizeof(v6))
+			return false;
+		snprintf(v6, sizeof(v6), "%.*s", (int)(n - 2), host + 1);
+		if (inet_pton(AF_INET6, v6, &a6) == 1)
+			return IN6_IS_ADDR_LOOPBACK(&a6);
+	}
+	return false;
+}
+
 static int set_endpoints(struct fleet_config *c, const char *v, char *err, size_t errlen)
 {
 	char buf[FLEET_MAX_ENDPOINTS * FLEET_STR];
@@ -140,20 +289,16 @@ static int set_endpoints(struct fleet_config *c, const char *v, char *err, size_
 	}
 	snprintf(buf, sizeof(buf), "%s", v);
 	for (tok = strtok_r(buf, " ,\t", &save); tok; tok = strtok_r(NULL, " ,\t", &save)) {
+		struct fleet_url u;
+		int r;
+
 		if (n >= FLEET_MAX_ENDPOINTS) {
 			snprintf(err, errlen, "Endpoints=: more than %d endpoints",
 				 FLEET_MAX_ENDPOINTS);
 			return -EINVAL;
 		}
-		if (strlen(tok) >= FLEET_STR) {
-			snprintf(err, errlen, "Endpoints=: %.40s...: too long", tok);
-			return -EINVAL;
-		}
-		if (strstr(tok, "://") && strncmp(tok, "http://", 7) && strncmp(tok, "https://", 8)) {
-			snprintf(err, errlen, "Endpoints=: %s: only http:// and https:// are supported",
-				 tok);
-			return -EINVAL;
-		}
+		if ((r = fleet_url_parse("Endpoints", tok, false, false, &u, err, errlen)) < 0)
+			return r;
 		snprintf(c->endpoints[n++], FLEET_STR, "%s", tok);
 	}
 	/* an empty assignment resets the list, as in systemd */
@@ -262,11 +407,9 @@ static int check_password_file(const char *value, char *err, size_t errlen)
 
 static int check_url(const char *value, char *err, size_t errlen)
 {
-	if (*value && strncmp(value, "http://", 7) && strncmp(value, "https://", 8)) {
-		snprintf(err, errlen, "URL=%s: want an http:// or https:// URL", value);
-		return -EINVAL;
-	}
-	return 0;
+	struct fleet_url u;
+
+	return *value ? fleet_url_parse("URL", value, true, false, &u, err, errlen) : 0;
 }
 
 static int check_id(const char *value, char *err, size_t errlen)
@@ -380,51 +523,32 @@ int fleet_config_set(struct fleet_config *c, const char *key, const char *value,
 
 bool fleet_url_plaintext_remote(const char *url, bool has_ca, char *host, size_t hlen)
 {
-	const char *h = url, *e;
-	struct in6_addr a6;
-	struct in_addr a4;
-	size_t n;
+	struct fleet_url u;
+	char err[FLEET_MSG_MAX];
 
-	if (!strncmp(url, "https://", 8))
-		return false;
-	if (!strncmp(url, "http://", 7))
-		h = url + 7;
-	else if (strstr(url, "://") || has_ca)
-		return false;             /* a bare host:port with CACert= means https */
-	/* the host: "[v6]" or up to ':' / '/' */
-	if (*h == '[') {
-		e = strchr(h, ']');
-		e = e ? e + 1 : h + strlen(h);
-	} else
-		e = h + strcspn(h, ":/");
-	n = (size_t)(e - h);
-	snprintf(host, hlen, "%.*s", (int)n, h);
-	/* loopback by address (a name like 127.example.org is not), or
-	 * "localhost", which curl resolves to loopback itself without asking DNS */
-	if (!strcasecmp(host, "localhost"))
-		return false;
-	if (inet_pton(AF_INET, host, &a4) == 1)
-		return (ntohl(a4.s_addr) >> 24) != 127;
-	if (n > 2 && host[0] == '[' && host[n - 1] == ']') {
-		char v6[INET6_ADDRSTRLEN + 1];
-		snprintf(v6, sizeof(v6), "%.*s", (int)(n - 2), host + 1);
-		if (inet_pton(AF_INET6, v6, &a6) == 1)
-			return !IN6_IS_ADDR_LOOPBACK(&a6);
+	/* what does not parse is not known to be safe */
+	if (fleet_url_parse("URL", url, false, has_ca, &u, err, sizeof(err)) < 0) {
+		snprintf(host, hlen, "%s", url);
+		return true;
 	}
-	return true;
+	snprintf(host, hlen, "%s", u.host);
+	return !u.https && !fleet_host_loopback(u.host);
 }
 
 static int check_plaintext(const struct fleet_config *c, const char *key, const char *url,
 			   char *err, size_t errlen)
 {
-	char host[FLEET_STR];
+	struct fleet_url u;
+	int r;
 
-	if (c->allow_plaintext || !fleet_url_plaintext_remote(url, *c->ca_cert, host, sizeof(host)))
-		return 0;
+	/* parsed once more: the structure may have been filled another way */
+	r = fleet_url_parse(key, url, !strcmp(key, "URL"), *c->ca_cert, &u, err, errlen);
+	if (r < 0 || c->allow_plaintext || u.https || fleet_host_loopback(u.host))
+		return r;
 	snprintf(err, errlen, "[Fleet] %s=%s: plaintext HTTP to %s, which is not on loopback: "
 		 "the lock traffic%s would cross the network unprotected; use https:%s, or set "
-		 "AllowPlaintext=yes to accept that", key, url, host,
-		 *c->user ? " and the etcd password" : "", strstr(url, "://") ? "//" : "// or CACert=");
+		 "AllowPlaintext=yes to accept that", key, url, u.host,
+		 *c->user ? " and the etcd password" : "", u.has_scheme ? "//" : "// or CACert=");
 	return -EINVAL;
 }
 

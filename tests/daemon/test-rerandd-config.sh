@@ -56,6 +56,23 @@ printf '[Policy]\nBlockerCommand=/bin/sh -c "exit 0" # free text\n' >"$tmp/str.c
 chk "$tmp/str.conf"
 check "a free-text key (a command) may hold a '#' (exit $rc)" eval '[ $rc -eq 0 ]'
 
+# ---- lock server URLs (issue 39, point 6) ---------------------------------------------
+# The host the plaintext rule judges must be the one curl connects to: in
+# http://127.0.0.1:2379@etcd.example:2379 that is etcd.example, 127.0.0.1:2379
+# being user info.
+printf '[Fleet]\nBackend=etcd\nEndpoints=http://127.0.0.1:2379@etcd.example:2379\n' >"$tmp/userinfo.conf"
+chk "$tmp/userinfo.conf"
+check "Endpoints= with user info before the host is refused, naming file, line and key (exit $rc)" \
+	eval '[ $rc -ne 0 ] && grep -qF "userinfo.conf:3: Endpoints=http://127.0.0.1:2379@etcd.example:2379: user info" "$tmp/out" &&
+	      ! grep -q "configuration OK" "$tmp/out"'
+printf '[Fleet]\nBackend=fleetlock\nURL=https://fleetlock.example/#frag\n' >"$tmp/frag.conf"
+chk "$tmp/frag.conf"
+check "URL= with a fragment is refused, naming file, line and key (exit $rc)" \
+	eval '[ $rc -ne 0 ] && grep -qF "frag.conf:3: URL=https://fleetlock.example/#frag: a fragment" "$tmp/out"'
+printf '[Fleet]\nBackend=etcd\nEndpoints=http://[::1]:2379 https://etcd.example:2379\n' >"$tmp/good-url.conf"
+chk "$tmp/good-url.conf"
+check "Endpoints= of [::1] over http and a host over https is accepted (exit $rc)" eval '[ $rc -eq 0 ]'
+
 # ---- --dump-config -------------------------------------------------------------------
 printf '[Policy]\nMaxLayoutAge=12h\nJitter=10min\n\n[Window nightly]\nDays=Mon..Fri\nStart=03:00\nLength=2h\n' >"$tmp/main.conf"
 printf '[Policy]\nJitter=30min\n\n[Window nightly]\nLength=1h\n\n[Fleet]\nLockTTL=1200\n' >"$tmp/conf.d/50-site.conf"

@@ -175,6 +175,25 @@ if [ "$(id -u)" = 0 ]; then
 	out=$(cc); rc=$?
 	check "--check-config: root's SignKey= of mode 0600 passes (exit $rc)" \
 		eval '[ $rc -eq 0 ] && grep -q "configuration OK" <<<"$out"'
+	# its directory too (issue 39, point 9): whoever can write it can swap the key
+	mkdir -m 0775 "$tmp/keydir"; cp -p "$tmp/loose.key" "$tmp/keydir/db.key"
+	sed "s|^SignKey=.*|SignKey=$tmp/keydir/db.key|" "$tmp/signhere/rerand.conf" >"$tmp/keycheck.conf"
+	out=$(cc); rc=$?
+	check "--check-config: a SignKey= in a group-writable directory is refused, naming it (exit $rc)" \
+		eval '[ $rc -ne 0 ] && grep -qF "$tmp/keydir/db.key: signing key (SignKey=): its directory $tmp/keydir has mode 0775, writable by its group: refused" <<<"$out"'
+	chmod 0755 "$tmp/keydir"; chown 65534 "$tmp/keydir"
+	out=$(cc); rc=$?
+	check "--check-config: a SignKey= in a directory owned by nobody is refused (exit $rc)" \
+		eval '[ $rc -ne 0 ] && grep -qF "$tmp/keydir/db.key: signing key (SignKey=): its directory $tmp/keydir is owned by uid 65534, not root: refused" <<<"$out"'
+	chown 0 "$tmp/keydir"; chmod 0777 "$tmp/keydir"; ln -s "$tmp/keydir/db.key" "$tmp/db-link.key"
+	sed "s|^SignKey=.*|SignKey=$tmp/db-link.key|" "$tmp/signhere/rerand.conf" >"$tmp/keycheck.conf"
+	out=$(cc); rc=$?
+	check "--check-config: a SignKey= symlink to a key in an everyone-writable directory is refused (exit $rc)" \
+		eval '[ $rc -ne 0 ] && grep -qF "$tmp/db-link.key: signing key (SignKey=): its directory $tmp/keydir (where the key is) has mode 0777, writable by everyone: refused" <<<"$out"'
+	chmod 0755 "$tmp/keydir"
+	out=$(cc); rc=$?
+	check "--check-config: ... and accepted once that directory is root's 0755 (exit $rc)" \
+		eval '[ $rc -eq 0 ] && grep -q "configuration OK" <<<"$out"'
 else
 	skip "--check-config: SignKey= ownership (the test is not root)"
 fi

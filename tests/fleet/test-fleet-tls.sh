@@ -205,6 +205,11 @@ check "FleetLock over https without our CA: the server is not trusted (fail clos
 out=$(ask a Backend=etcd Endpoints=http://192.0.2.10:2379 ID=h -- acquire)
 check "the helper refuses Endpoints=http://192.0.2.10:2379 (plaintext, not loopback)" \
 	grep -q '^open -22 error \[Fleet\] Endpoints=http://192.0.2.10:2379: plaintext HTTP to 192.0.2.10, which is not on loopback' <<<"$out"
+# user info (issue 39, point 6): curl would connect to etcd.example, after the '@'
+out=$(ask a Backend=etcd "Endpoints=http://127.0.0.1:2379@etcd.example:2379" ID=h -- acquire)
+echo "$out" | sed 's/^/#   /'
+check "the helper refuses Endpoints=http://127.0.0.1:2379@etcd.example:2379 (user info) and asks nobody" \
+	eval 'grep -q "Endpoints=http://127.0.0.1:2379@etcd.example:2379: user info" <<<"$out" && ! grep -q "^acquire [01]" <<<"$out"'
 mkdir -p "$tmp/none.d"
 cc() { "$RERANDD" --check-config --config "$tmp/f.conf" --config-dir "$tmp/none.d" 2>&1; }
 printf '[Fleet]\nBackend=etcd\nEndpoints=etcd1.example:2379\n' >"$tmp/f.conf"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The fleet layer's pure logic: back-off bounds and jitter, window spreading,
  * base64, the JSON the backends send and parse, and the [Fleet] config keys. */
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -304,6 +305,175 @@ static void test_config(void)
 	     strstr(err, "PasswordFile="), "config: User= without PasswordFile= fails validation");
 }
 
+/* ---- lock server URLs (issue 39, point 6) ----------------------------------
+ * What rerandd --check-config says of one Endpoints= or URL= value: the key
+ * set on an etcd (Endpoints=) or fleetlock (URL=) section, then the section
+ * validated.  Only the API rerandd has always had. */
+static int url_verdict(const char *key, const char *url, bool allow_plaintext, char *err,
+		       size_t errlen)
+{
+	struct fleet_config c;
+	int r;
+
+	fleet_config_defaults(&c);
+	err[0] = 0;
+	r = fleet_config_set(&c, "Backend", !strcmp(key, "URL") ? "fleetlock" : "etcd", err, errlen);
+	if (!r && allow_plaintext)
+		r = fleet_config_set(&c, "AllowPlaintext", "yes", err, errlen);
+	if (!r)
+		r = fleet_config_set(&c, key, url, err, errlen);
+	if (!r)
+		r = fleet_config_validate(&c, err, errlen);
+	return r;
+}
+
+static void url_refused(const char *key, const char *url, const char *why, const char *name)
+{
+	char err[FLEET_MSG_MAX], k[32];
+	int r = url_verdict(key, url, false, err, sizeof(err));
+
+	snprintf(k, sizeof(k), "%s=", key);
+	T_OK(r == -EINVAL && strstr(err, k) && strstr(err, why), "url: %s (%s=%s) is refused, saying %s",
+	     name, key, url, why);
+	if (r != -EINVAL || !strstr(err, why))
+		printf("# r=%d err: %s\n", r, err);
+}
+
+static void url_accepted(const char *key, const char *url, const char *name)
+{
+	char err[FLEET_MSG_MAX];
+	int r = url_verdict(key, url, false, err, sizeof(err));
+
+	T_OK(r == 0, "url: %s (%s=%s) is accepted without AllowPlaintext=", name, key, url);
+	if (r)
+		printf("# r=%d err: %s\n", r, err);
+}
+
+static void test_url_config(void)
+{
+	/* the bypass of the issue: the old rule read 127.0.0.1, curl goes to etcd.example */
+	url_refused("Endpoints", "http://127.0.0.1:2379@etcd.example:2379", "user info",
+		    "user info before the host");
+	url_refused("Endpoints", "127.0.0.1:2379@etcd.example:2379", "user info",
+		    "user info in a bare host:port");
+	url_refused("URL", "http://127.0.0.1@fleetlock.example/", "user info", "user info (FleetLock)");
+	url_refused("Endpoints", "https://root:secret@etcd.example:2379", "user info",
+		    "a password in the URL, even over https");
+	url_refused("Endpoints", "https://etcd.example:2379#x", "fragment", "a fragment");
+	url_refused("Endpoints", "http://127.0.0.1:2379#@etcd.example", "fragment",
+		    "a fragment hiding an '@'");
+	url_refused("URL", "https://fleetlock.example/base?x=1", "query", "a query");
+	url_refused("Endpoints", "ftp://etcd.example:2379", "only http:// and https://", "ftp://");
+	url_refused("URL", "ftp://fleetlock.example/", "only http:// and https://", "ftp:// (FleetLock)");
+	url_refused("Endpoints", "HTTP://etcd.example:2379", "only http:// and https://",
+		    "an upper-case scheme");
+	url_refused("Endpoints", "http://127.0.0.1%2f@evil.example", "user info",
+		    "a percent-encoded '/' before an '@'");
+	url_refused("Endpoints", "https://127.0.0.1%2f@evil.example", "user info",
+		    "a percent-encoded '/' before an '@', over https");
+	url_refused("Endpoints", "http://127.0.0.1%2f.evil.example:2379", "percent-encoding",
+		    "a percent-encoded host");
+	url_refused("Endpoints", "http://127.0.0.1:2379\\@etcd.example", "user info",
+		    "a backslash before an '@'");
+	url_refused("Endpoints", "http://127.1:2379", "dotted-quad",
+		    "a short IPv4 form (curl reads 127.0.0.1)");
+	url_refused("Endpoints", "http://0x7f.0.0.1:2379", "dotted-quad", "a hex IPv4 form");
+	url_refused("Endpoints", "https://2130706433:2379", "dotted-quad", "a decimal IPv4 form");
+	url_refused("Endpoints", "http://[fe80::1%25eth0]:2379", "percent-encoding", "an IPv6 zone id");
+	url_refused("Endpoints", "http://[::2]:2379", "plaintext HTTP to [::2]",
+		    "plaintext to an IPv6 host not on loopback");
+	url_refused("Endpoints", "http://localhost.evil.example:2379",
+		    "plaintext HTTP to localhost.evil.example", "a name that starts with localhost");
+	url_refused("Endpoints", "http://etcd.example:99999", "port", "a port above 65535");
+	url_refused("Endpoints", "http://etcd.example:/", "port", "an empty port");
+	url_refused("URL", "https://fleetlock.example/a b", "not accepted in the path",
+		    "a space in the path");
+	url_refused("URL", "fleetlock.example:8080", "want an http:// or https:// URL",
+		    "a FleetLock URL without a scheme");
+	url_accepted("Endpoints", "http://[::1]:2379", "the IPv6 loopback");
+	url_accepted("Endpoints", "http://127.0.0.9:2379/", "127/8");
+	url_accepted("Endpoints", "http://localhost:2379", "http://localhost");
+	url_accepted("Endpoints", "https://etcd.example:2379", "a plain https host");
+	url_accepted("Endpoints", "https://[2001:db8::1]:2379", "an https IPv6 host");
+	url_accepted("URL", "https://fleetlock.example/prefix/", "an https FleetLock URL with a path");
+	url_accepted("Endpoints", "localhost:2379", "a bare loopback host:port");
+}
+
+/* The same URLs as curl's own parser reads them (rerand-fleetd's check). */
+static bool curl_host_of(const char *url, char *host, size_t len)
+{
+	CURLU *h = curl_url();
+	char *v = NULL;
+	bool ok = h && curl_url_set(h, CURLUPART_URL, url, 0) == CURLUE_OK &&
+		  curl_url_get(h, CURLUPART_HOST, &v, 0) == CURLUE_OK;
+
+	snprintf(host, len, "%s", ok ? v : "");
+	curl_free(v);
+	curl_url_cleanup(h);
+	return ok;
+}
+
+static void test_url_curl(void)
+{
+	/* a corpus of spellings: every one rerandd accepts must be read by curl
+	 * with the same host, and nothing else in it */
+	static const char *const corpus[] = {
+		"http://127.0.0.1:2379", "https://e1:2379/", "e3:2379", "http://[::1]:1/",
+		"https://[0:0:0:0:0:0:0:1]:2379", "http://localhost", "https://a_b.example/x/y",
+		"http://127.0.0.1.:2379", "http://LOCALHOST:1", "https://fleetlock.example/prefix/",
+		"http://127.0.0.1:2379@etcd.example:2379", "http://127.0.0.1%2f@evil",
+		"http://127.0.0.1@etcd.example/", "https://a:b@[::1]/",
+		"http://127.1/", "http://0x7f.1/", "http:/x", "http:x", "http:///x", "http://x:/",
+		"http://x:0/", "http://:80/", "//x/", "http://x\\y/", "http://[::1", "http://[::1]x/",
+		"http://x./..", "http://x/%2e%2e", "http://x/#", "http://x/?", "http://a..b/",
+		"https://-x/", "http://x/.;@evil/", "http://[::ffff:127.0.0.1]/", "http://127.0.0.01/",
+	};
+	struct fleet_config c;
+	char err[FLEET_MSG_MAX], full[FLEET_STR + 64], ch[FLEET_STR];
+	unsigned accepted = 0, agree = 0;
+
+	fleet_config_defaults(&c);
+	c.backend = FLEET_BACKEND_ETCD;
+	c.allow_plaintext = true;        /* the hosts, not the plaintext rule, here */
+	for (size_t i = 0; i < sizeof(corpus) / sizeof(corpus[0]); i++) {
+		struct fleet_url u;
+
+		if (fleet_url_parse("Endpoints", corpus[i], false, false, &u, err, sizeof(err)) < 0)
+			continue;
+		accepted++;
+		if (!fleet_http_url(&c, corpus[i], "/v3/kv/range", full, sizeof(full)) &&
+		    curl_host_of(full, ch, sizeof(ch)) &&
+		    !fleet_http_check_url(&c, "Endpoints", corpus[i], "/v3/kv/range", err, sizeof(err)))
+			agree++;
+		else
+			printf("# %s: rerand reads host %s, curl %s: %s\n", corpus[i], u.host, ch, err);
+	}
+	T_OK(accepted >= 10 && agree == accepted,
+	     "url: curl reads the host rerandd's check read in every accepted spelling (%u of %u)",
+	     agree, accepted);
+
+	/* what the attack does to curl, so that the test above means something */
+	T_OK(curl_host_of("http://127.0.0.1:2379@etcd.example:2379/v3/kv/range", ch, sizeof(ch)) &&
+	     !strcmp(ch, "etcd.example"), "url: curl itself connects to the host after the '@' (%s)", ch);
+
+	/* rerand-fleetd's own check, handed a section that never went through
+	 * fleet_config_set (as a fleetd talking to an older rerandd would be) */
+	struct fleet *f = NULL;
+	fleet_config_defaults(&c);
+	c.backend = FLEET_BACKEND_ETCD;
+	snprintf(c.id, sizeof(c.id), "m1");
+	snprintf(c.endpoints[0], FLEET_STR, "http://127.0.0.1:2379@etcd.example:2379");
+	c.nr_endpoints = 1;
+	T_OK(fleet_open(&c, &f, err, sizeof(err)) == -EINVAL && !f && strstr(err, "user info") &&
+	     strstr(err, "Endpoints="), "url: rerand-fleetd refuses to start on a user-info endpoint");
+	printf("# %s\n", err);
+	T_OK(fleet_http_check_url(&c, "Endpoints", "https://etcd.example:2379", "", err, sizeof(err)) == 0 &&
+	     fleet_http_check_url(&c, "Endpoints", "http://[::1]:2379", "", err, sizeof(err)) == 0 &&
+	     fleet_http_check_url(&c, "Endpoints", "http://etcd.example:2379", "", err, sizeof(err)) == -EINVAL &&
+	     strstr(err, "plaintext HTTP to etcd.example"),
+	     "url: rerand-fleetd applies the plaintext rule to curl's host");
+}
+
 static void test_identity_and_none(void)
 {
 	char path[] = "/tmp/rerand-test-fleet-XXXXXX", id[FLEET_ID_MAX], err[256], m[1024];
@@ -477,6 +647,8 @@ int main(void)
 	test_fleetlock_json();
 	test_etcd_json();
 	test_config();
+	test_url_config();
+	test_url_curl();
 	test_identity_and_none();
 	return t_done();
 }
