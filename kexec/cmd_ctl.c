@@ -89,6 +89,11 @@ static int ctl_ask(const char *line, char *buf, size_t size, bool quiet)
 	return 1;
 }
 
+int cli_ctl_ask(const char *line, char *buf, size_t size)
+{
+	return ctl_ask(line, buf, size, true);
+}
+
 /* JSON: --json=pretty of status and fleet status re-prints rerandd's line */
 static int ctl_json = CLI_JSON_NONE;
 
