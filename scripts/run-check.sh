@@ -79,31 +79,40 @@ kill_session() {
 	return 0
 }
 
+# watchdog PID LIMIT FLAG FIFO: after LIMIT seconds (a read that times out
+# on a FIFO nobody writes: no child process to leave behind when the
+# watchdog itself is killed), FLAG, and PID's session killed.
+watchdog() {
+	read -r -t "$2" <>"$4" && return 0
+	: >"$3"
+	kill_session "$1"
+}
+
 # run_suite N NAME LIMIT CMD...: run CMD in a session of its own, for at
 # most LIMIT seconds, into $res/N.log, its counts into $res/N.rec ("ok notok
 # skipped rc seconds plans planned numbered timedout"), then print the log
 # whole.  $res/live.PID marks a running suite (for the INT/TERM trap).
 run_suite() {
 	local n=$1 name=$2 limit=$3; shift 3
-	local log=$res/$n.log t0=$EPOCHSECONDS rc ok notok skipped pid clock done_pid timedout=0
+	local log=$res/$n.log t0=$EPOCHSECONDS rc ok notok skipped pid dog timedout=0
 	local plans planned numbered
 	setsid -w "$@" >"$log" 2>&1 &
 	pid=$!
 	: >"$res/live.$pid"
-	sleep "$limit" &
-	clock=$!
-	wait -n -p done_pid "$pid" "$clock"
+	mkfifo "$res/$n.fifo"
+	watchdog "$pid" "$limit" "$res/$n.timedout" "$res/$n.fifo" &
+	dog=$!
+	wait "$pid"
 	rc=$?
-	if [ "$done_pid" = "$clock" ]; then
+	# over the limit: the watchdog is killing the session (TERM, then
+	# KILL): let it finish; else it is still waiting: end it
+	if [ -e "$res/$n.timedout" ]; then
 		timedout=1
-		kill_session "$pid"
-		wait "$pid"
-		rc=$?
 	else
-		kill "$clock" 2>/dev/null
-		wait "$clock" 2>/dev/null
+		kill "$dog" 2>/dev/null
 	fi
-	rm -f "$res/live.$pid"
+	wait "$dog" 2>/dev/null
+	rm -f "$res/live.$pid" "$res/$n.fifo"
 	# TAP: the SKIP directive is case-insensitive; a "not ok" stays a
 	# failure whatever its directive says.
 	skipped=$(grep -ciE '^ok [^#]*#[[:space:]]*skip' "$log")

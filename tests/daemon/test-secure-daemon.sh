@@ -176,7 +176,7 @@ if [ "$(id -u)" = 0 ]; then
 	check "--check-config: root's SignKey= of mode 0600 passes (exit $rc)" \
 		eval '[ $rc -eq 0 ] && grep -q "configuration OK" <<<"$out"'
 else
-	skip "--check-config: SignKey= ownership (the test is not root)"
+	nok "--check-config: SignKey= ownership: the test is not root (run it as root, as make check does)"
 fi
 
 # ---- a pre-signed image of another release ----------------------------------------------------------
