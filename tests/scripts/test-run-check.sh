@@ -209,6 +209,23 @@ else
 	nok "timeouts: $got in $secs s, child ${cpid:-none} $(kill -0 "$cpid" 2>/dev/null && echo alive)"; grep -E '^not ok|passed' "$t/out" | sed 's/^/#   /'
 	[ -n "$cpid" ] && kill "$cpid" 2>/dev/null
 fi
+# Interrupted (TERM, as a cancelled CI job sends; Ctrl-C's INT takes the
+# same path): the running suites' sessions are killed too, not left behind.
+t=$(tree interrupted)
+unit "$t" test_a "timeout 300 sh -c 'echo \$\$ >$t/child.pid; exec sleep 300' & sleep 300; echo 'ok 1 - never'; echo 1..1"
+(cd "$t" && exec env RERAND_KERNELS="$t/k" scripts/run-check.sh short >"$t/out" 2>&1) &
+rpid=$!
+i=0; while [ ! -s "$t/child.pid" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+kill -TERM "$rpid"
+wait "$rpid"; rc=$?
+sleep 1
+cpid=$(cat "$t/child.pid" 2>/dev/null)
+if [ "$rc" = 130 ] && [ -n "$cpid" ] && ! kill -0 "$cpid" 2>/dev/null && grep -q 'interrupted; the running suites were stopped' "$t/out"; then
+	ok "run-check stopped by TERM: exit 130, the running suite's child ($cpid) killed"
+else
+	nok "interrupted: rc $rc, child ${cpid:-none} $(kill -0 "$cpid" 2>/dev/null && echo alive)"; sed 's/^/#   /' "$t/out"
+	[ -n "$cpid" ] && kill "$cpid" 2>/dev/null
+fi
 got=$( (cd "$t" && RERAND_SUITE_TIMEOUT=x scripts/run-check.sh short 2>&1; echo "rc=$?") | tail -n 2 | tr '\n' ' ')
 case "$got" in *"RERAND_SUITE_TIMEOUT=x is not a positive number"*"rc=2 ") ok "RERAND_SUITE_TIMEOUT=x: refused, exit 2" ;; *) nok "RERAND_SUITE_TIMEOUT=x: $got" ;; esac
 echo "1..$n"
