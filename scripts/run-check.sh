@@ -62,20 +62,38 @@ trap 'rm -rf "$failures" "$first" "$res"' EXIT
 
 # kill_session PID: every process of the session PID leads (the suite, run
 # by setsid, and all it started: QEMU under the suite's own `timeout` too,
-# which sits in a process group of its own but not in a session of its own):
-# TERM, then KILL what is left.  Never run-check's own session.
+# which sits in a process group of its own but not in a session of its
+# own): TERM, then KILL what is left.  Never run-check's own session.  From
+# /proc (field 6 of /proc/PID/stat, after the command in parentheses): no
+# ps or pkill, which a minimal container may lack.
+stat_of() { # PID: ST_PPID and ST_SID of PID
+	local st
+	read -r st <"/proc/$1/stat" 2>/dev/null || return 1
+	# shellcheck disable=SC2086 # the fields, one a word
+	set -- ${st##*) }
+	ST_PPID=$2 ST_SID=$4
+}
+session_pids() { # " SID SID ": the processes of those sessions
+	local f
+	for f in /proc/[0-9]*; do
+		stat_of "${f#/proc/}" && [[ "$1" == *" $ST_SID "* ]] && echo "${f#/proc/}"
+	done
+}
 kill_session() {
-	local s sids="" mine
-	mine=$(ps -o sid= -p $$ | tr -d ' ')
+	local s sids=" $1 " mine f
+	stat_of $$ && mine=$ST_SID
 	# (setsid forks when it would lead a process group: then its child
 	# leads the session)
-	for s in "$1" $(ps -o sid= --ppid "$1" 2>/dev/null); do
-		[ "$s" -gt 1 ] && [ "$s" != "$mine" ] && sids+=" $s"
+	for f in /proc/[0-9]*; do
+		stat_of "${f#/proc/}" && [ "$ST_PPID" = "$1" ] && sids+="$ST_SID "
 	done
-	[ -n "$sids" ] || return 0
-	for s in $sids; do pkill -TERM -s "$s"; done
+	sids=" $(for s in $sids; do [ "$s" -gt 1 ] && [ "$s" != "$mine" ] && echo "$s"; done | sort -u | tr '\n' ' ')"
+	[ -n "${sids// /}" ] || return 0
+	# shellcheck disable=SC2046 # one pid a word
+	kill -TERM $(session_pids "$sids") 2>/dev/null
 	sleep 2
-	for s in $sids; do pkill -KILL -s "$s"; done
+	# shellcheck disable=SC2046
+	kill -KILL $(session_pids "$sids") 2>/dev/null
 	return 0
 }
 
