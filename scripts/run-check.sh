@@ -99,9 +99,11 @@ kill_session() {
 
 # watchdog PID LIMIT FLAG FIFO: after LIMIT seconds (a read that times out
 # on a FIFO nobody writes: no child process to leave behind when the
-# watchdog itself is killed), FLAG, and PID's session killed.
+# watchdog itself is killed), FLAG, and PID's session killed.  Not once
+# the FIFO is gone (the run ended, interrupted: PID may be another's now).
 watchdog() {
 	read -r -t "$2" <>"$4" && return 0
+	[ -p "$4" ] || return 0
 	: >"$3"
 	kill_session "$1"
 }
