@@ -14,6 +14,9 @@ SUBJ="O=SnakeOil,L=Fort Collins,ST=Colorado,C=US"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . "$top/tests/lib/tap.sh"
+# every check below, counted: both branches of the terminal and PKCS#11
+# tests print theirs when the tool is there
+plan 30
 
 # --- inspect on PE files that are not kernels (committed corpus) -----------
 C=$top/tests/fuzz/corpus/pesig
@@ -23,11 +26,13 @@ check "inspect of a small sbsign-signed PE file names its signer" \
 check "inspect of a PE file with a damaged PKCS#7: exit $rc, '$(cat "$tmp/stderr")'" \
 	bash -c "[ $rc -eq 1 ] && grep -qF '$C/bad-pkcs7: the PE signature is not a PKCS#7 message' '$tmp/stderr'"
 
-if [ -z "$K" ]; then skip "RERAND_KERNELS not set: signing tests need a kernel"; done_; fi
+# A missing prerequisite is a not ok, never a skip: scripts/deps.sh check
+# installs every one of them.
+[ -n "$K" ] || bail "RERAND_KERNELS not set: the signing tests need a kernel (scripts/run-check.sh sets it)"
 for t in sbsign sbverify openssl; do
-	command -v $t >/dev/null || { skip "$t not installed (sbsigntool, openssl)"; done_; }
+	command -v $t >/dev/null || bail "$t not installed (sbsigntool, openssl: scripts/deps.sh check)"
 done
-[ -r $KEY ] || { skip "$KEY missing (ovmf)"; done_; }
+[ -r $KEY ] || bail "$KEY missing (ovmf: scripts/deps.sh check)"
 k=$K/vmlinuz-6.1.0-57-cloud-amd64
 openssl rsa -passin pass:snakeoil -in $KEY -out "$tmp/snake.key" 2>/dev/null
 
@@ -164,7 +169,7 @@ if command -v script >/dev/null; then
 	check "encrypted PEM key: sbsign asks on the terminal, signs with the typed passphrase" \
 		bash -c "grep -q 'pass phrase' '$tmp/log' && sbverify --cert $CERT '$tmp/out/p.img' >/dev/null 2>&1"
 else
-	skip "script (util-linux) not installed: no terminal for the passphrase test"
+	nok "script (util-linux) not installed: no terminal for the passphrase test (scripts/deps.sh check)"
 fi
 
 # --- PKCS#11 key through the engine (SoftHSM token) ---------------------
@@ -184,6 +189,6 @@ if command -v softhsm2-util >/dev/null && [ -e /usr/lib/x86_64-linux-gnu/engines
 	expect_fail "PKCS#11 key that is not on the token" "sbsign failed" \
 		"$R" image "$k" --sign-engine pkcs11 --sign-key 'pkcs11:token=rerand-test;object=nope;type=private;pin-value=1234' --sign-cert $CERT
 else
-	skip "softhsm2 or the pkcs11 engine (libengine-pkcs11-openssl) not installed"
+	nok "softhsm2 or the pkcs11 engine (libengine-pkcs11-openssl) not installed (scripts/deps.sh check)"
 fi
 done_

@@ -195,7 +195,7 @@ if [ "$(id -u)" = 0 ]; then
 	check "--check-config: ... and accepted once that directory is root's 0755 (exit $rc)" \
 		eval '[ $rc -eq 0 ] && grep -q "configuration OK" <<<"$out"'
 else
-	skip "--check-config: SignKey= ownership (the test is not root)"
+	nok "--check-config: SignKey= ownership: the test is not root (run it as root, as make check does)"
 fi
 
 # ---- a pre-signed image of another release ----------------------------------------------------------

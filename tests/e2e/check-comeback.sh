@@ -18,13 +18,32 @@
 # (RRC_PANIC_ARG: rerandd's own PanicRebootSec= makes it redundant; set
 # RRC_PANIC_ARG= to test that).  RRC_OLD_CONFIG=1 leaves [Comeback] out,
 # for an older rerandd: the hang then never comes back (not ok).
-# Prints TAP lines.
+# Prints TAP lines, with the plan first (run-check.sh holds the suite to it:
+# a run that stops early cannot drop a case): 11 lines for a hang or a
+# panic, 13 for a check (rrc_plan).
 set -u
 . "$(dirname "$0")/lib-daemon.sh"
 . "$(dirname "$0")/lib-comeback.sh"
 
 what=${1:-short}
 case "$what" in short|long) ;; *) echo "usage: $0 short|long" >&2; exit 2 ;; esac
+# RRC_KINDS: a subset, for a run by hand
+kinds=${RRC_KINDS:-$([ "$what" = long ] && echo "hang panic check" || echo hang)}
+
+# rrc_plan KIND: the TAP lines run KIND prints when it gets to the end: 10
+# for every kind, the boot status line but for a panic, the check's two
+# lines, the panic's pstore line.  An early return prints one not ok.
+rrc_plan() {
+	case $1 in
+	hang) echo 11 ;;
+	panic) echo 11 ;;
+	check) echo 13 ;;
+	*) echo 1 ;;   # run says not ok for a kind it does not know
+	esac
+}
+plan=0
+for k in $kinds; do plan=$((plan + $(rrc_plan "$k"))); done
+echo "1..$plan"
 
 e2e_kernels "e2e comeback" || exit 0
 for tool in qemu-system-x86_64 mkfs.ext4 debugfs cpio xz apt-get dpkg-deb; do
@@ -101,6 +120,10 @@ EOF
 # run KIND: one guest, three boots; TAP lines.
 run() {
 	local kind=$1 dir="$E2E_BUILD/runs/comeback-$1" v=$kver d initrd mods err
+	case $kind in
+	hang | panic | check) ;;
+	*) echo "not ok - comeback $kind: no such kind (RRC_KINDS: hang, panic, check)"; return ;;
+	esac
 	# panic and check (long) wait for a boot that must not be cut short
 	# (the check's own, the panic's delay): more room under load (a panic
 	# run at load 57 had the kexec'd kernel short of init 93 s after the
@@ -115,7 +138,8 @@ run() {
 	d=$(mktemp -d "$dir/root.XXXXXX")
 	mkdir -p "$d/boot" "$d/var/lib/rerand" "$d/etc/rerand/rerand.conf.d" "$d/test" "$d/out"
 	chmod 0700 "$d/var/lib/rerand"
-	cp "$kernel" "$d/boot/vmlinuz-$v" && cp "$dir/initrd.cpio" "$d/boot/initrd.img-$v" || return
+	cp "$kernel" "$d/boot/vmlinuz-$v" && cp "$dir/initrd.cpio" "$d/boot/initrd.img-$v" ||
+		{ echo "not ok - comeback $kind: cannot copy the kernel and the initramfs into $d/boot"; return; }
 	rrc_conf >"$d/etc/rerand/rerand.conf"
 	echo "$kind" >"$d/test/scenario"
 	err=$(e2e_mkfs "$d" "$dir/disk.img" 256 rrstate 2>&1) ||
@@ -208,7 +232,5 @@ run() {
 		"comeback $kind: the guest powered off by itself (QEMU exit $rc)"
 }
 
-# RRC_KINDS: a subset, for a run by hand
-kinds=${RRC_KINDS:-$([ "$what" = long ] && echo "hang panic check" || echo hang)}
 for k in $kinds; do run "$k"; done
 exit 0

@@ -8,7 +8,8 @@
 # disk, runs `rerand verify` (no record: exit 2) and powers off.  A stage
 # that halted would leave the guest silent until the timeout: not ok.
 # short: SeaBIOS; long: also SeaBIOS without an i8042 (port 0xCF9 resets)
-# and OVMF.  Prints TAP lines.
+# and OVMF.  Prints TAP lines, with the plan first: 6 per run (run-check.sh
+# holds the suite to it, so a run that stops early cannot drop a case).
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -19,6 +20,11 @@ if [ -z "${RERAND_KERNELS:-}" ] || [ ! -d "$RERAND_KERNELS" ]; then
 	echo "ok - e2e failsafe # SKIP no test kernels (RERAND_KERNELS)"
 	exit 0
 fi
+# The plan: run's six lines for each run below (every early return prints
+# one not ok instead, which the plan then also counts short).
+runs=1
+[ "$what" = long ] && runs=3
+echo "1..$((6 * runs))"
 command -v qemu-system-x86_64 >/dev/null ||
 	{ echo "not ok - e2e failsafe: qemu-system-x86_64 missing (scripts/deps.sh check)"; exit 0; }
 [ -x "$E2E_RERAND" ] || { echo "not ok - e2e failsafe: $E2E_RERAND is not built (make all)"; exit 0; }
@@ -69,7 +75,8 @@ run() {
 	e2e_note "failsafe $name: $(basename "$kernel"), fw=$fw, machine $machine, $what"
 	initrd=$(E2E_INIT="$E2E_DIR/failsafe-init.sh" e2e_initrd rerand "$bad") ||
 		{ echo "not ok - failsafe $name: cannot build the initramfs"; return; }
-	rm -f "$dir/marker.img" && truncate -s 1M "$dir/marker.img" || return
+	rm -f "$dir/marker.img" && truncate -s 1M "$dir/marker.img" ||
+		{ echo "not ok - failsafe $name: cannot make the marker disk $dir/marker.img"; return; }
 
 	local log="$dir/serial.log" tmo=${E2E_FAILSAFE_TIMEOUT:-420}
 	# No -no-reboot: the reset must bring the firmware back.
@@ -79,7 +86,8 @@ run() {
 		-drive "if=none,id=mark,format=raw,file=$dir/marker.img"
 		-device "nvme,serial=rrfailsafe,drive=mark")
 	if [ "$fw" = ovmf ]; then
-		cp "$E2E_OVMF_VARS" "$dir/vars.fd" || return
+		cp "$E2E_OVMF_VARS" "$dir/vars.fd" ||
+			{ echo "not ok - failsafe $name: cannot copy $E2E_OVMF_VARS"; return; }
 		args+=(-drive "if=pflash,format=raw,readonly=on,file=$E2E_OVMF_CODE"
 			-drive "if=pflash,format=raw,file=$dir/vars.fd")
 	fi

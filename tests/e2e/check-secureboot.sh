@@ -5,7 +5,9 @@
 # kexec chains and crash kernels under lockdown.  short: the firmware check,
 # a rerand chain on 6.1 (5 kexecs, stock kexec tries and refusals in
 # generation 0) and two crash kernels on 6.12; long: chains and crash
-# kernels on both kernels, plus a stock kexec -s chain on each.  TAP.
+# kernels on both kernels, plus a stock kexec -s chain on each.  TAP, with
+# the plan first (sb_plan): run-check.sh holds the suite to it, so a check
+# that returns early without a line cannot drop a case.
 set -u
 . "$(dirname "$0")/lib-sb.sh"
 
@@ -18,6 +20,34 @@ if [ -z "${RERAND_KERNELS:-}" ] || [ ! -d "$RERAND_KERNELS" ]; then
 	echo "ok - e2e secure boot # SKIP no test kernels"
 	exit 0
 fi
+loader=${E2E_SB_LOADER:-rerand}
+
+# The plan: the TAP lines of a run that gets to the end of every check.
+# Each count is the lines of the functions it names (lib-sb.sh, lib.sh).
+# e2e_check (lib.sh) with -cpu max and no nokaslr: generations, alignment,
+# inside RAM, distinct virtual bases; for rerand also distinct physical
+# bases, KASLR_FLAG and verify, the entropy sources.
+SB_N_E2E_RERAND=7
+SB_N_E2E_STOCK=4
+# chain: e2e_check, sb_check_lockdown 1, sb_check_base 2 (generation 0
+# tries stock kexec: sb-init.sh's base=1), sb_check_staging 1; for rerand
+# also sb_check_kseed 1 and sb_check_refusals 2.
+sb_n_chain() { if [ "$1" = rerand ]; then echo $((SB_N_E2E_RERAND + 1 + 2 + 1 + 1 + 2)); else echo $((SB_N_E2E_STOCK + 1 + 2 + 1)); fi; }
+# crash kernel, three panics: sb_check_crash's panic, load, lockdown and
+# region lines (4) each; the first panic (base 1) adds sb_check_base (2)
+# and, for rerand, the untrusted crash image's refusal (1); then for
+# rerand sb_check_crash_distinct (1).
+sb_n_crash() { if [ "$1" = rerand ]; then echo $((3 * 4 + 2 + 1 + 1)); else echo $((3 * 4 + 2)); fi; }
+# sb_plan: the firmware check (2), the stock chains (long), the chains and
+# the crash kernels of the loader.
+sb_plan() {
+	local nk=1
+	[ "$what" = long ] && nk=2
+	local p=$((2 + nk * $(sb_n_chain "$loader") + nk * $(sb_n_crash "$loader")))
+	[ "$what" = long ] && p=$((p + 2 * $(sb_n_chain stock)))
+	echo "$p"
+}
+echo "1..$(sb_plan)"
 miss=$(sb_preflight)
 [ -z "$miss" ] || { echo "not ok - e2e secure boot: $miss"; exit 0; }
 
@@ -40,7 +70,8 @@ sb_check_fw "fw-$(short "$k61")" "$signed61" "$unsigned61" "$runs/fw"
 chain() { # NAME KERNEL LOADER GENS IMAGE [NAME=FILE...]
 	local name=$1 kernel=$2 loader=$3 gens=$4 image=$5; shift 5
 	local signed initrd dir rc=0 t=$EPOCHSECONDS
-	signed=$(sb_signed_kernel "$kernel") || return 0
+	signed=$(sb_signed_kernel "$kernel") ||
+		{ echo "not ok - $name: cannot sign $(basename "$kernel") (sb_signed_kernel)"; return 0; }
 	initrd=$(sb_initrd chain "$image" "$@") || { echo "not ok - $name: cannot build the initramfs"; return 0; }
 	dir="$runs/$name"
 	rm -rf "$dir"
@@ -64,7 +95,6 @@ fi
 # 3. rerand chains with signed images, and the refusals.  E2E_SB_LOADER=stock
 # runs the same chains and crash kernels with stock kexec -s instead (to
 # try the harness without the product).
-loader=${E2E_SB_LOADER:-rerand}
 chain_kernels=("$k61")
 [ "$what" = long ] && chain_kernels=("$k61" "$k612")
 for k in "${chain_kernels[@]}"; do
