@@ -318,10 +318,26 @@ void confirm_init(struct daemon *d)
 	d->cf.wd_fd = -1;
 }
 
+/* ConfirmTimeoutSec= counts from rerandd's start in this boot, not from
+ * the kernel's (issue 38): a healthy machine slow to reach rerandd (426-444 s
+ * in the project's loaded guest) is not failed for it; until then the
+ * watchdog armed before the kexec covers a hang.  A rerandd restarted in a
+ * loop cannot postpone the verdict past twice the timeout from the boot's
+ * start. */
+static time_t confirm_until(const struct daemon *d)
+{
+	time_t from = d->started > d->boot_time ? d->started : d->boot_time;
+	time_t until = from + d->cfg.confirm_timeout;
+
+	if (until > d->boot_time + 2 * d->cfg.confirm_timeout)
+		until = d->boot_time + 2 * d->cfg.confirm_timeout;
+	return until;
+}
+
 void confirm_start(struct daemon *d)
 {
 	struct rr_err e;
-	time_t now = time(NULL), until = d->boot_time + d->cfg.confirm_timeout;
+	time_t now = time(NULL), until = confirm_until(d);
 
 	if (!d->st.confirm_pending)
 		return;
@@ -339,8 +355,9 @@ void confirm_start(struct daemon *d)
 			sd_event_source_set_enabled(d->cf.feed, SD_EVENT_ON);
 		}
 	}
-	rr_log(RR_LOG_NOTICE, "rerandomized boot: confirming within %llds%s",
-	       (long long)(until > now ? until - now : 0),
+	rr_log(RR_LOG_NOTICE, "rerandomized boot: confirming within %llds (rerandd started %llds "
+	       "into the boot)%s", (long long)(until > now ? until - now : 0),
+	       (long long)(d->started > d->boot_time ? d->started - d->boot_time : 0),
 	       d->cf.wd_fd >= 0 ? "; the watchdog is fed until then" : "");
 	sd_event_add_time_relative(d->ev, &d->cf.deadline, CLOCK_MONOTONIC,
 				   (uint64_t)(until > now ? until - now : 0) * 1000000ull, 0,

@@ -152,4 +152,33 @@ wait_for 60 test -e "$tmp/b/reboot-called" || true
 check "stopped: rerand now stages again and asks for the reboot ($before -> $(loads b) loads)" \
 	bash -c "[ $(loads b) -gt $before ] && [ -e '$tmp/b/reboot-called' ]"
 
+# ---- slow start: ConfirmTimeoutSec= counts from rerandd's start ----------------------------
+# A rerandomized boot (the stage's record in SetupData=, the attempt of the
+# boot before in the state file) whose kernel started 700 s before rerandd,
+# ConfirmTimeoutSec=10min, a post-boot check that takes 3 s: counted from
+# the kernel's start the deadline had passed and a healthy boot failed.
+hd=$tmp/slow
+inst slow
+rerandd_fixtures "$hd" "BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro console=ttyS0" 700
+rerandd_randomized_sd "$hd/sd"
+sed -i "s|^SetupData=.*|SetupData=$hd/sd|" "$hd/rerand.conf"
+printf '\n[Comeback]\nConfirmTimeoutSec=10min\n' >>"$hd/rerand.conf"
+printf '#!/bin/sh\nsleep 3\n' >"$hd/post/10-slow-check"
+chmod 0755 "$hd/post/10-slow-check"
+prev=0123456789abcdef0123456789abcdef
+{
+	printf 'version=1\nboot_id=%s\nattempt=1\nattempt_boot_id=%s\nattempt_time=%s\n' "$prev" "$prev" "$(($(date +%s) - 800))"
+	printf 'attempt_reason=layout-age\nfailures=0\nsuccesses=0\ntotal_failures=0\nweak_boots=0\nhold=0\n'
+	printf 'last_success=0\nlast_failure=0\nlast_reboot=%s\nphase=rebooting\n' "$(($(date +%s) - 800))"
+} >"$hd/state/state"
+rerandd_up "$hd"
+wait_for 30 grep -q 'rerandomized boot: confirming within' "$hd/log" || true
+line=$(grep -o 'rerandomized boot: confirming within [0-9]*s (rerandd started [0-9]*s into the boot)' "$hd/log")
+echo "# slow: $line"
+check "slow start: the deadline counts from rerandd's start (${line#*within })" \
+	bash -c "n=\$(sed -n 's/.*within \([0-9]*\)s.*/\1/p' <<<'$line'); [ -n \"\$n\" ] && [ \"\$n\" -ge 400 ] && [ \"\$n\" -le 600 ]"
+wait_for 30 grep -q 'confirmed' "$hd/log" || true
+check "slow start: the healthy boot is confirmed, not failed" \
+	bash -c "grep -q 'confirmed' '$hd/log' && ! grep -q 'never-confirmed\\|not confirmed within' '$hd/log'"
+
 done_
