@@ -83,8 +83,9 @@ struct rr_state {
 	uint64_t confirmed;                   /* boots confirmed */
 	enum rr_boot_origin boot_origin;      /* of boot_id */
 	uint64_t unplanned_boots;             /* new boots rerandd did not plan */
-	/* Not saved: the pending attempt was assumed by state_parse_damage (the
-	 * file was in doubt), so state_account_boot never counts it a success. */
+	/* The pending attempt was assumed by state_parse_damage (the file was in
+	 * doubt): state_account_boot never counts it a success.  Saved, for a
+	 * crash kernel's boot that settles nothing. */
 	bool     attempt_guessed;
 };
 

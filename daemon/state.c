@@ -143,7 +143,8 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		"phase=%s\n"
 		"boot_origin=%s\n"
 		"unplanned_boots=%" PRIu64 "\n"
-		"fallback_boot_id=%s\n",
+		"fallback_boot_id=%s\n"
+		"attempt_guessed=%d\n",
 		s->boot_id, s->attempt, s->attempt_boot_id, (long long)s->attempt_time,
 		policy_reason_name(s->attempt_reason), s->failures, s->successes, s->total_failures,
 		s->weak_boots,
@@ -157,7 +158,7 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		s->watchdog_armed, s->confirm_pending, s->confirm_boot_id, s->confirmed,
 		wdog_cause_name(s->last_cause), s->last_cause_detail, (long long)s->last_cause_time,
 		state_phase_name(s->phase), state_origin_name(s->boot_origin), s->unplanned_boots,
-		s->fallback_boot_id);
+		s->fallback_boot_id, s->attempt_guessed);
 	if (n < 0 || (size_t)n >= len)
 		return -ENOBUFS;
 	for (unsigned c = RR_CAUSE_NONE + 1; c < RR_NR_CAUSES; c++) {
@@ -221,6 +222,7 @@ struct num_key {
 #define TIME_KEY(name, field) NUM_KEY(name, field, 0, INT64_MAX)
 static const struct num_key num_keys[] = {
 	FLAG_KEY("attempt", attempt),
+	FLAG_KEY("attempt_guessed", attempt_guessed),
 	FLAG_KEY("hold", hold),
 	FLAG_KEY("fleet_held", fleet_held),
 	FLAG_KEY("fleet_report", fleet_report),

@@ -175,7 +175,7 @@ state() {
 		printf 'last_success=0\nlast_failure=0\nlast_reboot=0\nlast_verify=\001\377garbage\n'
 		printf 'last_verify_time=0\njitter=0\n%s\ntrigger_oops=0\n' "$2"
 		printf 'trigger_new_kernel=0\ntrigger_now=0\ntaint_handled=0\nstaged_sha256=\nstaged_time=0\n'
-		printf 'fleet_held=0\nfleet_token=\ncrash_boots=0\nlast_crash_boot=0\ncrash_boot_id=\nphase=idle\n'
+		printf 'fleet_held=0\nfleet_token=\nfleet_keep=0\nconfirm_pending=0\ncrash_boots=0\nlast_crash_boot=0\ncrash_boot_id=\nphase=idle\n'
 	} >"$hd/state/state"
 	# the image digest built, with its record: staged without a build
 	cp "$img" "$img.sha256" "$hd/state/images/"
@@ -189,7 +189,7 @@ check "held: staged from the cache, no build" eval 'status_has held "staged:    
 check "panic: a user's panic=5 wins, no panic= added ($(last_append held))" \
 	test "$(last_append held)" = "--append=watchdog.stop_on_reboot=0 root=/dev/vda1 ro panic=5"
 check "held: the log names the file and the bad line" \
-	grep -qF "$tmp/held/state/state: damaged state file: 1 line skipped (the first, line 14: last_verify: a value that cannot be read" "$tmp/held/log"
+	grep -qF "$tmp/held/state/state: damaged state file: 1 problem (the first, line 14: last_verify: a value that cannot be read" "$tmp/held/log"
 check "held: a corrupt line keeps the operator's hold" status_has held "hold:              yes"
 check "held: ... and the stopped state (3 failures in a row)" status_has held "failures in a row: 3 of 3  ALERT: stopped"
 check "heldbad: the hold line unreadable: held for it (damaged-state)" \

@@ -810,6 +810,15 @@ static void test_cut_after_boot_id(void)
 	T_OK(state_load(path, &b, &e) == -EBADMSG && b.attempt && b.attempt_guessed &&
 	     !strcmp(b.attempt_boot_id, SWEEP_PREV), "attempt=0 in doubt: assumed pending, from the "
 	     "file's boot");
+	{
+		struct rr_state c;
+		char sv[4096];
+		int k = state_format(&b, sv, sizeof(sv));
+		T_OK(k > 0 && state_parse(sv, (size_t)k, &c) == 0 && c.attempt && c.attempt_guessed &&
+		     c.hold && c.failures == STATE_FAILURES_LOST &&
+		     c.fleet_keep, "saved and read back (a crash boot settles nothing): still assumed, "
+		     "still held");
+	}
 	T_OK(state_account_boot(&b, SWEEP_BOOT, RR_V_RANDOMIZED, 2000000000) == RR_OUT_UNPLANNED &&
 	     b.failures == STATE_FAILURES_LOST && !b.attempt,
 	     "a randomized boot after an assumed attempt: not its success, still stopped");
