@@ -633,11 +633,10 @@ int state_parse(const char *text, size_t len, struct rr_state *s)
 static void worst_said(const struct rr_state_damage *d, const struct rr_state *s, char *out,
 		       size_t cap)
 {
-	snprintf(out, cap, "; taken at worst: %s%s%sthe fleet slot kept",
-		 d->lost & G_BIT(G_FAILURES) ? "failures unknown, counted as "
-		 RR_STR(STATE_FAILURES_LOST) " (stopped), " : "",
-		 d->lost & (G_BIT(G_ATTEMPT) | G_BIT(G_ATTEMPT_BOOT_ID)) ? "an attempt pending, " : "",
-		 s->confirm_pending ? "the last boot unconfirmed, " : "");
+	snprintf(out, cap, "; taken at worst: %s%s%sfleet slot kept",
+		 d->lost & G_BIT(G_FAILURES) ? "failures " RR_STR(STATE_FAILURES_LOST) " (stopped), " : "",
+		 d->lost & (G_BIT(G_ATTEMPT) | G_BIT(G_ATTEMPT_BOOT_ID)) ? "attempt pending, " : "",
+		 s->confirm_pending ? "last boot unconfirmed, " : "");
 }
 
 /* Fail closed: the defaults, held, when the file is there but cannot be read. */
@@ -688,8 +687,8 @@ int state_load(const char *path, struct rr_state *s, struct rr_err *e)
 	return rr_errf(e, EBADMSG, "%s: damaged state file: %u problem%s (the first, line %u: "
 		       "%s; a copy is in %s); kept the rest%s%s%s", path, d.bad, d.bad == 1 ? "" : "s",
 		       d.first_line, d.first_why, aside,
-		       d.lost ? "; HELD: the hold, failure or attempt lines may be lost, so no "
-		       "reboot until an operator checks and runs `rerand release`" : "", worst,
+		       d.lost ? "; HELD: the hold, failure or attempt lines may be lost: no reboot "
+		       "until `rerand release`" : "", worst,
 		       d.lost ? "" : "; the guarded keys are intact: not held");
 }
 

@@ -180,11 +180,15 @@ state() {
 	# the image digest built, with its record: staged without a build
 	cp "$img" "$img.sha256" "$hd/state/images/"
 }
-for id in held heldbad; do inst $id "BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro panic=5"; mkdir -p "$tmp/$id/state/images"; done
+for id in held heldbad heldcut; do inst $id "BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro panic=5"; mkdir -p "$tmp/$id/state/images"; done
 state held "hold=1"
 state heldbad $'ho\377ld 0'
-rerandd_up "$tmp/held" "$tmp/heldbad"
-for id in held heldbad; do wait_for 60 status_has $id "staged:            yes" || true; done
+# heldcut: this version's file (version=2, ends with end=SHA256) cut cleanly
+# after its boot_id line (issue 39): the hold, failures and attempt lines gone
+state heldcut "hold=0"
+printf 'version=2\nboot_id=%s\n' "$(cat "$tmp/heldcut/boot_id")" >"$tmp/heldcut/state/state"
+rerandd_up "$tmp/held" "$tmp/heldbad" "$tmp/heldcut"
+for id in held heldbad heldcut; do wait_for 60 status_has $id "staged:            yes" || true; done
 check "held: staged from the cache, no build" eval 'status_has held "staged:            yes" && ! grep -q building "$tmp/held/log"'
 check "panic: a user's panic=5 wins, no panic= added ($(last_append held))" \
 	test "$(last_append held)" = "--append=watchdog.stop_on_reboot=0 root=/dev/vda1 ro panic=5"
@@ -195,13 +199,24 @@ check "held: ... and the stopped state (3 failures in a row)" status_has held "f
 check "heldbad: the hold line unreadable: held for it (damaged-state)" \
 	status_has heldbad "hold:              yes (damaged-state"
 check "heldbad: the log says HELD" grep -qF "HELD: the hold, failure or attempt lines may be lost" "$tmp/heldbad/log"
+check "heldcut: a file cut after boot_id is held, the file and the cut in the hold's text" \
+	status_has heldcut "hold:              yes (damaged-state: the state file could not be read whole; check the journal, then \`rerand release\`): state file $tmp/heldcut/state/state damaged (cut short: no end= line)"
+# 1000000 (STATE_FAILURES_LOST), one more for the confirmation assumed pending
+# and counted failed (confirm.c)
+heldcut_failures=$(st heldcut | sed -n 's/^failures in a row: \([0-9]*\) of 3  ALERT: stopped.*/\1/p')
+check "heldcut: the failures in a row lost: counted past MaxFailures, stopped (${heldcut_failures:-none})" \
+	test "${heldcut_failures:-0}" -ge 1000000
+check "heldcut: logged once, the worst case named" \
+	eval '[ "$(grep -c "state/state: damaged state file:" "$tmp/heldcut/log")" -eq 1 ] &&
+	      grep -qF "taken at worst: failures 1000000 (stopped), attempt pending, last boot unconfirmed, fleet slot kept" "$tmp/heldcut/log"'
 check "held: the damaged file is kept as state.corrupt, the state rewritten with the hold" \
 	bash -c "grep -aq garbage '$tmp/held/state/state.corrupt' && grep -qx hold=1 '$tmp/held/state/state' &&
 		 grep -qx hold_reason=operator '$tmp/held/state/state' && grep -qx failures=3 '$tmp/held/state/state'"
-for id in held heldbad; do now $id; done
+for id in held heldbad heldcut; do now $id; done
 sleep 5
-check "held, heldbad: rerand now reboots neither" \
-	bash -c "[ ! -e '$tmp/held/reboot-called' ] && [ ! -e '$tmp/heldbad/reboot-called' ]"
+check "held, heldbad, heldcut: rerand now reboots none" \
+	bash -c "[ ! -e '$tmp/held/reboot-called' ] && [ ! -e '$tmp/heldbad/reboot-called' ] &&
+		 [ ! -e '$tmp/heldcut/reboot-called' ]"
 
 # ---- full: no room for the state, no reboot ---------------------------------------------------
 inst full
