@@ -93,7 +93,11 @@ enum rr_outcome boot_first_look(struct daemon *d, enum rr_resume *resume)
 	default:
 		break;
 	}
-	if (policy_stopped(&d->cfg, d->st.failures))
+	if (policy_stopped(&d->cfg, d->st.failures) && d->st.failures >= STATE_FAILURES_LOST)
+		rr_log(RR_LOG_ERR, "ALERT: the failures in a row were lost with the damaged state "
+		       "file, counted as %u; stopped until a verified boot or `rerand now`",
+		       d->st.failures);
+	else if (policy_stopped(&d->cfg, d->st.failures))
 		rr_log(RR_LOG_ERR, "ALERT: %u rerandomizing reboots failed in a row; stopped until "
 		       "a verified boot or `rerand now`", d->st.failures);
 	if (d->st.jitter < 0) {
@@ -124,7 +128,7 @@ bool boot_crash_check(struct daemon *d)
 	if (!d->crash_boot)
 		return false;
 	if (state_load(d->state_path, &d->st, &e) < 0)
-		rr_log(RR_LOG_WARNING, "%s", e.msg);
+		rr_log(d->st.hold ? RR_LOG_ERR : RR_LOG_WARNING, "%s", e.msg);
 	if (state_account_crash_boot(&d->st, d->boot_id, time(NULL)))
 		daemon_save(d);
 	d->cr.state = RR_CS_CRASH_BOOT;

@@ -83,30 +83,48 @@ struct rr_state {
 	uint64_t confirmed;                   /* boots confirmed */
 	enum rr_boot_origin boot_origin;      /* of boot_id */
 	uint64_t unplanned_boots;             /* new boots rerandd did not plan */
+	/* The pending attempt was assumed by state_parse_damage (the file was in
+	 * doubt): state_account_boot never counts it a success.  Saved, for a
+	 * crash kernel's boot that settles nothing. */
+	bool     attempt_guessed;
 };
+
+/* The failures in a row when a damaged state file lost them: past any
+ * MaxFailures in use, so stopped (state_parse_damage). */
+#define STATE_FAILURES_LOST 1000000
 
 void state_init(struct rr_state *s);
 int state_format(const struct rr_state *s, char *buf, size_t len);
 /* What a damaged state file lost. */
 struct rr_state_damage {
-	unsigned bad;                         /* lines skipped */
+	unsigned bad;                         /* problems: lines skipped, keys missing */
 	unsigned first_line;                  /* the first of them, from 1 */
 	char     first_why[96];
 	bool     held;                        /* the parse set a hold for it */
+	unsigned lost;                        /* guarded keys in doubt (state.c's G_*) */
+	char     what[96];                    /* the first doubt, for the hold's text */
 };
 /* Line by line and fails closed: unknown keys are skipped; a line that
  * cannot be read (no '=', a bad value, NUL, too long, cut short) is
- * skipped and counted, the rest kept; when such damage may have cost the
- * hold, the failures, the attempt or the version line (unattributable
- * lines, any of those keys unreadable or missing), *s is held
- * (RR_HOLD_DAMAGED).  0 for a clean file, else -EBADMSG; ret may be NULL. */
+ * skipped and counted, the rest kept.  A file this version writes
+ * (version=2) ends with end=SHA256 of the bytes before it; without it, or
+ * with another value, every guarded key (hold, failures, attempt,
+ * attempt_boot_id, boot_id, fleet_keep, confirm_pending; "stopped" is
+ * failures past MaxFailures) is in doubt.  A version=1 file (no end line)
+ * is read as before, each guarded key required.  Any doubt (a guarded key
+ * missing, twice or unreadable, a line that names no key, a bad or missing
+ * end line) holds *s (RR_HOLD_DAMAGED, unless an operator's hold was read)
+ * and takes each value in doubt at its worst (state.c, fail_closed).
+ * 0 for a clean file, else -EBADMSG; ret may be NULL. */
 int state_parse_damage(const char *text, size_t len, struct rr_state *s,
 		       struct rr_state_damage *ret);
 int state_parse(const char *text, size_t len, struct rr_state *s);
-/* ENOENT gives the defaults and 0.  A damaged file: what could be read,
- * -EBADMSG, and a hard link PATH.corrupt to it (the file stays until a
- * save replaces it).  A file that cannot be read at all: the defaults,
- * held, and the error. */
+/* ENOENT gives the defaults and 0 (a first start: not held).  A damaged
+ * file: what could be read, failing closed as state_parse_damage says, the
+ * hold's text naming PATH and the doubt, -EBADMSG, and a hard link
+ * PATH.corrupt to it (the file stays until a save replaces it).  A file
+ * that cannot be read at all: the defaults at their worst, held, and the
+ * error. */
 int state_load(const char *path, struct rr_state *s, struct rr_err *e);
 /* write, fsync, rename, fsync the directory */
 int state_save(const char *path, const struct rr_state *s, struct rr_err *e);

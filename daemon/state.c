@@ -16,12 +16,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cachekey.h"
 #include "cleanup.h"
 #include "image.h"
 #include "rerandd.h"
 #include "status.h"
 
 #define STATE_MAX (64u << 10)
+#define RR_STR2(x) #x
+#define RR_STR(x) RR_STR2(x)
 
 void state_init(struct rr_state *s)
 {
@@ -86,10 +89,18 @@ enum rr_verify state_verify_record(int r, const struct rerand_status *s)
 	return s->flags & RERAND_ST_WEAK ? RR_V_WEAK : RR_V_RANDOMIZED;
 }
 
+/* The file's format.  Version 2 ends with end=SHA256, the SHA-256 of every
+ * byte before that line (state_format, state_parse_damage): a file cut
+ * anywhere, or with any line changed, deleted or repeated, no longer
+ * matches.  Version 1 (rerand 0.1 before issue 39) had no end line. */
+#define STATE_VERSION 2
+#define STATE_END "end="
+
 int state_format(const struct rr_state *s, char *buf, size_t len)
 {
+	char sha[65];
 	int n = snprintf(buf, len,
-		"version=1\n"
+		"version=" RR_STR(STATE_VERSION) "\n"
 		"boot_id=%s\n"
 		"attempt=%d\n"
 		"attempt_boot_id=%s\n"
@@ -132,7 +143,8 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		"phase=%s\n"
 		"boot_origin=%s\n"
 		"unplanned_boots=%" PRIu64 "\n"
-		"fallback_boot_id=%s\n",
+		"fallback_boot_id=%s\n"
+		"attempt_guessed=%d\n",
 		s->boot_id, s->attempt, s->attempt_boot_id, (long long)s->attempt_time,
 		policy_reason_name(s->attempt_reason), s->failures, s->successes, s->total_failures,
 		s->weak_boots,
@@ -146,7 +158,7 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		s->watchdog_armed, s->confirm_pending, s->confirm_boot_id, s->confirmed,
 		wdog_cause_name(s->last_cause), s->last_cause_detail, (long long)s->last_cause_time,
 		state_phase_name(s->phase), state_origin_name(s->boot_origin), s->unplanned_boots,
-		s->fallback_boot_id);
+		s->fallback_boot_id, s->attempt_guessed);
 	if (n < 0 || (size_t)n >= len)
 		return -ENOBUFS;
 	for (unsigned c = RR_CAUSE_NONE + 1; c < RR_NR_CAUSES; c++) {
@@ -162,7 +174,12 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 			return -ENOBUFS;
 		n += m;
 	}
-	return n;
+	/* last: what comes before it, hashed */
+	rr_sha256_hex(buf, (size_t)n, sha);
+	int m = snprintf(buf + n, len - (size_t)n, STATE_END "%s\n", sha);
+	if (m < 0 || (size_t)m >= len - (size_t)n)
+		return -ENOBUFS;
+	return n + m;
 }
 
 static int num(const char *v, long long lo, long long hi, long long *ret)
@@ -205,6 +222,7 @@ struct num_key {
 #define TIME_KEY(name, field) NUM_KEY(name, field, 0, INT64_MAX)
 static const struct num_key num_keys[] = {
 	FLAG_KEY("attempt", attempt),
+	FLAG_KEY("attempt_guessed", attempt_guessed),
 	FLAG_KEY("hold", hold),
 	FLAG_KEY("fleet_held", fleet_held),
 	FLAG_KEY("fleet_report", fleet_report),
@@ -216,7 +234,7 @@ static const struct num_key num_keys[] = {
 	FLAG_KEY("trigger_oops", trig_oops),
 	FLAG_KEY("trigger_new_kernel", trig_new_kernel),
 	FLAG_KEY("trigger_now", trig_now),
-	COUNT_KEY("failures", failures, 1000000),
+	COUNT_KEY("failures", failures, INT32_MAX),   /* STATE_FAILURES_LOST, counted on */
 	COUNT_KEY("successes", successes, INT64_MAX),
 	COUNT_KEY("total_failures", total_failures, INT64_MAX),
 	COUNT_KEY("weak_boots", weak_boots, INT64_MAX),
@@ -406,12 +424,12 @@ static int set_cause_count(struct rr_state *s, const char *k, const char *v)
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-static int set_key(struct rr_state *s, const char *k, const char *v, bool *version_seen)
+static int set_key(struct rr_state *s, const char *k, const char *v, int *version)
 {
 	if (!strcmp(k, "version")) {
-		if (strcmp(v, "1"))
+		if (strcmp(v, "1") && strcmp(v, RR_STR(STATE_VERSION)))
 			return -EINVAL;
-		*version_seen = true;
+		*version = v[0] - '0';
 		return 0;
 	}
 	if (!strncmp(k, "cause_", 6))
@@ -428,15 +446,25 @@ static int set_key(struct rr_state *s, const char *k, const char *v, bool *versi
 	return 0;                         /* unknown key: from a newer rerandd */
 }
 
-/* The keys whose loss could let through a reboot that must not happen: the
- * hold, the failures in a row (the stopped state) and a pending attempt
- * (which the next boot must count, or MaxFailures never trips). */
-static const char *const guarded[] = { "version", "hold", "failures", "attempt",
-				       "attempt_boot_id", NULL };
+/* The guarded keys: those whose loss could let through a reboot that must
+ * not happen, or give back the fleet slot of a failed attempt.  The hold;
+ * the failures in a row (past MaxFailures: stopped); a pending attempt and
+ * the boot it left (which the next boot must count, or MaxFailures never
+ * trips); the boot the file speaks of (same boot or not); fleet_keep (the
+ * slot of a failed attempt, never released: coord_startup); a rerandomized
+ * boot still to be confirmed (confirm_first_look counts it failed if it
+ * never was).  Every file rerandd writes has each of them once; a file
+ * without one of them, with one twice or unreadable, is in doubt. */
+enum { G_VERSION, G_BOOT_ID, G_HOLD, G_FAILURES, G_ATTEMPT, G_ATTEMPT_BOOT_ID, G_FLEET_KEEP,
+       G_CONFIRM_PENDING, G_NR };
+static const char *const guarded[G_NR] = { "version", "boot_id", "hold", "failures", "attempt",
+					   "attempt_boot_id", "fleet_keep", "confirm_pending" };
+#define G_BIT(g) (1u << (g))
+#define G_ALL (G_BIT(G_NR) - 1)
 
 static int guarded_index(const char *k)
 {
-	for (int i = 0; guarded[i]; i++)
+	for (int i = 0; i < G_NR; i++)
 		if (!strcmp(k, guarded[i]))
 			return i;
 	return -1;
@@ -450,19 +478,69 @@ static void damaged(struct rr_state_damage *d, unsigned line, const char *fmt, c
 	}
 }
 
+/* The guarded keys in LOST can no longer be trusted; the first such doubt
+ * is told (what). */
+static void doubt(struct rr_state_damage *d, unsigned lost, const char *fmt, const char *arg)
+{
+	if (!d->lost)
+		snprintf(d->what, sizeof(d->what), fmt, arg);
+	d->lost |= lost;
+}
+
+/* Any doubt: held, and each guarded value in doubt taken as the worst the
+ * design allows, never as the harmless one.
+ *  - hold: on (damaged-state, the reason in its text), unless the file
+ *    said an operator's hold, which stays with the operator's words;
+ *  - failures: at least STATE_FAILURES_LOST, past any MaxFailures: stopped
+ *    until a verified boot or `rerand now`, after the release;
+ *  - attempt: pending, from the boot the file names (a restart in that
+ *    boot drops it as aborted; the next boot counts it, as a failure unless
+ *    verified, and a guessed one never as a success: state_account_boot);
+ *  - confirm_pending: pending, without its boot id, so that the next start
+ *    counts the boot failed (confirm_first_look) instead of confirming it,
+ *    and never runs a confirmation (or its firmware reboot) on a guess;
+ *  - fleet_keep: on, whichever key was lost: a slot that may be a failed
+ *    attempt's is never released (coord_startup); it runs out with its
+ *    lease or an operator frees it. */
+static void fail_closed(struct rr_state *s, struct rr_state_damage *d)
+{
+	if (!(s->hold && s->hold_why == RR_HOLD_OPERATOR)) {
+		s->hold = true;
+		s->hold_why = RR_HOLD_DAMAGED;
+		s->hold_time = 0;
+		snprintf(s->hold_text, sizeof(s->hold_text), "state file damaged (%.60s): held until "
+			 "an operator checks it and runs `rerand release`", d->what);
+		d->held = true;
+	}
+	if ((d->lost & G_BIT(G_FAILURES)) && s->failures < STATE_FAILURES_LOST)
+		s->failures = STATE_FAILURES_LOST;
+	if (d->lost & (G_BIT(G_ATTEMPT) | G_BIT(G_ATTEMPT_BOOT_ID))) {
+		s->attempt_guessed = !s->attempt;
+		s->attempt = true;
+		if (!*s->attempt_boot_id)
+			memcpy(s->attempt_boot_id, s->boot_id, sizeof(s->attempt_boot_id));
+	}
+	if (d->lost & G_BIT(G_CONFIRM_PENDING))
+		s->confirm_pending = true;
+	if (s->confirm_pending)
+		s->confirm_boot_id[0] = 0;
+	s->fleet_keep = true;
+}
+
 int state_parse_damage(const char *text, size_t len, struct rr_state *s,
 		       struct rr_state_damage *ret)
 {
 	struct rr_state_damage d = { 0 };
 	const char *p = text, *end = text + len;
-	bool version_seen = false, doubt = false, seen[8] = { false };
-	unsigned lineno = 0;
+	unsigned seen[G_NR] = { 0 }, lineno = 0;
+	bool end_seen = false;
+	int version = 0;
 
 	state_init(s);
 	/* One bad line costs that line, not the file: every line is read on
 	 * its own, and a line that cannot be read is skipped and counted. */
 	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *start = p, *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
 		char line[256], *eq;
 		int g;
@@ -471,7 +549,8 @@ int state_parse_damage(const char *text, size_t len, struct rr_state *s,
 		if (n >= sizeof(line) || memchr(p, 0, n)) {
 			damaged(&d, lineno, "%s", n >= sizeof(line) ? "longer than 255 bytes"
 								      : "a NUL byte");
-			doubt = true;         /* it may have been any key */
+			/* it may have been any key */
+			doubt(&d, G_ALL, "%s", "a line that names no key");
 			p += n + (nl ? 1 : 0);
 			continue;
 		}
@@ -483,36 +562,63 @@ int state_parse_damage(const char *text, size_t len, struct rr_state *s,
 		eq = strchr(line, '=');
 		if (!eq) {
 			damaged(&d, lineno, "%s", "no '='");
-			doubt = true;
+			doubt(&d, G_ALL, "%s", "a line that names no key");
 			continue;
 		}
 		*eq = 0;
+		if (!strcmp(line, "end")) {
+			/* the SHA-256 of every byte before this line, and the end */
+			char sha[65];
+
+			rr_sha256_hex(text, (size_t)(start - text), sha);
+			end_seen = true;
+			if (!nl || strcmp(eq + 1, sha)) {
+				damaged(&d, lineno, "%s", "end: not the checksum of the lines before it");
+				doubt(&d, G_ALL, "%s", "its end= checksum does not match");
+			}
+			if (p < end) {
+				damaged(&d, lineno + 1, "%s", "bytes after the end= line");
+				doubt(&d, G_ALL, "%s", "bytes after its end= line");
+			}
+			break;
+		}
 		g = guarded_index(line);
 		/* a last line without '\n' was cut: its value may be too */
-		if (!nl || set_key(s, line, eq + 1, &version_seen) < 0) {
-			damaged(&d, lineno, nl ? "%s: a value that cannot be read" :
-				"%s: cut short (no newline at the end)", line);
-			if (g >= 0 || !nl)
-				doubt = true;
+		if (!nl || set_key(s, line, eq + 1, &version) < 0) {
+			damaged(&d, lineno, nl ? "%.60s: a value that cannot be read" :
+				"%.60s: cut short (no newline at the end)", line);
+			if (!nl)
+				doubt(&d, G_ALL, "%s", "cut short in a line");
+			else if (g >= 0)
+				doubt(&d, G_BIT(g), "%.40s= unreadable", line);
 			continue;
 		}
-		if (g >= 0)
-			seen[g] = true;
+		if (g >= 0 && seen[g]++) {
+			damaged(&d, lineno, "%.60s: a second time", line);
+			doubt(&d, G_BIT(g), "%.40s= twice", line);
+		}
 	}
-	if (!version_seen) {
+	if (!version) {
 		if (!d.bad)
-			damaged(&d, lineno, "%s", "no version=1 line");
-		doubt = true;
+			damaged(&d, lineno, "%s", "no version= line");
+		doubt(&d, G_ALL, "%s", "no version= line");
+	} else if (version == STATE_VERSION && !end_seen) {
+		damaged(&d, lineno, "%s", "no end= line: cut short");
+		doubt(&d, G_ALL, "%s", "cut short: no end= line");
+	} else if (version != STATE_VERSION && end_seen) {
+		damaged(&d, lineno, "%s", "an end= line in a version 1 file");
+		doubt(&d, G_ALL, "%s", "an end= line in a version 1 file");
 	}
-	/* A damaged file may have lost the guarded lines themselves. */
-	for (int i = 0; d.bad && guarded[i]; i++)
-		if (!seen[i])
-			doubt = true;
-	if (doubt && !(s->hold && s->hold_why == RR_HOLD_OPERATOR)) {
-		s->hold = true;
-		s->hold_why = RR_HOLD_DAMAGED;
-		d.held = true;
-	}
+	/* Version 1 (no end line) is read as before, but every guarded key
+	 * must be there: rerandd 0.1 wrote each of them in every file. */
+	for (int g = 0; g < G_NR; g++)
+		if (!seen[g]) {
+			if (!d.bad)
+				damaged(&d, lineno, "no %s= line", guarded[g]);
+			doubt(&d, G_BIT(g), "no %s= line", guarded[g]);
+		}
+	if (d.lost)
+		fail_closed(s, &d);
 	if (ret)
 		*ret = d;
 	return d.bad ? -EBADMSG : 0;
@@ -523,34 +629,54 @@ int state_parse(const char *text, size_t len, struct rr_state *s)
 	return state_parse_damage(text, len, s, NULL);
 }
 
-/* Fail closed: the defaults, held, when the file is there but cannot be read. */
-static void hold_unread(struct rr_state *s)
+/* What fail_closed assumed, for the log: "" when it assumed nothing. */
+static void worst_said(const struct rr_state_damage *d, const struct rr_state *s, char *out,
+		       size_t cap)
 {
+	snprintf(out, cap, "; taken at worst: %s%s%sfleet slot kept",
+		 d->lost & G_BIT(G_FAILURES) ? "failures " RR_STR(STATE_FAILURES_LOST) " (stopped), " : "",
+		 d->lost & (G_BIT(G_ATTEMPT) | G_BIT(G_ATTEMPT_BOOT_ID)) ? "attempt pending, " : "",
+		 s->confirm_pending ? "last boot unconfirmed, " : "");
+}
+
+/* Fail closed: the defaults, held, when the file is there but cannot be read. */
+static void hold_unread(struct rr_state *s, const char *path, int err)
+{
+	struct rr_state_damage d = { .lost = G_ALL };
+
 	state_init(s);
-	s->hold = true;
-	s->hold_why = RR_HOLD_DAMAGED;
+	snprintf(d.what, sizeof(d.what), "cannot be read: %s", strerror(err));
+	fail_closed(s, &d);
+	snprintf(s->hold_text, sizeof(s->hold_text), "state file %s %.60s: held until an operator "
+		 "checks it and runs `rerand release`", path, d.what);
 }
 
 int state_load(const char *path, struct rr_state *s, struct rr_err *e)
 {
 	_cleanup_free_ uint8_t *buf = NULL;
 	struct rr_state_damage d;
-	char aside[PATH_MAX];
+	char aside[PATH_MAX], worst[400] = "";
 	size_t len;
 	int r;
 
 	state_init(s);
 	r = rr_read_file(path, STATE_MAX, &buf, &len, e);
+	/* none: the first start, a fresh state, not held */
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0) {
-		hold_unread(s);
+		hold_unread(s, path, -r);
 		return rr_errf(e, -r, "%s: cannot read the state file (%s): held until an operator "
 			       "checks it and runs `rerand release`", path, strerror(-r));
 	}
 	r = state_parse_damage((const char *)buf, len, s, &d);
 	if (r == 0)
 		return 0;
+	if (d.held)
+		snprintf(s->hold_text, sizeof(s->hold_text), "state file %s damaged (%.60s): held "
+			 "until an operator checks it and runs `rerand release`", path, d.what);
+	if (d.lost)
+		worst_said(&d, s, worst, sizeof(worst));
 	/* A hard link keeps the damaged bytes for a look, costs no space, and
 	 * leaves the file itself in place until a save replaces it: a save that
 	 * fails (a full disk) must not leave the next start with nothing. */
@@ -558,11 +684,12 @@ int state_load(const char *path, struct rr_state *s, struct rr_err *e)
 	unlink(aside);
 	if (link(path, aside) < 0)
 		snprintf(aside, sizeof(aside), "(no copy: %s)", strerror(errno));
-	return rr_errf(e, EBADMSG, "%s: damaged state file: %u line%s skipped (the first, line %u: "
-		       "%s; a copy is in %s); kept the rest%s", path, d.bad, d.bad == 1 ? "" : "s",
+	return rr_errf(e, EBADMSG, "%s: damaged state file: %u problem%s (the first, line %u: "
+		       "%s; a copy is in %s); kept the rest%s%s%s", path, d.bad, d.bad == 1 ? "" : "s",
 		       d.first_line, d.first_why, aside,
-		       d.held ? "; HELD: the hold, failure or attempt lines may be lost, so no "
-		       "reboot until an operator checks and runs `rerand release`" : "");
+		       d.lost ? "; HELD: the hold, failure or attempt lines may be lost: no reboot "
+		       "until `rerand release`" : "", worst,
+		       d.lost ? "" : "; the guarded keys are intact: not held");
 }
 
 void state_remove_stale_temps(const char *path)
@@ -613,6 +740,12 @@ enum rr_outcome state_account_boot(struct rr_state *s, const char *boot_id,
 			/* Still the boot that planned it: the daemon died before
 			 * the reboot went out.  Nothing was rebooted, nothing failed. */
 			out = RR_OUT_ABORTED;
+		} else if (verify == RR_V_RANDOMIZED && s->attempt_guessed) {
+			/* an attempt a damaged state file only assumed (fail_closed):
+			 * a randomized boot is not its success, and does not end
+			 * the stopped state; a boot rerandd may not have planned */
+			out = RR_OUT_UNPLANNED;
+			s->unplanned_boots++;
 		} else if (verify == RR_V_RANDOMIZED) {
 			out = RR_OUT_SUCCESS;
 			s->failures = 0;
@@ -632,6 +765,7 @@ enum rr_outcome state_account_boot(struct rr_state *s, const char *boot_id,
 			s->last_failure = now;
 		}
 		s->attempt = false;
+		s->attempt_guessed = false;
 		s->attempt_boot_id[0] = 0;
 	} else if (new_boot && s->boot_id[0] && !strcmp(s->fallback_boot_id, s->boot_id)) {
 		/* the firmware reboot the failed boot asked for (confirm.c): its

@@ -175,17 +175,21 @@ state() {
 		printf 'last_success=0\nlast_failure=0\nlast_reboot=0\nlast_verify=\001\377garbage\n'
 		printf 'last_verify_time=0\njitter=0\n%s\ntrigger_oops=0\n' "$2"
 		printf 'trigger_new_kernel=0\ntrigger_now=0\ntaint_handled=0\nstaged_sha256=\nstaged_time=0\n'
-		printf 'fleet_held=0\nfleet_token=\ncrash_boots=0\nlast_crash_boot=0\ncrash_boot_id=\nphase=idle\n'
+		printf 'fleet_held=0\nfleet_token=\nfleet_keep=0\nconfirm_pending=0\ncrash_boots=0\nlast_crash_boot=0\ncrash_boot_id=\nphase=idle\n'
 	} >"$hd/state/state"
 	# the image digest built, with its record: staged without a build
 	cp "$img" "$img.sha256" "$hd/state/images/"
 }
-for id in held heldbad userpanic; do inst $id "BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro panic=5"; mkdir -p "$tmp/$id/state/images"; done
+for id in held heldbad heldcut userpanic; do inst $id "BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro panic=5"; mkdir -p "$tmp/$id/state/images"; done
 state held "hold=1"
 state heldbad $'ho\377ld 0'
+# heldcut: this version's file (version=2, ends with end=SHA256) cut cleanly
+# after its boot_id line (issue 39): the hold, failures and attempt lines gone
+state heldcut "hold=0"
+printf 'version=2\nboot_id=%s\n' "$(cat "$tmp/heldcut/boot_id")" >"$tmp/heldcut/state/state"
 cp "$img" "$img.sha256" "$tmp/userpanic/state/images/"
-rerandd_up "$tmp/held" "$tmp/heldbad" "$tmp/userpanic"
-for id in held heldbad; do wait_for 60 status_has $id "staged:            no (an operator hold" || true; done
+rerandd_up "$tmp/held" "$tmp/heldbad" "$tmp/heldcut" "$tmp/userpanic"
+for id in held heldbad heldcut; do wait_for 60 status_has $id "staged:            no (an operator hold" || true; done
 rerandd_wait_staged 60 "$tmp/userpanic"
 # issue 38: a held machine has nothing of rerand's loaded
 check "held: nothing built or loaded while held ($(loads held) kexec calls)" \
@@ -193,19 +197,30 @@ check "held: nothing built or loaded while held ($(loads held) kexec calls)" \
 check "panic: a user's panic=5 wins, no panic= added ($(last_append userpanic))" \
 	test "$(last_append userpanic)" = "--append=watchdog.stop_on_reboot=0 root=/dev/vda1 ro panic=5"
 check "held: the log names the file and the bad line" \
-	grep -qF "$tmp/held/state/state: damaged state file: 1 line skipped (the first, line 14: last_verify: a value that cannot be read" "$tmp/held/log"
+	grep -qF "$tmp/held/state/state: damaged state file: 1 problem (the first, line 14: last_verify: a value that cannot be read" "$tmp/held/log"
 check "held: a corrupt line keeps the operator's hold" status_has held "hold:              yes"
 check "held: ... and the stopped state (3 failures in a row)" status_has held "failures in a row: 3 of 3  ALERT: stopped"
 check "heldbad: the hold line unreadable: held for it (damaged-state)" \
 	status_has heldbad "hold:              yes (damaged-state"
 check "heldbad: the log says HELD" grep -qF "HELD: the hold, failure or attempt lines may be lost" "$tmp/heldbad/log"
+check "heldcut: a file cut after boot_id is held, the file and the cut in the hold's text" \
+	status_has heldcut "hold:              yes (damaged-state: the state file could not be read whole; check the journal, then \`rerand release\`): state file $tmp/heldcut/state/state damaged (cut short: no end= line)"
+# 1000000 (STATE_FAILURES_LOST), one more for the confirmation assumed pending
+# and counted failed (confirm.c)
+heldcut_failures=$(st heldcut | sed -n 's/^failures in a row: \([0-9]*\) of 3  ALERT: stopped.*/\1/p')
+check "heldcut: the failures in a row lost: counted past MaxFailures, stopped (${heldcut_failures:-none})" \
+	test "${heldcut_failures:-0}" -ge 1000000
+check "heldcut: logged once, the worst case named" \
+	eval '[ "$(grep -c "state/state: damaged state file:" "$tmp/heldcut/log")" -eq 1 ] &&
+	      grep -qF "taken at worst: failures 1000000 (stopped), attempt pending, last boot unconfirmed, fleet slot kept" "$tmp/heldcut/log"'
 check "held: the damaged file is kept as state.corrupt, the state rewritten with the hold" \
 	bash -c "grep -aq garbage '$tmp/held/state/state.corrupt' && grep -qx hold=1 '$tmp/held/state/state' &&
 		 grep -qx hold_reason=operator '$tmp/held/state/state' && grep -qx failures=3 '$tmp/held/state/state'"
-for id in held heldbad; do now $id; done
+for id in held heldbad heldcut; do now $id; done
 sleep 5
-check "held, heldbad: rerand now reboots neither" \
-	bash -c "[ ! -e '$tmp/held/reboot-called' ] && [ ! -e '$tmp/heldbad/reboot-called' ]"
+check "held, heldbad, heldcut: rerand now reboots none" \
+	bash -c "[ ! -e '$tmp/held/reboot-called' ] && [ ! -e '$tmp/heldbad/reboot-called' ] &&
+		 [ ! -e '$tmp/heldcut/reboot-called' ]"
 
 # ---- full: no room for the state, no reboot ---------------------------------------------------
 inst full

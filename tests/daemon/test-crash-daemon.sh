@@ -117,6 +117,9 @@ attempt_reason=layout-age
 failures=1
 total_failures=1
 successes=4
+hold=0
+fleet_keep=0
+confirm_pending=0
 EOF
 for id in big small none off crashboot kdump kdumpoff; do run "$id"; done
 for id in big small none off crashboot kdump kdumpoff; do

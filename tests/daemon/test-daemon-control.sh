@@ -34,6 +34,10 @@ attempt=1
 attempt_boot_id=$old_boot
 attempt_time=1000
 attempt_reason=layout-age
+failures=0
+hold=0
+fleet_keep=0
+confirm_pending=0
 EOF
 rerandd_no_reboot "$hd/no-reboot"
 rerandd_conf_local "$hd" /bin/false "$hd/sd" <<EOF

@@ -64,6 +64,15 @@ loads() { count "$1" -- '--append='; }
 unloads() { count "$1" -x -- '-s -u'; }
 marked() { [ "$(cat "$tmp/$1/state/loaded" 2>/dev/null)" = "$(cat "$tmp/$1/boot_id")" ]; }
 ctl() { local id=$1; shift; RERAND_CONTROL_SOCKET=$tmp/$id/run/control "$R" "$@"; }
+# state_edit FILE SED-ARGS...: edit a state file as an operator's tool
+# would, its end= checksum (the SHA-256 of every byte before that line)
+# made again, so the file is whole, not damaged
+state_edit() {
+	local f=$1
+	shift
+	sed -i "$@" -e '/^end=/d' "$f"
+	printf 'end=%s\n' "$(sha256sum <"$f" | cut -d' ' -f1)" >>"$f"
+}
 
 # ---- staged, hold, release ---------------------------------------------------------------
 inst a
@@ -126,7 +135,8 @@ kill -KILL "$(cat "$tmp/a/pid")"
 wait_for 10 bash -c "! kill -0 $(cat "$tmp/a/pid") 2>/dev/null" || true
 check "leftover: SIGKILL leaves the marker" marked a
 # held on disk before the restart (the state file as a killed rerandd left it, hold=1)
-sed -i 's/^hold=0$/hold=1/' "$tmp/a/state/state"
+state_edit "$tmp/a/state/state" -e 's/^hold=0$/hold=1/'
+check "leftover: the edited state file is whole (end= made again)" grep -q '^end=' "$tmp/a/state/state"
 before=$(unloads a)
 rerandd_up "$tmp/a"
 wait_for 30 bash -c "[ \$(grep -cx -- '-s -u' '$tmp/a/kexec.log') -gt $before ]" || true
@@ -139,7 +149,7 @@ rerandd_up "$tmp/b"
 rerandd_wait_staged 60 "$tmp/b"
 kill -TERM "$(cat "$tmp/b/pid")"
 wait_for 30 bash -c "! kill -0 $(cat "$tmp/b/pid") 2>/dev/null" || true
-sed -i -e 's/^failures=.*/failures=3/' -e 's/^total_failures=.*/total_failures=3/' "$tmp/b/state/state"
+state_edit "$tmp/b/state/state" -e 's/^failures=.*/failures=3/' -e 's/^total_failures=.*/total_failures=3/'
 before=$(loads b)
 rerandd_up "$tmp/b"
 wait_for 10 status_has b "staged:            no (stopped after 3 failed" || true
@@ -169,6 +179,7 @@ prev=0123456789abcdef0123456789abcdef
 {
 	printf 'version=1\nboot_id=%s\nattempt=1\nattempt_boot_id=%s\nattempt_time=%s\n' "$prev" "$prev" "$(($(date +%s) - 800))"
 	printf 'attempt_reason=layout-age\nfailures=0\nsuccesses=0\ntotal_failures=0\nweak_boots=0\nhold=0\n'
+	printf 'fleet_keep=0\nconfirm_pending=0\n'
 	printf 'last_success=0\nlast_failure=0\nlast_reboot=%s\nphase=rebooting\n' "$(($(date +%s) - 800))"
 } >"$hd/state/state"
 rerandd_up "$hd"

@@ -179,7 +179,7 @@ check_state() { # TAG
 	if [ -f "$state.corrupt" ]; then
 		why="$state.corrupt exists"
 	elif [ -f "$state" ]; then
-		[ "$(head -n 1 "$state")" = version=1 ] || why="first line is not version=1"
+		[ "$(head -n 1 "$state")" = version=2 ] || why="first line is not version=2"
 		[ "$(tail -c 1 "$state" | od -An -tx1 | tr -d ' ')" = 0a ] || why="$why; no final newline"
 		grep -qv '^[a-z_0-9]*=[^=]*$' "$state" && why="$why; a line that is not key=value"
 		[ "$(grep -c '=' "$state")" -ge 20 ] || why="$why; only $(grep -c '=' "$state") keys"

@@ -82,7 +82,7 @@ prom() { grep -qxF "$2" "$tmp/h/$1/run/rerand.prom" 2>/dev/null; }
 failed_before() {
 	local old
 	old=$(cat /proc/sys/kernel/random/uuid | tr -d -)
-	printf 'version=1\nboot_id=%s\nconfirm_pending=1\nconfirm_boot_id=%s\nphase=idle\n' "$old" "$old" \
+	printf 'version=1\nboot_id=%s\nattempt=0\nattempt_boot_id=\nfailures=0\nhold=0\nfleet_keep=0\nconfirm_pending=1\nconfirm_boot_id=%s\nphase=idle\n' "$old" "$old" \
 		>"$tmp/h/$1/state/state"
 	# not due: this boot began now
 	procfs_fixture "$tmp/h/$1/stat" "btime $(date +%s)"$'\n'

@@ -32,7 +32,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* damage that may have cost the hold holds; the reason is a string */
 	if (state_parse_damage((const char *)data, size, &s, &d) == 0 ? d.bad != 0 : !d.bad)
 		abort();
-	if ((d.held && !s.hold) || !memchr(d.first_why, 0, sizeof(d.first_why)))
+	if ((d.held && !s.hold) || !memchr(d.first_why, 0, sizeof(d.first_why)) ||
+	    !memchr(d.what, 0, sizeof(d.what)))
+		abort();
+	/* any doubt about a guarded key: held, and a fleet slot never released */
+	if (d.lost && (!s.hold || !s.fleet_keep))
 		abort();
 	size_t n = size < sizeof(line) - 1 ? size : sizeof(line) - 1;
 	memcpy(line, data, n);

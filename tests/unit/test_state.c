@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cachekey.h"
+#include "cleanup.h"
 #include "rerandd.h"
 #include "status.h"
 #include "test.h"
@@ -35,6 +36,39 @@ static void put(const char *text, size_t len)
 	FILE *f = fopen(path, "w");
 	fwrite(text, 1, len, f);
 	fclose(f);
+}
+
+/* The same state as rerandd 0.1 wrote it (version 1, before issue 39): no
+ * end= line.  The length of out's text. */
+static int v1_of(const char *v2, char *out, size_t cap)
+{
+	const char *end = strstr(v2, "\nend=");
+	int n;
+
+	if (strncmp(v2, "version=2\n", 10) || !end)
+		return -1;
+	n = snprintf(out, cap, "version=1\n%.*s", (int)(end + 1 - v2 - 10), v2 + 10);
+	return n > 0 && (size_t)n < cap ? n : -1;
+}
+
+/* TEXT without the line of KEY (key=...), or with LINE after it. */
+static int edit_line(const char *text, const char *key, const char *line, char *out, size_t cap)
+{
+	char pat[64];
+	const char *at;
+	int n;
+
+	snprintf(pat, sizeof(pat), "\n%s=", key);
+	at = strstr(text, pat);
+	if (!at)
+		return -1;
+	at++;
+	if (line)
+		n = snprintf(out, cap, "%.*s%s\n%s", (int)(strchr(at, '\n') + 1 - text), text, line,
+			     strchr(at, '\n') + 1);
+	else
+		n = snprintf(out, cap, "%.*s%s", (int)(at - text), text, strchr(at, '\n') + 1);
+	return n > 0 && (size_t)n < cap ? n : -1;
 }
 
 static void test_file(void)
@@ -90,28 +124,49 @@ static void test_file(void)
 		}
 		T_OK(keys_ok, "every line is key=value with a key of [a-z0-9_]");
 	}
-	T_OK(state_parse(buf, (size_t)n - 5, &b) == -EBADMSG && b.failures == 2 && b.hold &&
-	     b.successes == 17, "a file cut mid-line: damaged, and everything before the cut kept");
+	T_OK(!strncmp(buf, "version=2\n", 10) && strstr(buf, "\nend=") &&
+	     strlen(strstr(buf, "\nend=")) == 70, "version=2, and an end= line with a SHA-256 last");
+	T_OK(state_parse(buf, (size_t)n - 5, &b) == -EBADMSG && b.failures == STATE_FAILURES_LOST &&
+	     b.hold && b.successes == 17 && b.attempt,
+	     "a file cut mid-line: damaged, everything before the cut kept, the guarded keys at "
+	     "their worst (failures %u)", b.failures);
 	T_OK(state_parse(buf + 10, (size_t)n - 10, &b) == -EBADMSG && b.hold &&
-	     b.hold_why == RR_HOLD_OPERATOR, "a file without version=1 is damaged; its hold kept");
-	T_OK(state_parse("version=1\nfailures=-3\n", 22, &b) == -EBADMSG, "a negative count is refused");
-	T_OK(state_parse("version=1\nhold=2\n", 17, &b) == -EBADMSG, "a flag other than 0/1 is refused");
-	T_OK(state_parse("version=1\nfuture_key=x\nfailures=4\n", 34, &b) == 0 && b.failures == 4,
-	     "unknown keys from a newer rerandd are skipped");
-	T_OK(state_parse("version=1\nboot_id=../../etc\n", 28, &b) == -EBADMSG, "a non-hex boot id is refused");
+	     b.hold_why == RR_HOLD_OPERATOR, "a file without version= is damaged; its hold kept");
+	{
+		char v1[4096], ed[4200], ed2[4200];
+		int m = v1_of(buf, v1, sizeof(v1));
+
+		T_OK(m > 0 && state_parse(v1, (size_t)m, &b) == 0 && b.failures == 2 && b.hold &&
+		     b.attempt, "a version 1 file (rerand 0.1, no end= line) still loads, clean");
+		T_OK(edit_line(v1, "failures", "failures=-3", ed, sizeof(ed)) > 0 &&
+		     edit_line(ed, "failures", NULL, ed2, sizeof(ed2)) > 0 &&
+		     state_parse(ed2, strlen(ed2), &b) == -EBADMSG, "a negative count is refused");
+		T_OK(edit_line(v1, "hold", "hold=2", ed, sizeof(ed)) > 0 &&
+		     edit_line(ed, "hold", NULL, ed2, sizeof(ed2)) > 0 &&
+		     state_parse(ed2, strlen(ed2), &b) == -EBADMSG && b.hold,
+		     "a flag other than 0/1 is refused");
+		T_OK(edit_line(v1, "failures", "future_key=x", ed, sizeof(ed)) > 0 &&
+		     state_parse(ed, strlen(ed), &b) == 0 && b.failures == 2,
+		     "unknown keys from a newer rerandd are skipped");
+		T_OK(edit_line(v1, "boot_id", "boot_id=../../etc", ed, sizeof(ed)) > 0 &&
+		     edit_line(ed, "boot_id", NULL, ed2, sizeof(ed2)) > 0 &&
+		     state_parse(ed2, strlen(ed2), &b) == -EBADMSG, "a non-hex boot id is refused");
+	}
 
 	/* A garbage file on disk: nothing can be read, so it is held; the
 	 * damaged bytes are kept beside it. */
 	put("\x7f" "ELF\0\0garbage\n", 13);
 	snprintf(corrupt, sizeof(corrupt), "%s.corrupt", path);
-	T_OK(state_load(path, &b, &e) == -EBADMSG && b.failures == 0 && b.hold &&
+	T_OK(state_load(path, &b, &e) == -EBADMSG && b.failures == STATE_FAILURES_LOST && b.hold &&
 	     b.hold_why == RR_HOLD_DAMAGED && strstr(e.msg, "damaged state file") &&
 	     strstr(e.msg, "HELD"), "garbage state: -EBADMSG, held (damaged-state), a message: %s", e.msg);
+	T_OK(strstr(b.hold_text, path) && strstr(b.hold_text, "damaged") &&
+	     strstr(b.hold_text, "rerand release"), "the hold's text names the file: %s", b.hold_text);
 	T_OK(access(corrupt, F_OK) == 0 && access(path, F_OK) == 0,
 	     "a copy of the damaged file is kept, and the file itself stays until a save replaces it");
 	put(buf, (size_t)n / 2);
-	T_OK(state_load(path, &b, &e) == -EBADMSG && b.failures == 2 && b.hold,
-	     "a truncated state file keeps what was read, and holds");
+	T_OK(state_load(path, &b, &e) == -EBADMSG && b.failures == STATE_FAILURES_LOST && b.hold &&
+	     b.successes == 17, "a truncated state file keeps what was read, and holds");
 	T_OK(state_save(path, &a, &e) == 0 && state_load(path, &b, &e) == 0 && b.failures == 2,
 	     "and a new save works after it");
 	unlink(corrupt);
@@ -135,7 +190,19 @@ static void test_damage(void)
 	a.failures = 3;
 	a.total_failures = 3;
 	a.successes = 9;
-	n = state_format(&a, buf, sizeof(buf));
+	n = state_format(&a, bad, sizeof(bad));
+	/* In a version 2 file any change fails the end= checksum: everything
+	 * guarded is in doubt (test_sweep).  Line by line, as below, is how a
+	 * version 1 file (no checksum) is read. */
+	at = strstr(bad, "last_verify=");
+	memcpy(at + 12, "\x01", 1);
+	T_OK(state_parse_damage(bad, (size_t)n, &b, &d) == -EBADMSG && b.hold &&
+	     b.hold_why == RR_HOLD_OPERATOR && b.failures == STATE_FAILURES_LOST && b.fleet_keep &&
+	     b.successes == 9 && strstr(d.what, "end= checksum"),
+	     "version 2, one byte of an unguarded line changed: the end= checksum fails, held, "
+	     "guarded values at their worst (%s)", d.what);
+	n = state_format(&a, bad, sizeof(bad));
+	n = v1_of(bad, buf, sizeof(buf));
 
 	/* a bad line in the middle: a garbled value of a key that is not guarded */
 	at = strstr(buf, "last_verify=");
@@ -149,19 +216,40 @@ static void test_damage(void)
 	     "line %u: %s)", d.bad, d.first_line, d.first_why);
 	/* a line that names no key: it may have been the hold itself */
 	a.hold = false;
-	n = state_format(&a, buf, sizeof(buf));
+	n = state_format(&a, bad, sizeof(bad));
+	n = v1_of(bad, buf, sizeof(buf));
 	at = strstr(buf, "hold=0\n");
 	snprintf(bad, sizeof(bad), "%.*sh\xffld 0\n%s", (int)(at - buf), buf, at + 7);
 	T_OK(state_parse_damage(bad, strlen(bad), &b, &d) == -EBADMSG && d.held && b.hold &&
-	     b.hold_why == RR_HOLD_DAMAGED && b.failures == 3,
-	     "the hold line unreadable: held (damaged-state), failures kept");
+	     b.hold_why == RR_HOLD_DAMAGED && b.failures == STATE_FAILURES_LOST &&
+	     strstr(b.hold_text, "damaged") && b.fleet_keep,
+	     "the hold line unreadable (names no key): held (damaged-state), everything guarded at "
+	     "its worst: %s", b.hold_text);
 	snprintf(bad, sizeof(bad), "%.*shold=yes\n%s", (int)(at - buf), buf, at + 7);
 	T_OK(state_parse_damage(bad, strlen(bad), &b, &d) == -EBADMSG && b.hold &&
-	     b.hold_why == RR_HOLD_DAMAGED, "hold= with a bad value: held");
+	     b.hold_why == RR_HOLD_DAMAGED && b.failures == 3 && !b.attempt && b.fleet_keep,
+	     "hold= with a bad value: held, the failures kept, the slot kept");
 	at = strstr(buf, "failures=3\n");
 	snprintf(bad, sizeof(bad), "%.*sfailures=3x\n%s", (int)(at - buf), buf, at + 11);
 	T_OK(state_parse_damage(bad, strlen(bad), &b, &d) == -EBADMSG && b.hold &&
-	     b.hold_why == RR_HOLD_DAMAGED, "failures= unreadable (the stopped state unknown): held");
+	     b.hold_why == RR_HOLD_DAMAGED && b.failures == STATE_FAILURES_LOST,
+	     "failures= unreadable (the stopped state unknown): held, counted as %u", b.failures);
+	{
+		char ed[4200], ed2[4200];
+
+		T_OK(edit_line(buf, "fleet_keep", "fleet_keep=?", ed, sizeof(ed)) > 0 &&
+		     edit_line(ed, "fleet_keep", NULL, ed2, sizeof(ed2)) > 0 &&
+		     state_parse_damage(ed2, strlen(ed2), &b, &d) == -EBADMSG && b.hold &&
+		     b.fleet_keep && b.failures == 3, "fleet_keep= unreadable: held, the slot kept");
+		T_OK(edit_line(buf, "confirm_pending", NULL, ed, sizeof(ed)) > 0 &&
+		     state_parse_damage(ed, strlen(ed), &b, &d) == -EBADMSG && b.hold &&
+		     b.confirm_pending && !*b.confirm_boot_id && b.fleet_keep,
+		     "confirm_pending= missing: held, a confirmation assumed pending, with no boot id "
+		     "(counted failed, never run on a guess)");
+		T_OK(edit_line(buf, "hold", "hold=0", ed, sizeof(ed)) > 0 &&
+		     state_parse_damage(ed, strlen(ed), &b, &d) == -EBADMSG && b.hold &&
+		     strstr(d.first_why, "hold: a second time"), "hold= twice: held (%s)", d.first_why);
+	}
 	at = strstr(buf, "last_verify=");
 	snprintf(bad, sizeof(bad), "%.*slast_verify=bogus\n%s", (int)(at - buf), buf,
 		 strchr(at, '\n') + 1);
@@ -541,11 +629,17 @@ static void test_phase(void)
 	n = state_format(&a, buf, sizeof(buf));
 	T_OK(n > 0 && strstr(buf, "\nphase=hooks\n") && state_parse(buf, (size_t)n, &b) == 0 &&
 	     b.phase == RR_PH_HOOKS, "the phase is saved by name and read back");
-	T_OK(state_parse("version=1\nfailures=1\n", 21, &b) == 0 && b.phase == RR_PH_IDLE,
-	     "a state file from before the phase existed reads as idle");
-	T_OK(state_parse("version=1\nphase=drain\n", 22, &b) == 0 && b.phase == RR_PH_GATE &&
-	     state_resume(&b, "") == RR_RESUME_UNWIND,
-	     "an unknown phase (a newer rerandd's) is taken as unfinished, not as a corrupt file");
+	{
+		char v1[4096], ed[4200], ed2[4200];
+		T_OK(v1_of(buf, v1, sizeof(v1)) > 0 && edit_line(v1, "phase", NULL, ed, sizeof(ed)) > 0 &&
+		     state_parse(ed, strlen(ed), &b) == 0 && b.phase == RR_PH_IDLE,
+		     "a state file from before the phase existed reads as idle");
+		T_OK(edit_line(v1, "phase", "phase=drain", ed, sizeof(ed)) > 0 &&
+		     edit_line(ed, "phase", NULL, ed2, sizeof(ed2)) > 0 &&
+		     state_parse(ed2, strlen(ed2), &b) == 0 && b.phase == RR_PH_GATE &&
+		     state_resume(&b, B1) == RR_RESUME_UNWIND,
+		     "an unknown phase (a newer rerandd's) is taken as unfinished, not as a corrupt file");
+	}
 
 	for (int ph = RR_PH_GATE; ph <= RR_PH_CONFIRM; ph++) {
 		b = a;
@@ -576,6 +670,254 @@ static void test_phase(void)
 	T_OK(state_resume(&b, B1) == RR_RESUME_NONE, "idle stays idle");
 }
 
+/* ---- the state sweep (issue 39, point 4) -------------------------------------
+ * A real state file with every guarded field set, written by state_save, then
+ * cut at every byte offset and each line garbled (junk value, a value of 0,
+ * deleted, duplicated); each variant loaded by state_load from the disk.
+ * Whatever the damage, loading must never give: a lost hold, fewer failures
+ * than were written, a pending attempt or confirmation dropped (the next boot
+ * must count it), or a fleet slot of a failed attempt given back
+ * (fleet_keep cleared: coord_startup would release it). */
+#define SWEEP_BOOT "0a1b2c3d-0000-4000-8000-00000000abcd"
+#define SWEEP_PREV "99887766-0000-4000-8000-00000000abcd"
+
+static void sweep_state(struct rr_state *a, bool hold)
+{
+	state_init(a);
+	snprintf(a->boot_id, sizeof(a->boot_id), SWEEP_PREV);
+	a->failures = 3;
+	a->total_failures = 3;
+	a->successes = 9;
+	if (hold)
+		state_set_hold(a, true, "kernel 6.9 under review", 1767225000);
+	state_record_attempt(a, RR_WHY_AGE, 1767229200);
+	a->fleet_held = true;
+	snprintf(a->fleet_token, sizeof(a->fleet_token), "694d7f0a1b2c3d4e:1");
+	a->fleet_keep = true;
+	a->fleet_report = true;
+	a->confirm_pending = true;
+	snprintf(a->confirm_boot_id, sizeof(a->confirm_boot_id), SWEEP_PREV);
+	state_record_cause(a, RR_CAUSE_CHECK, "post-boot.d/10-net failed", 1767229000);
+}
+
+/* What loading damaged bytes must still give; why it does not, in why. */
+static bool sweep_safe(const struct rr_state *b, char *why, size_t cap)
+{
+	const char *w = !b->hold ? "the hold lost" : b->failures < 3 ? "failures below 3" :
+		!b->attempt ? "the pending attempt dropped" :
+		!b->confirm_pending ? "the pending confirmation dropped" :
+		!b->fleet_keep ? "fleet_keep cleared (the slot would be released)" : NULL;
+
+	if (w)
+		snprintf(why, cap, "%s (failures %u)", w, b->failures);
+	return !w;
+}
+
+/* Load BYTES (LEN) from the state path; 1 if the result is unsafe. */
+static unsigned sweep_one(const char *bytes, size_t len, const char *what, unsigned *shown)
+{
+	struct rr_state b;
+	struct rr_err e;
+	char why[128];
+
+	put(bytes, len);
+	state_load(path, &b, &e);
+	if (sweep_safe(&b, why, sizeof(why)))
+		return 0;
+	if ((*shown)++ < 4)
+		printf("#   %s: %s\n", what, why);
+	return 1;
+}
+
+/* Every line of TEXT garbled in turn: 4 variants a line. */
+static unsigned sweep_lines(const char *text, size_t n, unsigned *variants, unsigned *shown,
+			    bool flips)
+{
+	static char bad[8192];
+	char what[96];
+	unsigned fails = 0, line = 0;
+
+	for (const char *l = text; l < text + n; line++) {
+		const char *nl = memchr(l, '\n', (size_t)(text + n - l));
+		const char *eq = memchr(l, '=', (size_t)(nl - l));
+		size_t pre = (size_t)(l - text), ll = (size_t)(nl + 1 - l), k;
+
+		if (!nl || !eq)
+			break;
+		k = (size_t)(eq + 1 - l);
+		/* the value replaced by junk */
+		int m = snprintf(bad, sizeof(bad), "%.*s%.*s\x01#junk?\n%s", (int)pre, text, (int)k, l,
+				 nl + 1);
+		snprintf(what, sizeof(what), "line %u (%.*s) junk", line + 1, (int)(k - 1), l);
+		fails += sweep_one(bad, (size_t)m, what, shown);
+		/* the value replaced by 0: a flipped bit, readable as a value */
+		if (flips) {
+			m = snprintf(bad, sizeof(bad), "%.*s%.*s0\n%s", (int)pre, text, (int)k, l, nl + 1);
+			snprintf(what, sizeof(what), "line %u (%.*s) set to 0", line + 1, (int)(k - 1), l);
+			fails += sweep_one(bad, (size_t)m, what, shown);
+			++*variants;
+		}
+		/* deleted */
+		m = snprintf(bad, sizeof(bad), "%.*s%s", (int)pre, text, nl + 1);
+		snprintf(what, sizeof(what), "line %u (%.*s) deleted", line + 1, (int)(k - 1), l);
+		fails += sweep_one(bad, (size_t)m, what, shown);
+		/* duplicated */
+		m = snprintf(bad, sizeof(bad), "%.*s%.*s%s", (int)(pre + ll), text, (int)ll, l, l);
+		snprintf(what, sizeof(what), "line %u (%.*s) duplicated", line + 1, (int)(k - 1), l);
+		fails += sweep_one(bad, (size_t)m, what, shown);
+		*variants += 3;
+		l = nl + 1;
+	}
+	return fails;
+}
+
+/* The issue's example: a file cut cleanly after boot_id.  And a missing
+ * file (a first start): fresh, not held. */
+static void test_cut_after_boot_id(void)
+{
+	struct rr_state a, b;
+	struct rr_err e;
+	char buf[4096], v1[4096];
+	int n, m;
+
+	sweep_state(&a, true);
+	n = state_format(&a, buf, sizeof(buf));
+	m = v1_of(buf, v1, sizeof(v1));
+	const char *cut = strchr(strstr(buf, "\nboot_id="), '\n');
+	cut = strchr(cut + 1, '\n') + 1;
+	put(buf, (size_t)(cut - buf));
+	T_OK(n > 0 && state_load(path, &b, &e) == -EBADMSG && b.hold && b.failures >= 3 &&
+	     b.attempt && b.fleet_keep && b.confirm_pending && strstr(e.msg, "no end= line"),
+	     "version 2 cut cleanly after boot_id: held, worst case: %s", e.msg);
+	cut = strchr(strstr(v1, "\nboot_id="), '\n');
+	cut = strchr(cut + 1, '\n') + 1;
+	put(v1, (size_t)(cut - v1));
+	T_OK(m > 0 && state_load(path, &b, &e) == -EBADMSG && b.hold && b.failures >= 3 &&
+	     b.attempt && b.fleet_keep && b.confirm_pending && strstr(e.msg, "no hold= line"),
+	     "version 1 cut cleanly after boot_id: held, worst case: %s", e.msg);
+	unlink(path);
+	T_OK(state_load(path, &b, &e) == 0 && !b.hold && !b.failures && !b.attempt && !b.fleet_keep &&
+	     !b.confirm_pending, "no state file (a first start): a fresh state, not held");
+
+	/* an attempt the damage only assumed: never a success */
+	put(buf, (size_t)n - 1);
+	T_OK(state_load(path, &b, &e) == -EBADMSG && b.attempt && b.attempt_guessed == false,
+	     "the attempt line read (attempt=1) is not a guess, even in doubt");
+	a.attempt = false;
+	a.attempt_boot_id[0] = 0;
+	n = state_format(&a, buf, sizeof(buf));
+	put(buf, (size_t)n - 1);
+	T_OK(state_load(path, &b, &e) == -EBADMSG && b.attempt && b.attempt_guessed &&
+	     !strcmp(b.attempt_boot_id, SWEEP_PREV), "attempt=0 in doubt: assumed pending, from the "
+	     "file's boot");
+	{
+		struct rr_state c;
+		char sv[4096];
+		int k = state_format(&b, sv, sizeof(sv));
+		T_OK(k > 0 && state_parse(sv, (size_t)k, &c) == 0 && c.attempt && c.attempt_guessed &&
+		     c.hold && c.failures == STATE_FAILURES_LOST &&
+		     c.fleet_keep, "saved and read back (a crash boot settles nothing): still assumed, "
+		     "still held");
+	}
+	T_OK(state_account_boot(&b, SWEEP_BOOT, RR_V_RANDOMIZED, 2000000000) == RR_OUT_UNPLANNED &&
+	     b.failures == STATE_FAILURES_LOST && !b.attempt,
+	     "a randomized boot after an assumed attempt: not its success, still stopped");
+	state_load(path, &b, &e);
+	T_OK(state_account_boot(&b, SWEEP_BOOT, RR_V_ABSENT, 2000000000) == RR_OUT_FAILURE &&
+	     b.failures == STATE_FAILURES_LOST + 1, "a boot without a record after it: a failure");
+	state_load(path, &b, &e);
+	T_OK(state_account_boot(&b, SWEEP_PREV, RR_V_RANDOMIZED, 2000000000) == RR_OUT_ABORTED,
+	     "a restart in the file's own boot: the assumed attempt dropped as aborted");
+	b.failures++;
+	n = state_format(&b, buf, sizeof(buf));
+	T_OK(state_parse(buf, (size_t)n, &b) == 0 && b.failures == STATE_FAILURES_LOST + 1,
+	     "a count past STATE_FAILURES_LOST is saved and read back");
+	unlink(path);
+}
+
+static void test_sweep(void)
+{
+	struct rr_state a;
+	struct rr_err e;
+	_cleanup_free_ uint8_t *text = NULL;
+	size_t n;
+	unsigned fails = 0, shown = 0, variants = 0;
+
+	sweep_state(&a, true);
+	T_OK(state_save(path, &a, &e) == 0 && rr_read_file(path, 1 << 16, &text, &n, &e) == 0,
+	     "the sweep's state file is written (%zu bytes)", n);
+	/* every byte offset: 0 (empty) up to one byte short of the whole file */
+	for (size_t off = 0; off < n; off++) {
+		char what[64];
+		snprintf(what, sizeof(what), "cut at byte %zu of %zu", off, n);
+		fails += sweep_one((const char *)text, off, what, &shown);
+	}
+	T_OK(fails == 0, "cut at each of %zu byte offsets: never a lost hold, failures below 3, an "
+	     "attempt, a confirmation or a kept slot dropped (%u unsafe)", n, fails);
+	fails = shown = 0;
+	{
+		/* sweep_lines reads it as a string: rr_read_file's bytes are not */
+		static char whole[8192];
+		snprintf(whole, sizeof(whole), "%.*s", (int)n, (const char *)text);
+		fails = sweep_lines(whole, n, &variants, &shown, true);
+	}
+	T_OK(fails == 0, "each line garbled (junk, 0, deleted, duplicated; %u variants): never unsafe "
+	     "(%u unsafe)", variants, fails);
+
+	/* The same file as rerandd 0.1 wrote it (version 1, no checksum):
+	 * cuts and garbles (not a readable 0: nothing can tell that one from
+	 * the truth without a checksum) are as safe, the guarded keys being
+	 * required. */
+	{
+		static char v1[8192];
+		static char whole[8192];
+		int m;
+
+		snprintf(whole, sizeof(whole), "%.*s", (int)n, (const char *)text);
+		m = v1_of(whole, v1, sizeof(v1));
+
+		fails = shown = variants = 0;
+		for (int off = 0; off < m; off++) {
+			char what[64];
+			snprintf(what, sizeof(what), "version 1, cut at byte %d of %d", off, m);
+			fails += sweep_one(v1, (size_t)off, what, &shown);
+		}
+		fails += sweep_lines(v1, (size_t)m, &variants, &shown, false);
+		T_OK(m > 0 && fails == 0, "version 1: cut at each of %d offsets and %u garbled lines: "
+		     "never unsafe (%u unsafe)", m, variants, fails);
+	}
+
+	/* Without an operator's hold: every damaged variant of a version 2
+	 * file holds by itself (damaged-state), the file named in the text. */
+	{
+		struct rr_state b;
+		static char bad[8192];
+		unsigned unheld = 0, total = 0;
+
+		sweep_state(&a, false);
+		free(text);
+		text = NULL;
+		T_OK(state_save(path, &a, &e) == 0 && rr_read_file(path, 1 << 16, &text, &n, &e) == 0 &&
+		     state_load(path, &b, &e) == 0 && !b.hold, "unheld: the whole file loads unheld");
+		for (size_t off = 0; off <= n; off++) {
+			/* cut at off, or (off == n) the last byte of the checksum changed */
+			memcpy(bad, text, n);
+			if (off == n)
+				bad[n - 2] = bad[n - 2] == '0' ? '1' : '0';
+			put(bad, off == n ? n : off);
+			total++;
+			if (state_load(path, &b, &e) != -EBADMSG || !b.hold ||
+			    b.hold_why != RR_HOLD_DAMAGED || !strstr(b.hold_text, path) ||
+			    b.failures < 3 || !b.fleet_keep) {
+				if (unheld++ < 4)
+					printf("#   unheld: byte %zu: hold %d, %s\n", off, b.hold, b.hold_text);
+			}
+		}
+		T_OK(unheld == 0, "unheld: each of %u damaged files is held (damaged-state) with the "
+		     "file named (%u not)", total, unheld);
+	}
+}
+
 int main(void)
 {
 	char cmd[300];
@@ -589,6 +931,8 @@ int main(void)
 	snprintf(path, sizeof(path), "%s/state", dir);
 	test_file();
 	test_damage();
+	test_sweep();
+	test_cut_after_boot_id();
 	test_accounting();
 	test_soft_reboot();
 	test_unplanned();

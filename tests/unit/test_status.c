@@ -89,7 +89,8 @@ static void test_hold(void)
 	T_OK(n > 0 && strstr(buf, "\nhold_time=1796428200\nhold_text=db migration? until 18:00\n") &&
 	     state_parse(buf, (size_t)n, &b) == 0 && b.hold && b.hold_time == a.hold_time &&
 	     !strcmp(b.hold_text, a.hold_text), "both are saved in the state file and read back");
-	static const char old[] = "version=1\nboot_id=abcd\nhold=1\nhold_reason=operator\nfailures=0\n";
+	static const char old[] = "version=1\nboot_id=abcd\nattempt=0\nattempt_boot_id=\nhold=1\n"
+				  "hold_reason=operator\nfailures=0\nfleet_keep=0\nconfirm_pending=0\n";
 	T_OK(state_parse(old, sizeof(old) - 1, &b) == 0 && b.hold && b.hold_time == 0 &&
 	     !*b.hold_text, "an older state file without them still parses (hold, time unknown)");
 
