@@ -127,6 +127,15 @@ FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-saniti
 	check-chaos check-unit fleet-test-helpers e2e-test-helpers demo fuzz san-tests bench install clean
 all: $(RERAND) $(BASH_COMPLETION) $(STAGE_BIN) $(RERANDD) $(FLEETD)
 
+# The version (-DRERAND_VERSION) lives in the compile line, not in a file a
+# .d records: $(VERSION_STAMP) changes when debian/changelog's version
+# does, and what prints it is built again.
+VERSION_STAMP := $(O)/version.stamp
+$(shell mkdir -p $(O); [ "$$(cat $(VERSION_STAMP) 2>/dev/null)" = "$(VERSION)" ] || echo "$(VERSION)" >$(VERSION_STAMP))
+VERSION_USERS := $(O)/host/kexec/rerand.o $(patsubst %.c,$(O)/host/%.o,$(wildcard daemon/*.c)) \
+	$(O)/host/fleetd/main.o
+$(VERSION_USERS) $(patsubst $(O)/host/%,$(O)/san/obj/%,$(VERSION_USERS)): $(VERSION_STAMP)
+
 $(O)/host/%.o: %.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
