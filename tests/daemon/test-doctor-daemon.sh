@@ -21,7 +21,6 @@ rerandd_need_builder
 rerandd_pick_kernel
 chmod 0755 "$tmp"
 rerandd_prebuilt_image
-rerandd_keeper_kexec "$tmp/fake-kexec"
 
 # machine DIR [good|bad]: a fixture root
 machine() {
@@ -45,33 +44,7 @@ machine() {
 	fi
 }
 # inst ID [POLICY...]: a rerandd instance that stages $KERNEL from its cache
-inst() {
-	local id=$1 hd=$tmp/$1
-	shift
-	rerandd_dirs "$hd" bin pre post
-	cp "$tmp/fake-kexec" "$hd/bin/kexec"
-	rerandd_no_reboot "$hd/no-reboot"
-	rerandd_fixtures "$hd" "BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro console=ttyS0"
-	rerandd_unlocked "$hd"
-	mkfifo "$hd/uevents"
-	rerandd_seed_cache "$hd"
-	rerandd_conf_local "$hd" "$hd/bin/kexec" "$hd/no-setup-data" <<EOF
-Uevents=$hd/uevents
-Lockdown=$hd/lockdown
-SecureBoot=$hd/SecureBoot
-
-[Stage]
-Kernel=$KERNEL
-Initrd=none
-
-[Crash]
-Mode=off
-
-$(rerandd_policy MaxLayoutAge=30d "$@")
-
-$(rerandd_reboot_by "$hd/no-reboot $hd")
-EOF
-}
+inst() { local id=$1; shift; rerandd_simple_inst "$tmp/$id" "$KERNEL" "$@"; }
 # doc ID ROOT ARGS...: rerand doctor against instance ID and fixture ROOT
 doc() {
 	local id=$1 root=$2

@@ -25,36 +25,12 @@ rerandd_need_builder
 rerandd_pick_kernel
 chmod 0755 "$tmp"
 rerandd_prebuilt_image
-rerandd_keeper_kexec "$tmp/fake-kexec"
 
 # inst ID: an instance whose [Stage] Kernel= is its own copy of $KERNEL
 inst() {
-	local hd=$tmp/$1
-	rerandd_dirs "$hd" bin pre post
-	cp "$tmp/fake-kexec" "$hd/bin/kexec"
-	rerandd_no_reboot "$hd/no-reboot"
-	cp "$KERNEL" "$hd/boot/vmlinuz-test"
-	rerandd_fixtures "$hd" "BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro console=ttyS0"
-	rerandd_unlocked "$hd"
-	mkfifo "$hd/uevents"
-	rerandd_seed_cache "$hd"
-	rerandd_conf_local "$hd" "$hd/bin/kexec" "$hd/no-setup-data" <<EOF
-Uevents=$hd/uevents
-Lockdown=$hd/lockdown
-SecureBoot=$hd/SecureBoot
-
-[Stage]
-Kernel=$hd/boot/vmlinuz-test
-Initrd=none
-NewKernelSettle=1s
-
-[Crash]
-Mode=off
-
-$(rerandd_policy MaxLayoutAge=30d MaxFailures=3)
-
-$(rerandd_reboot_by "$hd/no-reboot $hd")
-EOF
+	mkdir -p "$tmp/$1/boot"
+	cp "$KERNEL" "$tmp/$1/boot/vmlinuz-test"
+	rerandd_simple_inst "$tmp/$1" "$tmp/$1/boot/vmlinuz-test" MaxFailures=3
 }
 st() { rerandd_status "$tmp/$1" 2>&1; }
 status_has() { st "$1" | grep -qF -- "$2"; }

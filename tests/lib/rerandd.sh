@@ -208,6 +208,39 @@ EOF
 	} | rerandd_conf "$@"
 }
 
+# rerandd_simple_inst DIR KERNEL [KEY=VALUE...]: an instance that stages
+# KERNEL (Initrd=none) from its cache (rerandd_prebuilt_image first), with
+# the keeper kexec stand-in, a RebootCommand= that only records (DIR/no-reboot),
+# no crash kernel, NewKernelSettle=1s, and [Policy] MaxLayoutAge=30d KEY=VALUE...
+rerandd_simple_inst() {
+	local hd=$1 k=$2
+	shift 2
+	rerandd_dirs "$hd" bin pre post
+	rerandd_keeper_kexec "$hd/bin/kexec"
+	rerandd_no_reboot "$hd/no-reboot"
+	rerandd_fixtures "$hd" "BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro console=ttyS0"
+	rerandd_unlocked "$hd"
+	mkfifo "$hd/uevents"
+	rerandd_seed_cache "$hd"
+	rerandd_conf_local "$hd" "$hd/bin/kexec" "$hd/no-setup-data" <<EOF
+Uevents=$hd/uevents
+Lockdown=$hd/lockdown
+SecureBoot=$hd/SecureBoot
+
+[Stage]
+Kernel=$k
+Initrd=none
+NewKernelSettle=1s
+
+[Crash]
+Mode=off
+
+$(rerandd_policy MaxLayoutAge=30d "$@")
+
+$(rerandd_reboot_by "$hd/no-reboot $hd")
+EOF
+}
+
 # rerandd_policy [KEY=VALUE...]: a [Policy] section that leaves a test its
 # own timing (no Jitter=, no waiting for inhibitors), with KEY=VALUE...
 # first, for a rerandd_conf heredoc: $(rerandd_policy MaxLayoutAge=30d)
