@@ -13,8 +13,10 @@
 #     with PanicRebootSec=30 restages with panic=30, and a user's panic= wins.
 #   held: a state file with a corrupt line keeps the operator's hold and the
 #     stopped state; one whose hold line is unreadable is held; nothing is
-#     loaded while held; `rerand now` reboots neither.
-#   full: a state directory on a full tmpfs: `rerand now` does not reboot,
+#     loaded while held; `rerand now` reaches them (exit 0, rerandd's reply,
+#     its log line) and reboots none.
+#   full: a state directory on a full tmpfs: `rerand now` reaches rerandd
+#     but does not reboot,
 #     and `rerand status` says why.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -100,7 +102,17 @@ st() { rerandd_status "$tmp/$1" 2>&1; }
 status_has() { st "$1" | grep -qF -- "$2"; }
 loads() { { wc -l <"$tmp/$1/kexec.log"; } 2>/dev/null || echo 0; }
 last_append() { tail -1 "$tmp/$1/kexec.log" | grep -o -- '--append=.*'; }
-now() { RERAND_CONTROL_SOCKET=$tmp/$1/run/control "$R" now >/dev/null 2>&1; }
+# now ID: `rerand now` to that rerandd; its output in ID/now.out, status in ID/now.rc
+now() {
+	RERAND_CONTROL_SOCKET=$tmp/$1/run/control "$R" now >"$tmp/$1/now.out" 2>&1
+	echo $? >"$tmp/$1/now.rc"
+}
+# now_reached ID REPLY: the request reached rerandd: `rerand now` exited 0
+# with rerandd's REPLY, and rerandd's log has the request.
+now_reached() {
+	[ "$(cat "$tmp/$1/now.rc")" = 0 ] && grep -qxF -- "$2" "$tmp/$1/now.out" &&
+		grep -qF "rerandomization requested over the control socket" "$tmp/$1/log"
+}
 
 # ---- digest and panic: rerandd builds, records, and refuses a flipped byte -----------------------
 inst digest
@@ -217,6 +229,11 @@ check "held: the damaged file is kept as state.corrupt, the state rewritten with
 	bash -c "grep -aq garbage '$tmp/held/state/state.corrupt' && grep -qx hold=1 '$tmp/held/state/state' &&
 		 grep -qx hold_reason=operator '$tmp/held/state/state' && grep -qx failures=3 '$tmp/held/state/state'"
 for id in held heldbad heldcut; do now $id; done
+# The request must reach rerandd, or "reboots none" proves nothing.
+for id in held heldbad heldcut; do
+	check "$id: rerand now reached rerandd (exit $(cat "$tmp/$id/now.rc"), '$(head -1 "$tmp/$id/now.out")'; logged)" \
+		now_reached $id "requested, but a hold is in place"
+done
 sleep 5
 check "held, heldbad, heldcut: rerand now reboots none" \
 	bash -c "[ ! -e '$tmp/held/reboot-called' ] && [ ! -e '$tmp/heldbad/reboot-called' ] &&
@@ -233,6 +250,8 @@ rerandd_wait_staged 60 "$tmp/full"
 dd if=/dev/zero of="$mnt/fill" bs=4k 2>/dev/null
 echo "# $mnt: $(df -h --output=avail "$mnt" | tail -1 | tr -d ' ') free"
 now full
+check "full: rerand now reached rerandd (exit $(cat "$tmp/full/now.rc"), '$(head -1 "$tmp/full/now.out")'; logged)" \
+	now_reached full requested
 wait_for 20 grep -q "reboot cancelled" "$tmp/full/log" || true
 sleep 3
 check "full: rerand now does not reboot with the state directory full" test ! -e "$tmp/full/reboot-called"

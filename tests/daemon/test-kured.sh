@@ -1,7 +1,10 @@
 #!/bin/bash
-# kured (Kubernetes' reboot daemon) driving rerand, against a real
-# build/rerandd with procfs fixtures and a real kernel staged through a
-# stand-in kexec (/bin/true: nothing is loaded on this host):
+# The commands kured (Kubernetes' reboot daemon) would call to drive rerand,
+# run by this script as kured's configuration names them.  kured itself
+# never runs here (no cluster, no kured binary): what is exercised is
+# rerand's side of the contract, against a real build/rerandd with procfs
+# fixtures and a real kernel staged through a stand-in kexec (/bin/true:
+# nothing is loaded on this host):
 #  - `rerand due` (kured's --reboot-sentinel-command) exits 0 when the layout
 #    is older than MaxLayoutAge although no window is configured, 1 when it
 #    is not due (a hold, a young layout), 3 when rerandd cannot be asked;

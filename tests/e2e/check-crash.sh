@@ -30,7 +30,8 @@ kpick() {
 
 HL="crashkernel=256M,high crashkernel=64M,low"
 # Configurations: "name|kernel|fw|cpu|syscall|crashkernel=...|mem GiB|role|loader|panics"
-# (role small: one boot, no panic).  The high/low form needs RAM above
+# (role small: one boot, no panic; role first with 2 or more panics asserts
+# that the bases differ, which needs 3 or more: crash_check_distinct).  The high/low form needs RAM above
 # 4 GiB: q35 with 3 GiB keeps 2 GiB low and maps 1 GiB at 4 GiB.
 configs=()
 if [ "$what" = short ]; then
@@ -40,8 +41,11 @@ if [ "$what" = short ]; then
 	k16=$(e2e_pick twolists || e2e_pick newest || kpick 6.16.)
 	k61=$(e2e_pick generic61 || kpick 6.1.0-)
 	# The slowest (OVMF, 3 GiB to dump) first, for the parallel packing.
-	configs+=("$(basename "$k16")-ovmf-qemu64-highlow|$k16|ovmf|qemu64|file|$HL|3|first|rerand|2")
-	configs+=("$(basename "$k12")-seabios-max-256M|$k12|seabios|max|load|crashkernel=256M|1|first|rerand|4")
+	# Every configuration that asserts "bases differ" runs at least 3
+	# panics (crash_check_distinct allows one repeat); the 6.12 one gives
+	# up its fourth to keep the run's length.
+	configs+=("$(basename "$k16")-ovmf-qemu64-highlow|$k16|ovmf|qemu64|file|$HL|3|first|rerand|3")
+	configs+=("$(basename "$k12")-seabios-max-256M|$k12|seabios|max|load|crashkernel=256M|1|first|rerand|3")
 	configs+=("$(basename "$k61")-seabios-max-kexec-p|$k61|seabios|max|load|crashkernel=256M|1|first|kexec|1")
 	configs+=("$(basename "$k61")-seabios-max-64M|$k61|seabios|max|load|crashkernel=64M|1|small|rerand|1")
 else
@@ -51,8 +55,8 @@ else
 		configs+=("$b-ovmf-qemu64-256M-file|$k|ovmf|qemu64|file|crashkernel=256M|1|first|rerand|4")
 		configs+=("$b-seabios-qemu64-highlow|$k|seabios|qemu64|load|$HL|3|first|rerand|4")
 		configs+=("$b-ovmf-max-highlow-file|$k|ovmf|max|file|$HL|3|first|rerand|4")
-		configs+=("$b-seabios-max-kexec-p|$k|seabios|max|load|crashkernel=256M|1|first|kexec|2")
-		configs+=("$b-ovmf-qemu64-kexec-s-p|$k|ovmf|qemu64|file|crashkernel=256M|1|first|kexec|2")
+		configs+=("$b-seabios-max-kexec-p|$k|seabios|max|load|crashkernel=256M|1|first|kexec|3")
+		configs+=("$b-ovmf-qemu64-kexec-s-p|$k|ovmf|qemu64|file|crashkernel=256M|1|first|kexec|3")
 		configs+=("$b-seabios-max-64M|$k|seabios|max|load|crashkernel=64M|1|small|rerand|1")
 	done
 fi

@@ -18,11 +18,20 @@ gen_line() {
 		"$((1000 + $1 * 10))" "$1" "$2" "$3" "$end" "$4" "${6:-$RAM}" "${5:-none}"
 }
 
+# fw_e820: the firmware's map as the firmware-booted kernel prints it (1 GiB, SeaBIOS)
+fw_e820() {
+	echo "1000.1 [    0.000000] BIOS-e820: [mem 0x0000000000000000-0x000000000009fbff] usable"
+	echo "1000.1 [    0.000000] BIOS-e820: [mem 0x000000000009fc00-0x000000000009ffff] reserved"
+	echo "1000.1 [    0.000000] BIOS-e820: [mem 0x0000000000100000-0x000000003ffdefff] usable"
+	echo "1000.1 [    0.000000] BIOS-e820: [mem 0x000000003ffdf000-0x000000003fffffff] reserved"
+}
+
 # A clean 6-generation log; arguments replace generation lines (GEN=LINE).
 good_log() {
 	local mode=$1 g v p lf=02 ver=none
 	[ "$mode" = rerand ] && ver=$OKV
 	echo "1000.0 E2E-HOST-START"
+	fw_e820
 	for g in 0 1 2 3 4 5; do
 		v=$(printf 'ffffffff%x' $((0x81000000 + (g + 1) * 0x4200000)))
 		p=$((0x2000000 + g * 0x1400000))
@@ -68,6 +77,18 @@ good_log stock | sed 's/gen=4 \(text=[0-9a-f]*\) code=0x[0-9a-f]*-[0-9a-f]*/gen=
 	expect "kernel code outside RAM fails" not-ok "inside guest RAM" 0 stock 0 5
 good_log stock | sed 's/gen=4 \(text=[0-9a-f]*\) code=0x[0-9a-f]*-[0-9a-f]*/gen=4 \1 code=0x3fe00000-3fefffff/' |
 	expect "kernel code inside RAM passes" ok "inside guest RAM" 0 stock 0 5
+# The guest's own ram= (its /proc/iomem) is no bound: code it calls RAM but
+# outside the firmware's map fails, and so does a log without that map, a
+# kexec'd kernel's map (printed after generation 0), or a map beyond -m.
+good_log stock | sed 's/gen=4 \(text=[0-9a-f]*\) code=0x[0-9a-f]*-[0-9a-f]* \(loadflags=0x[0-9]*\) ram=[^ ]*/gen=4 \1 code=0x40200000-402fffff \2 ram=00001000-0009fbff,00100000-7fffffff/' |
+	expect "kernel code in the guest's own RAM but outside the firmware's map fails" not-ok "inside guest RAM" 0 stock 0 5
+good_log stock | grep -v BIOS-e820 |
+	expect "a log without the firmware's e820 map fails" not-ok "inside guest RAM" 0 stock 0 5
+good_log stock | sed 's/gen=4 \(text=[0-9a-f]*\) code=0x[0-9a-f]*-[0-9a-f]*/gen=4 \1 code=0x40200000-402fffff/' |
+	sed '/E2E-GEN gen=0 /a 1011.0 [    0.000000] BIOS-e820: [mem 0x0000000040000000-0x000000007fffffff] usable' |
+	expect "a kexec'd kernel's e820 map is not the firmware's" not-ok "inside guest RAM" 0 stock 0 5
+good_log stock | sed '/BIOS-e820.*0x0000000000100000-/a 1000.1 [    0.000000] BIOS-e820: [mem 0x0000000100000000-0x000000013fffffff] usable' |
+	expect "a firmware map larger than QEMU's -m fails" not-ok "inside guest RAM" 0 stock 0 5
 good_log stock | sed 's/gen=[34] text=[0-9a-f]*/&X/; s/text=[0-9a-f]*X/text=ffffffff85200000/' |
 	expect "two repeated virtual bases fail" not-ok "virtual bases distinct" 0 stock 0 5
 good_log stock | sed 's/gen=3 text=[0-9a-f]*/gen=3 text=ffffffff85200000/' |
@@ -80,6 +101,32 @@ good_log rerand | sed 's/\(gen=3 .*verify=\)rc=0 \(.*\)"randomized": true/\1rc=1
 	expect "verify not randomized fails in rerand mode" not-ok "rerand verify randomized" 0 rerand 0 5
 good_log rerand | sed 's/\(gen=1 .*verify=\).*/\1rc=1 (no output: rerand: not found)/' |
 	expect "verify without output fails in rerand mode" not-ok "rerand verify randomized" 0 rerand 0 5
+# The stage's slot counts (OKV: phys 100, virt 400) against rerand entropy
+# on the guest's map (E2E-ENTROPY): virtual equal, physical at most the map's.
+# ent_log PHYS VIRT [SED]: a clean rerand log with E2E-ENTROPY lines
+ent_log() {
+	good_log rerand | sed "/E2E-GEN gen=[1-5] /{h;s/E2E-GEN \(gen=[0-9]*\) .*/E2E-ENTROPY \1 {\"rerand\":{\"phys_slots\":$1,\"virt_slots\":$2,\"total_bits\":15.3}}/;p;g}" | sed "${3:-}"
+}
+# expect_ent NAME WANT < LOG
+expect_ent() {
+	local out line got=none
+	n=$((n + 1))
+	cat >"$tmp/log.$n"
+	out=$(e2e_check_entropy t "$tmp/log.$n" 5)
+	line=$(grep -E '^(not )?ok - ' <<<"$out" | head -n1)
+	case "$line" in "not ok"*) got=not-ok ;; "ok"*) got=ok ;; esac
+	if [ "$got" = "$2" ]; then echo "ok - harness: $1"; else
+		echo "not ok - harness: $1 (slot-count line is $got, want $2)"; sed 's/^/#   /' <<<"$out"; fi
+}
+ent_log 120 400 | expect_ent "stage slot counts within rerand entropy's pass" ok
+ent_log 100 400 | expect_ent "stage physical slots equal to the map's count pass" ok
+ent_log 90 400 | expect_ent "stage physical slots above the map's count fail" not-ok
+ent_log 120 401 | expect_ent "stage virtual slots unequal to the map's count fail" not-ok
+ent_log 120 400 '/E2E-ENTROPY gen=3 /d' | expect_ent "a generation without E2E-ENTROPY fails" not-ok
+ent_log 120 400 's/\(E2E-GEN gen=2 .*\)"phys_slots": 100, /\1/' | expect_ent "a verify record without phys_slots fails" not-ok
+ent_log 120 400 '/E2E-GEN gen=4 /s/"phys_slots": 100/"phys_slots": 0/' | expect_ent "zero physical slots from the stage fail" not-ok
+ent_log 120 400 's/E2E-ENTROPY gen=5 .*/E2E-ENTROPY gen=5 rerand: \/boot\/image: cannot open/' | expect_ent "rerand entropy failing in the guest fails" not-ok
+
 # Entropy sources (-cpu qemu64): kernel-seed exactly when rngseed=N > 0.
 KSV='rc=0 {"randomized":true,"result":"randomized","sources":"kernel-seed+rdtsc","weak":false}'
 # rerand load writes no header seed where the kernel or kexec-tools adds a node
@@ -110,6 +157,7 @@ good_log stock | grep -v 'gen=[2345] ' | sed 's/E2E-DONE gen=5/E2E-DONE gen=1/' 
 NOSV='rc=1 {"randomized":false,"result":"no-slot","sources":"kernel-seed+rdtsc","weak":false,"phys_slots":0,"virt_slots":482}'
 noslot_log() { # PHYS VERIFY
 	echo "1000.0 E2E-HOST-START"
+	fw_e820
 	gen_line 0 ffffffff8ce00000 $((0x1c600000)) 83 'rc=2 {"randomized":false,"result":"absent"}'
 	gen_line 1 ffffffffb6a00000 "$1" 02 "$2"
 	echo "1020.0 E2E-DONE gen=1"

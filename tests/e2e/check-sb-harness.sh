@@ -18,6 +18,9 @@ chain_log() {
 	local g v p
 	{
 		echo "1000.0 E2E-HOST-START"
+		# the firmware's map, as the firmware-booted kernel prints it (lib.sh)
+		echo "1000.1 [    0.000000] BIOS-e820: [mem 0x0000000000000000-0x000000000009ffff] usable"
+		echo "1000.1 [    0.000000] BIOS-e820: [mem 0x0000000000100000-0x000000003e3a5fff] usable"
 		for g in 0 1 2 3 4 5; do
 			v=$(printf 'ffffffff%x' $((0x81000000 + (g + 1) * 0x4200000)))
 			p=$((0x2000000 + g * 0x1400000))

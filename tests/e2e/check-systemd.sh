@@ -27,9 +27,14 @@
 #   boot must be verified randomized.  One reboot; too slow for make check.
 # RRS_SB=1 (check-systemd-sb.sh): the same guest under Secure Boot, from a
 # pre-signed image.
-# Mocked: nothing in the guest; only the network is absent (not needed).
+# Mocked: nothing in the guest in the default, SB and trixie runs; only the
+# network is absent (not needed).
 # RRS_FLEET=1 (check-systemd-fleet.sh): the same guest in fleet mode against
 # Debian's etcd-server in the guest: take the slot, rerandomize, give it back.
+# Mocked in fleet mode: kubectl.  The example Kubernetes hooks run for real
+# (through systemd-run out of rerandd's sandbox), but there is no cluster:
+# /usr/local/bin/kubectl is a stand-in that only records each call
+# (lib-systemd.sh, rrs_fleet_k8s).
 set -u
 sb=${RRS_SB:-0}
 fleet=${RRS_FLEET:-0}

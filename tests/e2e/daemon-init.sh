@@ -171,14 +171,20 @@ check() { # NAME COND-STATUS WHY
 	if [ "$2" -eq 0 ]; then echo "RRD-CHECK $1 ok"; else echo "RRD-CHECK $1 bad $3"; fi
 }
 
-# The state file as rerandd left it: complete (first and last keys, a final
-# newline, nothing but key=value lines), and never set aside as corrupt.
+# The state file as rerandd left it: present, complete (first and last
+# keys, a final newline, nothing but key=value lines), and never set aside
+# as corrupt.  Every call comes after rerandd wrote it once (the first kill
+# waits for it; the state is replaced by rename, never removed), so a
+# missing file is a failure: a write that unlinks first, or a state that
+# never got written, must not pass as "complete".
 check_state() { # TAG
 	local why=
 	cp "$state" "$out/state.$boot.$1" 2>/dev/null
 	if [ -f "$state.corrupt" ]; then
 		why="$state.corrupt exists"
-	elif [ -f "$state" ]; then
+	elif [ ! -f "$state" ]; then
+		why="$state missing"
+	else
 		[ "$(head -n 1 "$state")" = version=2 ] || why="first line is not version=2"
 		[ "$(tail -c 1 "$state" | od -An -tx1 | tr -d ' ')" = 0a ] || why="$why; no final newline"
 		grep -qv '^[a-z_0-9]*=[^=]*$' "$state" && why="$why; a line that is not key=value"

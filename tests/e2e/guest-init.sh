@@ -9,7 +9,8 @@
 # e2e.slim=1 (a small initrd for the last generation)
 # (rerand mode: stage the image with stock kexec instead of rerand load, so
 # its header seed stays zero, as with a signed image).  Prints exactly one
-# "E2E-GEN ..." line per generation, "E2E-DONE" after the last, and
+# "E2E-GEN ..." line per generation (after a kexec in rerand mode, first an
+# "E2E-ENTROPY gen=N JSON" line), "E2E-DONE" after the last, and
 # "E2E-FAIL reason" on any error; it always ends with poweroff -f.
 
 /bin/busybox mkdir -p /proc /sys /dev /tmp
@@ -78,6 +79,20 @@ if [ "$mode" = rerand ]; then
 	vrc=$?
 	[ -n "$json" ] || json="(no output: $(head -c 200 /tmp/verify.err))"
 	verify="rc=$vrc $(echo "$json" | tr '\n' ' ')"
+	# An independent count of the same placement: `rerand entropy` (whose
+	# counts the unit tests hold against a brute-force scan) on this
+	# kernel's own firmware map and command line, for the host to compare
+	# with the stage's slot counts in the status record.
+	if [ "$gen" -gt 0 ]; then
+		if [ -r /boot/image ]; then
+			ent=$(rerand entropy /boot/image --memmap /sys/firmware/memmap \
+				--cmdline "$(cat /proc/cmdline)" --json 2>&1 | tr '\n' ' ')
+		else
+			ent="none (no /boot/image in this generation's initrd)"
+		fi
+		echo
+		echo "E2E-ENTROPY gen=$gen $ent"
+	fi
 fi
 
 echo

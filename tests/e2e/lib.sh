@@ -235,6 +235,19 @@ e2e_parse() {
 	}' "$1"
 }
 
+# e2e_fw_ram LOG: the firmware's e820 usable ranges, comma-separated hex
+# START-END, from the "BIOS-e820: [mem 0xS-0xE] usable" lines the first,
+# firmware-booted kernel printed (the lines before the first E2E-GEN).
+e2e_fw_ram() {
+	awk '
+	/E2E-GEN gen=/ { exit }
+	/BIOS-e820: \[mem 0x[0-9a-f]+-0x[0-9a-f]+\] usable$/ {
+		r = $0; sub(/^.*\[mem 0x/, "", r); sub(/\].*$/, "", r); sub(/-0x/, "-", r)
+		out = out (out == "" ? "" : ",") r
+	}
+	END { print out }' "$1"
+}
+
 # e2e_hex2dec HEX: print a (64-bit, possibly "negative") hex value in decimal.
 e2e_hex2dec() { echo $((16#${1#0x})); }
 
@@ -275,7 +288,22 @@ e2e_check() {
 	[ -n "$rows" ] || return 0
 
 	# 2. Bases 2 MiB aligned, physical base inside the RAM the guest has.
-	local bad_align="" bad_ram="" t p e lo hi r ok
+	# "The RAM the guest has" is not the guest's own /proc/iomem System RAM:
+	# the kernel registers its Kernel code resource inside a System RAM one,
+	# so that comparison could not fail.  The bounds are independent of the
+	# kernel that reports: the firmware's e820 map (the "BIOS-e820: ...
+	# usable" lines the firmware-booted kernel printed before generation 0
+	# reported; kexec'd kernels print the map they were handed, not used
+	# here) and the size QEMU was given (-m, E2E_RUN_MEM GiB, plus at most
+	# 2 GiB of PCI hole below 4 GiB), which also bounds the firmware map.
+	local bad_align="" bad_ram="" t p e lo hi r ok fw_ram fw_bytes=0
+	fw_ram=$(e2e_fw_ram "$log")
+	for r in ${fw_ram//,/ }; do
+		fw_bytes=$((fw_bytes + $(e2e_hex2dec "${r#*-}") - $(e2e_hex2dec "${r%-*}") + 1))
+	done
+	[ -n "$fw_ram" ] || bad_ram+=" no firmware e820 map (BIOS-e820 usable lines before generation 0 reported);"
+	[ "$fw_bytes" -le $((E2E_RUN_MEM << 30)) ] ||
+		bad_ram+=" the firmware map has $fw_bytes bytes usable, more than QEMU's -m ${E2E_RUN_MEM}G;"
 	while IFS=$'\t' read -r gen secs text cs ce lf ram ver; do
 		[ -n "$gen" ] || continue
 		t=$(e2e_hex2dec "$text"); p=$(e2e_hex2dec "$cs"); e=$(e2e_hex2dec "$ce")
@@ -283,16 +311,15 @@ e2e_check() {
 			bad_align+=" gen$gen"
 		fi
 		ok=1
-		for r in ${ram//,/ }; do
+		for r in ${fw_ram//,/ }; do
 			lo=$(e2e_hex2dec "${r%-*}"); hi=$(e2e_hex2dec "${r#*-}")
 			if [ "$p" -ge "$lo" ] && [ "$e" -le "$hi" ]; then ok=0; fi
 		done
-		# Also against what QEMU was given, not only what the guest says.
 		[ "$e" -lt $(( (E2E_RUN_MEM + 2) << 30 )) ] || ok=1
-		[ $ok -eq 0 ] || bad_ram+=" gen$gen"
+		[ $ok -eq 0 ] || bad_ram+=" gen$gen($cs-$ce)"
 	done <<<"$rows"
 	e2e_tap "$([ -z "$bad_align" ]; echo $?)" "$name: virtual and physical bases 2 MiB aligned" "misaligned:$bad_align"
-	e2e_tap "$([ -z "$bad_ram" ]; echo $?)" "$name: kernel code inside guest RAM" "outside:$bad_ram"
+	e2e_tap "$([ -z "$bad_ram" ]; echo $?)" "$name: kernel code inside guest RAM (the firmware's e820 usable map, QEMU's -m ${E2E_RUN_MEM}G)" "outside:$bad_ram"
 
 	if [ "$nokaslr" = noslot ]; then
 		e2e_check_noslot "$name" "$rows" "$gens"
@@ -437,6 +464,37 @@ e2e_check_noslot() {
 	e2e_tap "$([ -z "$why" ]; echo $?)" "$name: the kexec'd kernel runs at the lowest place, $E2E_NOSLOT_PHYS, below the 16 MiB floor and the avoided region" "${why# }"
 }
 
+# e2e_check_entropy NAME LOG GENS: the stage's own slot counts (the status
+# record, rerand verify) against an independent count of the same
+# placement: `rerand entropy` in the guest on that kernel's firmware map and
+# command line (guest-init.sh's E2E-ENTROPY line), a count the unit tests
+# hold against a brute-force scan (tests/unit/test_entropy.c).  Virtual
+# slots depend only on the kernel's size: equal.  Physical slots: the
+# saved map cannot know what the stage also kept clear at kexec time (its
+# own image, the initrd, boot_params, setup_data), so `rerand entropy` is an
+# upper bound: the stage's count is at least 1 and at most that.
+e2e_check_entropy() {
+	local name=$1 log=$2 gens=$3 g line ver ent sp sv ep ev bad="" n=0
+	for g in $(seq 1 "$gens"); do
+		line=$(grep -o "E2E-ENTROPY gen=$g .*" "$log" | head -n1)
+		ver=$(grep -o "E2E-GEN gen=$g .* verify=.*" "$log" | head -n1)
+		ver=${ver#* verify=}
+		if [ -z "$line" ]; then bad+=" gen$g:no-E2E-ENTROPY-line"; continue; fi
+		ent=$(grep -o '"rerand":{[^}]*}' <<<"$line")
+		sp=$(grep -o '"phys_slots" *: *[0-9]*' <<<"$ver" | head -n1 | grep -o '[0-9]*$')
+		sv=$(grep -o '"virt_slots" *: *[0-9]*' <<<"$ver" | head -n1 | grep -o '[0-9]*$')
+		ep=$(grep -o '"phys_slots" *: *[0-9]*' <<<"$ent" | head -n1 | grep -o '[0-9]*$')
+		ev=$(grep -o '"virt_slots" *: *[0-9]*' <<<"$ent" | head -n1 | grep -o '[0-9]*$')
+		if [ -z "$sp" ] || [ -z "$sv" ]; then bad+=" gen$g:no-slot-counts-in-verify"; continue; fi
+		if [ -z "$ep" ] || [ -z "$ev" ]; then bad+=" gen$g:rerand-entropy(${line#E2E-ENTROPY gen=$g })"; continue; fi
+		[ "$sv" = "$ev" ] || bad+=" gen$g:virt_slots=$sv(rerand-entropy=$ev)"
+		[ "$sp" -ge 1 ] && [ "$sp" -le "$ep" ] || bad+=" gen$g:phys_slots=$sp(rerand-entropy=$ep)"
+		n=$((n + 1))
+		e2e_note "$name: gen $g: stage phys_slots=$sp virt_slots=$sv; rerand entropy on the guest's map: phys_slots=$ep virt_slots=$ev"
+	done
+	e2e_tap "$([ -z "$bad" ]; echo $?)" "$name: the stage's slot counts agree with rerand entropy on the guest's own map ($n of $gens kexecs: virtual equal, physical at most the map's count)" "${bad# }"
+}
+
 # e2e_run NAME KERNEL FIRMWARE CPU SYSCALL GENS MODE [NOKASLR] [MEM_GIB]
 # NOKASLR: 0, 1 (nokaslr), or noslot (the no-slot run above).
 # One complete run: prepare, boot, check.  Logs under $E2E_BUILD/runs/NAME.
@@ -461,4 +519,8 @@ e2e_run() {
 		"${E2E_MACHINE:-q35}" || rc=$?
 	e2e_note "$name: QEMU exit $rc after $((EPOCHSECONDS - t0)) s"
 	E2E_RUN_MEM=$mem E2E_RUN_CPU=$cpu e2e_check "$name" "$dir/serial.log" "$rc" "$gens" "$mode" "$nokaslr"
+	# The stage's self-reported counts (not for nokaslr or the no-slot run,
+	# which place the kernel by rule, not by a draw over slots).
+	[ "$mode" = rerand ] && [ "$nokaslr" = 0 ] && e2e_check_entropy "$name" "$dir/serial.log" "$gens"
+	return 0
 }
