@@ -97,12 +97,18 @@ kill_session() {
 	return 0
 }
 
-# watchdog PID LIMIT FLAG FIFO: after LIMIT seconds (a read that times out
+# watchdog PID LIMIT FLAG FIFO: after LIMIT seconds (reads that time out
 # on a FIFO nobody writes: no child process to leave behind when the
 # watchdog itself is killed), FLAG, and PID's session killed.  Not once
-# the FIFO is gone (the run ended, interrupted: PID may be another's now).
+# the FIFO is gone (the run ended, interrupted: PID may be another's now):
+# it looks every 5 s, so a watchdog whose lane is gone (an interrupted run)
+# or whose kill was lost ends by itself within 5 s of the FIFO's removal.
 watchdog() {
-	read -r -t "$2" <>"$4" && return 0
+	local end=$((EPOCHSECONDS + $2)) left
+	while left=$((end - EPOCHSECONDS)); [ "$left" -gt 0 ]; do
+		[ -p "$4" ] || return 0
+		read -r -t "$((left < 5 ? left : 5))" <>"$4" && return 0
+	done
 	[ -p "$4" ] || return 0
 	: >"$3"
 	kill_session "$1"
@@ -126,10 +132,13 @@ run_suite() {
 	rc=$?
 	# over the limit: the watchdog is killing the session (TERM, then
 	# KILL): let it finish; else it is still waiting: end it
+	# (SIGKILL: a TERM that lands before the forked watchdog has reset the
+	# INT/TERM trap it inherited is lost, and the lane waited for the whole
+	# limit; the watchdog has no child to leave behind)
 	if [ -e "$res/$n.timedout" ]; then
 		timedout=1
 	else
-		kill "$dog" 2>/dev/null
+		kill -KILL "$dog" 2>/dev/null
 	fi
 	wait "$dog" 2>/dev/null
 	rm -f "$res/live.$pid" "$res/$n.fifo"
