@@ -123,7 +123,7 @@ FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	$(CPPFLAGS) $(LIB_CFLAGS) -MMD -MP
 
-.PHONY: FORCE vm histogram all deps deb deb-chroot unit-tests fuzz-long kernels check check-long check-comeback \
+.PHONY: FORCE vm histogram all deps deb deb-chroot unit-tests fuzz-long kernels check check-long check-comeback check-piuparts \
 	check-chaos check-unit fleet-test-helpers e2e-test-helpers demo fuzz san-tests bench install clean
 all: $(RERAND) $(BASH_COMPLETION) $(STAGE_BIN) $(RERANDD) $(FLEETD)
 
@@ -386,6 +386,12 @@ check-comeback:
 	$(Q)scripts/deps.sh check
 	$(Q)$(MAKE) --no-print-directory all $(O)/tests/test_wdog $(E2E_TEST_HELPERS)
 	$(Q)scripts/run-check.sh short "test_wdog check-comeback.sh"
+
+# piuparts on the packages built for bookworm and trixie (long only: about
+# 15 minutes, debootstrap from the mirror): `make check-piuparts`.
+check-piuparts:
+	$(Q)scripts/deps.sh check
+	$(Q)scripts/run-check.sh long "check-piuparts.sh"
 
 # The fleet chaos test alone: `make check-chaos` (about 3 min), `CHAOS=long` (30 min).
 CHAOS ?= short

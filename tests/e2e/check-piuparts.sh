@@ -1,0 +1,70 @@
+#!/bin/bash
+# run-check: long only
+# run-check: long timeout 7200
+# SPDX-License-Identifier: GPL-2.0-only
+# piuparts, Debian's install/remove/purge tester, on the package as Debian's
+# builders make it (`make deb-chroot SUITE=...`), for bookworm and trixie
+# (issue 38, point 8).  Real piuparts, real debootstrap from the mirror
+# (RRS_MIRROR), nothing mocked.  `make check-piuparts` runs it alone.
+#   install, then purge: piuparts' own verdict, with ONLY the leftovers that
+#   Debian's own systemd-timesyncd leaves the same way in the same run
+#   ignored (systemd's postinst makes /var/lib/private, /etc/vconsole.conf,
+#   ...): each is checked to be a leftover of that baseline, so a file of
+#   rerand's left behind still fails.
+#   install, remove, install again (piuparts --install-remove-install).
+# Usage: check-piuparts.sh [short|long] (the same: both releases).
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/lib/tap.sh"
+mirror=${RRS_MIRROR:-http://deb.debian.org/debian}
+suites=${RRP_SUITES:-bookworm trixie}
+plan $(( $(wc -w <<<"$suites") * 4 ))
+command -v piuparts >/dev/null || { for s in $suites; do for i in 1 2 3 4; do nok "$s: piuparts is not installed (scripts/deps.sh check-long)"; done; done; exit 1; }
+work=$(mktemp -d /tmp/rerand-piuparts.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+# leftovers LOG: the "left files" lines of a piuparts log, one path a line
+leftovers() {
+	awk '/FAIL: Package purging left files on system:/ { s = 1; next }
+	     s && /^  \// { sub(/^  /, ""); sub(/\t.*/, ""); sub(/ -> .*/, ""); print; next }
+	     s { s = 0 }' "$1" | sort -u
+}
+
+for s in $suites; do
+	out=$top/build/deb-$s
+	deb=$(ls -t "$out"/rerand_*_amd64.deb 2>/dev/null | head -n 1)
+	if [ -z "$deb" ]; then
+		make -s -C "$top" deb-chroot SUITE="$s" >"$work/deb-$s.log" 2>&1
+		deb=$(ls -t "$out"/rerand_*_amd64.deb 2>/dev/null | head -n 1)
+	fi
+	if [ -z "$deb" ]; then
+		for i in 1 2 3 4; do nok "$s: no package (make deb-chroot SUITE=$s: $(tail -n 1 "$work/deb-$s.log"))"; done
+		continue
+	fi
+	echo "# $s: $deb"
+	# the baseline: a Debian package with the same systemd dependency
+	piuparts -d "$s" -m "$mirror" --no-upgrade-test -a --tmpdir "$work" systemd-timesyncd \
+		>"$work/base-$s.log" 2>&1
+	leftovers "$work/base-$s.log" >"$work/base-$s.left"
+	echo "# $s: systemd-timesyncd's own leftovers: $(tr '\n' ' ' <"$work/base-$s.left")"
+	ign=()
+	while read -r p; do ign+=(--ignore="$p"); done <"$work/base-$s.left"
+	piuparts -d "$s" -m "$mirror" --no-upgrade-test --tmpdir "$work" ${ign[@]+"${ign[@]}"} "$deb" \
+		>"$work/rr-$s.log" 2>&1
+	rc=$?
+	leftovers "$work/rr-$s.log" >"$work/rr-$s.left"
+	check "$s: piuparts install and purge passes ($(basename "$deb"), exit $rc)" \
+		grep -q 'PASS: All tests' "$work/rr-$s.log"
+	[ "$rc" = 0 ] || grep -E 'FAIL|ERROR' "$work/rr-$s.log" | head -n 10 | sed 's/^/#   /'
+	check "$s: rerand leaves no file after purge that systemd-timesyncd does not ($(tr '\n' ' ' <"$work/rr-$s.left"))" \
+		test ! -s "$work/rr-$s.left"
+	check "$s: the package's maintainer scripts ran (user rerand created, rerandd enabled)" \
+		bash -c "grep -q \"Creating user 'rerand'\" '$work/rr-$s.log' && grep -q 'multi-user.target.wants/rerandd.service' '$work/rr-$s.log'"
+	piuparts -d "$s" -m "$mirror" --no-upgrade-test --install-remove-install --tmpdir "$work" \
+		${ign[@]+"${ign[@]}"} "$deb" >"$work/rri-$s.log" 2>&1
+	check "$s: piuparts install, remove, install again passes (exit $?)" \
+		grep -q 'PASS: All tests' "$work/rri-$s.log"
+	mkdir -p "$top/build/piuparts"
+	cp "$work"/*-"$s".log "$top/build/piuparts/" 2>/dev/null
+done
+done_
