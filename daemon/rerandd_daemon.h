@@ -143,7 +143,7 @@ int daemon_unstage(struct daemon *d, const char *why);
 void unstage_mark_loaded(struct daemon *d);
 /* <state>/loaded names this boot: what the kernel holds may be ours. */
 bool unstage_marker_this_boot(const struct daemon *d);
-/* SIGTERM: 1 if an unload was started (the loop ends when it is done), 0
+/* shutdown.c, SIGTERM: 1 if an unload was started (the loop ends when it is done), 0
  * if the loop can end now (nothing of ours loaded, our own reboot under
  * way, or the system shutting down: the image stays for that reboot). */
 int unstage_on_stop(struct daemon *d);
