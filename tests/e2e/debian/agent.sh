@@ -586,8 +586,8 @@ if [ -r "$D/kernel2.deb" ] && [ -z "$sbimg" ] && [ "$n" -ge "$target" ]; then
 	removed=$(comm -23 "$D/paths.before" "$R/paths.after" | tr '\n' ' ')
 	st=$(dpkg-query -W -f='${Status}' rerand 2>/dev/null)
 	# docs/operations.md, "Removal": left are the admin's files under
-	# /etc/rerand (and so their directories), the kexec image staged in the
-	# running kernel, and rerandd's lines in the journal; nothing else.
+	# /etc/rerand (and so their directories) and rerandd's lines in the
+	# journal; nothing else, and nothing of rerand's loaded (issue 38).
 	want=$(printf '%s\n' /etc/rerand/pre-reboot.d /etc/rerand/pre-reboot.d/10-site $admin | sort | tr '\n' ' ')
 	tap "$([ "$added" = "$want" ] && [ -z "$removed" ]; echo $?)" \
 		"after the purge only the admin's files under /etc/rerand stay (docs/operations.md)" \
@@ -607,8 +607,10 @@ if [ -r "$D/kernel2.deb" ] && [ -z "$sbimg" ] && [ "$n" -ge "$target" ]; then
 	tap "$ok" "purged: no package record, conffiles, hooks, /var/lib/rerand, fleet-tls, sysusers.d file or units left" \
 		"status '${st}'; $(ls -d /var/lib/rerand /etc/rerand/rerand.conf /etc/kernel/postinst.d/rerand /usr/bin/rerand /usr/sbin/rerand-fleetd /etc/rerand/fleet-tls /usr/lib/sysusers.d/rerand.conf 2>/dev/null | tr '\n' ' ') units $(systemctl show -P LoadState rerandd.service) $(systemctl show -P LoadState rerand-fleetd.socket)"
 	kl=$(cat /sys/kernel/kexec_loaded 2>&1)
-	tap "$([ "$kl" = 1 ] && journalctl -b -u rerandd -o cat --no-pager | grep -q '^staged /boot/vmlinuz-'; echo $?)" \
-		"what docs/operations.md says stays does: the staged kexec image (kexec_loaded $kl) and rerandd's journal lines"
+	tap "$([ "$kl" = 0 ] && journalctl -b -u rerandd -o cat --no-pager | grep -q '^staged /boot/vmlinuz-' &&
+		journalctl -b -u rerandd -o cat --no-pager | grep -q '^unloaded the staged image: '; echo $?)" \
+		"after the purge nothing of rerand's is loaded (kexec_loaded $kl: rerandd unloaded its image when stopped) and rerandd's journal lines stay" \
+		"$(journalctl -b -u rerandd -o cat --no-pager | grep -E '^(staged|unloaded)' | tail -n 2 | tr '\n' '|')"
 fi
 
 # ---- fleet, boot 0: before rerandd may reboot ------------------------------------
