@@ -30,7 +30,7 @@ int digest_file_hex(const char *path, char hex[65], struct rr_err *e)
 
 /* ---- the kernel file: hashed and handed to the builder as one file -------- */
 
-static struct rr_kernel_id id_of(const struct stat *st)
+struct rr_kernel_id digest_kernel_id(const struct stat *st)
 {
 	return (struct rr_kernel_id){ .dev = (uint64_t)st->st_dev, .ino = (uint64_t)st->st_ino,
 				      .size = (int64_t)st->st_size,
@@ -47,7 +47,7 @@ int digest_kernel_open(const char *path, struct rr_kernel_id *id, struct rr_err 
 	int fd = rr_open_input(path, "kernel", &st, e);
 
 	if (fd >= 0)
-		*id = id_of(&st);
+		*id = digest_kernel_id(&st);
 	return fd;
 }
 
@@ -64,7 +64,7 @@ int digest_kernel_key(int fd, const char *path, const struct rr_kernel_id *id,
 		return rr_errf(e, errno, "%s: cannot stat the kernel: %s", path, strerror(errno));
 	/* changed between the open and the hash: the key is not of the file
 	 * whose identity the builder is held to */
-	after = id_of(&st);
+	after = digest_kernel_id(&st);
 	if (!digest_kernel_same(id, &after))
 		return rr_errf(e, ESTALE, "%s: changed while it was hashed (a package upgrade?)",
 			       path);
@@ -101,7 +101,7 @@ int digest_kernel_unchanged(int fd, const char *path, const struct rr_kernel_id 
 	if (fstat(fd, &st) < 0)
 		return rr_errf(e, errno, "%s: cannot stat the kernel after the build: %s", path,
 			       strerror(errno));
-	got = id_of(&st);
+	got = digest_kernel_id(&st);
 	if (!digest_kernel_same(want, &got))
 		return rr_errf(e, ESTALE, "%s: changed while the image was built (a package "
 			       "upgrade?): the image is not cached; staging again", path);

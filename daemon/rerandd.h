@@ -182,6 +182,9 @@ struct rr_cache_key;
 int digest_kernel_key(int fd, const char *path, const struct rr_kernel_id *id,
 		      const char *stage_sha, struct rr_cache_key *k, struct rr_err *e);
 bool digest_kernel_same(const struct rr_kernel_id *a, const struct rr_kernel_id *b);
+/* The identity a stat() of the kernel file gives. */
+struct stat;
+struct rr_kernel_id digest_kernel_id(const struct stat *st);
 /* Open path again for the builder: -ESTALE, and why, unless it is still the
  * file want names (the one hashed). */
 int digest_kernel_reopen(const char *path, const struct rr_kernel_id *want, struct rr_err *e);

@@ -100,7 +100,6 @@ bool unstage_unwanted(const struct daemon *d, char *why, size_t len)
 int unstage_kernel_changed(const struct daemon *d, char *why, size_t len)
 {
 	struct stat s;
-	struct rr_kernel_id now;
 
 	*why = 0;
 	if (!d->staged || !*d->plan.kernel)
@@ -110,9 +109,8 @@ int unstage_kernel_changed(const struct daemon *d, char *why, size_t len)
 			 strerror(errno));
 		return RR_KERNEL_GONE;
 	}
-	now = (struct rr_kernel_id){ .dev = s.st_dev, .ino = s.st_ino, .size = s.st_size,
-				     .mtime_sec = s.st_mtim.tv_sec, .mtime_nsec = s.st_mtim.tv_nsec };
 	/* a plan from before kernel_id was kept has none: nothing to compare */
+	struct rr_kernel_id now = digest_kernel_id(&s);
 	if (d->plan.kernel_id.ino && !digest_kernel_same(&now, &d->plan.kernel_id)) {
 		snprintf(why, len, "the staged kernel %.400s was replaced", d->plan.kernel);
 		return RR_KERNEL_REPLACED;
