@@ -49,6 +49,7 @@ const struct rr_cfg_key rr_cfg_keys[] = {
 	{ "Stage", "SignedImageDirectory", K_PATH, F(signed_dir) },
 	{ "Stage", "SignKey", K_STR, F(sign_key) },
 	{ "Stage", "SignCert", K_PATH, F(sign_cert) },
+	{ "Stage", "TrustCert", K_PATH, F(trust_cert) },
 	{ "Policy", "MaxLayoutAge", K_DUR, F(max_age) },
 	{ "Policy", "Jitter", K_DUR, F(jitter) },
 	{ "Policy", "MinRebootInterval", K_DUR, F(min_interval) },

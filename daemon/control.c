@@ -231,7 +231,14 @@ static void put_secure_text(struct out *o, const struct rr_view *v)
 		/* a certificate subject: text from outside */
 		put(o, "signed by \"");
 		put_ext(o, v->signer);
-		put(o, "\" (signature verified)\n");
+		if (*v->anchor) {
+			put(o, "\" (signature verified, chains to TrustCert='s \"");
+			put_ext(o, v->anchor);
+			put(o, "\")\n");
+		} else {
+			put(o, "\" (signature verified against its own certificate only: "
+			    "no TrustCert=)\n");
+		}
 	} else if (!strcmp(v->signature, "bad")) {
 		put(o, "signature does not verify (signer not shown)\n");
 	} else {

@@ -18,8 +18,10 @@
 #include <openssl/evp.h>
 #include <openssl/objects.h>
 #include <openssl/opensslv.h>
+#include <openssl/pem.h>
 #include <openssl/pkcs7.h>
 #include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
 
 #include <stdbool.h>
 
@@ -39,7 +41,11 @@
 	X(EVP_get_digestbyname) X(OBJ_nid2sn) X(OBJ_obj2nid) X(OBJ_obj2txt) \
 	X(OPENSSL_sk_free) X(OPENSSL_sk_num) X(OPENSSL_sk_value) X(PKCS7_free) \
 	X(PKCS7_get0_signers) X(PKCS7_verify) X(X509_ALGOR_get0) X(X509_NAME_print_ex) \
-	X(X509_SIG_get0) X(X509_get_issuer_name) X(X509_get_subject_name) X(d2i_PKCS7)
+	X(X509_SIG_get0) X(X509_get_issuer_name) X(X509_get_subject_name) X(d2i_PKCS7) \
+	X(PEM_read_bio_X509) X(X509_free) X(d2i_X509) X(X509_STORE_new) X(X509_STORE_free) \
+	X(X509_STORE_add_cert) X(X509_STORE_CTX_new) X(X509_STORE_CTX_free) \
+	X(X509_STORE_CTX_init) X(X509_STORE_CTX_set_flags) X(X509_verify_cert) \
+	X(X509_STORE_CTX_get_error) X(X509_verify_cert_error_string) X(X509_STORE_CTX_get0_chain)
 
 struct rr_crypto {
 #define RR_CRYPTO_PTR(f) __typeof__(f) *f;
@@ -93,6 +99,20 @@ const ASN1_ITEM *rr_dl_X509_SIG_it(void);
 #define X509_get_issuer_name (*rr_crypto.X509_get_issuer_name)
 #define X509_get_subject_name (*rr_crypto.X509_get_subject_name)
 #define d2i_PKCS7 (*rr_crypto.d2i_PKCS7)
+#define PEM_read_bio_X509 (*rr_crypto.PEM_read_bio_X509)
+#define X509_free (*rr_crypto.X509_free)
+#define d2i_X509 (*rr_crypto.d2i_X509)
+#define X509_STORE_new (*rr_crypto.X509_STORE_new)
+#define X509_STORE_free (*rr_crypto.X509_STORE_free)
+#define X509_STORE_add_cert (*rr_crypto.X509_STORE_add_cert)
+#define X509_STORE_CTX_new (*rr_crypto.X509_STORE_CTX_new)
+#define X509_STORE_CTX_free (*rr_crypto.X509_STORE_CTX_free)
+#define X509_STORE_CTX_init (*rr_crypto.X509_STORE_CTX_init)
+#define X509_STORE_CTX_set_flags (*rr_crypto.X509_STORE_CTX_set_flags)
+#define X509_verify_cert (*rr_crypto.X509_verify_cert)
+#define X509_STORE_CTX_get_error (*rr_crypto.X509_STORE_CTX_get_error)
+#define X509_verify_cert_error_string (*rr_crypto.X509_verify_cert_error_string)
+#define X509_STORE_CTX_get0_chain (*rr_crypto.X509_STORE_CTX_get0_chain)
 #endif
 
 #endif

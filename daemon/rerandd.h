@@ -464,6 +464,7 @@ struct rr_view {
 	const char *image_source;           /* stage_source_name() */
 	char     signer[256];               /* "" = unsigned or not verified */
 	char     signature[12];             /* verified, bad, none; "" = nothing staged */
+	char     anchor[256];               /* TrustCert='s certificate it chains to, "" */
 	/* fleet coordination (backend "none" when off) */
 	const char *fleet_backend, *fleet_state;
 	char     fleet_group[FLEET_GROUP_MAX];

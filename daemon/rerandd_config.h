@@ -60,6 +60,9 @@ struct rr_config {
 	char signed_dir[RR_PATH];
 	char sign_key[RR_PATH];             /* a PEM file or a PKCS#11 URI */
 	char sign_cert[RR_PATH];
+	/* certificates a signed image's signer must chain to (db, MOK, a CA);
+	 * "" = only the signature's own certificate is checked */
+	char trust_cert[RR_PATH];
 	int64_t restage_interval, new_kernel_settle;
 	/* [Policy] */
 	int64_t max_age, jitter, min_interval, backoff, backoff_max, blocker_timeout;

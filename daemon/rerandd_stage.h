@@ -26,6 +26,9 @@ struct rr_stage_plan {
 	char signer[256];                    /* subject of the image's signer, "" = unsigned */
 	                                     /* or the signature does not verify */
 	char signature[12];                  /* rr_pe_sig_state(): verified, bad, none */
+	char trust_cert[RR_PATH];            /* [Stage] TrustCert=, "" = none */
+	char anchor[256];                    /* the TrustCert= certificate the signer */
+	                                     /* chains to; "" = not checked */
 	bool uki;                            /* the kernel is a UKI: `rerand load --uki` */
 	/* SHA-256 of the whole image file as built here (its .sha256 record),
 	 * checked by `rerand load --sha256`; "" for a pre-signed image */

@@ -35,18 +35,21 @@
 int stage_check_image(struct rr_stage_plan *p, const char *path, bool want_signed,
 		      struct rr_err *e)
 {
-	_cleanup_free_ uint8_t *buf = NULL;
+	_cleanup_free_ uint8_t *buf = NULL, *trust = NULL;
+	size_t trust_len = 0;
 	struct rr_image im;
 	struct rr_pe_sig sig;
 	size_t len, w = 0;
 	int r;
 
-	r = rr_read_file(path, 512u << 20, &buf, &len, e);
+	r = *p->trust_cert ? rr_read_file(p->trust_cert, 4u << 20, &trust, &trust_len, e) : 0;
+	if (r == 0)
+		r = rr_read_file(path, 512u << 20, &buf, &len, e);
 	if (r < 0)
 		return r;
 	r = rr_image_parse(buf, len, path, &im, e);
 	if (r == 0)
-		r = rr_pe_sig_read(buf, len, path, &sig, e);
+		r = rr_pe_sig_read_trust(buf, len, path, trust, trust_len, p->trust_cert, &sig, e);
 	if (r < 0)
 		return r;
 	if (want_signed && !sig.is_signed)
@@ -55,6 +58,11 @@ int stage_check_image(struct rr_stage_plan *p, const char *path, bool want_signe
 	if (want_signed && !sig.verified)
 		return rr_errf(e, EKEYREJECTED, "%s: signature does not verify: %s; not staged (a "
 			       "locked-down kernel refuses it)", path, sig.why);
+	/* a signature that verifies, by a signer the admin does not trust: the
+	 * kernel's keyrings would decide later, after the old image is gone */
+	if (sig.trust_checked && !sig.trusted)
+		return rr_errf(e, EKEYREJECTED, "%s: signed by \"%s\", not trusted: %s (TrustCert= in "
+			       "[Stage]); not staged", path, sig.subject, sig.trust_why);
 	while (im.kernel_version[w] && im.kernel_version[w] != ' ')
 		w++;
 	if (p->source == RR_IMG_PRESIGNED &&
@@ -76,6 +84,7 @@ int stage_check_image(struct rr_stage_plan *p, const char *path, bool want_signe
 	/* a name from a signature that does not verify is not a signer */
 	snprintf(p->signer, sizeof(p->signer), "%s", sig.verified ? sig.subject : "");
 	snprintf(p->signature, sizeof(p->signature), "%s", rr_pe_sig_state(&sig));
+	snprintf(p->anchor, sizeof(p->anchor), "%s", sig.trusted ? sig.anchor : "");
 	return 0;
 }
 

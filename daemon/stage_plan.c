@@ -263,6 +263,7 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 	int r, booted = 0;
 
 	memset(p, 0, sizeof(*p));
+	snprintf(p->trust_cert, sizeof(p->trust_cert), "%s", c->trust_cert);
 	if (kernel_override && *kernel_override)
 		snprintf(p->kernel, sizeof(p->kernel), "%s", kernel_override);
 	else if (*c->kernel)
@@ -361,12 +362,13 @@ void stage_view_secure(const struct rr_config *c, const struct rr_stage_plan *st
 	v->image_source = staged ? stage_source_name(staged->source) : "";
 	snprintf(v->signer, sizeof(v->signer), "%s", staged ? staged->signer : "");
 	snprintf(v->signature, sizeof(v->signature), "%s", staged ? staged->signature : "");
+	snprintf(v->anchor, sizeof(v->anchor), "%s", staged ? staged->anchor : "");
 }
 
 bool stage_secure_changed(const struct rr_config *a, const struct rr_config *b)
 {
 	return strcmp(a->signed_dir, b->signed_dir) || strcmp(a->sign_key, b->sign_key) ||
-	       strcmp(a->sign_cert, b->sign_cert) || strcmp(a->lockdown_file, b->lockdown_file) ||
+	       strcmp(a->sign_cert, b->sign_cert) || strcmp(a->trust_cert, b->trust_cert) || strcmp(a->lockdown_file, b->lockdown_file) ||
 	       strcmp(a->secureboot_file, b->secureboot_file) ||
 	       strcmp(a->boot_params_file, b->boot_params_file);
 }

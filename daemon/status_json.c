@@ -111,6 +111,11 @@ int control_format_json(const struct rr_view *v, char *buf, size_t len)
 	add_str(o, "image_source", v->staged && v->image_source ? v->image_source : "");
 	add_str(o, "signer", v->staged ? v->signer : "");
 	add_str(o, "signature", v->staged ? v->signature : "");
+	/* what "verified" was checked against: TrustCert='s certificates, or
+	 * only the signature's own */
+	add_str(o, "signature_trust", !v->staged || !*v->signer ? "" :
+		*v->anchor ? "trusted" : "own-certificate");
+	add_str(o, "trust_anchor", v->staged ? v->anchor : "");
 	rr_json_add(o, "crash", crash_json(v));
 	rr_json_add_bool(o, "crash_boot", v->crash_boot);
 	rr_json_add_u64(o, "crash_boots", v->crash_boots);

@@ -39,15 +39,30 @@ static void print_sig(const struct rr_pe_sig *sig, struct json_object *o)
 			rr_json_add_str(o, "signature_digest", sig->digest);
 			rr_json_add_str(o, "signer_subject", sig->subject);
 			rr_json_add_str(o, "signer_issuer", sig->issuer);
+			/* what "verified" was measured against */
+			rr_json_add_str(o, "signature_trust", !sig->trust_checked ? "own-certificate" :
+					sig->trusted ? "trusted" : "untrusted");
+			if (sig->trusted)
+				rr_json_add_str(o, "trust_anchor", sig->anchor);
+			else if (sig->trust_checked)
+				rr_json_add_str(o, "trust_error", sig->trust_why);
 		} else if (sig->is_signed) {
 			rr_json_add_str(o, "signature_error", sig->why);
 		}
 		return;
 	}
-	if (sig->verified)
-		printf("  signature:      signed by \"%s\" (issuer \"%s\"), verifies with its own "
-		       "certificate (%s; trust is the kernel's keyrings')%s\n", sig->subject,
-		       sig->issuer, sig->digest, more);
+	if (sig->trusted)
+		printf("  signature:      signed by \"%s\" (issuer \"%s\", %s), verified against "
+		       "the trusted certificate \"%s\"%s\n", sig->subject, sig->issuer, sig->digest,
+		       sig->anchor, more);
+	else if (sig->trust_checked)
+		printf("  signature:      signed by \"%s\" (issuer \"%s\", %s), intact but NOT "
+		       "trusted: %s%s\n", sig->subject, sig->issuer, sig->digest, sig->trust_why, more);
+	else if (sig->verified)
+		printf("  signature:      signed by \"%s\" (issuer \"%s\"), verified against its own "
+		       "certificate only (%s; no --trust-cert: whether the signer is trusted is "
+		       "the kernel's keyrings' decision)%s\n", sig->subject, sig->issuer, sig->digest,
+		       more);
 	else if (sig->is_signed)
 		printf("  signature:      signature does not verify: %s; signer not shown%s\n",
 		       sig->why, more);
@@ -257,6 +272,9 @@ static const struct cli_opt inspect_opts[] = {
 	  "the relocation table (vmlinux.relocs) of a vmlinux FILE", "@file" },
 	{ "input-fd", 0, required_argument, "N", 'i',
 	  "read FILE from this open descriptor; FILE only names it", NULL },
+	{ "trust-cert", 0, required_argument, "CERTS", 't',
+	  "check the signer against these certificates (PEM, or one DER: db, MOK, a CA)",
+	  "@file" },
 	{ 0 }
 };
 
@@ -267,13 +285,17 @@ const struct cli_cmd cli_inspect = {
 		"  0  FILE described\n"
 		"  1  FILE cannot be read, or is malformed (the problem on stderr)\n"
 		"  2  FILE is a PE file but no kernel, UKI or rerand image (its signature is shown)\n"
+		"  3  with --trust-cert: FILE is described, but its signature is missing, does not\n"
+		"     verify, or its signer does not chain to any of CERTS\n"
 		" 64  usage error\n",
 	.operand_complete = "@file",
 };
 
 int cmd_inspect(int argc, char **argv)
 {
-	const char *relocs = NULL;
+	const char *relocs = NULL, *trust_path = NULL;
+	_cleanup_free_ uint8_t *trust = NULL;
+	size_t trust_len = 0;
 	struct rr_pe_sig sig;
 	int in_fd = -1;
 	int json = CLI_JSON_NONE;
@@ -292,6 +314,7 @@ int cmd_inspect(int argc, char **argv)
 						       optarg);
 			break;
 		case 'r': relocs = optarg; break;
+		case 't': trust_path = optarg; break;
 		case 'i': {
 			/* an open file: what a caller that dropped its privileges
 			 * hands over, FILE then only names it */
@@ -312,6 +335,10 @@ int cmd_inspect(int argc, char **argv)
 		return cli_usage_error(&cli_inspect, "one FILE only ('%s' is one too many)",
 				       argv[optind + 1]);
 	const char *path = argv[optind];
+	if (trust_path && rr_read_file(trust_path, 4u << 20, &trust, &trust_len, &e) < 0) {
+		cli_err("%s", e.msg);
+		return EXIT_FAILURE_RR;
+	}
 	if ((in_fd >= 0 ? rr_read_fd(in_fd, path, MAX_KERNEL_FILE, &buf, &len, &e)
 			: rr_read_file(path, MAX_KERNEL_FILE, &buf, &len, &e)) < 0) {
 		cli_err("%s", e.msg);
@@ -326,13 +353,13 @@ int cmd_inspect(int argc, char **argv)
 		struct rr_image im;
 		r = rr_image_parse(buf, len, path, &im, &e);
 		if (r == 0)
-			r = rr_pe_sig_read(buf, len, path, &sig, &e);
+			r = rr_pe_sig_read_trust(buf, len, path, trust, trust_len, trust_path, &sig, &e);
 		if (r == 0) {
 			print_image(path, len, &im, o);
 			print_sig(&sig, o);
 		}
 	} else if (rr_uki_probe(buf, len)) {
-		r = rr_pe_sig_read(buf, len, path, &sig, &e);
+		r = rr_pe_sig_read_trust(buf, len, path, trust, trust_len, trust_path, &sig, &e);
 		if (r == 0)
 			r = print_uki(path, buf, len, o, &e);
 		if (r == 0)
@@ -340,7 +367,7 @@ int cmd_inspect(int argc, char **argv)
 	} else if (!is_bzimage_or_elf(buf, len) && len >= 2 && buf[0] == 'M' && buf[1] == 'Z') {
 		/* Any other PE file (a boot loader, a unified kernel image): only
 		 * who signed it. */
-		r = rr_pe_sig_read(buf, len, path, &sig, &e);
+		r = rr_pe_sig_read_trust(buf, len, path, trust, trust_len, trust_path, &sig, &e);
 		if (r == 0 && !sig.is_pe)
 			r = rr_errf(&e, ENOEXEC, "%s: neither a kernel nor a PE file (\"MZ\" without "
 				    "a PE header)", path);
@@ -365,7 +392,7 @@ int cmd_inspect(int argc, char **argv)
 			r = rr_kernel_load_mem(buf, len, path, rbuf, rlen, relocs, &k, &e);
 		k_loaded = r == 0;
 		if (r == 0)
-			r = rr_pe_sig_read(buf, len, path, &sig, &e);
+			r = rr_pe_sig_read_trust(buf, len, path, trust, trust_len, trust_path, &sig, &e);
 		if (r == 0)
 			print_kernel(path, &k, o);
 		if (r == 0)
@@ -379,5 +406,7 @@ int cmd_inspect(int argc, char **argv)
 		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;
 	}
+	if (trust_path && rc == 0 && !sig.trusted)
+		return EXIT_UNTRUSTED;
 	return rc;
 }

@@ -359,6 +359,9 @@ static const struct cli_opt load_opts[] = {
 	  "take the initrd and command line from this unified kernel image", "@file" },
 	{ "sha256", 0, required_argument, "HEX", 'S',
 	  "refuse IMAGE unless its SHA-256 is HEX (64 lower-case hex digits)", NULL },
+	{ "trust-cert", 0, required_argument, "CERTS", 't',
+	  "refuse IMAGE unless its signer chains to one of these certificates (PEM, or one DER)",
+	  "@file" },
 	{ 0 }
 };
 
@@ -371,7 +374,7 @@ const struct cli_cmd cli_load = {
 
 /* What the command line asked for, and the UKI's parts standing in for it. */
 struct load_req {
-	const char *path, *initrd, *append, *kexec, *uki, *want_sha;
+	const char *path, *initrd, *append, *kexec, *uki, *want_sha, *trust_cert;
 	bool reuse, crash, file_syscall;
 	char uki_initrd[64], uki_cmdline[4096];
 };
@@ -391,6 +394,7 @@ static int load_parse(struct load_req *q, int argc, char **argv)
 		case 'k': q->kexec = optarg; break;
 		case 'U': q->uki = optarg; break;
 		case 'S': q->want_sha = optarg; break;
+		case 't': q->trust_cert = optarg; break;
 		case CLI_HELP:
 			return 0;
 		default:
@@ -467,17 +471,26 @@ static int load_inputs(struct load_req *q, int *uki_fd)
 static int load_image_fd(struct load_req *q, const struct rr_lockdown_state *ld, bool sb_bp,
 			 struct rr_image *im, struct rr_pe_sig *sig)
 {
-	_cleanup_free_ uint8_t *buf = NULL;
+	_cleanup_free_ uint8_t *buf = NULL, *trust = NULL;
+	size_t trust_len = 0;
 	_cleanup_close_ int fd = -1;
 	struct rr_err e;
 	size_t len;
 	int r;
 
-	if (rr_read_file(q->path, MAX_IMAGE_FILE, &buf, &len, &e) < 0 ||
+	if ((q->trust_cert && rr_read_file(q->trust_cert, 4u << 20, &trust, &trust_len, &e) < 0) ||
+	    rr_read_file(q->path, MAX_IMAGE_FILE, &buf, &len, &e) < 0 ||
 	    (q->want_sha && check_sha256(q->path, buf, len, q->want_sha, &e) < 0) ||
 	    rr_image_parse(buf, len, q->path, im, &e) < 0 ||
-	    rr_pe_sig_read(buf, len, q->path, sig, &e) < 0) {
+	    rr_pe_sig_read_trust(buf, len, q->path, trust, trust_len, q->trust_cert, sig, &e) < 0) {
 		cli_err("%s", e.msg);
+		return -1;
+	}
+	if (q->trust_cert && !sig->trusted) {
+		cli_err("%s: not signed by a key of %s: %s. Nothing was staged; any kernel staged "
+			"before is unchanged", q->path, q->trust_cert,
+			!sig->is_signed ? "it is not signed" :
+			!sig->verified ? sig->why : sig->trust_why);
 		return -1;
 	}
 	/* kexec_load is refused under lockdown: kexec_file_load by itself */

@@ -7,6 +7,7 @@
  * kernel's pefile_digest_pe computes it.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +17,10 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/objects.h>
+#include <openssl/pem.h>
 #include <openssl/pkcs7.h>
 #include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
 
 #include "cleanup.h"
 #include "pesig.h"
@@ -32,6 +35,8 @@ RR_DEFINE_CLEANUP_FUNC(BIO *, BIO_free)
 RR_DEFINE_CLEANUP_FUNC(EVP_MD_CTX *, EVP_MD_CTX_free)
 RR_DEFINE_CLEANUP_FUNC(PKCS7 *, PKCS7_free)
 RR_DEFINE_CLEANUP_FUNC(STACK_OF(X509) *, sk_X509_free)
+RR_DEFINE_CLEANUP_FUNC(X509_STORE *, X509_STORE_free)
+RR_DEFINE_CLEANUP_FUNC(X509_STORE_CTX *, X509_STORE_CTX_free)
 
 #define MZ_SIZE              64     /* struct mz_hdr */
 #define MZ_LFANEW            0x3c
@@ -424,8 +429,84 @@ out:
 	return r;
 }
 
+/* The certificates of a trust file into st: every PEM certificate in it,
+ * or the one DER certificate it is.  Returns how many, or <0. */
+static int add_anchors(X509_STORE *st, const uint8_t *der, size_t len, const char *name,
+		       struct rr_err *e)
+{
+	_cleanup_(BIO_freep) BIO *b = NULL;
+	const unsigned char *p = der;
+	X509 *x;
+	int n = 0;
+
+	if (len > INT_MAX || !(b = BIO_new_mem_buf(der, (int)len)))
+		return rr_errf(e, ENOMEM, "%s: cannot read the certificates: out of memory", name);
+	while (n < 1024 && (x = PEM_read_bio_X509(b, NULL, NULL, NULL))) {
+		int ok = X509_STORE_add_cert(st, x);
+		X509_free(x);
+		if (!ok) {
+			ERR_clear_error();
+			return rr_errf(e, ENOMEM, "%s: cannot keep certificate %d", name, n + 1);
+		}
+		n++;
+	}
+	ERR_clear_error();
+	if (n)
+		return n;
+	x = d2i_X509(NULL, &p, (long)len);
+	if (x && p == der + len && X509_STORE_add_cert(st, x))
+		n = 1;
+	X509_free(x);
+	ERR_clear_error();
+	if (!n)
+		return rr_errf(e, EBADMSG, "%s: holds no certificate (PEM certificates or one DER "
+			       "X.509 certificate expected)", name);
+	return n;
+}
+
+/* Does the verified signer of p7 chain to a certificate of the trust file?
+ * The kernel's rule (pkcs7_validate_trust): the signer, or a certificate the
+ * message carries on its way up, is a trusted key or is signed by one; no
+ * root, no dates, no key usage. */
+static int check_trust(PKCS7 *p7, X509 *signer, const uint8_t *trust, size_t trust_len,
+		       const char *trust_name, struct rr_pe_sig *sig, struct rr_err *e)
+{
+	_cleanup_(X509_STORE_freep) X509_STORE *st = X509_STORE_new();
+	_cleanup_(X509_STORE_CTX_freep) X509_STORE_CTX *ctx = X509_STORE_CTX_new();
+	STACK_OF(X509) *chain;
+	int r;
+
+	if (!st || !ctx)
+		return rr_errf(e, ENOMEM, "%s: cannot check trust: out of memory", trust_name);
+	r = add_anchors(st, trust, trust_len, trust_name, e);
+	if (r < 0)
+		return r;
+	if (!X509_STORE_CTX_init(ctx, st, signer, p7->d.sign->cert)) {
+		ERR_clear_error();
+		return rr_errf(e, ENOMEM, "%s: cannot check trust: out of memory", trust_name);
+	}
+	X509_STORE_CTX_set_flags(ctx, X509_V_FLAG_PARTIAL_CHAIN | X509_V_FLAG_NO_CHECK_TIME);
+	sig->trust_checked = true;
+	if (X509_verify_cert(ctx) != 1) {
+		snprintf(sig->trust_why, sizeof(sig->trust_why), "the signer's certificate does not "
+			 "chain to a certificate of %s (%s)", trust_name,
+			 X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx)));
+		ERR_clear_error();
+		return 0;
+	}
+	chain = X509_STORE_CTX_get0_chain(ctx);
+	if (!chain || sk_X509_num(chain) < 1 ||
+	    name_text(X509_get_subject_name(sk_X509_value(chain, sk_X509_num(chain) - 1)),
+		      sig->anchor, sizeof(sig->anchor)) < 0)
+		return rr_errf(e, EBADMSG, "%s: the trusted certificate's name is unreadable",
+			       trust_name);
+	sig->trusted = true;
+	return 0;
+}
+
 static int read_pkcs7(const uint8_t *der, size_t der_len, const uint8_t *buf, size_t len,
-		      const struct rr_pe_info *pi, const char *name, struct rr_pe_sig *sig,
+		      const struct rr_pe_info *pi, const char *name, const uint8_t *trust,
+		      size_t trust_len, const char *trust_name, struct rr_pe_sig *sig,
 		      struct rr_err *e)
 {
 	const unsigned char *p = der;
@@ -461,12 +542,21 @@ static int read_pkcs7(const uint8_t *der, size_t der_len, const uint8_t *buf, si
 		    name_text(X509_get_issuer_name(c), sig->issuer, sizeof(sig->issuer)) < 0)
 			return rr_errf(e, EBADMSG, "%s: the PE signer's certificate names are "
 				       "unreadable", name);
+		if (trust)
+			return check_trust(p7, c, trust, trust_len, trust_name, sig, e);
 	}
 	return 0;
 }
 
 int rr_pe_sig_read(const uint8_t *buf, size_t len, const char *name,
 		   struct rr_pe_sig *ret, struct rr_err *e)
+{
+	return rr_pe_sig_read_trust(buf, len, name, NULL, 0, NULL, ret, e);
+}
+
+int rr_pe_sig_read_trust(const uint8_t *buf, size_t len, const char *name, const uint8_t *trust,
+			 size_t trust_len, const char *trust_name, struct rr_pe_sig *ret,
+			 struct rr_err *e)
 {
 	struct rr_pe_info pi;
 	struct rr_pe_sig sig;
@@ -502,7 +592,7 @@ int rr_pe_sig_read(const uint8_t *buf, size_t len, const char *name,
 					       "0x%04x, not an Authenticode PKCS#7 (0x0200, 0x0002)",
 					       name, rev, type);
 			r = read_pkcs7(buf + at + WIN_CERT_HDR_SIZE, wlen - WIN_CERT_HDR_SIZE, buf,
-				       len, &pi, name, &sig, e);
+				       len, &pi, name, trust, trust_len, trust_name, &sig, e);
 			if (r < 0)
 				return r;
 		}

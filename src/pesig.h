@@ -38,6 +38,11 @@ struct rr_pe_sig {
 	char why[192];                 /* signed, not verified: why ("digest mismatch: ...") */
 	char subject[256];             /* first signer certificate, RFC 2253 text, control */
 	char issuer[256];              /* and non-ASCII bytes escaped; "" unless verified */
+	/* Against certificates given (rr_pe_sig_read_trust): */
+	bool trust_checked;            /* verified, and certificates were given */
+	bool trusted;                  /* and the signer chains to one of them */
+	char anchor[256];              /* trusted: the given certificate's subject */
+	char trust_why[192];           /* checked, not trusted: why */
 };
 
 /* "verified", "bad" or "none" (unsigned), for JSON and the daemon's state. */
@@ -71,5 +76,22 @@ int rr_pe_parse(const uint8_t *buf, size_t len, const char *name,
  */
 int rr_pe_sig_read(const uint8_t *buf, size_t len, const char *name,
 		   struct rr_pe_sig *ret, struct rr_err *e);
+
+/*
+ * rr_pe_sig_read, then, for a signature that verifies, the trust the kernel
+ * would decide against its keyrings, decided here against the certificates
+ * an admin gives instead (UEFI db, MOK, a fleet's signing CA): trust, of
+ * trust_len bytes, holds one or more PEM certificates or one DER
+ * certificate (the file trust_name, for messages).  Trusted when the
+ * signer's certificate is one of them or chains to one through the
+ * certificates the signature carries, as the kernel's pkcs7_validate_trust
+ * allows: no root needed, validity dates not checked, no key usage
+ * demanded.  Sets trust_checked, and trusted with anchor (the certificate
+ * it chains to) or trust_why.  A trust file without a certificate is an
+ * error (-EBADMSG naming it).  trust NULL: rr_pe_sig_read.
+ */
+int rr_pe_sig_read_trust(const uint8_t *buf, size_t len, const char *name, const uint8_t *trust,
+			 size_t trust_len, const char *trust_name, struct rr_pe_sig *ret,
+			 struct rr_err *e);
 
 #endif

@@ -16,7 +16,7 @@ trap 'rm -rf "$tmp"' EXIT
 . "$top/tests/lib/tap.sh"
 # every check below, counted: both branches of the terminal and PKCS#11
 # tests print theirs when the tool is there
-plan 30
+plan 42
 
 # --- inspect on PE files that are not kernels (committed corpus) -----------
 C=$top/tests/fuzz/corpus/pesig
@@ -33,7 +33,8 @@ for t in sbsign sbverify openssl; do
 	command -v $t >/dev/null || bail "$t not installed (sbsigntool, openssl: scripts/deps.sh check)"
 done
 [ -r $KEY ] || bail "$KEY missing (ovmf: scripts/deps.sh check)"
-k=$K/vmlinuz-6.1.0-57-cloud-amd64
+k=$("$top/scripts/kernels.sh" pick cloud61 2>"$tmp/kernels.err") ||
+	bail "a 6.1 cloud kernel: scripts/kernels.sh pick cloud61: $(tail -n1 "$tmp/kernels.err")"
 openssl rsa -passin pass:snakeoil -in $KEY -out "$tmp/snake.key" 2>/dev/null
 
 # No temporary file of ours may remain in the output directory.
@@ -160,6 +161,66 @@ check "signed by another key: sbverify --cert snakeoil refuses" \
 	bash -c "! sbverify --cert $CERT '$tmp/out/o.img' >/dev/null 2>&1"
 check "signed by another key: inspect names CN=rerand test other signer" \
 	bash -c "'$R' inspect '$tmp/out/o.img' | grep -qF 'signed by \"CN=rerand test other signer\"'"
+
+# --- trust: what "verified" was checked against (--trust-cert) -------------
+# Without --trust-cert only the signature's own certificate is checked, and
+# inspect says so; with it, the signer must be one of the certificates given
+# or chain to one through those the signature carries (the kernel's rule:
+# no root needed, no dates). A CA and a leaf it signed, made here.
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$tmp/ca.key" -out "$tmp/ca.pem" -days 30 \
+	-subj "/CN=rerand test fleet CA" -addext basicConstraints=critical,CA:TRUE \
+	-addext keyUsage=keyCertSign 2>/dev/null
+openssl req -new -newkey rsa:2048 -nodes -keyout "$tmp/leaf.key" -out "$tmp/leaf.csr" \
+	-subj "/CN=rerand test fleet signer" 2>/dev/null
+openssl x509 -req -in "$tmp/leaf.csr" -CA "$tmp/ca.pem" -CAkey "$tmp/ca.key" -set_serial 7 \
+	-days 30 -out "$tmp/leaf.pem" 2>/dev/null
+openssl x509 -in "$tmp/ca.pem" -outform DER -out "$tmp/ca.der"
+"$R" image "$k" -o "$tmp/out/l.img" --sign-key "$tmp/leaf.key" --sign-cert "$tmp/leaf.pem" 2>/dev/null
+check "no --trust-cert: inspect says only the signature's own certificate was checked" \
+	bash -c "'$R' inspect '$tmp/out/s.img' | grep -qF 'verified against its own certificate only'"
+out=$("$R" inspect --trust-cert "$CERT" "$tmp/out/s.img" 2>&1); rc=$?
+check "--trust-cert the signer's own certificate: trusted, exit $rc: $(grep signature: <<<"$out")" \
+	bash -c "[ $rc -eq 0 ] && grep -qF 'verified against the trusted certificate \"$SUBJ\"' <<<'$out'"
+out=$("$R" inspect --trust-cert "$tmp/ca.der" "$tmp/out/l.img" 2>&1); rc=$?
+check "--trust-cert the issuing CA (DER): trusted through the chain, anchor named, exit $rc" \
+	bash -c "[ $rc -eq 0 ] && grep -qF 'verified against the trusted certificate \"CN=rerand test fleet CA\"' <<<'$out'"
+cat "$tmp/other.pem" "$tmp/ca.pem" >"$tmp/bundle.pem"
+check "--trust-cert a PEM bundle holding the CA second: trusted (JSON signature_trust, trust_anchor)" \
+	bash -c "'$R' inspect --json --trust-cert '$tmp/bundle.pem' '$tmp/out/l.img' | python3 -c 'import json,sys; d=json.load(sys.stdin);
+assert d[\"signature_trust\"]==\"trusted\" and d[\"trust_anchor\"]==\"CN=rerand test fleet CA\", d'"
+"$R" inspect --trust-cert "$tmp/other.pem" "$tmp/out/l.img" >"$tmp/untrusted.out" 2>&1; rc=$?
+check "--trust-cert a certificate that signed nothing here: NOT trusted, exit 3 (got $rc): $(grep signature: "$tmp/untrusted.out")" \
+	bash -c "[ $rc -eq 3 ] && grep -qF 'intact but NOT trusted: the signer'\''s certificate does not chain to a certificate of $tmp/other.pem' '$tmp/untrusted.out'"
+"$R" inspect --json --trust-cert "$tmp/other.pem" "$tmp/out/l.img" >"$tmp/untrusted.json" 2>&1; rc=$?
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+assert d["signature"]=="verified" and d["signature_trust"]=="untrusted" and "trust_anchor" not in d and d["trust_error"], d' \
+	"$tmp/untrusted.json" 2>"$tmp/py.err"
+check "--trust-cert, JSON of an untrusted signer (exit $rc): signature verified, signature_trust untrusted, trust_error $(tail -n1 "$tmp/py.err")" \
+	bash -c "[ $rc -eq 3 ] && [ ! -s '$tmp/py.err' ]"
+"$R" inspect --trust-cert "$CERT" "$tmp/out/a.img" >/dev/null 2>&1; rc=$?
+check "--trust-cert on an unsigned image: exit 3 (got $rc)" test $rc -eq 3
+"$R" inspect --trust-cert "$CERT" "$tmp/flip.img" >/dev/null 2>&1; rc=$?
+check "--trust-cert on a signature that does not verify: exit 3 (got $rc)" test $rc -eq 3
+"$R" inspect --trust-cert "$tmp/snake.key" "$tmp/out/s.img" >/dev/null 2>"$tmp/stderr"; rc=$?
+check "--trust-cert a file without a certificate: exit 1, file named: $(cat "$tmp/stderr")" \
+	bash -c "[ $rc -eq 1 ] && grep -qF '$tmp/snake.key: holds no certificate' '$tmp/stderr'"
+# rerand load --trust-cert refuses before kexec runs (a stand-in kexec that
+# leaves a mark: nothing is ever loaded here).
+printf '#!/bin/sh\n[ "$1" = --version ] && { echo kexec-tools 2.0.25; exit 0; }\ntouch "%s/kexec-ran"\n' \
+	"$tmp" >"$tmp/fake-kexec"
+chmod +x "$tmp/fake-kexec"
+ld() { rm -f "$tmp/kexec-ran"; RERAND_LOCKDOWN_FILE=/nonexistent RERAND_SECUREBOOT_FILE=/nonexistent \
+	RERAND_BOOT_PARAMS_FILE= "$R" load --kexec "$tmp/fake-kexec" --append console=ttyS0 "$@" \
+	>/dev/null 2>"$tmp/stderr"; }
+ld --trust-cert "$tmp/other.pem" "$tmp/out/l.img"; rc=$?
+check "load --trust-cert, signer not trusted: refused before kexec (exit $rc): $(cat "$tmp/stderr")" \
+	bash -c "[ $rc -ne 0 ] && [ ! -e '$tmp/kexec-ran' ] && grep -qF 'not signed by a key of $tmp/other.pem' '$tmp/stderr'"
+ld --trust-cert "$tmp/ca.pem" "$tmp/out/a.img"; rc=$?
+check "load --trust-cert, unsigned image: refused before kexec (exit $rc)" \
+	bash -c "[ $rc -ne 0 ] && [ ! -e '$tmp/kexec-ran' ] && grep -qF 'it is not signed' '$tmp/stderr'"
+ld --trust-cert "$tmp/ca.pem" "$tmp/out/l.img"; rc=$?
+check "load --trust-cert the issuing CA: kexec runs (exit $rc) $(cat "$tmp/stderr")" \
+	bash -c "[ $rc -eq 0 ] && [ -e '$tmp/kexec-ran' ]"
 
 # --- encrypted PEM key, passphrase typed on a terminal ---------------------
 if command -v script >/dev/null; then

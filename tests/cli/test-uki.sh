@@ -18,7 +18,8 @@ trap 'rm -rf "$tmp"' EXIT
 
 if [ -z "$K" ]; then skip "RERAND_KERNELS not set: UKI tests need a kernel"; done_; fi
 [ -r "$STUB" ] || { nok "$STUB missing (scripts/deps.sh check: systemd-boot-efi)"; done_; }
-k=$K/vmlinuz-6.1.0-57-cloud-amd64
+k=$("$top/scripts/kernels.sh" pick cloud61 2>"$tmp/kernels.err") ||
+	bail "a 6.1 cloud kernel: scripts/kernels.sh pick cloud61: $(tail -n1 "$tmp/kernels.err")"
 
 # --- UKI: image, inspect, load -----------------------------------------------
 printf 'UCODE' > "$tmp/ucode"; printf 'INITRD' > "$tmp/initrd"

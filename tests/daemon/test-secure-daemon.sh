@@ -89,6 +89,13 @@ SignCert=$tmp/db.crt"
 inst wrongrel
 cp "$tmp/other.img" "$tmp/wrongrel/signed/$REL.img"
 inst late
+# TrustCert=: the signer must chain to a certificate the admin gives
+openssl req -x509 -newkey rsa:2048 -nodes -subj "/CN=rerand some other CA" -days 30 \
+	-keyout "$tmp/other-ca.key" -out "$tmp/other-ca.crt" 2>/dev/null || bail "openssl req"
+inst trusted "TrustCert=$tmp/db.crt"
+cp "$tmp/presigned.img" "$tmp/trusted/signed/$REL.img"
+inst untrusted "TrustCert=$tmp/other-ca.crt"
+cp "$tmp/presigned.img" "$tmp/untrusted/signed/$REL.img"
 # the pre-signed image with one byte changed after signing
 inst tampered
 cp "$tmp/presigned.img" "$tmp/tampered/signed/$REL.img"
@@ -97,8 +104,8 @@ printf '\x55' | dd of="$tmp/tampered/signed/$REL.img" bs=1 seek=$((0x400 + 0x400
 # secure_boot byte (0x1ec; 3 = enabled)
 SB_FILE=$tmp/bponly/no-efivars BP_FILE=$tmp/bponly/boot_params inst bponly
 python3 -c 'import sys; b = bytearray(4096); b[0x1ec] = 3; sys.stdout.buffer.write(b)' >"$tmp/bponly/boot_params"
-for id in blocked presigned signhere wrongrel late bponly tampered; do run "$id"; done
-for id in blocked presigned signhere wrongrel late bponly tampered; do
+for id in blocked presigned signhere wrongrel late bponly tampered trusted untrusted; do run "$id"; done
+for id in blocked presigned signhere wrongrel late bponly tampered trusted untrusted; do
 	rerandd_wait_up "$tmp/$id"
 done
 
@@ -141,7 +148,7 @@ check "pre-signed: status json signer and image_source" \
 	eval 'st presigned --json | python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(not (d[\"signer\"]==\"$SUBJECT\" and d[\"image_source\"]==\"pre-signed\"))"'
 check "pre-signed: status json signature verified, text says so" \
 	eval 'st presigned --json | python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(d[\"signature\"]!=\"verified\")" &&
-	      status_has presigned "signed by \"$SUBJECT\" (signature verified)"'
+	      status_has presigned "signed by \"$SUBJECT\" (signature verified against its own certificate only: no TrustCert=)"'
 
 # ---- signing on the machine (SignKey=) -----------------------------------------------------------
 wait_for 60 staged signhere
@@ -198,6 +205,18 @@ else
 	nok "--check-config: SignKey= ownership: the test is not root (run it as root, as make check does)"
 fi
 
+# ---- TrustCert=: verified against what, and a signer nobody trusts ---------------------------
+wait_for 20 staged trusted
+check "TrustCert= the signer's certificate: staged, status says it chains to it: $(st trusted | grep '^staged image:')" \
+	eval 'staged trusted && status_has trusted "pre-signed, signed by \"$SUBJECT\" (signature verified, chains to TrustCert='"'"'s \"$SUBJECT\")"'
+check "TrustCert=: status json signature_trust trusted, trust_anchor; without it: own-certificate" \
+	eval 'st trusted --json | python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(not (d[\"signature_trust\"]==\"trusted\" and d[\"trust_anchor\"]==\"$SUBJECT\"))" &&
+	      st presigned --json | python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(not (d[\"signature_trust\"]==\"own-certificate\" and d[\"trust_anchor\"]==\"\"))"'
+wait_for 20 status_has untrusted "stage error:"
+check "TrustCert= another CA: refused before kexec, the reason names TrustCert=: $(st untrusted | grep '^stage error:' | cut -c1-200)..." \
+	eval 'status_has untrusted "stage error:       $tmp/untrusted/signed/$REL.img: signed by \"$SUBJECT\", not trusted: the signer'"'"'s certificate does not chain to a certificate of $tmp/other-ca.crt" &&
+	      status_has untrusted "staged:            no" && test ! -e "$tmp/untrusted/kexec.log"'
+
 # ---- a pre-signed image of another release ----------------------------------------------------------
 wait_for 20 status_has wrongrel "stage error:"
 check "another release's image: refused, nothing staged: $(st wrongrel | grep '^stage error:' | cut -c1-160)..." \
@@ -226,5 +245,5 @@ check "no efivarfs: Secure Boot read from boot_params (on), so signed images onl
 	      st bponly --json | grep -q "\"secure_boot\":\"on\"" && test ! -e "$tmp/bponly/kexec.log"'
 
 check "no instance ever asked for a reboot" eval '! ls "$tmp"/*/reboot-called >/dev/null 2>&1'
-check "no 0x number in any status or log" eval '! { for i in blocked presigned signhere wrongrel late bponly tampered; do st $i; st $i --json; cat "$tmp/$i/log"; done; } | grep -qi "0x"'
+check "no 0x number in any status or log" eval '! { for i in blocked presigned signhere wrongrel late bponly tampered trusted untrusted; do st $i; st $i --json; cat "$tmp/$i/log"; done; } | grep -qi "0x"'
 echo "1..$n"

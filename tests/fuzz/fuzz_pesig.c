@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Fuzz the PE header and Authenticode reader (rr_pe_parse, rr_pe_sig_read):
  * any input is refused or accepted with every offset inside the buffer, the
- * names as printable text, and a signer only when the signature verifies. */
+ * names as printable text, and a signer only when the signature verifies.
+ * Then again against a trust file (rr_pe_sig_read_trust): the signer's
+ * certificates, as fuzzed, go through the chain check, and trust is
+ * decided only for a signature that verifies. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +12,20 @@
 #include "pesig.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* A certificate that signed nothing: the chain check runs and says no. */
+static const char anchor[] =
+	"-----BEGIN CERTIFICATE-----\n"
+	"MIIBmjCCAUGgAwIBAgIUXX5N/JCaOKSjFSPUc2m3iDlGLOwwCgYIKoZIzj0EAwIw\n"
+	"IzEhMB8GA1UEAwwYcmVyYW5kIGZ1enogdHJ1c3QgYW5jaG9yMB4XDTI2MTIwNjIw\n"
+	"MTgzNVoXDTM2MTIwMzIwMTgzNVowIzEhMB8GA1UEAwwYcmVyYW5kIGZ1enogdHJ1\n"
+	"c3QgYW5jaG9yMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEZPaYUWPMHQ/IrGls\n"
+	"e9Zi4GVCtPtj1vAkwl7eJQYZJKmWCS5CjvQGUCmsp46PQ3H9YLAAR6qDUnVp1iSs\n"
+	"cYol7qNTMFEwHQYDVR0OBBYEFNoy2v4drJmZHYHxFTHbcLEnQWDoMB8GA1UdIwQY\n"
+	"MBaAFNoy2v4drJmZHYHxFTHbcLEnQWDoMA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZI\n"
+	"zj0EAwIDRwAwRAIgeJjW3C7CDskuzNLmgFmXSgp34HdA2bpiptqn9kd0GgACIBfU\n"
+	"11lUI+zgdYXTxioyzbnhMsqAIwiy8IbAPTE8uU27\n"
+	"-----END CERTIFICATE-----\n";
 
 static void check_text(const char *s, size_t cap)
 {
@@ -45,6 +62,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * not says why */
 	if (sig.verified ? !sig.is_signed || sig.why[0] || !sig.digest[0]
 			 : sig.subject[0] || sig.issuer[0] || (sig.is_signed && !sig.why[0]))
+		abort();
+	if (sig.trust_checked || sig.trusted)
+		abort();                       /* no trust file, no trust */
+
+	struct rr_pe_sig t;
+	if (rr_pe_sig_read_trust(data, size, "fuzz", (const uint8_t *)anchor, sizeof(anchor) - 1,
+				 "anchor.pem", &t, &e) < 0)
+		return 0;
+	if (t.verified != sig.verified || t.trust_checked != t.verified)
+		abort();
+	check_text(t.anchor, sizeof(t.anchor));
+	check_text(t.trust_why, sizeof(t.trust_why));
+	/* nothing here is signed by the anchor */
+	if (t.trusted || t.anchor[0] || (t.trust_checked && !t.trust_why[0]))
 		abort();
 	return 0;
 }
