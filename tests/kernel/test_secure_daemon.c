@@ -288,8 +288,18 @@ static void test_view(void)
 	T_OK(control_format_text(&v, buf, 65536) > 0 &&
 	     strstr(buf, "secure boot:       on, lockdown integrity (signed images only)\n") &&
 	     strstr(buf, "staged image:      pre-signed, signed by \"CN=Fleet \"db\" key\" (signature "
-		    "verified)\n"),
+		    "verified against its own certificate only: no TrustCert=)\n"),
 	     "status text: secure boot and staged image lines");
+	snprintf(p.anchor, sizeof(p.anchor), "CN=Fleet CA");
+	stage_view_secure(&c, &p, &v);
+	T_OK(control_format_text(&v, buf, 65536) > 0 &&
+	     strstr(buf, "signed by \"CN=Fleet \"db\" key\" (signature verified, chains to "
+		    "TrustCert='s \"CN=Fleet CA\")\n") &&
+	     control_format_json(&v, buf, 65536) > 0 &&
+	     strstr(buf, "\"signature_trust\":\"trusted\",\"trust_anchor\":\"CN=Fleet CA\""),
+	     "with TrustCert=: status names the certificate it chains to, JSON signature_trust");
+	p.anchor[0] = 0;
+	stage_view_secure(&c, &p, &v);
 	T_OK(control_format_json(&v, buf, 65536) > 0 &&
 	     strstr(buf, "\"secure_boot\":\"on\",\"lockdown\":\"integrity\",\"locked_down\":true,"
 		    "\"image_source\":\"pre-signed\",\"signer\":\"CN=Fleet \\\"db\\\" key\","
