@@ -22,6 +22,7 @@ static void read_verify(struct daemon *d)
 	int r = rr_status_read(d->cfg.setup_data, &s, &e);
 
 	d->entropy_bits = 0;
+	d->entropy_grade = r == 0 ? rr_status_grade(s.sources_used) : "";
 	d->have_status = r == 0;
 	d->status_flags = r == 0 ? s.flags : 0;
 	d->verify = state_verify_record(r, &s);
@@ -58,8 +59,9 @@ enum rr_outcome boot_first_look(struct daemon *d, enum rr_resume *resume)
 	out = state_account_boot(&d->st, d->boot_id, d->verify, now);
 	switch (out) {
 	case RR_OUT_SUCCESS:
-		rr_log(RR_LOG_NOTICE, "rerandomizing reboot verified: this boot is randomized (%.1f bits)",
-		       d->entropy_bits);
+		rr_log(RR_LOG_NOTICE, "rerandomizing reboot verified: this boot is randomized (%.1f bits%s)",
+		       d->entropy_bits, strcmp(d->entropy_grade, "seed") ? "" :
+		       "; entropy grade seed: no RDRAND or RDSEED, only the staging seed and RDTSC");
 		break;
 	case RR_OUT_FAILURE:
 		rr_log(RR_LOG_ERR, "rerandomizing reboot failed: this boot is %s (%u in a row)",

@@ -360,7 +360,9 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 		"a boot before rerandd's record (not counted)");
 	if (has_entropy(v))
 		put(&o, "entropy:           %.1f bits%s\n", v->entropy_bits,
-		    v->verify == RR_V_WEAK ? " of slots, drawn from a guessable source" : "");
+		    v->verify == RR_V_WEAK ? " of slots, drawn from a guessable source" :
+		    v->entropy_grade && !strcmp(v->entropy_grade, "seed") ?
+		    " (grade seed: no RDRAND or RDSEED; the staging seed and RDTSC)" : "");
 	put_plan_text(&o, v);
 	put_hold_text(&o, v);
 	put(&o, "\n");

@@ -126,7 +126,11 @@ int metrics_format(const struct rr_view *v, char *buf, size_t len)
 		s = snprintf(buf + n, len - (size_t)n,
 			"# HELP rerand_entropy_bits Bits of entropy in this boot's base choice (only for a boot rerand made).\n"
 			"# TYPE rerand_entropy_bits gauge\n"
-			"rerand_entropy_bits %.1f\n", v->entropy_bits);
+			"rerand_entropy_bits %.1f\n"
+			"# HELP rerand_entropy_grade_info Where this boot's randomness came from: hardware (RDRAND or RDSEED), seed (the staging seed and RDTSC only), tsc-only (weak).\n"
+			"# TYPE rerand_entropy_grade_info gauge\n"
+			"rerand_entropy_grade_info{grade=\"%s\"} 1\n", v->entropy_bits,
+			v->entropy_grade && *v->entropy_grade ? v->entropy_grade : "unknown");
 	if (s < 0 || (size_t)s >= len - (size_t)n)
 		return -ENOBUFS;
 	n += s;

@@ -440,6 +440,7 @@ struct rr_view {
 	int64_t  layout_age;
 	enum rr_verify verify;
 	double   entropy_bits;
+	const char *entropy_grade;           /* rr_status_grade(): hardware, seed, tsc-only */
 	unsigned failures, max_failures;
 	bool     stopped, hold, staged;
 	const char *hold_reason;             /* state_hold_name(), "" when not held */

@@ -35,6 +35,7 @@ struct daemon {
 	time_t boot_time;
 	enum rr_verify verify;
 	double entropy_bits;
+	const char *entropy_grade;           /* rr_status_grade() of this boot, "" none */
 	struct rr_stage_plan plan;
 	bool staged;
 	time_t stage_failed_at;

@@ -76,6 +76,7 @@ int control_format_json(const struct rr_view *v, char *buf, size_t len)
 	rr_json_add_int(o, "verified_at", v->last_verify_time);
 	snprintf(ent, sizeof(ent), "%.1f", v->entropy_bits);
 	rr_json_add(o, "entropy_bits", made ? json_object_new_double_s(v->entropy_bits, ent) : NULL);
+	add_str(o, "entropy_grade", made && v->entropy_grade ? v->entropy_grade : "");
 	add_str(o, "action", policy_action_name(v->plan.action));
 	add_str(o, "reason", policy_reason_name(v->plan.reason));
 	add_str(o, "blocker", policy_blocker_name(v->plan.blocker));

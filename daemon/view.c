@@ -14,6 +14,7 @@ void daemon_fill_view(struct daemon *d, struct rr_view *v)
 	v->layout_age = v->now - d->boot_time;
 	v->verify = d->verify;
 	v->entropy_bits = d->entropy_bits;
+	v->entropy_grade = d->entropy_grade ? d->entropy_grade : "";
 	v->failures = d->st.failures;
 	v->max_failures = d->cfg.max_failures;
 	v->stopped = policy_stopped(&d->cfg, d->st.failures);

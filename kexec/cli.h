@@ -15,6 +15,7 @@
 #define EXIT_NOT_KERNEL     2   /* inspect: a PE file, not a kernel, UKI or image */
 #define EXIT_WEAK           3   /* verify: randomized, but from RDTSC alone */
 #define EXIT_UNTRUSTED      3   /* inspect --trust-cert: not signed by a trusted key */
+#define EXIT_NO_HWRNG       6   /* verify --require-hwrng: no RDRAND or RDSEED */
 #define EXIT_DUE_ERROR      3   /* due: rerandd could not be asked */
 #define EXIT_BAD_RECORD     4   /* verify: a record that cannot be read or is malformed */
 #define EXIT_UNREADABLE     5   /* verify: the setup_data tree cannot be read */

@@ -15,6 +15,8 @@ static const struct cli_opt verify_opts[] = {
 	CLI_JSON_OPT,
 	{ "setup-data", 0, required_argument, "DIR", 'd',
 	  "read the records from DIR, not " RR_SETUP_DATA_SYSFS, "@dir" },
+	{ "require-hwrng", 0, no_argument, NULL, 'H',
+	  "exit 6 unless RDRAND or RDSEED fed the choice (entropy grade hardware)", NULL },
 	{ 0 }
 };
 
@@ -28,6 +30,7 @@ const struct cli_cmd cli_verify = {
 		"  3  randomized, but from RDTSC alone (weak)\n"
 		"  4  a record is present but malformed (its file and problem on stderr)\n"
 		"  5  the setup_data directory cannot be read (--setup-data DIR missing)\n"
+		"  6  --require-hwrng: randomized, but without RDRAND or RDSEED (grade seed)\n"
 		" 64  usage error\n",
 };
 
@@ -36,7 +39,7 @@ int cmd_verify(int argc, char **argv)
 	const char *dir = RR_SETUP_DATA_SYSFS;
 	struct rerand_status st;
 	struct rr_err e;
-	bool dir_given = false;
+	bool dir_given = false, want_hw = false;
 	int json = CLI_JSON_NONE;
 	int c, r;
 
@@ -49,6 +52,7 @@ int cmd_verify(int argc, char **argv)
 						       optarg);
 			break;
 		case 'd': dir = optarg; dir_given = true; break;
+		case 'H': want_hw = true; break;
 		case CLI_HELP: return 0;
 		default: return EXIT_USAGE;
 		}
@@ -84,5 +88,8 @@ int cmd_verify(int argc, char **argv)
 		return EXIT_NOT_RANDOMIZED;
 	/* A base drawn from the TSC alone is guessable: a script that checks
 	 * only the exit status must not take it for a verified boot. */
-	return st.flags & RERAND_ST_WEAK ? EXIT_WEAK : 0;
+	if (st.flags & RERAND_ST_WEAK)
+		return EXIT_WEAK;
+	/* a seed read from the old kernel's memory, no CPU generator */
+	return want_hw && strcmp(rr_status_grade(st.sources_used), "hardware") ? EXIT_NO_HWRNG : 0;
 }

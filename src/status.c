@@ -149,6 +149,15 @@ static double bits_of(uint64_t n)
 	return rr_bits(n);
 }
 
+const char *rr_status_grade(uint32_t sources_used)
+{
+	if (sources_used & (RERAND_SRC_RDSEED | RERAND_SRC_RDRAND))
+		return "hardware";
+	if (sources_used & (RERAND_SRC_SEED | RERAND_SRC_KERNEL_SEED))
+		return "seed";
+	return "tsc-only";
+}
+
 struct json_object *rr_status_json(const struct rerand_status *st)
 {
 	struct json_object *o = json_object_new_object();
@@ -167,6 +176,7 @@ struct json_object *rr_status_json(const struct rerand_status *st)
 	rr_json_add_str(o, "sources", used);
 	rr_json_add_str(o, "sources_rejected", rejected);
 	rr_json_add_bool(o, "weak", st->flags & RERAND_ST_WEAK);
+	rr_json_add_str(o, "entropy_grade", rr_status_grade(st->sources_used));
 	rr_json_add_u64(o, "phys_slots", st->phys_slots);
 	rr_json_add_u64(o, "virt_slots", st->virt_slots);
 	rr_json_add_num_text(o, "phys_bits", bits_of(st->phys_slots), pb);
@@ -199,7 +209,9 @@ void rr_status_print(FILE *f, const struct rerand_status *st, bool json)
 	rr_bits_text(st->virt_slots, vb, sizeof(vb));
 	snprintf(tb, sizeof(tb), "%.1f", bits_of(st->phys_slots) + bits_of(st->virt_slots));
 	fprintf(f, "result:           %s%s\n", rr_status_result_name(st->result),
-		st->flags & RERAND_ST_WEAK ? " (weak: no source but RDTSC)" : "");
+		st->flags & RERAND_ST_WEAK ? " (weak: no source but RDTSC)" :
+		!strcmp(rr_status_grade(st->sources_used), "seed") ?
+		" (seed grade: no RDRAND or RDSEED; the staging seed and RDTSC)" : "");
 	fprintf(f, "entropy sources:  %s\n", used);
 	if (st->sources_rejected)
 		fprintf(f, "rejected sources: %s\n", rejected);

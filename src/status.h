@@ -23,6 +23,12 @@ int rr_status_parse(const void *data, size_t len, const char *name,
 const char *rr_status_result_name(uint32_t result);
 /* "seed+rdrand+rdtsc" style; buf of 64 bytes is enough. */
 void rr_status_sources(uint32_t mask, char *buf, size_t len);
+/* How good the randomness of a boot's choice was, from the sources the
+ * stage mixed (RERAND_SRC_*): "hardware" (RDSEED or RDRAND), "seed" (a
+ * staging or kernel seed and the TSC, no RDRAND or RDSEED: only as secret
+ * as the seed stayed in the old kernel's memory until the kexec), or
+ * "tsc-only" (RERAND_ST_WEAK: guessable). */
+const char *rr_status_grade(uint32_t sources_used);
 /* Bits of entropy a uniform choice among n gives (floor(log2 n), with a
  * tenth), as text. */
 /* log2(n) (0 for 0): the bits of entropy in a choice among n slots. */

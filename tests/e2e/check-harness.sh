@@ -128,10 +128,10 @@ ent_log 120 400 '/E2E-GEN gen=4 /s/"phys_slots": 100/"phys_slots": 0/' | expect_
 ent_log 120 400 's/E2E-ENTROPY gen=5 .*/E2E-ENTROPY gen=5 rerand: \/boot\/image: cannot open/' | expect_ent "rerand entropy failing in the guest fails" not-ok
 
 # Entropy sources (-cpu qemu64): kernel-seed exactly when rngseed=N > 0.
-KSV='rc=0 {"randomized":true,"result":"randomized","sources":"kernel-seed+rdtsc","weak":false}'
+KSV='rc=0 {"randomized":true,"result":"randomized","sources":"kernel-seed+rdtsc","weak":false,"entropy_grade":"seed"}'
 # rerand load writes no header seed where the kernel or kexec-tools adds a node
-BSV='rc=0 {"randomized":true,"result":"randomized","sources":"seed+kernel-seed+rdtsc","weak":false}'
-NSV='rc=0 {"randomized":true,"result":"randomized","sources":"seed+rdtsc","weak":false}'
+BSV='rc=0 {"randomized":true,"result":"randomized","sources":"seed+kernel-seed+rdtsc","weak":false,"entropy_grade":"seed"}'
+NSV='rc=0 {"randomized":true,"result":"randomized","sources":"seed+rdtsc","weak":false,"entropy_grade":"seed"}'
 ks_log() { # RNGSEED VERIFY
 	good_log rerand | sed "s/ verify=.*/ rngseed=$1 verify=$2/"
 }
@@ -140,12 +140,14 @@ ks_log 0 "$NSV" | E2E_RUN_CPU=qemu64 expect "no node, no kernel-seed passes" ok 
 ks_log 1 "$NSV" | E2E_RUN_CPU=qemu64 expect "a node but no kernel-seed fails" not-ok "entropy sources" 0 rerand 0 5
 ks_log 0 "$KSV" | E2E_RUN_CPU=qemu64 expect "kernel-seed without a node fails" not-ok "entropy sources" 0 rerand 0 5
 ks_log 1 "$BSV" | E2E_RUN_CPU=qemu64 expect "a header seed beside a node fails" not-ok "entropy sources" 0 rerand 0 5
-LKV='rc=0 {"randomized":true,"result":"randomized","sources":"kernel-seed+rdtsc","weak":false}'
-LWV='rc=0 {"randomized":true,"result":"randomized","sources":"rdtsc","weak":true}'
+ks_log 0 "${NSV/\"seed\"\}/\"hardware\"\}}" | E2E_RUN_CPU=qemu64 expect "no RDRAND but graded hardware fails" not-ok "entropy sources" 0 rerand 0 5
+ks_log 0 "${NSV/,\"entropy_grade\":\"seed\"/}" | E2E_RUN_CPU=qemu64 expect "no entropy_grade at all fails" not-ok "entropy sources" 0 rerand 0 5
+LKV='rc=0 {"randomized":true,"result":"randomized","sources":"kernel-seed+rdtsc","weak":false,"entropy_grade":"seed"}'
+LWV='rc=0 {"randomized":true,"result":"randomized","sources":"rdtsc","weak":true,"entropy_grade":"tsc-only"}'
 ks_log 1 "$LKV" | E2E_LOADER=kexec E2E_RUN_CPU=qemu64 expect "staged by kexec: kernel-seed without seed passes" ok "entropy sources" 0 rerand 0 5
 ks_log 1 "$BSV" | E2E_LOADER=kexec E2E_RUN_CPU=qemu64 expect "staged by kexec: a zero header seed named fails" not-ok "entropy sources" 0 rerand 0 5
 ks_log 0 "$LWV" | E2E_LOADER=kexec E2E_RUN_CPU=qemu64 expect "staged by kexec, no node: RDTSC alone and weak passes" ok "entropy sources" 0 rerand 0 5
-ks_log 0 "${LWV/true\}/false\}}" | E2E_LOADER=kexec E2E_RUN_CPU=qemu64 expect "RDTSC alone but not weak fails" not-ok "entropy sources" 0 rerand 0 5
+ks_log 0 "${LWV/\"weak\":true/\"weak\":false}" | E2E_LOADER=kexec E2E_RUN_CPU=qemu64 expect "RDTSC alone but not weak fails" not-ok "entropy sources" 0 rerand 0 5
 ks_log 1 "${LKV/false/true}" | E2E_LOADER=kexec E2E_RUN_CPU=qemu64 expect "kernel-seed but weak fails" not-ok "entropy sources" 0 rerand 0 5
 good_log rerand | sed "s/ verify=.*/ verify=$KSV/" |
 	E2E_RUN_CPU=qemu64 expect "a guest line without rngseed= fails" not-ok "entropy sources" 0 rerand 0 5

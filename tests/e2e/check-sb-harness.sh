@@ -31,7 +31,7 @@ chain_log() {
 				echo "100.4 E2E-SB-BASE what=kexec-s-u rc=0 loaded=0 msg="
 			fi
 			local ver=none
-			[ "$g" -gt 0 ] && ver="rc=0 {\"randomized\":true,\"result\":\"randomized\",\"sources\":\"$SRC\",\"weak\":false,\"crash\":false}"
+			[ "$g" -gt 0 ] && ver="rc=0 {\"randomized\":true,\"result\":\"randomized\",\"sources\":\"$SRC\",\"weak\":false,\"entropy_grade\":\"hardware\",\"crash\":false}"
 			printf '10%s.5 E2E-GEN gen=%s text=%s code=0x%x-%x loadflags=0x%s ram=%s rngseed=%s verify=%s\n' \
 				"$g" "$g" "$v" "$p" $((p + 0xfffff)) "$([ "$g" = 0 ] && echo 83 || echo 02)" "$RAM" \
 				"$([ "$g" = 0 ] && echo 0 || echo 1)" "$ver"
@@ -116,6 +116,7 @@ expect not-ok 'kernel-seed\) among' j_kseed '/E2E-GEN gen=4 /s/kernel-seed+//'
 expect not-ok 'entropy sources of -cpu max' judge_chain '/E2E-GEN gen=4 /s/kernel-seed+//'
 expect not-ok 'entropy sources of -cpu max' judge_chain '/E2E-GEN gen=2 /s/"sources":"/"sources":"seed+/'
 expect not-ok 'entropy sources of -cpu max' judge_chain '/E2E-GEN gen=3 /s/"weak":false/"weak":true/'
+expect not-ok 'entropy sources of -cpu max' judge_chain '/E2E-GEN gen=2 /s/"entropy_grade":"hardware"/"entropy_grade":"seed"/'
 expect not-ok 'physical bases distinct' judge_chain '/E2E-GEN gen=[123] /s/code=0x[0-9a-f]*-[0-9a-f]*/code=0x3400000-34fffff/'
 expect not-ok 'randomized after every kexec' judge_chain '/E2E-GEN gen=2 /s/"randomized":true/"randomized":false/'
 expect not-ok 'unsigned image is refused' j_refuse '/kind=unsigned/s/calls=none/calls=kexec,-s,-l/'

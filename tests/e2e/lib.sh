@@ -393,8 +393,18 @@ e2e_check() {
 				weak=$(grep -o '"weak":[a-z]*' <<<"$ver" | cut -d: -f2)
 				case "$got" in rdtsc|none|'') want_weak=true ;; esac
 				[ "$weak" = "$want_weak" ] || srcbad+=" gen$gen:weak=${weak:-?}(want $want_weak)"
+				# The grade: hardware exactly with RDRAND or RDSEED, seed
+				# with a seed and no CPU generator (-cpu qemu64).
+				local grade want_grade
+				grade=$(grep -o '"entropy_grade":"[a-z-]*"' <<<"$ver" | cut -d'"' -f4)
+				case "$got" in
+				*rdrand*|*rdseed*) want_grade=hardware ;;
+				rdtsc|none|'') want_grade=tsc-only ;;
+				*) want_grade=seed ;;
+				esac
+				[ "$grade" = "$want_grade" ] || srcbad+=" gen$gen:entropy_grade=${grade:-?}(want $want_grade)"
 			done <<<"$rows"
-			e2e_tap "$([ -z "$srcbad" ]; echo $?)" "$name: rerand verify reports the entropy sources of -cpu $E2E_RUN_CPU ($want), with kernel-seed exactly when a SETUP_RNG_SEED node was passed ($nks of $nkexec kexecs)" "${srcbad# }"
+			e2e_tap "$([ -z "$srcbad" ]; echo $?)" "$name: rerand verify reports the entropy sources of -cpu $E2E_RUN_CPU ($want) and their grade, with kernel-seed exactly when a SETUP_RNG_SEED node was passed ($nks of $nkexec kexecs)" "${srcbad# }"
 		fi
 	else
 		# Stock kexec is known to lose physical randomization on UEFI

@@ -13,6 +13,8 @@
 
 #include <json-c/json.h>
 
+#include "cleanup.h"
+#include "jsonout.h"
 #include "rerandd.h"
 #include "status.h"
 #include "test.h"
@@ -44,6 +46,46 @@ static void test_absent_boot(void)
 	     "metrics: and its rerand_entropy_bits");
 	T_OK(control_format_json(&v, body, sizeof(body)) > 0 && strstr(body, "\"entropy_bits\":23.4"),
 	     "JSON: and its entropy_bits");
+}
+
+/* Issue 39 point 10: a boot whose stage had no RDRAND or RDSEED is graded
+ * "seed", not passed off as the hardware-fed kind. */
+static void test_grade(void)
+{
+	struct rr_view v = { .now = T0, .verify = RR_V_RANDOMIZED, .entropy_bits = 28.0,
+			     .entropy_grade = "seed", .fleet_backend = "none" };
+	static char body[16384];
+	struct rerand_status st = { .result = RERAND_RES_RANDOMIZED };
+
+	T_OK(!strcmp(rr_status_grade(RERAND_SRC_SEED | RERAND_SRC_RDTSC), "seed") &&
+	     !strcmp(rr_status_grade(RERAND_SRC_KERNEL_SEED | RERAND_SRC_RDTSC), "seed") &&
+	     !strcmp(rr_status_grade(RERAND_SRC_SEED | RERAND_SRC_RDRAND | RERAND_SRC_RDTSC),
+		     "hardware") &&
+	     !strcmp(rr_status_grade(RERAND_SRC_RDSEED), "hardware") &&
+	     !strcmp(rr_status_grade(RERAND_SRC_RDTSC), "tsc-only") &&
+	     !strcmp(rr_status_grade(0), "tsc-only"),
+	     "grade: hardware with RDRAND or RDSEED, seed with a seed alone, tsc-only without");
+	T_OK(control_format_text(&v, body, sizeof(body)) > 0 &&
+	     strstr(body, "\nentropy:           28.0 bits (grade seed: no RDRAND or RDSEED; the "
+		    "staging seed and RDTSC)\n"),
+	     "status text: a seed-grade boot says it had no RDRAND or RDSEED");
+	T_OK(control_format_json(&v, body, sizeof(body)) > 0 &&
+	     strstr(body, "\"entropy_grade\":\"seed\""), "status JSON: entropy_grade seed");
+	T_OK(metrics_format(&v, body, sizeof(body)) > 0 &&
+	     strstr(body, "\nrerand_entropy_grade_info{grade=\"seed\"} 1\n"),
+	     "metrics: rerand_entropy_grade_info{grade=\"seed\"}");
+	v.entropy_grade = "hardware";
+	T_OK(control_format_text(&v, body, sizeof(body)) > 0 &&
+	     strstr(body, "\nentropy:           28.0 bits\n") &&
+	     metrics_format(&v, body, sizeof(body)) > 0 &&
+	     strstr(body, "\nrerand_entropy_grade_info{grade=\"hardware\"} 1\n"),
+	     "a hardware-grade boot: no remark, grade hardware in the metrics");
+	st.sources_used = RERAND_SRC_SEED | RERAND_SRC_RDTSC;
+	_cleanup_json_ struct json_object *j = rr_status_json(&st);
+	struct json_object *g = NULL;
+	T_OK(j && json_object_object_get_ex(j, "entropy_grade", &g) &&
+	     !strcmp(json_object_get_string(g), "seed"),
+	     "rerand verify --json: entropy_grade seed for seed+rdtsc");
 }
 
 static void test_times(void)
@@ -223,6 +265,7 @@ int main(void)
 	setenv("TZ", "UTC", 1);
 	tzset();
 	test_absent_boot();
+	test_grade();
 	test_times();
 	test_hold();
 	test_metrics_names();
