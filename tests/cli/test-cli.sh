@@ -185,6 +185,17 @@ mkrec2 "$tmp/sd-weak" 1 0x10 0x08
 j=$("$R" verify --json --setup-data "$tmp/sd-weak"); jrc=$?
 check "verify: an RDTSC-only record says weak" bash -c "grep -q 'weak: no source but RDTSC' '$tmp/v.txt' && grep -q '\"weak\":true' <<<'$j'"
 check "verify: an RDTSC-only record exits 3, not 0 (rc $rc, --json rc $jrc)" bash -c "[ $rc -eq 3 ] && [ $jrc -eq 3 ]"
+# seed and RDTSC, no RDRAND or RDSEED (-cpu qemu64): its own grade
+mkrec2 "$tmp/sd-seed" 1 0 0x09
+"$R" verify --setup-data "$tmp/sd-seed" >"$tmp/v.txt"; rc=$?
+"$R" verify --require-hwrng --setup-data "$tmp/sd-seed" >/dev/null; hrc=$?
+"$R" verify --require-hwrng --setup-data "$tmp/sd-ks" >/dev/null; krc=$?
+check "verify: seed+rdtsc says seed grade, exits 0 (rc $rc); --require-hwrng exits 6 (rc $hrc), 0 with RDRAND (rc $krc)" \
+	bash -c "[ $rc -eq 0 ] && [ $hrc -eq 6 ] && [ $krc -eq 0 ] && grep -q 'seed grade: no RDRAND or RDSEED' '$tmp/v.txt'"
+check "verify --json: entropy_grade seed, hardware, tsc-only" bash -c "
+	'$R' verify --json=short --setup-data '$tmp/sd-seed' | grep -q '\"entropy_grade\":\"seed\"' &&
+	'$R' verify --json=short --setup-data '$tmp/sd-ks' | grep -q '\"entropy_grade\":\"hardware\"' &&
+	{ '$R' verify --json=short --setup-data '$tmp/sd-weak'; true; } | grep -q '\"entropy_grade\":\"tsc-only\"'"
 mkrec2 "$tmp/sd-v3" 1 0 0x2d 3 56
 "$R" verify --setup-data "$tmp/sd-v3" >/dev/null 2>"$tmp/stderr"; rc=$?
 check "verify: an unknown record version exits 4 naming the file and version" bash -c "[ $rc -eq 4 ] && grep -q 'sd-v3/1/data: status record version 3 is not supported' '$tmp/stderr'"
