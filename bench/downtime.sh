@@ -104,12 +104,17 @@ systemctl --root="$root" enable rerand-bench.service rerand-bench-mark.service >
 	die "cannot enable rerand-bench"
 printf '# bench/downtime.sh\n[Policy]\nMaxLayoutAge=30d\nBlockerCommand=/usr/local/libexec/rerand-bench/gate\nBlockerTimeout=10s\n' \
 	>"$root/etc/rerand/rerand.conf.d/60-bench.conf"
-# The kernel's rerand image, as the kernel hook of the package builds it
-# when a kernel is installed (debian/hooks/kernel-hook): rerandd finds it in
-# its cache and does not build it at boot (with the root in RAM, every boot).
-RERAND_STATE_DIR="$root/var/lib/rerand" RERAND_BIN="$E2E_RERAND" RERAND_IMAGE_USER=nobody \
-	sh "$TOP/debian/hooks/kernel-hook" add "$v" "$root/boot/vmlinuz-$v" &&
-	ls "$root/var/lib/rerand/images/"*.img >/dev/null 2>&1 || die "the kernel hook built no image"
+# The kernel's rerand image in rerandd's cache, under the key and with the
+# .sha256 record rerandd gives the images it builds (on a machine, rerandd
+# builds it when the kernel hook asks, as the kernel is installed): rerandd
+# finds it and does not build it at boot (with the root in RAM, every boot).
+# Built here on the host, by this tree's rerand, for the bench only.
+key=$("$E2E_RERAND" cache-key "$root/boot/vmlinuz-$v") || die "rerand cache-key failed"
+install -d -m 0700 "$root/var/lib/rerand" "$root/var/lib/rerand/images" "$root/var/lib/rerand/kernels"
+"$E2E_RERAND" image "$root/boot/vmlinuz-$v" -o "$root/var/lib/rerand/images/$key.img" ||
+	die "rerand image built no image"
+(cd "$root/var/lib/rerand/images" && sha256sum "$key.img" >"$key.img.sha256") || die "no image record"
+printf '%s\n' "${key%%.*}" >"$root/var/lib/rerand/kernels/$v"
 if [ "$ram" = 1 ]; then
 	# The root in RAM (see the top): no fstab, nothing on disk.  rerandd
 	# stages the initrd the agent builds for the next boot (with the host's

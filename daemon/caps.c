@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
@@ -30,6 +31,13 @@ static const struct { int res; rlim_t max; } builder_limits[] = {
 	{ RLIMIT_FSIZE, 512ULL << 20 },     /* the image it writes: 512 MiB */
 	{ RLIMIT_CORE, 0 },                 /* no core file of a kernel's bytes */
 };
+/* Processes and threads of ImageUser= (the kernel counts them per uid): the
+ * builder needs a few (a thread per LZ4 worker, a wrapper's pipeline); a
+ * fork bomb stops here, and at the unit's TasksMax=.  Set only when the
+ * builder has a uid of its own to count (rerandd as root): as rerandd's own
+ * uid (tests, a user's instance) it would count every process of that user. */
+#define BUILDER_NPROC 128
+static const cap_value_t pidns_caps[] = { CAP_SYS_ADMIN };
 
 static bool have(cap_t cur, cap_value_t v)
 {
@@ -133,7 +141,7 @@ static int move_fd(int from, int to)
 	return 0;
 }
 
-int caps_child_builder(const struct rr_builder *b)
+int caps_child_builder(const struct rr_builder *b, int *pidns)
 {
 	int k = fcntl(b->kernel_fd, F_DUPFD_CLOEXEC, 16);
 	int o = fcntl(b->out_fd, F_DUPFD_CLOEXEC, 16);
@@ -150,6 +158,21 @@ int caps_child_builder(const struct rr_builder *b)
 	close(o);
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return -errno;
+	*pidns = -ENOSYS;
+	if (b->switch_user) {
+		/* A PID namespace of its own for what this process forks next
+		 * (the builder, its pid 1): when the builder exits, the kernel
+		 * kills everything left in it, and nothing in it can fork
+		 * meanwhile, so no chain of forks outlasts the reaper.
+		 * CAP_SYS_ADMIN is permitted (for kexec-tools), raised for this
+		 * call only; the unit allows it (RestrictNamespaces=pid). */
+		cur = cap_get_proc();
+		if (!cur)
+			return -errno;
+		cap_set_flag(cur, CAP_EFFECTIVE, 1, pidns_caps, CAP_SET);
+		*pidns = cap_set_proc(cur) < 0 || unshare(CLONE_NEWPID) < 0 ? -errno : 0;
+		cap_free(cur);
+	}
 	if (b->switch_user) {
 		cur = cap_get_proc();
 		if (!cur)
@@ -195,6 +218,11 @@ int caps_child_builder(const struct rr_builder *b)
 			continue;
 #endif
 		if (setrlimit(builder_limits[i].res, &rl) < 0)
+			return -errno;
+	}
+	if (b->switch_user) {
+		struct rlimit rl = { BUILDER_NPROC, BUILDER_NPROC };
+		if (setrlimit(RLIMIT_NPROC, &rl) < 0)
 			return -errno;
 	}
 	/* Check rather than trust: a root builder would be no separation. */

@@ -59,6 +59,19 @@ enum rr_ctl_cmd control_parse_arg(const char *line, size_t len, char *arg, size_
 		snprintf(arg, arglen, "%s", h);
 		return RR_CTL_FLEET_RELEASE;
 	}
+	if (!strncmp(buf, RR_CTLV_BUILD " ", sizeof(RR_CTLV_BUILD))) {
+		/* an absolute path of printable characters, no "..": what
+		 * rerandd plans like Kernel= */
+		const char *k = buf + sizeof(RR_CTLV_BUILD);
+		if (*k != '/' || strlen(k) >= arglen || strlen(k) >= RR_PATH || strstr(k, "/../") ||
+		    (strlen(k) >= 3 && !strcmp(k + strlen(k) - 3, "/..")))
+			return RR_CTL_BAD;
+		for (const char *p = k; *p; p++)
+			if (*p < ' ' || *p > '~')
+				return RR_CTL_BAD;
+		snprintf(arg, arglen, "%s", k);
+		return RR_CTL_BUILD;
+	}
 	return RR_CTL_BAD;
 }
 

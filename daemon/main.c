@@ -96,6 +96,55 @@ static int on_uevent(sd_event_source *s, int fd, uint32_t revents, void *ud)
 	return 0;
 }
 
+/* The kernel hook's build is over: its answer, on the connection kept. */
+static void on_hook_built(int r, const struct rr_stage_plan *p, const char *msg, void *ud)
+{
+	struct daemon *d = ud;
+	char body[RR_ERR_MAX + RR_PATH + 64];
+
+	d->hook_job = NULL;
+	if (r == 0) {
+		rr_log(RR_LOG_INFO, "kernel hook: the image of %s is in the cache: %s", d->hook_kernel,
+		       p->image);
+		snprintf(body, sizeof(body), "%s\n", p->image);
+	} else {
+		rr_log(RR_LOG_NOTICE, "kernel hook: no image of %s: %s", d->hook_kernel, msg);
+		snprintf(body, sizeof(body), "%s\n", *msg ? msg : "the build failed");
+	}
+	control_reply(d->hook_fd, r == 0, body);
+	close(d->hook_fd);
+	d->hook_fd = -1;
+}
+
+/* "build KERNEL": the kernel hook asks for KERNEL's image, which rerandd
+ * builds as it builds its own (staging's pipeline, without the load).
+ * 1: the connection is kept and answered by on_hook_built. */
+static int hook_build(struct daemon *d, const char *kernel, int cfd)
+{
+	struct rr_stage_req req = { .kernel = kernel, .build_only = true };
+	struct rr_err e;
+
+	if (d->crash_boot) {
+		control_reply(cfd, false, "this is a crash kernel boot: rerandd builds no images\n");
+		return 0;
+	}
+	if (d->hook_job) {
+		control_reply(cfd, false, "busy: building the image of another kernel for the kernel "
+			      "hook\n");
+		return 0;
+	}
+	snprintf(d->hook_kernel, sizeof(d->hook_kernel), "%s", kernel);
+	rr_log(RR_LOG_INFO, "kernel hook: building the image of %s", kernel);
+	if (stage_start(d->ev, &d->cfg, &req, on_hook_built, d, &d->hook_job, &e) < 0) {
+		char body[RR_ERR_MAX + 2];
+		snprintf(body, sizeof(body), "%s\n", e.msg);
+		control_reply(cfd, false, body);
+		return 0;
+	}
+	d->hook_fd = cfd;
+	return 1;
+}
+
 static int on_control(void *ud, enum rr_ctl_cmd cmd, const char *arg, int cfd)
 {
 	struct daemon *d = ud;
@@ -162,9 +211,12 @@ static int on_control(void *ud, enum rr_ctl_cmd cmd, const char *arg, int cfd)
 			return 1;          /* kept: coord answers and closes it */
 		control_reply(cfd, false, body);
 		break;
+	case RR_CTL_BUILD:
+		return hook_build(d, arg, cfd);
 	default:
 		control_reply(cfd, false, "unknown command (status [json], now, due, phase, hold, release, "
-			      "fleet status [json], fleet release HOST, fleet clear-breaker)\n");
+			      "fleet status [json], fleet release HOST, fleet clear-breaker, "
+			      "build KERNEL)\n");
 	}
 	return 0;
 }
@@ -478,6 +530,12 @@ static void shut_down(struct daemon *d)
 	confirm_stop(d);
 	stage_cancel(d->stage_job);
 	stage_cancel(d->cr.job);
+	if (d->hook_job) {
+		stage_cancel(d->hook_job);
+		control_reply(d->hook_fd, false, "rerandd is stopping; it builds the image when it "
+			      "stages that kernel\n");
+		close(d->hook_fd);
+	}
 	job_cancel(d->unload_job);
 	blockers_cancel(d->blockers);
 	reboot_bus_close();
@@ -496,6 +554,7 @@ static int run(int argc, char **argv)
 	if (!d || !errs)
 		return 1;
 	d->on_restaged = seq_restaged;
+	d->hook_fd = -1;
 	d->started = time(NULL);
 	if ((r = parse_args(d, argc, argv, &check, &dump)) >= 0)
 		return r;

@@ -266,7 +266,10 @@ struct rr_builder {
 	uid_t uid;
 	gid_t gid;
 };
-int caps_child_builder(const struct rr_builder *b);
+/* In the builder's child: become ImageUser= with nothing (above), with the
+ * builder's limits; *pidns: 0 when what it forks next starts a PID namespace
+ * of its own (rerandd as root), else why not (-errno). */
+int caps_child_builder(const struct rr_builder *b, int *pidns);
 
 #include "rerandd_stage.h"
 

@@ -53,6 +53,11 @@ struct daemon {
 	bool crash_boot;               /* this boot is a crash kernel's: idle */
 	/* what runs on the loop right now (at most one of each) */
 	struct rr_stage_job *stage_job;
+	/* the kernel hook's build (control "build KERNEL"), answered on
+	 * hook_fd once the image is cached or refused */
+	struct rr_stage_job *hook_job;
+	int hook_fd;
+	char hook_kernel[RR_PATH];
 	bool stage_new_kernel;         /* ... for a new kernel: trig_new_kernel once loaded */
 	bool stage_stale;              /* ... with settings a reload replaced */
 	struct rr_blockers *blockers;

@@ -90,6 +90,9 @@ struct rr_stage_req {
 	const void *planner_arg;
 	const char *unless_sha;              /* a new kernel only */
 	bool crash;
+	/* built (or found cached) and checked, not loaded: the kernel hook's
+	 * request over the control socket (done(0, ...) once in the cache) */
+	bool build_only;
 };
 struct rr_stage_job;
 typedef void (*rr_stage_done_fn)(int r, const struct rr_stage_plan *p, const char *msg, void *arg);

@@ -118,11 +118,12 @@ static int exec_hook(const struct rr_hook_exec *hx, char *const argv[])
 static int spawn_setup(void *arg, int out_fd)
 {
 	const struct spawn_setup *s = arg;
+	int pidns = -ENOSYS;
 
 	if (s->caps & RR_CHILD_NICE)
 		(void)!nice(10);
 	if (s->builder) {
-		int r = caps_child_builder(s->builder);
+		int r = caps_child_builder(s->builder, &pidns);
 		if (r < 0) {
 			fprintf(stderr, "cannot become the image builder: %s\n", strerror(-r));
 			return -1;
@@ -150,6 +151,9 @@ static int spawn_setup(void *arg, int out_fd)
 				strerror(-r));
 			return -1;
 		}
+		if (pidns < 0 && s->builder->switch_user)
+			fprintf(stderr, "image builder: no PID namespace of its own (%s): its "
+				"leftovers are left to the reaper's sweep alone\n", strerror(-pidns));
 		b = fork();
 		if (b < 0) {
 			fprintf(stderr, "cannot fork the image builder: %s\n", strerror(errno));
@@ -165,8 +169,10 @@ static int spawn_setup(void *arg, int out_fd)
 		reaper_child_reset();
 		/* A session of its own: the filter's kill(0, ...) then reaches
 		 * the builder's group only, never the reaper, and setpgid()
-		 * cannot join the reaper's group. */
-		if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != reaper)
+		 * cannot join the reaper's group.  In its own PID namespace it
+		 * is pid 1 and its parent, outside, shows as 0. */
+		if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
+		    getppid() != (pidns == 0 ? 0 : reaper))
 			return -1;
 		/* Last before exec: the builder's seccomp allow-list, which
 		 * the exec keeps (the calls above are not on it). */

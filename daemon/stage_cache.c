@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <systemd/sd-event.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cachekey.h"
@@ -105,6 +106,19 @@ static bool hook_image(const struct rr_config *c, const char *name)
 	return image_of(name + 65, stage_blob_sha()) && kernels_indexed(c, sha);
 }
 
+/* A build's temporary file (stage_make_tmp: IMAGE.tmpXXXXXX, .chk, .sig)
+ * young enough for its job to be running: another job's (the kernel hook's
+ * build runs beside staging), not a leftover.  Each step of a build times
+ * out within 10 minutes. */
+static bool busy_tmp(int dfd, const char *name)
+{
+	struct stat st;
+
+	if (!strstr(name, ".img.tmp") && !strstr(name, ".img.chk") && !strstr(name, ".img.sig"))
+		return false;
+	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && time(NULL) - st.st_mtime < 3600;
+}
+
 void stage_prune(const struct rr_config *c, const char *keep_sha, const char *keep_sha2)
 {
 	char dir[RR_PATH + 16], keep[160], keep2[160] = "";
@@ -122,7 +136,8 @@ void stage_prune(const struct rr_config *c, const char *keep_sha, const char *ke
 	while ((de = readdir(d))) {
 		/* the crash kernel may run another kernel's image */
 		if (de->d_name[0] == '.' || (keep_sha && *keep_sha && image_of(de->d_name, keep)) ||
-		    image_of(de->d_name, keep2) || hook_image(c, de->d_name))
+		    image_of(de->d_name, keep2) || hook_image(c, de->d_name) ||
+		    busy_tmp(dirfd(d), de->d_name))
 			continue;
 		if (unlinkat(dirfd(d), de->d_name, 0) == 0)
 			rr_log(RR_LOG_INFO, "removed cached image %s/%s", dir, de->d_name);

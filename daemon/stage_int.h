@@ -17,7 +17,9 @@ struct rr_stage_job {
 	void *arg;
 	char tmp[RR_PATH + 200];          /* the builder's output, "" when none */
 	char sig[RR_PATH + 200];          /* sbsign's output, "" when none */
-	bool build_only;                  /* stage_build(): no load after the check */
+	char chk[RR_PATH + 200];          /* the checked copy sbsign signs, "" when none */
+	bool build_only;                  /* stage_build(), the hook's build: no load */
+	bool prechecking;                 /* the check before sbsign is running */
 	int kernel_fd;                    /* the file the builder read, -1 when none */
 };
 
@@ -36,6 +38,11 @@ int stage_build_needed(const struct rr_config *c, struct rr_stage_plan *p, char 
 		       size_t notelen, struct rr_err *e);
 /* What the builder wrote at path, copied, checked and renamed to p->image. */
 int stage_built(struct rr_stage_plan *p, const char *path, struct rr_err *e);
+/* Before signing: what the builder wrote at path, copied into one only root
+ * holds (its name in copy) and checked as an unsigned image; sbsign signs
+ * that copy, never the builder's file. */
+int stage_prechecked(struct rr_stage_plan *p, const char *path, char *copy, size_t len,
+		     struct rr_err *e);
 
 /* stage_child.c */
 int stage_builder_identity(const struct rr_config *c, struct rr_builder *b, struct rr_err *e);

@@ -38,6 +38,7 @@ struct helper_result {
 	char msg[RR_ERR_MAX];
 	char note[RR_ERR_MAX];            /* why a cached image is rebuilt, for the log */
 	char changed[RR_ERR_MAX];         /* the staged kernel's file changed, for the log */
+	char copy[RR_PATH + 200];         /* the check before signing: the checked copy */
 	struct rr_stage_plan p;
 };
 
@@ -94,10 +95,13 @@ static int prep_child(void *ud, int fd)
 struct check_args {
 	struct rr_stage_plan *p;
 	const char *path;
+	bool pre;                         /* before sbsign: checked, not renamed */
 };
 
 /* In the helper: the image the builder (and sbsign) wrote parses, is signed
- * when it must be, carries rerandd's stage; then it is renamed into place. */
+ * when it must be, carries rerandd's stage; then it is renamed into place.
+ * Before signing (pre): the builder's file is copied and the copy checked,
+ * unsigned, for sbsign to sign. */
 static int check_child(void *ud, int fd)
 {
 	struct check_args *a = ud;
@@ -105,7 +109,10 @@ static int check_child(void *ud, int fd)
 	struct rr_err e = { "" };
 
 	res.p = *a->p;
-	res.r = stage_built(&res.p, a->path, &e);
+	if (a->pre)
+		res.r = stage_prechecked(&res.p, a->path, res.copy, sizeof(res.copy), &e);
+	else
+		res.r = stage_built(&res.p, a->path, &e);
 	snprintf(res.msg, sizeof(res.msg), "%s", e.msg);
 	return helper_write(fd, &res);
 }
@@ -117,7 +124,9 @@ static void unlink_tmps(struct rr_stage_job *sj)
 		unlink(sj->tmp);
 	if (*sj->sig)
 		unlink(sj->sig);
-	*sj->tmp = *sj->sig = 0;
+	if (*sj->chk)
+		unlink(sj->chk);
+	*sj->tmp = *sj->sig = *sj->chk = 0;
 }
 
 static void stage_job_free(struct rr_stage_job *sj)
@@ -173,16 +182,42 @@ static int start_load(struct rr_stage_job *sj, struct rr_err *e)
 	return r < 0 ? rr_errf(e, -r, "%s load: cannot start: %s", sj->c.rerand_bin, strerror(-r)) : 0;
 }
 
+static void start_check(struct rr_stage_job *sj, const char *path, bool pre);
+static void start_sign(struct rr_stage_job *sj);
+
 static void on_checked(int status, const void *buf, size_t len, void *ud)
 {
 	struct rr_stage_job *sj = ud;
 	const struct helper_result *res;
 	struct rr_err e;
 	char msg[RR_ERR_MAX];
+	bool pre = sj->prechecking;
 
 	sj->job = NULL;
+	sj->prechecking = false;
 	if (!(res = helper_got(status, buf, len, msg, sizeof(msg)))) {
 		stage_job_finish(sj, -EIO, msg);
+		return;
+	}
+	if (pre) {
+		/* the copy the helper made and checked: beside the image,
+		 * named as stage_make_tmp names it, or not taken */
+		size_t n = strlen(sj->p.image);
+		if (res->r == 0 && (strncmp(res->copy, sj->p.image, n) || strncmp(res->copy + n, ".chk", 4) ||
+				    strchr(res->copy + n, '/') || strlen(res->copy) >= sizeof(sj->chk))) {
+			stage_job_finish(sj, -EIO, "the staging helper named no checked copy");
+			return;
+		}
+		if (res->r == 0)
+			snprintf(sj->chk, sizeof(sj->chk), "%s", res->copy);
+		if (res->r < 0) {
+			/* never signed: sbsign does not see what failed */
+			stage_job_finish(sj, res->r, res->msg);
+			return;
+		}
+		unlink(sj->tmp);                  /* the builder's file: done with */
+		*sj->tmp = 0;
+		start_sign(sj);
 		return;
 	}
 	sj->p = res->p;                    /* its signer */
@@ -192,18 +227,20 @@ static void on_checked(int status, const void *buf, size_t len, void *ud)
 	}
 	unlink_tmps(sj);                   /* a copy of them is in place */
 	rr_log(RR_LOG_INFO, "built %s as %s without capabilities%s", sj->p.image,
-	       stage_builder_name(&sj->c), sj->p.source == RR_IMG_SIGNED_HERE ? ", signed by sbsign" : "");
+	       stage_builder_name(&sj->c), sj->p.source == RR_IMG_SIGNED_HERE ?
+	       ", checked, then signed by sbsign" : "");
 	if (sj->build_only)
 		stage_job_finish(sj, 0, "");
 	else if (start_load(sj, &e) < 0)
 		stage_job_finish(sj, -EIO, e.msg);
 }
 
-static void start_check(struct rr_stage_job *sj, const char *path)
+static void start_check(struct rr_stage_job *sj, const char *path, bool pre)
 {
-	struct check_args a = { &sj->p, path };
+	struct check_args a = { &sj->p, path, pre };
 	int r;
 
+	sj->prechecking = pre;
 	r = job_start_fn(sj->ev, "rerandd-check", check_child, &a, 600, on_checked, sj, &sj->job);
 	if (r < 0) {
 		char msg[RR_ERR_MAX];
@@ -218,8 +255,8 @@ static void on_signed(int status, const char *out, void *ud)
 	char msg[RR_ERR_MAX];
 
 	sj->job = NULL;
-	unlink(sj->tmp);
-	*sj->tmp = 0;
+	unlink(sj->chk);
+	*sj->chk = 0;
 	if (status != 0) {
 		stage_child_failed("sbsign of", sj->p.image, status, out, msg, sizeof(msg));
 		stage_job_finish(sj, status < 0 ? status : -EIO, msg);
@@ -230,14 +267,36 @@ static void on_signed(int status, const char *out, void *ud)
 		stage_job_finish(sj, -errno, msg);
 		return;
 	}
-	start_check(sj, sj->sig);
+	start_check(sj, sj->sig, false);
+}
+
+/* sbsign on the copy that passed the check (sj->chk), into sj->sig. */
+static void start_sign(struct rr_stage_job *sj)
+{
+	char msg[RR_ERR_MAX], *argv[12];
+	struct rr_err e;
+	int fd, r;
+
+	fd = stage_make_tmp(&sj->p, "sig", sj->sig, sizeof(sj->sig), &e);
+	if (fd < 0) {
+		*sj->sig = 0;
+		stage_job_finish(sj, fd, e.msg);
+		return;
+	}
+	close(fd);
+	stage_sign_argv(&sj->c, sj->chk, sj->sig, argv);
+	r = job_start(sj->ev, argv, 600, RR_CHILD_NO_CAPS, true, on_signed, sj, &sj->job);
+	if (r < 0) {
+		snprintf(msg, sizeof(msg), "%s: cannot start: %s", argv[0], strerror(-r));
+		stage_job_finish(sj, r, msg);
+	}
 }
 
 static void on_built(int status, const char *out, void *ud)
 {
 	struct rr_stage_job *sj = ud;
-	char msg[RR_ERR_MAX], *argv[12];
-	int fd, r;
+	char msg[RR_ERR_MAX];
+	int r;
 
 	sj->job = NULL;
 	if (status != 0) {
@@ -265,26 +324,9 @@ static void on_built(int status, const char *out, void *ud)
 		stage_job_finish(sj, -errno, msg);
 		return;
 	}
-	if (sj->p.source != RR_IMG_SIGNED_HERE) {
-		start_check(sj, sj->tmp);
-		return;
-	}
-	{
-		struct rr_err e;
-		fd = stage_make_tmp(&sj->p, "sig", sj->sig, sizeof(sj->sig), &e);
-		if (fd < 0) {
-			*sj->sig = 0;
-			stage_job_finish(sj, fd, e.msg);
-			return;
-		}
-	}
-	close(fd);
-	stage_sign_argv(&sj->c, sj->tmp, sj->sig, argv);
-	r = job_start(sj->ev, argv, 600, RR_CHILD_NO_CAPS, true, on_signed, sj, &sj->job);
-	if (r < 0) {
-		snprintf(msg, sizeof(msg), "%s: cannot start: %s", argv[0], strerror(-r));
-		stage_job_finish(sj, r, msg);
-	}
+	/* Checked before anything else reads it: with SignKey=, a copy is
+	 * checked first and only that copy is signed (start_sign). */
+	start_check(sj, sj->tmp, sj->p.source == RR_IMG_SIGNED_HERE);
 }
 
 /* The builder's identity, its two files (rerandd's, handed over as fds
@@ -311,7 +353,8 @@ int stage_job_build(struct rr_stage_job *sj, struct rr_err *e)
 	}
 	/* The package guest checks this line: the kernel hook's image is
 	 * staged, not rebuilt. */
-	rr_log(RR_LOG_INFO, "building %s from %s", sj->p.image, sj->p.kernel);
+	rr_log(RR_LOG_INFO, "building %s from %s%s", sj->p.image, sj->p.kernel,
+	       sj->build_only ? " (build only, not staged)" : "");
 	stage_image_argv(&sj->c, &sj->p, argv);
 	r = job_start_builder(sj->ev, argv, 600, &b, on_built, sj, &sj->job);
 	/* the child has its copies (or there is no child); the kernel's is
@@ -349,6 +392,10 @@ static void on_prepped(int status, const void *buf, size_t len, void *ud)
 		stage_job_finish(sj, res->r, res->msg);
 		return;
 	}
+	if (!res->need_build && sj->build_only) {
+		stage_job_finish(sj, 0, "");     /* cached already, and checked */
+		return;
+	}
 	if (!res->need_build) {
 		if (start_load(sj, &e) < 0)
 			stage_job_finish(sj, -EIO, e.msg);
@@ -372,6 +419,7 @@ int stage_start(sd_event *ev, const struct rr_config *c, const struct rr_stage_r
 	sj->kernel_fd = -1;
 	sj->c = *c;
 	sj->crash = req->crash;
+	sj->build_only = req->build_only;
 	sj->job = NULL;
 	sj->ev = ev;
 	sj->done = done;

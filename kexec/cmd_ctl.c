@@ -405,3 +405,57 @@ int cmd_fleet(int argc, char **argv)
 		return cli_usage_error(&cli_fleet, "unknown fleet command '%s'", ops[0]);
 	return cli_usage_error(&cli_fleet, "%s takes no operands ('%s')", ops[0], ops[1]);
 }
+
+/* `rerand build KERNEL`: the kernel hook's way to an image.  rerandd builds
+ * it as it builds its own (the unprivileged builder under its seccomp filter
+ * and reaper, a checked root-only copy, checked before signing); nothing of
+ * KERNEL is parsed here.  Exit 0: the image is in rerandd's cache (its path
+ * printed); 1: rerandd refused or the build failed (why on stderr); 3:
+ * rerandd could not be asked (not running: it builds the image itself when it
+ * stages that kernel). */
+static const struct cli_opt build_opts[] = {
+	SOCKET_OPT,
+	{ 0 }
+};
+
+const struct cli_cmd cli_build = {
+	.name = "build", .synopsis = "KERNEL", .fn = cmd_build, .opts = build_opts,
+	.summary = "Ask rerandd to build, check and cache the image of KERNEL through its\n"
+		   "sandboxed builder (the Debian kernel hook's way); exit 3 if rerandd is not running.",
+};
+
+int cmd_build(int argc, char **argv)
+{
+	char line[RR_CTL_LINE + 8], buf[4096], abs[RR_CTL_LINE];
+	int c, r;
+
+	while ((c = cli_getopt(&cli_build, argc, argv)) != -1) {
+		if (c == 'S') {
+			ctl_socket = optarg;
+			continue;
+		}
+		return c == CLI_HELP ? 0 : EXIT_USAGE;
+	}
+	if (optind != argc - 1)
+		return cli_usage_error(&cli_build, optind == argc ? "KERNEL is missing" :
+				       "one KERNEL only ('%s')", argv[optind + 1]);
+	/* rerandd opens it in its own mount namespace: an absolute path */
+	if (!realpath(argv[optind], abs) && errno != ENAMETOOLONG) {
+		cli_err("%s: %s", argv[optind], strerror(errno));
+		return EXIT_FAILURE_RR;
+	}
+	if (strlen(argv[optind]) >= sizeof(abs) - 1 || strlen(abs) + sizeof(RR_CTLV_BUILD " \n") > RR_CTL_LINE) {
+		cli_err("%s: path too long for rerandd's control line", argv[optind]);
+		return EXIT_FAILURE_RR;
+	}
+	snprintf(line, sizeof(line), RR_CTLV_BUILD " %s\n", abs);
+	r = ctl_ask(line, buf, sizeof(buf), false);
+	if (r < 0)
+		return EXIT_DUE_ERROR;
+	if (r > 0) {
+		cli_err("rerandd: %s", buf);
+		return EXIT_FAILURE_RR;
+	}
+	fputs(buf, stdout);
+	return 0;
+}

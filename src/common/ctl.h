@@ -24,7 +24,8 @@
 #define RR_CTL_LINE 256
 
 /* The verbs.  Those that take an argument take it after one space:
- * "hold TEXT" (the hold's reason, optional), "fleet release HOST". */
+ * "hold TEXT" (the hold's reason, optional), "fleet release HOST",
+ * "build KERNEL". */
 #define RR_CTLV_STATUS              "status"
 #define RR_CTLV_STATUS_JSON         "status json"
 #define RR_CTLV_NOW                 "now"
@@ -36,6 +37,10 @@
 #define RR_CTLV_FLEET_STATUS_JSON   "fleet status json"
 #define RR_CTLV_FLEET_CLEAR_BREAKER "fleet clear-breaker"
 #define RR_CTLV_FLEET_RELEASE       "fleet release"
+/* "build KERNEL": the kernel hook's request that rerandd build, check and
+ * cache the image of KERNEL (an absolute path) through its own sandboxed
+ * builder; answered once the image is in the cache, or why not. */
+#define RR_CTLV_BUILD               "build"
 
 /* The answer's first line. */
 #define RR_CTL_OK    "ok\n"
@@ -44,6 +49,7 @@
 /* What rerandd parsed a line into (daemon/control.c). */
 enum rr_ctl_cmd { RR_CTL_BAD = 0, RR_CTL_STATUS, RR_CTL_STATUS_JSON, RR_CTL_NOW, RR_CTL_HOLD,
 		  RR_CTL_RELEASE, RR_CTL_FLEET_STATUS, RR_CTL_FLEET_STATUS_JSON,
-		  RR_CTL_FLEET_RELEASE, RR_CTL_DUE, RR_CTL_PHASE, RR_CTL_FLEET_CLEAR_BREAKER };
+		  RR_CTL_FLEET_RELEASE, RR_CTL_DUE, RR_CTL_PHASE, RR_CTL_FLEET_CLEAR_BREAKER,
+		  RR_CTL_BUILD };
 
 #endif

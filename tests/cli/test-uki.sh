@@ -3,9 +3,12 @@
 #  - rerand image/inspect/load on a UKI made by tests/mkuki.sh from systemd-
 #    boot's stub (load runs a stand-in for kexec that prints what it got:
 #    nothing is ever loaded here);
-#  - debian/hooks: postinst.d builds the image where rerandd caches it
-#    (STATE/images/SHA256.STAGE.img), postrm.d removes it, kernel-install's plugin
-#    does the same, with a bad kernel a warning and exit 0.
+#  - debian/hooks, run against a real build/rerandd (it stages another
+#    kernel; kexec-tools replaced by a stand-in that only records): postinst.d
+#    has rerandd build the image where it caches it
+#    (STATE/images/SHA256.STAGE.img), never runs the builder itself,
+#    postrm.d removes it, kernel-install's plugin does the same for a UKI,
+#    with a bad kernel a warning and exit 0.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 R=$top/build/rerand
@@ -71,65 +74,81 @@ check "image of a truncated UKI: exit $rc, no output: '$(cat "$tmp/err")'" \
 check "image of the bare stub: exit $rc, '$(cat "$tmp/err")'" \
 	bash -c "[ $rc -eq 1 ] && grep -q 'not a kernel' '$tmp/err'"
 
-# --- kernel hooks (debian/hooks), with a private state directory --------------
-export RERAND_STATE_DIR=$tmp/state RERAND_BIN=$R RERAND_KERNEL_HOOK=$H/kernel-hook
-# as root the hook builds as this user (the package's "rerand" is not here)
-export RERAND_IMAGE_USER=nobody
+# --- kernel hooks (debian/hooks), through a real rerandd ---------------------
+# The hooks build nothing: they ask rerandd (`rerand build`), which builds as
+# it stages (tests/daemon/test-onepath-daemon.sh checks that path's sandbox).
+RERANDD=$top/build/rerandd
+OTHER=$K/vmlinuz-6.12.118+deb12-cloud-amd64
+. "$top/tests/lib/rerandd.sh"
+trap 'rerandd_cleanup; rm -rf "$tmp"' EXIT
+rd=$tmp/rd
+chmod 0755 "$tmp"
+rerandd_dirs "$rd" bin pre post
+printf '#!/bin/sh\n# STAND-IN for kexec-tools: records, loads nothing\n[ "$1" = --version ] && { echo "kexec-tools 2.0.25"; exit 0; }\necho "$*" >>"%s/kexec.log"\n' "$rd" >"$rd/bin/kexec"
+chmod 0755 "$rd/bin/kexec"
+rerandd_no_reboot "$rd/no-reboot"
+rerandd_fixtures "$rd" "root=/dev/vda1 ro console=ttyS0"
+rerandd_unlocked "$rd"
+mkfifo "$rd/uevents"
+rerandd_conf_local "$rd" "$rd/bin/kexec" "$rd/no-setup-data" <<EOF
+Uevents=$rd/uevents
+Lockdown=$rd/lockdown
+SecureBoot=$rd/SecureBoot
+
+[Stage]
+Kernel=$OTHER
+Initrd=none
+
+[Crash]
+Mode=off
+
+$(rerandd_policy MaxLayoutAge=30d)
+
+$(rerandd_reboot_by "$rd/no-reboot $rd")
+EOF
+rerandd_up "$rd"
+export RERAND_STATE_DIR=$rd/state RERAND_BIN=$R RERAND_KERNEL_HOOK=$H/kernel-hook
+export RERAND_CONTROL_SOCKET=$rd/run/control
 sha=$(sha256sum "$k" | cut -d' ' -f1)
 st=$("$R" inspect --json "$tmp/bare.img" | grep -o '"stage_sha256":"[0-9a-f]*"' | cut -d'"' -f4)
 DEB_MAINT_PARAMS="'configure' ''" "$H/postinst.d/rerand" 6.1.0-57-cloud-amd64 "$k"; rc=$?
 check "postinst.d/rerand VERSION IMAGE: exit $rc, image at images/SHA256.STAGE.img" \
-	bash -c "[ $rc -eq 0 ] && cmp -s '$tmp/bare.img' '$tmp/state/images/$sha.$st.img'"
-check "the hook records the image's SHA-256 beside it, as rerandd does (sha256sum -c)" \
-	bash -c "cd '$tmp/state/images' && [ \"\$(cat '$sha.$st.img.sha256')\" = \"\$(sha256sum '$sha.$st.img')\" ] &&
+	bash -c "[ $rc -eq 0 ] && cmp -s '$tmp/bare.img' '$rd/state/images/$sha.$st.img'"
+check "rerandd built it at the hook's request" \
+	grep -qF "building $rd/state/images/$sha.$st.img from $(readlink -f "$k") (build only, not staged)" "$rd/log"
+check "the image's SHA-256 is recorded beside it (sha256sum -c)" \
+	bash -c "cd '$rd/state/images' && [ \"\$(cat '$sha.$st.img.sha256')\" = \"\$(sha256sum '$sha.$st.img')\" ] &&
 		 sha256sum --quiet -c '$sha.$st.img.sha256' && ! ls -A | grep -q tmp"
-if [ "$(id -u)" = 0 ]; then
-	# who parsed the kernel: a wrapper around rerand reports its identity
-	chmod 0755 "$tmp"
-	printf '#!/bin/sh
-case "$1" in image|cache-key) grep -E "^(Uid|CapEff|CapBnd|NoNewPrivs):" /proc/self/status | tr -s "\t " " " >"%s/hook-$1" 2>/dev/null;; esac
-[ "$1" = image ] && grep -E "^Max (cpu time|address space|file size|core file size) " /proc/self/limits | sed "s/core file size/core file/" | tr -s " " | cut -d" " -f4,5 | tr "\n" " " >"%s/hook-limits"
-exec %s "$@"\n' \
-		"$tmp/idout" "$tmp/idout" "$R" >"$tmp/rerand-wrap"
-	mkdir -p "$tmp/idout" && chmod 0777 "$tmp/idout" && chmod 0755 "$tmp/rerand-wrap"
-	RERAND_BIN=$tmp/rerand-wrap RERAND_STATE_DIR=$tmp/state2 "$H/kernel-hook" add 6.1-id "$k"; rc=$?
-	id=$(tr '\n' ' ' <"$tmp/idout/hook-image" 2>/dev/null)
-	nb=$(id -u nobody)
-	want="Uid: $nb $nb $nb $nb CapEff: 0000000000000000 CapBnd: 0000000000000000 NoNewPrivs: 1 "
-	check "as root the hook builds as RERAND_IMAGE_USER with no capabilities (exit $rc: $id)" \
-		bash -c "[ $rc -eq 0 ] && [ '$id' = '$want' ] && ls '$tmp/state2/images/'*.img >/dev/null"
-	lim=$(cat "$tmp/idout/hook-limits" 2>/dev/null)
-	check "the hook's builder has rerandd's limits: CPU, file size, core, address space ($lim)" \
-		test "$lim" = "300 300 536870912 536870912 0 0 2147483648 2147483648 "
-	id=$(tr '\n' ' ' <"$tmp/idout/hook-cache-key" 2>/dev/null)
-	check "and hashes the kernel for the cache key as that user too, not as root ($id)" test "$id" = "$want"
-	RERAND_IMAGE_USER=rerand-no-such-user "$H/kernel-hook" add 6.1-nouser "$k" 2>"$tmp/err"; rc=$?
-	check "without the image user the hook builds nothing and says so (exit $rc)" \
-		bash -c "[ $rc -eq 0 ] && grep -q 'no user rerand-no-such-user to build images as' '$tmp/err' && [ ! -e '$tmp/state/kernels/6.1-nouser' ]"
-else
-	skip "not root: the hook's switch to the image user"
-fi
-check "the index names the kernel's SHA-256" grep -qx "$sha" "$tmp/state/kernels/6.1.0-57-cloud-amd64"
-check "the state directories are 0700" bash -c "[ \$(stat -c %a '$tmp/state/images') = 700 ]"
+# what the hook runs itself: a wrapper around rerand records each command
+printf '#!/bin/sh\necho "$1" >>"%s/hook-cmds"\nexec %s "$@"\n' "$tmp" "$R" >"$tmp/rerand-wrap"
+chmod 0755 "$tmp/rerand-wrap"
+RERAND_BIN=$tmp/rerand-wrap "$H/kernel-hook" add 6.1-id "$k"; rc=$?
+check "the hook runs no builder and no parser itself, only 'rerand build' (exit $rc: $(tr '\n' ' ' <"$tmp/hook-cmds" 2>/dev/null))" \
+	test "$rc:$(tr '\n' ' ' <"$tmp/hook-cmds" 2>/dev/null)" = "0:build "
+# the same kernel under a second version shares the image: its index goes
+"$H/kernel-hook" remove 6.1-id
+check "the index names the kernel's SHA-256" grep -qx "$sha" "$rd/state/kernels/6.1.0-57-cloud-amd64"
+check "the state directories are 0700" bash -c "[ \$(stat -c %a '$rd/state/images') = 700 ]"
 DEB_MAINT_PARAMS="'abort-upgrade' '1'" "$H/postinst.d/rerand" 9.9 "$k"
-check "postinst.d on abort-upgrade does nothing" test ! -e "$tmp/state/kernels/9.9"
+check "postinst.d on abort-upgrade does nothing" test ! -e "$rd/state/kernels/9.9"
 DEB_MAINT_PARAMS="'purge'" "$H/postrm.d/rerand" 6.1.0-57-cloud-amd64
-check "postrm.d on purge (after remove) does nothing" test -e "$tmp/state/images/$sha.$st.img"
+check "postrm.d on purge (after remove) does nothing" test -e "$rd/state/images/$sha.$st.img"
 DEB_MAINT_PARAMS="'remove'" "$H/postrm.d/rerand" 6.1.0-57-cloud-amd64; rc=$?
 check "postrm.d/rerand VERSION on remove: exit $rc, image and index gone" \
-	bash -c "[ $rc -eq 0 ] && [ ! -e '$tmp/state/images/$sha.$st.img' ] && [ ! -e '$tmp/state/images/$sha.$st.img.sha256' ] && [ ! -e '$tmp/state/kernels/6.1.0-57-cloud-amd64' ]"
+	bash -c "[ $rc -eq 0 ] && [ ! -e '$rd/state/images/$sha.$st.img' ] && [ ! -e '$rd/state/images/$sha.$st.img.sha256' ] && [ ! -e '$rd/state/kernels/6.1.0-57-cloud-amd64' ]"
 "$H/postinst.d/rerand" 2> "$tmp/err"; rc=$?
 check "postinst.d without a version: exit $rc, '$(cat "$tmp/err")'" bash -c "[ $rc -eq 2 ] && grep -q 'did not pass a version' '$tmp/err'"
 head -c 4096 "$k" > "$tmp/vmlinuz-bad"
 "$H/postinst.d/rerand" bad "$tmp/vmlinuz-bad" 2> "$tmp/err"; rc=$?
 check "postinst.d on a kernel rerand cannot use: exit $rc (apt goes on), says why: '$(head -1 "$tmp/err")'" \
-	bash -c "[ $rc -eq 0 ] && grep -q '$tmp/vmlinuz-bad' '$tmp/err' && [ ! -e '$tmp/state/kernels/bad' ] && [ -z \"\$(ls '$tmp/state/images')\" ]"
+	bash -c "[ $rc -eq 0 ] && grep -q '$tmp/vmlinuz-bad' '$tmp/err' && [ ! -e '$rd/state/kernels/bad' ] &&
+		! ls '$rd/state/images' | grep -q \"^\$(sha256sum <'$tmp/vmlinuz-bad' | cut -c1-64)\""
 
 # kernel-install: COMMAND VERSION ENTRY_DIR KERNEL_IMAGE, a UKI here
 usha=$(sha256sum "$tmp/k.efi" | cut -d' ' -f1)
 "$H/60-rerand.install" add 6.1.0-57-cloud-amd64 "$tmp/entry" "$tmp/k.efi"; rc=$?
 check "60-rerand.install add (a UKI): exit $rc, the image equals the bare kernel's" \
-	bash -c "[ $rc -eq 0 ] && cmp -s '$tmp/bare.img' '$tmp/state/images/$usha.$st.img'"
+	bash -c "[ $rc -eq 0 ] && cmp -s '$tmp/bare.img' '$rd/state/images/$usha.$st.img'"
 "$H/60-rerand.install" remove 6.1.0-57-cloud-amd64 "$tmp/entry"; rc=$?
-check "60-rerand.install remove: exit $rc, image gone" bash -c "[ $rc -eq 0 ] && [ ! -e '$tmp/state/images/$usha.$st.img' ]"
+check "60-rerand.install remove: exit $rc, image gone" bash -c "[ $rc -eq 0 ] && [ ! -e '$rd/state/images/$usha.$st.img' ]"
 done_

@@ -51,7 +51,10 @@ if [ "\$1" = image ]; then
 	sed -n 's/^Max \(cpu time\|file size\|address space\|core file size\)  *\([^ ]*\)  *\([^ ]*\).*/BUILDER limit \1: \2 \3/p' /proc/self/limits >&2
 	echo "BUILDER fd3 \$(readlink /proc/self/fd/3)" >&2
 	echo "BUILDER fd4 \$(readlink /proc/self/fd/4)" >&2
-	grep -E '^(Uid|CapPrm|CapEff|CapBnd|NoNewPrivs):' /proc/\$PPID/status |
+	# its parent, the reaper, outside the builder's PID namespace: \$PPID
+	# is 0 there, its pid is in the builder's own status as /proc shows it
+	while read -r k v; do case \$k in PPid:) pp=\$v;; NSpid:) echo "BUILDER NSpid: \$v" >&2;; esac; done </proc/self/status
+	grep -E '^(Uid|CapPrm|CapEff|CapBnd|NoNewPrivs):' /proc/\$pp/status |
 		tr -s '\t ' ' ' | sed 's/^/BUILDER parent /' >&2
 	ls "\${0%/bin/*}/state/images" >/dev/null 2>&1 && echo "BUILDER state readable" >&2 ||
 		echo "BUILDER state unreadable" >&2

@@ -6,7 +6,7 @@
 # boot 0 (tests/e2e/lib-systemd.sh builds the disk; RRS_INSTALL=tree for
 # `make install DESTDIR=` instead, as the Secure Boot variant still does).
 # At the last boot the agent installs a second Debian kernel package (the
-# 6.12 cloud kernel bookworm ships): the package's hook builds its image and
+# 6.12 cloud kernel bookworm ships): the package's hook has rerandd build its image and
 # rerandd stages it; then `apt-get purge rerand` must leave only what
 # docs/operations.md says.  The guest's agent
 # (tests/e2e/debian/agent.sh) checks every boot; this script turns its lines

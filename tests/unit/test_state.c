@@ -569,6 +569,22 @@ static void test_helpers(void)
 	     control_parse("now", 3) == RR_CTL_NOW && control_parse("hold\r\n", 6) == RR_CTL_HOLD &&
 	     control_parse("release", 7) == RR_CTL_RELEASE && control_parse("reboot", 6) == RR_CTL_BAD &&
 	     control_parse("now\0x", 5) == RR_CTL_BAD, "control protocol words");
+	{
+		/* the kernel hook's "build KERNEL": an absolute, printable path */
+		static const char *const good[] = { "build /boot/vmlinuz-6.1.0-57-cloud-amd64",
+						     "build /usr/lib/modules/6.12/vmlinuz\n" };
+		static const char *const bad[] = { "build", "build ", "build vmlinuz", "build ./vmlinuz",
+						    "build /boot/../etc/shadow", "build /boot/..",
+						    "build /boot/a\tb", "build /boot/\x7f", "build  /boot/x" };
+		char arg[RR_CTL_LINE];
+		bool ok = true;
+		for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+			ok &= control_parse_arg(good[i], strlen(good[i]), arg, sizeof(arg)) == RR_CTL_BUILD &&
+			      arg[0] == '/' && !strchr(arg, '\n');
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+			ok &= control_parse_arg(bad[i], strlen(bad[i]), arg, sizeof(arg)) == RR_CTL_BAD;
+		T_OK(ok, "control \"build KERNEL\": absolute printable paths only, no \"..\"");
+	}
 
 	struct rr_view v = { .layout_age = 90061, .verify = RR_V_RANDOMIZED, .entropy_bits = 23.4,
 			     .failures = 1, .max_failures = 3, .staged = true, .successes = 4,

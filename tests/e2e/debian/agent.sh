@@ -534,8 +534,8 @@ if [ -r "$D/kernel2.deb" ] && [ -z "$sbimg" ] && [ "$n" -ge "$target" ]; then
 	rc=$?
 	echo "$out" >"$D/out/dpkg-kernel2.log"
 	tap "$rc" "dpkg -i linux-image-$v2: exit $rc" "$(tail -n 4 <<<"$out" | tr '\n' '|')"
-	# The hook (/etc/kernel/postinst.d/rerand) ran inside dpkg: the index
-	# entry is written only after `rerand image` succeeded.
+	# The hook (/etc/kernel/postinst.d/rerand) ran inside dpkg: it indexed
+	# the kernel and rerandd, asked with `rerand build`, built the image.
 	sha2=$(sha256sum "/boot/vmlinuz-$v2" 2>/dev/null | cut -d' ' -f1)
 	img2=$(ls /var/lib/rerand/images/"$sha2".*.img 2>/dev/null | head -n 1)
 	ino2=$(stat -c %i "$img2" 2>/dev/null)
@@ -561,12 +561,15 @@ if [ -r "$D/kernel2.deb" ] && [ -z "$sbimg" ] && [ "$n" -ge "$target" ]; then
 	tap "$(grep -q '^new kernel: waiting while the package manager holds /var/lib/dpkg/lock' <<<"$log"; echo $?)" \
 		"rerandd waited while dpkg held its lock (NewKernelSettle=10s expired during dpkg -i)" \
 		"$(grep -E '^new kernel' <<<"$log" | head -n 3 | tr '\n' '|')"
-	# rerandd logs "building IMAGE from KERNEL" whenever it builds one; it
-	# waits while the hook's .hook-VERSION.tmp exists, and while dpkg runs.
-	built=$(grep -c "^building .* from /boot/vmlinuz-$v2" <<<"$log")
-	tap "$([ "$built" = 0 ] && [ -n "$ino2" ] && [ "$(stat -c %i "$img2" 2>/dev/null)" = "$ino2" ]; echo $?)" \
-		"rerandd staged the hook's image (never built one itself; same file after staging and pruning)" \
-		"rerandd built it $built time(s); inode $(stat -c %i "$img2" 2>&1) was $ino2"
+	# rerandd logs "building IMAGE from KERNEL" whenever it builds one, with
+	# "(build only, not staged)" when the kernel hook asked (`rerand build`:
+	# the one build path, issue 39); it waits while the hook's
+	# .hook-VERSION.tmp exists, and while dpkg runs.
+	built=$(grep "^building .* from /boot/vmlinuz-$v2" <<<"$log" | grep -vc "(build only, not staged)")
+	forhook=$(grep -c "^building .* from /boot/vmlinuz-$v2 (build only, not staged)" <<<"$log")
+	tap "$([ "$built" = 0 ] && [ "$forhook" = 1 ] && [ -n "$ino2" ] && [ "$(stat -c %i "$img2" 2>/dev/null)" = "$ino2" ]; echo $?)" \
+		"rerandd built the image once, at the hook's request, and staged that file (same file after staging and pruning)" \
+		"for the hook $forhook time(s), for itself $built time(s); inode $(stat -c %i "$img2" 2>&1) was $ino2"
 	say "RRS-INFO n=$n kernel2=$v2 image=$(basename "${img2:-none}")"
 
 	# What the product wrote, before the purge takes it.
