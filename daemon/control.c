@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <systemd/sd-login.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -440,6 +441,8 @@ struct ctl_conn {
 	size_t got;
 	char line[RR_CTL_LINE];
 	sd_event_source *io, *timer;
+	struct ucred peer;                  /* SO_PEERCRED at accept */
+	char unit[256];                     /* the peer's systemd unit, "" unknown */
 };
 struct ctl_server {
 	sd_event *ev;
@@ -469,6 +472,64 @@ static int on_conn_deadline(sd_event_source *s, uint64_t usec, void *ud)
 	return 0;
 }
 
+/* ---- the audit trail: who asked for what ----------------------------------
+ * The peer as the kernel saw it at connect (SO_PEERCRED: uid, pid) and the
+ * unit its pid was in then (its cgroup, through sd_pid_get_unit(), else a
+ * user unit, else ""), read at accept while the peer still waits. */
+static void control_peer_unit(pid_t pid, char *out, size_t len)
+{
+	_cleanup_free_ char *u = NULL;
+
+	out[0] = 0;
+	if (sd_pid_get_unit(pid, &u) >= 0 || sd_pid_get_user_unit(pid, &u) >= 0)
+		snprintf(out, len, "%s", u);
+}
+
+static const char *control_verb(enum rr_ctl_cmd cmd, bool *changes)
+{
+	*changes = true;
+	switch (cmd) {
+	case RR_CTL_NOW:                 return RR_CTLV_NOW;
+	case RR_CTL_HOLD:                return RR_CTLV_HOLD;
+	case RR_CTL_RELEASE:             return RR_CTLV_RELEASE;
+	case RR_CTL_FLEET_RELEASE:       return RR_CTLV_FLEET_RELEASE;
+	case RR_CTL_FLEET_CLEAR_BREAKER: return RR_CTLV_FLEET_CLEAR_BREAKER;
+	default:                         break;
+	}
+	*changes = false;
+	switch (cmd) {
+	case RR_CTL_STATUS:            return RR_CTLV_STATUS;
+	case RR_CTL_STATUS_JSON:       return RR_CTLV_STATUS_JSON;
+	case RR_CTL_DUE:               return RR_CTLV_DUE;
+	case RR_CTL_PHASE:             return RR_CTLV_PHASE;
+	case RR_CTL_FLEET_STATUS:      return RR_CTLV_FLEET_STATUS;
+	case RR_CTL_FLEET_STATUS_JSON: return RR_CTLV_FLEET_STATUS_JSON;
+	default:                       *changes = true;  /* a root peer sending junk */
+				       return "unknown";
+	}
+}
+
+/* Every command that changes something, at notice; the read-only ones
+ * (`rerand status`, `now --wait` polling the phase) at debug only, so that
+ * they do not drown the rest. */
+static void control_audit(const struct ctl_conn *c, enum rr_ctl_cmd cmd, const char *arg)
+{
+	bool changes;
+	const char *verb = control_verb(cmd, &changes);
+	char f_cmd[64], f_arg[RR_CTL_LINE + 32], f_uid[32], f_pid[32], f_unit[300];
+	const char *fields[] = { f_cmd, f_uid, f_pid, f_unit, f_arg };
+
+	snprintf(f_cmd, sizeof(f_cmd), "RERAND_COMMAND=%s", verb);
+	snprintf(f_uid, sizeof(f_uid), "RERAND_PEER_UID=%u", (unsigned)c->peer.uid);
+	snprintf(f_pid, sizeof(f_pid), "RERAND_PEER_PID=%d", (int)c->peer.pid);
+	snprintf(f_unit, sizeof(f_unit), "RERAND_PEER_UNIT=%s", c->unit);
+	snprintf(f_arg, sizeof(f_arg), "RERAND_COMMAND_ARG=%s", arg);
+	audit_log(changes ? RR_LOG_NOTICE : RR_LOG_DEBUG, RR_MSGID_CONTROL, fields,
+		  *arg ? 5 : 4, "control command \"%s%s%s\" from uid %u pid %d unit %s", verb,
+		  *arg ? " " : "", arg, (unsigned)c->peer.uid, (int)c->peer.pid,
+		  *c->unit ? c->unit : "(none)");
+}
+
 static int on_conn_read(sd_event_source *s, int fd, uint32_t revents, void *ud)
 {
 	struct ctl_conn *c = ud;
@@ -491,6 +552,7 @@ static int on_conn_read(sd_event_source *s, int fd, uint32_t revents, void *ud)
 			break;
 	}
 	cmd = nl ? control_parse_arg(c->line, (size_t)(nl - c->line), arg, sizeof(arg)) : RR_CTL_BAD;
+	control_audit(c, cmd, cmd == RR_CTL_BAD ? "" : arg);
 	/* the answer goes out at once (a status fits the socket's buffer),
 	 * or fn keeps the connection to answer later */
 	conn_free(c, !c->srv->fn(c->srv->ud, cmd, arg, c->fd));
@@ -524,6 +586,8 @@ static int on_listen(sd_event_source *s, int lfd, uint32_t revents, void *ud)
 		return 0;
 	c->srv = srv;
 	c->fd = TAKE_FD(fd);
+	c->peer = cred;
+	control_peer_unit(cred.pid, c->unit, sizeof(c->unit));
 	srv->nconns++;
 	if (sd_event_now(srv->ev, CLOCK_MONOTONIC, &now) < 0 ||
 	    sd_event_add_io(srv->ev, &c->io, c->fd, EPOLLIN, on_conn_read, c) < 0 ||

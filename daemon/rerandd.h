@@ -37,6 +37,18 @@
 /* ---- escape.c: text from outside, safe for the journal, status, terminals - */
 #include "escape.h"
 
+/* ---- audit.c: events with a journal MESSAGE_ID= of their own --------------- */
+/* A control command, with the peer that sent it (docs/rerandd.8, AUDIT). */
+#define RR_MSGID_CONTROL   "cab9b5e72e464ba4b70373f2caa67f02"
+/* A due rerandomization goes on despite a logind inhibitor (MaxInhibitSec=,
+ * or one a non-root user holds against `rerand now` or an oops). */
+#define RR_MSGID_INHIBITOR "3453cf549ce949a9983597d045cc8ccf"
+#define RR_AUDIT_MAX_FIELDS 8
+/* rr_log's message, and under systemd a journal entry with MESSAGE_ID= and
+ * the fields ("NAME=value", at most RR_AUDIT_MAX_FIELDS). */
+void audit_log(int prio, const char *message_id, const char *const *fields, size_t nfields,
+	       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
 #include "rerandd_config.h"
 
 /* ---- policy.c: pure decisions ------------------------------------------- */
