@@ -27,6 +27,19 @@ int daemon_save(struct daemon *d)
 	return r;
 }
 
+time_t daemon_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return ts.tv_sec + 1;
+}
+
+time_t daemon_layout_born(const struct daemon *d, time_t now)
+{
+	return now - (daemon_mono() - d->born_mono);
+}
+
 static void set_stage_error(struct daemon *d, const char *msg)
 {
 	if (strcmp(d->stage_error, msg))
@@ -44,7 +57,7 @@ static void on_staged(int r, const struct rr_stage_plan *p, const char *msg, voi
 	if (r == 1) {
 		/* a /boot change, but the staged kernel is still the newest */
 	} else if (r < 0) {
-		d->stage_failed_at = time(NULL);
+		d->stage_failed_at = daemon_mono();
 		/* the kernel file was replaced between its hash and its build (an
 		 * upgrade): planned again in 5 s, not after the back-off */
 		if (r == -ESTALE)
@@ -87,7 +100,7 @@ int daemon_stage(struct daemon *d, const struct rr_stage_plan *given, bool new_k
 	if (d->stage_job)
 		return -EBUSY;
 	if ((r = stage_start(d->ev, &d->cfg, &req, on_staged, d, &d->stage_job, &e)) < 0) {
-		d->stage_failed_at = time(NULL);
+		d->stage_failed_at = daemon_mono();
 		set_stage_error(d, e.msg);
 		return r;
 	}
@@ -108,9 +121,9 @@ void daemon_stage_new_kernel(struct daemon *d)
 	/* The package's hook is building the new kernel's image, or dpkg has
 	 * yet to run it: stage from its image once it is there rather than
 	 * build a second one meanwhile. */
-	wait = kernels_new_wait(&d->cfg, NULL, time(NULL), &d->pkg_wait_since, "new kernel");
+	wait = kernels_new_wait(&d->cfg, NULL, daemon_mono(), &d->pkg_wait_since, "new kernel");
 	if (wait > 0) {
-		d->new_kernel_at = time(NULL) + wait;
+		d->new_kernel_at = daemon_mono() + wait;
 		return;
 	}
 	/* Booted by systemd-boot: its entry, not the newest file in /boot. */

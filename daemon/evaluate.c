@@ -49,7 +49,7 @@ static void policy_inputs(const struct daemon *d, time_t now, struct rr_policy_i
 {
 	memset(in, 0, sizeof(*in));
 	in->now = now;
-	in->layout_born = d->boot_time;
+	in->layout_born = daemon_layout_born(d, now);
 	in->jitter = d->st.jitter > 0 ? d->st.jitter : 0;
 	in->last_reboot = d->st.last_reboot;
 	in->last_failure = d->st.last_failure;
@@ -108,7 +108,7 @@ void daemon_format_due(const struct daemon *d, char *out, size_t size)
 /* An image staged while a rerandomization is wanted, none while not
  * (unstage.c says when); a staged kernel file that changed is unloaded at
  * once and the new-kernel path stages what /boot holds now. */
-static void keep_staged(struct daemon *d, time_t now)
+static void keep_staged(struct daemon *d, time_t now, time_t mono)
 {
 	char why[sizeof(d->unstaged_why)];
 	int changed;
@@ -117,7 +117,7 @@ static void keep_staged(struct daemon *d, time_t now)
 		return;
 	if (unstage_unwanted(d, why, sizeof(why))) {
 		if ((d->staged || d->loaded_mark) &&
-		    (!d->unload_failed_at || now - d->unload_failed_at >= DAEMON_STAGE_RETRY))
+		    (!d->unload_failed_at || mono - d->unload_failed_at >= DAEMON_STAGE_RETRY))
 			daemon_unstage(d, why);
 		else if (!d->staged)
 			snprintf(d->unstaged_why, sizeof(d->unstaged_why), "%s", why);
@@ -134,26 +134,26 @@ static void keep_staged(struct daemon *d, time_t now)
 		 * trigger a rerandomization by itself */
 		d->restage_not_new = changed == RR_KERNEL_GONE;
 		if (!d->new_kernel_at)
-			d->new_kernel_at = now;
+			d->new_kernel_at = mono;
 		return;
 	}
-	if (d->new_kernel_at && now >= d->new_kernel_at)
+	if (d->new_kernel_at && mono >= d->new_kernel_at)
 		daemon_stage_new_kernel(d);
 	if (!d->stage_job &&
-	    ((!d->staged && (!d->stage_failed_at || now - d->stage_failed_at >= DAEMON_STAGE_RETRY)) ||
+	    ((!d->staged && (!d->stage_failed_at || mono - d->stage_failed_at >= DAEMON_STAGE_RETRY)) ||
 	     (d->staged && now - d->st.staged_time >= d->cfg.restage_interval)))
 		daemon_stage(d, d->staged ? &d->plan : NULL, false);
 }
 
 /* idle: keep an image staged and the crash kernel loaded, watch for
  * triggers; when policy says reboot and nothing blocks, start the sequence. */
-static void evaluate_idle(struct daemon *d, time_t now)
+static void evaluate_idle(struct daemon *d, time_t now, time_t mono)
 {
 	struct rr_policy_in in = { 0 };
 
 	coord_service(&d->co, &d->cfg, &d->st);
 	check_taint(d);
-	keep_staged(d, now);
+	keep_staged(d, now, mono);
 	/* after a new kernel was staged: the crash kernel follows it */
 	if (!d->stage_job && !d->cr.job && crash_due(&d->cfg, &d->cr, now))
 		crash_start(d->ev, &d->cfg, &d->cr, d->staged ? &d->plan : NULL, now,
@@ -193,7 +193,7 @@ static void evaluate_idle(struct daemon *d, time_t now)
 	/* the state could not be written the last time: not again at once
 	 * (the hooks would drain the machine every time) */
 	if (d->out.action == RR_ACT_REBOOT &&
-	    (!d->seq_cancelled_at || now - d->seq_cancelled_at >= SAVE_RETRY))
+	    (!d->seq_cancelled_at || mono - d->seq_cancelled_at >= SAVE_RETRY))
 		seq_begin(d);
 }
 
@@ -240,11 +240,11 @@ static void sooner(int64_t *next_ms, time_t at, time_t now)
 
 void daemon_evaluate(struct daemon *d)
 {
-	time_t now = time(NULL);
+	time_t now = time(NULL), mono = daemon_mono();
 	int64_t next_ms, fleet_ms, cap_ms, window_ms;
 
 	if (d->st.phase == RR_PH_IDLE)
-		evaluate_idle(d, now);
+		evaluate_idle(d, now, mono);
 	else
 		seq_step(d, now);
 	daemon_publish(d);
@@ -254,15 +254,15 @@ void daemon_evaluate(struct daemon *d)
 	/* evaluate_idle's own deadlines: the retry after a failed staging,
 	 * the periodic restage */
 	if (!d->staged && d->stage_failed_at)
-		sooner(&next_ms, d->stage_failed_at + DAEMON_STAGE_RETRY, now);
+		sooner(&next_ms, d->stage_failed_at + DAEMON_STAGE_RETRY, mono);
 	if (d->staged)
 		sooner(&next_ms, d->st.staged_time + d->cfg.restage_interval, now);
 	if (d->seq_cancelled_at)
-		sooner(&next_ms, d->seq_cancelled_at + SAVE_RETRY, now);
-	if (d->new_kernel_at > now && (int64_t)(d->new_kernel_at - now) * 1000 < next_ms)
-		next_ms = (int64_t)(d->new_kernel_at - now) * 1000;
-	if (d->restage_at > now && (int64_t)(d->restage_at - now) * 1000 < next_ms)
-		next_ms = (int64_t)(d->restage_at - now) * 1000;
+		sooner(&next_ms, d->seq_cancelled_at + SAVE_RETRY, mono);
+	if (d->new_kernel_at)
+		sooner(&next_ms, d->new_kernel_at, mono);
+	if (d->restage_at)
+		sooner(&next_ms, d->restage_at, mono);
 	time_t crash_at = d->cr.job ? 0 : crash_next(&d->cfg, &d->cr);
 	if (crash_at && (crash_at <= now || (int64_t)(crash_at - now) * 1000 < next_ms))
 		next_ms = crash_at <= now ? 0 : (int64_t)(crash_at - now) * 1000;

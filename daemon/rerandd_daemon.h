@@ -32,7 +32,8 @@ struct daemon {
 	sd_event_source *timer;
 	int kmsg_fd, ctl_fd;
 	char boot_id[RR_BOOT_ID];
-	time_t boot_time;
+	time_t boot_time;              /* wall clock, for display */
+	time_t born_mono;              /* the same instant on daemon_mono()'s clock */
 	enum rr_verify verify;
 	double entropy_bits;
 	struct rr_stage_plan plan;
@@ -54,6 +55,7 @@ struct daemon {
 	struct rr_stage_job *stage_job;
 	bool stage_new_kernel;         /* ... for a new kernel: trig_new_kernel once loaded */
 	bool stage_stale;              /* ... with settings a reload replaced */
+	/* The deadlines below, *_at and *_since, are daemon_mono() seconds. */
 	struct rr_blockers *blockers;
 	bool blk_done, blk_blocked;    /* their last answer, not yet used */
 	char blk_why[512];
@@ -86,6 +88,14 @@ struct daemon {
 #define DAEMON_STAGE_RETRY 300     /* seconds between attempts after a stage failure */
 
 /* core.c: what the sequence, the confirmation and the evaluation use */
+/* CLOCK_BOOTTIME in whole seconds (never 0): every duration within this boot
+ * counts on it (issue 39), so that a step of the wall clock (NTP,
+ * settimeofday) neither ends a wait early nor makes it longer.  The wall
+ * clock is only for windows, what is kept across reboots, and display. */
+time_t daemon_mono(void);
+/* When this boot's layout was born, in the wall clock of now: now less the
+ * layout's age as daemon_mono() measures it. */
+time_t daemon_layout_born(const struct daemon *d, time_t now);
 /* 0, or <0 with the reason logged and in d->save_error. */
 int daemon_save(struct daemon *d);
 void daemon_publish(struct daemon *d);

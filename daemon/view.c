@@ -11,7 +11,7 @@ void daemon_fill_view(struct daemon *d, struct rr_view *v)
 {
 	memset(v, 0, sizeof(*v));
 	v->now = time(NULL);
-	v->layout_age = v->now - d->boot_time;
+	v->layout_age = daemon_mono() - d->born_mono;
 	v->verify = d->verify;
 	v->entropy_bits = d->entropy_bits;
 	v->failures = d->st.failures;
