@@ -269,6 +269,42 @@ static void put_plan_text(struct out *o, const struct rr_view *v)
 	}
 }
 
+/* "inhibitors:", the logind locks of the last look while a reboot was due,
+ * each on a line of its own: who holds it, why, since when, and what
+ * rerandd made of it; a line of their own after the plan's. */
+static void put_inhibitors_text(struct out *o, const struct rr_view *v)
+{
+	if (!v->inhibitors.n)
+		return;
+	put(o, "\ninhibitors:        %u logind lock%s", v->inhibitors.n + v->inhibitors.more,
+	    v->inhibitors.n + v->inhibitors.more == 1 ? "" : "s");
+	if (v->inhibited_since) {
+		put(o, "; the due rerandomization held back since ");
+		put_time(o, v->inhibited_since);
+		put(o, ", goes ahead anyway at ");
+		put_abstime(o, v->inhibited_since + v->max_inhibit);
+		put(o, " (MaxInhibitSec=");
+		put_age(o, v->max_inhibit);
+		put(o, ")");
+	}
+	for (unsigned i = 0; i < v->inhibitors.n; i++) {
+		const struct rr_inhibitor *l = &v->inhibitors.l[i];
+		put(o, "\n  uid %u pid %u: ", l->uid, l->pid);
+		put_ext(o, l->who);
+		put(o, " (");
+		put_ext(o, l->why);
+		put(o, "), ");
+		put_ext(o, l->mode);
+		put(o, " on ");
+		put_ext(o, l->what);
+		put(o, ", seen since ");
+		put_time(o, l->seen);
+		put(o, ": %s", l->blocks ? "holds it back" :
+		    v->inhibited_since && v->inhibited_since + v->max_inhibit <= v->now ?
+		    "overridden (MaxInhibitSec= is over)" : "ignored (not root's)");
+	}
+}
+
 /* "hold:", since when and why, on a line of its own: it ends the plan's
  * line first, and leaves its own end to the caller. */
 static void put_hold_text(struct out *o, const struct rr_view *v)
@@ -356,6 +392,7 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 		put(&o, "entropy:           %.1f bits%s\n", v->entropy_bits,
 		    v->verify == RR_V_WEAK ? " of slots, drawn from a guessable source" : "");
 	put_plan_text(&o, v);
+	put_inhibitors_text(&o, v);
 	put_hold_text(&o, v);
 	put(&o, "\n");
 	if (*v->reboot_error) {

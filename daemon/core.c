@@ -35,6 +35,19 @@ time_t daemon_mono(void)
 	return ts.tv_sec + 1;
 }
 
+time_t daemon_mono_to_wall(time_t mono)
+{
+	struct timespec w, b;
+	int64_t off;
+
+	/* the offset between the clocks in ns, stable between two calls
+	 * (unlike the difference of two whole-second readings) */
+	clock_gettime(CLOCK_REALTIME, &w);
+	clock_gettime(CLOCK_BOOTTIME, &b);
+	off = ((int64_t)w.tv_sec - b.tv_sec) * 1000000000 + (w.tv_nsec - b.tv_nsec);
+	return (time_t)((((int64_t)mono - 1) * 1000000000 + off) / 1000000000);
+}
+
 time_t daemon_layout_born(const struct daemon *d, time_t now)
 {
 	return now - (daemon_mono() - d->born_mono);
@@ -150,7 +163,7 @@ void daemon_stage_new_kernel(struct daemon *d)
 
 static void publish_metrics(struct daemon *d, const struct rr_view *v)
 {
-	char buf[16384];
+	char buf[32768];
 	struct rr_view z = *v;
 	struct rr_err e;
 	int n;

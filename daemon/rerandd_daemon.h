@@ -59,6 +59,10 @@ struct daemon {
 	struct rr_blockers *blockers;
 	bool blk_done, blk_blocked;    /* their last answer, not yet used */
 	char blk_why[512];
+	/* logind inhibitors at the last look while a reboot was due (evaluate.c) */
+	struct rr_inhibitors inh;
+	time_t inh_since;              /* a due reboot held back by them since; 0 none */
+	char inh_said[256];            /* the last override or ignore logged */
 	struct rr_hooks *hooks;
 	struct rr_request *request;
 	char save_error[RR_ERR_MAX];   /* the last failed state save */
@@ -93,6 +97,8 @@ struct daemon {
  * settimeofday) neither ends a wait early nor makes it longer.  The wall
  * clock is only for windows, what is kept across reboots, and display. */
 time_t daemon_mono(void);
+/* A daemon_mono() instant on the wall clock, for display. */
+time_t daemon_mono_to_wall(time_t mono);
 /* When this boot's layout was born, in the wall clock of now: now less the
  * layout's age as daemon_mono() measures it. */
 time_t daemon_layout_born(const struct daemon *d, time_t now);

@@ -63,4 +63,10 @@ void daemon_fill_view(struct daemon *d, struct rr_view *v)
 	snprintf(v->last_cause_detail, sizeof(v->last_cause_detail), "%s", d->st.last_cause_detail);
 	v->last_cause_time = d->st.last_cause_time;
 	memcpy(v->causes, d->st.causes, sizeof(v->causes));
+	/* on the wall clock for display */
+	v->inhibitors = d->inh;
+	for (unsigned i = 0; i < v->inhibitors.n; i++)
+		v->inhibitors.l[i].seen = daemon_mono_to_wall(v->inhibitors.l[i].seen_mono);
+	v->inhibited_since = d->inh_since && d->inh.n ? daemon_mono_to_wall(d->inh_since) : 0;
+	v->max_inhibit = d->cfg.max_inhibit;
 }
