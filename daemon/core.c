@@ -84,7 +84,8 @@ static void on_staged(int r, const struct rr_stage_plan *p, const char *msg, voi
 		d->stage_error[0] = 0;
 		d->stage_failed_at = 0;
 		snprintf(d->st.staged_sha, sizeof(d->st.staged_sha), "%s", p->sha);
-		d->st.staged_time = time(NULL);
+		d->st.staged_time = time(NULL);     /* for display */
+		d->staged_mono = daemon_mono();      /* for RestageInterval= */
 		d->st.trig_new_kernel |= new_kernel;
 		stage_prune(&d->cfg, p->sha, d->cr.sha);
 		unstage_mark_loaded(d);    /* loaded, even when a reload made it stale */

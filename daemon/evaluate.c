@@ -217,7 +217,7 @@ static void keep_staged(struct daemon *d, time_t now, time_t mono)
 		daemon_stage_new_kernel(d);
 	if (!d->stage_job &&
 	    ((!d->staged && (!d->stage_failed_at || mono - d->stage_failed_at >= DAEMON_STAGE_RETRY)) ||
-	     (d->staged && now - d->st.staged_time >= d->cfg.restage_interval)))
+	     (d->staged && mono - d->staged_mono >= d->cfg.restage_interval)))
 		daemon_stage(d, d->staged ? &d->plan : NULL, false);
 }
 
@@ -341,7 +341,7 @@ void daemon_evaluate(struct daemon *d)
 	if (!d->staged && d->stage_failed_at)
 		sooner(&next_ms, d->stage_failed_at + DAEMON_STAGE_RETRY, mono);
 	if (d->staged)
-		sooner(&next_ms, d->st.staged_time + d->cfg.restage_interval, now);
+		sooner(&next_ms, d->staged_mono + d->cfg.restage_interval, mono);
 	if (d->seq_cancelled_at)
 		sooner(&next_ms, d->seq_cancelled_at + SAVE_RETRY, mono);
 	/* held back by inhibitors: look again when MaxInhibitSec= is over */

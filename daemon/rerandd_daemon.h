@@ -40,6 +40,7 @@ struct daemon {
 	bool staged;
 	time_t stage_failed_at;
 	char stage_error[RR_ERR_MAX];
+	time_t staged_mono;            /* when the image staged now was staged */
 	time_t new_kernel_at;          /* settle deadline after a /boot change */
 	time_t pkg_wait_since;         /* a new kernel waits for dpkg since */
 	time_t restage_at;             /* the reboot's fresh stage waits (dpkg) until */
