@@ -231,8 +231,8 @@ static void evaluate_idle(struct daemon *d, time_t now, time_t mono)
 	check_taint(d);
 	keep_staged(d, now, mono);
 	/* after a new kernel was staged: the crash kernel follows it */
-	if (!d->stage_job && !d->cr.job && crash_due(&d->cfg, &d->cr, now))
-		crash_start(d->ev, &d->cfg, &d->cr, d->staged ? &d->plan : NULL, now,
+	if (!d->stage_job && !d->cr.job && crash_due(&d->cfg, &d->cr, mono))
+		crash_start(d->ev, &d->cfg, &d->cr, d->staged ? &d->plan : NULL, mono,
 			    on_crash_loaded, d);
 
 	policy_inputs(d, now, &in);
@@ -352,8 +352,8 @@ void daemon_evaluate(struct daemon *d)
 	if (d->restage_at)
 		sooner(&next_ms, d->restage_at, mono);
 	time_t crash_at = d->cr.job ? 0 : crash_next(&d->cfg, &d->cr);
-	if (crash_at && (crash_at <= now || (int64_t)(crash_at - now) * 1000 < next_ms))
-		next_ms = crash_at <= now ? 0 : (int64_t)(crash_at - now) * 1000;
+	if (crash_at && (crash_at <= mono || (int64_t)(crash_at - mono) * 1000 < next_ms))
+		next_ms = crash_at <= mono ? 0 : (int64_t)(crash_at - mono) * 1000;
 	/* retries, the spread start and keepalives are in milliseconds */
 	fleet_ms = coord_next_ms(&d->co);
 	if (fleet_ms) {

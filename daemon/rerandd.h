@@ -356,7 +356,7 @@ struct rr_crash {
 	uint64_t reserved;             /* bytes in the crash region */
 	char     kernel[RR_PATH];
 	char     sha[65];              /* kernel hash of the loaded image */
-	time_t   loaded_at, failed_at;
+	time_t   loaded_at, failed_at;   /* daemon_mono(): every time here is */
 	time_t   reload_at;            /* a reload is wanted from then on; 0 = none */
 	time_t   first_request;        /* of the pending reload: caps the settling */
 	uint64_t loads, failures;

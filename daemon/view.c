@@ -48,7 +48,7 @@ void daemon_fill_view(struct daemon *d, struct rr_view *v)
 	v->crash_reserved = d->cr.reserved;
 	v->crash_loads = d->cr.loads;
 	v->crash_failures = d->cr.failures;
-	v->crash_loaded_at = d->cr.loaded_at;
+	v->crash_loaded_at = d->cr.loaded_at ? daemon_mono_to_wall(d->cr.loaded_at) : 0;
 	snprintf(v->crash_kernel, sizeof(v->crash_kernel), "%s", d->cr.kernel);
 	snprintf(v->crash_error, sizeof(v->crash_error), "%s", d->cr.error);
 	v->crash_boot = d->crash_boot;
