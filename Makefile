@@ -124,7 +124,7 @@ FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-saniti
 	$(CPPFLAGS) $(LIB_CFLAGS) -MMD -MP
 
 .PHONY: FORCE vm histogram all deps deb deb-chroot unit-tests fuzz-long kernels check check-long check-comeback check-piuparts \
-	check-chaos check-unit fleet-test-helpers e2e-test-helpers demo fuzz san-tests bench install clean
+	check-chaos check-unit fleet-test-helpers daemon-test-helpers e2e-test-helpers demo fuzz san-tests bench install clean
 all: $(RERAND) $(BASH_COMPLETION) $(STAGE_BIN) $(RERANDD) $(FLEETD)
 
 # The version (-DRERAND_VERSION) lives in the compile line, not in a file a
@@ -275,6 +275,17 @@ $(WALLSTEP): tests/fleet/wallstep.c
 	$(Q)$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -fPIC -shared -o $@ $< -ldl
 fleet-test-helpers: $(FLEET_TEST_HELPERS)
 
+# The daemon tests' helper, never installed: mock-logind, a stand-in for
+# logind's inhibitor locks on the test's own bus (test-inhibit-daemon.sh).
+MOCK_LOGIND := $(O)/tests/daemon/mock-logind
+DAEMON_TEST_HELPERS := $(MOCK_LOGIND)
+$(MOCK_LOGIND): tests/daemon/mock-logind.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) -std=gnu11 -O2 -Wall -Wextra -Wno-unused-parameter -Werror $(shell $(PKG_CONFIG) --cflags libsystemd) -o $@ $< \
+		$(shell $(PKG_CONFIG) --libs libsystemd)
+daemon-test-helpers: $(DAEMON_TEST_HELPERS)
+
 # The rerandd guest's control-socket latency probe (tests/e2e/daemon-init.sh),
 # static: the guest's initramfs has no C library of its own for it.
 CTL_LATENCY := $(O)/tests/e2e/ctl-latency
@@ -377,7 +388,7 @@ kernels:
 check check-long:
 	$(Q)scripts/deps.sh check
 	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(SAN_UNIT_BINS) $(FUZZ_BINS) $(FLEETD_BROKEN) \
-		$(FLEET_TEST_HELPERS) $(E2E_TEST_HELPERS)
+		$(FLEET_TEST_HELPERS) $(DAEMON_TEST_HELPERS) $(E2E_TEST_HELPERS)
 	$(Q)scripts/run-check.sh $(if $(filter check-long,$@),long,short)
 
 # The comeback part of `make check` alone (issue 22): the watchdog unit test

@@ -110,6 +110,7 @@ enum rr_outcome boot_first_look(struct daemon *d, enum rr_resume *resume)
 	}
 	daemon_save(d);
 	d->boot_time = boot_started(&d->cfg, now);
+	d->born_mono = daemon_mono() - (time(NULL) - d->boot_time);
 	return out;
 }
 
@@ -135,6 +136,7 @@ bool boot_crash_check(struct daemon *d)
 		daemon_save(d);
 	d->cr.state = RR_CS_CRASH_BOOT;
 	d->boot_time = boot_started(&d->cfg, time(NULL));
+	d->born_mono = daemon_mono() - (time(NULL) - d->boot_time);
 	rr_log(RR_LOG_NOTICE, "this is a crash kernel's boot (crash boot %llu): not a rerandomization; "
 	       "rerandd stays idle (no staging, no reboots)", (unsigned long long)d->st.crash_boots);
 	return true;

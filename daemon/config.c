@@ -99,6 +99,9 @@ void config_defaults(struct rr_config *c)
 	c->on_oops = RR_WHEN_WINDOW;
 	c->on_new_kernel = RR_WHEN_WINDOW;
 	c->honor_inhibitors = true;
+	/* an overnight job's lock is honoured; a forgotten or hostile one
+	 * cannot keep a leaked layout past the next working shift */
+	c->max_inhibit = 4 * 3600;
 	c->max_failures = 3;
 	c->method = RR_RM_AUTO;
 	c->hook_timeout = 60;
@@ -633,6 +636,9 @@ void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_
 		errs_add(errs, "%s: Jitter= is longer than MaxLayoutAge=", name);
 	if (c->max_age < 60)
 		errs_add(errs, "%s: MaxLayoutAge= is shorter than 1min", name);
+	if (c->max_inhibit < 1)
+		errs_add(errs, "%s: MaxInhibitSec= must be at least 1s (HonorInhibitors=no ignores "
+			 "inhibitors)", name);
 	if (c->tick < 1 || c->tick > 3600)
 		errs_add(errs, "%s: CheckInterval= must be between 1s and 1h", name);
 	if (c->backoff_max < c->backoff)

@@ -57,6 +57,7 @@ const struct rr_cfg_key rr_cfg_keys[] = {
 	{ "Policy", "OnNewKernel", K_WHEN, F(on_new_kernel) },
 	{ "Policy", "RebootOutsideWindows", K_BOOL, F(outside_windows) },
 	{ "Policy", "HonorInhibitors", K_BOOL, F(honor_inhibitors) },
+	{ "Policy", "MaxInhibitSec", K_DUR, F(max_inhibit) },
 	{ "Policy", "BlockerCommand", K_STR, F(blocker_cmd) },
 	{ "Policy", "BlockerTimeout", K_DUR, F(blocker_timeout) },
 	{ "Policy", "BackoffBase", K_DUR, F(backoff) },

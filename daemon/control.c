@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <systemd/sd-login.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -288,6 +289,42 @@ static void put_plan_text(struct out *o, const struct rr_view *v)
 	}
 }
 
+/* "inhibitors:", the logind locks of the last look while a reboot was due,
+ * each on a line of its own: who holds it, why, since when, and what
+ * rerandd made of it; a line of their own after the plan's. */
+static void put_inhibitors_text(struct out *o, const struct rr_view *v)
+{
+	if (!v->inhibitors.n)
+		return;
+	put(o, "\ninhibitors:        %u logind lock%s", v->inhibitors.n + v->inhibitors.more,
+	    v->inhibitors.n + v->inhibitors.more == 1 ? "" : "s");
+	if (v->inhibited_since) {
+		put(o, "; the due rerandomization held back since ");
+		put_time(o, v->inhibited_since);
+		put(o, ", goes ahead anyway at ");
+		put_abstime(o, v->inhibited_since + v->max_inhibit);
+		put(o, " (MaxInhibitSec=");
+		put_age(o, v->max_inhibit);
+		put(o, ")");
+	}
+	for (unsigned i = 0; i < v->inhibitors.n; i++) {
+		const struct rr_inhibitor *l = &v->inhibitors.l[i];
+		put(o, "\n  uid %u pid %u: ", l->uid, l->pid);
+		put_ext(o, l->who);
+		put(o, " (");
+		put_ext(o, l->why);
+		put(o, "), ");
+		put_ext(o, l->mode);
+		put(o, " on ");
+		put_ext(o, l->what);
+		put(o, ", seen since ");
+		put_time(o, l->seen);
+		put(o, ": %s", l->blocks ? "holds it back" :
+		    v->inhibited_since && v->inhibited_since + v->max_inhibit <= v->now ?
+		    "overridden (MaxInhibitSec= is over)" : "ignored (not root's)");
+	}
+}
+
 /* "hold:", since when and why, on a line of its own: it ends the plan's
  * line first, and leaves its own end to the caller. */
 static void put_hold_text(struct out *o, const struct rr_view *v)
@@ -377,6 +414,7 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 		    v->entropy_grade && !strcmp(v->entropy_grade, "seed") ?
 		    " (grade seed: no RDRAND or RDSEED; the staging seed and RDTSC)" : "");
 	put_plan_text(&o, v);
+	put_inhibitors_text(&o, v);
 	put_hold_text(&o, v);
 	put(&o, "\n");
 	if (*v->reboot_error) {
@@ -462,6 +500,8 @@ struct ctl_conn {
 	size_t got;
 	char line[RR_CTL_LINE];
 	sd_event_source *io, *timer;
+	struct ucred peer;                  /* SO_PEERCRED at accept */
+	char unit[256];                     /* the peer's systemd unit, "" unknown */
 };
 struct ctl_server {
 	sd_event *ev;
@@ -491,6 +531,64 @@ static int on_conn_deadline(sd_event_source *s, uint64_t usec, void *ud)
 	return 0;
 }
 
+/* ---- the audit trail: who asked for what ----------------------------------
+ * The peer as the kernel saw it at connect (SO_PEERCRED: uid, pid) and the
+ * unit its pid was in then (its cgroup, through sd_pid_get_unit(), else a
+ * user unit, else ""), read at accept while the peer still waits. */
+static void control_peer_unit(pid_t pid, char *out, size_t len)
+{
+	_cleanup_free_ char *u = NULL;
+
+	out[0] = 0;
+	if (sd_pid_get_unit(pid, &u) >= 0 || sd_pid_get_user_unit(pid, &u) >= 0)
+		snprintf(out, len, "%s", u);
+}
+
+static const char *control_verb(enum rr_ctl_cmd cmd, bool *changes)
+{
+	*changes = true;
+	switch (cmd) {
+	case RR_CTL_NOW:                 return RR_CTLV_NOW;
+	case RR_CTL_HOLD:                return RR_CTLV_HOLD;
+	case RR_CTL_RELEASE:             return RR_CTLV_RELEASE;
+	case RR_CTL_FLEET_RELEASE:       return RR_CTLV_FLEET_RELEASE;
+	case RR_CTL_FLEET_CLEAR_BREAKER: return RR_CTLV_FLEET_CLEAR_BREAKER;
+	default:                         break;
+	}
+	*changes = false;
+	switch (cmd) {
+	case RR_CTL_STATUS:            return RR_CTLV_STATUS;
+	case RR_CTL_STATUS_JSON:       return RR_CTLV_STATUS_JSON;
+	case RR_CTL_DUE:               return RR_CTLV_DUE;
+	case RR_CTL_PHASE:             return RR_CTLV_PHASE;
+	case RR_CTL_FLEET_STATUS:      return RR_CTLV_FLEET_STATUS;
+	case RR_CTL_FLEET_STATUS_JSON: return RR_CTLV_FLEET_STATUS_JSON;
+	default:                       *changes = true;  /* a root peer sending junk */
+				       return "unknown";
+	}
+}
+
+/* Every command that changes something, at notice; the read-only ones
+ * (`rerand status`, `now --wait` polling the phase) at debug only, so that
+ * they do not drown the rest. */
+static void control_audit(const struct ctl_conn *c, enum rr_ctl_cmd cmd, const char *arg)
+{
+	bool changes;
+	const char *verb = control_verb(cmd, &changes);
+	char f_cmd[64], f_arg[RR_CTL_LINE + 32], f_uid[32], f_pid[32], f_unit[300];
+	const char *fields[] = { f_cmd, f_uid, f_pid, f_unit, f_arg };
+
+	snprintf(f_cmd, sizeof(f_cmd), "RERAND_COMMAND=%s", verb);
+	snprintf(f_uid, sizeof(f_uid), "RERAND_PEER_UID=%u", (unsigned)c->peer.uid);
+	snprintf(f_pid, sizeof(f_pid), "RERAND_PEER_PID=%d", (int)c->peer.pid);
+	snprintf(f_unit, sizeof(f_unit), "RERAND_PEER_UNIT=%s", c->unit);
+	snprintf(f_arg, sizeof(f_arg), "RERAND_COMMAND_ARG=%s", arg);
+	audit_log(changes ? RR_LOG_NOTICE : RR_LOG_DEBUG, RR_MSGID_CONTROL, fields,
+		  *arg ? 5 : 4, "control command \"%s%s%s\" from uid %u pid %d unit %s", verb,
+		  *arg ? " " : "", arg, (unsigned)c->peer.uid, (int)c->peer.pid,
+		  *c->unit ? c->unit : "(none)");
+}
+
 static int on_conn_read(sd_event_source *s, int fd, uint32_t revents, void *ud)
 {
 	struct ctl_conn *c = ud;
@@ -513,6 +611,7 @@ static int on_conn_read(sd_event_source *s, int fd, uint32_t revents, void *ud)
 			break;
 	}
 	cmd = nl ? control_parse_arg(c->line, (size_t)(nl - c->line), arg, sizeof(arg)) : RR_CTL_BAD;
+	control_audit(c, cmd, cmd == RR_CTL_BAD ? "" : arg);
 	/* the answer goes out at once (a status fits the socket's buffer),
 	 * or fn keeps the connection to answer later */
 	conn_free(c, !c->srv->fn(c->srv->ud, cmd, arg, c->fd));
@@ -546,6 +645,8 @@ static int on_listen(sd_event_source *s, int lfd, uint32_t revents, void *ud)
 		return 0;
 	c->srv = srv;
 	c->fd = TAKE_FD(fd);
+	c->peer = cred;
+	control_peer_unit(cred.pid, c->unit, sizeof(c->unit));
 	srv->nconns++;
 	if (sd_event_now(srv->ev, CLOCK_MONOTONIC, &now) < 0 ||
 	    sd_event_add_io(srv->ev, &c->io, c->fd, EPOLLIN, on_conn_read, c) < 0 ||

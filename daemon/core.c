@@ -27,6 +27,32 @@ int daemon_save(struct daemon *d)
 	return r;
 }
 
+time_t daemon_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return ts.tv_sec + 1;
+}
+
+time_t daemon_mono_to_wall(time_t mono)
+{
+	struct timespec w, b;
+	int64_t off;
+
+	/* the offset between the clocks in ns, stable between two calls
+	 * (unlike the difference of two whole-second readings) */
+	clock_gettime(CLOCK_REALTIME, &w);
+	clock_gettime(CLOCK_BOOTTIME, &b);
+	off = ((int64_t)w.tv_sec - b.tv_sec) * 1000000000 + (w.tv_nsec - b.tv_nsec);
+	return (time_t)((((int64_t)mono - 1) * 1000000000 + off) / 1000000000);
+}
+
+time_t daemon_layout_born(const struct daemon *d, time_t now)
+{
+	return now - (daemon_mono() - d->born_mono);
+}
+
 static void set_stage_error(struct daemon *d, const char *msg)
 {
 	if (strcmp(d->stage_error, msg))
@@ -44,7 +70,7 @@ static void on_staged(int r, const struct rr_stage_plan *p, const char *msg, voi
 	if (r == 1) {
 		/* a /boot change, but the staged kernel is still the newest */
 	} else if (r < 0) {
-		d->stage_failed_at = time(NULL);
+		d->stage_failed_at = daemon_mono();
 		/* the kernel file was replaced between its hash and its build (an
 		 * upgrade): planned again in 5 s, not after the back-off */
 		if (r == -ESTALE)
@@ -58,7 +84,8 @@ static void on_staged(int r, const struct rr_stage_plan *p, const char *msg, voi
 		d->stage_error[0] = 0;
 		d->stage_failed_at = 0;
 		snprintf(d->st.staged_sha, sizeof(d->st.staged_sha), "%s", p->sha);
-		d->st.staged_time = time(NULL);
+		d->st.staged_time = time(NULL);     /* for display */
+		d->staged_mono = daemon_mono();      /* for RestageInterval= */
 		d->st.trig_new_kernel |= new_kernel;
 		stage_prune(&d->cfg, p->sha, d->cr.sha);
 		unstage_mark_loaded(d);    /* loaded, even when a reload made it stale */
@@ -87,7 +114,7 @@ int daemon_stage(struct daemon *d, const struct rr_stage_plan *given, bool new_k
 	if (d->stage_job)
 		return -EBUSY;
 	if ((r = stage_start(d->ev, &d->cfg, &req, on_staged, d, &d->stage_job, &e)) < 0) {
-		d->stage_failed_at = time(NULL);
+		d->stage_failed_at = daemon_mono();
 		set_stage_error(d, e.msg);
 		return r;
 	}
@@ -108,9 +135,9 @@ void daemon_stage_new_kernel(struct daemon *d)
 	/* The package's hook is building the new kernel's image, or dpkg has
 	 * yet to run it: stage from its image once it is there rather than
 	 * build a second one meanwhile. */
-	wait = kernels_new_wait(&d->cfg, NULL, time(NULL), &d->pkg_wait_since, "new kernel");
+	wait = kernels_new_wait(&d->cfg, NULL, daemon_mono(), &d->pkg_wait_since, "new kernel");
 	if (wait > 0) {
-		d->new_kernel_at = time(NULL) + wait;
+		d->new_kernel_at = daemon_mono() + wait;
 		return;
 	}
 	/* Booted by systemd-boot: its entry, not the newest file in /boot. */
@@ -137,7 +164,7 @@ void daemon_stage_new_kernel(struct daemon *d)
 
 static void publish_metrics(struct daemon *d, const struct rr_view *v)
 {
-	char buf[16384];
+	char buf[32768];
 	struct rr_view z = *v;
 	struct rr_err e;
 	int n;

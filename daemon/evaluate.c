@@ -39,6 +39,82 @@ static void on_blockers(int blocked, const char *why, void *ud)
 	daemon_evaluate_soon(d);
 }
 
+static bool same_lock(const struct rr_inhibitor *a, const struct rr_inhibitor *b)
+{
+	return a->uid == b->uid && a->pid == b->pid && !strcmp(a->who, b->who) &&
+	       !strcmp(a->why, b->why) && !strcmp(a->what, b->what) && !strcmp(a->mode, b->mode);
+}
+
+/* An inhibitor gone past: said once per change, to the journal with
+ * RR_MSGID_INHIBITOR and who held it. */
+static void inhibitor_said(struct daemon *d, int prio, const struct rr_inhibitor *l,
+			   const char *kind, const char *msg)
+{
+	char f_uid[32], f_pid[32], f_who[96], f_why[160], f_reason[64];
+	const char *fields[] = { f_uid, f_pid, f_who, f_why, f_reason };
+	char key[sizeof(d->inh_said)];
+
+	snprintf(key, sizeof(key), "%u %u %.60s %s %s", l->uid, l->pid, l->who, kind,
+		 policy_reason_name(d->out.reason));
+	if (!strcmp(key, d->inh_said))
+		return;
+	snprintf(d->inh_said, sizeof(d->inh_said), "%s", key);
+	snprintf(f_uid, sizeof(f_uid), "RERAND_INHIBITOR_UID=%u", l->uid);
+	snprintf(f_pid, sizeof(f_pid), "RERAND_INHIBITOR_PID=%u", l->pid);
+	snprintf(f_who, sizeof(f_who), "RERAND_INHIBITOR_WHO=%s", l->who);
+	snprintf(f_why, sizeof(f_why), "RERAND_INHIBITOR_WHY=%s", l->why);
+	snprintf(f_reason, sizeof(f_reason), "RERAND_REASON=%s", policy_reason_name(d->out.reason));
+	audit_log(prio, RR_MSGID_INHIBITOR, fields, 5, "%s rerandomization goes ahead despite the "
+		  "logind inhibitor of uid %u pid %u, \"%s\" (%s, %s on %s, seen %llds ago): %s",
+		  policy_reason_name(d->out.reason), l->uid, l->pid, l->who, l->why, l->mode,
+		  l->what, (long long)(daemon_mono() - l->seen_mono), msg);
+}
+
+/* Which logind locks hold a due reboot back (issue 39): a lock taken by a
+ * user other than root does not hold back `rerand now` or an oops, and no
+ * lock holds one back longer than MaxInhibitSec=, counted on CLOCK_BOOTTIME
+ * from the first look that found the due reboot held back.  The count
+ * ends only at a look that finds nothing holding it back: a lock dropped
+ * and taken again between two looks, or a window that closes meanwhile,
+ * does not start it again. */
+static bool judge_inhibitors(struct rr_inhibitors *list, void *ud)
+{
+	struct daemon *d = ud;
+	time_t mono = daemon_mono();
+	bool urgent = d->out.reason == RR_WHY_NOW || d->out.reason == RR_WHY_OOPS;
+	bool held = false, over;
+	char msg[160];
+
+	for (unsigned i = 0; i < list->n; i++) {
+		struct rr_inhibitor *l = &list->l[i];
+		l->seen_mono = mono;
+		for (unsigned j = 0; j < d->inh.n; j++)
+			if (same_lock(l, &d->inh.l[j]))
+				l->seen_mono = d->inh.l[j].seen_mono;
+		l->blocks = !(urgent && l->uid != 0);
+		held |= l->blocks;
+	}
+	if (held && !d->inh_since)
+		d->inh_since = mono;
+	over = held && mono - d->inh_since >= d->cfg.max_inhibit;
+	for (unsigned i = 0; i < list->n; i++) {
+		struct rr_inhibitor *l = &list->l[i];
+		if (over && l->blocks) {
+			snprintf(msg, sizeof(msg), "held back for %llds, MaxInhibitSec=%llds is over",
+				 (long long)(mono - d->inh_since), (long long)d->cfg.max_inhibit);
+			inhibitor_said(d, RR_LOG_WARNING, l, "over", msg);
+			l->blocks = false;
+		} else if (!l->blocks && !over) {
+			inhibitor_said(d, RR_LOG_NOTICE, l, "not-root", "a lock of a user other than root does "
+				       "not hold back `rerand now` or an oops");
+		}
+	}
+	if (!held)
+		d->inh_since = 0;
+	d->inh = *list;
+	return held && !over;
+}
+
 static void on_crash_loaded(void *ud)
 {
 	daemon_evaluate_soon(ud);
@@ -49,7 +125,7 @@ static void policy_inputs(const struct daemon *d, time_t now, struct rr_policy_i
 {
 	memset(in, 0, sizeof(*in));
 	in->now = now;
-	in->layout_born = d->boot_time;
+	in->layout_born = daemon_layout_born(d, now);
 	in->jitter = d->st.jitter > 0 ? d->st.jitter : 0;
 	in->last_reboot = d->st.last_reboot;
 	in->last_failure = d->st.last_failure;
@@ -108,7 +184,7 @@ void daemon_format_due(const struct daemon *d, char *out, size_t size)
 /* An image staged while a rerandomization is wanted, none while not
  * (unstage.c says when); a staged kernel file that changed is unloaded at
  * once and the new-kernel path stages what /boot holds now. */
-static void keep_staged(struct daemon *d, time_t now)
+static void keep_staged(struct daemon *d, time_t now, time_t mono)
 {
 	char why[sizeof(d->unstaged_why)];
 	int changed;
@@ -117,7 +193,7 @@ static void keep_staged(struct daemon *d, time_t now)
 		return;
 	if (unstage_unwanted(d, why, sizeof(why))) {
 		if ((d->staged || d->loaded_mark) &&
-		    (!d->unload_failed_at || now - d->unload_failed_at >= DAEMON_STAGE_RETRY))
+		    (!d->unload_failed_at || mono - d->unload_failed_at >= DAEMON_STAGE_RETRY))
 			daemon_unstage(d, why);
 		else if (!d->staged)
 			snprintf(d->unstaged_why, sizeof(d->unstaged_why), "%s", why);
@@ -134,34 +210,37 @@ static void keep_staged(struct daemon *d, time_t now)
 		 * trigger a rerandomization by itself */
 		d->restage_not_new = changed == RR_KERNEL_GONE;
 		if (!d->new_kernel_at)
-			d->new_kernel_at = now;
+			d->new_kernel_at = mono;
 		return;
 	}
-	if (d->new_kernel_at && now >= d->new_kernel_at)
+	if (d->new_kernel_at && mono >= d->new_kernel_at)
 		daemon_stage_new_kernel(d);
 	if (!d->stage_job &&
-	    ((!d->staged && (!d->stage_failed_at || now - d->stage_failed_at >= DAEMON_STAGE_RETRY)) ||
-	     (d->staged && now - d->st.staged_time >= d->cfg.restage_interval)))
+	    ((!d->staged && (!d->stage_failed_at || mono - d->stage_failed_at >= DAEMON_STAGE_RETRY)) ||
+	     (d->staged && mono - d->staged_mono >= d->cfg.restage_interval)))
 		daemon_stage(d, d->staged ? &d->plan : NULL, false);
 }
 
 /* idle: keep an image staged and the crash kernel loaded, watch for
  * triggers; when policy says reboot and nothing blocks, start the sequence. */
-static void evaluate_idle(struct daemon *d, time_t now)
+static void evaluate_idle(struct daemon *d, time_t now, time_t mono)
 {
 	struct rr_policy_in in = { 0 };
 
 	coord_service(&d->co, &d->cfg, &d->st);
 	check_taint(d);
-	keep_staged(d, now);
+	keep_staged(d, now, mono);
 	/* after a new kernel was staged: the crash kernel follows it */
-	if (!d->stage_job && !d->cr.job && crash_due(&d->cfg, &d->cr, now))
-		crash_start(d->ev, &d->cfg, &d->cr, d->staged ? &d->plan : NULL, now,
+	if (!d->stage_job && !d->cr.job && crash_due(&d->cfg, &d->cr, mono))
+		crash_start(d->ev, &d->cfg, &d->cr, d->staged ? &d->plan : NULL, mono,
 			    on_crash_loaded, d);
 
 	policy_inputs(d, now, &in);
 	policy_decide(&d->cfg, &in, &d->out);
 	if (d->out.action != RR_ACT_REBOOT) {
+		/* nothing due: no lock holds anything back (inh_since stays,
+		 * for the next due look) */
+		d->inh.n = d->inh.more = 0;
 		d->blk_done = false;
 		blockers_cancel(d->blockers);
 		d->blockers = NULL;
@@ -177,7 +256,8 @@ static void evaluate_idle(struct daemon *d, time_t now)
 	/* The expensive blockers are asked only when a reboot is due, and
 	 * their answer is used once: the next due evaluation asks again. */
 	if (!d->blk_done) {
-		if (blockers_start(d->ev, &d->cfg, on_blockers, d, &d->blockers) > 0)
+		if (blockers_start(d->ev, &d->cfg, judge_inhibitors, on_blockers, d,
+				   &d->blockers) > 0)
 			return;
 		d->blk_blocked = false;
 		d->blk_why[0] = 0;
@@ -186,14 +266,19 @@ static void evaluate_idle(struct daemon *d, time_t now)
 	in.inhibited = d->blk_blocked && !strncmp(d->blk_why, "reboot blocked by a logind", 26);
 	in.command_blocks = d->blk_blocked && !in.inhibited;
 	/* Say so when the reason changes, not at every tick. */
-	if (*d->blk_why && strcmp(d->blk_why, d->blocked_why))
+	if (*d->blk_why && strcmp(d->blk_why, d->blocked_why) && in.inhibited)
+		rr_log(RR_LOG_NOTICE, "%s; held back %llds so far, rerandd goes ahead anyway after "
+		       "MaxInhibitSec=%llds", d->blk_why,
+		       (long long)(d->inh_since ? daemon_mono() - d->inh_since : 0),
+		       (long long)d->cfg.max_inhibit);
+	else if (*d->blk_why && strcmp(d->blk_why, d->blocked_why))
 		rr_log(RR_LOG_NOTICE, "%s", d->blk_why);
 	snprintf(d->blocked_why, sizeof(d->blocked_why), "%s", d->blk_why);
 	policy_decide(&d->cfg, &in, &d->out);
 	/* the state could not be written the last time: not again at once
 	 * (the hooks would drain the machine every time) */
 	if (d->out.action == RR_ACT_REBOOT &&
-	    (!d->seq_cancelled_at || now - d->seq_cancelled_at >= SAVE_RETRY))
+	    (!d->seq_cancelled_at || mono - d->seq_cancelled_at >= SAVE_RETRY))
 		seq_begin(d);
 }
 
@@ -240,11 +325,11 @@ static void sooner(int64_t *next_ms, time_t at, time_t now)
 
 void daemon_evaluate(struct daemon *d)
 {
-	time_t now = time(NULL);
+	time_t now = time(NULL), mono = daemon_mono();
 	int64_t next_ms, fleet_ms, cap_ms, window_ms;
 
 	if (d->st.phase == RR_PH_IDLE)
-		evaluate_idle(d, now);
+		evaluate_idle(d, now, mono);
 	else
 		seq_step(d, now);
 	daemon_publish(d);
@@ -254,18 +339,21 @@ void daemon_evaluate(struct daemon *d)
 	/* evaluate_idle's own deadlines: the retry after a failed staging,
 	 * the periodic restage */
 	if (!d->staged && d->stage_failed_at)
-		sooner(&next_ms, d->stage_failed_at + DAEMON_STAGE_RETRY, now);
+		sooner(&next_ms, d->stage_failed_at + DAEMON_STAGE_RETRY, mono);
 	if (d->staged)
-		sooner(&next_ms, d->st.staged_time + d->cfg.restage_interval, now);
+		sooner(&next_ms, d->staged_mono + d->cfg.restage_interval, mono);
 	if (d->seq_cancelled_at)
-		sooner(&next_ms, d->seq_cancelled_at + SAVE_RETRY, now);
-	if (d->new_kernel_at > now && (int64_t)(d->new_kernel_at - now) * 1000 < next_ms)
-		next_ms = (int64_t)(d->new_kernel_at - now) * 1000;
-	if (d->restage_at > now && (int64_t)(d->restage_at - now) * 1000 < next_ms)
-		next_ms = (int64_t)(d->restage_at - now) * 1000;
+		sooner(&next_ms, d->seq_cancelled_at + SAVE_RETRY, mono);
+	/* held back by inhibitors: look again when MaxInhibitSec= is over */
+	if (d->inh_since && d->inh.n)
+		sooner(&next_ms, d->inh_since + d->cfg.max_inhibit, mono);
+	if (d->new_kernel_at)
+		sooner(&next_ms, d->new_kernel_at, mono);
+	if (d->restage_at)
+		sooner(&next_ms, d->restage_at, mono);
 	time_t crash_at = d->cr.job ? 0 : crash_next(&d->cfg, &d->cr);
-	if (crash_at && (crash_at <= now || (int64_t)(crash_at - now) * 1000 < next_ms))
-		next_ms = crash_at <= now ? 0 : (int64_t)(crash_at - now) * 1000;
+	if (crash_at && (crash_at <= mono || (int64_t)(crash_at - mono) * 1000 < next_ms))
+		next_ms = crash_at <= mono ? 0 : (int64_t)(crash_at - mono) * 1000;
 	/* retries, the spread start and keepalives are in milliseconds */
 	fleet_ms = coord_next_ms(&d->co);
 	if (fleet_ms) {

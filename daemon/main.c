@@ -58,8 +58,8 @@ static int on_boot_change(sd_event_source *s, const struct inotify_event *ev, vo
 			 strncmp(ev->name, "initramfs", 9)))
 		return 0;
 	/* Package scripts write the initrd after the kernel: let them settle. */
-	d->new_kernel_at = time(NULL) + d->cfg.new_kernel_settle;
-	crash_request(&d->cr, time(NULL), d->cfg.new_kernel_settle);
+	d->new_kernel_at = daemon_mono() + d->cfg.new_kernel_settle;
+	crash_request(&d->cr, daemon_mono(), d->cfg.new_kernel_settle);
 	daemon_evaluate_soon(d);
 	return 0;
 }
@@ -73,10 +73,10 @@ static int on_signed_change(sd_event_source *s, const struct inotify_event *ev, 
 
 	if (n < 5 || strcmp(ev->name + n - 4, ".img"))
 		return 0;
-	d->new_kernel_at = time(NULL) + d->cfg.new_kernel_settle;
+	d->new_kernel_at = daemon_mono() + d->cfg.new_kernel_settle;
 	if (!d->staged)
 		d->stage_failed_at = 0;        /* no need to wait for the retry */
-	crash_request(&d->cr, time(NULL), d->cfg.new_kernel_settle);
+	crash_request(&d->cr, daemon_mono(), d->cfg.new_kernel_settle);
 	daemon_evaluate_soon(d);
 	return 0;
 }
@@ -91,7 +91,7 @@ static int on_uevent(sd_event_source *s, int fd, uint32_t revents, void *ud)
 	/* the crash memory map and CPU count are fixed when it is loaded */
 	rr_log(RR_LOG_INFO, "%s hotplug: reloading the crash kernel once it settles",
 	       k == RR_HP_MEMORY ? "memory" : "CPU");
-	crash_request(&d->cr, time(NULL), d->cfg.hotplug_settle);
+	crash_request(&d->cr, daemon_mono(), d->cfg.hotplug_settle);
 	daemon_evaluate_soon(d);
 	return 0;
 }

@@ -62,6 +62,52 @@ static int format_secure(const struct rr_view *v, char *buf, size_t len)
 	return n + m;
 }
 
+/* Who holds logind locks against the due reboot, since when, and the
+ * bound: one series per lock, labelled with its holder (the holder's own
+ * text, escaped and cut short). */
+static int format_inhibitors(const struct rr_view *v, char *buf, size_t len)
+{
+	int n = snprintf(buf, len,
+		"# HELP rerand_inhibited_since_timestamp_seconds Since when logind inhibitors hold a due rerandomization back, 0 if they do not.\n"
+		"# TYPE rerand_inhibited_since_timestamp_seconds gauge\n"
+		"rerand_inhibited_since_timestamp_seconds %lld\n"
+		"# HELP rerand_inhibit_max_seconds MaxInhibitSec=: how long inhibitors may hold a due rerandomization back.\n"
+		"# TYPE rerand_inhibit_max_seconds gauge\n"
+		"rerand_inhibit_max_seconds %lld\n"
+		"# HELP rerand_inhibitors Logind block locks on shutdown at the last look while a rerandomization was due.\n"
+		"# TYPE rerand_inhibitors gauge\n"
+		"rerand_inhibitors %u\n",
+		(long long)v->inhibited_since, (long long)v->max_inhibit,
+		v->inhibitors.n + v->inhibitors.more);
+	if (n < 0 || (size_t)n >= len)
+		return -ENOBUFS;
+	if (!v->inhibitors.n)
+		return n;
+	int s = snprintf(buf + n, len - (size_t)n,
+		"# HELP rerand_inhibitor_since_timestamp_seconds When rerandd first saw this logind lock; blocks=1 if it holds the due rerandomization back.\n"
+		"# TYPE rerand_inhibitor_since_timestamp_seconds gauge\n");
+	if (s < 0 || (size_t)s >= len - (size_t)n)
+		return -ENOBUFS;
+	n += s;
+	for (unsigned i = 0; i < v->inhibitors.n; i++) {
+		const struct rr_inhibitor *l = &v->inhibitors.l[i];
+		char who[8 * sizeof(l->who)], why[8 * sizeof(l->why)], mode[8 * sizeof(l->mode)];
+		char esc[4 * sizeof(l->why)];
+		/* escaped first, as the status shows it: valid UTF-8, printable */
+		label(who, sizeof(who), rr_escape_str(esc, sizeof(esc), l->who));
+		label(why, sizeof(why), rr_escape_str(esc, sizeof(esc), l->why));
+		label(mode, sizeof(mode), rr_escape_str(esc, sizeof(esc), l->mode));
+		s = snprintf(buf + n, len - (size_t)n,
+			     "rerand_inhibitor_since_timestamp_seconds{uid=\"%u\",pid=\"%u\",who=\"%s\","
+			     "why=\"%s\",mode=\"%s\",blocks=\"%d\"} %lld\n", l->uid, l->pid, who, why,
+			     mode, l->blocks, (long long)l->seen);
+		if (s < 0 || (size_t)s >= len - (size_t)n)
+			return -ENOBUFS;
+		n += s;
+	}
+	return n;
+}
+
 int metrics_format(const struct rr_view *v, char *buf, size_t len)
 {
 	int n = snprintf(buf, len,
@@ -180,6 +226,10 @@ int metrics_format(const struct rr_view *v, char *buf, size_t len)
 	if (s < 0 || (size_t)s >= len - (size_t)n)
 		return -ENOBUFS;
 	n += s;
+	s = format_inhibitors(v, buf + n, len - (size_t)n);
+	if (s < 0)
+		return s;
+	n += s;
 	/* rerand_fleet_lock_state and rerand_fleet_errors_total, from fleet.c */
 	int m = snprintf(buf + n, len - (size_t)n, "%s", v->fleet_metrics);
 	if (m < 0 || (size_t)m >= len - (size_t)n)
@@ -189,7 +239,7 @@ int metrics_format(const struct rr_view *v, char *buf, size_t len)
 
 int metrics_write(const char *path, const struct rr_view *v, struct rr_err *e)
 {
-	char buf[16384];
+	char buf[32768];
 	int n;
 
 	if (!*path)

@@ -286,6 +286,7 @@ struct rr_blockers {
 	struct rr_job *job;
 	char cmd[RR_CMD];
 	int64_t cmd_timeout;
+	rr_inhibit_judge_fn judge;
 	rr_op_done_fn done;           /* r: 1 blocked (msg says why), 0 not */
 	void *arg;
 };
@@ -327,40 +328,65 @@ static int blockers_command(struct rr_blockers *b)
 	return 1;
 }
 
+/* One lock of the reply: kept if it can block a reboot.  "delay" only
+ * postpones one (logind sees to that itself) and "block-weak" (systemd 257)
+ * does not apply to root; "what" is a ':'-separated list. */
+static void inhibitor_add(struct rr_inhibitors *list, const char *what, const char *who,
+			  const char *why, const char *mode, uint32_t uid, uint32_t pid)
+{
+	char words[256], *save = NULL;
+	bool shutdown = false;
+	struct rr_inhibitor *l;
+
+	snprintf(words, sizeof(words), "%s", what);
+	for (char *t = strtok_r(words, ":", &save); t; t = strtok_r(NULL, ":", &save))
+		shutdown |= !strcmp(t, "shutdown");
+	if (strcmp(mode, "block") || !shutdown)
+		return;
+	if (list->n == RR_MAX_INHIBITORS) {
+		list->more++;
+		return;
+	}
+	l = &list->l[list->n++];
+	*l = (struct rr_inhibitor){ .uid = uid, .pid = pid, .blocks = true };
+	snprintf(l->what, sizeof(l->what), "%s", what);
+	snprintf(l->who, sizeof(l->who), "%s", who);
+	snprintf(l->why, sizeof(l->why), "%s", why);
+	snprintf(l->mode, sizeof(l->mode), "%s", mode);
+}
+
 static int on_inhibitors(sd_bus_message *reply, void *ud, sd_bus_error *ret_error)
 {
 	struct rr_blockers *b = ud;
 	const char *what, *w, *why, *mode;
 	uint32_t uid, pid;
-	char who[512] = "";
+	struct rr_inhibitors list = { 0 };
+	char msg[512];
+	bool blocked;
 
 	b->slot = sd_bus_slot_unref(b->slot);
 	/* an error reply (no logind): nothing inhibits */
 	if (!sd_bus_message_is_method_error(reply, NULL) &&
-	    sd_bus_message_enter_container(reply, 'a', "(ssssuu)") > 0) {
-		while (!*who && sd_bus_message_read(reply, "(ssssuu)", &what, &w, &why, &mode, &uid,
-						    &pid) > 0) {
-			/* "what" is a ':'-separated list; only "block" stops a reboot
-			 * ("delay" just postpones it and logind handles that itself). */
-			char list[256], *save = NULL;
-			snprintf(list, sizeof(list), "%s", what);
-			if (strcmp(mode, "block"))
-				continue;
-			for (char *t = strtok_r(list, ":", &save); t; t = strtok_r(NULL, ":", &save))
-				if (!strcmp(t, "shutdown"))
-					snprintf(who, sizeof(who),
-						 "reboot blocked by a logind inhibitor: %s (%s)", w, why);
-		}
+	    sd_bus_message_enter_container(reply, 'a', "(ssssuu)") > 0)
+		while (sd_bus_message_read(reply, "(ssssuu)", &what, &w, &why, &mode, &uid, &pid) > 0)
+			inhibitor_add(&list, what, w, why, mode, uid, pid);
+	blocked = b->judge ? b->judge(&list, b->arg) : list.n > 0;
+	for (unsigned i = 0; blocked && i < list.n; i++) {
+		const struct rr_inhibitor *l = &list.l[i];
+		if (!l->blocks)
+			continue;
+		snprintf(msg, sizeof(msg), "reboot blocked by a logind inhibitor: %s (%s), uid %u "
+			 "pid %u", l->who, l->why, l->uid, l->pid);
+		blockers_finish(b, 1, msg);
+		return 0;
 	}
-	if (*who)
-		blockers_finish(b, 1, who);
-	else if (!blockers_command(b))
+	if (!blockers_command(b))
 		blockers_finish(b, 0, "");
 	return 0;
 }
 
-int blockers_start(sd_event *ev, const struct rr_config *c, rr_op_done_fn done, void *arg,
-		   struct rr_blockers **ret)
+int blockers_start(sd_event *ev, const struct rr_config *c, rr_inhibit_judge_fn judge,
+		   rr_op_done_fn done, void *arg, struct rr_blockers **ret)
 {
 	struct rr_blockers *b = calloc(1, sizeof(*b));
 	sd_bus *bus;
@@ -370,6 +396,7 @@ int blockers_start(sd_event *ev, const struct rr_config *c, rr_op_done_fn done, 
 	b->ev = ev;
 	snprintf(b->cmd, sizeof(b->cmd), "%s", c->blocker_cmd);
 	b->cmd_timeout = c->blocker_timeout;
+	b->judge = judge;
 	b->done = done;
 	b->arg = arg;
 	*ret = b;

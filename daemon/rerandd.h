@@ -37,6 +37,18 @@
 /* ---- escape.c: text from outside, safe for the journal, status, terminals - */
 #include "escape.h"
 
+/* ---- audit.c: events with a journal MESSAGE_ID= of their own --------------- */
+/* A control command, with the peer that sent it (docs/rerandd.8, AUDIT). */
+#define RR_MSGID_CONTROL   "cab9b5e72e464ba4b70373f2caa67f02"
+/* A due rerandomization goes on despite a logind inhibitor (MaxInhibitSec=,
+ * or one a non-root user holds against `rerand now` or an oops). */
+#define RR_MSGID_INHIBITOR "3453cf549ce949a9983597d045cc8ccf"
+#define RR_AUDIT_MAX_FIELDS 8
+/* rr_log's message, and under systemd a journal entry with MESSAGE_ID= and
+ * the fields ("NAME=value", at most RR_AUDIT_MAX_FIELDS). */
+void audit_log(int prio, const char *message_id, const char *const *fields, size_t nfields,
+	       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
 #include "rerandd_config.h"
 
 /* ---- policy.c: pure decisions ------------------------------------------- */
@@ -347,7 +359,7 @@ struct rr_crash {
 	uint64_t reserved;             /* bytes in the crash region */
 	char     kernel[RR_PATH];
 	char     sha[65];              /* kernel hash of the loaded image */
-	time_t   loaded_at, failed_at;
+	time_t   loaded_at, failed_at;   /* daemon_mono(): every time here is */
 	time_t   reload_at;            /* a reload is wanted from then on; 0 = none */
 	time_t   first_request;        /* of the pending reload: caps the settling */
 	uint64_t loads, failures;
@@ -409,13 +421,31 @@ struct rr_hooks;
 int hooks_start(sd_event *ev, const char *dir, const char *kind, int64_t timeout,
 		rr_op_done_fn done, void *arg, struct rr_hooks **ret, struct rr_err *e);
 void hooks_cancel(struct rr_hooks *h);
+/* A logind lock that can block a reboot ("block" mode, "shutdown" among
+ * what it inhibits), as ListInhibitors gives it: the text is the holder's
+ * own, escaped wherever it is shown. */
+#define RR_MAX_INHIBITORS 8
+struct rr_inhibitor {
+	char what[64], who[64], why[128], mode[16];
+	uint32_t uid, pid;
+	time_t seen_mono;            /* first seen by rerandd (daemon_mono()) */
+	time_t seen;                 /* the same on the wall clock (rr_view only) */
+	bool blocks;                 /* holds the due reboot back; else ignored or overridden */
+};
+struct rr_inhibitors {
+	unsigned n, more;            /* more: locks past RR_MAX_INHIBITORS */
+	struct rr_inhibitor l[RR_MAX_INHIBITORS];
+};
+/* Decides which of the locks hold the due reboot back (sets .blocks) and
+ * whether any does. */
+typedef bool (*rr_inhibit_judge_fn)(struct rr_inhibitors *list, void *arg);
 /* Whether a reboot is blocked: a logind block-mode shutdown inhibitor
- * (HonorInhibitors=, an asynchronous ListInhibitors), then BlockerCommand=
- * (a job).  1: started, done(1 blocked / 0 not, why) follows; 0: nothing
- * to ask, not blocked. */
+ * (HonorInhibitors=, an asynchronous ListInhibitors; judge, given arg,
+ * says which count), then BlockerCommand= (a job).  1: started, done(1
+ * blocked / 0 not, why) follows; 0: nothing to ask, not blocked. */
 struct rr_blockers;
-int blockers_start(sd_event *ev, const struct rr_config *c, rr_op_done_fn done, void *arg,
-		   struct rr_blockers **ret);
+int blockers_start(sd_event *ev, const struct rr_config *c, rr_inhibit_judge_fn judge,
+		   rr_op_done_fn done, void *arg, struct rr_blockers **ret);
 void blockers_cancel(struct rr_blockers *b);
 /* Ask for a reboot into the staged kernel (logind RebootWithFlags(kexec),
  * else systemd's kexec.target, asynchronously; RebootCommand= as a job;
@@ -498,6 +528,10 @@ struct rr_view {
 	char     last_cause_detail[256];
 	time_t   last_cause_time;
 	uint64_t causes[RR_NR_CAUSES];
+	/* logind inhibitors at the last look while a reboot was due */
+	struct rr_inhibitors inhibitors;
+	time_t   inhibited_since;           /* a due one held back by them since; 0 none */
+	int64_t  max_inhibit;               /* MaxInhibitSec= */
 };
 #include "ctl.h"           /* the protocol: verbs, enum rr_ctl_cmd, RR_CTL_LINE */
 enum rr_ctl_cmd control_parse(const char *line, size_t len);

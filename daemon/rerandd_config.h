@@ -66,6 +66,7 @@ struct rr_config {
 	int64_t restage_interval, new_kernel_settle;
 	/* [Policy] */
 	int64_t max_age, jitter, min_interval, backoff, backoff_max, blocker_timeout;
+	int64_t max_inhibit;                /* MaxInhibitSec=: how long inhibitors may hold one back */
 	enum rr_when on_oops, on_new_kernel;
 	bool outside_windows, honor_inhibitors;
 	unsigned max_failures;              /* 0 = never stop */

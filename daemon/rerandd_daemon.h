@@ -32,7 +32,8 @@ struct daemon {
 	sd_event_source *timer;
 	int kmsg_fd, ctl_fd;
 	char boot_id[RR_BOOT_ID];
-	time_t boot_time;
+	time_t boot_time;              /* wall clock, for display */
+	time_t born_mono;              /* the same instant on daemon_mono()'s clock */
 	enum rr_verify verify;
 	double entropy_bits;
 	const char *entropy_grade;           /* rr_status_grade() of this boot, "" none */
@@ -40,6 +41,7 @@ struct daemon {
 	bool staged;
 	time_t stage_failed_at;
 	char stage_error[RR_ERR_MAX];
+	time_t staged_mono;            /* when the image staged now was staged */
 	time_t new_kernel_at;          /* settle deadline after a /boot change */
 	time_t pkg_wait_since;         /* a new kernel waits for dpkg since */
 	time_t restage_at;             /* the reboot's fresh stage waits (dpkg) until */
@@ -60,9 +62,14 @@ struct daemon {
 	char hook_kernel[RR_PATH];
 	bool stage_new_kernel;         /* ... for a new kernel: trig_new_kernel once loaded */
 	bool stage_stale;              /* ... with settings a reload replaced */
+	/* The deadlines below, *_at and *_since, are daemon_mono() seconds. */
 	struct rr_blockers *blockers;
 	bool blk_done, blk_blocked;    /* their last answer, not yet used */
 	char blk_why[512];
+	/* logind inhibitors at the last look while a reboot was due (evaluate.c) */
+	struct rr_inhibitors inh;
+	time_t inh_since;              /* a due reboot held back by them since; 0 none */
+	char inh_said[256];            /* the last override or ignore logged */
 	struct rr_hooks *hooks;
 	struct rr_request *request;
 	char save_error[RR_ERR_MAX];   /* the last failed state save */
@@ -92,6 +99,16 @@ struct daemon {
 #define DAEMON_STAGE_RETRY 300     /* seconds between attempts after a stage failure */
 
 /* core.c: what the sequence, the confirmation and the evaluation use */
+/* CLOCK_BOOTTIME in whole seconds (never 0): every duration within this boot
+ * counts on it (issue 39), so that a step of the wall clock (NTP,
+ * settimeofday) neither ends a wait early nor makes it longer.  The wall
+ * clock is only for windows, what is kept across reboots, and display. */
+time_t daemon_mono(void);
+/* A daemon_mono() instant on the wall clock, for display. */
+time_t daemon_mono_to_wall(time_t mono);
+/* When this boot's layout was born, in the wall clock of now: now less the
+ * layout's age as daemon_mono() measures it. */
+time_t daemon_layout_born(const struct daemon *d, time_t now);
 /* 0, or <0 with the reason logged and in d->save_error. */
 int daemon_save(struct daemon *d);
 void daemon_publish(struct daemon *d);

@@ -34,7 +34,7 @@ static void cancel_unsaved(struct daemon *d)
 {
 	snprintf(d->seq_error, sizeof(d->seq_error), "reboot cancelled: the state file cannot be "
 		 "written (%.400s), so the next boot could not be counted", d->save_error);
-	d->seq_cancelled_at = time(NULL);
+	d->seq_cancelled_at = daemon_mono();
 	seq_unwind(d, d->seq_error);
 }
 
@@ -67,13 +67,13 @@ void seq_unwind(struct daemon *d, const char *why)
  * while dpkg or the kernel hook is at work, as a new kernel waits: a kernel
  * being replaced would be staged half-installed (its initramfs not yet
  * made).  The wait is kernels_new_wait's, at most 30 min for dpkg. */
-static void step_restage(struct daemon *d, time_t now)
+static void step_restage(struct daemon *d, time_t mono)
 {
-	int64_t wait = kernels_new_wait(&d->cfg, NULL, now, &d->restage_pkg_since,
+	int64_t wait = kernels_new_wait(&d->cfg, NULL, mono, &d->restage_pkg_since,
 					"rerandomizing reboot");
 
 	if (wait > 0) {
-		d->restage_at = now + wait;
+		d->restage_at = mono + wait;
 		return;
 	}
 	d->restage_at = 0;
@@ -99,7 +99,7 @@ static void step_gate(struct daemon *d)
 		return;
 	}
 	d->restage_pkg_since = 0;
-	step_restage(d, time(NULL));
+	step_restage(d, daemon_mono());
 }
 
 static void step_confirm(struct daemon *d);
@@ -155,7 +155,7 @@ static void on_request(int r, const char *msg, void *ud)
 		seq_unwind(d, NULL);
 		return;
 	}
-	d->rebooting_since = time(NULL);
+	d->rebooting_since = daemon_mono();
 	set_phase(d, RR_PH_REBOOTING);
 	daemon_publish(d);
 }
@@ -203,6 +203,8 @@ void seq_begin(struct daemon *d)
 
 void seq_step(struct daemon *d, time_t now)
 {
+	time_t mono = daemon_mono();
+
 	/* a hold stops a sequence that has not yet asked for the reboot */
 	if (d->st.hold && d->st.phase < RR_PH_REBOOT && !d->request) {
 		seq_unwind(d, "an operator hold was put in place");
@@ -217,8 +219,8 @@ void seq_step(struct daemon *d, time_t now)
 		break;
 	case RR_PH_RESTAGE:
 		coord_keepalive(&d->co);
-		if (d->restage_at && now >= d->restage_at && !d->stage_job)
-			step_restage(d, now);
+		if (d->restage_at && mono >= d->restage_at && !d->stage_job)
+			step_restage(d, mono);
 		break;
 	case RR_PH_HOOKS:
 	case RR_PH_REBOOT:
@@ -229,7 +231,9 @@ void seq_step(struct daemon *d, time_t now)
 	case RR_PH_REBOOTING:
 		/* the lease must outlive the shutdown */
 		coord_keepalive(&d->co);
-		if (now - d->rebooting_since < REBOOT_GRACE)
+		/* on CLOCK_BOOTTIME: a wall clock stepped forward while the
+		 * machine shuts down must not end the grace early (issue 39) */
+		if (mono - d->rebooting_since < REBOOT_GRACE)
 			break;
 		rr_log(RR_LOG_ERR, "the reboot was accepted but never happened");
 		state_record_failed_reboot(&d->st, now);

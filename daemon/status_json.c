@@ -59,6 +59,30 @@ static struct json_object *fleet_json(const struct rr_view *v)
 	return f;
 }
 
+/* The logind locks at the last look while a reboot was due: who, why,
+ * since when, and whether each held it back. */
+static struct json_object *inhibitors_json(const struct rr_view *v)
+{
+	struct json_object *a = json_object_new_array();
+
+	for (unsigned i = 0; a && i < v->inhibitors.n; i++) {
+		const struct rr_inhibitor *l = &v->inhibitors.l[i];
+		struct json_object *e = json_object_new_object();
+		if (!e)
+			break;
+		rr_json_add_int(e, "uid", l->uid);
+		rr_json_add_int(e, "pid", l->pid);
+		add_str(e, "who", l->who);
+		add_str(e, "why", l->why);
+		add_str(e, "mode", l->mode);
+		add_str(e, "what", l->what);
+		rr_json_add_int(e, "since", l->seen);
+		rr_json_add_bool(e, "blocks", l->blocks);
+		json_object_array_add(a, e);
+	}
+	return a;
+}
+
 int control_format_json(const struct rr_view *v, char *buf, size_t len)
 {
 	_cleanup_json_ struct json_object *o = json_object_new_object();
@@ -131,6 +155,9 @@ int control_format_json(const struct rr_view *v, char *buf, size_t len)
 		rr_json_add_u64(causes, wdog_cause_name(c), v->causes[c]);
 	rr_json_add(o, "causes", causes);
 	rr_json_add(o, "fleet", fleet_json(v));
+	rr_json_add(o, "inhibitors", inhibitors_json(v));
+	rr_json_add_int(o, "inhibited_since", v->inhibited_since);
+	rr_json_add_int(o, "max_inhibit_seconds", v->max_inhibit);
 	n = snprintf(buf, len, "%s\n", rr_json_line(o));
 	if (n < 0 || (size_t)n >= len)
 		return -ENOBUFS;

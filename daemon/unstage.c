@@ -130,7 +130,7 @@ static void on_unloaded(int s, const char *out, void *ud)
 	if (s != 0) {
 		rr_log(RR_LOG_ERR, "%s -s -u: exit %d; the staged image may still be loaded "
 		       "(%s)", d->cfg.kexec_bin, s, d->unstaged_why);
-		d->unload_failed_at = time(NULL);
+		d->unload_failed_at = daemon_mono();
 	} else {
 		rr_log(RR_LOG_NOTICE, "unloaded the staged image: %s", d->unstaged_why);
 		d->unload_failed_at = 0;
@@ -158,7 +158,7 @@ int daemon_unstage(struct daemon *d, const char *why)
 		      &d->unload_job) < 0) {
 		rr_log(RR_LOG_ERR, "%s: cannot run to unload the staged image (%s)",
 		       d->cfg.kexec_bin, why);
-		d->unload_failed_at = time(NULL);
+		d->unload_failed_at = daemon_mono();
 		return -EIO;
 	}
 	return 0;

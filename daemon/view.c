@@ -11,7 +11,7 @@ void daemon_fill_view(struct daemon *d, struct rr_view *v)
 {
 	memset(v, 0, sizeof(*v));
 	v->now = time(NULL);
-	v->layout_age = v->now - d->boot_time;
+	v->layout_age = daemon_mono() - d->born_mono;
 	v->verify = d->verify;
 	v->entropy_bits = d->entropy_bits;
 	v->entropy_grade = d->entropy_grade ? d->entropy_grade : "";
@@ -49,7 +49,7 @@ void daemon_fill_view(struct daemon *d, struct rr_view *v)
 	v->crash_reserved = d->cr.reserved;
 	v->crash_loads = d->cr.loads;
 	v->crash_failures = d->cr.failures;
-	v->crash_loaded_at = d->cr.loaded_at;
+	v->crash_loaded_at = d->cr.loaded_at ? daemon_mono_to_wall(d->cr.loaded_at) : 0;
 	snprintf(v->crash_kernel, sizeof(v->crash_kernel), "%s", d->cr.kernel);
 	snprintf(v->crash_error, sizeof(v->crash_error), "%s", d->cr.error);
 	v->crash_boot = d->crash_boot;
@@ -64,4 +64,10 @@ void daemon_fill_view(struct daemon *d, struct rr_view *v)
 	snprintf(v->last_cause_detail, sizeof(v->last_cause_detail), "%s", d->st.last_cause_detail);
 	v->last_cause_time = d->st.last_cause_time;
 	memcpy(v->causes, d->st.causes, sizeof(v->causes));
+	/* on the wall clock for display */
+	v->inhibitors = d->inh;
+	for (unsigned i = 0; i < v->inhibitors.n; i++)
+		v->inhibitors.l[i].seen = daemon_mono_to_wall(v->inhibitors.l[i].seen_mono);
+	v->inhibited_since = d->inh_since && d->inh.n ? daemon_mono_to_wall(d->inh_since) : 0;
+	v->max_inhibit = d->cfg.max_inhibit;
 }

@@ -31,7 +31,7 @@ libjson-c-dev libssl-dev nettle-dev"
 run_pkgs="qemu-system-x86 ovmf seabios kexec-tools busybox-static cpio xz-utils zstd lz4
 bzip2 gzip lzop python3 coreutils util-linux"
 test_pkgs="clang @clang-rt etcd-server etcd-client openssl curl iproute2 gnuplot-nox bash-completion
-sbsigntool osslsigncode pesign softhsm2 libengine-pkcs11-openssl piuparts"
+sbsigntool osslsigncode pesign softhsm2 libengine-pkcs11-openssl piuparts dbus-daemon systemd"
 # The Debian guest (tests/e2e/lib-systemd.sh, make vm): debootstrap, an ext4
 # image made from a directory, systemctl --root for enabling units; kmod's
 # depmod -b for the modules put into the root (the UKI guest, the comeback

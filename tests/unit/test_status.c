@@ -242,6 +242,49 @@ static void test_json(void)
 	json_object_put(j);
 }
 
+/* A logind lock's holder writes its own who and why (issue 39, point 3):
+ * whatever it puts there stays one metrics sample, one status line, valid
+ * JSON; nothing lets it add a series or a line. */
+static void test_inhibitor_text(void)
+{
+	struct rr_view v = { .now = T0, .inhibited_since = T0 - 600, .max_inhibit = 4 * 3600 };
+	static char body[32768];
+	struct json_object *j = NULL, *a;
+	struct rr_inhibitor *l = &v.inhibitors.l[0];
+	int n = 0;
+
+	v.inhibitors.n = 1;
+	*l = (struct rr_inhibitor){ .uid = 1000, .pid = 4242, .seen = T0 - 600, .blocks = true };
+	snprintf(l->who, sizeof(l->who), "x\"} 1\nrerand_hold 1\n#\xff");
+	snprintf(l->why, sizeof(l->why), "a\\b\nnext rerandomize:  never");
+	snprintf(l->mode, sizeof(l->mode), "block");
+	snprintf(l->what, sizeof(l->what), "shutdown");
+	T_OK(metrics_format(&v, body, sizeof(body)) > 0, "metrics with a hostile lock holder");
+	T_OK(!strstr(body, "\nrerand_hold 1\n") && strstr(body, "\nrerand_inhibitors 1\n") &&
+	     strstr(body, "\nrerand_inhibited_since_timestamp_seconds 1796428200\n") &&
+	     strstr(body, "\nrerand_inhibit_max_seconds 14400\n"),
+	     "metrics: no series of the holder's making; since, the bound, the count");
+	for (const char *p = body; (p = strstr(p, "\nrerand_inhibitor_since_timestamp_seconds{")); p++)
+		n++;
+	T_OK(n == 1 && strstr(body, "{uid=\"1000\",pid=\"4242\",who=\"x\\\"} 1\\\\nrerand_hold 1") &&
+	     strstr(body, ",blocks=\"1\"} 1796428200\n"),
+	     "metrics: one series for the lock, its labels escaped (%d)", n);
+	T_OK(control_format_text(&v, body, sizeof(body)) > 0 &&
+	     strstr(body, "\n  uid 1000 pid 4242: x\"} 1\\nrerand_hold 1\\n#\\xff (a\\\\b\\nnext "
+		    "rerandomize:  never), block on shutdown, seen since Fri 2026-12-04 23:50:00 UTC; "
+		    "10min 0s ago: holds it back") &&
+	     strstr(body, "\ninhibitors:        1 logind lock; the due rerandomization held back since "
+		    "Fri 2026-12-04 23:50:00 UTC; 10min 0s ago, goes ahead anyway at Sat 2026-12-05 "
+		    "03:50:00 UTC (MaxInhibitSec=4h 0min)"),
+	     "status: the lock on one line, escaped; since when and the bound");
+	T_OK(control_format_json(&v, body, sizeof(body)) > 0 && (j = json_tokener_parse(body)) &&
+	     json_object_object_get_ex(j, "inhibitors", &a) && json_object_array_length(a) == 1 &&
+	     json_object_get_int64(json_object_object_get(json_object_array_get_idx(a, 0), "since")) ==
+	     T0 - 600 && json_object_get_int64(json_object_object_get(j, "inhibited_since")) == T0 - 600,
+	     "status --json: parses; the lock's since and inhibited_since");
+	json_object_put(j);
+}
+
 /* rr_bits (no libm in rerandd) against libm's log2: slot counts of every
  * size, powers of two exact. */
 static void test_bits(void)
@@ -271,6 +314,7 @@ int main(void)
 	test_metrics_names();
 	test_no_window();
 	test_json();
+	test_inhibitor_text();
 	test_bits();
 	return t_done();
 }

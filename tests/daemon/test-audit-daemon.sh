@@ -1,0 +1,143 @@
+#!/bin/bash
+# The control socket's audit trail (issue 39, point 12), against a real
+# build/rerandd and a real systemd-journald: every command that changes
+# something (hold, release, now, ...) is a journal entry with rerandd's
+# MESSAGE_ID=cab9b5e72e464ba4b70373f2caa67f02 and the peer's uid, pid and
+# systemd unit (SO_PEERCRED, the pid's cgroup), so `journalctl
+# MESSAGE_ID=...` lists who asked for what; a read-only `rerand status` is not.
+#
+# What is real and what stands in, and why:
+#  - journald is Debian's own systemd-journald, run in a mount namespace of
+#    this test's (unshare -m) over a tmpfs /run/systemd, /run/log and
+#    /var/log/journal: the host has no journald of its own here, and a test
+#    must not write into the host's journal either way;
+#  - rerandd's stderr is a journald stream (systemd-cat) and JOURNAL_STREAM
+#    names it, as systemd does for a unit with StandardError=journal (the
+#    variable is set by hand: there is no PID 1 systemd here to set it);
+#  - the client runs in a cgroup made for it, rerand-audit-test-PID.scope
+#    (named like the scopes systemd makes), so that its unit is known; made
+#    in each cgroup hierarchy sd_pid_get_unit() may read, removed at exit.
+# Nothing is staged (Kernel= does not exist) and nothing reboots.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+if [ -z "${RERAND_AUDIT_NS:-}" ]; then
+	[ "$(id -u)" = 0 ] || { echo "not ok 1 - run as root: the test runs journald in a mount namespace"; echo "1..1"; exit 1; }
+	exec unshare -m --propagation private env RERAND_AUDIT_NS=1 "$0" "$@"
+fi
+. "$top/tests/lib/rerandd.sh"
+cg_name=rerand-audit-test-$$.scope
+cg_dirs=()
+audit_cleanup() {
+	local d
+	[ -n "${jpid:-}" ] && kill "$jpid" 2>/dev/null
+	rerandd_cleanup
+	for d in ${cg_dirs[@]+"${cg_dirs[@]}"}; do rmdir "$d" 2>/dev/null; done
+}
+rerandd_test audit audit_cleanup
+
+rerandd_need_bins
+JOURNALD=/lib/systemd/systemd-journald
+[ -x "$JOURNALD" ] || bail "$JOURNALD is missing (package systemd)"
+for t in systemd-cat journalctl; do command -v $t >/dev/null || bail "$t is missing (package systemd)"; done
+
+# ---- a journald of this namespace's own ----------------------------------------------
+for d in /run/systemd /run/log /var/log/journal; do
+	mkdir -p "$d" && mount -t tmpfs tmpfs "$d" || bail "cannot mount a tmpfs on $d in the test's namespace"
+done
+"$JOURNALD" >"$tmp/journald.out" 2>&1 &
+jpid=$!
+wait_for 10 test -S /run/systemd/journal/stdout || bail "journald did not come up: $(tail -3 "$tmp/journald.out")"
+J=(journalctl -D /run/log/journal --no-pager)
+
+# ---- the client's cgroup ---------------------------------------------------------------
+if [ -e /sys/fs/cgroup/cgroup.procs ]; then
+	cg_roots=(/sys/fs/cgroup)                           # unified (Debian 12 and 13)
+else
+	cg_roots=()                                         # hybrid or legacy
+	for d in /sys/fs/cgroup/systemd /sys/fs/cgroup/unified; do [ -e "$d/cgroup.procs" ] && cg_roots+=("$d"); done
+fi
+[ ${#cg_roots[@]} -gt 0 ] || bail "no cgroup hierarchy to put the client in"
+for d in "${cg_roots[@]}"; do
+	mkdir "$d/$cg_name" || bail "cannot make the cgroup $d/$cg_name"
+	cg_dirs+=("$d/$cg_name")
+done
+# in_unit PIDFILE CMD...: CMD as a process of the test's scope, its pid in PIDFILE
+in_unit() {
+	local pf=$1
+	shift
+	sh -c 'pf=$1; shift; for d in $CG_DIRS; do echo $$ >"$d/cgroup.procs" || exit 99; done; echo $$ >"$pf"; exec "$@"' \
+		sh "$pf" "$@"
+}
+export CG_DIRS="${cg_dirs[*]}"
+
+# ---- rerandd, its stderr the journal ----------------------------------------------------
+hd=$tmp/h
+rerandd_dirs "$hd" pre post
+rerandd_fixtures "$hd" "BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro"
+rerandd_no_reboot "$hd/no-reboot"
+rerandd_conf_local "$hd" /bin/false "$hd/no-setup-data" <<EOF
+
+[Stage]
+Kernel=$hd/no-such-kernel
+Initrd=none
+
+$(rerandd_policy MaxLayoutAge=30d)
+
+$(rerandd_reboot_by "$hd/no-reboot $hd")
+
+[Crash]
+Mode=off
+EOF
+systemd-cat -t rerandd sh -c 'JOURNAL_STREAM=$(stat -L -c %d:%i /proc/self/fd/2) exec "$@"' sh \
+	"$RERANDD" --config "$hd/rerand.conf" --config-dir "$hd/conf.d" &
+rerandd_pids+=($!)
+rerandd_wait_up "$hd"
+check "rerandd's ordinary lines reach this journal through its stderr stream" \
+	wait_for 10 sh -c '"$@" -t rerandd _TRANSPORT=stdout -o cat | grep -q .' sh "${J[@]}"
+st() { RERAND_CONTROL_SOCKET=$hd/run/control "$@"; }
+
+in_unit "$tmp/hold.pid" env RERAND_CONTROL_SOCKET="$hd/run/control" "$R" hold --reason "audit check" >/dev/null ||
+	bail "rerand hold failed"
+in_unit "$tmp/status.pid" env RERAND_CONTROL_SOCKET="$hd/run/control" "$R" status >/dev/null ||
+	bail "rerand status failed"
+in_unit "$tmp/release.pid" env RERAND_CONTROL_SOCKET="$hd/run/control" "$R" release >/dev/null ||
+	bail "rerand release failed"
+in_unit "$tmp/now.pid" env RERAND_CONTROL_SOCKET="$hd/run/control" "$R" now >/dev/null ||
+	bail "rerand now failed"
+ID=cab9b5e72e464ba4b70373f2caa67f02
+# the entries of the audit MESSAGE_ID as JSON lines
+audit() { "${J[@]}" MESSAGE_ID=$ID -o json 2>/dev/null; }
+wait_for 10 sh -c '[ "$("$@" MESSAGE_ID='$ID' -o cat | wc -l)" -ge 3 ]' sh "${J[@]}"
+audit >"$tmp/audit.json"
+echo "# $("${J[@]}" MESSAGE_ID=$ID -o cat | tr '\n' '|')"
+# entry VERB PIDFILE: the one audit entry of VERB has the peer uid 0, the
+# client's pid and the test's scope as its unit, and says so in MESSAGE too
+entry() {
+	python3 - "$tmp/audit.json" "$1" "$(cat "$2")" "$cg_name" <<'EOF'
+import json, sys
+path, verb, pid, unit = sys.argv[1:]
+es = [json.loads(l) for l in open(path) if l.strip()]
+mine = [e for e in es if e.get("RERAND_COMMAND") == verb]
+if len(mine) != 1:
+    sys.exit("%d entries for %s" % (len(mine), verb))
+e = mine[0]
+want = {"RERAND_PEER_UID": "0", "RERAND_PEER_PID": pid, "RERAND_PEER_UNIT": unit,
+        "SYSLOG_IDENTIFIER": "rerandd", "PRIORITY": "5"}
+bad = {k: e.get(k) for k, v in want.items() if e.get(k) != v}
+if bad:
+    sys.exit("%s: %s, want %s" % (verb, bad, want))
+if ("from uid 0 pid %s unit %s" % (pid, unit)) not in e["MESSAGE"]:
+    sys.exit("MESSAGE: %r" % e["MESSAGE"])
+EOF
+}
+check "journal: \`rerand hold\` has MESSAGE_ID=$ID, uid 0, its pid and unit $cg_name" entry hold "$tmp/hold.pid"
+check "journal: \`rerand release\` likewise" entry release "$tmp/release.pid"
+check "journal: \`rerand now\` likewise" entry now "$tmp/now.pid"
+check "journal: the hold's reason is in the entry (RERAND_COMMAND_ARG)" \
+	python3 -c "import json,sys; sys.exit(not any(json.loads(l).get('RERAND_COMMAND_ARG')=='audit check' for l in open('$tmp/audit.json') if l.strip()))"
+check "journal: a read-only \`rerand status\` is no audit entry (debug level only)" \
+	python3 -c "import json,sys; sys.exit(any(json.loads(l).get('RERAND_COMMAND','').startswith('status') for l in open('$tmp/audit.json') if l.strip()))"
+check "journal: the audit entries are native ones (fields), not stderr stream lines" \
+	eval '! "${J[@]}" -t rerandd _TRANSPORT=stdout -o cat | grep -q "control command"'
+check "rerandd never asked for a reboot" test ! -e "$hd/reboot-called"
+done_
