@@ -32,6 +32,7 @@ enum rr_ctl_cmd control_parse_arg(const char *line, size_t len, char *arg, size_
 	if (!strcmp(buf, RR_CTLV_STATUS)) return RR_CTL_STATUS;
 	if (!strcmp(buf, RR_CTLV_STATUS_JSON)) return RR_CTL_STATUS_JSON;
 	if (!strcmp(buf, RR_CTLV_NOW)) return RR_CTL_NOW;
+	if (!strcmp(buf, RR_CTLV_NOW_WITHDRAW)) return RR_CTL_NOW_WITHDRAW;
 	if (!strcmp(buf, RR_CTLV_DUE)) return RR_CTL_DUE;
 	if (!strcmp(buf, RR_CTLV_PHASE)) return RR_CTL_PHASE;
 	if (!strcmp(buf, RR_CTLV_HOLD)) return RR_CTL_HOLD;

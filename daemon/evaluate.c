@@ -62,15 +62,60 @@ static void policy_inputs(const struct daemon *d, time_t now, struct rr_policy_i
 	in->staged = d->staged;
 }
 
-/* `rerand due`: "due REASON" when a rerandomization is due now with every
- * window open (kured's --reboot-sentinel-command), else "not due: WHY". */
-void daemon_format_due(const struct daemon *d, char *out, size_t size)
+static void on_due_blockers(int blocked, const char *why, void *ud)
+{
+	struct daemon *d = ud;
+
+	d->due_blk = NULL;
+	d->due_blk_at = time(NULL);
+	d->due_blk_blocked = blocked > 0;
+	snprintf(d->due_blk_why, sizeof(d->due_blk_why), "%s", why);
+}
+
+/* The blockers' verdict for `rerand due`: 1 blocked (why set), 0 not, -1
+ * not known yet (a look started or running: the client asks again).  A
+ * verdict is used for DUE_BLK_FRESH seconds: kured asks its sentinel from
+ * two loops (every minute for its metric, every --period to decide), and
+ * asks that come together get one run of the BlockerCommand=. */
+#define DUE_BLK_FRESH 10
+static int due_blockers(struct daemon *d, time_t now, const char **why)
+{
+	int r;
+
+	if (!d->cfg.honor_inhibitors && !*d->cfg.blocker_cmd)
+		return 0;
+	if (d->due_blk_at && now >= d->due_blk_at && now - d->due_blk_at < DUE_BLK_FRESH) {
+		*why = d->due_blk_why;
+		return d->due_blk_blocked;
+	}
+	if (d->due_blk)
+		return -1;
+	r = blockers_start(d->ev, &d->cfg, on_due_blockers, d, &d->due_blk);
+	if (r > 0)
+		return -1;
+	/* nothing to ask (no logind, no command) or it could not start */
+	on_due_blockers(r < 0, r < 0 ? "the blockers could not be asked" : "", d);
+	*why = d->due_blk_why;
+	return d->due_blk_blocked;
+}
+
+/* `rerand due`: "due REASON" when a rerandomization is due now and
+ * `rerand now --wait` would go through at once (kured's
+ * --reboot-sentinel-command), else "not due: WHY".  Everything that would
+ * refuse or stall that reboot says "not due" here, so that kured does not
+ * drain a node only to have its reboot command fail: a hold, MaxFailures,
+ * nothing staged, a window of rerandd's own that is closed, this boot not
+ * yet confirmed, the fleet's breaker, a logind block inhibitor, the
+ * BlockerCommand=. */
+void daemon_format_due(struct daemon *d, char *out, size_t size)
 {
 	struct rr_policy_in in;
 	struct rr_policy_out o;
 	time_t now = time(NULL);
+	const char *why = "";
 	char when[40];
 	struct tm tm;
+	int r;
 
 	if (d->crash_boot) {
 		snprintf(out, size, "not due: this is a crash kernel boot\n");
@@ -85,7 +130,27 @@ void daemon_format_due(const struct daemon *d, char *out, size_t size)
 	policy_due(&d->cfg, &in, &o);
 	switch (o.action) {
 	case RR_ACT_REBOOT:
-		snprintf(out, size, "due: %s\n", policy_reason_name(o.reason));
+		if (confirm_busy(d)) {
+			snprintf(out, size, "not due: %s is due but this boot %s\n",
+				 policy_reason_name(o.reason), d->cf.failing ?
+				 "failed its confirmation" : "is not confirmed yet");
+			break;
+		}
+		if (d->co.want && d->co.breaker_known && d->co.breaker_tripped) {
+			snprintf(out, size, "not due: %s is due but blocked by fleet-breaker "
+				 "(`rerand fleet clear-breaker` once the cause is dealt with)\n",
+				 policy_reason_name(o.reason));
+			break;
+		}
+		r = due_blockers(d, now, &why);
+		if (r < 0)
+			snprintf(out, size, "pending: %s is due; asking the blockers\n",
+				 policy_reason_name(o.reason));
+		else if (r > 0)
+			snprintf(out, size, "not due: %s is due but %s\n",
+				 policy_reason_name(o.reason), why);
+		else
+			snprintf(out, size, "due: %s\n", policy_reason_name(o.reason));
 		break;
 	case RR_ACT_BLOCKED:
 		snprintf(out, size, "not due: %s is due but blocked by %s\n",

@@ -57,6 +57,12 @@ struct daemon {
 	struct rr_blockers *blockers;
 	bool blk_done, blk_blocked;    /* their last answer, not yet used */
 	char blk_why[512];
+	/* `rerand due`'s own look at the same blockers (evaluate.c): kured asks
+	 * while rerandd itself has no reboot planned, so nothing else does */
+	struct rr_blockers *due_blk;
+	time_t due_blk_at;             /* when they last answered; 0 = never */
+	bool due_blk_blocked;
+	char due_blk_why[512];
 	struct rr_hooks *hooks;
 	struct rr_request *request;
 	char save_error[RR_ERR_MAX];   /* the last failed state save */
@@ -101,8 +107,9 @@ void daemon_stage_new_kernel(struct daemon *d);
 /* In idle: staging, the crash kernel, policy, maybe seq_begin; in a
  * sequence: seq_step.  Then the status, and the timer set again. */
 void daemon_evaluate(struct daemon *d);
-/* `rerand due`'s answer into out. */
-void daemon_format_due(const struct daemon *d, char *out, size_t size);
+/* `rerand due`'s answer into out; "pending: ..." while it asks the
+ * blockers (the client asks again). */
+void daemon_format_due(struct daemon *d, char *out, size_t size);
 
 /* boot.c: at start-up, what this boot is */
 /* The state loaded, a stopped sequence looked at (*resume), the boot
