@@ -569,6 +569,9 @@ static void test_helpers(void)
 	     control_parse("now", 3) == RR_CTL_NOW && control_parse("hold\r\n", 6) == RR_CTL_HOLD &&
 	     control_parse("release", 7) == RR_CTL_RELEASE && control_parse("reboot", 6) == RR_CTL_BAD &&
 	     control_parse("now\0x", 5) == RR_CTL_BAD, "control protocol words");
+	T_OK(control_parse("now withdraw\n", 13) == RR_CTL_NOW_WITHDRAW &&
+	     control_parse("now withdrawn", 13) == RR_CTL_BAD && control_parse("now  withdraw", 13) == RR_CTL_BAD,
+	     "control protocol: `rerand now --wait` withdrawing its request");
 
 	struct rr_view v = { .layout_age = 90061, .verify = RR_V_RANDOMIZED, .entropy_bits = 23.4,
 			     .failures = 1, .max_failures = 3, .staged = true, .successes = 4,
