@@ -262,7 +262,7 @@ static int now_wait(long timeout)
 
 static const struct cli_opt now_opts[] = {
 	{ "wait", 0, no_argument, NULL, 'w',
-	  "return once the reboot is under way (exit 0); fail on a hold or a timeout", NULL },
+	  "return once the reboot is under way (exit 0); fail on a hold, a blocker or the timeout, withdrawing the request", NULL },
 	{ "timeout", 0, required_argument, "SECONDS", 't',
 	  "how long --wait waits for the reboot to start (default 600)", NULL },
 	SOCKET_OPT,
