@@ -121,7 +121,10 @@ void daemon_format_due(struct daemon *d, char *out, size_t size)
 		snprintf(out, size, "not due: this is a crash kernel boot\n");
 		return;
 	}
-	if (d->st.phase != RR_PH_IDLE) {
+	/* past the gate (the fleet's slot taken, or none wanted): under way.
+	 * At the gate a sequence waits for a slot, which a tripped breaker
+	 * never gives: not "under way" for kured, the checks below decide. */
+	if (d->st.phase > RR_PH_GATE) {
 		snprintf(out, size, "due: a rerandomizing reboot is under way (%s)\n",
 			 state_phase_name(d->st.phase));
 		return;
