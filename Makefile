@@ -476,6 +476,8 @@ install: all
 	install -m 0755 etc/examples/k8s/post-boot.d/50-k8s-uncordon $(DESTDIR)$(DOCDIR)/examples/k8s/post-boot.d/
 	install -d $(DESTDIR)$(DOCDIR)/examples/k8s/rerand.conf.d
 	install -m 0644 etc/examples/k8s/rerand.conf.d/50-k8s-hooks.conf $(DESTDIR)$(DOCDIR)/examples/k8s/rerand.conf.d/
+	install -m 0644 etc/examples/k8s/rerand-drain-rbac.yaml etc/examples/k8s/kured-rerand.yaml \
+		$(DESTDIR)$(DOCDIR)/examples/k8s/
 	install -m 0644 docs/rerand.8 $(DESTDIR)$(MANDIR)/man8/rerand.8
 	install -d $(DESTDIR)$(BASHCOMPDIR)
 	install -m 0644 $(BASH_COMPLETION) $(DESTDIR)$(BASHCOMPDIR)/rerand

@@ -33,6 +33,7 @@ enum rr_ctl_cmd control_parse_arg(const char *line, size_t len, char *arg, size_
 	if (!strcmp(buf, RR_CTLV_STATUS)) return RR_CTL_STATUS;
 	if (!strcmp(buf, RR_CTLV_STATUS_JSON)) return RR_CTL_STATUS_JSON;
 	if (!strcmp(buf, RR_CTLV_NOW)) return RR_CTL_NOW;
+	if (!strcmp(buf, RR_CTLV_NOW_WITHDRAW)) return RR_CTL_NOW_WITHDRAW;
 	if (!strcmp(buf, RR_CTLV_DUE)) return RR_CTL_DUE;
 	if (!strcmp(buf, RR_CTLV_PHASE)) return RR_CTL_PHASE;
 	if (!strcmp(buf, RR_CTLV_HOLD)) return RR_CTL_HOLD;
@@ -553,6 +554,8 @@ static const char *control_verb(enum rr_ctl_cmd cmd, bool *changes)
 	case RR_CTL_RELEASE:             return RR_CTLV_RELEASE;
 	case RR_CTL_FLEET_RELEASE:       return RR_CTLV_FLEET_RELEASE;
 	case RR_CTL_FLEET_CLEAR_BREAKER: return RR_CTLV_FLEET_CLEAR_BREAKER;
+	case RR_CTL_NOW_WITHDRAW:        return RR_CTLV_NOW_WITHDRAW;
+	case RR_CTL_BUILD:               return RR_CTLV_BUILD;
 	default:                         break;
 	}
 	*changes = false;

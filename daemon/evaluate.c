@@ -115,6 +115,23 @@ static bool judge_inhibitors(struct rr_inhibitors *list, void *ud)
 	return held && !over;
 }
 
+/* `rerand due`'s look at the same locks: what judge_inhibitors would say
+ * now, without moving its count (the look of a due reboot keeps that). */
+static bool judge_due(struct rr_inhibitors *list, void *ud)
+{
+	struct daemon *d = ud;
+	bool urgent = d->out.reason == RR_WHY_NOW || d->out.reason == RR_WHY_OOPS;
+	bool held = false;
+
+	for (unsigned i = 0; i < list->n; i++) {
+		list->l[i].blocks = !(urgent && list->l[i].uid != 0);
+		held |= list->l[i].blocks;
+	}
+	if (held && d->inh_since && daemon_mono() - d->inh_since >= d->cfg.max_inhibit)
+		return false;
+	return held;
+}
+
 static void on_crash_loaded(void *ud)
 {
 	daemon_evaluate_soon(ud);
@@ -138,21 +155,69 @@ static void policy_inputs(const struct daemon *d, time_t now, struct rr_policy_i
 	in->staged = d->staged;
 }
 
-/* `rerand due`: "due REASON" when a rerandomization is due now with every
- * window open (kured's --reboot-sentinel-command), else "not due: WHY". */
-void daemon_format_due(const struct daemon *d, char *out, size_t size)
+static void on_due_blockers(int blocked, const char *why, void *ud)
+{
+	struct daemon *d = ud;
+
+	d->due_blk = NULL;
+	d->due_blk_at = time(NULL);
+	d->due_blk_blocked = blocked > 0;
+	snprintf(d->due_blk_why, sizeof(d->due_blk_why), "%s", why);
+}
+
+/* The blockers' verdict for `rerand due`: 1 blocked (why set), 0 not, -1
+ * not known yet (a look started or running: the client asks again).  A
+ * verdict is used for DUE_BLK_FRESH seconds: kured asks its sentinel from
+ * two loops (every minute for its metric, every --period to decide), and
+ * asks that come together get one run of the BlockerCommand=. */
+#define DUE_BLK_FRESH 10
+static int due_blockers(struct daemon *d, time_t now, const char **why)
+{
+	int r;
+
+	if (!d->cfg.honor_inhibitors && !*d->cfg.blocker_cmd)
+		return 0;
+	if (d->due_blk_at && now >= d->due_blk_at && now - d->due_blk_at < DUE_BLK_FRESH) {
+		*why = d->due_blk_why;
+		return d->due_blk_blocked;
+	}
+	if (d->due_blk)
+		return -1;
+	r = blockers_start(d->ev, &d->cfg, judge_due, on_due_blockers, d, &d->due_blk);
+	if (r > 0)
+		return -1;
+	/* nothing to ask (no logind, no command) or it could not start */
+	on_due_blockers(r < 0, r < 0 ? "the blockers could not be asked" : "", d);
+	*why = d->due_blk_why;
+	return d->due_blk_blocked;
+}
+
+/* `rerand due`: "due REASON" when a rerandomization is due now and
+ * `rerand now --wait` would go through at once (kured's
+ * --reboot-sentinel-command), else "not due: WHY".  Everything that would
+ * refuse or stall that reboot says "not due" here, so that kured does not
+ * drain a node only to have its reboot command fail: a hold, MaxFailures,
+ * nothing staged, a window of rerandd's own that is closed, this boot not
+ * yet confirmed, the fleet's breaker, a logind block inhibitor, the
+ * BlockerCommand=. */
+void daemon_format_due(struct daemon *d, char *out, size_t size)
 {
 	struct rr_policy_in in;
 	struct rr_policy_out o;
 	time_t now = time(NULL);
+	const char *why = "";
 	char when[40];
 	struct tm tm;
+	int r;
 
 	if (d->crash_boot) {
 		snprintf(out, size, "not due: this is a crash kernel boot\n");
 		return;
 	}
-	if (d->st.phase != RR_PH_IDLE) {
+	/* past the gate (the fleet's slot taken, or none wanted): under way.
+	 * At the gate a sequence waits for a slot, which a tripped breaker
+	 * never gives: not "under way" for kured, the checks below decide. */
+	if (d->st.phase > RR_PH_GATE) {
 		snprintf(out, size, "due: a rerandomizing reboot is under way (%s)\n",
 			 state_phase_name(d->st.phase));
 		return;
@@ -161,7 +226,27 @@ void daemon_format_due(const struct daemon *d, char *out, size_t size)
 	policy_due(&d->cfg, &in, &o);
 	switch (o.action) {
 	case RR_ACT_REBOOT:
-		snprintf(out, size, "due: %s\n", policy_reason_name(o.reason));
+		if (confirm_busy(d)) {
+			snprintf(out, size, "not due: %s is due but this boot %s\n",
+				 policy_reason_name(o.reason), d->cf.failing ?
+				 "failed its confirmation" : "is not confirmed yet");
+			break;
+		}
+		if (d->co.want && d->co.breaker_known && d->co.breaker_tripped) {
+			snprintf(out, size, "not due: %s is due but blocked by fleet-breaker "
+				 "(`rerand fleet clear-breaker` once the cause is dealt with)\n",
+				 policy_reason_name(o.reason));
+			break;
+		}
+		r = due_blockers(d, now, &why);
+		if (r < 0)
+			snprintf(out, size, "pending: %s is due; asking the blockers\n",
+				 policy_reason_name(o.reason));
+		else if (r > 0)
+			snprintf(out, size, "not due: %s is due but %s\n",
+				 policy_reason_name(o.reason), why);
+		else
+			snprintf(out, size, "due: %s\n", policy_reason_name(o.reason));
 		break;
 	case RR_ACT_BLOCKED:
 		snprintf(out, size, "not due: %s is due but blocked by %s\n",

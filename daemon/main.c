@@ -173,6 +173,22 @@ static int on_control(void *ud, enum rr_ctl_cmd cmd, const char *arg, int cfd)
 						    : "requested\n");
 		daemon_evaluate_soon(d);
 		break;
+	case RR_CTL_NOW_WITHDRAW:
+		/* `rerand now --wait` gave up (a hold, a blocker, its timeout):
+		 * kured then uncordons the node and gives its lock back, so
+		 * nothing it asked for may happen later by itself */
+		if (d->st.phase >= RR_PH_REBOOT || d->request) {
+			control_reply(cfd, true, "under way\n");
+			break;
+		}
+		d->st.trig_now = false;
+		if (d->st.phase != RR_PH_IDLE)
+			seq_unwind(d, "`rerand now --wait` gave up");
+		daemon_save(d);
+		rr_log(RR_LOG_NOTICE, "`rerand now --wait` gave up: its request is withdrawn");
+		control_reply(cfd, true, "withdrawn\n");
+		daemon_evaluate_soon(d);
+		break;
 	case RR_CTL_DUE:
 		daemon_format_due(d, body, sizeof(body));
 		control_reply(cfd, true, body);
@@ -538,6 +554,7 @@ static void shut_down(struct daemon *d)
 	}
 	job_cancel(d->unload_job);
 	blockers_cancel(d->blockers);
+	blockers_cancel(d->due_blk);
 	reboot_bus_close();
 	coord_close(&d->co);
 	sd_event_unref(d->ev);

@@ -281,13 +281,16 @@ void policy_decide(const struct rr_config *c, const struct rr_policy_in *in,
 }
 
 /* An outside scheduler (kured) keeps the windows, the drain and the
- * group's lock: what it asks is whether a trigger has come, windows aside.
- * MinRebootInterval, back-off, MaxFailures, a hold and a missing image still
- * count: they are rerand's own reasons not to reboot. */
+ * group's lock: what it asks is whether a trigger has come.  With no
+ * [Window] of rerandd's (the setup docs/fleet.md describes) windows are the
+ * scheduler's alone; windows an admin did configure still hold (both must
+ * be open), unless RebootOutsideWindows=yes.  MinRebootInterval, back-off,
+ * MaxFailures, a hold and a missing image always count: they are rerand's
+ * own reasons not to reboot. */
 void policy_due(const struct rr_config *c, const struct rr_policy_in *in,
 		struct rr_policy_out *out)
 {
-	decide(c, in, false, out);
+	decide(c, in, !c->outside_windows && !policy_never_reboots(c), out);
 }
 
 const char *policy_reason_name(enum rr_reason r)

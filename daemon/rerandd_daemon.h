@@ -70,6 +70,12 @@ struct daemon {
 	struct rr_inhibitors inh;
 	time_t inh_since;              /* a due reboot held back by them since; 0 none */
 	char inh_said[256];            /* the last override or ignore logged */
+	/* `rerand due`'s own look at the same blockers (evaluate.c): kured asks
+	 * while rerandd itself has no reboot planned, so nothing else does */
+	struct rr_blockers *due_blk;
+	time_t due_blk_at;             /* when they last answered; 0 = never */
+	bool due_blk_blocked;
+	char due_blk_why[512];
 	struct rr_hooks *hooks;
 	struct rr_request *request;
 	char save_error[RR_ERR_MAX];   /* the last failed state save */
@@ -124,8 +130,9 @@ void daemon_stage_new_kernel(struct daemon *d);
 /* In idle: staging, the crash kernel, policy, maybe seq_begin; in a
  * sequence: seq_step.  Then the status, and the timer set again. */
 void daemon_evaluate(struct daemon *d);
-/* `rerand due`'s answer into out. */
-void daemon_format_due(const struct daemon *d, char *out, size_t size);
+/* `rerand due`'s answer into out; "pending: ..." while it asks the
+ * blockers (the client asks again). */
+void daemon_format_due(struct daemon *d, char *out, size_t size);
 
 /* boot.c: at start-up, what this boot is */
 /* The state loaded, a stopped sequence looked at (*resume), the boot

@@ -179,21 +179,45 @@ int cmd_status(int argc, char **argv)
 	return ctl(json ? RR_CTLV_STATUS_JSON "\n" : RR_CTLV_STATUS "\n");
 }
 
+/* `rerand now --wait` gives up: the request is taken back, so that
+ * nothing happens later by itself (kured, told the reboot failed,
+ * uncordons the node and gives its lock back).  0 if the reboot was under
+ * way after all, else EXIT_FAILURE_RR. */
+static int now_withdraw(void)
+{
+	char buf[512];
+	int r = ctl_ask(RR_CTLV_NOW_WITHDRAW "\n", buf, sizeof(buf), false);
+
+	if (r == 0 && !strncmp(buf, "under way", 9)) {
+		puts("rerandomizing reboot under way");
+		return 0;
+	}
+	if (r > 0)
+		cli_err("rerandd: %s", buf);
+	else if (r == 0)
+		cli_err("now: the request is withdrawn: nothing will reboot for it");
+	return EXIT_FAILURE_RR;
+}
+
 /* `rerand now --wait`: request, then follow the sequence until the reboot
- * is under way (kured's --reboot-command).  Fails at once on a hold, and
- * after TIMEOUT seconds on anything else that keeps it from starting. */
+ * is under way (kured's --reboot-command).  0 only then: kured, told 0,
+ * waits for the node to go down and does nothing else.  Fails at once on
+ * a hold, a logind block inhibitor or the BlockerCommand=, and after
+ * TIMEOUT seconds on anything else that keeps it from starting; failing,
+ * it withdraws its request. */
 static int now_wait(long timeout)
 {
 	char buf[512], phase[32], action[32], blocker[32], reason[32], hold[32];
 	time_t end = time(NULL) + timeout;
 	bool started = false;
+	unsigned polls = 0;
 	int r = ctl_ask(RR_CTLV_NOW "\n", buf, sizeof(buf), false);
 
 	if (r > 0)
 		cli_err("rerandd: %s", buf);
 	if (r)
 		return EXIT_FAILURE_RR;
-	for (;;) {
+	for (;; polls++) {
 		r = ctl_ask(RR_CTLV_PHASE "\n", buf, sizeof(buf), started);
 		if (r < 0 && started) {
 			/* rerandd stopped answering once its sequence had begun:
@@ -204,11 +228,11 @@ static int now_wait(long timeout)
 		if (r > 0)
 			cli_err("rerandd: %s", buf);
 		if (r)
-			return EXIT_FAILURE_RR;
+			return r > 0 ? now_withdraw() : EXIT_FAILURE_RR;
 		if (sscanf(buf, "%31s %31s %31s %31s %31s", phase, action, blocker, reason,
 			   hold) != 5) {
 			cli_err("rerandd: unexpected answer to phase: %s", buf);
-			return EXIT_FAILURE_RR;
+			return now_withdraw();
 		}
 		if (!strcmp(phase, "reboot") || !strcmp(phase, "rebooting")) {
 			puts("rerandomizing reboot under way");
@@ -218,13 +242,19 @@ static int now_wait(long timeout)
 			started = true;
 		else if (!strcmp(hold, "held")) {
 			cli_err("now: a hold is in place (rerand release lifts it)");
-			return EXIT_FAILURE_RR;
+			return now_withdraw();
+		} else if (polls && !strcmp(action, "blocked") &&
+			   (!strcmp(blocker, "inhibitor") || !strcmp(blocker, "blocker-command"))) {
+			/* from the second look on: the first may show the plan
+			 * from before the request */
+			cli_err("now: the reboot is blocked by %s (rerand status says why)", blocker);
+			return now_withdraw();
 		}
 		if (time(NULL) >= end) {
 			cli_err("now: the reboot did not start within %ld s (phase %s, next %s, "
 				"blocked by %s; journalctl -u rerandd says why)", timeout, phase,
 				action, blocker);
-			return EXIT_FAILURE_RR;
+			return now_withdraw();
 		}
 		sleep(1);
 	}
@@ -232,7 +262,7 @@ static int now_wait(long timeout)
 
 static const struct cli_opt now_opts[] = {
 	{ "wait", 0, no_argument, NULL, 'w',
-	  "return once the reboot is under way (exit 0); fail on a hold or a timeout", NULL },
+	  "return once the reboot is under way (exit 0); fail on a hold, a blocker or the timeout, withdrawing the request", NULL },
 	{ "timeout", 0, required_argument, "SECONDS", 't',
 	  "how long --wait waits for the reboot to start (default 600)", NULL },
 	SOCKET_OPT,
@@ -277,30 +307,45 @@ int cmd_now(int argc, char **argv)
 }
 
 /* `rerand due`: kured's --reboot-sentinel-command.  kured reboots on 0 and
- * warns on any code but 1, so an unreachable rerandd is not "not due". */
+ * warns on any code but 1, so an unreachable rerandd is not "not due".
+ * kured runs it every minute (its metric) and at every --period. */
 const struct cli_cmd cli_due = {
 	.name = "due", .synopsis = "", .fn = cmd_due, .opts = socket_only_opts,
-	.summary = "Say whether a rerandomization is due now, windows aside (kured's\n"
-		   "--reboot-sentinel-command).",
+	.summary = "Say whether a rerandomization is due now and would go through\n"
+		   "(kured's --reboot-sentinel-command).",
 	.text = "Exit status:\n"
-		"  0  due now\n"
-		"  1  not due (a young layout, a hold, nothing staged, back-off, stopped)\n"
+		"  0  due now, and nothing rerand knows of would refuse `rerand now --wait`\n"
+		"  1  not due (a young layout, a hold, nothing staged, back-off, stopped after\n"
+		"     MaxFailures, a closed window of rerandd's own, this boot not confirmed,\n"
+		"     the fleet's breaker, a logind block inhibitor, the BlockerCommand=)\n"
 		"  3  rerandd could not be asked\n"
 		" 64  usage error\n",
 };
 
+#define DUE_PENDING_MAX 120        /* seconds: the blockers' answer, BlockerTimeout= 30 s by default */
+
 int cmd_due(int argc, char **argv)
 {
 	char buf[512];
+	time_t end = time(NULL) + DUE_PENDING_MAX;
 	int r = no_operands(&cli_due, argc, argv);
 
 	if (r >= 0)
 		return r;
-	r = ctl_ask(RR_CTLV_DUE "\n", buf, sizeof(buf), false);
-	if (r > 0)
-		cli_err("rerandd: %s", buf);
-	if (r)
-		return EXIT_DUE_ERROR;
+	for (;;) {
+		r = ctl_ask(RR_CTLV_DUE "\n", buf, sizeof(buf), false);
+		if (r > 0)
+			cli_err("rerandd: %s", buf);
+		if (r)
+			return EXIT_DUE_ERROR;
+		if (strncmp(buf, "pending", 7))
+			break;
+		if (time(NULL) >= end) {
+			printf("not due: the blockers did not answer within %d s\n", DUE_PENDING_MAX);
+			return EXIT_NOT_DUE;
+		}
+		usleep(200 * 1000);
+	}
 	fputs(buf, stdout);
 	return strncmp(buf, "due", 3) ? EXIT_NOT_DUE : 0;
 }

@@ -25,10 +25,15 @@
 
 /* The verbs.  Those that take an argument take it after one space:
  * "hold TEXT" (the hold's reason, optional), "fleet release HOST",
- * "build KERNEL". */
+ * "build KERNEL".
+ * "now withdraw" is `rerand now --wait` giving up: the request it made is
+ * taken back and a sequence not yet at its reboot request unwound; the
+ * answer is "withdrawn", or "under way" when it is too late.  "due" may
+ * answer "pending: ..." while rerandd asks the blockers: ask again. */
 #define RR_CTLV_STATUS              "status"
 #define RR_CTLV_STATUS_JSON         "status json"
 #define RR_CTLV_NOW                 "now"
+#define RR_CTLV_NOW_WITHDRAW        "now withdraw"
 #define RR_CTLV_DUE                 "due"
 #define RR_CTLV_PHASE               "phase"
 #define RR_CTLV_HOLD                "hold"
@@ -50,6 +55,6 @@
 enum rr_ctl_cmd { RR_CTL_BAD = 0, RR_CTL_STATUS, RR_CTL_STATUS_JSON, RR_CTL_NOW, RR_CTL_HOLD,
 		  RR_CTL_RELEASE, RR_CTL_FLEET_STATUS, RR_CTL_FLEET_STATUS_JSON,
 		  RR_CTL_FLEET_RELEASE, RR_CTL_DUE, RR_CTL_PHASE, RR_CTL_FLEET_CLEAR_BREAKER,
-		  RR_CTL_BUILD };
+		  RR_CTL_BUILD, RR_CTL_NOW_WITHDRAW };
 
 #endif

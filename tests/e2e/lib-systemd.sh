@@ -305,6 +305,11 @@ rrs_fleet_k8s() {
 	install -D -m 0644 "$k/rerand.conf.d/50-k8s-hooks.conf" "$d/etc/rerand/rerand.conf.d/50-k8s-hooks.conf" || return 1
 	printf 'RERAND_K8S_NODE=e2e-node\nKUBECTL=/usr/local/bin/kubectl\nKUBECONFIG=/etc/rerand-e2e/kubeconfig\n' \
 		>"$d/etc/rerand/k8s.env"
+	# the hooks refuse to run without a readable kubeconfig (the stand-in
+	# kubectl does not read it)
+	install -d "$d/etc/rerand-e2e" &&
+	printf 'apiVersion: v1\nkind: Config\n# STAND-IN (tests/e2e/lib-systemd.sh): no cluster\n' \
+		>"$d/etc/rerand-e2e/kubeconfig" && chmod 0600 "$d/etc/rerand-e2e/kubeconfig" || return 1
 	cat >"$d/usr/local/bin/kubectl" <<'EOF'
 #!/bin/sh
 # STAND-IN kubectl (tests/e2e/lib-systemd.sh): records its call, no cluster.

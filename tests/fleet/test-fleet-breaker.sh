@@ -10,7 +10,8 @@
 # state file saying their last rerandomized boot was never confirmed.
 #   breaker: a and b report their failures to the group; the second trips
 #     the breaker (BreakerFailures=2): c, due, takes no slot; its status names
-#     the hosts and causes, its metric says 1, each journal says it once;
+#     the hosts and causes, its metric says 1, each journal says it once,
+#     `rerand due` (kured's sentinel) says not due;
 #     `rerand fleet clear-breaker` on c clears it, and c then reboots with
 #     the slot.
 #   confirm: a rerandomized boot keeps its slot while post-boot.d runs,
@@ -161,6 +162,11 @@ check "breaker: c's status names the hosts and causes, and how to clear it" \
 	      grep -q "until .rerand fleet clear-breaker." "$tmp/c.status"'
 check "breaker: c's status says why it waits" \
 	grep -q '^fleet wait:        waiting for a slot: etcd: group brk: the breaker is tripped' "$tmp/c.status"
+# kured's sentinel: not due while the breaker is tripped, so that kured does
+# not drain c for a reboot command the gate would refuse
+out=$(ctl c due 2>&1); rc=$?
+check "breaker: rerand due on c (kured's sentinel) says not due, blocked by the breaker (exit $rc: $out)" \
+	eval '[ $rc = 1 ] && [[ "$out" == "not due: layout-age is due but blocked by fleet-breaker "* ]]'
 check "breaker: the status shows no address (no run of 8+ hex digits but the ids)" \
 	eval '! grep -E "^fleet" "$tmp/c.status" | sed -E "s/machine-[a-z]~[0-9a-f]{32}//g" | grep -qiE "[0-9a-f]{8,}"'
 wait_for 10 prom c 'rerand_fleet_breaker_tripped{group="brk"} 1'

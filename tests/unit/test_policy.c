@@ -332,8 +332,8 @@ static void test_watch(void)
 	     "bad taint text refused");
 }
 
-/* `rerand due` (kured's sentinel): windows are kured's, everything else
- * is still rerand's. */
+/* `rerand due` (kured's sentinel): windows are kured's unless the admin
+ * configured rerandd's own; everything else is still rerand's. */
 static void test_due(void)
 {
 	struct rr_config c;
@@ -342,42 +342,56 @@ static void test_due(void)
 	time_t outside = utc(2026, 2, 10, 12, 0);
 
 	base(&c, &in, outside);
-	policy_due(&c, &in, &o);
-	T_OK(o.action == RR_ACT_REBOOT && o.reason == RR_WHY_AGE,
-	     "old layout outside every window: due (age) for an outside scheduler");
-	policy_decide(&c, &in, &o);
-	T_OK(o.action == RR_ACT_WAIT, "... while rerandd itself still waits for its window");
-
 	c.nr_win = 0;
 	policy_due(&c, &in, &o);
-	T_OK(o.action == RR_ACT_REBOOT, "no window configured at all: still due");
+	T_OK(o.action == RR_ACT_REBOOT && o.reason == RR_WHY_AGE,
+	     "old layout, no window of rerandd's: due (age) for an outside scheduler");
 	policy_decide(&c, &in, &o);
-	T_OK(o.action == RR_ACT_NONE, "... and rerandd alone would never reboot");
+	T_OK(o.action == RR_ACT_NONE, "... while rerandd alone would never reboot");
 
 	base(&c, &in, outside);
+	policy_due(&c, &in, &o);
+	T_OK(o.action == RR_ACT_WAIT && o.reason == RR_WHY_AGE && o.when == utc(2026, 2, 11, 2, 0),
+	     "old layout outside the admin's own window: not due before it opens");
+	policy_decide(&c, &in, &o);
+	T_OK(o.action == RR_ACT_WAIT, "... as rerandd itself waits for it");
+	base(&c, &in, utc(2026, 2, 10, 2, 30));
+	policy_due(&c, &in, &o);
+	T_OK(o.action == RR_ACT_REBOOT, "... and due inside it");
+	base(&c, &in, outside);
+	c.outside_windows = true;
+	policy_due(&c, &in, &o);
+	T_OK(o.action == RR_ACT_REBOOT, "RebootOutsideWindows=yes: due outside the window");
+
+	base(&c, &in, outside);
+	c.nr_win = 0;
 	in.layout_born = outside - 3600;
 	policy_due(&c, &in, &o);
 	T_OK(o.action == RR_ACT_WAIT && o.when == outside - 3600 + 86400,
 	     "young layout: not due before born + max age");
 
 	base(&c, &in, outside);
+	c.nr_win = 0;
 	in.hold = true;
 	policy_due(&c, &in, &o);
 	T_OK(o.action == RR_ACT_BLOCKED && o.blocker == RR_BLK_HOLD, "a hold: not due (blocked)");
 
 	base(&c, &in, outside);
+	c.nr_win = 0;
 	in.staged = false;
 	policy_due(&c, &in, &o);
 	T_OK(o.action == RR_ACT_BLOCKED && o.blocker == RR_BLK_NOT_STAGED,
 	     "nothing staged: not due (blocked)");
 
 	base(&c, &in, outside);
+	c.nr_win = 0;
 	in.failures = c.max_failures;
 	in.last_failure = outside - 60;
 	policy_due(&c, &in, &o);
 	T_OK(o.action == RR_ACT_STOPPED, "stopped after MaxFailures: not due");
 
 	base(&c, &in, outside);
+	c.nr_win = 0;
 	in.failures = 1;
 	in.last_failure = outside - 1;
 	policy_due(&c, &in, &o);

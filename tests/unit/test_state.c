@@ -585,6 +585,9 @@ static void test_helpers(void)
 			ok &= control_parse_arg(bad[i], strlen(bad[i]), arg, sizeof(arg)) == RR_CTL_BAD;
 		T_OK(ok, "control \"build KERNEL\": absolute printable paths only, no \"..\"");
 	}
+	T_OK(control_parse("now withdraw\n", 13) == RR_CTL_NOW_WITHDRAW &&
+	     control_parse("now withdrawn", 13) == RR_CTL_BAD && control_parse("now  withdraw", 13) == RR_CTL_BAD,
+	     "control protocol: `rerand now --wait` withdrawing its request");
 
 	struct rr_view v = { .layout_age = 90061, .verify = RR_V_RANDOMIZED, .entropy_bits = 23.4,
 			     .failures = 1, .max_failures = 3, .staged = true, .successes = 4,
