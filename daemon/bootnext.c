@@ -130,8 +130,8 @@ static int glob_pick(const struct rr_config *c, const char *glob, char *out, siz
 				snprintf(bare, sizeof(bare), "%.*s", (int)(n - sl), id);
 				if (fnmatch(glob, id, FNM_CASEFOLD) && fnmatch(glob, bare, FNM_CASEFOLD))
 					continue;
-				if ((!found || strverscmp(id, out) > 0) && strlen(id) < size) {
-					snprintf(out, size, "%s", id);
+				if ((!found || strverscmp(id, out) > 0) && n < size) {
+					memcpy(out, id, n + 1);
 					found = 1;
 				}
 			}
