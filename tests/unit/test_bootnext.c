@@ -90,6 +90,17 @@ static const char *pick(const char *cfg, const char *envf, char *out, size_t siz
 	return out;
 }
 
+static const char *pick_text_env(const char *cfg, const char *env, char *out, size_t size)
+{
+	char b[600], text[1100] = "# GRUB Environment Block\n";
+
+	snprintf(b, sizeof(b), "%s/f.env", top);
+	strncat(text, env, sizeof(text) - strlen(text) - 1);
+	if (put("f.env", text, strlen(text)))
+		return "ERR: write";
+	return pick(cfg, b, out, size);
+}
+
 static void test_fixtures(void)
 {
 	char got[1200];
@@ -135,6 +146,21 @@ static void test_fixtures(void)
 	T_OK(!strcmp(pick(G "grub-efi.cfg", G "grubenv-next-firmware", got, sizeof(got)),
 		     "UEFI Firmware Settings"),
 	     "next_entry = a title (30_uefi-firmware's): %s", got);
+
+	/* Debian 13's GRUB 2.12: 25_bli, a firmware entry inside an if */
+	T_OK(!strcmp(pick(G "trixie-grub-older.cfg", G "grubenv-empty", got, sizeof(got)),
+		     "Debian GNU/Linux, with Linux " OLD),
+	     "Debian 13: GRUB_DEFAULT = the older kernel by its submenu path (%s)", got);
+	T_OK(!strcmp(pick(G "trixie-grub-saved.cfg", G "grubenv-saved-older", got, sizeof(got)),
+		     "Debian GNU/Linux, with Linux " OLD),
+	     "Debian 13: GRUB_DEFAULT=saved, grub-set-default's id path (%s)", got);
+	T_OK(strstr(pick(G "trixie-grub-older.cfg", G "grubenv-next-firmware", got, sizeof(got)),
+		    "exists: it is inside a condition") != NULL,
+	     "Debian 13: next_entry = the firmware entry, under `if fwsetup --is-supported`: "
+	     "cannot tell (%s)", got);
+	T_OK(!strcmp(pick_text_env(G "trixie-grub-older.cfg", "next_entry=windows\n", got, sizeof(got)),
+		     "Windows 10"),
+	     "Debian 13: an entry after the conditional one, by its id (%s)", got);
 }
 
 /* Hand-written shapes: GRUB's rules where the fixtures do not reach. */
