@@ -255,12 +255,9 @@ bool bootloader_selected(const struct rr_config *c)
 
 int bootloader_find(const struct rr_config *c, struct rr_boot_entry *ret, struct rr_err *e)
 {
-	char sel[200], want[256], roots[RR_PATH], name[256], path[RR_PATH * 2 + 300];
-	struct rr_boot_entry be = { 0 };
-	char *save = NULL, *root;
+	char sel[200];
 	_cleanup_free_ uint8_t *buf = NULL;
 	size_t len;
-	bool uki;
 	int r;
 
 	if (!*c->loader_entry_selected)
@@ -273,11 +270,23 @@ int bootloader_find(const struct rr_config *c, struct rr_boot_entry *ret, struct
 	r = bootloader_efivar_string(buf, len, sel, sizeof(sel), c->loader_entry_selected, e);
 	if (r < 0)
 		return r;
+	return bootloader_find_id(c, sel, c->loader_entry_selected, "this boot's entry", ret, e);
+}
+
+int bootloader_find_id(const struct rr_config *c, const char *sel, const char *from,
+		       const char *what, struct rr_boot_entry *ret, struct rr_err *e)
+{
+	char want[256], roots[RR_PATH], name[256], path[RR_PATH * 2 + 300];
+	struct rr_boot_entry be = { 0 };
+	char *save = NULL, *root;
+	bool uki;
+	int r;
+
 	if (bootloader_entry_id(sel, want, sizeof(want)) < 0 ||
 	    (!(uki = ends_with(want, ".efi")) && !ends_with(want, ".conf")))
-		return rr_errf(e, ENOEXEC, "%s: this boot's entry \"%s\" is not a Boot Loader "
+		return rr_errf(e, ENOEXEC, "%s: %s \"%s\" is not a Boot Loader "
 			       "Specification entry (loader/entries/*.conf or EFI/Linux/*.efi): set "
-			       "Kernel= in [Stage]", c->loader_entry_selected, sel);
+			       "Kernel= in [Stage]", from, what, sel);
 	snprintf(be.id, sizeof(be.id), "%s", sel);
 	snprintf(roots, sizeof(roots), "%s", c->boot_loader_roots);
 	for (root = strtok_r(roots, " \t", &save); root; root = strtok_r(NULL, " \t", &save)) {
@@ -302,7 +311,7 @@ int bootloader_find(const struct rr_config *c, struct rr_boot_entry *ret, struct
 		*ret = be;
 		return 1;
 	}
-	return rr_errf(e, ENOENT, "%s names this boot's entry \"%s\", but no %s under %s holds it "
-		       "(is the ESP mounted?): set Kernel= in [Stage]", c->loader_entry_selected, sel,
+	return rr_errf(e, ENOENT, "%s names %s \"%s\", but no %s under %s holds it "
+		       "(is the ESP mounted?): set Kernel= in [Stage]", from, what, sel,
 		       uki ? "EFI/Linux" : "loader/entries", c->boot_loader_roots);
 }

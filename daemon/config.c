@@ -74,6 +74,8 @@ void config_defaults(struct rr_config *c)
 		 "/sys/firmware/efi/efivars/LoaderEntrySelected-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f");
 	/* bootctl's order: the ESP at /efi, /boot or /boot/efi; XBOOTLDR at /boot */
 	snprintf(c->boot_loader_roots, sizeof(c->boot_loader_roots), "/efi /boot /boot/efi");
+	snprintf(c->grub_cfg, sizeof(c->grub_cfg), "/boot/grub/grub.cfg");
+	snprintf(c->grub_env, sizeof(c->grub_env), "/boot/grub/grubenv");
 	snprintf(c->package_locks, sizeof(c->package_locks), "%s %s", rr_dpkg_locks[0],
 		 rr_dpkg_locks[1]);
 	/* A boot has ConfirmTimeoutSec= to reach boot-complete.target and pass

@@ -36,6 +36,8 @@ const struct rr_cfg_key rr_cfg_keys[] = {
 	{ "Paths", "Uevents", K_PATH, F(uevents) },
 	{ "Paths", "LoaderEntrySelected", K_PATH, F(loader_entry_selected) },
 	{ "Paths", "BootLoaderRoots", K_STR, F(boot_loader_roots) },
+	{ "Paths", "GrubConfig", K_PATH, F(grub_cfg) },
+	{ "Paths", "GrubEnvironment", K_PATH, F(grub_env) },
 	{ "Paths", "PackageLocks", K_STR, F(package_locks) },
 	{ "Paths", "Lockdown", K_PATH, F(lockdown_file) },
 	{ "Paths", "SecureBoot", K_PATH, F(secureboot_file) },

@@ -140,11 +140,22 @@ void daemon_stage_new_kernel(struct daemon *d)
 		d->new_kernel_at = daemon_mono() + wait;
 		return;
 	}
-	/* Booted by systemd-boot: its entry, not the newest file in /boot. */
-	if (!*d->cfg.kernel && !bootloader_selected(&d->cfg)) {
-		if (stage_newest_kernel(d->cfg.boot_dir, newest, sizeof(newest)) < 0)
+	/* The boot loader's next entry when rerandd can read the boot loader
+	 * (stage_plan finds it again), the newest file in /boot when not; none
+	 * when what it boots next is no kernel rerand can stage. */
+	if (!*d->cfg.kernel) {
+		struct rr_boot_entry be;
+		int b = bootnext_find(&d->cfg, &be, &e);
+
+		if (b < 0) {
+			daemon_loader_refuses(d, e.msg);
 			return;
-		req.kernel = newest;
+		}
+		if (b == 0) {
+			if (stage_newest_kernel(d->cfg.boot_dir, newest, sizeof(newest)) < 0)
+				return;
+			req.kernel = newest;
+		}
 	}
 	if (stage_start(d->ev, &d->cfg, &req, on_staged, d, &d->stage_job, &e) < 0) {
 		set_stage_error(d, e.msg);

@@ -357,6 +357,8 @@ static int crash_plan(const struct rr_config *c, const struct rr_stage_plan *bas
 		 * must not stop the crash kernel */
 		t->cmdline_set = true;
 		t->cmdline[0] = 0;
+		/* a crash of this boot: its kernel, whatever boots next */
+		t->plan_running = true;
 		r = stage_plan(t, NULL, p, e);
 		if (r < 0)
 			return r;

@@ -272,7 +272,8 @@ void daemon_format_due(struct daemon *d, char *out, size_t size)
 static void keep_staged(struct daemon *d, time_t now, time_t mono)
 {
 	char why[sizeof(d->unstaged_why)];
-	int changed;
+	struct rr_boot_entry next;
+	int changed, loader = 0;
 
 	if (d->stage_job || d->unload_job)
 		return;
@@ -285,9 +286,28 @@ static void keep_staged(struct daemon *d, time_t now, time_t mono)
 		d->unstaged_by_policy = true;
 		return;
 	}
+	/* what the boot loader boots next (bootnext.c): none rerand can
+	 * stage, or another kernel than the staged one */
+	if (!*d->cfg.kernel) {
+		struct rr_err e;
+
+		if ((loader = bootnext_find(&d->cfg, &next, &e)) < 0) {
+			daemon_loader_refuses(d, e.msg);
+			return;
+		}
+	}
 	if (d->unstaged_by_policy) {
 		d->unstaged_by_policy = false;
 		d->unstaged_why[0] = 0;
+	}
+	if (loader == 1 && d->staged && strcmp(next.kernel, d->plan.kernel)) {
+		snprintf(why, sizeof(why), "the boot loader boots %.120s next, not the staged %.80s",
+			 next.id, d->plan.kernel);
+		daemon_unstage(d, why);
+		d->restage_not_new = true;
+		if (!d->new_kernel_at)
+			d->new_kernel_at = now;
+		return;
 	}
 	if ((changed = unstage_kernel_changed(d, why, sizeof(why))) > 0) {
 		daemon_unstage(d, why);

@@ -292,7 +292,7 @@ struct rr_bls_entry {                        /* what rerand needs of a type #1 e
 	unsigned nr_initrd;
 };
 struct rr_boot_entry {
-	char id[200];                        /* LoaderEntrySelected */
+	char id[600];                        /* the entry: LoaderEntrySelected, GRUB's title */
 	char kernel[RR_PATH];                /* path on this system */
 	char initrd[RR_PATH];                /* type #1's initrd line, "" = none */
 	bool uki;
@@ -313,6 +313,63 @@ bool bootloader_is_uki(const char *path);
  * BootLoaderRoots=; 0: no such variable (not booted by systemd-boot); < 0:
  * the variable names an entry that cannot be used or found (e says why). */
 int bootloader_find(const struct rr_config *c, struct rr_boot_entry *ret, struct rr_err *e);
+/* The same for the entry id sel, named by from (a variable, loader.conf) as
+ * what ("the one-shot entry"): 1 and *ret, or <0. */
+int bootloader_find_id(const struct rr_config *c, const char *sel, const char *from,
+		       const char *what, struct rr_boot_entry *ret, struct rr_err *e);
+
+/* ---- grubcfg.c: what GRUB boots next (grub.cfg, grubenv) ------------------ */
+struct rr_grub_env {                     /* grubenv's variables rerand reads */
+	char saved_entry[512], next_entry[512], prev_saved_entry[512];
+	bool has_saved, has_next, has_prev;
+};
+/* grubenv's bytes (grub-editenv's block); errors "name:line: ...". */
+int grub_env_parse(const char *buf, size_t len, const char *name, struct rr_grub_env *ret,
+		   struct rr_err *e);
+#define RR_GRUB_ENTRIES 256
+struct rr_grub_entry {
+	char title[256], id[256];
+	int parent;                          /* the submenu holding it, -1: the top menu */
+	bool submenu;
+	bool conditional;                    /* inside an if, a loop or a function */
+	bool title_var;                      /* its title is made of variables */
+	char loader[24];                     /* its first boot command: "linux", "chainloader"... */
+	char linux_path[RR_PATH], initrd[RR_PATH];   /* GRUB paths, a "(dev)" prefix dropped */
+	unsigned nr_initrd;                  /* files on its initrd line */
+	bool recovery;                       /* single, recovery, emergency, systemd.unit= */
+	bool path_var;                       /* a path made of variables (or too long) */
+	bool unsure;                         /* a kernel or initrd only under a condition, or two */
+};
+struct rr_grub_cfg {
+	bool loads_env, uses_next_entry;     /* load_env; set default="${next_entry}" */
+	unsigned n_default;                  /* other `set default=` at the top level */
+	bool default_saved, default_var;     /* the last one: "${saved_entry}"; other '$' */
+	char default_val[512];
+	unsigned n;
+	struct rr_grub_entry ent[RR_GRUB_ENTRIES];   /* in file order (GRUB's menu order) */
+};
+/* grub.cfg's text into *g (large: allocate it); errors "name:line: ...". */
+int grub_cfg_parse(const char *text, size_t len, const char *name, struct rr_grub_cfg *g,
+		   struct rr_err *e);
+struct rr_grub_choice {
+	int entry;                           /* index in g->ent */
+	char spec[512];                      /* the default it came from */
+	const char *how;                     /* where that default was set */
+};
+/* The entry GRUB boots next by its rules: next_entry (when grub.cfg uses
+ * it), else the default, saved_entry for "${saved_entry}"; a number, a
+ * title or an id per level, '>' into a submenu, the first entry for one
+ * that names none.  -EAGAIN "cannot tell" (e says why), -ENOENT no entry. */
+int grub_cfg_pick(const struct rr_grub_cfg *g, const struct rr_grub_env *env, const char *name,
+		  struct rr_grub_choice *ret, struct rr_err *e);
+
+/* ---- bootnext.c: the kernel the boot loader boots next -------------------- */
+/* 1 and *ret (kernel, initrd from a type #1 entry, id: what was chosen and
+ * how): systemd-boot's next entry when it booted this system, else GRUB's
+ * when GrubConfig= exists; 0: neither (the running or newest kernel, as
+ * before); <0: the boot loader's choice cannot be told or is not a kernel
+ * rerand can stage (e says why: the reboot goes through the firmware). */
+int bootnext_find(const struct rr_config *c, struct rr_boot_entry *ret, struct rr_err *e);
 
 /* ---- kernels.c: the kernel hooks' index ---------------------------------- */
 /* True when StateDirectory/kernels/ has a file naming sha (a kernel the

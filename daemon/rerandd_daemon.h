@@ -169,6 +169,9 @@ int unstage_kernel_changed(const struct daemon *d, char *why, size_t len);
 /* Unload the staged image as a job (`kexec -s -u`), why kept for the status;
  * d->staged is false from now on.  <0 if the job could not start. */
 int daemon_unstage(struct daemon *d, const char *why);
+/* The boot loader's next entry is none rerand can stage (why): unload what
+ * is staged, stage nothing, say why in the status. */
+void daemon_loader_refuses(struct daemon *d, const char *why);
 /* An image of ours was loaded: <state>/loaded names this boot. */
 void unstage_mark_loaded(struct daemon *d);
 /* <state>/loaded names this boot: what the kernel holds may be ours. */

@@ -268,7 +268,7 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 		snprintf(p->kernel, sizeof(p->kernel), "%s", kernel_override);
 	else if (*c->kernel)
 		snprintf(p->kernel, sizeof(p->kernel), "%s", c->kernel);
-	else if ((booted = bootloader_find(c, &be, e)) < 0)
+	else if ((booted = c->plan_running ? bootloader_find(c, &be, e) : bootnext_find(c, &be, e)) < 0)
 		return booted;
 	else if (booted)
 		snprintf(p->kernel, sizeof(p->kernel), "%s", be.kernel);

@@ -10,6 +10,9 @@
  *   - the staged kernel file (or its initrd) was removed or replaced: the
  *     image of a kernel whose modules may be gone must not boot; the
  *     new-kernel path then stages what is there now;
+ *   - the boot loader boots next what rerand cannot stage, or rerandd
+ *     cannot tell what it boots (bootnext.c): the reboot goes through the
+ *     firmware, which boots what the admin chose;
  *   - rerandd stops while the system is not shutting down (`systemctl stop`,
  *     `disable --now`, a package removal): nothing of rerand's stays behind
  *     (shutdown.c, which asks systemd what the shutdown is).
@@ -162,4 +165,20 @@ int daemon_unstage(struct daemon *d, const char *why)
 		return -EIO;
 	}
 	return 0;
+}
+
+void daemon_loader_refuses(struct daemon *d, const char *why)
+{
+	time_t now = time(NULL);
+
+	if (strcmp(d->unstaged_why, why))
+		rr_log(RR_LOG_NOTICE, "nothing staged, a reboot goes through the firmware: %s", why);
+	d->unstaged_by_policy = true;
+	if (d->staged || d->loaded_mark) {
+		if (!d->unload_job && (!d->unload_failed_at ||
+				       now - d->unload_failed_at >= DAEMON_STAGE_RETRY))
+			daemon_unstage(d, why);
+	} else {
+		snprintf(d->unstaged_why, sizeof(d->unstaged_why), "%s", why);
+	}
 }

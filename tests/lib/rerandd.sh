@@ -187,6 +187,11 @@ BootParams=
 # nor the host's kdump-tools or kdumpctl (another crash loader)
 CrashLoaderWants=$hd/systemd-wants
 KdumpToolsDefault=$hd/kdump-tools
+# nor the host's boot loader: GRUB's files and systemd-boot's variables
+# are the instance's (absent unless a test writes them)
+GrubConfig=$hd/boot/grub/grub.cfg
+GrubEnvironment=$hd/boot/grub/grubenv
+LoaderEntrySelected=$hd/efivars/LoaderEntrySelected-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f
 EOF
 		cat
 	} >"$hd/rerand.conf"
