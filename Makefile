@@ -1,5 +1,6 @@
 # rerand — GNU Make build.  `make`, `make check`, `make demo`, `make install`.
-# V=1 for verbose commands.  PREFIX, DESTDIR, SYSCONFDIR, UNITDIR, SYSUSERSDIR, DOCDIR as usual.
+# V=1 for verbose commands.  PREFIX, DESTDIR, SYSCONFDIR, UNITDIR, SYSUSERSDIR, DOCDIR as usual;
+# MODPROBEDIR, LIBEXECDIR (watchdog-setup) too.
 
 PREFIX      ?= /usr/local
 BINDIR      ?= $(PREFIX)/bin
@@ -9,6 +10,9 @@ DOCDIR      ?= $(PREFIX)/share/doc/rerand
 SYSCONFDIR  ?= /etc
 UNITDIR     ?= $(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null || echo /lib/systemd/system)
 SYSUSERSDIR ?= $(shell pkg-config --variable=sysusersdir systemd 2>/dev/null || echo /usr/lib/sysusers.d)
+# kmod reads /usr/lib/modprobe.d (merged /usr: /lib/modprobe.d), not one under PREFIX
+MODPROBEDIR ?= /usr/lib/modprobe.d
+LIBEXECDIR  ?= $(PREFIX)/lib/rerand
 
 CC          ?= gcc
 CLANG       ?= clang
@@ -488,6 +492,10 @@ install: all
 	sed 's|/usr/local/sbin|$(SBINDIR)|g; s|/usr/local/bin|$(BINDIR)|g' systemd/rerandd.service \
 		> $(DESTDIR)$(UNITDIR)/rerandd.service
 	install -m 0644 systemd/sysusers.d/rerand.conf $(DESTDIR)$(SYSUSERSDIR)/rerand.conf
+	# the hardware watchdog across a kexec (docs/operations.md)
+	install -d $(DESTDIR)$(MODPROBEDIR) $(DESTDIR)$(LIBEXECDIR)
+	install -m 0644 etc/modprobe.d/rerand.conf $(DESTDIR)$(MODPROBEDIR)/rerand.conf
+	install -m 0755 libexec/watchdog-setup $(DESTDIR)$(LIBEXECDIR)/watchdog-setup
 	test -e $(DESTDIR)$(SYSCONFDIR)/rerand/rerand.conf || \
 		sed 's|/usr/local/bin|$(BINDIR)|g' etc/rerand.conf > $(DESTDIR)$(SYSCONFDIR)/rerand/rerand.conf
 

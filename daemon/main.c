@@ -416,6 +416,12 @@ static int drop_privileges(struct daemon *d)
 	/* once per start (and after a reload that makes it so), not at every tick */
 	if (policy_never_reboots(&d->cfg))
 		rr_log(RR_LOG_NOTICE, "%s", RR_NO_WINDOW_NOTICE);
+	{
+		char note[768];
+		int level = wdog_start_note(&d->cfg, note, sizeof(note));
+		if (level >= 0)
+			rr_log(level, "%s", note);
+	}
 	d->kmsg_fd = open(d->cfg.kmsg, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (d->kmsg_fd < 0)
 		rr_log(RR_LOG_WARNING, "%s: %s; oopses are seen through taint bits only", d->cfg.kmsg,

@@ -160,6 +160,10 @@ int wdog_stop(int fd);
 /* 1: this kernel stops the watchdog at a kexec or reboot (its
  * watchdog.stop_on_reboot is not 0), 0: it keeps it running, -1: unknown. */
 int wdog_stops_on_reboot(const struct rr_config *c);
+/* What to say at start about the watchdog rerandd would arm (present, in
+ * sysfs but not in rerandd's /dev, absent, stopped at a reboot by this
+ * kernel): an RR_LOG_* level and the line, or -1 (KexecWatchdogSec=off). */
+int wdog_start_note(const struct rr_config *c, char *msg, size_t len);
 /* The driver's boot status: the last reset was the watchdog's. */
 int wdog_bootstatus(const struct rr_config *c, bool *ret_reset);
 /* Runs of 6+ hex digits replaced by '#', unprintable bytes by '?'. */

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -162,6 +163,45 @@ int wdog_stops_on_reboot(const struct rr_config *c)
 	if (read_long(c->watchdog_stop_on_reboot, &v) < 0)
 		return -1;                 /* not loaded yet: unknown */
 	return v != 0;
+}
+
+int wdog_start_note(const struct rr_config *c, char *msg, size_t len)
+{
+	struct stat st;
+	int stops;
+
+	if (c->kexec_watchdog == RR_WDOG_OFF)
+		return -1;
+	if (!wdog_present(c)) {
+		/* sysfs is the machine's; /dev is rerandd's own (PrivateDevices=),
+		 * filled once, when it starts */
+		if (*c->watchdog_sysfs && stat(c->watchdog_sysfs, &st) == 0) {
+			snprintf(msg, len, "the machine has %s but rerandd has no %s: its driver was "
+				 "loaded after rerandd started; no watchdog across a kexec until rerandd "
+				 "restarts (systemctl restart rerandd). Load the driver at boot: "
+				 "/usr/lib/rerand/watchdog-setup names it in /etc/modules-load.d/",
+				 c->watchdog_sysfs, c->watchdog_dev);
+			return RR_LOG_WARNING;
+		}
+		snprintf(msg, len, "no hardware watchdog (%s): a rerandomized boot that hangs before "
+			 "rerandd starts is not reset by one (rerand doctor; "
+			 "/usr/lib/rerand/watchdog-setup loads this machine's driver if it has one)",
+			 *c->watchdog_dev ? c->watchdog_dev : "Watchdog= is empty");
+		return RR_LOG_NOTICE;
+	}
+	stops = wdog_stops_on_reboot(c);
+	if (stops == 1) {
+		snprintf(msg, len, "%s: this kernel stops it at a reboot (watchdog.stop_on_reboot is "
+			 "not 0: watchdog.ko was loaded before /usr/lib/modprobe.d/rerand.conf, or "
+			 "that is masked): a kexec from this boot is covered up to its shutdown only, "
+			 "until a boot through the firmware; rerandd's kexecs pass the option on",
+			 c->watchdog_dev);
+		return RR_LOG_WARNING;
+	}
+	snprintf(msg, len, "%s: armed across each kexec for %llds%s", c->watchdog_dev,
+		 (long long)c->kexec_watchdog, stops == 0 ? ", and this kernel keeps it counting "
+		 "through the kexec (watchdog.stop_on_reboot=0)" : "");
+	return RR_LOG_INFO;
 }
 
 int wdog_bootstatus(const struct rr_config *c, bool *ret_reset)

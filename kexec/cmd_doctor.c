@@ -6,6 +6,7 @@
  * kdump-tools, and rerandd's own status (which knows the configuration:
  * staging, signing, windows, the fleet).  It never prints an address.
  * RERAND_DOCTOR_ROOT prefixes every file it reads (tests). */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
@@ -209,25 +210,193 @@ static void check_lockdown(struct doctor *d)
 		    "lockdown %s: only signed images load, and no signed image is staged", mode);
 }
 
+/* The module behind /sys/class/watchdog/watchdog0 into mod ("" when its
+ * driver is built in or it has no device, as softdog). */
+static void wd_module(const struct doctor *d, char *mod, size_t len)
+{
+	char path[1024], link[1024];
+	ssize_t n;
+	const char *b;
+
+	*mod = 0;
+	snprintf(path, sizeof(path), "%s/sys/class/watchdog/watchdog0/device/driver/module", d->root);
+	if ((n = readlink(path, link, sizeof(link) - 1)) <= 0)
+		return;
+	link[n] = 0;
+	b = strrchr(link, '/');
+	if ((size_t)snprintf(mod, len, "%s", b ? b + 1 : link) >= len)
+		*mod = 0;                  /* no module has such a name */
+}
+
+/* Module names compare with - and _ alike, as kmod does. */
+static bool same_module(const char *a, const char *b, size_t blen)
+{
+	size_t i;
+
+	for (i = 0; i < blen && a[i]; i++)
+		if (a[i] != b[i] && !((a[i] == '-' || a[i] == '_') && (b[i] == '-' || b[i] == '_')))
+			return false;
+	return i == blen && !a[i];
+}
+
+/* The modules-load.d file (or /etc/modules) that names mod, into where;
+ * false if none.  Lines are module names, '#' and ';' start comments
+ * (modules-load.d(5)). */
+static bool modules_load_names(const struct doctor *d, const char *mod, char *where, size_t len)
+{
+	static const char *const dirs[] = { "/etc/modules-load.d", "/run/modules-load.d",
+					    "/usr/lib/modules-load.d", "/lib/modules-load.d", NULL };
+	char files[64][512];
+	int nf = 0;
+
+	for (int i = 0; dirs[i]; i++) {
+		char dir[1024];
+		struct dirent **list;
+		int n;
+		snprintf(dir, sizeof(dir), "%s%s", d->root, dirs[i]);
+		if ((n = scandir(dir, &list, NULL, alphasort)) < 0)
+			continue;
+		for (int j = 0; j < n; j++) {
+			size_t l = strlen(list[j]->d_name);
+			if (nf < 64 && l > 5 && !strcmp(list[j]->d_name + l - 5, ".conf"))
+				snprintf(files[nf++], sizeof(files[0]), "%s/%s", dirs[i], list[j]->d_name);
+			free(list[j]);
+		}
+		free(list);
+	}
+	if (nf < 64)
+		snprintf(files[nf++], sizeof(files[0]), "/etc/modules");   /* Debian's kmod */
+	for (int i = 0; i < nf; i++) {
+		char full[1024], line[512];
+		_cleanup_fclose_ FILE *f = NULL;
+		if ((size_t)snprintf(full, sizeof(full), "%s%s", d->root, files[i]) >= sizeof(full) ||
+		    !(f = fopen(full, "re")))
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			char *p = line + strspn(line, " \t");
+			size_t l = strcspn(p, " \t\r\n#;");
+			if (l && same_module(mod, p, l)) {
+				if ((size_t)snprintf(where, len, "%s", files[i]) >= len)
+					where[len - 1] = 0;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* The stop_on_reboot= that kmod would pass to watchdog.ko at its next load
+ * (modprobe --showconfig, which applies modprobe.d's overrides and the
+ * command line): its value, or "" when none. */
+static void modprobe_stop_on_reboot(const struct doctor *d, char *v, size_t len)
+{
+	_cleanup_(pclosep) FILE *p = NULL;
+	char cmd[4096], line[1024];
+
+	*v = 0;
+	if (strchr(d->root, '\''))
+		return;
+	if (*d->root)
+		snprintf(cmd, sizeof(cmd), "modprobe --showconfig -C '%1$s/etc/modprobe.d' "
+			 "-C '%1$s/run/modprobe.d' -C '%1$s/usr/lib/modprobe.d' "
+			 "-C '%1$s/lib/modprobe.d' 2>/dev/null", d->root);
+	else
+		snprintf(cmd, sizeof(cmd), "modprobe --showconfig 2>/dev/null");
+	if (!(p = popen(cmd, "re")))
+		return;
+	while (fgets(line, sizeof(line), p)) {
+		char *w, *save = NULL;
+		if (strncmp(line, "options watchdog ", 17))
+			continue;
+		for (w = strtok_r(line + 17, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save))
+			if (!strncmp(w, "stop_on_reboot=", 15))
+				snprintf(v, len, "%s", w + 15);    /* the last one wins */
+	}
+}
+
 static void check_watchdog(struct doctor *d)
 {
-	char v[32];
+	char v[32], id[128], mod[128], where[512], opt[32];
+	const char *seen = js_str(d->status, "watchdog");
+	bool dev = exists(d, "/dev/watchdog0"), cls = exists(d, "/sys/class/watchdog/watchdog0");
 
-	if (!exists(d, "/dev/watchdog0")) {
-		say(d, L_WARN, "watchdog", "load the machine's watchdog driver (iTCO_wdt, sp5100_tco, "
-		    "i6300esb in QEMU; softdog covers a hang of the kernel but not of the machine), "
-		    "e.g. in /etc/modules-load.d/",
-		    "no /dev/watchdog0: a kexec that hangs is not brought back by a watchdog");
+	if (!dev && !cls) {
+		say(d, L_WARN, "watchdog", "/usr/lib/rerand/watchdog-setup finds and loads this "
+		    "machine's hardware watchdog driver if it has one (iTCO_wdt, sp5100_tco, i6300esb "
+		    "in QEMU; the package's postinst runs it)",
+		    "no /dev/watchdog0: a rerandomized boot that hangs is not reset by a watchdog");
 		return;
 	}
-	if ((read_line(d, "/sys/module/watchdog/parameters/stop_on_reboot", v, sizeof(v)) &&
-	     !strcmp(v, "0")) || cmdline_has(d, "watchdog.stop_on_reboot=0"))
-		say(d, L_OK, "watchdog", NULL, "/dev/watchdog0 present, kept running across a kexec");
+	if (!read_line(d, "/sys/class/watchdog/watchdog0/identity", id, sizeof(id)))
+		snprintf(id, sizeof(id), "unknown");
+	wd_module(d, mod, sizeof(mod));
+	if (!strcmp(id, "Software Watchdog")) {
+		say(d, L_WARN, "watchdog", "load the machine's hardware watchdog driver before softdog "
+		    "(/usr/lib/rerand/watchdog-setup), or point [Paths] Watchdog= at it",
+		    "/dev/watchdog0 is softdog: it lives in the kernel's memory, so it neither "
+		    "survives a kexec nor resets a hung machine");
+		return;
+	}
+	say(d, L_OK, "watchdog", NULL, "/dev/watchdog0: %s (%s)", id,
+	    *mod ? mod : "a driver built into the kernel");
+
+	/* there before rerandd starts: rerandd binds it into its private /dev then */
+	if (seen && !strcmp(seen, "off"))
+		say(d, L_INFO, "watchdog-boot", NULL, "[Comeback] KexecWatchdogSec=off: rerandd arms "
+		    "no watchdog across a kexec");
+	else if (seen && !strcmp(seen, "absent"))
+		say(d, L_WARN, "watchdog-boot", *mod ? "systemctl restart rerandd; and have the "
+		    "driver loaded at boot: /usr/lib/rerand/watchdog-setup" : "systemctl restart rerandd",
+		    "rerandd has no /dev/watchdog0: its driver was loaded after rerandd started, "
+		    "and rerandd does not see a watchdog that appears later");
+	else if (!*mod)
+		say(d, L_OK, "watchdog-boot", NULL, "its driver is built in: there before rerandd starts");
+	else if (modules_load_names(d, mod, where, sizeof(where)))
+		say(d, L_OK, "watchdog-boot", NULL, "%s is loaded at boot by %s, before rerandd starts",
+		    mod, where);
 	else
-		say(d, L_WARN, "watchdog", "boot with watchdog.stop_on_reboot=0 (GRUB_CMDLINE_LINUX "
-		    "in /etc/default/grub, then update-grub); rerandd's kexecs add it themselves",
-		    "/dev/watchdog0 present, but this kernel stops it at a reboot: the shutdown "
-		    "before rerandd's first kexec is not covered");
+		say(d, L_WARN, "watchdog-boot", "/usr/lib/rerand/watchdog-setup (the package's postinst "
+		    "runs it), or name it in /etc/modules-load.d/rerand-watchdog.conf",
+		    "%s is not named in modules-load.d: when udev loads it after rerandd started, "
+		    "rerandd runs without it until restarted", mod);
+
+	/* what this kernel does with it at the kexec: the watchdog core reads
+	 * stop_on_reboot (0444) when a driver registers its device */
+	if (read_line(d, "/sys/module/watchdog/parameters/stop_on_reboot", v, sizeof(v))) {
+		if (!strcmp(v, "0")) {
+			say(d, L_OK, "watchdog-kexec", NULL, "this kernel keeps it counting across a "
+			    "kexec (watchdog.stop_on_reboot=0)");
+			return;
+		}
+	} else if (cmdline_has(d, "watchdog.stop_on_reboot=0")) {
+		say(d, L_OK, "watchdog-kexec", NULL, "booted with watchdog.stop_on_reboot=0: kept "
+		    "counting across a kexec");
+		return;
+	}
+	if (exists(d, "/sys/module/watchdog") && !exists(d, "/sys/module/watchdog/initstate")) {
+		say(d, L_WARN, "watchdog-kexec", "add watchdog.stop_on_reboot=0 to the kernel command "
+		    "line: GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT "
+		    "watchdog.stop_on_reboot=0\" in /etc/default/grub.d/rerand.cfg, then update-grub; "
+		    "with kernel-install (systemd-boot), in /etc/kernel/cmdline",
+		    "this kernel stops it at every reboot and kexec, and its watchdog core is built "
+		    "in: only the boot loader's command line can say otherwise (rerandd's own kexecs "
+		    "pass watchdog.stop_on_reboot=0 on)");
+		return;
+	}
+	modprobe_stop_on_reboot(d, opt, sizeof(opt));
+	if (!strcmp(opt, "0"))
+		say(d, L_WARN, "watchdog-kexec", "nothing to do: the next boot through the firmware "
+		    "applies it (or reload the driver and watchdog.ko while nothing holds "
+		    "/dev/watchdog0)",
+		    "this boot's watchdog core was loaded before the option that keeps it counting "
+		    "(options watchdog stop_on_reboot=0): until the next boot through the firmware a "
+		    "kexec from this boot is covered up to its shutdown only");
+	else
+		say(d, L_WARN, "watchdog-kexec", "options watchdog stop_on_reboot=0 in "
+		    "/etc/modprobe.d/ (the package ships /usr/lib/modprobe.d/rerand.conf: is it "
+		    "masked by an /etc/modprobe.d/rerand.conf?), then a boot through the firmware",
+		    "this kernel stops it at every reboot and kexec (stop_on_reboot %s), and nothing "
+		    "sets watchdog.stop_on_reboot=0 for watchdog.ko", *v ? v : "unknown");
 }
 
 static void check_crash(struct doctor *d)

@@ -10,6 +10,10 @@
 #   bad: no kexec, nokaslr, no watchdog, lockdown with nothing signed,
 #     no window: each a fail or warn line with its fix, exit 1.
 #   kdump-tools enabled: the crash line says rerandd leaves it alone.
+#   the watchdog (issue 38, point 5): its driver named in modules-load.d or
+#     not, rerandd without it, softdog, and stop_on_reboot: 0, set by
+#     the package's option (etc/modprobe.d/rerand.conf, read by the real
+#     modprobe --showconfig) for the next load, masked, or a built-in core.
 #   no rerandd: a fail line naming it, exit 1; --json parses, with result.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -34,6 +38,11 @@ machine() {
 		echo '[none] integrity confidentiality' >"$m/sys/kernel/security/lockdown"
 		: >"$m/dev/watchdog0"
 		echo 0 >"$m/sys/module/watchdog/parameters/stop_on_reboot"
+		echo live >"$m/sys/module/watchdog/initstate"
+		mkdir -p "$m/sys/class/watchdog/watchdog0/device/driver" "$m/etc/modules-load.d"
+		echo 'i6300ESB timer' >"$m/sys/class/watchdog/watchdog0/identity"
+		ln -s ../../../../../../module/i6300esb "$m/sys/class/watchdog/watchdog0/device/driver/module"
+		printf '# Written by rerand\ni6300esb\n' >"$m/etc/modules-load.d/rerand-watchdog.conf"
 		echo 268435456 >"$m/sys/kernel/kexec_crash_size"
 		echo 'BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro crashkernel=256M' >"$m/proc/cmdline"
 	else
@@ -59,6 +68,11 @@ machine "$tmp/m-good" good
 machine "$tmp/m-bad" bad
 inst windowed RebootOutsideWindows=yes
 inst nowindow
+# the windowed instance sees a watchdog device (a plain file: it is armed
+# only before a reboot, which this test never asks for); nowindow has none
+mkdir -p "$tmp/windowed/conf.d"
+: >"$tmp/windowed/fake-watchdog"
+printf '[Paths]\nWatchdog=%s\n' "$tmp/windowed/fake-watchdog" >"$tmp/windowed/conf.d/50-watchdog.conf"
 rerandd_up "$tmp/windowed" "$tmp/nowindow"
 rerandd_wait_staged 60 "$tmp/windowed"
 rerandd_wait_staged 60 "$tmp/nowindow"
@@ -70,7 +84,10 @@ check "good: exit 0 ($rc)" test "$rc" = 0
 check "good: no fail and no warn line" bash -c "! grep -qE '^(fail|warn) ' '$tmp/out'"
 check "good: kexec, kexec_file, randomize_base ok" \
 	bash -c "grep -q '^ok    kexec ' '$tmp/out' && grep -q '^ok    kexec_file ' '$tmp/out' && grep -q '^ok    randomize_base ' '$tmp/out'"
-check "good: the watchdog kept running across a kexec" has '^ok    watchdog +/dev/watchdog0 present, kept running'
+check "good: the watchdog, its identity and driver" has '^ok    watchdog +/dev/watchdog0: i6300ESB timer \(i6300esb\)$'
+check "good: its driver loaded at boot by modules-load.d" \
+	has '^ok    watchdog-boot +i6300esb is loaded at boot by /etc/modules-load.d/rerand-watchdog.conf, before rerandd starts'
+check "good: the watchdog kept counting across a kexec" has '^ok    watchdog-kexec +this kernel keeps it counting across a kexec'
 check "good: the crash region (256 MiB) and rerandd's crash kernel" has '^ok    crash +crash region 256 MiB: rerandd loads'
 check "good: rerandd running and staged" bash -c "grep -q '^ok    rerandd ' '$tmp/out' && grep -q '^ok    staged ' '$tmp/out'"
 check "good: systemd 257's auto-kexec said" has '^info  auto-kexec +systemd 257: every reboot kexecs'
@@ -85,7 +102,8 @@ check "bad: no kexec is a fail with its fix" \
 check "bad: no RANDOMIZE_BASE is a fail" has '^fail  randomize_base '
 check "bad: nokaslr on this boot is a warning" has '^warn  nokaslr '
 check "bad: no watchdog is a warning with the driver fix" \
-	bash -c "grep -q '^warn  watchdog  *no /dev/watchdog0' '$tmp/out' && grep -q 'fix: load the machine.s watchdog driver' '$tmp/out'"
+	bash -c "grep -q '^warn  watchdog  *no /dev/watchdog0' '$tmp/out' && grep -q 'fix: /usr/lib/rerand/watchdog-setup finds and loads' '$tmp/out'"
+check "bad: no watchdog: no line about its boot or kexec" bash -c "! grep -qE '^[a-z]+ +watchdog-(boot|kexec) ' '$tmp/out'"
 check "bad: lockdown with an unsigned image staged is a fail naming SignKey=" \
 	bash -c "grep -q '^fail  lockdown  *lockdown integrity: only signed images load' '$tmp/out' && grep -q 'SignKey=' '$tmp/out'"
 check "bad: no window is a warning" has '^warn  window +no maintenance window'
@@ -97,6 +115,71 @@ ln -s /lib/systemd/system/kdump-tools.service "$tmp/m-good/etc/systemd/system/mu
 doc windowed "$tmp/m-good"
 check "kdump-tools: the crash line says the crash kernel is left to it" \
 	has '^info  crash +crash region 256 MiB; kdump-tools is enabled: rerandd leaves'
+
+# ---- the watchdog ----------------------------------------------------------------------------
+# wd NAME: a copy of the good machine to vary; wdline CHECK: its line and fix
+wd() { rm -rf "$tmp/m-$1"; cp -a "$tmp/m-good" "$tmp/m-$1"; echo "$tmp/m-$1"; }
+wdline() { grep -A1 -E "^[a-z]+ +$1 " "$tmp/out" | tr '\n' ' '; }
+m=$(wd late)
+rm "$m/etc/modules-load.d/rerand-watchdog.conf"
+echo 'loop' >"$m/etc/modules-load.d/other.conf"
+doc windowed "$m"
+echo "# late: $(wdline watchdog-boot)"
+check "driver not in modules-load.d: a warning naming it, the fix watchdog-setup; exit 0 ($rc)" \
+	bash -c '[ $1 = 0 ] && grep -qE "^warn  watchdog-boot +i6300esb is not named in modules-load.d" "$2" && grep -q "fix: /usr/lib/rerand/watchdog-setup" "$2"' _ $rc "$tmp/out"
+echo 'i6300esb # the watchdog' >"$m/etc/modules"
+doc windowed "$m"
+check "named in Debian's /etc/modules (a comment after it): ok" \
+	has '^ok    watchdog-boot +i6300esb is loaded at boot by /etc/modules,'
+printf 'i6300esbx\n' >"$m/etc/modules"
+doc windowed "$m"
+check "i6300esbx is another module: warn" has '^warn  watchdog-boot +i6300esb is not named'
+ln -sfn ../../../../../../module/iTCO_wdt "$m/sys/class/watchdog/watchdog0/device/driver/module"
+printf 'iTCO-wdt\n' >"$m/etc/modules"
+doc windowed "$m"
+check "iTCO-wdt names iTCO_wdt (- and _ alike, as kmod)" has '^ok    watchdog-boot +iTCO_wdt is loaded at boot by /etc/modules,'
+
+doc nowindow "$tmp/m-good"
+echo "# rerandd without it: $(wdline watchdog-boot)"
+check "rerandd without /dev/watchdog0 while the machine has it: restart rerandd" \
+	bash -c 'grep -qE "^warn  watchdog-boot +rerandd has no /dev/watchdog0: its driver was loaded after rerandd started" "$1" && grep -q "fix: systemctl restart rerandd" "$1"' _ "$tmp/out"
+
+m=$(wd soft)
+rm -rf "$m/sys/class/watchdog/watchdog0/device"
+echo 'Software Watchdog' >"$m/sys/class/watchdog/watchdog0/identity"
+doc windowed "$m"
+check "softdog: a warning that it survives no kexec, nothing more about it" \
+	bash -c 'grep -qE "^warn  watchdog +/dev/watchdog0 is softdog: .*neither survives a kexec" "$1" && ! grep -qE "^[a-z]+ +watchdog-(boot|kexec) " "$1"' _ "$tmp/out"
+
+m=$(wd nextboot)
+echo -1 >"$m/sys/module/watchdog/parameters/stop_on_reboot"
+mkdir -p "$m/usr/lib/modprobe.d"
+cp "$top/etc/modprobe.d/rerand.conf" "$m/usr/lib/modprobe.d/rerand.conf"
+doc windowed "$m"
+echo "# next boot: $(wdline watchdog-kexec)"
+check "stop_on_reboot -1, the package's option in place: applies from the next firmware boot" \
+	bash -c 'grep -qE "^warn  watchdog-kexec +this boot.s watchdog core was loaded before the option" "$1" && grep -q "fix: nothing to do: the next boot through the firmware applies it" "$1"' _ "$tmp/out"
+mkdir -p "$m/etc/modprobe.d"
+: >"$m/etc/modprobe.d/rerand.conf"
+doc windowed "$m"
+echo "# masked: $(wdline watchdog-kexec)"
+check "the option masked by an empty /etc/modprobe.d/rerand.conf: nothing sets it, the fix says so" \
+	bash -c 'grep -qE "^warn  watchdog-kexec +this kernel stops it at every reboot and kexec \(stop_on_reboot -1\), and nothing sets" "$1" && grep -q "masked by an /etc/modprobe.d/rerand.conf" "$1"' _ "$tmp/out"
+echo 'options watchdog handle_boot=1 stop_on_reboot=0' >"$m/etc/modprobe.d/local.conf"
+doc windowed "$m"
+check "an admin's own options line with stop_on_reboot=0 counts" has '^warn  watchdog-kexec +this boot.s watchdog core was loaded before the option'
+
+m=$(wd builtin)
+echo -1 >"$m/sys/module/watchdog/parameters/stop_on_reboot"
+rm "$m/sys/module/watchdog/initstate"
+doc windowed "$m"
+echo "# built in: $(wdline watchdog-kexec)"
+check "a built-in watchdog core: the command line is the fix (grub.d, /etc/kernel/cmdline)" \
+	bash -c 'grep -qE "^warn  watchdog-kexec .*its watchdog core is built in" "$1" && grep -q "/etc/default/grub.d/rerand.cfg, then update-grub" "$1" && grep -q "/etc/kernel/cmdline" "$1"' _ "$tmp/out"
+rm -rf "$m/sys/module/watchdog"
+sed -i 's/$/ watchdog.stop_on_reboot=0/' "$m/proc/cmdline"
+doc windowed "$m"
+check "no watchdog.ko parameters, the word on the command line: ok" has '^ok    watchdog-kexec +booted with watchdog.stop_on_reboot=0'
 
 # ---- no rerandd, and --json ----------------------------------------------------------------
 doc gone "$tmp/m-good"

@@ -186,6 +186,46 @@ static void test_sysfs(void)
 	     strstr(e.msg, "watchdog0"), "a device that takes no timeout refused: %s", e.msg);
 }
 
+/* What rerandd says at start (issue 38, point 5): each case from fixtures,
+ * the level and the words an operator acts on. */
+static void test_start_note(void)
+{
+	struct rr_config c;
+	char msg[768], p[512];
+	int l;
+
+	config_defaults(&c);
+	snprintf(c.watchdog_dev, sizeof(c.watchdog_dev), "%s/note-dev", dir);
+	snprintf(c.watchdog_sysfs, sizeof(c.watchdog_sysfs), "%s/note-sysfs", dir);
+	snprintf(c.watchdog_stop_on_reboot, sizeof(c.watchdog_stop_on_reboot), "%s/note-sor", dir);
+
+	l = wdog_start_note(&c, msg, sizeof(msg));
+	T_OK(l == RR_LOG_NOTICE && strstr(msg, "no hardware watchdog (") &&
+	     strstr(msg, "/usr/lib/rerand/watchdog-setup"), "none at all: a notice: %s", msg);
+
+	snprintf(p, sizeof(p), "%s/note-sysfs", dir);
+	mkdir(p, 0755);
+	l = wdog_start_note(&c, msg, sizeof(msg));
+	T_OK(l == RR_LOG_WARNING && strstr(msg, "its driver was loaded after rerandd started") &&
+	     strstr(msg, "systemctl restart rerandd") && strstr(msg, "modules-load.d"),
+	     "in sysfs, not in rerandd's /dev: a warning, restart and modules-load.d: %s", msg);
+
+	put("note-dev", "");
+	put("note-sor", "-1\n");
+	l = wdog_start_note(&c, msg, sizeof(msg));
+	T_OK(l == RR_LOG_WARNING && strstr(msg, "this kernel stops it at a reboot") &&
+	     strstr(msg, "/usr/lib/modprobe.d/rerand.conf"),
+	     "present, stop_on_reboot -1: a warning naming the option file: %s", msg);
+
+	put("note-sor", "0\n");
+	l = wdog_start_note(&c, msg, sizeof(msg));
+	T_OK(l == RR_LOG_INFO && strstr(msg, "armed across each kexec for 600s, and this kernel keeps "
+					"it counting"), "present, stop_on_reboot 0: info: %s", msg);
+
+	c.kexec_watchdog = RR_WDOG_OFF;
+	T_OK(wdog_start_note(&c, msg, sizeof(msg)) == -1, "KexecWatchdogSec=off: nothing to say");
+}
+
 static void test_state(void)
 {
 	struct rr_state s, t;
@@ -254,6 +294,7 @@ int main(void)
 	test_cause();
 	test_redact_pstore();
 	test_sysfs();
+	test_start_note();
 	test_state();
 	test_cmdline();
 	char cmd[300];
