@@ -29,6 +29,15 @@
 # Mode "unit" (`make check-unit`): short, without the kernels: for the
 # hermetic tests of tests/unit, which never read them.
 set -u
+case "${1:-}" in
+-h|--help)
+	echo "usage: $0 [short|long|unit] [ONLY]    (see the head of this file)"
+	exit 0 ;;
+short|long|unit|'') ;;
+*)
+	echo "$0: unknown mode '$1': want short, long or unit (--help)" >&2
+	exit 64 ;;
+esac
 mode=${1:-short}
 kind=$mode
 [ "$mode" = unit ] && mode=short
