@@ -14,6 +14,9 @@
 # result is cached in ~/.cache/rerand-e2e/debs/rerand-COMMIT12-SUITE/ keyed
 # by the commit and the suite: a commit's package never changes.  Needs
 # root (deb-chroot.sh), git and the mirror (RRS_MIRROR).
+# RRS_OLD_HOW=make-deb: that commit's `make deb` on this host instead (no
+# pristine root; only for this host's own release), cached apart
+# (rerand-COMMIT12-SUITE-makedeb).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 die() { echo "old-deb: $*" >&2; exit 1; }
@@ -32,8 +35,17 @@ full=$(git -C "$top" rev-parse --verify --quiet "$commit^{commit}") ||
 git -C "$top" cat-file -e "$full:scripts/deb-chroot.sh" 2>/dev/null ||
 	die "$commit: has no scripts/deb-chroot.sh to build its package with"
 
+how=${RRS_OLD_HOW:-deb-chroot}
+case "$how" in
+deb-chroot) tag="" ;;
+make-deb)
+	tag=-makedeb
+	[ "$suite" = "$(. /etc/os-release && echo "${VERSION_CODENAME:-}")" ] ||
+		die "RRS_OLD_HOW=make-deb builds for this host's release only, not $suite" ;;
+*) die "RRS_OLD_HOW=$how: deb-chroot or make-deb" ;;
+esac
 cache=${RRS_CACHE:-${XDG_CACHE_HOME:-${HOME:-/var/tmp}/.cache}/rerand-e2e}
-out="$cache/debs/rerand-${full:0:12}-$suite"
+out="$cache/debs/rerand-${full:0:12}-$suite$tag"
 deb=$(ls "$out"/rerand_*_amd64.deb 2>/dev/null | head -n 1)
 if [ -n "$deb" ] && dpkg-deb -I "$deb" >/dev/null 2>&1; then
 	echo "$deb"
@@ -45,15 +57,21 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/src"
 git -C "$top" archive --format=tar "$full" | tar -x -C "$work/src" ||
 	die "git archive $full failed"
-echo "old-deb: building rerand at ${full:0:12} ($(git -C "$top" show -s --format=%s "$full" | cut -c1-60)) for $suite" >&2
-if ! (cd "$work/src" && RRS_MIRROR=${RRS_MIRROR:-http://deb.debian.org/debian} bash scripts/deb-chroot.sh "$suite") \
-	>"$work/build.log" 2>&1; then
-	tail -n 20 "$work/build.log" >&2
-	mkdir -p "$cache/debs" && cp "$work/build.log" "$cache/debs/rerand-${full:0:12}-$suite.failed.log"
-	die "$commit: its deb-chroot.sh $suite failed (log: $cache/debs/rerand-${full:0:12}-$suite.failed.log)"
+echo "old-deb: building rerand at ${full:0:12} ($(git -C "$top" show -s --format=%s "$full" | cut -c1-60)) for $suite ($how)" >&2
+if [ "$how" = make-deb ]; then
+	build() { make -C "$work/src" deb; }
+	where="$work/src"
+else
+	build() { (cd "$work/src" && RRS_MIRROR=${RRS_MIRROR:-http://deb.debian.org/debian} bash scripts/deb-chroot.sh "$suite"); }
+	where="$work/src/build/deb-$suite"
 fi
-built=$(ls "$work/src/build/deb-$suite"/rerand_*_amd64.deb 2>/dev/null | head -n 1)
-[ -n "$built" ] || die "$commit: deb-chroot.sh $suite left no rerand_*_amd64.deb"
+if ! build >"$work/build.log" 2>&1; then
+	tail -n 20 "$work/build.log" >&2
+	mkdir -p "$cache/debs" && cp "$work/build.log" "$cache/debs/rerand-${full:0:12}-$suite$tag.failed.log"
+	die "$commit: its $how for $suite failed (log: $cache/debs/rerand-${full:0:12}-$suite$tag.failed.log)"
+fi
+built=$(ls "$where"/rerand_*_amd64.deb 2>/dev/null | head -n 1)
+[ -n "$built" ] || die "$commit: its $how for $suite left no rerand_*_amd64.deb"
 mkdir -p "$out.tmp"
 cp "$built" "$work/build.log" "$out.tmp/"
 rm -rf "$out" && mv "$out.tmp" "$out"
