@@ -21,6 +21,13 @@
 #   reboots.sh): systemctl reboot and reboot with an image staged, soft-reboot,
 #   systemctl kexec with nothing staged, SYSTEMCTL_SKIP_AUTO_KEXEC; QEMU
 #   without -no-reboot, so that the last one's firmware reboot comes back.
+#   upgrade (check-systemd-upgrade.sh, long only): boot 0 installs the
+#   package of an earlier commit (scripts/old-deb.sh: RRS_OLD_COMMIT, by
+#   default the last 0.1) and rerandd reboots into its image; at boot 1 the
+#   agent edits the conffile, holds, upgrades to this tree's package with
+#   dpkg and checks config, state, hold and the restart, that nothing is
+#   loaded while held, and that `rerand release` has the new rerandd stage
+#   its image; it reboots into that one (boot 2, verified, the new version).
 #   uki (also part of long): the guest boots OVMF -> systemd-boot -> a UKI
 #   of the 6.12 cloud kernel on an ESP; rerandd must find the UKI through
 #   LoaderEntrySelected, stage it with `rerand load --uki`, and the next
@@ -68,7 +75,8 @@ short) target=${RRS_REBOOTS:-1} ;;
 long) target=${RRS_REBOOTS:-2} ;;
 uki) target=${RRS_REBOOTS:-1} ;;
 reboots) target=1 ;;
-*) echo "usage: $0 short|long|uki|reboots" >&2; exit 2 ;;
+upgrade) target=2 ;;
+*) echo "usage: $0 short|long|uki|reboots|upgrade" >&2; exit 2 ;;
 esac
 # "reboots": the boots after rerandd's, one per step of debian/reboots.sh,
 # and how many of them are a new kernel from rerand's image (systemctl
@@ -117,6 +125,14 @@ suite_deb() {
 	echo "$deb"
 }
 
+# old_deb: the earlier commit's package for $suite (upgrade mode), built
+# by that commit's own deb-chroot.sh and cached (scripts/old-deb.sh).
+old_deb() {
+	mkdir -p "$E2E_BUILD" || return 1
+	"$E2E_TOP/scripts/old-deb.sh" "${RRS_OLD_COMMIT:-}" "$suite" 2>"$E2E_BUILD/old-deb-$suite.err" ||
+		{ tail -n 5 "$E2E_BUILD/old-deb-$suite.err" >&2; return 1; }
+}
+
 # pick_deb: the package the guest installs (see install_note above).
 pick_deb() {
 	if [ -n "${RRS_DEB:-}" ]; then
@@ -158,7 +174,11 @@ fi
 # The package guest's second kernel: the 6.12 cloud kernel's Debian package
 # (named after the test kernel of that role), fetched once.
 kernel2_deb=""
-if [ "$RRS_INSTALL" = deb ] && [ "$suite" != bookworm ]; then
+if [ "$RRS_INSTALL" = deb ] && [ "$what" = upgrade ]; then
+	# (No second kernel: the last boot is the upgraded package's; the
+	# packages are chosen below.)
+	:
+elif [ "$RRS_INSTALL" = deb ] && [ "$suite" != bookworm ]; then
 	# (No second kernel: trixie's archive serves one 6.12 cloud kernel, the
 	# one the guest boots.)
 	deb=$(pick_deb) || { echo "not ok - $name: no $suite package to install (make deb or make deb-chroot SUITE=$suite failed)"; exit 0; }
@@ -172,6 +192,20 @@ elif [ "$RRS_INSTALL" = deb ]; then
 	deb=$(pick_deb) || { echo "not ok - $name: no $suite package to install (make deb or make deb-chroot SUITE=$suite failed)"; exit 0; }
 	export RRS_DEB=$deb
 	e2e_note "$name: installs $(basename "$deb") with dpkg -i; second kernel $(basename "$kernel2_deb")"
+fi
+
+# Upgrade: the earlier commit's package first, this tree's over it.
+if [ "$what" = upgrade ]; then
+	[ "$RRS_INSTALL" = deb ] || { echo "not ok - $name: the upgrade needs the package (RRS_INSTALL=deb)"; exit 0; }
+	new=${RRS_DEB:-}
+	[ -n "$new" ] || new=$(pick_deb) ||
+		{ echo "not ok - $name: no $suite package of this tree (make deb or make deb-chroot SUITE=$suite failed)"; exit 0; }
+	old=$(old_deb) || { echo "not ok - $name: no package of the earlier commit ${RRS_OLD_COMMIT:-(the default of scripts/old-deb.sh)} for $suite: $(tail -n 1 "$E2E_BUILD/old-deb-$suite.err")"; exit 0; }
+	ov=$(dpkg-deb -f "$old" Version) nv=$(dpkg-deb -f "$new" Version)
+	dpkg --compare-versions "$nv" gt "$ov" ||
+		{ echo "not ok - $name: this tree's package $nv is not newer than the earlier one $ov (debian/changelog)"; exit 0; }
+	export RRS_DEB=$old RRS_UPGRADE_DEB=$new
+	e2e_note "$name: installs $(basename "$(dirname "$old")")/$(basename "$old") ($ov), upgrades to $new ($nv)"
 fi
 
 # run_one KERNEL|uki: build the disk, boot it, turn the agent's lines into TAP.
@@ -239,6 +273,8 @@ run_one() {
 	# (A short run took over 1800 s on a host at load 19 with mkinitramfs
 	# taking "most" modules.)
 	[ "$RRS_INSTALL" = deb ] && base=$((base + 1200))
+	# The upgrade: a second dpkg -i, a restart, a restage.
+	[ "$what" = upgrade ] && base=$((base + 600))
 	# OVMF and systemd-boot before the first boot.
 	[ "$RRS_BOOT" = uki ] && base=$((base + 300))
 	# Fleet: etcd's start, the fail-closed wait and a rerandd restart.

@@ -409,10 +409,15 @@ RetryMaxMSec=10000
 # agent.sh): rerand's, built on this host (RRS_DEB, else rrs_deb), and the
 # second kernel's (RRS_KERNEL2_DEB, optional) with its version.  rerandd is
 # not enabled here: the package's postinst does that in the guest.
+# RRS_UPGRADE_DEB (check-systemd.sh upgrade): the package RRS_DEB is
+# upgraded to, as rerand-new.deb.
 rrs_fill_deb() {
 	local d=$1 deb=${RRS_DEB:-} v2
 	[ -n "$deb" ] || deb=$(rrs_deb) || return 1
 	install -m 0644 "$deb" "$d/var/lib/rerand-e2e/rerand.deb" || return 1
+	if [ -n "${RRS_UPGRADE_DEB:-}" ]; then
+		install -m 0644 "$RRS_UPGRADE_DEB" "$d/var/lib/rerand-e2e/rerand-new.deb" || return 1
+	fi
 	[ -n "${RRS_KERNEL2_DEB:-}" ] || return 0
 	v2=$(dpkg-deb -f "$RRS_KERNEL2_DEB" Package | sed -n 's/^linux-image-//p')
 	[ -n "$v2" ] || { echo "e2e: $RRS_KERNEL2_DEB: not a linux-image-VERSION package" >&2; return 1; }

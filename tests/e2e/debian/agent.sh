@@ -645,6 +645,118 @@ if [ -n "$fleet" ] && [ "$n" -eq 0 ]; then
 	say "RRS-INFO n=$n fleet: rerandd takes the slot through rerand-fleetd and reboots"
 fi
 
+# ---- upgrade (check-systemd.sh upgrade): the earlier package to this one -------
+# Boot 0 installed the earlier commit's package ($D/rerand.deb) and rerandd
+# rebooted into its image: this boot counts one success.  Now, as an admin
+# would: an edit of the conffile, an operator's hold, then the upgrade with
+# dpkg (as unattended-upgrades runs it: --force-confdef --force-confold).
+# After it: the edit, the drop-ins, the counters and the hold kept; rerandd
+# restarted as the new binary; nothing loaded while held; on release the new
+# rerandd stages its image.  Then it reboots into that image (the next boot
+# is checked like every rerandomized one, and says the new version).
+if [ -r "$D/rerand-new.deb" ] && [ "$n" -eq $((target - 1)) ]; then
+	conffile=/etc/rerand/rerand.conf
+	oldv=$(dpkg-query -W -f='${Version}' rerand 2>&1)
+	newv=$(dpkg-deb -f "$D/rerand-new.deb" Version 2>&1)
+	say "RRS-INFO n=$n upgrade: rerand $oldv -> $newv"
+	wait_for 300 sh -c 'rerand status --json 2>/dev/null | grep -q "\"staged\":true"'
+	js0=$(rerand status --json 2>&1)
+	echo "$js0" >"$D/out/status-before-upgrade.$n.json"
+	kl0=$(cat /sys/kernel/kexec_loaded 2>&1)
+	tap "$([ "$kl0" = 1 ] && [ "$(jval "$js0" staged)" = true ] && [ "$(jval "$js0" successes)" = "$n" ] &&
+		[ "$(jval "$js0" daemon_version)" = "$oldv" ] && [ "$oldv" != "$newv" ]; echo $?)" \
+		"before the upgrade: rerandd $oldv runs with an image staged (kexec_loaded $kl0) and $(jval "$js0" successes) success(es) counted" \
+		"daemon_version $(jval "$js0" daemon_version), new package $newv; $js0"
+	# The admin's edit of the conffile and the drop-ins: kept byte for byte.
+	printf '\n# rerand-e2e: an admin edit, kept across the upgrade\n' >>"$conffile"
+	sums0=$(sha256sum "$conffile" /etc/rerand/rerand.conf.d/* 2>&1)
+	hold_text="e2e: upgrade under a hold"
+	rerand hold --reason "$hold_text" >/dev/null 2>&1
+	rc=$?
+	wait_for 60 sh -c 'rerand status --json 2>/dev/null | grep -q "\"hold\":true"'
+	js1=$(rerand status --json 2>&1)
+	echo "$js1" >"$D/out/status-held-before-upgrade.$n.json"
+	kl1=$(cat /sys/kernel/kexec_loaded 2>&1)
+	# (What the earlier version does with its image under a hold is its
+	# own business: reported, not judged.  The new one is judged below.)
+	say "RRS-INFO n=$n upgrade: held under $oldv: kexec_loaded $kl1, staged $(jval "$js1" staged)"
+	tap "$([ "$rc" = 0 ] && [ "$(jval "$js1" hold)" = true ]; echo $?)" \
+		"before the upgrade: rerand hold --reason (exit $rc): status says held" "$js1"
+	pid0=$(prop MainPID)
+	t_up=$(date '+%Y-%m-%d %H:%M:%S')
+	up_mono=$(awk '{ printf "%d", $1 * 1000000 }' /proc/uptime)
+	out=$(DEBIAN_FRONTEND=noninteractive dpkg --force-confdef --force-confold -i "$D/rerand-new.deb" 2>&1)
+	rc=$?
+	echo "$out" >"$D/out/dpkg-upgrade.log"
+	tap "$([ "$rc" = 0 ] && [ "$(dpkg-query -W -f='${Version} ${Status}' rerand 2>&1)" = "$newv install ok installed" ]; echo $?)" \
+		"dpkg -i of $newv over $oldv: exit $rc, package $(dpkg-query -W -f='${Version} ${Status}' rerand 2>&1)" \
+		"$(tail -n 4 <<<"$out" | tr '\n' '|')"
+	wait_for 120 sh -c '[ "$(systemctl show -P ActiveState rerandd.service)" = active ] &&
+		rerand status --json 2>/dev/null | grep -q "\"daemon_version\":\"'"$newv"'\""'
+	pid1=$(prop MainPID)
+	exe=$(readlink "/proc/$pid1/exe" 2>&1)
+	start1=$(prop ExecMainStartTimestampMonotonic)
+	js2=$(rerand status --json 2>&1)
+	echo "$js2" >"$D/out/status-after-upgrade.$n.json"
+	tap "$([ "$pid1" != "$pid0" ] && [ "${pid1:-0}" != 0 ] && [ "${start1:-0}" -ge "$up_mono" ] &&
+		[ "$exe" = /usr/sbin/rerandd ] && [ "$(jval "$js2" daemon_version)" = "$newv" ] &&
+		[ "$(/usr/sbin/rerandd --version 2>&1)" = "rerandd $newv" ]; echo $?)" \
+		"rerandd restarted by the upgrade: PID $pid0 -> $pid1, running /usr/sbin/rerandd $(jval "$js2" daemon_version)" \
+		"pid $pid1 (was $pid0), exe '$exe', started at ${start1}us (upgrade at ${up_mono}us), status version $(jval "$js2" daemon_version), --version '$(/usr/sbin/rerandd --version 2>&1)'"
+	sums1=$(sha256sum "$conffile" /etc/rerand/rerand.conf.d/* 2>&1)
+	tap "$([ "$sums1" = "$sums0" ] && grep -q '^# rerand-e2e: an admin edit' "$conffile"; echo $?)" \
+		"config kept: the admin's edit of $conffile and the drop-ins, byte for byte" \
+		"before: $(tr '\n' '|' <<<"$sums0"); after: $(tr '\n' '|' <<<"$sums1")"
+	ok=0 why=""
+	for k in successes failures_total weak_total unplanned_boots last_success consecutive_failures hold_since hold_reason; do
+		[ "$(jval "$js2" "$k")" = "$(jval "$js1" "$k")" ] || { ok=1; why+="$k $(jval "$js1" "$k") -> $(jval "$js2" "$k"); "; }
+	done
+	[ "$(jval "$js2" hold)" = true ] && [ "$(jval "$js2" hold_text)" = "$hold_text" ] || { ok=1; why+="hold $(jval "$js2" hold) '$(jval "$js2" hold_text)'; "; }
+	jl=$(journalctl -u rerandd --since "$t_up" -o cat --no-pager 2>&1)
+	# (a state file the new version doubts is held as "damaged-state")
+	[ "$(jval "$js2" hold_reason)" != damaged-state ] && ! grep -q 'damaged state' <<<"$jl" ||
+		{ ok=1; why+="damaged state: $(grep 'damaged' <<<"$jl" | head -n 2 | tr '\n' '|')"; }
+	tap "$ok" "state kept: $(jval "$js2" successes) success(es), the counters and the operator's hold ('$(jval "$js2" hold_text)', $(jval "$js2" hold_reason)) as before, the state file not doubted" \
+		"$why"
+	# Held: the new rerandd wants nothing loaded, whatever the old one left.
+	wait_for 60 sh -c '[ "$(cat /sys/kernel/kexec_loaded)" = 0 ]'
+	kl2=$(cat /sys/kernel/kexec_loaded 2>&1)
+	js3=$(rerand status --json 2>&1)
+	tap "$([ "$kl2" = 0 ] && [ "$(jval "$js3" staged)" = false ] && [ -n "$(jval "$js3" unstaged_why)" ] &&
+		[ ! -e /var/lib/rerand/loaded ]; echo $?)" \
+		"after the upgrade, held: nothing loaded (kexec_loaded $kl2, no marker), status says why ('$(jval "$js3" unstaged_why)')" \
+		"staged $(jval "$js3" staged); marker $(cat /var/lib/rerand/loaded 2>&1); $js3"
+	t_rel=$(date '+%Y-%m-%d %H:%M:%S')
+	sleep 1
+	rerand release >/dev/null 2>&1
+	rc=$?
+	wait_for 300 sh -c 'rerand status --json 2>/dev/null | grep -q "\"staged\":true" && [ "$(cat /sys/kernel/kexec_loaded)" = 1 ]'
+	js4=$(rerand status --json 2>&1)
+	echo "$js4" >"$D/out/status-restaged.$n.json"
+	kl3=$(cat /sys/kernel/kexec_loaded 2>&1)
+	jl=$(journalctl -u rerandd --since "$t_rel" -o cat --no-pager 2>&1)
+	sl=$(journalctl -u rerandd --since "$t_rel" -o json --no-pager 2>/dev/null | grep '"MESSAGE":"staged /' | grep -o '"_PID":"[0-9]*"' | head -n 1)
+	tap "$([ "$rc" = 0 ] && [ "$kl3" = 1 ] && [ "$(jval "$js4" staged)" = true ] && [ "$(jval "$js4" hold)" = false ] &&
+		[ "$(cat /var/lib/rerand/loaded 2>/dev/null)" = "$boot_id" ] && [ "$sl" = "\"_PID\":\"$pid1\"" ] &&
+		[ "$(prop MainPID)" = "$pid1" ]; echo $?)" \
+		"rerand release: the new rerandd (PID $pid1) staged its image (kexec_loaded $kl3, marker this boot, $(jval "$js4" kernel))" \
+		"release exit $rc; staged $(jval "$js4" staged) hold $(jval "$js4" hold); marker '$(cat /var/lib/rerand/loaded 2>&1)'; staged by ${sl:-nobody}; $(grep -E '^(staged|staging failed|building|unloaded)' <<<"$jl" | tail -n 3 | tr '\n' '|')"
+	say "RRS-INFO n=$n upgrade: images $(ls /var/lib/rerand/images 2>/dev/null | tr '\n' ' ')"
+	echo "$newv" >"$D/upgraded-to"
+fi
+# The boot after the upgrade: the new package and rerandd, and the image
+# the new rerandd staged rebooted into (verified above with the counters).
+if [ -r "$D/upgraded-to" ] && [ "$n" -eq "$target" ]; then
+	newv=$(cat "$D/upgraded-to")
+	wait_for 120 sh -c 'rerand status --json 2>/dev/null | grep -q "\"verify\":\"randomized\""'
+	js=$(rerand status --json 2>&1)
+	tap "$([ "$(dpkg-query -W -f='${Version}' rerand 2>&1)" = "$newv" ] && [ "$(jval "$js" daemon_version)" = "$newv" ] &&
+		[ "$(rerand --version 2>&1)" = "rerand $newv" ] && [ "$(jval "$js" successes)" = "$n" ] &&
+		[ "$(jval "$js" verify)" = randomized ]; echo $?)" \
+		"after the upgrade: rerand $newv rebooted into the image it staged, verified randomized, $(jval "$js" successes) successes in all" \
+		"package $(dpkg-query -W -f='${Version}' rerand 2>&1), rerand --version '$(rerand --version 2>&1)'; $js"
+fi
+
 # ---- hand over to rerandd ------------------------------------------------------
 journalctl -b -o export --no-pager >"$D/out/journal.boot$n.export" 2>/dev/null
 cp /var/lib/rerand/* "$D/out/" 2>/dev/null
