@@ -416,7 +416,7 @@ LIFECYCLE_SUITES := test-lifecycle-daemon.sh test-doctor-daemon.sh test-crash-da
 	test-comeback-daemon.sh check-systemd-trixie.sh check-systemd.sh
 check-lifecycle:
 	$(Q)scripts/deps.sh check
-	$(Q)$(MAKE) --no-print-directory all $(E2E_TEST_HELPERS)
+	$(Q)$(MAKE) --no-print-directory all $(DAEMON_TEST_HELPERS) $(E2E_TEST_HELPERS)
 	$(Q)scripts/run-check.sh short "$(LIFECYCLE_SUITES)"
 
 # piuparts on the packages built for bookworm and trixie (long only: about
