@@ -84,6 +84,11 @@ good_log stock | sed 's/gen=4 \(text=[0-9a-f]*\) code=0x[0-9a-f]*-[0-9a-f]* \(lo
 	expect "kernel code in the guest's own RAM but outside the firmware's map fails" not-ok "inside guest RAM" 0 stock 0 5
 good_log stock | grep -v BIOS-e820 |
 	expect "a log without the firmware's e820 map fails" not-ok "inside guest RAM" 0 stock 0 5
+# newer kernels (7.3) print RAM as "]  System RAM" (and the gaps as "[gap ...]")
+good_log stock | sed '/BIOS-e820/s/\] usable$/]  System RAM/; /BIOS-e820.*0x000000000009fc00-/i 1000.1 [    0.000000] BIOS-e820: [gap 0x000000000009fc00-0x000000000009ffff]' |
+	expect "the firmware's map as 7.3 prints it (System RAM, gaps) is read" ok "inside guest RAM" 0 stock 0 5
+good_log stock | sed '/BIOS-e820/s/\] usable$/]  System RAMS/' |
+	expect "a RAM type the kernel never prints is not read as RAM" not-ok "inside guest RAM" 0 stock 0 5
 good_log stock | sed 's/gen=4 \(text=[0-9a-f]*\) code=0x[0-9a-f]*-[0-9a-f]*/gen=4 \1 code=0x40200000-402fffff/' |
 	sed '/E2E-GEN gen=0 /a 1011.0 [    0.000000] BIOS-e820: [mem 0x0000000040000000-0x000000007fffffff] usable' |
 	expect "a kexec'd kernel's e820 map is not the firmware's" not-ok "inside guest RAM" 0 stock 0 5

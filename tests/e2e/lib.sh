@@ -238,10 +238,12 @@ e2e_parse() {
 # e2e_fw_ram LOG: the firmware's e820 usable ranges, comma-separated hex
 # START-END, from the "BIOS-e820: [mem 0xS-0xE] usable" lines the first,
 # firmware-booted kernel printed (the lines before the first E2E-GEN).
+# Newer kernels (7.3.4 here; 6.1 and 6.12 print "usable") say "]  System
+# RAM" for the same type, and print the gaps as "[gap ...]".
 e2e_fw_ram() {
 	awk '
 	/E2E-GEN gen=/ { exit }
-	/BIOS-e820: \[mem 0x[0-9a-f]+-0x[0-9a-f]+\] usable$/ {
+	/BIOS-e820: \[mem 0x[0-9a-f]+-0x[0-9a-f]+\] +(usable|System RAM)$/ {
 		r = $0; sub(/^.*\[mem 0x/, "", r); sub(/\].*$/, "", r); sub(/-0x/, "-", r)
 		out = out (out == "" ? "" : ",") r
 	}
