@@ -3,6 +3,7 @@
  * `fleet release HOST`: one line to rerandd's control socket, its answer to
  * stdout.  RERAND_CONTROL_SOCKET overrides the socket path (tests). */
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <getopt.h>
 #include <time.h>
@@ -471,7 +472,9 @@ const struct cli_cmd cli_build = {
 
 int cmd_build(int argc, char **argv)
 {
-	char line[RR_CTL_LINE + 8], buf[4096], abs[RR_CTL_LINE];
+	/* realpath(3) writes up to PATH_MAX bytes: a smaller buffer is an
+	 * overflow, which _FORTIFY_SOURCE (Debian's build flags) aborts on */
+	char line[RR_CTL_LINE + 8], buf[4096], abs[PATH_MAX];
 	int c, r;
 
 	while ((c = cli_getopt(&cli_build, argc, argv)) != -1) {
