@@ -77,12 +77,25 @@ static void inhibitor_said(struct daemon *d, int prio, const struct rr_inhibitor
  * ends only at a look that finds nothing holding it back: a lock dropped
  * and taken again between two looks, or a window that closes meanwhile,
  * does not start it again. */
+/* Which locks hold the reboot back before the bound: all, except a
+ * non-root user's against `rerand now` or an oops.  Whether any does. */
+static bool mark_blocking(const struct daemon *d, struct rr_inhibitors *list)
+{
+	bool urgent = d->out.reason == RR_WHY_NOW || d->out.reason == RR_WHY_OOPS;
+	bool held = false;
+
+	for (unsigned i = 0; i < list->n; i++) {
+		list->l[i].blocks = !(urgent && list->l[i].uid != 0);
+		held |= list->l[i].blocks;
+	}
+	return held;
+}
+
 static bool judge_inhibitors(struct rr_inhibitors *list, void *ud)
 {
 	struct daemon *d = ud;
 	time_t mono = daemon_mono();
-	bool urgent = d->out.reason == RR_WHY_NOW || d->out.reason == RR_WHY_OOPS;
-	bool held = false, over;
+	bool held = mark_blocking(d, list), over;
 	char msg[160];
 
 	for (unsigned i = 0; i < list->n; i++) {
@@ -91,8 +104,6 @@ static bool judge_inhibitors(struct rr_inhibitors *list, void *ud)
 		for (unsigned j = 0; j < d->inh.n; j++)
 			if (same_lock(l, &d->inh.l[j]))
 				l->seen_mono = d->inh.l[j].seen_mono;
-		l->blocks = !(urgent && l->uid != 0);
-		held |= l->blocks;
 	}
 	if (held && !d->inh_since)
 		d->inh_since = mono;
@@ -120,13 +131,8 @@ static bool judge_inhibitors(struct rr_inhibitors *list, void *ud)
 static bool judge_due(struct rr_inhibitors *list, void *ud)
 {
 	struct daemon *d = ud;
-	bool urgent = d->out.reason == RR_WHY_NOW || d->out.reason == RR_WHY_OOPS;
-	bool held = false;
+	bool held = mark_blocking(d, list);
 
-	for (unsigned i = 0; i < list->n; i++) {
-		list->l[i].blocks = !(urgent && list->l[i].uid != 0);
-		held |= list->l[i].blocks;
-	}
 	if (held && d->inh_since && daemon_mono() - d->inh_since >= d->cfg.max_inhibit)
 		return false;
 	return held;
