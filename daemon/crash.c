@@ -454,6 +454,24 @@ static void crash_loaded(int r, const struct rr_stage_plan *p, const char *msg, 
 	x.done(x.arg);
 }
 
+/* UNIT's enable link in the CrashLoaderWants= directory, or in its sibling
+ * basic.target.wants: Debian's kdump-tools.service is WantedBy=basic.target
+ * (kdump-tools 1.8.1), Fedora's kdump.service WantedBy=multi-user.target. */
+static bool crash_unit_linked(const char *wants, const char *unit)
+{
+	char path[RR_PATH + 64];
+	const char *slash = strrchr(wants, '/');
+
+	/* the link systemctl enable made, whatever it points at */
+	snprintf(path, sizeof(path), "%s/%s", wants, unit);
+	if (faccessat(AT_FDCWD, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return true;
+	if (!slash)
+		return false;
+	snprintf(path, sizeof(path), "%.*s/basic.target.wants/%s", (int)(slash - wants), wants, unit);
+	return faccessat(AT_FDCWD, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 /* kdump-tools (Debian) or kdumpctl (Fedora's kdump.service) enabled: they
  * load their own crash kernel at boot, and two loaders replace each other's,
  * so Mode=auto leaves it to them (issue 38).  The unit's name, else NULL.
@@ -461,16 +479,14 @@ static void crash_loaded(int r, const struct rr_stage_plan *p, const char *msg, 
 const char *crash_other_loader(const struct rr_config *c)
 {
 	static const char *const units[] = { "kdump-tools.service", "kdump.service" };
-	char path[RR_PATH + 64], line[256];
+	char line[256];
 	bool off = false;
 	FILE *f;
 
 	if (!*c->crash_loader_wants)
 		return NULL;
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", c->crash_loader_wants, units[i]);
-		/* the link systemctl enable made, whatever it points at */
-		if (faccessat(AT_FDCWD, path, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+		if (!crash_unit_linked(c->crash_loader_wants, units[i]))
 			continue;
 		if (i == 0 && *c->kdump_tools_default &&
 		    (f = fopen(c->kdump_tools_default, "re"))) {

@@ -430,8 +430,8 @@ struct rr_crash {
 	struct rr_stage_job *job;      /* a load in progress */
 };
 const char *crash_state_name(enum rr_crash_state s);
-/* kdump-tools or kdumpctl enabled ([Paths] CrashLoaderWants=): its unit's
- * name, else NULL. */
+/* kdump-tools or kdumpctl enabled ([Paths] CrashLoaderWants=, or its
+ * sibling basic.target.wants): its unit's name, else NULL. */
 const char *crash_other_loader(const struct rr_config *c);
 /* The crash kernel's command line.  custom NULL: the running command line
  * without loader words, crashkernel=, what kdump-tools drops and what

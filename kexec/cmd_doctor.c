@@ -403,8 +403,12 @@ static void check_crash(struct doctor *d)
 {
 	char v[64];
 	unsigned long long size = 0;
-	bool kdump_tools = exists(d, "/etc/systemd/system/multi-user.target.wants/kdump-tools.service");
-	bool kdumpctl = exists(d, "/etc/systemd/system/multi-user.target.wants/kdump.service");
+	/* Debian's kdump-tools.service is WantedBy=basic.target, Fedora's
+	 * kdump.service WantedBy=multi-user.target: either place counts */
+	bool kdump_tools = exists(d, "/etc/systemd/system/basic.target.wants/kdump-tools.service") ||
+			   exists(d, "/etc/systemd/system/multi-user.target.wants/kdump-tools.service");
+	bool kdumpctl = exists(d, "/etc/systemd/system/multi-user.target.wants/kdump.service") ||
+			exists(d, "/etc/systemd/system/basic.target.wants/kdump.service");
 
 	if (read_line(d, "/sys/kernel/kexec_crash_size", v, sizeof(v)))
 		size = strtoull(v, NULL, 10);

@@ -103,6 +103,12 @@ for id in kdump kdumpoff; do
 	mkdir -p "$tmp/$id/systemd-wants"
 	ln -s /lib/systemd/system/kdump-tools.service "$tmp/$id/systemd-wants/kdump-tools.service"
 done
+# Debian's own place: kdump-tools.service is WantedBy=basic.target, so
+# systemctl enable links it in basic.target.wants, the sibling of
+# CrashLoaderWants= (multi-user.target.wants by default)
+inst kdumpbasic $((512 << 20))
+mkdir -p "$tmp/kdumpbasic/basic.target.wants"
+ln -s /lib/systemd/system/kdump-tools.service "$tmp/kdumpbasic/basic.target.wants/kdump-tools.service"
 printf '# kdump-tools defaults\nUSE_KDUMP=1\n' >"$tmp/kdump/kdump-tools"
 printf '# kdump-tools defaults\nUSE_KDUMP=0\n' >"$tmp/kdumpoff/kdump-tools"
 inst crashboot $((512 << 20))
@@ -121,8 +127,8 @@ hold=0
 fleet_keep=0
 confirm_pending=0
 EOF
-for id in big small none off crashboot kdump kdumpoff; do run "$id"; done
-for id in big small none off crashboot kdump kdumpoff; do
+for id in big small none off crashboot kdump kdumpoff kdumpbasic; do run "$id"; done
+for id in big small none off crashboot kdump kdumpoff kdumpbasic; do
 	rerandd_wait_up "$tmp/$id"
 done
 
@@ -184,6 +190,8 @@ check "kdump-tools enabled: the journal names the unit" \
 check "kdump-tools enabled: kexec -p never called ($(crash_loads kdump))" test "$(crash_loads kdump)" = 0
 check "kdump-tools enabled: --json crash.state other-loader" \
 	eval 'st kdump --json | python3 -c "import json,sys; sys.exit(json.load(sys.stdin)[\"crash\"][\"state\"] != \"other-loader\")"'
+check "kdump-tools enabled in basic.target.wants (Debian's WantedBy=): left to it, kexec -p never called ($(crash_loads kdumpbasic))" \
+	eval 'status_has kdumpbasic "crash kernel:      left to kdump-tools/kdumpctl" && test "$(crash_loads kdumpbasic)" = 0'
 check "kdump-tools enabled but USE_KDUMP=0: rerandd loads its own ($(crash_loads kdumpoff) -p)" \
 	test "$(crash_loads kdumpoff)" = 1
 

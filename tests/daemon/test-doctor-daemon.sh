@@ -115,6 +115,15 @@ ln -s /lib/systemd/system/kdump-tools.service "$tmp/m-good/etc/systemd/system/mu
 doc windowed "$tmp/m-good"
 check "kdump-tools: the crash line says the crash kernel is left to it" \
 	has '^info  crash +crash region 256 MiB; kdump-tools is enabled: rerandd leaves'
+# where Debian's package links it (WantedBy=basic.target)
+mkdir -p "$tmp/m-good/etc/systemd/system/basic.target.wants"
+mv "$tmp/m-good/etc/systemd/system/multi-user.target.wants/kdump-tools.service" \
+	"$tmp/m-good/etc/systemd/system/basic.target.wants/kdump-tools.service"
+doc windowed "$tmp/m-good"
+check "kdump-tools in basic.target.wants (Debian's WantedBy=): the crash line says it is left to it" \
+	has '^info  crash +crash region 256 MiB; kdump-tools is enabled: rerandd leaves'
+mv "$tmp/m-good/etc/systemd/system/basic.target.wants/kdump-tools.service" \
+	"$tmp/m-good/etc/systemd/system/multi-user.target.wants/kdump-tools.service"
 
 # ---- the watchdog ----------------------------------------------------------------------------
 # wd NAME: a copy of the good machine to vary; wdline CHECK: its line and fix
