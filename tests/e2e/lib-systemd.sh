@@ -27,6 +27,9 @@
 # RRS_FW=ovmf-sb makes rrs_qemu boot OVMF with the snakeoil keys enrolled
 # (lib-sb.sh), so the guest is locked down.
 #
+# kdump (check-systemd-kdump.sh): RRS_KDUMP=1 adds kdump-tools and
+# makedumpfile to the base root (its own cache key).
+#
 # Fleet (check-systemd-fleet.sh): RRS_FLEET=1 adds Debian's etcd-server and
 # etcd-client to the base root (its own cache key), keeps the etcd.service
 # the package ships enabled, and rrs_fill adds a [Fleet] drop-in (etcd on the
@@ -53,6 +56,10 @@ RRS_BASE_PKGS="systemd systemd-sysv udev dbus kexec-tools procps libcurl4"
 RRS_INSTALL=${RRS_INSTALL:-tree}
 [ "$RRS_INSTALL" = deb ] && RRS_BASE_PKGS="$RRS_BASE_PKGS kmod initramfs-tools"
 [ "${RRS_FLEET:-0}" = 1 ] && RRS_BASE_PKGS+=" etcd-server etcd-client"
+# RRS_KDUMP=1 (check-systemd-kdump.sh): Debian's kdump-tools and makedumpfile
+# (same names in bookworm and trixie), installed and enabled by debootstrap
+# as apt would (debconf's default: USE_KDUMP=1).
+[ "${RRS_KDUMP:-0}" = 1 ] && RRS_BASE_PKGS+=" kdump-tools makedumpfile"
 # Bump when the way the base root is made changes (part of its cache key).
 RRS_ROOTFS_VERSION=1
 # Where the Secure Boot guest's pre-signed images live (not rerandd's default

@@ -1,0 +1,253 @@
+#!/bin/bash
+# run-check: long only (a real kdump under TCG: three boots per guest, 15-30 min)
+# SPDX-License-Identifier: GPL-2.0-only
+# kdump coexists (issue 38, point 4) on a real Debian machine: the Debian 12
+# systemd guest of check-systemd.sh (RRS_SUITE=trixie: Debian 13) with
+# Debian's own kdump-tools and makedumpfile installed and enabled by
+# debootstrap (RRS_KDUMP=1, lib-systemd.sh), crashkernel=384M on the command
+# line of a 2 GiB guest, and rerand's package installed by dpkg -i at boot 0
+# (RRS_INSTALL=deb).  QEMU runs without -no-reboot (RRS_RESET=1): when
+# kdump-tools' service in the crash kernel has saved the dump and runs
+# `reboot -f`, the firmware boots QEMU's -kernel again.  Agent:
+# tests/e2e/debian/kdump-agent.sh (TAP lines on ttyS1); the crash kernel's
+# probe: tests/e2e/debian/kdump-probe.sh (a unit WantedBy= and Before=
+# kdump-tools-dump.service).  One guest per kind, RRKD_JOBS (2) at a time:
+#   stock:  kdump-tools as installed.  rerandd must leave the crash kernel to
+#           it and say so (status "crash kernel: left to kdump-tools",
+#           --json "state":"other-loader", the journal), kdump-tools' kernel
+#           stays loaded; rerand doctor's crash line says kdump-tools owns
+#           it, its exit status follows its fail lines; no watchdog device:
+#           doctor warns.  Then `echo c > /proc/sysrq-trigger`: the crash
+#           kernel (kdump-tools', rerand verify there: absent) writes a
+#           vmcore under /var/crash, which must be non-trivial, makedumpfile's
+#           format, and hold the first kernel's log (a marker written to
+#           /dev/kmsg before the crash, read back with makedumpfile
+#           --dump-dmesg); the machine comes back by itself.
+#   rerand: the same, with QEMU's i6300esb (and the 6.12 kernel's watchdog
+#           modules in the root: doctor's watchdog lines are ok), then
+#           docs/kdump.md's second way: KDUMP_KERNEL= a rerand image of the
+#           running kernel, rerandd's [Crash] Mode=off, kdump-config unload
+#           and load.  The crash kernel that writes the dump must have run at
+#           a randomized base: `rerand verify` in it says randomized and
+#           crash, and its _text in /proc/kallsyms (read by the test only,
+#           never printed) is not its link address.
+#   plant:  (not in the default list) the self-check: stock with two planted
+#           defects, rerandd told to look for no other loader ([Paths]
+#           CrashLoaderWants= empty: it loads its own crash kernel over
+#           kdump-tools') and kdump-tools' KDUMP_COREDIR moved off /var/crash;
+#           the checks of both must say not ok.
+# Prints the seconds from the panic to the crash kernel's probe, to
+# kdump-tools' "saved vmcore" and to the next boot's agent (the machine back),
+# and the dump's size.
+#   short (make check): nothing.  long (make check-long, make check-kdump):
+#   stock and rerand.  RRKD_KINDS: a subset; RRKD_ANALYZE=1: judge the last
+#   run's logs again.  Needs the 6.12 cloud kernel (the i6300esb modules come
+#   from its Debian package, as for check-systemd-comeback.sh).
+# Mocked: kdump-tools' initrd.  The guest's kernel has no modules tree and
+# mounts its NVMe ext4 root itself; the root carries, as
+# /var/lib/kdump/initrd.img-VERSION, a one-file cpio without /init (the
+# kernel then mounts root= itself and starts systemd, which runs
+# kdump-tools-dump.service from the root's own kdump-tools), where
+# kdump-tools' kernel hook would build one with mkinitramfs (minutes under
+# TCG, and it needs the modules).  Everything else is Debian's.
+set -u
+export RRS_INSTALL=deb RRS_RESET=1 RRS_KDUMP=1
+. "$(dirname "$0")/lib-systemd.sh"
+. "$(dirname "$0")/lib-comeback.sh"
+
+what=${1:-short}
+case "$what" in short|long) ;; *) echo "usage: $0 short|long" >&2; exit 2 ;; esac
+if [ "$what" = short ] && [ -z "${RRKD_KINDS:-}" ]; then
+	echo "# check-systemd-kdump: long mode only (make check-long, make check-kdump)"
+	exit 0
+fi
+kinds=${RRKD_KINDS:-stock rerand}
+# Debian's kdump-tools.cfg asks 128M on machines of 384M and more (its
+# initrd crash kernel); rerand's image needs about 85 MiB of the region
+# more (docs/kdump.md), systemd in the crash kernel the rest.
+CRASHKERNEL=${RRKD_CRASHKERNEL:-384M}
+export RRS_MEM=${RRS_MEM:-2}
+
+e2e_kernels "systemd kdump" || exit 0
+kernel=${RRKD_KERNEL:-$(e2e_pick cloud612)}
+[ -n "$kernel" ] && [ -r "$kernel" ] ||
+	{ echo "not ok - systemd kdump: no 6.12 cloud kernel in $RERAND_KERNELS (RRKD_KERNEL)"; exit 0; }
+kver=${kernel##*/vmlinuz-}
+config=$(dirname "$kernel")/config-$kver
+
+# rrkd_conf: rerandd's drop-in (50-e2e.conf, replacing rrs_conf's): no
+# reboot at all in this test, [Crash] as shipped (Mode=auto).
+rrkd_conf() {
+	cat <<'EOF'
+# rerandd drop-in of the Debian kdump guest (tests/e2e/check-systemd-kdump.sh)
+[Daemon]
+CheckInterval=5s
+
+[Stage]
+Initrd=none
+
+[Policy]
+MaxLayoutAge=30d
+Jitter=0
+OnNewKernel=ignore
+EOF
+}
+
+# rrkd_disk KIND DISK: the Debian guest's disk with kdump-tools
+rrkd_disk() {
+	local kind=$1 disk=$2 base d mods m kd lx=/usr/local/libexec/rerand-e2e
+	base=$(rrs_rootfs) || return 1
+	d=$(mktemp -d "${disk}.root.XXXXXX") || return 1
+	rrs_fill "$d" "$base" "$kernel" vm 1 || { rm -rf "$d"; return 1; }
+	rrkd_conf >"$d/etc/rerand/rerand.conf.d/50-e2e.conf"
+	[ -r "$config" ] && cp "$config" "$d/boot/config-$kver"
+	# kdump-tools as debootstrap left it: enabled (Debian links it in
+	# basic.target.wants), USE_KDUMP=1 (debconf's default)
+	ls "$d"/etc/systemd/system/*.wants/kdump-tools.service >/dev/null 2>&1 ||
+		{ echo "e2e: kdump-tools.service is not enabled in the base root" >&2; return 1; }
+	grep -q '^USE_KDUMP=1' "$d/etc/default/kdump-tools" ||
+		{ echo "e2e: $d/etc/default/kdump-tools: USE_KDUMP is not 1" >&2; return 1; }
+	# the stand-in initrd (see the head) and the sysctl copy kdump-config
+	# compares before it keeps an initrd
+	kd=$d/var/lib/kdump
+	mkdir -p "$kd" "$d.ird" && echo "rerand e2e: stand-in kdump initrd (no /init)" >"$d.ird/rerand-e2e-kdump" &&
+		(cd "$d.ird" && find . | cpio -o -H newc --quiet) >"$kd/initrd.img-$kver" &&
+		cp "$d/etc/kdump/sysctl.conf" "$kd/latest_sysctls-$kver" || return 1
+	rm -rf "$d.ird"
+	if [ "$kind" = rerand ]; then
+		mods=$(rrc_modules) || return 1
+		for m in watchdog i6300esb; do
+			install -D -m 0644 "$mods/$m.ko" "$d/usr/lib/modules/$kver/kernel/drivers/watchdog/$m.ko" || return 1
+		done
+		depmod -b "$d" "$kver" || { echo "e2e: depmod -b $d $kver failed" >&2; return 1; }
+		echo i6300esb >"$d/var/lib/rerand-e2e/watchdog"
+	fi
+	if [ "$kind" = plant ]; then
+		printf '# PLANTED DEFECT (check-systemd-kdump.sh plant): no other loader looked for\n[Paths]\nCrashLoaderWants=\n' \
+			>"$d/etc/rerand/rerand.conf.d/55-e2e-plant.conf"
+		echo 'KDUMP_COREDIR="/var/crash-planted"' >>"$d/etc/default/kdump-tools"
+	fi
+	echo "${kind/plant/stock}" >"$d/var/lib/rerand-e2e/kind"
+	echo 0 >"$d/var/lib/rerand-e2e/phase"
+	install -m 0755 "$E2E_DIR/debian/kdump-agent.sh" "$d$lx/kdump-agent" &&
+		install -m 0755 "$E2E_DIR/debian/kdump-probe.sh" "$d$lx/kdump-probe" || return 1
+	cat >"$d/etc/systemd/system/rerand-e2e-kdump.service" <<EOF
+# tests/e2e/check-systemd-kdump.sh: the agent
+[Unit]
+Description=rerand e2e kdump agent
+After=rerandd.service kdump-tools.service systemd-journald.service
+
+[Service]
+Type=simple
+ExecStart=$lx/kdump-agent
+StandardOutput=journal
+
+[Install]
+WantedBy=multi-user.target
+EOF
+	cat >"$d/etc/systemd/system/rerand-e2e-crash-probe.service" <<EOF
+# tests/e2e/check-systemd-kdump.sh: the crash kernel's probe, before
+# kdump-tools' dump
+[Unit]
+Description=rerand e2e crash kernel probe
+DefaultDependencies=no
+Before=kdump-tools-dump.service
+
+[Service]
+Type=oneshot
+ExecStart=$lx/kdump-probe
+TimeoutStartSec=300
+
+[Install]
+WantedBy=kdump-tools-dump.service
+EOF
+	systemctl --root="$d" disable rerand-e2e-writer.service >/dev/null 2>&1
+	for m in rerand-e2e-kdump rerand-e2e-crash-probe; do
+		systemctl --root="$d" enable "$m.service" >/dev/null 2>&1 ||
+			{ echo "e2e: systemctl --root enable $m failed" >&2; return 1; }
+	done
+	e2e_mkfs "$d" "$disk" "$RRS_DISK_MIB" rrroot
+}
+
+# t LINE: the host's time stamp of a serial line
+t() { cut -d' ' -f1 <<<"$1"; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", b - a }'; }
+
+run() {
+	local kind=$1 name="systemd kdump $1" dir="$E2E_BUILD/runs/systemd-kdump-$1"
+	local log alog rc t0 tmo
+	log=$dir/serial.log alog=$dir/agent.log
+	if [ -n "${RRKD_ANALYZE:-}" ]; then
+		rc=$(cat "$dir/qemu.rc" 2>/dev/null) || { echo "not ok - $name: no run in $dir to analyze"; return 0; }
+	else
+		rm -rf "$dir"; mkdir -p "$dir"
+		if ! RRD_KERNEL=$kernel rrd_preflight "$name" qemu-system-x86_64 mkfs.ext4 debugfs debootstrap systemctl depmod cpio >"$dir/pre" ||
+			! rrkd_disk "$kind" "$dir/disk.img" 2>"$dir/build.err"; then
+			cat "$dir/pre"; sed 's/^/# /' "$dir/build.err" 2>/dev/null | tail -n 10
+			echo "not ok - $name: cannot build the guest"
+			return 0
+		fi
+		export RRS_APPEND="quiet crashkernel=$CRASHKERNEL"
+		export RRS_QEMU_EXTRA=""
+		[ "$kind" = rerand ] && RRS_QEMU_EXTRA="-device i6300esb"
+		tmo=${RRKD_TIMEOUT:-3600}
+		t0=$EPOCHSECONDS
+		rc=0
+		rrs_qemu "$kernel" "$dir/disk.img" "$log" "$alog" "$tmo" || rc=$?
+		e2e_note "$name: QEMU exit $rc after $((EPOCHSECONDS - t0)) s (limit $tmo); log $log"
+		echo "$rc" >"$dir/qemu.rc"
+		[ "$rc" -eq 0 ] || rrs_last_journal "$dir" | sed 's/^/# /'
+		rm -f "$dir/disk.img"
+	fi
+	judge
+}
+
+# judge: TAP lines from the logs (run's locals)
+judge() {
+	local a p c s b fw n
+	a=$(sed 's/\x1b\[[0-9;=]*[a-zA-Z]//g; s/\r//g' "$alog" 2>/dev/null)
+	# the agent's TAP, "RRK n=P ok - NAME": this suite's lines
+	grep -a '^RRK n=[0-9]* \(not \)\{0,1\}ok - ' <<<"$a" |
+		sed "s/^RRK n=\([0-9]*\) \(\(not \)\{0,1\}ok\) - /\2 - $name: [\1] /"
+	grep -a '^RRK-INFO' <<<"$a" | cut -c1-300 | sed 's/^/# /'
+	# (an agent that never ran, or died, prints no line to fail)
+	e2e_tap "$([ "$(grep -ac '^RRK n=0 ' <<<"$a")" -ge 8 ] && [ "$(grep -ac '^RRK n=1 ' <<<"$a")" -ge 8 ]; echo $?)" \
+		"$name: the agent reported before the crash and after it (8 or more checks each)" \
+		"$(grep -ac '^RRK n=0 ' <<<"$a") and $(grep -ac '^RRK n=1 ' <<<"$a")"
+	p=$(grep -a 'RRK-PANIC n=0' "$log" | head -n 1)
+	c=$(grep -a 'RRK-CRASH ' "$log" | head -n 1)
+	s=$(grep -a 'saved vmcore in' "$log" | head -n 1)
+	b=$(grep -a 'RRK-BOOT n=1 ' "$log" | head -n 1)
+	# SeaBIOS's last line, once per firmware boot: QEMU's first and the one
+	# after kdump-tools' reboot; the crash kernel is a kexec, not one
+	fw=$(grep -ac 'Booting from ROM' "$log")
+	e2e_tap "$([ -n "$p" ] && [ -n "$c" ]; echo $?)" "$name: the panic started the crash kernel (its probe ran)" "${p:-no RRK-PANIC}; ${c:-no RRK-CRASH}"
+	e2e_tap "$([ -n "$b" ] && [ "$fw" -eq 2 ]; echo $?)" \
+		"$name: the machine came back by itself (kdump-tools rebooted it through the firmware: $fw firmware boots, want 2)" "${b:-no boot after the crash}"
+	if [ -n "$p" ]; then
+		n="$name: from the panic:"
+		[ -n "$c" ] && n+=" crash kernel's userspace (probe) $(secs "$(t "$p")" "$(t "$c")") s;"
+		[ -n "$s" ] && n+=" kdump-tools' 'saved vmcore' $(secs "$(t "$p")" "$(t "$s")") s;"
+		[ -n "$b" ] && n+=" the next boot's agent $(secs "$(t "$p")" "$(t "$b")") s"
+		e2e_note "$n"
+	fi
+	# the oops's registers and trace stay off the console (dmesg -n 1)
+	! grep -aqE 'RIP: [0-9]{4}:|Call Trace:' "$log"
+	e2e_tap $? "$name: the oops (this layout's addresses) stayed off the host's serial log"
+	e2e_tap "$([ "$rc" -eq 0 ] && grep -aq 'RRK-DONE n=1' <<<"$a"; echo $?)" \
+		"$name: the agent finished after the dump and the guest powered off (QEMU exit $rc)"
+}
+
+jobs=${RRKD_JOBS:-2}
+i=0 pids=() outs=()
+for k in $kinds; do
+	case "$k" in stock|rerand|plant) ;; *) echo "not ok - systemd kdump: unknown kind '$k' (stock rerand plant)"; continue ;; esac
+	out=$(mktemp)
+	run "$k" >"$out" 2>&1 &
+	pids+=($!) outs+=("$out")
+	i=$((i + 1))
+	if [ $((i % jobs)) -eq 0 ]; then wait "${pids[@]}"; pids=(); fi
+done
+wait
+for o in "${outs[@]}"; do cat "$o"; rm -f "$o"; done
+exit 0
