@@ -23,14 +23,17 @@
 #           format, and hold the first kernel's log (a marker written to
 #           /dev/kmsg before the crash, read back with makedumpfile
 #           --dump-dmesg); the machine comes back by itself.
-#   rerand: the same, with QEMU's i6300esb (and the 6.12 kernel's watchdog
-#           modules in the root: doctor's watchdog lines are ok), then
-#           docs/kdump.md's second way: KDUMP_KERNEL= a rerand image of the
+#   rerand: the same, then docs/kdump.md's second way: KDUMP_KERNEL= a rerand image of the
 #           running kernel, rerandd's [Crash] Mode=off, kdump-config unload
 #           and load.  The crash kernel that writes the dump must have run at
 #           a randomized base: `rerand verify` in it says randomized and
 #           crash, and its _text in /proc/kallsyms (read by the test only,
 #           never printed) is not its link address.
+#   watchdog: boot 0 only, no crash: the 6.12 cloud kernel (the 6.1 one has
+#           no i6300esb driver) with QEMU's i6300esb and its own watchdog.ko
+#           and i6300esb.ko from its Debian package in the root, as
+#           check-systemd-comeback.sh has them: doctor's watchdog lines must
+#           be ok where stock's warn; the crash checks of boot 0 as above.
 #   plant:  (not in the default list) the self-check: stock with two planted
 #           defects, rerandd told to look for no other loader ([Paths]
 #           CrashLoaderWants= empty: it loads its own crash kernel over
@@ -40,9 +43,11 @@
 # kdump-tools' "saved vmcore" and to the next boot's agent (the machine back),
 # and the dump's size.
 #   short (make check): nothing.  long (make check-long, make check-kdump):
-#   stock and rerand.  RRKD_KINDS: a subset; RRKD_ANALYZE=1: judge the last
-#   run's logs again.  Needs the 6.12 cloud kernel (the i6300esb modules come
-#   from its Debian package, as for check-systemd-comeback.sh).
+#   stock, rerand and watchdog.  RRKD_KINDS: a subset; RRKD_ANALYZE=1: judge
+#   the last run's logs again.  The crashes run Debian 12's own 6.1 cloud
+#   kernel: bookworm's makedumpfile 1.7.2 predates 6.12 (makedumpfile 1.7.7
+#   is the first for 6.12; older ones take free pages for kernel pages and
+#   write dumps of the whole RAM).
 # Mocked: kdump-tools' initrd.  The guest's kernel has no modules tree and
 # mounts its NVMe ext4 root itself; the root carries, as
 # /var/lib/kdump/initrd.img-VERSION, a one-file cpio without /init (the
@@ -61,7 +66,7 @@ if [ "$what" = short ] && [ -z "${RRKD_KINDS:-}" ]; then
 	echo "# check-systemd-kdump: long mode only (make check-long, make check-kdump)"
 	exit 0
 fi
-kinds=${RRKD_KINDS:-stock rerand}
+kinds=${RRKD_KINDS:-stock rerand watchdog}
 # Debian's kdump-tools.cfg asks 128M on machines of 384M and more (its
 # initrd crash kernel); rerand's image needs about 85 MiB of the region
 # more (docs/kdump.md), systemd in the crash kernel the rest.
@@ -69,11 +74,12 @@ CRASHKERNEL=${RRKD_CRASHKERNEL:-384M}
 export RRS_MEM=${RRS_MEM:-2}
 
 e2e_kernels "systemd kdump" || exit 0
-kernel=${RRKD_KERNEL:-$(e2e_pick cloud612)}
-[ -n "$kernel" ] && [ -r "$kernel" ] ||
-	{ echo "not ok - systemd kdump: no 6.12 cloud kernel in $RERAND_KERNELS (RRKD_KERNEL)"; exit 0; }
-kver=${kernel##*/vmlinuz-}
-config=$(dirname "$kernel")/config-$kver
+kernel61=${RRKD_KERNEL:-$(e2e_pick cloud61)}
+kernel612=${RRKD_WD_KERNEL:-$(e2e_pick cloud612)}
+for k in "$kernel61" "$kernel612"; do
+	[ -n "$k" ] && [ -r "$k" ] ||
+		{ echo "not ok - systemd kdump: no 6.1 and 6.12 cloud kernels in $RERAND_KERNELS (RRKD_KERNEL, RRKD_WD_KERNEL)"; exit 0; }
+done
 
 # rrkd_conf: rerandd's drop-in (50-e2e.conf, replacing rrs_conf's): no
 # reboot at all in this test, [Crash] as shipped (Mode=auto).
@@ -95,7 +101,8 @@ EOF
 
 # rrkd_disk KIND DISK: the Debian guest's disk with kdump-tools
 rrkd_disk() {
-	local kind=$1 disk=$2 base d mods m kd lx=/usr/local/libexec/rerand-e2e
+	local kind=$1 disk=$2 base d mods m kd lx=/usr/local/libexec/rerand-e2e config
+	config=$(dirname "$kernel")/config-$kver
 	base=$(rrs_rootfs) || return 1
 	d=$(mktemp -d "${disk}.root.XXXXXX") || return 1
 	rrs_fill "$d" "$base" "$kernel" vm 1 || { rm -rf "$d"; return 1; }
@@ -114,7 +121,7 @@ rrkd_disk() {
 		(cd "$d.ird" && find . | cpio -o -H newc --quiet) >"$kd/initrd.img-$kver" &&
 		cp "$d/etc/kdump/sysctl.conf" "$kd/latest_sysctls-$kver" || return 1
 	rm -rf "$d.ird"
-	if [ "$kind" = rerand ]; then
+	if [ "$kind" = watchdog ]; then
 		mods=$(rrc_modules) || return 1
 		for m in watchdog i6300esb; do
 			install -D -m 0644 "$mods/$m.ko" "$d/usr/lib/modules/$kver/kernel/drivers/watchdog/$m.ko" || return 1
@@ -175,7 +182,9 @@ secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", b - a }'; }
 
 run() {
 	local kind=$1 name="systemd kdump $1" dir="$E2E_BUILD/runs/systemd-kdump-$1"
-	local log alog rc t0 tmo
+	local log alog rc t0 tmo kernel=$kernel61 kver
+	[ "$kind" = watchdog ] && kernel=$kernel612
+	kver=${kernel##*/vmlinuz-}
 	log=$dir/serial.log alog=$dir/agent.log
 	if [ -n "${RRKD_ANALYZE:-}" ]; then
 		rc=$(cat "$dir/qemu.rc" 2>/dev/null) || { echo "not ok - $name: no run in $dir to analyze"; return 0; }
@@ -189,7 +198,7 @@ run() {
 		fi
 		export RRS_APPEND="quiet crashkernel=$CRASHKERNEL"
 		export RRS_QEMU_EXTRA=""
-		[ "$kind" = rerand ] && RRS_QEMU_EXTRA="-device i6300esb"
+		[ "$kind" = watchdog ] && RRS_QEMU_EXTRA="-device i6300esb"
 		tmo=${RRKD_TIMEOUT:-3600}
 		t0=$EPOCHSECONDS
 		rc=0
@@ -210,6 +219,14 @@ judge() {
 	grep -a '^RRK n=[0-9]* \(not \)\{0,1\}ok - ' <<<"$a" |
 		sed "s/^RRK n=\([0-9]*\) \(\(not \)\{0,1\}ok\) - /\2 - $name: [\1] /"
 	grep -a '^RRK-INFO' <<<"$a" | cut -c1-300 | sed 's/^/# /'
+	if [ "$kind" = watchdog ]; then
+		fw=$(grep -ac 'Booting from ROM' "$log")
+		e2e_tap "$([ "$(grep -ac '^RRK n=0 ' <<<"$a")" -ge 8 ] && [ "$rc" -eq 0 ] && [ "$fw" -eq 1 ] &&
+			grep -aq 'RRK-DONE n=0' <<<"$a"; echo $?)" \
+			"$name: the agent reported (8 or more checks) and the guest powered off (QEMU exit $rc, $fw firmware boots)" \
+			"$(grep -ac '^RRK n=0 ' <<<"$a") checks"
+		return 0
+	fi
 	# (an agent that never ran, or died, prints no line to fail)
 	e2e_tap "$([ "$(grep -ac '^RRK n=0 ' <<<"$a")" -ge 8 ] && [ "$(grep -ac '^RRK n=1 ' <<<"$a")" -ge 8 ]; echo $?)" \
 		"$name: the agent reported before the crash and after it (8 or more checks each)" \
@@ -241,7 +258,7 @@ judge() {
 jobs=${RRKD_JOBS:-2}
 i=0 pids=() outs=()
 for k in $kinds; do
-	case "$k" in stock|rerand|plant) ;; *) echo "not ok - systemd kdump: unknown kind '$k' (stock rerand plant)"; continue ;; esac
+	case "$k" in stock|rerand|watchdog|plant) ;; *) echo "not ok - systemd kdump: unknown kind '$k' (stock rerand watchdog plant)"; continue ;; esac
 	out=$(mktemp)
 	run "$k" >"$out" 2>&1 &
 	pids+=($!) outs+=("$out")

@@ -13,7 +13,7 @@
 #   dpkg -i the rerand package; rerandd must leave the crash kernel to
 #   kdump-tools (status, --json, journal; kdump-tools' kernel still loaded);
 #   rerand doctor (and --json): its crash line, its watchdog lines, its exit
-#   status.  Kind "rerand": a rerand image as kdump-tools' KDUMP_KERNEL with
+#   status (kind "watchdog" ends here: QEMU's i6300esb and its driver).  Kind "rerand": a rerand image as kdump-tools' KDUMP_KERNEL with
 #   rerandd's [Crash] Mode=off, reloaded by kdump-config.  A marker into the
 #   kernel log, then `echo c > /proc/sysrq-trigger`.
 # Phase 1 (the firmware's boot after kdump-tools rebooted the crash kernel):
@@ -125,6 +125,9 @@ if [ "$n" -eq 0 ]; then
 			! grep -qE '^[a-z]+ +watchdog-(boot|kexec) ' "$D/out/doctor.txt"
 		tap $? "rerand doctor without a watchdog device: warn watchdog no /dev/watchdog0, no boot or kexec line" "$(grep -E '^[a-z]+ +watchdog' "$D/out/doctor.txt" | tr '\n' '|')"
 	fi
+
+	# kind watchdog: doctor's watchdog lines were what it is for
+	[ "$kind" = watchdog ] && bye
 
 	# ---- kind rerand: a rerand image as kdump-tools' crash kernel (docs/kdump.md) --
 	if [ "$kind" = rerand ]; then
