@@ -137,17 +137,12 @@ EOF
 	[ "$kind" = hang ] && printf 'KillSignal=SIGCONT\nSendSIGKILL=no\nTimeoutStopSec=infinity\n' \
 		>>"$d/etc/systemd/system/rerand-e2e-inject.service"
 	printf '\n[Install]\nRequiredBy=boot-complete.target\n' >>"$d/etc/systemd/system/rerand-e2e-inject.service"
-	systemctl --root="$d" disable rerand-e2e-writer.service >/dev/null 2>&1
-	for m in rerand-e2e-comeback rerand-e2e-inject; do
-		systemctl --root="$d" enable "$m.service" >/dev/null 2>&1 ||
-			{ echo "e2e: systemctl --root enable $m failed" >&2; return 1; }
-	done
+	rrs_enable_units "$d" rerand-e2e-comeback rerand-e2e-inject || return 1
 	e2e_mkfs "$d" "$disk" "$RRS_DISK_MIB" rrroot
 }
 
-# t LINE: the host's time stamp of a serial line
-t() { cut -d' ' -f1 <<<"$1"; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", b - a }'; }
+t() { rrs_t "$@"; }
+secs() { rrs_secs "$@"; }
 
 run() {
 	local kind=$1 name="systemd comeback $1" dir="$E2E_BUILD/runs/systemd-comeback-$1"
@@ -285,15 +280,6 @@ judge() {
 }
 
 # RRCS_JOBS guests at a time, their TAP in order
-jobs=${RRCS_JOBS:-2}
-i=0 pids=() outs=()
-for k in $kinds; do
-	out=$(mktemp)
-	run "$k" >"$out" 2>&1 &
-	pids+=($!) outs+=("$out")
-	i=$((i + 1))
-	if [ $((i % jobs)) -eq 0 ]; then wait "${pids[@]}"; pids=(); fi
-done
-wait
-for o in "${outs[@]}"; do cat "$o"; rm -f "$o"; done
+# shellcheck disable=SC2086 # $kinds: a list
+rrs_parallel "${RRCS_JOBS:-2}" run $kinds
 exit 0

@@ -168,17 +168,12 @@ TimeoutStartSec=300
 [Install]
 WantedBy=kdump-tools-dump.service
 EOF
-	systemctl --root="$d" disable rerand-e2e-writer.service >/dev/null 2>&1
-	for m in rerand-e2e-kdump rerand-e2e-crash-probe; do
-		systemctl --root="$d" enable "$m.service" >/dev/null 2>&1 ||
-			{ echo "e2e: systemctl --root enable $m failed" >&2; return 1; }
-	done
+	rrs_enable_units "$d" rerand-e2e-kdump rerand-e2e-crash-probe || return 1
 	e2e_mkfs "$d" "$disk" "$RRS_DISK_MIB" rrroot
 }
 
-# t LINE: the host's time stamp of a serial line
-t() { cut -d' ' -f1 <<<"$1"; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", b - a }'; }
+t() { rrs_t "$@"; }
+secs() { rrs_secs "$@"; }
 
 run() {
 	local kind=$1 name="systemd kdump $1" dir="$E2E_BUILD/runs/systemd-kdump-$1"
@@ -255,16 +250,13 @@ judge() {
 		"$name: the agent finished after the dump and the guest powered off (QEMU exit $rc)"
 }
 
-jobs=${RRKD_JOBS:-2}
-i=0 pids=() outs=()
+run_kinds=()
 for k in $kinds; do
-	case "$k" in stock|rerand|watchdog|plant) ;; *) echo "not ok - systemd kdump: unknown kind '$k' (stock rerand watchdog plant)"; continue ;; esac
-	out=$(mktemp)
-	run "$k" >"$out" 2>&1 &
-	pids+=($!) outs+=("$out")
-	i=$((i + 1))
-	if [ $((i % jobs)) -eq 0 ]; then wait "${pids[@]}"; pids=(); fi
+	case "$k" in
+	stock|rerand|watchdog|plant) run_kinds+=("$k") ;;
+	*) echo "not ok - systemd kdump: unknown kind '$k' (stock rerand watchdog plant)" ;;
+	esac
 done
-wait
-for o in "${outs[@]}"; do cat "$o"; rm -f "$o"; done
+# RRKD_JOBS guests at a time, their TAP in order
+rrs_parallel "${RRKD_JOBS:-2}" run "${run_kinds[@]}"
 exit 0

@@ -554,3 +554,36 @@ rrs_qemu() {
 		</dev/null 2>"$log.stderr" | e2e_stamp >"$log"
 	return "${PIPESTATUS[0]}"
 }
+
+# Helpers of the one-guest-per-case suites (check-systemd-comeback.sh,
+# check-systemd-kdump.sh).
+# rrs_enable_units ROOT UNIT...: the test's own units enabled in ROOT, the
+# writer (check-systemd.sh's) disabled.
+rrs_enable_units() {
+	local d=$1 m
+	shift
+	systemctl --root="$d" disable rerand-e2e-writer.service >/dev/null 2>&1
+	for m in "$@"; do
+		systemctl --root="$d" enable "$m.service" >/dev/null 2>&1 ||
+			{ echo "e2e: systemctl --root enable $m failed" >&2; return 1; }
+	done
+}
+# rrs_t LINE: the host's time stamp of a serial line (e2e_stamp)
+rrs_t() { cut -d' ' -f1 <<<"$1"; }
+# rrs_secs T0 T1: whole seconds from T0 to T1
+rrs_secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", b - a }'; }
+# rrs_parallel JOBS FUNC KIND...: FUNC KIND for each KIND, JOBS at a time,
+# then each one's output in the order given
+rrs_parallel() {
+	local jobs=$1 fn=$2 k out i=0 pids=() outs=()
+	shift 2
+	for k in "$@"; do
+		out=$(mktemp)
+		"$fn" "$k" >"$out" 2>&1 &
+		pids+=($!) outs+=("$out")
+		i=$((i + 1))
+		if [ $((i % jobs)) -eq 0 ]; then wait "${pids[@]}"; pids=(); fi
+	done
+	wait
+	for out in "${outs[@]}"; do cat "$out"; rm -f "$out"; done
+}
