@@ -47,7 +47,7 @@ bye() {
 	sleep 600
 }
 # the crash object of rerandd's status --json (flat, no nested objects)
-crash_json() { rerand status --json 2>/dev/null | grep -o '"crash":{[^}]*}'; }
+crash_json() { timeout 60 rerand status --json 2>/dev/null | grep -o '"crash":{[^}]*}'; }
 crash_state() { crash_json | grep -o '"state":"[^"]*"' | cut -d'"' -f4; }
 settled() { case "$(crash_state)" in other-loader|loaded|off|error|not-reserved) return 0 ;; esac; return 1; }
 
@@ -101,9 +101,9 @@ if [ "$n" -eq 0 ]; then
 		"after rerand: a crash kernel is still loaded, last by kdump-tools"
 
 	# ---- rerand doctor -------------------------------------------------------------
-	rerand doctor >"$D/out/doctor.txt" 2>&1
+	timeout 600 rerand doctor >"$D/out/doctor.txt" 2>&1
 	drc=$?
-	rerand doctor --json >"$D/out/doctor.json" 2>&1
+	timeout 600 rerand doctor --json >"$D/out/doctor.json" 2>&1
 	jrc=$?
 	sed "s/^/RRK-INFO n=$n doctor | /" "$D/out/doctor.txt" | cut -c1-260 >&3
 	grep -qE '^info +crash +crash region [0-9]+ MiB; kdump-tools is enabled: rerandd leaves the crash kernel to it' "$D/out/doctor.txt"

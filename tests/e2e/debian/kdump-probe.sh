@@ -26,7 +26,7 @@ pos=$(awk -v link="$link" '$3 == "_text" {
 	if ($1 ~ /^0+$/) print "hidden"; else if ($1 == link) print "at-link"; else print "moved"
 	found = 1; exit }
 	END { if (!found) print "unreadable" }' /proc/kallsyms 2>/dev/null)
-vj=$(rerand verify --json 2>/dev/null)
+vj=$(timeout 120 rerand verify --json 2>/dev/null)
 vrc=$?
 field() { grep -oE "\"$1\": *(true|false)" <<<"$vj" | head -n 1 | sed 's/.*: *//'; }
 {
