@@ -60,6 +60,8 @@ if [ "$n" -eq 0 ]; then
 	en=$(systemctl is-enabled kdump-tools.service 2>&1)
 	tap "$([ "$st" = active ] && [ "$en" = enabled ]; echo $?)" \
 		"kdump-tools.service enabled and active (it loaded its crash kernel at boot)" "$en, $st"
+	[ "$st" = active ] || journalctl -b -u kdump-tools -o cat --no-pager 2>&1 | tail -n 8 |
+		cut -c1-200 | sed "s/^/RRK-INFO n=$n kdump-tools: /" >&3
 	info "kdump-tools' enable link: $(ls /etc/systemd/system/*.wants/kdump-tools.service 2>&1 | tr '\n' ' ')"
 	info "kdump-config status: $(kdump-config status 2>&1 | grep -i 'current state' | tr -s ' ')"
 	tap "$(grep -q '/var/lib/kdump/vmlinuz' /var/crash/kexec_cmd 2>/dev/null && [ "$(cat /sys/kernel/kexec_crash_loaded)" = 1 ]; echo $?)" \
