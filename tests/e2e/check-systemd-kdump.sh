@@ -67,6 +67,14 @@ if [ "$what" = short ] && [ -z "${RRKD_KINDS:-}" ]; then
 	exit 0
 fi
 kinds=${RRKD_KINDS:-stock rerand watchdog}
+# Debian 13 is not wired yet: its kernel (trixie's cloud kernel, as
+# check-systemd-trixie.sh fetches it), its package (make deb-chroot
+# SUITE=trixie) and trixie's makedumpfile 1.7.6, which predates 6.12 too
+# (see above: the dump would be the whole RAM).
+if [ "$RRS_SUITE" != bookworm ]; then
+	echo "not ok - systemd kdump: RRS_SUITE=$RRS_SUITE: only bookworm is wired (kernel, package, makedumpfile for $RRS_SUITE: not yet)"
+	exit 0
+fi
 # Debian's kdump-tools.cfg asks 128M on machines of 384M and more (its
 # initrd crash kernel); rerand's image needs about 85 MiB of the region
 # more (docs/kdump.md), systemd in the crash kernel the rest.
