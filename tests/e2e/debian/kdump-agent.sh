@@ -143,9 +143,10 @@ if [ "$n" -eq 0 ]; then
 		wait_for 180 off
 		tap $? "rerandd after systemctl reload with [Crash] Mode=off: crash kernel off, left to other tools" "$(rerand status 2>&1 | grep '^crash kernel:')"
 		off || { systemctl restart rerandd; wait_for 300 off; }
-		sed -i 's|^#* *KDUMP_KERNEL=.*|KDUMP_KERNEL=/var/lib/rerand/kdump.img|' /etc/default/kdump-tools
-		grep -q '^KDUMP_KERNEL=/var/lib/rerand/kdump.img' /etc/default/kdump-tools ||
-			echo 'KDUMP_KERNEL=/var/lib/rerand/kdump.img' >>/etc/default/kdump-tools
+		# (check-systemd-kdump.sh plant-rerand: $D/plant-kernel names another)
+		kk=$(cat "$D/plant-kernel" 2>/dev/null || echo /var/lib/rerand/kdump.img)
+		sed -i "s|^#* *KDUMP_KERNEL=.*|KDUMP_KERNEL=$kk|" /etc/default/kdump-tools
+		grep -q "^KDUMP_KERNEL=$kk" /etc/default/kdump-tools || echo "KDUMP_KERNEL=$kk" >>/etc/default/kdump-tools
 		out=$( { kdump-config unload && kdump-config load; } 2>&1)
 		rc=$?
 		echo "$out" >"$D/out/kdump-config-load.log"
@@ -162,10 +163,6 @@ if [ "$n" -eq 0 ]; then
 	cat /proc/sys/kernel/random/boot_id >"$D/boot0-id"
 	echo 1 >"$D/phase"
 	echo "<6>$marker" >/dev/kmsg
-	# Only KERN_EMERG on the console from here: the oops's registers and
-	# trace (addresses of this layout) stay out of the host's serial log;
-	# the dump and the crash kernel's kdump-tools files have them.
-	dmesg -n 1
 	sync
 	con "RRK-PANIC n=0"
 	say "RRK-PANIC n=0"
