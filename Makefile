@@ -127,7 +127,7 @@ FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	$(CPPFLAGS) $(LIB_CFLAGS) -MMD -MP
 
-.PHONY: FORCE vm histogram all deps deb deb-chroot unit-tests fuzz-long kernels check check-long check-comeback check-lifecycle \
+.PHONY: FORCE daemon-liar vm histogram all deps deb deb-chroot unit-tests fuzz-long kernels check check-long check-comeback check-lifecycle \
 	check-piuparts check-chaos check-unit fleet-test-helpers daemon-test-helpers e2e-test-helpers demo fuzz san-tests bench \
 	install clean
 all: $(RERAND) $(BASH_COMPLETION) $(STAGE_BIN) $(RERANDD) $(FLEETD)
@@ -234,6 +234,20 @@ $(O)/chaos-broken/fleet_etcd.o: fleetd/fleet_etcd.c
 $(FLEETD_BROKEN): $(O)/host/fleetd/main.o $(O)/chaos-broken/fleet_etcd.o \
 		$(filter-out $(O)/host/fleetd/fleet_etcd.o,$(FLEETD_LIB_OBJS)) $(LIBCOMMON) $(LIBRERAND)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(FLEETD_LIBS)
+
+# A rerandd whose plan helper lies (tests/daemon/test-planguard-daemon.sh):
+# stage_job.c built with RERAND_TEST_LYING_HELPER, so that the test can show
+# rerandd refuses a plan naming an image outside its cache or another
+# command line.  Never installed.
+RERANDD_LIAR := $(O)/liar/rerandd
+$(O)/liar/stage_job.o: daemon/stage_job.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) -Idaemon $(HOST_CFLAGS) $(DAEMON_CFLAGS) -DRERAND_TEST_LYING_HELPER -c -o $@ $<
+$(RERANDD_LIAR): $(DAEMON_MAIN_OBJS) $(O)/liar/stage_job.o $(O)/host/daemon/pesig_dl.o \
+		$(filter-out $(O)/host/daemon/stage_job.o,$(DAEMON_LIB_OBJS)) $(LIBCOMMON) $(LIBRERAND) \
+		$(O)/host/kexec/stage_blob.o
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(RERANDD_LIBS)
+daemon-liar: $(RERANDD_LIAR)
 
 $(O)/host/daemon/config.o: CPPFLAGS += -DRR_RERAND_BIN='"$(BINDIR)/rerand"'
 # rerandd's built-in RerandBinary= follows BINDIR: `make install PREFIX=/usr`
@@ -392,7 +406,7 @@ kernels:
 # before a fresh machine had the -dev packages.
 check check-long:
 	$(Q)scripts/deps.sh check
-	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(SAN_UNIT_BINS) $(FUZZ_BINS) $(FLEETD_BROKEN) \
+	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(SAN_UNIT_BINS) $(FUZZ_BINS) $(FLEETD_BROKEN) $(RERANDD_LIAR) \
 		$(FLEET_TEST_HELPERS) $(DAEMON_TEST_HELPERS) $(E2E_TEST_HELPERS)
 	$(Q)scripts/run-check.sh $(if $(filter check-long,$@),long,short)
 

@@ -137,6 +137,7 @@ static int hook_build(struct daemon *d, const char *kernel, int cfd)
 	rr_log(RR_LOG_INFO, "kernel hook: building the image of %s", kernel);
 	if (stage_start(d->ev, &d->cfg, &req, on_hook_built, d, &d->hook_job, &e) < 0) {
 		char body[RR_ERR_MAX + 2];
+		rr_log(RR_LOG_NOTICE, "kernel hook: no image of %s: %s", kernel, e.msg);
 		snprintf(body, sizeof(body), "%s\n", e.msg);
 		control_reply(cfd, false, body);
 		return 0;

@@ -70,6 +70,7 @@ int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_er
 	sj->kernel_fd = -1;
 	sj->c = *c;
 	sj->p = *p;
+	sj->want = *p;                     /* the caller's plan, checked by the caller */
 	sj->ev = ev;
 	sj->build_only = true;
 	sj->done = build_waited;

@@ -10,6 +10,9 @@
 struct rr_stage_job {
 	struct rr_config c;               /* a reload meanwhile does not change this run */
 	struct rr_stage_plan p;
+	/* what rerandd chose itself when the job started (stage_plan_choose,
+	 * or the plan it staged): the helper's plan is checked against it */
+	struct rr_stage_plan want;
 	bool crash;
 	struct rr_job *job;
 	sd_event *ev;

@@ -64,6 +64,31 @@ static int helper_write(int fd, const struct helper_result *res)
 	return 0;
 }
 
+#ifdef RERAND_TEST_LYING_HELPER
+/* NEVER in rerandd: the test build build/liar/rerandd (Makefile), a plan
+ * helper subverted as a hostile cache file might subvert it, for
+ * tests/daemon/test-planguard-daemon.sh.  <state>/../lie says how it lies:
+ * "image PATH" names PATH as the image, "cmdline WORDS" adds WORDS to the
+ * command line; absent or empty, it tells the truth. */
+static void helper_lie(const struct rr_config *c, struct rr_stage_plan *p)
+{
+	char path[RR_PATH + 16], line[RR_PATH + 64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/../lie", c->state_dir);
+	if (!(f = fopen(path, "re")))
+		return;
+	if (!fgets(line, sizeof(line), f))
+		line[0] = 0;
+	fclose(f);
+	line[strcspn(line, "\n")] = 0;
+	if (!strncmp(line, "image ", 6))
+		snprintf(p->image, sizeof(p->image), "%s", line + 6);
+	else if (!strncmp(line, "cmdline ", 8) && strlen(p->cmdline) + strlen(line) < sizeof(p->cmdline))
+		strcat(strcat(p->cmdline, " "), line + 8);
+}
+#endif
+
 /* In the helper: the plan (SHA-256 of the kernel) and the cache check. */
 static int prep_child(void *ud, int fd)
 {
@@ -83,6 +108,10 @@ static int prep_child(void *ud, int fd)
 		r = stage_plan(a->c, a->req->kernel, &res.p, &e);
 	if (r == 0 && a->req->unless_sha && !strcmp(res.p.sha, a->req->unless_sha))
 		r = 1;
+#ifdef RERAND_TEST_LYING_HELPER
+	if (r == 0)
+		helper_lie(a->c, &res.p);
+#endif
 	if (r == 0 && (r = stage_build_needed(a->c, &res.p, res.note, sizeof(res.note), &e)) > 0) {
 		res.need_build = 1;
 		r = 0;
@@ -220,10 +249,23 @@ static void on_checked(int status, const void *buf, size_t len, void *ud)
 		start_sign(sj);
 		return;
 	}
-	sj->p = res->p;                    /* its signer */
 	if (res->r < 0) {
 		stage_job_finish(sj, res->r, res->msg);
 		return;
+	}
+	{
+		/* what the check found (the signer, the image's SHA-256 it
+		 * recorded), and nothing else of its plan */
+		struct rr_stage_plan p = sj->p;
+		snprintf(p.signer, sizeof(p.signer), "%s", res->p.signer);
+		snprintf(p.signature, sizeof(p.signature), "%s", res->p.signature);
+		snprintf(p.anchor, sizeof(p.anchor), "%s", res->p.anchor);
+		snprintf(p.image_sha256, sizeof(p.image_sha256), "%s", res->p.image_sha256);
+		if (stage_plan_verify(&sj->c, &sj->want, &p, false, &e) < 0) {
+			stage_job_finish(sj, -EPERM, e.msg);
+			return;
+		}
+		sj->p = p;
 	}
 	unlink_tmps(sj);                   /* a copy of them is in place */
 	rr_log(RR_LOG_INFO, "built %s as %s without capabilities%s", sj->p.image,
@@ -392,6 +434,12 @@ static void on_prepped(int status, const void *buf, size_t len, void *ud)
 		stage_job_finish(sj, res->r, res->msg);
 		return;
 	}
+	/* nothing the helper says is taken on its word: the paths and the
+	 * command line `rerand load` gets are rerandd's own */
+	if ((r = stage_plan_verify(&sj->c, &sj->want, &sj->p, res->need_build, &e)) < 0) {
+		stage_job_finish(sj, r, e.msg);
+		return;
+	}
 	if (!res->need_build && sj->build_only) {
 		stage_job_finish(sj, 0, "");     /* cached already, and checked */
 		return;
@@ -411,7 +459,7 @@ int stage_start(sd_event *ev, const struct rr_config *c, const struct rr_stage_r
 {
 	struct rr_stage_job *sj = calloc(1, sizeof(*sj));
 	struct prep_args a;
-	int r;
+	int r = 0;
 
 	if (!sj)
 		return rr_errf(e, ENOMEM, "out of memory");
@@ -424,6 +472,19 @@ int stage_start(sd_event *ev, const struct rr_config *c, const struct rr_stage_r
 	sj->ev = ev;
 	sj->done = done;
 	sj->arg = arg;
+	/* rerandd's own choice, made here and now (cheap: nothing hashed),
+	 * which the helper's plan must match */
+	if (req->plan)
+		sj->want = *req->plan;
+	else if (req->planner)
+		r = req->expect ? req->expect(c, req->planner_arg, &sj->want, e)
+				: rr_errf(e, EINVAL, "a staging planner without its check");
+	else
+		r = stage_plan_choose(c, req->kernel, &sj->want, e);
+	if (r < 0) {
+		free(sj);
+		return r;
+	}
 	a = (struct prep_args){ &sj->c, req, &sj->p };
 	/* forked at once: the helper sees req as it is now */
 	r = job_start_fn(ev, "rerandd-plan", prep_child, &a, 600, on_prepped, sj, &sj->job);
