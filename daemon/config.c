@@ -671,6 +671,9 @@ void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_
 	else if (!strcmp(c->image_user, "root") || !strcmp(c->image_user, "0"))
 		errs_add(errs, "%s: [Daemon] ImageUser=%s: the image builder parses kernel files "
 			 "and must not run as root", name, c->image_user);
+	if (!strcmp(c->check_user, "root") || !strcmp(c->check_user, "0"))
+		errs_add(errs, "%s: [Daemon] CheckUser=%s: the image checks parse what the builder "
+			 "wrote and must not run as root", name, c->check_user);
 	if (!*c->sign_key != !*c->sign_cert)
 		errs_add(errs, "%s: [Stage] SignKey= and SignCert= go together: set both or neither", name);
 	if (*c->sign_key && *c->sign_key != '/' && strncmp(c->sign_key, "pkcs11:", 7))

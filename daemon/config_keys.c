@@ -18,6 +18,7 @@ const struct rr_cfg_key rr_cfg_keys[] = {
 	{ "Daemon", "RerandBinary", K_STR, F(rerand_bin) },
 	{ "Daemon", "KexecBinary", K_STR, F(kexec_bin) },
 	{ "Daemon", "ImageUser", K_STR, F(image_user) },
+	{ "Daemon", "CheckUser", K_STR, F(check_user) },
 	{ "Daemon", "CheckInterval", K_DUR, F(tick) },
 	{ "Paths", "Boot", K_PATH, F(boot_dir) },
 	{ "Paths", "ProcCmdline", K_PATH, F(proc_cmdline) },

@@ -26,6 +26,7 @@ struct rr_config {
 	char state_dir[RR_PATH], run_dir[RR_PATH], control_socket[RR_PATH];
 	char metrics_file[RR_PATH], rerand_bin[RR_PATH], kexec_bin[RR_PATH];
 	char image_user[64];                /* builds images (as root only; see caps.c) */
+	char check_user[64];                /* parses what was built (stage_parse.c); "" = image_user */
 	int64_t tick;                       /* longest sleep between policy checks */
 	/* [Paths]: every kernel interface, so tests can point them at fixtures */
 	char boot_dir[RR_PATH], proc_cmdline[RR_PATH], setup_data[RR_PATH];

@@ -69,23 +69,18 @@ static int stage_bytes_match(const uint8_t *buf, size_t len, const struct rr_ima
 	return 0;
 }
 
-/* The image at path parses, is signed when it must be, and (pre-signed)
- * is of the plan's release; p->signer from its signature. */
-int stage_check_image(struct rr_stage_plan *p, const char *path, bool want_signed,
-		      struct rr_err *e)
+/* The image's bytes (buf, read from path) parse, are signed when they must
+ * be, and (pre-signed) of the plan's release, else carry rerandd's stage;
+ * p->signer from its signature.  The parsing half's work (stage_parse.c):
+ * it runs as CheckUser=, never as root. */
+int stage_check_bytes(struct rr_stage_plan *p, const char *path, const uint8_t *buf, size_t len,
+		      const uint8_t *trust, size_t trust_len, bool want_signed, struct rr_err *e)
 {
-	_cleanup_free_ uint8_t *buf = NULL, *trust = NULL;
-	size_t trust_len = 0;
 	struct rr_image im;
 	struct rr_pe_sig sig;
-	size_t len, w = 0;
+	size_t w = 0;
 	int r;
 
-	r = *p->trust_cert ? rr_read_file(p->trust_cert, 4u << 20, &trust, &trust_len, e) : 0;
-	if (r == 0)
-		r = rr_read_file(path, 512u << 20, &buf, &len, e);
-	if (r < 0)
-		return r;
 	r = rr_image_parse(buf, len, path, &im, e);
 	if (r == 0)
 		r = rr_pe_sig_read_trust(buf, len, path, trust, trust_len, p->trust_cert, &sig, e);

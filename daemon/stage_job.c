@@ -89,6 +89,21 @@ static void helper_lie(const struct rr_config *c, struct rr_stage_plan *p)
 }
 #endif
 
+/* In a helper, before it drops its capabilities: its parsing half. */
+static int parser_pre(const struct rr_config *c)
+{
+	struct rr_err e;
+
+	/* a failure is each check's to report (stage_check_image) */
+	(void)stage_parser_start(c, &e);
+	return 0;
+}
+
+static int prep_pre(void *ud)
+{
+	return parser_pre(((struct prep_args *)ud)->c);
+}
+
 /* In the helper: the plan (SHA-256 of the kernel) and the cache check. */
 static int prep_child(void *ud, int fd)
 {
@@ -97,6 +112,7 @@ static int prep_child(void *ud, int fd)
 	struct rr_err e = { "" };
 	int r = 0;
 
+	stage_log_self("rerandd-plan, the root half");
 	if (a->req->plan) {
 		/* hashed again: a kernel replaced since it was staged is noticed */
 		res.p = *a->req->plan;
@@ -118,10 +134,12 @@ static int prep_child(void *ud, int fd)
 	}
 	res.r = r;
 	snprintf(res.msg, sizeof(res.msg), "%s", e.msg);
+	stage_parser_stop();
 	return helper_write(fd, &res);
 }
 
 struct check_args {
+	const struct rr_config *c;
 	struct rr_stage_plan *p;
 	const char *path;
 	bool pre;                         /* before sbsign: checked, not renamed */
@@ -131,18 +149,25 @@ struct check_args {
  * when it must be, carries rerandd's stage; then it is renamed into place.
  * Before signing (pre): the builder's file is copied and the copy checked,
  * unsigned, for sbsign to sign. */
+static int check_pre(void *ud)
+{
+	return parser_pre(((struct check_args *)ud)->c);
+}
+
 static int check_child(void *ud, int fd)
 {
 	struct check_args *a = ud;
 	struct helper_result res = { 0 };
 	struct rr_err e = { "" };
 
+	stage_log_self("rerandd-check, the root half");
 	res.p = *a->p;
 	if (a->pre)
 		res.r = stage_prechecked(&res.p, a->path, res.copy, sizeof(res.copy), &e);
 	else
 		res.r = stage_built(&res.p, a->path, &e);
 	snprintf(res.msg, sizeof(res.msg), "%s", e.msg);
+	stage_parser_stop();
 	return helper_write(fd, &res);
 }
 
@@ -279,11 +304,12 @@ static void on_checked(int status, const void *buf, size_t len, void *ud)
 
 static void start_check(struct rr_stage_job *sj, const char *path, bool pre)
 {
-	struct check_args a = { &sj->p, path, pre };
+	struct check_args a = { &sj->c, &sj->p, path, pre };
 	int r;
 
 	sj->prechecking = pre;
-	r = job_start_fn(sj->ev, "rerandd-check", check_child, &a, 600, on_checked, sj, &sj->job);
+	r = job_start_fn_pre(sj->ev, "rerandd-check", check_pre, check_child, &a, 600, on_checked, sj,
+			     &sj->job);
 	if (r < 0) {
 		char msg[RR_ERR_MAX];
 		snprintf(msg, sizeof(msg), "cannot start the staging helper: %s", strerror(-r));
@@ -487,7 +513,8 @@ int stage_start(sd_event *ev, const struct rr_config *c, const struct rr_stage_r
 	}
 	a = (struct prep_args){ &sj->c, req, &sj->p };
 	/* forked at once: the helper sees req as it is now */
-	r = job_start_fn(ev, "rerandd-plan", prep_child, &a, 600, on_prepped, sj, &sj->job);
+	r = job_start_fn_pre(ev, "rerandd-plan", prep_pre, prep_child, &a, 600, on_prepped, sj,
+			     &sj->job);
 	if (r < 0) {
 		free(sj);
 		return rr_errf(e, -r, "cannot start the staging helper: %s", strerror(-r));
