@@ -69,7 +69,7 @@ EOF
 # ---- with the check -----------------------------------------------------------------------
 fleetd checked --peer-cgroup "$cg"
 legit checked
-wait_for 30 grep -q '^wait' "$tmp/checked.ask" || true
+wait_for 30 grep -q '^open ' "$tmp/checked.ask" || true
 check "rerandd's stand-in in the cgroup is answered ($(head -1 "$tmp/checked.ask" | cut -c1-80))" \
 	grep -q '^open ' "$tmp/checked.ask"
 out=$(intruder checked)
@@ -86,7 +86,7 @@ check "nothing replaced rerandd's connection" eval '! grep -q "a new connection 
 # ---- without it: the old rule, any uid-0 peer -----------------------------------------------
 fleetd open
 legit open
-wait_for 30 grep -q '^wait' "$tmp/open.ask" || true
+wait_for 30 grep -q '^open ' "$tmp/open.ask" || true
 out=$(intruder open)
 check "without --peer-cgroup a uid-0 intruder is greeted ($out): what the check stops" \
 	eval '[[ $out == *RERAND-FLEET* ]]'
