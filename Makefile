@@ -563,5 +563,5 @@ clean:
 	rm -rf $(O)
 
 # Only the object trees: build/e2e and build/vm hold whole root file systems.
--include $(shell find $(O)/host $(O)/stage $(O)/tests $(O)/fuzz $(O)/fuzzobj $(O)/san -name '*.d' ! -name 'test_*.d' \
+-include $(shell find $(O)/host $(O)/stage $(O)/tests $(O)/fuzz $(O)/fuzzobj $(O)/san $(O)/liar -name '*.d' ! -name 'test_*.d' \
 	-type f 2>/dev/null)
