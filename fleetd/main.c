@@ -450,7 +450,9 @@ static int peer_in_cgroup(int c, const struct ucred *cr, char *why, size_t len)
 		snprintf(why, len, "pid %d is not in %s", (int)cr->pid, g.peer_cgroup);
 		return -EPERM;
 	}
-	if (pidfd_send_signal(pfd, 0, NULL, 0) < 0) {
+	/* signal 0 checks permission too: an unprivileged helper gets EPERM
+	 * for a live root peer; only ESRCH says it is gone */
+	if (pidfd_send_signal(pfd, 0, NULL, 0) < 0 && errno == ESRCH) {
 		snprintf(why, len, "pid %d exited while it was checked", (int)cr->pid);
 		return -EPERM;
 	}

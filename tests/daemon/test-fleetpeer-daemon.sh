@@ -83,6 +83,35 @@ check "the stand-in's connection stays: its next request is answered ($(tail -1 
 	eval '[ "$(grep -c "^open " "$tmp/checked.ask")" = 2 ] && ! grep -q "no reply" "$tmp/checked.ask"'
 check "nothing replaced rerandd's connection" eval '! grep -q "a new connection replaces it" "$tmp/checked.log"'
 
+# ---- the helper unprivileged, as its unit runs it (DynamicUser=): it may not signal root ----
+chmod 0755 "$tmp"
+mkdir -m 0777 "$tmp/np"
+fleetd_np() {
+	setpriv --reuid=nobody --regid="$NG" --clear-groups "$FLEETD" --socket "$tmp/np/np.sock" \
+		--peer-cgroup "$cg" >>"$tmp/np.log" 2>&1 &
+	rerandd_pids+=($!)
+	wait_for 10 test -S "$tmp/np/np.sock" || bail "rerand-fleetd as nobody did not come up: $(tail -3 "$tmp/np.log")"
+}
+NG=$(id -g nobody)
+fleetd_np
+sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$cg" \
+	python3 "$ASK" "$tmp/np/np.sock" "${OPEN[@]}" -- >"$tmp/np.ask" 2>&1
+check "the helper as nobody answers rerandd's stand-in (root, in the cgroup) ($(head -1 "$tmp/np.ask" | cut -c1-80))" \
+	grep -q '^open ' "$tmp/np.ask"
+out=$(python3 - "$tmp/np/np.sock" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(5)
+s.connect(sys.argv[1])
+try:
+    print("greeting: %r" % s.recv(100).decode(errors="replace").strip())
+except Exception as e:
+    print("greeting: none (%s)" % e)
+PY
+)
+check "the helper as nobody refuses a uid-0 process outside the cgroup ($out)" \
+	eval '[[ $out != *RERAND-FLEET* ]]'
+
 # ---- without it: the old rule, any uid-0 peer -----------------------------------------------
 fleetd open
 legit open
