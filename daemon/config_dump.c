@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sysexits.h>
 
 #include "cleanup.h"
 #include "rerandd.h"
@@ -175,7 +176,7 @@ int config_cli(const struct rr_cfg_load *l, bool dump)
 	int r;
 
 	if (!errs || !c || (dump && !o))
-		return 1;
+		return 1;           /* out of memory: not the configuration's fault */
 	lo.origins = o;
 	r = config_load_ex(&lo, c, errs);
 	/* the values quoted are the file's: escaped for the terminal */
@@ -208,5 +209,6 @@ int config_cli(const struct rr_cfg_load *l, bool dump)
 			       "(BreakerFailures= is etcd only: the FleetLock protocol has no place "
 			       "to record failures)\n", l->main);
 	}
-	return r ? 1 : 0;
+	/* EX_CONFIG: the configuration is wrong; 1: rerandd failed (memory, stdout) */
+	return !r ? 0 : r == -EINVAL || r == -EPERM ? EX_CONFIG : 1;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sysexits.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 #include <time.h>
@@ -376,12 +377,18 @@ static int parse_args(struct daemon *d, int argc, char **argv, bool *check, bool
 		case 'd': snprintf(d->conf_dir, sizeof(d->conf_dir), "%s", optarg); break;
 		case 'D': rr_log_level = RR_LOG_DEBUG; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default: usage(stderr); return EX_USAGE;
 		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "rerandd: unexpected operand '%s' (rerandd takes options only)\n",
+			argv[optind]);
+		usage(stderr);
+		return EX_USAGE;
 	}
 	if (*check && *dump) {
 		fputs("rerandd: --check-config and --dump-config: choose one\n", stderr);
-		return 2;
+		return EX_USAGE;
 	}
 	return -1;
 }
@@ -586,7 +593,9 @@ static int run(int argc, char **argv)
 					 .main_required = d->conf_required };
 		return config_cli(&l, dump);
 	}
-	if (load_config(d, errs) < 0 || drop_privileges(d) < 0)
+	if (load_config(d, errs) < 0)
+		return EX_CONFIG;
+	if (drop_privileges(d) < 0)
 		return 1;
 	free(errs);                /* 48 kB, zeroed: not kept for the daemon's life */
 	errs = NULL;

@@ -179,7 +179,8 @@ int config_load_ex(const struct rr_cfg_load *l, struct rr_config *ret, struct rr
  * same), each value preceded by a comment naming its file:line or "default". */
 int config_dump(FILE *f, const struct rr_config *c, const struct rr_cfg_origins *o);
 /* --check-config (dump false) or --dump-config: 0 when the configuration is
- * good, 1 (errors printed to stderr, each naming its file) if not. */
+ * good, EX_CONFIG (78; errors printed to stderr, each naming its file) if
+ * not, 1 when rerandd itself failed (memory, writing stdout). */
 int config_cli(const struct rr_cfg_load *l, bool dump);
 
 #endif
