@@ -230,6 +230,7 @@ struct pctx {
 	int win;                      /* current window index, -1 none */
 	char win_section[128];
 	struct rr_cfg_origins *origins;
+	struct rr_cfg_errs *warns;
 };
 
 static void note_origin(struct pctx *x, char *slot)
@@ -433,13 +434,19 @@ static void set_fleet(struct pctx *x, const char *name, const char *value)
 {
 	char err[256], hint[96];
 	int r = fleet_config_set(&x->c->fleet, name, value, err, sizeof(err));
+	const char *alias = fleet_config_alias(name);
 
 	if (r == -ENOENT)
 		perr(x, "%s%s", err, config_suggest("Fleet", name, hint, sizeof(hint)));
 	else if (r < 0)
 		perr(x, "%s", err);
+	if (r == 0 && alias)
+		errs_add(x->warns, "%s:%u: %s= is deprecated: use %s=, where a bare number is "
+			 "seconds as in every duration (%s=%s is %s=%s%s)", x->name, x->line, name,
+			 alias, name, value, alias, value,
+			 strspn(value, "0123456789") == strlen(value) ? "ms" : "");
 	for (size_t i = 0; r == 0 && x->origins && i < rr_cfg_nfleet_keys; i++)
-		if (!strcasecmp(rr_cfg_fleet_keys[i], name))
+		if (!strcasecmp(rr_cfg_fleet_keys[i], alias ? alias : name))
 			note_origin(x, x->origins->fleet[i]);
 }
 
@@ -597,10 +604,11 @@ static int handler(void *user, const char *section, const char *name, const char
 }
 
 static void apply_text(struct rr_config *c, const char *text, size_t len, const char *name,
-		       struct rr_cfg_errs *errs, struct rr_cfg_origins *origins)
+		       struct rr_cfg_errs *errs, struct rr_cfg_origins *origins,
+		       struct rr_cfg_errs *warns)
 {
 	struct pctx x = { .c = c, .errs = errs, .name = name, .p = text, .end = text + len,
-			  .win = -1, .origins = origins };
+			  .win = -1, .origins = origins, .warns = warns };
 	unsigned before = errs ? errs->n + errs->dropped : 0;
 	int r;
 
@@ -619,7 +627,7 @@ static void apply_text(struct rr_config *c, const char *text, size_t len, const 
 void config_apply_text(struct rr_config *c, const char *text, size_t len, const char *name,
 		       struct rr_cfg_errs *errs)
 {
-	apply_text(c, text, len, name, errs, NULL);
+	apply_text(c, text, len, name, errs, NULL, NULL);
 }
 
 void config_fill_runtime(struct rr_config *c)
@@ -689,7 +697,8 @@ void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_
 }
 
 static int apply_file(struct rr_config *c, const char *path, bool may_be_missing,
-		      struct rr_cfg_errs *errs, struct rr_cfg_origins *origins)
+		      struct rr_cfg_errs *errs, struct rr_cfg_origins *origins,
+		      struct rr_cfg_errs *warns)
 {
 	_cleanup_free_ uint8_t *buf = NULL;
 	struct rr_err e;
@@ -703,7 +712,7 @@ static int apply_file(struct rr_config *c, const char *path, bool may_be_missing
 		errs_add(errs, "%s", e.msg);
 		return r;
 	}
-	apply_text(c, (const char *)buf, len, path, errs, origins);
+	apply_text(c, (const char *)buf, len, path, errs, origins, warns);
 	return 0;
 }
 
@@ -733,7 +742,7 @@ int config_load_ex(const struct rr_cfg_load *l, struct rr_config *ret, struct rr
 		return -ENOMEM;
 	config_defaults(c);
 	if (main_path)
-		apply_file(c, main_path, !l->main_required, errs, l->origins);
+		apply_file(c, main_path, !l->main_required, errs, l->origins, l->warns);
 	if (dropin_dir) {
 		/* alphasort: "10-foo.conf" before "50-bar.conf", later files win */
 		n = scandir(dropin_dir, &list, conf_filter, alphasort);
@@ -742,7 +751,7 @@ int config_load_ex(const struct rr_cfg_load *l, struct rr_config *ret, struct rr
 		for (int i = 0; i < n; i++) {
 			char path[PATH_MAX];
 			snprintf(path, sizeof(path), "%s/%s", dropin_dir, list[i]->d_name);
-			apply_file(c, path, true, errs, l->origins);
+			apply_file(c, path, true, errs, l->origins, l->warns);
 			free(list[i]);
 		}
 	}

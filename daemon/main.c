@@ -246,6 +246,13 @@ static void print_errs(const struct rr_cfg_errs *errs)
 		rr_log(RR_LOG_ERR, "... and %u more errors", errs->dropped);
 }
 
+/* What --check-config warns about, in the journal at each start and reload. */
+static void print_warns(const struct rr_cfg_errs *warns)
+{
+	for (unsigned i = 0; warns && i < warns->n; i++)
+		rr_log(RR_LOG_WARNING, "%s", warns->msg[i]);
+}
+
 /* What a reload means for the state machine: a new image (restage), a new
  * crash kernel (recrash), or only what a restart may change (warned). */
 enum { RELOAD_RESTAGE = 1 << 0, RELOAD_RECRASH = 1 << 1 };
@@ -311,11 +318,14 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 	_cleanup_free_ struct rr_cfg_errs *errs = calloc(1, sizeof(*errs));
 	_cleanup_free_ struct rr_config *c = malloc(sizeof(*c));
 
+	_cleanup_free_ struct rr_cfg_errs *warns = calloc(1, sizeof(*warns));
+
 	sd_notify(0, "RELOADING=1");
 	struct rr_cfg_load l = { .main = d->conf_main, .dir = d->conf_dir,
-				 .main_required = d->conf_required };
+				 .main_required = d->conf_required, .warns = warns };
 
 	if (errs && c && config_load_ex(&l, c, errs) == 0) {
+		print_warns(warns);
 		unsigned fx = reload_effects(&d->cfg, c);
 		config_fill_runtime(c);
 		bool was_never = policy_never_reboots(&d->cfg);
@@ -340,10 +350,11 @@ static void usage(FILE *f)
 	fputs("Usage: rerandd [--check-config | --dump-config] [--config FILE] [--config-dir DIR]\n"
 	      "               [--debug] [--version]\n"
 	      "Keep the kernel at a fresh, secret base; see rerandd(8) and rerand.conf(5).\n"
-	      "  --check-config   check the configuration and exit (0 when good)\n"
+	      "  --check-config   check the configuration and exit (0 when good, 78 if not)\n"
 	      "  --dump-config    print the effective configuration, each value's file:line\n"
 	      "  --config FILE    the main file (default " RR_CONF_MAIN "); must exist\n"
 	      "  --config-dir DIR the drop-in directory (default " RR_CONF_DROPINS ")\n"
+
 	      "  --debug          log debug messages too\n"
 	      "  --version        print the version and exit\n", f);
 }
@@ -397,14 +408,16 @@ static int parse_args(struct daemon *d, int argc, char **argv, bool *check, bool
  * configuration has errors (logged). */
 static int load_config(struct daemon *d, struct rr_cfg_errs *errs)
 {
+	_cleanup_free_ struct rr_cfg_errs *warns = calloc(1, sizeof(*warns));
 	struct rr_cfg_load l = { .main = d->conf_main, .dir = d->conf_dir,
-				 .main_required = d->conf_required };
+				 .main_required = d->conf_required, .warns = warns };
 	int r = config_load_ex(&l, &d->cfg, errs);
 
 	if (r < 0) {
 		print_errs(errs);
 		return r;
 	}
+	print_warns(warns);
 	config_fill_runtime(&d->cfg);
 	mkdir(d->cfg.state_dir, 0700);
 	mkdir(d->cfg.run_dir, 0755);

@@ -171,6 +171,9 @@ struct rr_cfg_load {
 	const char *main, *dir;
 	bool main_required;          /* named on the command line: must exist */
 	struct rr_cfg_origins *origins;   /* NULL: not kept */
+	/* what is accepted but should change (a deprecated key name), each
+	 * "file:line: ..."; NULL: not kept */
+	struct rr_cfg_errs *warns;
 };
 int config_load_ex(const struct rr_cfg_load *l, struct rr_config *ret, struct rr_cfg_errs *errs);
 

@@ -45,7 +45,7 @@ check "an unknown key: did you mean the closest key of the section" \
 check "a key in the wrong section: says which section it belongs in" \
 	eval 'grep -qF "keys.conf:4: [Daemon]: unknown key Jitter (Jitter= belongs in [Policy])" "$tmp/out"'
 check "[Fleet] and [Window] keys get a did-you-mean too" \
-	eval 'grep -qF "(did you mean RetryBaseMSec=?)" "$tmp/out" && grep -qF "keys.conf:8: [Window w]: unknown key Strat (did you mean Start=?)" "$tmp/out"'
+	eval 'grep -qF "(did you mean RetryBaseMSec=, now RetryBase=?)" "$tmp/out" && grep -qF "keys.conf:8: [Window w]: unknown key Strat (did you mean Start=?)" "$tmp/out"'
 
 printf '[Policy]\nMaxLayoutAge=24h # daily\n[Fleet]\nGroup=web ; the web tier\n' >"$tmp/comment.conf"
 chk "$tmp/comment.conf"
@@ -86,7 +86,7 @@ check "a drop-in's value wins, with the drop-in's file:line" \
 	test "$(origin_of Jitter=30min)" = "# $tmp/conf.d/50-site.conf:2"
 check "a window key from the drop-in, the others from the main file" \
 	eval '[ "$(origin_of Length=1h)" = "# $tmp/conf.d/50-site.conf:5" ] && [ "$(origin_of Start=03:00)" = "# $tmp/main.conf:7" ]'
-check "[Fleet] values are included" test "$(origin_of LockTTL=1200)" = "# $tmp/conf.d/50-site.conf:8"
+check "[Fleet] values are included (LockTTL=1200 as 20min)" test "$(origin_of LockTTL=20min)" = "# $tmp/conf.d/50-site.conf:8"
 check "defaults are marked as such" test "$(origin_of MaxFailures=3)" = "# default"
 check "every key of the table is printed, ControlSocket= filled in" \
 	eval 'grep -qx "ControlSocket=/run/rerand/control" "$tmp/dump" && grep -qx "HelperSocket=.*" "$tmp/dump" && grep -qx "Pstore=/sys/fs/pstore" "$tmp/dump"'

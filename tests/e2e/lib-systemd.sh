@@ -367,8 +367,8 @@ Group=e2e
 MaxConcurrent=1
 LockTTL=30min
 Timeout=5
-RetryBaseMSec=2000
-RetryMaxMSec=10000
+RetryBase=2000ms
+RetryMax=10000ms
 ' \
 			>"$d/etc/rerand/rerand.conf.d/45-e2e-fleet.conf"
 		echo etcd >"$d/var/lib/rerand-e2e/fleet"

@@ -226,10 +226,20 @@ static void test_etcd_json(void)
 	json_object_put(o);
 }
 
+static char err_last[256];         /* set()'s last message */
+
 static int set(struct fleet_config *c, const char *k, const char *v)
 {
-	char err[256];
-	return fleet_config_set(c, k, v, err, sizeof(err));
+	err_last[0] = 0;
+	return fleet_config_set(c, k, v, err_last, sizeof(err_last));
+}
+
+/* fleet_config_each(): " KEY=VALUE " appended to ud */
+static int collect_kv(const char *key, const char *value, void *ud)
+{
+	size_t o = strlen(ud);
+	snprintf((char *)ud + o, 512 - o, "%s%s=%s ", o ? "" : " ", key, value);
+	return 0;
 }
 
 static void test_config(void)
@@ -255,6 +265,31 @@ static void test_config(void)
 	     "config: LockTTL= takes 15min and 90");
 	T_OK(set(&c, "LockTTL", "0") == -EINVAL && set(&c, "LockTTL", "1fortnight") == -EINVAL,
 	     "config: LockTTL=0 and unknown units are refused");
+	/* RetryBase=/RetryMax=: a bare number is seconds as in every duration;
+	 * the old names keep their milliseconds (issue 40, point 4) */
+	T_OK(!set(&c, "RetryBase", "2") && c.retry_base_ms == 2000 && !set(&c, "RetryBase", "250ms") &&
+	     c.retry_base_ms == 250 && !set(&c, "RetryMax", "1min") && c.retry_max_ms == 60000,
+	     "config: RetryBase=2 is 2 s, 250ms is 250 ms; RetryMax=1min");
+	T_OK(!set(&c, "RetryBaseMSec", "5000") && c.retry_base_ms == 5000 && !set(&c, "RetryMaxMSec", "5s") &&
+	     c.retry_max_ms == 5000 && !strcmp(fleet_config_alias("RetryBaseMSec"), "RetryBase") &&
+	     !fleet_config_alias("RetryBase"),
+	     "config: the old RetryBaseMSec=5000 is still 5000 ms, RetryMaxMSec=5s 5 s; named as aliases");
+	T_OK(set(&c, "RetryBase", "5ms") == -EINVAL && set(&c, "RetryBase", "2d") == -EINVAL &&
+	     strstr(err_last, "RetryBase=2d") && strstr(err_last, "bare number is seconds"),
+	     "config: RetryBase= under 10ms or over 24h is refused, saying a bare number is seconds");
+	{
+		/* what the helper is handed and --dump-config prints: time spans */
+		struct fleet_config d;
+		char got[512] = "";
+		fleet_config_defaults(&d);
+		fleet_config_each(&d, collect_kv, got);
+		T_OK(strstr(got, " LockTTL=15min ") && strstr(got, " DownTTL=30min ") &&
+		     strstr(got, " Timeout=5s ") && strstr(got, " RetryBase=5s ") &&
+		     strstr(got, " RetryMax=5min ") && strstr(got, " BreakerWindowSec=1d "),
+		     "config: the defaults' durations print as time spans: %s", got);
+	}
+	set(&c, "RetryBase", "5s");
+	set(&c, "RetryMax", "5min");
 	T_OK(set(&c, "Group", "a/b") == -EINVAL && set(&c, "Group", "") == -EINVAL && !set(&c, "Group", "db-1.eu"),
 	     "config: Group= follows FleetLock's ^[a-zA-Z0-9.-]+$");
 	T_OK(fleet_config_set(&c, "Colour", "blue", err, sizeof(err)) == -ENOENT && strstr(err, "Colour"),
