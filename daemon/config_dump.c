@@ -186,6 +186,10 @@ int config_cli(const struct rr_cfg_load *l, bool dump)
 		if (fflush(stdout) != 0)
 			r = -EIO;
 	} else if (r == 0) {
+		/* valid, but nothing will ever plan a reboot by itself: said here
+		 * as in the journal and `rerand status` */
+		if (policy_never_reboots(c))
+			fprintf(stderr, "rerandd: warning: %s\n", RR_NO_WINDOW_NOTICE);
 		printf("%s: configuration OK\n", l->main);
 		if (c->fleet.backend == FLEET_BACKEND_FLEETLOCK)
 			/* said where the operator looks before relying on it */

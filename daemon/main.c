@@ -348,13 +348,14 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 static void usage(FILE *f)
 {
 	fputs("Usage: rerandd [--check-config | --dump-config] [--config FILE] [--config-dir DIR]\n"
-	      "               [--debug] [--version]\n"
+	      "               [--allow-missing-config] [--debug] [--version]\n"
 	      "Keep the kernel at a fresh, secret base; see rerandd(8) and rerand.conf(5).\n"
 	      "  --check-config   check the configuration and exit (0 when good, 78 if not)\n"
 	      "  --dump-config    print the effective configuration, each value's file:line\n"
 	      "  --config FILE    the main file (default " RR_CONF_MAIN "); must exist\n"
 	      "  --config-dir DIR the drop-in directory (default " RR_CONF_DROPINS ")\n"
-
+	      "  --allow-missing-config  a missing main file is a warning, not an error:\n"
+	      "                   the built-in defaults and the drop-ins (rerandd.service)\n"
 	      "  --debug          log debug messages too\n"
 	      "  --version        print the version and exit\n", f);
 }
@@ -368,10 +369,12 @@ static int parse_args(struct daemon *d, int argc, char **argv, bool *check, bool
 		{ "version", no_argument, NULL, 'V' },
 		{ "config", required_argument, NULL, 'f' },
 		{ "config-dir", required_argument, NULL, 'd' },
+		{ "allow-missing-config", no_argument, NULL, 'M' },
 		{ "debug", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
+	bool may_be_missing = false;
 	int c;
 
 	snprintf(d->conf_main, sizeof(d->conf_main), "%s", RR_CONF_MAIN);
@@ -381,10 +384,8 @@ static int parse_args(struct daemon *d, int argc, char **argv, bool *check, bool
 		case 'c': case 'n': *check = true; break;
 		case 'T': *dump = true; break;
 		case 'V': printf("rerandd %s\n", RR_VERSION); return 0;
-		case 'f':
-			snprintf(d->conf_main, sizeof(d->conf_main), "%s", optarg);
-			d->conf_required = true;
-			break;
+		case 'f': snprintf(d->conf_main, sizeof(d->conf_main), "%s", optarg); break;
+		case 'M': may_be_missing = true; break;
 		case 'd': snprintf(d->conf_dir, sizeof(d->conf_dir), "%s", optarg); break;
 		case 'D': rr_log_level = RR_LOG_DEBUG; break;
 		case 'h': usage(stdout); return 0;
@@ -401,6 +402,11 @@ static int parse_args(struct daemon *d, int argc, char **argv, bool *check, bool
 		fputs("rerandd: --check-config and --dump-config: choose one\n", stderr);
 		return EX_USAGE;
 	}
+	/* A missing main file is an error: a check of a configuration that is
+	 * not there must not say "OK".  The unit passes --allow-missing-config:
+	 * an admin who deleted the conffile keeps a rerandd on its defaults and
+	 * drop-ins, with a warning, rather than none. */
+	d->conf_required = !may_be_missing;
 	return -1;
 }
 

@@ -127,7 +127,8 @@ void config_apply_text(struct rr_config *c, const char *text, size_t len, const 
 void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_errs *errs);
 /* Defaults, then the main file (may be absent), then the *.conf files of dropin_dir in name
  * order.  Returns 0 and *ret, or -EINVAL with every error in errs and *ret
- * untouched. */
+ * untouched.  config_load_ex() leads a check across keys with the file:line
+ * of the keys it names. */
 int config_load(const char *main_path, const char *dropin_dir, struct rr_config *ret,
 		struct rr_cfg_errs *errs);
 int config_parse_days(const char *s, uint8_t *ret);
@@ -169,10 +170,10 @@ struct rr_cfg_origins {
 };
 struct rr_cfg_load {
 	const char *main, *dir;
-	bool main_required;          /* named on the command line: must exist */
+	bool main_required;          /* must exist; else a missing one is a warning */
 	struct rr_cfg_origins *origins;   /* NULL: not kept */
-	/* what is accepted but should change (a deprecated key name), each
-	 * "file:line: ..."; NULL: not kept */
+	/* what is accepted but should change (a deprecated key name, a main
+	 * file allowed to be missing), each "file:line: ..."; NULL: not kept */
 	struct rr_cfg_errs *warns;
 };
 int config_load_ex(const struct rr_cfg_load *l, struct rr_config *ret, struct rr_cfg_errs *errs);

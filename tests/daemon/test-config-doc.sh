@@ -47,6 +47,27 @@ fleet() {  # fleet KEY=VALUE...: the [Fleet] dump's lines for them
 	printf '%s\n' "$@" >>"$tmp/f.conf"
 	"$RERANDD" --dump-config --config "$tmp/f.conf" --config-dir "$tmp/empty.d" 2>&1
 }
+# ---- etc/rerand.conf: every key with its default (issue 40, point 5) -------------------
+# The shipped file says "every value below is the built-in default": each
+# "#Key=value" line uncommented (the [Window] example aside) must set every
+# key of the table (no "# default" left in the dump) to what rerandd would
+# use without it (the same dump as an empty file's).
+awk '/^#\[Window / { skip = 1; next } skip && /^#[A-Za-z]+=/ { next } { skip = 0 }
+     { sub(/^#(\[|[A-Za-z]+=)/, substr($0, 2, 1) == "[" ? "[" : substr($0, 2, index($0, "=") - 1)); print }' \
+	"$top/etc/rerand.conf" >"$tmp/etc-all.conf"
+: >"$tmp/nothing.conf"
+"$RERANDD" --dump-config --config "$tmp/etc-all.conf" --config-dir "$tmp/empty.d" >"$tmp/etc.dump" 2>"$tmp/etc.err"
+rc=$?
+"$RERANDD" --dump-config --config "$tmp/nothing.conf" --config-dir "$tmp/empty.d" >"$tmp/def.dump" 2>&1
+unset_keys=$(grep -A1 -x '# default' "$tmp/etc.dump" | grep -E '^[A-Za-z]+=' | sed 's/=.*//' | tr '\n' ' ')
+check "etc/rerand.conf, uncommented, is a valid configuration (exit $rc: $(head -c 300 "$tmp/etc.err"))" test "$rc" = 0
+nkeys=$(grep -cE "^[A-Za-z]+=" "$tmp/def.dump")
+check "etc/rerand.conf lists every key of the table, $nkeys outside [Window] (missing: ${unset_keys:-none})" \
+	eval '[ -z "$unset_keys" ] && [ "$nkeys" -gt 90 ] && [ "$(grep -cE "^[A-Za-z]+=" "$tmp/etc.dump")" = "$nkeys" ]'
+differ=$(diff <(grep -E '^([A-Za-z]+=|\[)' "$tmp/def.dump") <(grep -E '^([A-Za-z]+=|\[)' "$tmp/etc.dump") |
+	grep '^>' | cut -c3- | tr '\n' ' ')
+check "every value etc/rerand.conf lists is the built-in default (differ: ${differ:-none})" test -z "$differ"
+
 # one grammar (issue 40, point 4): a bare number is seconds in every key, and
 # --dump-config prints every duration as a time span that parses back the same
 check "LockTTL=15min and LockTTL=900 both dump as LockTTL=15min" \

@@ -175,10 +175,14 @@ static void test_files(void)
 	    "[Window late]\nDays=Mon\n");
 	memset(e, 0, sizeof(*e));
 	r = config_load(main_path, dropins, &c, e);
-	T_OK(r < 0 && has_err(e, "Jitter= is longer than MaxLayoutAge=") &&
-	     has_err(e, "Method=command needs RebootCommand=") &&
+	/* each led by the drop-in line that set its first key, each key's
+	 * file:line after it (issue 40, point 5) */
+	T_OK(r < 0 && has_err(e, "80-x.conf:2: Jitter=9h is longer than MaxLayoutAge=8h (Jitter= at ") &&
+	     has_err(e, "80-x.conf:2, MaxLayoutAge= at ") && has_err(e, "50-site.conf:2)") &&
+	     has_err(e, "80-x.conf:4: Method=command needs RebootCommand= (Method= at ") &&
 	     has_err(e, "80-x.conf:6: [Window late] has no Start="),
-	     "cross-field errors: jitter > age, command method without a command, incomplete window");
+	     "cross-field errors: jitter > age, command method without a command, incomplete window, "
+	     "each with its keys' file:line");
 	free(e);
 }
 
