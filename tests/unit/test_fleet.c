@@ -234,6 +234,14 @@ static int set(struct fleet_config *c, const char *k, const char *v)
 	return fleet_config_set(c, k, v, err_last, sizeof(err_last));
 }
 
+/* fleet_config_each() into fleet_config_set(): rerandd's handoff to
+ * rerand-fleetd, which parses what rerandd prints */
+static int reparse_kv(const char *key, const char *value, void *ud)
+{
+	char err[256];
+	return fleet_config_set(ud, key, value, err, sizeof(err)) ? -1 : 0;
+}
+
 /* fleet_config_each(): " KEY=VALUE " appended to ud */
 static int collect_kv(const char *key, const char *value, void *ud)
 {
@@ -287,6 +295,19 @@ static void test_config(void)
 		     strstr(got, " Timeout=5s ") && strstr(got, " RetryBase=5s ") &&
 		     strstr(got, " RetryMax=5min ") && strstr(got, " BreakerWindowSec=1d "),
 		     "config: the defaults' durations print as time spans: %s", got);
+		/* odd values survive the handoff to rerand-fleetd unchanged */
+		struct fleet_config back;
+		d.lock_ttl = 90061;
+		d.down_ttl = 100000;
+		d.timeout = 7;
+		d.retry_base_ms = 1250;
+		d.retry_max_ms = 61001;
+		d.breaker_window = 3661;
+		fleet_config_defaults(&back);
+		T_OK(fleet_config_each(&d, reparse_kv, &back) == 0 && back.lock_ttl == 90061 &&
+		     back.down_ttl == 100000 && back.timeout == 7 && back.retry_base_ms == 1250 &&
+		     back.retry_max_ms == 61001 && back.breaker_window == 3661,
+		     "config: every duration printed for rerand-fleetd parses back to the same value");
 	}
 	set(&c, "RetryBase", "5s");
 	set(&c, "RetryMax", "5min");
