@@ -35,8 +35,11 @@ bzip2 gzip lzop python3 coreutils util-linux"
 # is a transitional package there), bookworm only as kubernetes-client (1.20),
 # which ships /usr/bin/kubectl too; a kubectl package already installed
 # (another vendor's) is kept: both cannot be installed at once.
+# python3-jsonschema: tests/cli/test-json-schema.sh holds every --json
+# output to docs/json/ with Debian's validator.
 test_pkgs="clang @clang-rt etcd-server etcd-client openssl curl iproute2 gnuplot-nox bash-completion
-sbsigntool osslsigncode pesign softhsm2 libengine-pkcs11-openssl piuparts dbus-daemon systemd kubectl|kubernetes-client"
+sbsigntool osslsigncode pesign softhsm2 libengine-pkcs11-openssl piuparts dbus-daemon systemd kubectl|kubernetes-client
+python3-jsonschema"
 # The Debian guest (tests/e2e/lib-systemd.sh, make vm): debootstrap, an ext4
 # image made from a directory, systemctl --root for enabling units; kmod's
 # depmod -b for the modules put into the root (the UKI guest, the comeback
