@@ -26,7 +26,7 @@
 struct cli_cmd;
 extern const struct cli_cmd cli_image, cli_inspect, cli_load, cli_verify, cli_status,
 	cli_now, cli_due, cli_hold, cli_release, cli_fleet, cli_entropy, cli_cache_key, cli_doctor,
-	cli_build;
+	cli_build, cli_history;
 
 int cmd_image(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
@@ -42,6 +42,7 @@ int cmd_fleet(int argc, char **argv);
 int cmd_entropy(int argc, char **argv);
 int cmd_cache_key(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_history(int argc, char **argv);
 /* LINE to rerandd's control socket (--socket, $RERAND_CONTROL_SOCKET or the
  * default), quietly: 0 and the answer's body in BUF; 1 and why it refused;
  * <0 (-errno) when it cannot be reached. */
