@@ -94,6 +94,8 @@ int control_format_json(const struct rr_view *v, char *buf, size_t len)
 	if (!o)
 		return -ENOMEM;
 	rr_json_add_int(o, "layout_age_seconds", v->layout_age);
+	/* the word rerand verify and the metrics use; "verify" is its old name */
+	add_str(o, "result", state_verify_name(v->verify));
 	add_str(o, "verify", state_verify_name(v->verify));
 	rr_json_add_bool(o, "randomized", made);
 	rr_json_add_bool(o, "weak", v->verify == RR_V_WEAK);

@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "cmdtab.h"
 #include "ctl.h"
+#include "jsonout.h"
 
 /* --socket PATH, else RERAND_CONTROL_SOCKET, else rerandd's default. */
 static const char *ctl_socket;
@@ -109,6 +110,19 @@ static int ctl(const char *line)
 	}
 	if (r > 0)
 		cli_err("rerandd: %s%s", buf, strstr(buf, "root only") ? perm_hint(EPERM) : "");
+	/* --json always prints one object: a tool reading standard output
+	 * gets the reason, not an empty line (the exit status is still 1). */
+	if (ctl_json != CLI_JSON_NONE) {
+		struct json_object *o = json_object_new_object();
+		char why[512];
+
+		if (r > 0)
+			snprintf(why, sizeof(why), "rerandd: %.480s", buf);
+		else
+			snprintf(why, sizeof(why), "cannot reach rerandd: %s", strerror(-r));
+		rr_json_add_str(o, "error", why);
+		cli_json_print(o, ctl_json);
+	}
 	return EXIT_FAILURE_RR;
 }
 

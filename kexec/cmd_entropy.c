@@ -371,13 +371,13 @@ static void entropy_print_json(const struct entropy *q)
 	rr_json_add_str(m, "format", rr_msrc_format_name(q->info.format));
 	rr_json_add_int(m, "entries", q->info.nr_entries);
 	rr_json_add_int(m, "ram_entries", q->info.nr_ram);
-	rr_json_add_hex(m, "ram_bytes", q->info.ram_bytes);
+	rr_json_add_u64(m, "ram_bytes", q->info.ram_bytes);
 	rr_json_add(o, "memmap", m);
 	rr_json_add_str(o, "firmware", q->fw == RR_FW_UEFI ? "uefi" : "bios");
 	rr_json_add_str(o, "firmware_from", q->fw_how);
 	rr_json_add_str(o, "kernel", q->size_from);
-	rr_json_add_hex(o, "mem_size", q->mem_size);
-	rr_json_add_hex(o, "slot_size", RR_ALIGN_UP(q->mem_size, RERAND_SLOT_ALIGN));
+	rr_json_add_u64(o, "mem_size", q->mem_size);
+	rr_json_add_u64(o, "slot_size", RR_ALIGN_UP(q->mem_size, RERAND_SLOT_ALIGN));
 	rr_json_add_str(o, "cmdline_from", q->cmdline_from);
 	rr_json_add_bool(o, "nokaslr", q->cl.nokaslr);
 	rr_json_add(o, "rerand", json_fig(&q->rr));

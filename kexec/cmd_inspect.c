@@ -91,25 +91,25 @@ static void print_kernel(const char *path, const struct rr_kernel *k, struct jso
 		rr_json_add_str(o, "file", path);
 		rr_json_add_str(o, "type", k->is_bzimage ? "bzImage" : "vmlinux");
 		rr_json_add_str(o, "codec", rr_kcodec_name(k->codec));
-		rr_json_add_hex(o, "file_size", k->file_size);
+		rr_json_add_u64(o, "file_size", k->file_size);
 		if (k->is_bzimage) {
 			snprintf(proto, sizeof(proto), "%u.%02u", k->bz.version >> 8,
 				 k->bz.version & 0xff);
 			rr_json_add_str(o, "protocol", proto);
 			rr_json_add_int(o, "xloadflags", k->bz.xloadflags);
-			rr_json_add_hex(o, "payload_size", k->bz.payload_length);
+			rr_json_add_u64(o, "payload_size", k->bz.payload_length);
 			rr_json_add_str(o, "kernel_version", k->bz.kernel_version);
 		}
-		rr_json_add_hex(o, "decoded_size", k->payload_len);
-		rr_json_add_hex(o, "mem_size", v->mem_size);
+		rr_json_add_u64(o, "decoded_size", k->payload_len);
+		rr_json_add_u64(o, "mem_size", v->mem_size);
 		rr_json_add_hex(o, "entry_offset", v->entry - v->link_paddr);
 		rr_json_add_int(o, "nr_segments", v->nr_seg);
 		for (unsigned i = 0; i < v->nr_seg; i++) {
 			struct json_object *g = json_object_new_object();
 
 			rr_json_add_hex(g, "offset", v->seg[i].paddr - v->link_paddr);
-			rr_json_add_hex(g, "filesz", v->seg[i].filesz);
-			rr_json_add_hex(g, "memsz", v->seg[i].memsz);
+			rr_json_add_u64(g, "filesz", v->seg[i].filesz);
+			rr_json_add_u64(g, "memsz", v->seg[i].memsz);
 			rr_json_add_hex(g, "paddr", v->seg[i].paddr);
 			rr_json_add_hex(g, "vaddr", v->seg[i].vaddr);
 			json_object_array_add(segs, g);
@@ -173,13 +173,13 @@ static void print_image(const char *path, size_t len, const struct rr_image *im,
 		snprintf(proto, sizeof(proto), "%u.%02u", im->protocol >> 8, im->protocol & 0xff);
 		rr_json_add_str(o, "protocol", proto);
 		rr_json_add_int(o, "xloadflags", im->xloadflags);
-		rr_json_add_hex(o, "file_size", len);
+		rr_json_add_u64(o, "file_size", len);
 		rr_json_add_int(o, "init_size", im->init_size);
 		rr_json_add_int(o, "kernel_alignment", im->kernel_alignment);
 		rr_json_add_str(o, "codec", h->codec == RERAND_CODEC_LZ4 ? "lz4" : "none");
-		rr_json_add_hex(o, "stored_size", stored);
-		rr_json_add_hex(o, "decoded_size", decoded);
-		rr_json_add_hex(o, "mem_size", h->mem_size);
+		rr_json_add_u64(o, "stored_size", stored);
+		rr_json_add_u64(o, "decoded_size", decoded);
+		rr_json_add_u64(o, "mem_size", h->mem_size);
 		rr_json_add_hex(o, "entry_offset", h->entry_offset);
 		rr_json_add_int(o, "nr_segments", h->nr_segments);
 		rr_json_add_int(o, "reloc_layout", h->reloc_layout);
@@ -193,9 +193,9 @@ static void print_image(const char *path, size_t len, const struct rr_image *im,
 			struct json_object *g = json_object_new_object();
 
 			rr_json_add_hex(g, "offset", h->seg[i].mem_offset);
-			rr_json_add_hex(g, "filesz", h->seg[i].file_size);
-			rr_json_add_hex(g, "memsz", h->seg[i].mem_size);
-			rr_json_add_hex(g, "stored_size", h->seg[i].data_size);
+			rr_json_add_u64(g, "filesz", h->seg[i].file_size);
+			rr_json_add_u64(g, "memsz", h->seg[i].mem_size);
+			rr_json_add_u64(g, "stored_size", h->seg[i].data_size);
 			json_object_array_add(segs, g);
 		}
 		rr_json_add(o, "segments", segs);
@@ -248,7 +248,7 @@ static int print_uki(const char *path, const uint8_t *buf, size_t len, struct js
 		rr_json_add_str(o, "kernel_version", bz.kernel_version);
 		for (int i = 0; i < RR_UKI_NR_PARTS; i++)
 			if (u.part[i].present)
-				rr_json_add_hex(parts, rr_uki_part_name(i), u.part[i].size);
+				rr_json_add_u64(parts, rr_uki_part_name(i), u.part[i].size);
 		rr_json_add(o, "sections", parts);
 		if (u.part[RR_UKI_CMDLINE].present)
 			rr_json_add_str(o, "cmdline", cmdline);

@@ -45,7 +45,7 @@ static inline void rr_json_add_u64(struct json_object *o, const char *key, uint6
 	rr_json_add(o, key, json_object_new_uint64(v));
 }
 
-/* An address or a size: "0x1a00000". */
+/* An address or an offset (never a byte size, a number): "0x1a00000". */
 static inline void rr_json_add_hex(struct json_object *o, const char *key, uint64_t v)
 {
 	char b[24];

@@ -95,6 +95,18 @@ const char *rr_status_result_name(uint32_t result)
 	}
 }
 
+const char *rr_status_word(const struct rerand_status *st)
+{
+	if (st->result != RERAND_RES_RANDOMIZED)
+		return "not-randomized";
+	return st->flags & RERAND_ST_WEAK ? "weak" : "randomized";
+}
+
+const char *rr_status_why(const struct rerand_status *st)
+{
+	return st->result == RERAND_RES_RANDOMIZED ? "" : rr_status_result_name(st->result);
+}
+
 void rr_status_sources(uint32_t mask, char *buf, size_t len)
 {
 	static const struct { uint32_t bit; const char *name; } names[] = {
@@ -172,7 +184,8 @@ struct json_object *rr_status_json(const struct rerand_status *st)
 	rr_bits_text(st->virt_slots, vb, sizeof(vb));
 	snprintf(tb, sizeof(tb), "%.1f", total);
 	rr_json_add_bool(o, "randomized", st->result == RERAND_RES_RANDOMIZED);
-	rr_json_add_str(o, "result", rr_status_result_name(st->result));
+	rr_json_add_str(o, "result", rr_status_word(st));
+	rr_json_add_str(o, "why", rr_status_why(st));
 	rr_json_add_str(o, "sources", used);
 	rr_json_add_str(o, "sources_rejected", rejected);
 	rr_json_add_bool(o, "weak", st->flags & RERAND_ST_WEAK);
@@ -208,10 +221,16 @@ void rr_status_print(FILE *f, const struct rerand_status *st, bool json)
 	rr_bits_text(st->phys_slots, pb, sizeof(pb));
 	rr_bits_text(st->virt_slots, vb, sizeof(vb));
 	snprintf(tb, sizeof(tb), "%.1f", bits_of(st->phys_slots) + bits_of(st->virt_slots));
-	fprintf(f, "result:           %s%s\n", rr_status_result_name(st->result),
-		st->flags & RERAND_ST_WEAK ? " (weak: no source but RDTSC)" :
-		!strcmp(rr_status_grade(st->sources_used), "seed") ?
-		" (seed grade: no RDRAND or RDSEED; the staging seed and RDTSC)" : "");
+	const char *why = rr_status_why(st), *note = "";
+	char why_text[32] = "";
+
+	if (*why)
+		snprintf(why_text, sizeof(why_text), " (%s)", why);
+	else if (st->flags & RERAND_ST_WEAK)
+		note = " (no source but RDTSC)";
+	else if (!strcmp(rr_status_grade(st->sources_used), "seed"))
+		note = " (seed grade: no RDRAND or RDSEED; the staging seed and RDTSC)";
+	fprintf(f, "result:           %s%s%s\n", rr_status_word(st), why_text, note);
 	fprintf(f, "entropy sources:  %s\n", used);
 	if (st->sources_rejected)
 		fprintf(f, "rejected sources: %s\n", rejected);

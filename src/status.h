@@ -20,7 +20,15 @@ int rr_status_read(const char *dir, struct rerand_status *ret, struct rr_err *e)
 int rr_status_parse(const void *data, size_t len, const char *name,
 		    struct rerand_status *ret, struct rr_err *e);
 
+/* The record's result field as stored: "randomized", "nokaslr", "no-slot". */
 const char *rr_status_result_name(uint32_t result);
+/* The one word for a boot's outcome that rerand verify, rerandd's status,
+ * its metrics and journal all use (docs/rerand.8, "JSON"): "randomized",
+ * "weak" (randomized from the TSC alone), "not-randomized"; rerand verify
+ * adds "absent", "malformed" and "unreadable" for a missing or bad record. */
+const char *rr_status_word(const struct rerand_status *st);
+/* Why a not-randomized boot was not ("nokaslr", "no-slot"); "" otherwise. */
+const char *rr_status_why(const struct rerand_status *st);
 /* "seed+rdrand+rdtsc" style; buf of 64 bytes is enough. */
 void rr_status_sources(uint32_t mask, char *buf, size_t len);
 /* How good the randomness of a boot's choice was, from the sources the

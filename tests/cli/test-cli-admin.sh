@@ -133,7 +133,7 @@ check "image without KERNEL: the error says KERNEL is missing" bash -c "[ $rc = 
 (cd "$tmp" && "$R" image "$tmp/random.bin" -o - >/dev/null 2>"$tmp/err"); rc=$?
 check "image -o -: refused (exit $rc), no file named '-'" bash -c "[ $rc = 64 ] && [ ! -e '$tmp/-' ] && grep -q 'not to standard output' '$tmp/err'"
 run entropy --size 64M --memmap "$top/tests/data/maps/qemu-ovmf-3g.dmesg" --cmdline "" --json
-check "entropy --size 64M (docs/performance.md) is 64 MiB" grep -q '"mem_size":"0x4000000"' "$tmp/out"
+check "entropy --size 64M (docs/performance.md) is 64 MiB" grep -q '"mem_size":67108864,' "$tmp/out"
 run entropy --size 64Q --memmap "$top/tests/data/maps/qemu-ovmf-3g.dmesg"
 check "entropy --size 64Q: usage error" test "$rc" = 64
 check "docs/performance.md's entropy command line is accepted" bash -c "
@@ -186,6 +186,14 @@ check "status --json=pretty: rerandd's line indented, the same object (exit $rc)
 import json, sys; t = open(sys.argv[1]).read()
 assert t.count(chr(10)) == 5 and json.loads(t) == {'randomized': True, 'weak': True, 'next_reboot': '0xffffffffffffffff'}, t" "$tmp/out"
 kill $srv 2>/dev/null; wait $srv 2>/dev/null
+# rerandd not there: --json still prints one object, with the reason
+run status --json
+check "status --json without rerandd: exit $rc, one JSON object with an error member on stdout, the reason on stderr" python3 -c "
+import json, sys; d = json.load(open(sys.argv[1])); e = open(sys.argv[2]).read()
+assert sys.argv[3] == '1' and list(d) == ['error'] and 'cannot reach rerandd' in d['error'] and 'cannot reach rerandd' in e, (d, e)" "$tmp/out" "$tmp/err" "$rc"
+run fleet status --json=pretty
+check "fleet status --json=pretty without rerandd: exit $rc, an object with an error member" python3 -c "
+import json, sys; d = json.load(open(sys.argv[1])); assert sys.argv[2] == '1' and 'error' in d, d" "$tmp/out" "$rc"
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	# the socket rerandd makes: 0600 root's, in a directory anyone may enter
 	chmod 0755 "$tmp"
@@ -197,7 +205,7 @@ else
 	ok "# SKIP not root or no setpriv: the non-root hint needs a user to switch to"
 fi
 
-# ---- 2. JSON: "0x..." strings for addresses and 64-bit sizes, one segments type, pretty -----
+# ---- 2. JSON: "0x..." strings for addresses and offsets, sizes as numbers, one segments type, pretty -----
 run verify --json --setup-data "$tmp/sd-weak"
 check "verify --json: a weak boot is randomized:true, weak:true (as rerandd's status)" python3 -c "
 import json, sys; d = json.load(open(sys.argv[1])); assert d['randomized'] is True and d['weak'] is True, d" "$tmp/out"
@@ -216,15 +224,18 @@ if kern=$("$top/scripts/kernels.sh" pick cloud61 2>"$tmp/kernels.err"); then
 	"$R" image "$kern" -o "$tmp/k.img" 2>"$tmp/err" || nok "image: $(cat "$tmp/err")"
 	"$R" inspect --json "$kern" >"$tmp/kj" 2>&1
 	"$R" inspect --json=pretty "$tmp/k.img" >"$tmp/ij" 2>&1
-	check "inspect --json: segments is an array of objects for a kernel and an image alike, addresses and sizes as 0x strings" python3 -c "
+	check "inspect --json: segments is an array of objects for a kernel and an image alike, addresses and offsets as 0x strings, byte sizes as numbers" python3 -c "
 import json, sys
 k = json.load(open(sys.argv[1])); i = json.load(open(sys.argv[2]))
 hexs = lambda v: isinstance(v, str) and v.startswith('0x') and int(v, 16) >= 0
+num = lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**53
 for d in (k, i):
     assert isinstance(d['segments'], list) and len(d['segments']) == d['nr_segments'] > 0, d
     for s in d['segments']:
-        assert all(hexs(s[f]) for f in ('offset', 'filesz', 'memsz')), s
-    assert all(hexs(d[f]) for f in ('mem_size', 'entry_offset', 'file_size', 'decoded_size')), d
+        assert hexs(s['offset']) and all(num(s[f]) for f in ('filesz', 'memsz')), s
+    assert hexs(d['entry_offset']), d
+    assert all(num(d[f]) for f in ('mem_size', 'file_size', 'decoded_size')), d
+assert all(num(s['stored_size']) for s in i['segments'])
 assert all(hexs(s['vaddr']) and hexs(s['paddr']) for s in k['segments'])
 assert int(k['segments'][0]['vaddr'], 16) >= 2**63, 'a kernel vaddr is past 2^53: a string keeps it exact'
 assert [s['offset'] for s in k['segments']] == [s['offset'] for s in i['segments']]

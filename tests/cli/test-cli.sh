@@ -74,7 +74,7 @@ if [ -n "$K" ]; then
 		fi
 		j=$("$R" inspect --json "$tmp/$name.img")
 		check "inspect $name.img: rerand image, lz4, 2.15, 5-level capable" \
-			python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert d['type']=='rerand-image' and d['codec']=='lz4' and d['protocol']=='2.15' and d['xloadflags']&0x23==0x23 and d['virt_slots']>400 and d['init_size']>=int(d['file_size'],16)-1024, d" "$j"
+			python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert d['type']=='rerand-image' and d['codec']=='lz4' and d['protocol']=='2.15' and d['xloadflags']&0x23==0x23 and d['virt_slots']>400 and d['init_size']>=d['file_size']-1024, d" "$j"
 		kj=$("$R" inspect --json "$k")
 		check "inspect $name: relocation counts match the image's" \
 			python3 -c "import json,sys; a=json.loads(sys.argv[1]); b=json.loads(sys.argv[2]); assert all(a[x]==b[x] for x in ('relocs64','inverse32','relocs32','reloc_layout','mem_size','entry_offset','virt_slots')), (a,b)" "$kj" "$j"
@@ -167,6 +167,10 @@ check "verify --json is JSON with slot counts" python3 -c "import json,sys; d=js
 mkrec "$tmp/sd-nok" 2 0x0d
 "$R" verify --setup-data "$tmp/sd-nok" >/dev/null; rc=$?
 check "verify: nokaslr record exits 1" test $rc -eq 1
+"$R" verify --setup-data "$tmp/sd-nok" >"$tmp/v.txt"
+check "verify: a nokaslr record says 'result: not-randomized (nokaslr)'" grep -q '^result: *not-randomized (nokaslr)$' "$tmp/v.txt"
+check "verify --json: a nokaslr record is result not-randomized, why nokaslr, randomized false" bash -c "
+	'$R' verify --json=short --setup-data '$tmp/sd-nok' | python3 -c 'import json,sys; d=json.load(sys.stdin); assert (d[\"result\"], d[\"why\"], d[\"randomized\"], d[\"weak\"]) == (\"not-randomized\", \"nokaslr\", False, False), d'"
 check "verify --json: a version 1 record is read, its stage_cycles not shown" python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert d['record_version']==1 and 'stage_cycles' not in d, d" "$j"
 # Version 2 (56 bytes, no stage_cycles): DIR RESULT FLAGS SOURCES [VERSION SIZE]
 mkrec2() {
@@ -183,7 +187,8 @@ check "verify --json: kernel-seed among the sources, record_version 2" python3 -
 mkrec2 "$tmp/sd-weak" 1 0x10 0x08
 "$R" verify --setup-data "$tmp/sd-weak" >"$tmp/v.txt"; rc=$?
 j=$("$R" verify --json --setup-data "$tmp/sd-weak"); jrc=$?
-check "verify: an RDTSC-only record says weak" bash -c "grep -q 'weak: no source but RDTSC' '$tmp/v.txt' && grep -q '\"weak\":true' <<<'$j'"
+check "verify: an RDTSC-only record says weak, in the one vocabulary (result weak, randomized and weak true, why empty)" bash -c "grep -q '^result: *weak (no source but RDTSC)$' '$tmp/v.txt' &&
+	python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert (d[\"result\"], d[\"why\"], d[\"randomized\"], d[\"weak\"]) == (\"weak\", \"\", True, True), d' '$j'"
 check "verify: an RDTSC-only record exits 3, not 0 (rc $rc, --json rc $jrc)" bash -c "[ $rc -eq 3 ] && [ $jrc -eq 3 ]"
 # seed and RDTSC, no RDRAND or RDSEED (-cpu qemu64): its own grade
 mkrec2 "$tmp/sd-seed" 1 0 0x09

@@ -47,7 +47,7 @@ check "image --output-fd with --sign-key is refused (exit $rc): $(cat "$tmp/err"
 check "inspect: '$(head -1 "$tmp/insp")'" grep -q "unified kernel image" "$tmp/insp"
 check "inspect names the command line" grep -qF "command line:   root=/dev/vda console=ttyS0" "$tmp/insp"
 check "inspect --json: type uki, .ucode 5 bytes" bash -c "'$R' inspect --json '$tmp/k.efi' |
-	python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"type\"]==\"uki\" and d[\"sections\"][\".ucode\"]==\"0x5\" and d[\"kernel_version\"].startswith(\"6.1.0-57-cloud-amd64\"), d'"
+	python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"type\"]==\"uki\" and d[\"sections\"][\".ucode\"]==5 and d[\"kernel_version\"].startswith(\"6.1.0-57-cloud-amd64\"), d'"
 
 cat > "$tmp/kexec" <<'EOS'
 #!/bin/sh

@@ -161,7 +161,7 @@ good_log stock | grep -v 'gen=[2345] ' | sed 's/E2E-DONE gen=5/E2E-DONE gen=1/; 
 good_log stock | grep -v 'gen=[2345] ' | sed 's/E2E-DONE gen=5/E2E-DONE gen=1/' |
 	expect "nokaslr elsewhere fails" not-ok "nokaslr keeps" 0 stock 1 1
 # The no-slot run: generation 1 must say no-slot and sit at 2 MiB.
-NOSV='rc=1 {"randomized":false,"result":"no-slot","sources":"kernel-seed+rdtsc","weak":false,"phys_slots":0,"virt_slots":482}'
+NOSV='rc=1 {"randomized":false,"result":"not-randomized","why":"no-slot","sources":"kernel-seed+rdtsc","weak":false,"phys_slots":0,"virt_slots":482}'
 noslot_log() { # PHYS VERIFY
 	echo "1000.0 E2E-HOST-START"
 	fw_e820
@@ -175,6 +175,7 @@ noslot_log $((0x200000)) "$NOSV" | expect "no-slot at 2 MiB passes" ok "runs at 
 noslot_log $((0xc800000)) 'rc=0 {"randomized":true,"result":"randomized","phys_slots":1}' |
 	expect "a randomized record fails the no-slot check" not-ok "says no-slot" 0 rerand noslot 1
 noslot_log $((0x200000)) "${NOSV/rc=1/rc=0}" | expect "no-slot with verify exit 0 fails" not-ok "says no-slot" 0 rerand noslot 1
+noslot_log $((0x200000)) "${NOSV/no-slot/nokaslr}" | expect "not-randomized for another reason fails the no-slot check" not-ok "says no-slot" 0 rerand noslot 1
 noslot_log $((0x1000000)) "$NOSV" | expect "no-slot at 16 MiB fails the place check" not-ok "runs at the lowest place" 0 rerand noslot 1
 noslot_log $((0x200000)) "$NOSV" | sed 's/code=0x200000-[0-9a-f]*/code=0x200000-3c00000/' |
 	expect "code reaching the avoided region fails" not-ok "runs at the lowest place" 0 rerand noslot 1

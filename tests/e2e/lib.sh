@@ -454,10 +454,10 @@ e2e_check_noslot() {
 		why="generation $gens did not report"
 	else
 		# rerand verify: exit 1 (a record saying not randomized), result
-		# no-slot, no physical slot counted.
+		# not-randomized because no-slot, no physical slot counted.
 		case "$ver" in "rc=1 "*) ;; *) why+=" verify-rc(${ver%% *}, want rc=1)" ;; esac
-		grep -Eq '"result":"no-slot"' <<<"$ver" ||
-			why+=" result=$(grep -o '"result":"[^"]*"' <<<"$ver" | cut -d'"' -f4)"
+		grep -q '"result":"not-randomized"' <<<"$ver" && grep -q '"why":"no-slot"' <<<"$ver" ||
+			why+=" result=$(grep -o '"result":"[^"]*"' <<<"$ver" | cut -d'"' -f4) why=$(grep -o '"why":"[^"]*"' <<<"$ver" | cut -d'"' -f4)"
 		grep -Eq '"phys_slots":0[,}]' <<<"$ver" ||
 			why+=" $(grep -o '"phys_slots":[0-9]*' <<<"$ver" | tr -d '"')"
 	fi

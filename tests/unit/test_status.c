@@ -224,6 +224,10 @@ static void test_json(void)
 	T_OK(j && json_object_object_get_ex(j, "randomized", &x) && json_object_get_boolean(x) &&
 	     json_object_object_get_ex(j, "weak", &x) && json_object_get_boolean(x),
 	     "a weak boot: randomized true, weak true (verify --json's meaning)");
+	T_OK(j && json_object_object_get_ex(j, "result", &x) &&
+	     !strcmp(json_object_get_string(x), "weak") &&
+	     json_object_object_get_ex(j, "verify", &x) && !strcmp(json_object_get_string(x), "weak"),
+	     "a weak boot: result \"weak\", the word rerand verify --json uses (and verify, its old name)");
 	T_OK(j && json_object_object_get_ex(j, "crash", &x) &&
 	     json_object_object_get_ex(x, "reserved_bytes", &x) &&
 	     json_object_get_uint64(x) == 0xfffffffffffff000ull,
