@@ -11,7 +11,9 @@
 # coord_ops.c).  Negative controls in the test itself: a planted typo is
 # caught by the name check, and a broken threshold fails `promtool test
 # rules`.  promtool missing is a not ok (scripts/deps.sh check installs it),
-# never a skip.  No daemon runs here: tests/daemon/test-history-daemon.sh
+# never a skip.  The package's postrm (debian/rerand.postrm, run as it is
+# in a scratch DPKG_ROOT) removes the metrics file from the exporter's
+# directory on remove.  No daemon runs here: tests/daemon/test-history-daemon.sh
 # runs `promtool check metrics` on a real rerandd's file.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -104,4 +106,20 @@ make -s -C "$top" -n install DESTDIR=/nonexistent >"$tmp/install.n" 2>&1
 check "make install puts the rules, their tests and the dashboard under DOCDIR/examples" \
 	eval 'grep -q "rerand.rules.yml etc/prometheus/rerand.rules.test.yml" "$tmp/install.n" &&
 	      grep -q "etc/grafana/rerand-fleet.json .*/examples/grafana/" "$tmp/install.n"'
+
+# ---- removal: the package's postrm takes the metrics file away -------------------------
+r=$tmp/root
+te=$r/var/lib/prometheus/node-exporter
+mkdir -p "$te"
+echo 'rerand_stopped 0' >"$te/rerand.prom"
+echo 'rerand_stopped 0' >"$te/rerand.prom.tmpAb12Cd"
+echo 'other_metric 1' >"$te/other.prom"
+DPKG_ROOT=$r sh "$top/debian/rerand.postrm" remove
+rc=$?
+check "postrm remove (DPKG_ROOT): exit $rc, rerand.prom and a temporary one gone, another job's file kept" \
+	eval '[ $rc = 0 ] && [ ! -e "$te/rerand.prom" ] && [ ! -e "$te/rerand.prom.tmpAb12Cd" ] && [ -f "$te/other.prom" ]'
+rm -rf "$te"
+DPKG_ROOT=$r sh "$top/debian/rerand.postrm" purge
+rc=$?
+check "postrm purge without the exporter's directory: exit $rc" test $rc = 0
 done_

@@ -119,7 +119,8 @@ pkg_paths() {
 	find -H /usr/bin /usr/sbin /usr/lib/rerand /usr/lib/kernel /lib/systemd/system \
 		/usr/lib/sysusers.d /etc/systemd/system /etc/rerand /etc/kernel /var/lib/rerand /usr/share/man/man1 \
 		/usr/share/man/man8 /usr/share/doc/rerand /usr/share/lintian/overrides \
-		/usr/lib/modprobe.d /etc/modprobe.d /etc/modules-load.d 2>/dev/null | sort
+		/usr/lib/modprobe.d /etc/modprobe.d /etc/modules-load.d \
+		/var/lib/prometheus/node-exporter 2>/dev/null | sort
 }
 if [ -r "$D/rerand.deb" ] && [ "$n" -eq 0 ]; then
 	pkg_paths >"$D/paths.before"
