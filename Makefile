@@ -514,6 +514,9 @@ install: all
 	install -m 0644 docs/rerand.conf.5 $(DESTDIR)$(MANDIR)/man5/rerand.conf.5
 	# the man pages point at these by their installed names (DOCDIR/NAME.md)
 	install -m 0644 README.md docs/*.md docs/*.png $(DESTDIR)$(DOCDIR)/
+	# the --json outputs' schemas (rerand(8), JSON)
+	install -d $(DESTDIR)$(DOCDIR)/json
+	install -m 0644 docs/json/*.schema.json $(DESTDIR)$(DOCDIR)/json/
 	sed 's|/usr/local/sbin|$(SBINDIR)|g; s|/usr/local/bin|$(BINDIR)|g' systemd/rerandd.service \
 		> $(DESTDIR)$(UNITDIR)/rerandd.service
 	install -m 0644 systemd/sysusers.d/rerand.conf $(DESTDIR)$(SYSUSERSDIR)/rerand.conf

@@ -60,7 +60,10 @@ int fleet_status_format_json(const struct fleet_status *st, const char *group, c
 		json_object_object_add(h, "id", json_object_new_string(rr_escape_str(id, sizeof(id),
 										  st->holders[i].id)));
 		json_object_object_add(h, "slot", json_object_new_int(st->holders[i].slot));
-		json_object_object_add(h, "lease", json_object_new_int64(st->holders[i].lease));
+		/* an etcd lease id uses all 64 bits: a string, as addresses are */
+		char lease[24];
+		snprintf(lease, sizeof(lease), "0x%" PRIx64, (uint64_t)st->holders[i].lease);
+		json_object_object_add(h, "lease", json_object_new_string(lease));
 		json_object_object_add(h, "ttl", json_object_new_int64(st->holders[i].ttl));
 		json_object_array_add(arr, h);
 	}

@@ -32,14 +32,18 @@ run_pkgs="qemu-system-x86 ovmf seabios kexec-tools busybox-static cpio xz-utils 
 bzip2 gzip lzop python3 coreutils util-linux"
 # prometheus: promtool, for tests/scripts/test-prometheus-pack.sh (the alert
 # rules' `promtool check rules` and `promtool test rules`, and `promtool check
-# metrics` on rerandd's textfile).
+# metrics` on rerandd's textfile); python3-yaml: the same test reads the
+# rules' test file.
 # kubectl: tests/daemon/test-kured.sh reads the example Kubernetes manifests
 # with it (offline).  trixie packages it as kubectl (1.32; kubernetes-client
 # is a transitional package there), bookworm only as kubernetes-client (1.20),
 # which ships /usr/bin/kubectl too; a kubectl package already installed
 # (another vendor's) is kept: both cannot be installed at once.
+# python3-jsonschema: tests/cli/test-json-schema.sh holds every --json
+# output to docs/json/ with Debian's validator.
 test_pkgs="prometheus python3-yaml clang @clang-rt etcd-server etcd-client openssl curl iproute2 gnuplot-nox bash-completion
-sbsigntool osslsigncode pesign softhsm2 libengine-pkcs11-openssl piuparts dbus-daemon systemd kubectl|kubernetes-client"
+sbsigntool osslsigncode pesign softhsm2 libengine-pkcs11-openssl piuparts dbus-daemon systemd kubectl|kubernetes-client
+python3-jsonschema"
 # The Debian guest (tests/e2e/lib-systemd.sh, make vm): debootstrap, an ext4
 # image made from a directory, systemctl --root for enabling units; kmod's
 # depmod -b for the modules put into the root (the UKI guest, the comeback

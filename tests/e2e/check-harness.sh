@@ -198,3 +198,30 @@ out=$(E2E_RERAND="$tmp/no-rerand" "$E2E_DIR/run.sh" --kernel "$tmp/k/vmlinuz-non
 rc=$?
 e2e_tap "$([ "$rc" -ne 0 ] && grep -qF "is not built" <<<"$out"; echo $?)" \
 	"harness: run.sh without build/rerand exits non-zero" "rc $rc: $out"
+
+# The schema check of the guests' rerand verify --json (e2e_check_schema):
+# what this tree's rerand verify prints for a record passes; the harness's
+# own shorthand (OKV: "result":"ok"), a log without verify output, and a
+# document with an address-like member fail.
+schema_expect() { # NAME WANT(ok|not-ok) < LOG
+	local out got=none
+	cat >"$tmp/schema.log"
+	out=$(e2e_check_schema t "$tmp/schema.log")
+	case "$out" in "not ok"*) got=not-ok ;; "ok"*) got=ok ;; esac
+	e2e_tap "$([ "$got" = "$2" ]; echo $?)" "harness: $1" "the schema line is $got, want $2: $out"
+}
+R=$E2E_TOP/build/rerand
+if [ -x "$R" ]; then
+	mkdir -p "$tmp/sd/0" && echo 0x52520001 >"$tmp/sd/0/type"
+	python3 -c "import struct,sys; sys.stdout.buffer.write(b'RERANDST'+struct.pack('<HHIIIIIIIQQ',2,56,1,0,0x2d,0,3,5,1,480,470))" >"$tmp/sd/0/data"
+	REALV="rc=0 $("$R" verify --json --setup-data "$tmp/sd")"
+	{ for g in 1 2; do gen_line "$g" ffffffff81000000 $((0x2000000 + g * 0x200000)) 02 "$REALV"; done; } |
+		schema_expect "this tree's rerand verify --json passes the guests' schema check" ok
+	{ for g in 1 2; do gen_line "$g" ffffffff81000000 $((0x2000000 + g * 0x200000)) 02 "$OKV"; done; } |
+		schema_expect "a verify document the schema does not describe fails the guests' schema check" not-ok
+	gen_line 1 ffffffff81000000 $((0x2000000)) 02 "${REALV%\}},\"base\":\"0xffffffff9a000000\"}" |
+		schema_expect "an undocumented member (an address) fails the guests' schema check" not-ok
+	gen_line 1 ffffffff81000000 $((0x2000000)) 02 none | schema_expect "a log without verify output fails the guests' schema check" not-ok
+else
+	e2e_tap 1 "harness: the guests' schema check needs $R (make all)"
+fi

@@ -507,6 +507,38 @@ e2e_check_entropy() {
 	e2e_tap "$([ -z "$bad" ]; echo $?)" "$name: the stage's slot counts agree with rerand entropy on the guest's own map ($n of $gens kexecs: virtual equal, physical at most the map's count)" "${bad# }"
 }
 
+# e2e_check_schema NAME LOG: every `rerand verify --json` the guest printed
+# (E2E-GEN ... verify=rc=N {...}) holds to docs/json/verify.schema.json,
+# with Debian's python3-jsonschema (issue 40: the schema is held to what
+# real boots print, not only to fixtures).  One TAP line.
+e2e_check_schema() {
+	local name=$1 log=$2 why
+	why=$(grep -o 'E2E-GEN gen=[0-9]* .* verify=rc=[0-9]* {.*}' "$log" | sed 's/^.* verify=rc=[0-9]* //' |
+		/usr/bin/python3 -c '
+import json, sys
+import jsonschema
+v = jsonschema.Draft7Validator(json.load(open(sys.argv[1])))
+n = 0
+for line in sys.stdin:
+    n += 1
+    try:
+        d = json.loads(line)
+    except ValueError as e:
+        print("document %d is not JSON: %s" % (n, e)); sys.exit(1)
+    e = jsonschema.exceptions.best_match(v.iter_errors(d))
+    if e is not None:
+        while e.context:
+            e = jsonschema.exceptions.best_match(e.context)
+        print("document %d: %s at /%s" % (n, e.message[:200], "/".join(map(str, e.absolute_path)))); sys.exit(1)
+if n == 0:
+    print("no rerand verify --json in the log"); sys.exit(1)
+print("%d" % n)' "$E2E_TOP/docs/json/verify.schema.json" 2>&1)
+	case "$why" in
+	''|*[!0-9]*) e2e_tap 1 "$name: rerand verify --json of every generation matches docs/json/verify.schema.json" "$why" ;;
+	*) e2e_tap 0 "$name: rerand verify --json of every generation matches docs/json/verify.schema.json ($why documents)" ;;
+	esac
+}
+
 # e2e_run NAME KERNEL FIRMWARE CPU SYSCALL GENS MODE [NOKASLR] [MEM_GIB]
 # NOKASLR: 0, 1 (nokaslr), or noslot (the no-slot run above).
 # One complete run: prepare, boot, check.  Logs under $E2E_BUILD/runs/NAME.
@@ -534,5 +566,6 @@ e2e_run() {
 	# The stage's self-reported counts (not for nokaslr or the no-slot run,
 	# which place the kernel by rule, not by a draw over slots).
 	[ "$mode" = rerand ] && [ "$nokaslr" = 0 ] && e2e_check_entropy "$name" "$dir/serial.log" "$gens"
+	[ "$mode" = rerand ] && e2e_check_schema "$name" "$dir/serial.log"
 	return 0
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int t_run, t_failed;
 
@@ -42,6 +43,34 @@ static inline int t_simd_usable(int simd)
 	__builtin_cpu_init();
 	return simd == 0 || (simd == 1 && __builtin_cpu_supports("sse2")) ||
 	       (simd == 2 && __builtin_cpu_supports("avx2"));
+}
+
+/* RERAND_JSON_DUMP=DIR: each JSON document a test formats (rerandd's
+ * status, fleet status) is also written to DIR/KIND.PID.N.json, for
+ * tests/cli/test-json-schema.sh to hold to docs/json/KIND.schema.json:
+ * every state a unit test builds is checked against the schema. */
+static inline void t_json(const char *kind, const char *body)
+{
+	static unsigned n;
+	const char *dir = getenv("RERAND_JSON_DUMP");
+	char path[4096];
+	FILE *f;
+
+	if (!dir || !*dir || !body)
+		return;
+	snprintf(path, sizeof(path), "%s/%s.%d.%u.json", dir, kind, (int)getpid(), n++);
+	if ((f = fopen(path, "w"))) {
+		fputs(body, f);
+		fclose(f);
+	}
+}
+
+/* R, the formatter's return; BODY dumped when R says it was formatted */
+static inline int t_json_r(const char *kind, int r, const char *body)
+{
+	if (r > 0)
+		t_json(kind, body);
+	return r;
 }
 
 static inline int t_done(void)

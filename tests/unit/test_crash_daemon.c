@@ -193,7 +193,7 @@ static void test_view(void)
 	     strstr(buf, "crash kernel:      error: x.img: the crash region is 16 MiB but the image "
 		    "needs at least 66 MiB; the crash kernel loaded before stays in place"),
 	     "text status: the refusal and that the old crash kernel stays");
-	T_OK(control_format_json(&v, buf, sizeof(buf)) > 0 &&
+	T_OK(t_json_r("status", control_format_json(&v, buf, sizeof(buf)), buf) > 0 &&
 	     strstr(buf, "\"crash\":{\"mode\":\"auto\",\"state\":\"error\",\"loaded\":true") &&
 	     strstr(buf, "needs at least 66 MiB\"},\"crash_boot\":false,\"crash_boots\":0"),
 	     "JSON status: state, loaded and the error");

@@ -218,12 +218,21 @@ static void test_etcd_json(void)
 	     "etcd: replies that are not an object are malformed");
 
 	st.max_concurrent = 2;
-	T_OK(fleet_status_format_json(&st, "web", buf, sizeof(buf)) > 0, "status: JSON formats");
+	T_OK(t_json_r("fleet-status", fleet_status_format_json(&st, "web", buf, sizeof(buf)), buf) > 0, "status: JSON formats");
 	o = json_tokener_parse(buf);
 	json_object *fr;
 	T_OK(o && json_object_object_get_ex(o, "free", &fr) && json_object_get_int(fr) == 2,
 	     "status: an empty group of 2 has 2 free slots");
 	json_object_put(o);
+	/* etcd's lease ids use all 64 bits: a number would be rounded */
+	st.nr_holders = 1;
+	st.nr_stray = 0;
+	st.holders[0].slot = 0;
+	st.holders[0].lease = 0x694d8e2a1b3c4d5fLL;
+	snprintf(st.holders[0].id, sizeof(st.holders[0].id), "host-a");
+	T_OK(t_json_r("fleet-status", fleet_status_format_json(&st, "web", buf, sizeof(buf)), buf) > 0 &&
+	     strstr(buf, "\"lease\":\"0x694d8e2a1b3c4d5f\""),
+	     "status: a 64-bit lease id is a \"0x...\" string, exact (%s)", buf);
 }
 
 static int set(struct fleet_config *c, const char *k, const char *v)

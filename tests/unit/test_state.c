@@ -275,7 +275,7 @@ static void test_damage(void)
 		    "whole; check the journal, then `rerand release`)\n") &&
 	     strstr(buf, "\nreboot error:      reboot cancelled: the state file cannot be written"),
 	     "rerand status: the hold's reason and the cancelled reboot");
-	T_OK(control_format_json(&v, buf, sizeof(buf)) > 0 &&
+	T_OK(t_json_r("status", control_format_json(&v, buf, sizeof(buf)), buf) > 0 &&
 	     strstr(buf, "\"hold_reason\":\"damaged-state\",\"reboot_error\":\"reboot cancelled: "),
 	     "rerand status --json: hold_reason and reboot_error");
 	/* a file that cannot be read at all: held */
@@ -337,7 +337,7 @@ static void test_weak(void)
 	     strstr(buf, "this boot:         weak (randomized from the TSC alone") &&
 	     strstr(buf, "reboots:           1 verified, 0 failed, 3 weak"),
 	     "rerand status: this boot weak, weak boots counted apart");
-	T_OK(control_format_json(&v, buf, sizeof(buf)) > 0 &&
+	T_OK(t_json_r("status", control_format_json(&v, buf, sizeof(buf)), buf) > 0 &&
 	     strstr(buf, "\"verify\":\"weak\",\"randomized\":true,\"weak\":true") &&
 	     strstr(buf, "\"weak_total\":3"),
 	     "rerand status --json: randomized true, weak true (as rerand verify --json says)");
@@ -481,7 +481,7 @@ static void test_unplanned(void)
 			 "success, not a failure)\n") &&
 	     strstr(buf, "reboots:           1 verified, 0 failed, 0 weak; 2 not rerandd's\n"),
 	     "rerand status says the boot is not rerandd's and counts it apart");
-	T_OK(control_format_json(&v, buf, sizeof(buf)) > 0 &&
+	T_OK(t_json_r("status", control_format_json(&v, buf, sizeof(buf)), buf) > 0 &&
 	     strstr(buf, "\"boot_origin\":\"unplanned\",\"unplanned_boots\":2"),
 	     "rerand status --json: boot_origin unplanned, unplanned_boots 2");
 	T_OK(metrics_format(&v, buf, sizeof(buf)) > 0 &&
@@ -541,7 +541,7 @@ static void test_fallback(void)
 	     strstr(buf, "\nbooted by:         rerandd's reboot through the firmware after a failed "
 			 "rerandomized boot (counted with that failure)\n"),
 	     "rerand status says the firmware boot was rerandd's fallback");
-	T_OK(control_format_json(&v, buf, sizeof(buf)) > 0 &&
+	T_OK(t_json_r("status", control_format_json(&v, buf, sizeof(buf)), buf) > 0 &&
 	     strstr(buf, "\"boot_origin\":\"fallback\""), "rerand status --json: boot_origin fallback");
 }
 
@@ -595,7 +595,7 @@ static void test_helpers(void)
 			     .now = 1767225600 - 3600 };
 	char body[16384];
 	snprintf(v.kernel, sizeof(v.kernel), "/boot/vmlinuz-\"q\"");
-	T_OK(control_format_json(&v, body, sizeof(body)) > 0 && strstr(body, "\"randomized\":true") &&
+	T_OK(t_json_r("status", control_format_json(&v, body, sizeof(body)), body) > 0 && strstr(body, "\"randomized\":true") &&
 	     strstr(body, "\"next_reboot\":1767225600") && strstr(body, "\"reason\":\"layout-age\"") &&
 	     strstr(body, "vmlinuz-\\\"q\\\""), "status JSON fields and string escaping");
 	T_OK(control_format_text(&v, body, sizeof(body)) > 0 && strstr(body, "1d 1h 1min") &&

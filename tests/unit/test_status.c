@@ -32,7 +32,7 @@ static void test_absent_boot(void)
 		    "randomization; checked Fri 2026-12-04 23:55:00 UTC; 5min 0s ago)\n") &&
 	     !strstr(body, "(verified") && !strstr(body, "entropy:"),
 	     "text: a boot rerand did not make says so, with no entropy line");
-	T_OK(control_format_json(&v, body, sizeof(body)) > 0 && strstr(body, "\"entropy_bits\":null"),
+	T_OK(t_json_r("status", control_format_json(&v, body, sizeof(body)), body) > 0 && strstr(body, "\"entropy_bits\":null"),
 	     "JSON: entropy_bits is null for it");
 	T_OK(metrics_format(&v, body, sizeof(body)) > 0 && !strstr(body, "rerand_entropy_bits"),
 	     "metrics: no rerand_entropy_bits sample for it");
@@ -44,7 +44,7 @@ static void test_absent_boot(void)
 	     "text: a randomized boot has its entropy and verification time");
 	T_OK(metrics_format(&v, body, sizeof(body)) > 0 && strstr(body, "\nrerand_entropy_bits 23.4\n"),
 	     "metrics: and its rerand_entropy_bits");
-	T_OK(control_format_json(&v, body, sizeof(body)) > 0 && strstr(body, "\"entropy_bits\":23.4"),
+	T_OK(t_json_r("status", control_format_json(&v, body, sizeof(body)), body) > 0 && strstr(body, "\"entropy_bits\":23.4"),
 	     "JSON: and its entropy_bits");
 }
 
@@ -69,7 +69,7 @@ static void test_grade(void)
 	     strstr(body, "\nentropy:           28.0 bits (grade seed: no RDRAND or RDSEED; the "
 		    "staging seed and RDTSC)\n"),
 	     "status text: a seed-grade boot says it had no RDRAND or RDSEED");
-	T_OK(control_format_json(&v, body, sizeof(body)) > 0 &&
+	T_OK(t_json_r("status", control_format_json(&v, body, sizeof(body)), body) > 0 &&
 	     strstr(body, "\"entropy_grade\":\"seed\""), "status JSON: entropy_grade seed");
 	T_OK(metrics_format(&v, body, sizeof(body)) > 0 &&
 	     strstr(body, "\nrerand_entropy_grade_info{grade=\"seed\"} 1\n"),
@@ -111,7 +111,7 @@ static void test_times(void)
 	     strncmp(body, "rerandd:           version " RR_VERSION ", up 2h 5min (since Fri "
 		     "2026-12-04 21:55:00 UTC)\n", 60) == 0,
 	     "the first line: rerandd's version and uptime");
-	T_OK(control_format_json(&v, body, sizeof(body)) > 0 &&
+	T_OK(t_json_r("status", control_format_json(&v, body, sizeof(body)), body) > 0 &&
 	     strstr(body, "\"daemon_version\":\"" RR_VERSION "\",\"daemon_started\":1796421300,"
 		    "\"uptime_seconds\":7516"), "JSON: daemon_version, daemon_started, uptime_seconds");
 }
@@ -143,7 +143,7 @@ static void test_hold(void)
 	T_OK(control_format_text(&v, body, sizeof(body)) > 0 &&
 	     strstr(body, "\nhold:              yes, since Fri 2026-12-04 23:50:00 UTC; 10min 0s ago: "
 		    "db migration? until 18:00\n"), "status: the hold's time and reason");
-	T_OK(control_format_json(&v, body, sizeof(body)) > 0 &&
+	T_OK(t_json_r("status", control_format_json(&v, body, sizeof(body)), body) > 0 &&
 	     strstr(body, "\"hold_since\":1796428200,\"hold_text\":\"db migration? until 18:00\""),
 	     "JSON: hold_since and hold_text");
 	T_OK(metrics_format(&v, body, sizeof(body)) > 0 &&
@@ -206,7 +206,7 @@ static void test_no_window(void)
 		    "and RebootOutsideWindows=no; add a [Window NAME] to rerand.conf (see "
 		    "rerand.conf(5)); `rerand now` rerandomizes at once\n"),
 	     "status says nothing reboots, and what to configure");
-	T_OK(control_format_json(&v, body, sizeof(body)) > 0 && strstr(body, "\"no_window\":true"),
+	T_OK(t_json_r("status", control_format_json(&v, body, sizeof(body)), body) > 0 && strstr(body, "\"no_window\":true"),
 	     "JSON: no_window true");
 }
 
@@ -219,7 +219,7 @@ static void test_json(void)
 	struct json_object *j = NULL, *x;
 
 	snprintf(v.kernel, sizeof(v.kernel), "/boot/vmlinuz-\"q\"\\\x01/x");
-	T_OK(control_format_json(&v, body, sizeof(body)) > 0 &&
+	T_OK(t_json_r("status", control_format_json(&v, body, sizeof(body)), body) > 0 &&
 	     (j = json_tokener_parse(body)) != NULL, "the status is JSON a parser accepts");
 	T_OK(j && json_object_object_get_ex(j, "randomized", &x) && json_object_get_boolean(x) &&
 	     json_object_object_get_ex(j, "weak", &x) && json_object_get_boolean(x),
@@ -239,7 +239,7 @@ static void test_json(void)
 	json_object_put(j);
 	v.verify = RR_V_NOT_RANDOMIZED;
 	j = NULL;
-	T_OK(control_format_json(&v, body, sizeof(body)) > 0 && (j = json_tokener_parse(body)) &&
+	T_OK(t_json_r("status", control_format_json(&v, body, sizeof(body)), body) > 0 && (j = json_tokener_parse(body)) &&
 	     json_object_object_get_ex(j, "randomized", &x) && !json_object_get_boolean(x) &&
 	     json_object_object_get_ex(j, "entropy_bits", &x) && x == NULL,
 	     "a boot the stage did not randomize: randomized false, entropy_bits null");
@@ -281,7 +281,7 @@ static void test_inhibitor_text(void)
 		    "Fri 2026-12-04 23:50:00 UTC; 10min 0s ago, goes ahead anyway at Sat 2026-12-05 "
 		    "03:50:00 UTC (MaxInhibitSec=4h 0min)"),
 	     "status: the lock on one line, escaped; since when and the bound");
-	T_OK(control_format_json(&v, body, sizeof(body)) > 0 && (j = json_tokener_parse(body)) &&
+	T_OK(t_json_r("status", control_format_json(&v, body, sizeof(body)), body) > 0 && (j = json_tokener_parse(body)) &&
 	     json_object_object_get_ex(j, "inhibitors", &a) && json_object_array_length(a) == 1 &&
 	     json_object_get_int64(json_object_object_get(json_object_array_get_idx(a, 0), "since")) ==
 	     T0 - 600 && json_object_get_int64(json_object_object_get(j, "inhibited_since")) == T0 - 600,
