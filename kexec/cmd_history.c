@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "cmdtab.h"
 #include "ctl.h"
+#include "jsonout.h"
 
 static const struct cli_opt history_opts[] = {
 	{ "json", 0, optional_argument, "pretty|short", 'j',
@@ -53,15 +54,29 @@ int cmd_history(int argc, char **argv)
 	if (optind != argc)
 		return cli_usage_error(&cli_history, "takes no operands ('%s')", argv[optind]);
 	r = cli_ctl_ask(json ? RR_CTLV_HISTORY_JSON "\n" : RR_CTLV_HISTORY "\n", buf, sizeof(buf));
+	if (r == 0) {
+		cli_json_reprint(buf, json);
+		return 0;
+	}
 	if (r < 0) {
 		const char *p = getenv(RR_CTL_SOCKET_ENV);
 		cli_err("%s: cannot reach rerandd: %s", p && *p ? p : RR_CTL_SOCKET, strerror(-r));
-		return EXIT_FAILURE_RR;
-	}
-	if (r > 0) {
+	} else {
 		cli_err("rerandd: %s", buf);
-		return EXIT_FAILURE_RR;
 	}
-	cli_json_reprint(buf, json);
-	return 0;
+	/* --json always prints one object, as status --json does: the reason
+	 * on standard output too (docs/json/history.schema.json) */
+	if (json != CLI_JSON_NONE) {
+		struct json_object *o = json_object_new_object();
+		char why[512];
+
+		if (r > 0)
+			snprintf(why, sizeof(why), "rerandd: %.480s", buf);
+		else
+			snprintf(why, sizeof(why), "cannot reach rerandd: %s", strerror(-r));
+		why[strcspn(why, "\n")] = 0;
+		rr_json_add_str(o, "error", why);
+		cli_json_print(o, json);
+	}
+	return EXIT_FAILURE_RR;
 }

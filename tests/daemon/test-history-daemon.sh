@@ -15,6 +15,8 @@
 #     lines and a line that cannot be read: bounded at 100, the oldest
 #     dropped, the bad line counted.
 # Never an address: no hex number in the history file or either output.
+# Every --json output (and the error object without rerandd) matches
+# docs/json/history.schema.json.
 # The metrics: MetricsFile= in a directory that does not exist yet is said
 # once in the journal (not a warning per write) and written once the
 # directory appears; the file passes `promtool check metrics` (Debian's
@@ -28,6 +30,8 @@ rerandd_test history
 rerandd_need_bins
 [ "$(id -u)" = 0 ] || bail "run as root: rerandd's control socket is root's only"
 command -v python3 >/dev/null || bail "python3 is missing"
+/usr/bin/python3 -c 'import jsonschema' 2>/dev/null ||
+	bail "python3-jsonschema is missing (scripts/deps.sh check installs it)"
 command -v promtool >/dev/null ||
 	bail "promtool is missing: scripts/deps.sh check installs Debian's prometheus package"
 
@@ -194,4 +198,22 @@ a, b = json.load(open('$tmp/pretty.json')), json.load(open('$tmp/h2.json'))
 sys.exit(not (a == b and open('$tmp/pretty.json').read().count('\n') > 100))"
 check "--socket PATH reaches rerandd as RERAND_CONTROL_SOCKET does" \
 	eval 'env -u RERAND_CONTROL_SOCKET "$R" history --socket "$sock" --json | cmp -s - "$tmp/h2.json"'
+RERAND_CONTROL_SOCKET=$tmp/no-socket "$R" history --json >"$tmp/nosock.json" 2>/dev/null
+rc=$?
+check "history --json without rerandd: exit 1, one object whose only member is error (exit $rc)" \
+	eval '[ $rc = 1 ] && python3 -c "import json,sys; j=json.load(open(\"$tmp/nosock.json\")); sys.exit(not (list(j) == [\"error\"] and \"cannot reach rerandd\" in j[\"error\"]))"'
+# every document above against docs/json/history.schema.json (Debian's
+# python3-jsonschema, as tests/cli/test-json-schema.sh uses it)
+/usr/bin/python3 - "$top/docs/json/history.schema.json" "$tmp"/h1.json "$tmp"/h2.json "$tmp"/h3.json \
+	"$tmp/pretty.json" "$tmp/nosock.json" >"$tmp/schema.out" 2>&1 <<'PY'
+import json, sys
+import jsonschema
+v = jsonschema.Draft7Validator(json.load(open(sys.argv[1])))
+bad = [(f, e.message[:200]) for f in sys.argv[2:] for e in v.iter_errors(json.load(open(f)))]
+print(bad if bad else "", end="")
+sys.exit(1 if bad else 0)
+PY
+rc=$?
+check "history --json: every output matches docs/json/history.schema.json (exit $rc$( [ -s "$tmp/schema.out" ] && echo ": $(head -c 300 "$tmp/schema.out")"))" \
+	test $rc = 0
 done_
