@@ -225,3 +225,11 @@ if [ -x "$R" ]; then
 else
 	e2e_tap 1 "harness: the guests' schema check needs $R (make all)"
 fi
+
+# The systemd guests' distinct-bases rule (e2e_bases_by_chance): one chance
+# repeat of one kind passes; a repeat of both kinds or two of one fails.
+for c in "0 0 ok" "1 0 ok" "0 1 ok" "1 1 not-ok" "0 2 not-ok" "2 0 not-ok"; do
+	set -- $c
+	e2e_bases_by_chance "$1" "$2" && got=ok || got=not-ok
+	e2e_tap "$([ "$got" = "$3" ]; echo $?)" "harness: systemd guests' bases rule: virtual repeats $1, physical $2 is $3" "got $got"
+done

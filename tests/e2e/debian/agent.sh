@@ -332,6 +332,9 @@ if [ "$n" -gt 0 ] && [ "$n" -le "$target" ]; then
 		[ "$(jval "$js" successes)" = "$n" ] && [ "$(jval "$js" verified_at)" -ge "$btime" ] && ok=0
 	tap "$ok" "rerand status --json: this boot verified randomized, success $n" "$js"
 	say "RRS-INFO n=$n verified boot_id=$boot_id entropy_bits=$(jval "$js" entropy_bits) successes=$(jval "$js" successes)"
+	# What an operator reads after a rerandomizing reboot, as text (the
+	# README's sample comes from here): never an address in either.
+	{ rerand status; rerand verify; } 2>&1 | sed "s/^/RRS-TEXT n=$n | /" >&3
 	if [ -n "$sbimg" ]; then
 		# The stage's own record: the kernel's SETUP_RNG_SEED node
 		# (added by kexec_file_load) fed the choice.
