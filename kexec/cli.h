@@ -47,6 +47,11 @@ int cmd_history(int argc, char **argv);
  * default), quietly: 0 and the answer's body in BUF; 1 and why it refused;
  * <0 (-errno) when it cannot be reached. */
 int cli_ctl_ask(const char *line, char *buf, size_t size);
+/* After cli_ctl_ask() (or the status commands' own ask) failed with R: >0,
+ * rerandd's refusal (BUF) said on stderr; <0, unreachable (the caller said
+ * where).  With --json (JSON, a CLI_JSON_ mode) one object whose only
+ * member is "error" on stdout too.  Returns EXIT_FAILURE_RR. */
+int cli_ctl_failed(int r, const char *buf, int json);
 
 /* An --OPT N naming an open file descriptor, MIN to 1023: N, or -1 after
  * saying on stderr why ARG is none (a usage error). */

@@ -13,7 +13,6 @@
 #include "cli.h"
 #include "cmdtab.h"
 #include "ctl.h"
-#include "jsonout.h"
 
 static const struct cli_opt history_opts[] = {
 	{ "json", 0, optional_argument, "pretty|short", 'j',
@@ -61,22 +60,7 @@ int cmd_history(int argc, char **argv)
 	if (r < 0) {
 		const char *p = getenv(RR_CTL_SOCKET_ENV);
 		cli_err("%s: cannot reach rerandd: %s", p && *p ? p : RR_CTL_SOCKET, strerror(-r));
-	} else {
-		cli_err("rerandd: %s", buf);
 	}
-	/* --json always prints one object, as status --json does: the reason
-	 * on standard output too (docs/json/history.schema.json) */
-	if (json != CLI_JSON_NONE) {
-		struct json_object *o = json_object_new_object();
-		char why[512];
-
-		if (r > 0)
-			snprintf(why, sizeof(why), "rerandd: %.480s", buf);
-		else
-			snprintf(why, sizeof(why), "cannot reach rerandd: %s", strerror(-r));
-		why[strcspn(why, "\n")] = 0;
-		rr_json_add_str(o, "error", why);
-		cli_json_print(o, json);
-	}
-	return EXIT_FAILURE_RR;
+	/* as status --json: one object on stdout (docs/json/history.schema.json) */
+	return cli_ctl_failed(r, buf, json);
 }
