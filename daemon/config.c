@@ -46,7 +46,8 @@ void config_defaults(struct rr_config *c)
 	memset(c, 0, sizeof(*c));
 	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/rerand");
 	snprintf(c->run_dir, sizeof(c->run_dir), RR_RUN_DIR);
-	snprintf(c->metrics_file, sizeof(c->metrics_file), RR_RUN_DIR "/rerand.prom");
+	/* where Debian's prometheus-node-exporter reads textfiles by default */
+	snprintf(c->metrics_file, sizeof(c->metrics_file), RR_METRICS_FILE);
 	snprintf(c->rerand_bin, sizeof(c->rerand_bin), "%s", RR_RERAND_BIN);
 	snprintf(c->kexec_bin, sizeof(c->kexec_bin), "kexec");
 	snprintf(c->image_user, sizeof(c->image_user), "rerand");

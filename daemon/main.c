@@ -19,6 +19,7 @@
 
 #include "cleanup.h"
 #include "rerandd.h"
+#include "history.h"
 #include "image.h"
 #include "sign.h"
 #include "status.h"
@@ -230,10 +231,13 @@ static int on_control(void *ud, enum rr_ctl_cmd cmd, const char *arg, int cfd)
 		break;
 	case RR_CTL_BUILD:
 		return hook_build(d, arg, cfd);
+	case RR_CTL_HISTORY:
+	case RR_CTL_HISTORY_JSON:
+		return history_reply(d, cmd == RR_CTL_HISTORY_JSON, cfd);
 	default:
 		control_reply(cfd, false, "unknown command (status [json], now, due, phase, hold, release, "
 			      "fleet status [json], fleet release HOST, fleet clear-breaker, "
-			      "build KERNEL)\n");
+			      "build KERNEL, history [json])\n");
 	}
 	return 0;
 }

@@ -21,6 +21,10 @@ struct rr_window {
 	char     origin[RR_PATH + 16]; /* "file:line" of its first section header */
 };
 
+/* MetricsFile='s default: in the directory Debian's prometheus-node-exporter
+ * reads textfiles from (its built-in --collector.textfile.directory) */
+#define RR_METRICS_FILE "/var/lib/prometheus/node-exporter/rerand.prom"
+
 struct rr_config {
 	/* [Daemon] */
 	char state_dir[RR_PATH], run_dir[RR_PATH], control_socket[RR_PATH];
