@@ -515,6 +515,12 @@ install: all
 	install -m 0644 etc/examples/k8s/rerand.conf.d/50-k8s-hooks.conf $(DESTDIR)$(DOCDIR)/examples/k8s/rerand.conf.d/
 	install -m 0644 etc/examples/k8s/rerand-drain-rbac.yaml etc/examples/k8s/kured-rerand.yaml \
 		$(DESTDIR)$(DOCDIR)/examples/k8s/
+	# the observability pack (docs/operations.md, "Alerts"): alert rules with
+	# their promtool tests, and a Grafana dashboard
+	install -d $(DESTDIR)$(DOCDIR)/examples/prometheus $(DESTDIR)$(DOCDIR)/examples/grafana
+	install -m 0644 etc/prometheus/rerand.rules.yml etc/prometheus/rerand.rules.test.yml \
+		$(DESTDIR)$(DOCDIR)/examples/prometheus/
+	install -m 0644 etc/grafana/rerand-fleet.json $(DESTDIR)$(DOCDIR)/examples/grafana/
 	install -m 0644 docs/rerand.8 $(DESTDIR)$(MANDIR)/man8/rerand.8
 	install -d $(DESTDIR)$(BASHCOMPDIR)
 	install -m 0644 $(BASH_COMPLETION) $(DESTDIR)$(BASHCOMPDIR)/rerand

@@ -541,6 +541,8 @@ int reboot_firmware_start(sd_event *ev, const struct rr_config *c, rr_op_done_fn
 struct rr_view {
 	time_t   now;
 	int64_t  layout_age;
+	time_t   layout_born;                /* the wall clock at this boot's start */
+	int64_t  max_age;                    /* MaxLayoutAge= */
 	enum rr_verify verify;
 	double   entropy_bits;
 	const char *entropy_grade;           /* rr_status_grade(): hardware, seed, tsc-only */

@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sysexits.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 #include <unistd.h>
@@ -589,12 +590,14 @@ int main(int argc, char **argv)
 			break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("rerand-fleetd %s\n", RERAND_VERSION); return 0;
-		default: usage(stderr); return 2;
+		default: usage(stderr); return EX_USAGE;
 		}
 	}
 	if (optind < argc) {
+		fprintf(stderr, "rerand-fleetd: unexpected operand '%s' (it takes options only)\n",
+			argv[optind]);
 		usage(stderr);
-		return 2;
+		return EX_USAGE;
 	}
 	n = sd_listen_fds(1);
 	if (n > 1) {
@@ -606,8 +609,9 @@ int main(int argc, char **argv)
 	else if (path)
 		g.lfd = listen_on(path);
 	else {
+		/* how it was run, not what went wrong while running */
 		rr_log(RR_LOG_ERR, "no socket: run from rerand-fleetd.socket or give --socket PATH");
-		return 1;
+		return EX_USAGE;
 	}
 	if (g.lfd < 0)
 		return 1;
