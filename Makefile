@@ -127,7 +127,7 @@ FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	$(CPPFLAGS) $(LIB_CFLAGS) -MMD -MP
 
-.PHONY: FORCE vm histogram all deps deb deb-chroot unit-tests fuzz-long kernels check check-long check-comeback check-kdump check-lifecycle \
+.PHONY: FORCE daemon-liar vm histogram all deps deb deb-chroot unit-tests fuzz-long kernels check check-long check-comeback check-kdump check-lifecycle \
 	check-piuparts check-chaos check-unit fleet-test-helpers daemon-test-helpers e2e-test-helpers demo fuzz san-tests bench \
 	install clean
 all: $(RERAND) $(BASH_COMPLETION) $(STAGE_BIN) $(RERANDD) $(FLEETD)
@@ -234,6 +234,20 @@ $(O)/chaos-broken/fleet_etcd.o: fleetd/fleet_etcd.c
 $(FLEETD_BROKEN): $(O)/host/fleetd/main.o $(O)/chaos-broken/fleet_etcd.o \
 		$(filter-out $(O)/host/fleetd/fleet_etcd.o,$(FLEETD_LIB_OBJS)) $(LIBCOMMON) $(LIBRERAND)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(FLEETD_LIBS)
+
+# A rerandd whose plan helper lies (tests/daemon/test-planguard-daemon.sh):
+# stage_job.c built with RERAND_TEST_LYING_HELPER, so that the test can show
+# rerandd refuses a plan naming an image outside its cache or another
+# command line.  Never installed.
+RERANDD_LIAR := $(O)/liar/rerandd
+$(O)/liar/stage_job.o: daemon/stage_job.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) -Idaemon $(HOST_CFLAGS) $(DAEMON_CFLAGS) -DRERAND_TEST_LYING_HELPER -c -o $@ $<
+$(RERANDD_LIAR): $(DAEMON_MAIN_OBJS) $(O)/liar/stage_job.o $(O)/host/daemon/pesig_dl.o \
+		$(filter-out $(O)/host/daemon/stage_job.o,$(DAEMON_LIB_OBJS)) $(LIBCOMMON) $(LIBRERAND) \
+		$(O)/host/kexec/stage_blob.o
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(RERANDD_LIBS)
+daemon-liar: $(RERANDD_LIAR)
 
 $(O)/host/daemon/config.o: CPPFLAGS += -DRR_RERAND_BIN='"$(BINDIR)/rerand"'
 # rerandd's built-in RerandBinary= follows BINDIR: `make install PREFIX=/usr`
@@ -392,7 +406,7 @@ kernels:
 # before a fresh machine had the -dev packages.
 check check-long:
 	$(Q)scripts/deps.sh check
-	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(SAN_UNIT_BINS) $(FUZZ_BINS) $(FLEETD_BROKEN) \
+	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(SAN_UNIT_BINS) $(FUZZ_BINS) $(FLEETD_BROKEN) $(RERANDD_LIAR) \
 		$(FLEET_TEST_HELPERS) $(DAEMON_TEST_HELPERS) $(E2E_TEST_HELPERS)
 	$(Q)scripts/run-check.sh $(if $(filter check-long,$@),long,short)
 
@@ -508,6 +522,12 @@ install: all
 	install -m 0644 etc/examples/k8s/rerand.conf.d/50-k8s-hooks.conf $(DESTDIR)$(DOCDIR)/examples/k8s/rerand.conf.d/
 	install -m 0644 etc/examples/k8s/rerand-drain-rbac.yaml etc/examples/k8s/kured-rerand.yaml \
 		$(DESTDIR)$(DOCDIR)/examples/k8s/
+	# the observability pack (docs/operations.md, "Alerts"): alert rules with
+	# their promtool tests, and a Grafana dashboard
+	install -d $(DESTDIR)$(DOCDIR)/examples/prometheus $(DESTDIR)$(DOCDIR)/examples/grafana
+	install -m 0644 etc/prometheus/rerand.rules.yml etc/prometheus/rerand.rules.test.yml \
+		$(DESTDIR)$(DOCDIR)/examples/prometheus/
+	install -m 0644 etc/grafana/rerand-fleet.json $(DESTDIR)$(DOCDIR)/examples/grafana/
 	install -m 0644 docs/rerand.8 $(DESTDIR)$(MANDIR)/man8/rerand.8
 	install -d $(DESTDIR)$(BASHCOMPDIR)
 	install -m 0644 $(BASH_COMPLETION) $(DESTDIR)$(BASHCOMPDIR)/rerand
@@ -556,5 +576,5 @@ clean:
 	rm -rf $(O)
 
 # Only the object trees: build/e2e and build/vm hold whole root file systems.
--include $(shell find $(O)/host $(O)/stage $(O)/tests $(O)/fuzz $(O)/fuzzobj $(O)/san -name '*.d' ! -name 'test_*.d' \
+-include $(shell find $(O)/host $(O)/stage $(O)/tests $(O)/fuzz $(O)/fuzzobj $(O)/san $(O)/liar -name '*.d' ! -name 'test_*.d' \
 	-type f 2>/dev/null)

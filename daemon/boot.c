@@ -14,6 +14,7 @@
 #include "rerandd.h"
 #include "image.h"
 #include "status.h"
+#include "history.h"
 
 static void read_verify(struct daemon *d)
 {
@@ -56,6 +57,9 @@ enum rr_outcome boot_first_look(struct daemon *d, enum rr_resume *resume)
 	read_verify(d);
 	/* where a sequence of this boot stopped: unwound */
 	*resume = state_resume(&d->st, d->boot_id);
+	/* the attempt's start and reason, for the history: settling clears it */
+	time_t att_time = d->st.attempt_time;
+	enum rr_reason att_why = d->st.attempt_reason;
 	out = state_account_boot(&d->st, d->boot_id, d->verify, now);
 	switch (out) {
 	case RR_OUT_SUCCESS:
@@ -111,6 +115,7 @@ enum rr_outcome boot_first_look(struct daemon *d, enum rr_resume *resume)
 	daemon_save(d);
 	d->boot_time = boot_started(&d->cfg, now);
 	d->born_mono = daemon_mono() - (time(NULL) - d->boot_time);
+	history_boot(d, out, att_time, att_why);
 	return out;
 }
 

@@ -231,3 +231,51 @@ int caps_child_builder(const struct rr_builder *b, int *pidns)
 		return -EPERM;
 	return 0;
 }
+
+int caps_child_parser(const struct rr_builder *b)
+{
+	cap_t cur, none;
+	int r;
+
+	(void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	if (b->switch_user) {
+		cur = cap_get_proc();
+		if (!cur)
+			return -errno;
+		cap_set_flag(cur, CAP_EFFECTIVE, sizeof(builder_drop) / sizeof(builder_drop[0]),
+			     builder_drop, CAP_SET);
+		r = cap_set_proc(cur) < 0 ? -errno : 0;
+		cap_free(cur);
+		if (r < 0)
+			return r;
+		for (cap_value_t v = 0; v <= CAP_LAST_CAP; v++)
+			if (CAP_IS_SUPPORTED(v) && cap_drop_bound(v) < 0)
+				return -errno;
+		if (setgroups(0, NULL) < 0 || setresgid(b->gid, b->gid, b->gid) < 0 ||
+		    setresuid(b->uid, b->uid, b->uid) < 0)
+			return -errno;
+	}
+	none = cap_init();
+	if (!none)
+		return -errno;
+	r = cap_set_proc(none) < 0 ? -errno : 0;
+	cap_free(none);
+	if (r < 0)
+		return r;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -errno;
+	/* the builder's bounds: an image is read whole (512 MiB at most) */
+	for (size_t i = 0; i < sizeof(builder_limits) / sizeof(builder_limits[0]); i++) {
+		struct rlimit rl = { builder_limits[i].max, builder_limits[i].max };
+#ifdef __SANITIZE_ADDRESS__
+		if (builder_limits[i].res == RLIMIT_AS)
+			continue;             /* ASan's shadow (see caps_child_builder) */
+#endif
+		if (setrlimit(builder_limits[i].res, &rl) < 0)
+			return -errno;
+	}
+	if (b->switch_user && (getuid() == 0 || geteuid() == 0 || getgid() == 0 ||
+			       setresuid(0, 0, 0) == 0))
+		return -EPERM;
+	return 0;
+}

@@ -46,7 +46,8 @@ void config_defaults(struct rr_config *c)
 	memset(c, 0, sizeof(*c));
 	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/rerand");
 	snprintf(c->run_dir, sizeof(c->run_dir), RR_RUN_DIR);
-	snprintf(c->metrics_file, sizeof(c->metrics_file), RR_RUN_DIR "/rerand.prom");
+	/* where Debian's prometheus-node-exporter reads textfiles by default */
+	snprintf(c->metrics_file, sizeof(c->metrics_file), RR_METRICS_FILE);
 	snprintf(c->rerand_bin, sizeof(c->rerand_bin), "%s", RR_RERAND_BIN);
 	snprintf(c->kexec_bin, sizeof(c->kexec_bin), "kexec");
 	snprintf(c->image_user, sizeof(c->image_user), "rerand");
@@ -230,6 +231,7 @@ struct pctx {
 	int win;                      /* current window index, -1 none */
 	char win_section[128];
 	struct rr_cfg_origins *origins;
+	struct rr_cfg_errs *warns;
 };
 
 static void note_origin(struct pctx *x, char *slot)
@@ -433,13 +435,19 @@ static void set_fleet(struct pctx *x, const char *name, const char *value)
 {
 	char err[256], hint[96];
 	int r = fleet_config_set(&x->c->fleet, name, value, err, sizeof(err));
+	const char *alias = fleet_config_alias(name);
 
 	if (r == -ENOENT)
 		perr(x, "%s%s", err, config_suggest("Fleet", name, hint, sizeof(hint)));
 	else if (r < 0)
 		perr(x, "%s", err);
+	if (r == 0 && alias)
+		errs_add(x->warns, "%s:%u: %s= is deprecated: use %s=, where a bare number is "
+			 "seconds as in every duration (%s=%s is %s=%s%s)", x->name, x->line, name,
+			 alias, name, value, alias, value,
+			 strspn(value, "0123456789") == strlen(value) ? "ms" : "");
 	for (size_t i = 0; r == 0 && x->origins && i < rr_cfg_nfleet_keys; i++)
-		if (!strcasecmp(rr_cfg_fleet_keys[i], name))
+		if (!strcasecmp(rr_cfg_fleet_keys[i], alias ? alias : name))
 			note_origin(x, x->origins->fleet[i]);
 }
 
@@ -597,10 +605,11 @@ static int handler(void *user, const char *section, const char *name, const char
 }
 
 static void apply_text(struct rr_config *c, const char *text, size_t len, const char *name,
-		       struct rr_cfg_errs *errs, struct rr_cfg_origins *origins)
+		       struct rr_cfg_errs *errs, struct rr_cfg_origins *origins,
+		       struct rr_cfg_errs *warns)
 {
 	struct pctx x = { .c = c, .errs = errs, .name = name, .p = text, .end = text + len,
-			  .win = -1, .origins = origins };
+			  .win = -1, .origins = origins, .warns = warns };
 	unsigned before = errs ? errs->n + errs->dropped : 0;
 	int r;
 
@@ -619,7 +628,7 @@ static void apply_text(struct rr_config *c, const char *text, size_t len, const 
 void config_apply_text(struct rr_config *c, const char *text, size_t len, const char *name,
 		       struct rr_cfg_errs *errs)
 {
-	apply_text(c, text, len, name, errs, NULL);
+	apply_text(c, text, len, name, errs, NULL, NULL);
 }
 
 void config_fill_runtime(struct rr_config *c)
@@ -634,8 +643,12 @@ void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_
 		errs_add(errs, "%s: StateDirectory= must not be empty", name);
 	if (!*c->run_dir && !*c->control_socket)
 		errs_add(errs, "%s: RuntimeDirectory= or ControlSocket= must be set", name);
-	if (c->jitter > c->max_age)
-		errs_add(errs, "%s: Jitter= is longer than MaxLayoutAge=", name);
+	if (c->jitter > c->max_age) {
+		char j[64], m[64];
+		errs_add(errs, "%s: Jitter=%s is longer than MaxLayoutAge=%s", name,
+			 config_format_duration(c->jitter, j, sizeof(j)),
+			 config_format_duration(c->max_age, m, sizeof(m)));
+	}
 	if (c->max_age < 60)
 		errs_add(errs, "%s: MaxLayoutAge= is shorter than 1min", name);
 	if (c->max_inhibit < 1)
@@ -660,6 +673,13 @@ void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_
 		errs_add(errs, "%s: Initrd= wants an absolute path or \"none\"", name);
 	if (*c->crash_initrd && strcmp(c->crash_initrd, "none") && c->crash_initrd[0] != '/')
 		errs_add(errs, "%s: [Crash] Initrd= wants an absolute path or \"none\"", name);
+	/* nokaslr is the one kernel parameter that keeps an x86 kernel at a
+	 * fixed base (kaslr=off does not exist there; norandmaps is user
+	 * space's ASLR, not the kernel's base): staging refuses it, and so does
+	 * the check, before a reload takes it. */
+	if (c->cmdline_set && crash_cmdline_has_nokaslr(c->cmdline))
+		errs_add(errs, "%s: [Stage] CommandLine= has nokaslr: a kernel booted with it is "
+			 "not randomized; remove it", name);
 	/* A crash kernel runs when something went badly wrong, perhaps under
 	 * attack: it must land at a fresh base like any other. */
 	if (c->crash_cmdline_set && crash_cmdline_has_nokaslr(c->crash_cmdline))
@@ -671,6 +691,9 @@ void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_
 	else if (!strcmp(c->image_user, "root") || !strcmp(c->image_user, "0"))
 		errs_add(errs, "%s: [Daemon] ImageUser=%s: the image builder parses kernel files "
 			 "and must not run as root", name, c->image_user);
+	if (!strcmp(c->check_user, "root") || !strcmp(c->check_user, "0"))
+		errs_add(errs, "%s: [Daemon] CheckUser=%s: the image checks parse what the builder "
+			 "wrote and must not run as root", name, c->check_user);
 	if (!*c->sign_key != !*c->sign_cert)
 		errs_add(errs, "%s: [Stage] SignKey= and SignCert= go together: set both or neither", name);
 	if (*c->sign_key && *c->sign_key != '/' && strncmp(c->sign_key, "pkcs11:", 7))
@@ -689,7 +712,8 @@ void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_
 }
 
 static int apply_file(struct rr_config *c, const char *path, bool may_be_missing,
-		      struct rr_cfg_errs *errs, struct rr_cfg_origins *origins)
+		      struct rr_cfg_errs *errs, struct rr_cfg_origins *origins,
+		      struct rr_cfg_errs *warns)
 {
 	_cleanup_free_ uint8_t *buf = NULL;
 	struct rr_err e;
@@ -698,12 +722,17 @@ static int apply_file(struct rr_config *c, const char *path, bool may_be_missing
 
 	r = rr_read_file(path, CONF_MAX_FILE, &buf, &len, &e);
 	if (r == -ENOENT && may_be_missing)
-		return 0;
+		return r;                  /* not an error: the caller says what it means */
+	if (r == -ENOENT) {
+		errs_add(errs, "%s (rerandd --allow-missing-config runs on the built-in defaults "
+			 "and the drop-ins)", e.msg);
+		return r;
+	}
 	if (r < 0) {
 		errs_add(errs, "%s", e.msg);
 		return r;
 	}
-	apply_text(c, (const char *)buf, len, path, errs, origins);
+	apply_text(c, (const char *)buf, len, path, errs, origins, warns);
 	return 0;
 }
 
@@ -711,6 +740,79 @@ static int conf_filter(const struct dirent *de)
 {
 	size_t n = strlen(de->d_name);
 	return de->d_name[0] != '.' && n > 5 && !strcmp(de->d_name + n - 5, ".conf");
+}
+
+/* Where the key KEY (len n) of SECTION ("" = the first section that has it)
+ * was set: its "file:line", "" for its default; NULL when it is no key. */
+static const char *key_origin(const struct rr_cfg_origins *o, const char *section,
+			      const char *key, size_t n)
+{
+	bool fleet_only = !strcmp(section, "Fleet");
+
+	for (size_t i = 0; !fleet_only && i < rr_cfg_nkeys; i++)
+		if ((!*section || !strcmp(rr_cfg_keys[i].section, section)) &&
+		    strlen(rr_cfg_keys[i].name) == n && !strncmp(rr_cfg_keys[i].name, key, n))
+			return o->key[i];
+	for (size_t i = 0; (fleet_only || !*section) && i < rr_cfg_nfleet_keys; i++)
+		if (strlen(rr_cfg_fleet_keys[i]) == n && !strncmp(rr_cfg_fleet_keys[i], key, n))
+			return o->fleet[i];
+	return NULL;
+}
+
+/* A check of config_validate() ("NAME: message") as the operator needs it:
+ * led by the file:line of the first key it names that a file set (not the
+ * main file's name when the key came from a drop-in), and when it names
+ * several keys, where each one was set ("default" for a built-in value). */
+static void add_located(struct rr_cfg_errs *errs, const char *name,
+			const struct rr_cfg_origins *o, const char *msg)
+{
+	size_t nl = strlen(name), pl = 0;
+	const char *body = msg + nl + 2, *lead = NULL, *seen[8];
+	char section[32] = "", paren[4 * (RR_CFG_ORIGIN + 40)];
+	unsigned nkeys = 0;
+
+	if (strncmp(msg, name, nl) || strncmp(msg + nl, ": ", 2)) {
+		errs_add(errs, "%s", msg);     /* a window's check names its header already */
+		return;
+	}
+	paren[0] = 0;
+	for (const char *p = body; *p;) {
+		if (*p == '[') {
+			size_t n = strcspn(p + 1, "]");
+			if (p[1 + n] == ']' && n < sizeof(section))
+				snprintf(section, sizeof(section), "%.*s", (int)n, p + 1);
+			p += 1 + n;
+			continue;
+		}
+		if (isalpha((unsigned char)*p) && (p == body || !isalnum((unsigned char)p[-1]))) {
+			const char *q = p;
+			while (isalnum((unsigned char)*q))
+				q++;
+			const char *org = *q == '=' ? key_origin(o, strncmp(section, "Window", 6) ?
+								 section : "", p, (size_t)(q - p)) : NULL;
+			bool dup = false;
+			for (unsigned i = 0; org && i < nkeys && i < 8; i++)
+				dup |= seen[i] == org;
+			if (org && !dup) {
+				if (nkeys < 8)
+					seen[nkeys] = org;
+				nkeys++;
+				if (!lead && *org)
+					lead = org;
+				if (pl < sizeof(paren))
+					pl += (size_t)snprintf(paren + pl, sizeof(paren) - pl, "%s%.*s= %s %s",
+							       pl ? ", " : "", (int)(q - p), p,
+							       *org ? "at" : "is", *org ? org : "the default");
+			}
+			p = q;
+			continue;
+		}
+		p++;
+	}
+	if (nkeys > 1)
+		errs_add(errs, "%s: %s (%s)", lead ? lead : name, body, paren);
+	else
+		errs_add(errs, "%s: %s", lead ? lead : name, body);
 }
 
 int config_load(const char *main_path, const char *dropin_dir, struct rr_config *ret,
@@ -726,14 +828,20 @@ int config_load_ex(const struct rr_cfg_load *l, struct rr_config *ret, struct rr
 	const char *main_path = l->main, *dropin_dir = l->dir;
 	_cleanup_free_ struct rr_config *c = malloc(sizeof(*c));
 	_cleanup_free_ struct dirent **list = NULL;
+	/* kept for the checks across keys even when the caller keeps none */
+	_cleanup_free_ struct rr_cfg_origins *own = l->origins ? NULL : calloc(1, sizeof(*own));
+	_cleanup_free_ struct rr_cfg_errs *checks = calloc(1, sizeof(*checks));
+	struct rr_cfg_origins *origins = l->origins ? l->origins : own;
 	unsigned before = errs->n + errs->dropped;
 	int n;
 
-	if (!c)
+	if (!c || !origins || !checks)
 		return -ENOMEM;
 	config_defaults(c);
-	if (main_path)
-		apply_file(c, main_path, !l->main_required, errs, l->origins);
+	if (main_path && apply_file(c, main_path, !l->main_required, errs, origins, l->warns) ==
+			 -ENOENT && !l->main_required)
+		errs_add(l->warns, "%s: does not exist: the built-in defaults stand in for it "
+			 "(--allow-missing-config)", main_path);
 	if (dropin_dir) {
 		/* alphasort: "10-foo.conf" before "50-bar.conf", later files win */
 		n = scandir(dropin_dir, &list, conf_filter, alphasort);
@@ -742,11 +850,15 @@ int config_load_ex(const struct rr_cfg_load *l, struct rr_config *ret, struct rr
 		for (int i = 0; i < n; i++) {
 			char path[PATH_MAX];
 			snprintf(path, sizeof(path), "%s/%s", dropin_dir, list[i]->d_name);
-			apply_file(c, path, true, errs, l->origins);
+			apply_file(c, path, true, errs, origins, l->warns);
 			free(list[i]);
 		}
 	}
-	config_validate(c, main_path ? main_path : "configuration", errs);
+	const char *name = main_path ? main_path : "configuration";
+	config_validate(c, name, checks);
+	for (unsigned i = 0; i < checks->n; i++)
+		add_located(errs, name, origins, checks->msg[i]);
+	errs->dropped += checks->dropped;
 	if (errs->n + errs->dropped != before)
 		return -EINVAL;
 	*ret = *c;

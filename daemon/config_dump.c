@@ -8,32 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sysexits.h>
 
 #include "cleanup.h"
 #include "rerandd.h"
 #include "sign.h"
-
-/* 90061 -> "1d 1h 1min 1s": what config_parse_duration() reads back */
-static const char *fmt_duration(int64_t s, char *out, size_t len)
-{
-	static const struct { const char *u; int64_t n; } parts[] = {
-		{ "d", 86400 }, { "h", 3600 }, { "min", 60 }, { "s", 1 },
-	};
-	size_t o = 0;
-
-	if (s <= 0) {
-		snprintf(out, len, "%" PRId64, s);
-		return out;
-	}
-	out[0] = 0;
-	for (size_t i = 0; i < 4 && o < len; i++)
-		if (s / parts[i].n) {
-			o += (size_t)snprintf(out + o, len - o, "%s%" PRId64 "%s", o ? " " : "",
-					      s / parts[i].n, parts[i].u);
-			s %= parts[i].n;
-		}
-	return out;
-}
 
 static const char *fmt_days(uint8_t mask, char *out, size_t len)
 {
@@ -65,7 +44,7 @@ static void fmt_value(const struct rr_config *c, const struct rr_cfg_key *k, cha
 		snprintf(out, len, "%s", (const char *)f);
 		break;
 	case K_DUR:
-		fmt_duration(*(const int64_t *)f, out, len);
+		config_format_duration(*(const int64_t *)f, out, len);
 		break;
 	case K_BOOL:
 		/* [Crash] FileSyscall= unset: "as [Stage]" */
@@ -93,14 +72,14 @@ static void fmt_value(const struct rr_config *c, const struct rr_cfg_key *k, cha
 		else if (i64 < 0)
 			snprintf(out, len, "-1");
 		else
-			fmt_duration(i64, out, len);
+			config_format_duration(i64, out, len);
 		break;
 	case K_WDOG:
 		i64 = *(const int64_t *)f;
 		if (i64 == RR_WDOG_OFF)
 			snprintf(out, len, "off");
 		else
-			fmt_duration(i64, out, len);
+			config_format_duration(i64, out, len);
 		break;
 	}
 }
@@ -159,7 +138,7 @@ int config_dump(FILE *f, const struct rr_config *c, const struct rr_cfg_origins 
 			put_kv(f, o ? o->win[w][1] : NULL, wk[1], v);
 		}
 		if (win->length > 0)
-			put_kv(f, o ? o->win[w][2] : NULL, wk[2], fmt_duration(win->length, v, sizeof(v)));
+			put_kv(f, o ? o->win[w][2] : NULL, wk[2], config_format_duration(win->length, v, sizeof(v)));
 		put_kv(f, o ? o->win[w][3] : NULL, wk[3], win->tz);
 		put_kv(f, o ? o->win[w][4] : NULL, wk[4], win->enabled ? "yes" : "no");
 	}
@@ -169,15 +148,21 @@ int config_dump(FILE *f, const struct rr_config *c, const struct rr_cfg_origins 
 int config_cli(const struct rr_cfg_load *l, bool dump)
 {
 	_cleanup_free_ struct rr_cfg_errs *errs = calloc(1, sizeof(*errs));
+	_cleanup_free_ struct rr_cfg_errs *warns = calloc(1, sizeof(*warns));
 	_cleanup_free_ struct rr_cfg_origins *o = dump ? calloc(1, sizeof(*o)) : NULL;
 	_cleanup_free_ struct rr_config *c = malloc(sizeof(*c));
 	struct rr_cfg_load lo = *l;
 	int r;
 
-	if (!errs || !c || (dump && !o))
-		return 1;
+	if (!errs || !warns || !c || (dump && !o))
+		return 1;           /* out of memory: not the configuration's fault */
 	lo.origins = o;
+	lo.warns = warns;
 	r = config_load_ex(&lo, c, errs);
+	for (unsigned i = 0; i < warns->n; i++) {
+		char esc[4 * sizeof(warns->msg[0])];
+		fprintf(stderr, "rerandd: warning: %s\n", rr_escape_str(esc, sizeof(esc), warns->msg[i]));
+	}
 	/* the values quoted are the file's: escaped for the terminal */
 	for (unsigned i = 0; i < errs->n; i++) {
 		char esc[4 * sizeof(errs->msg[0])];
@@ -201,6 +186,10 @@ int config_cli(const struct rr_cfg_load *l, bool dump)
 		if (fflush(stdout) != 0)
 			r = -EIO;
 	} else if (r == 0) {
+		/* valid, but nothing will ever plan a reboot by itself: said here
+		 * as in the journal and `rerand status` */
+		if (policy_never_reboots(c))
+			fprintf(stderr, "rerandd: warning: %s\n", RR_NO_WINDOW_NOTICE);
 		printf("%s: configuration OK\n", l->main);
 		if (c->fleet.backend == FLEET_BACKEND_FLEETLOCK)
 			/* said where the operator looks before relying on it */
@@ -208,5 +197,6 @@ int config_cli(const struct rr_cfg_load *l, bool dump)
 			       "(BreakerFailures= is etcd only: the FleetLock protocol has no place "
 			       "to record failures)\n", l->main);
 	}
-	return r ? 1 : 0;
+	/* EX_CONFIG: the configuration is wrong; 1: rerandd failed (memory, stdout) */
+	return !r ? 0 : r == -EINVAL || r == -EPERM ? EX_CONFIG : 1;
 }

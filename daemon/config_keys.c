@@ -18,6 +18,7 @@ const struct rr_cfg_key rr_cfg_keys[] = {
 	{ "Daemon", "RerandBinary", K_STR, F(rerand_bin) },
 	{ "Daemon", "KexecBinary", K_STR, F(kexec_bin) },
 	{ "Daemon", "ImageUser", K_STR, F(image_user) },
+	{ "Daemon", "CheckUser", K_STR, F(check_user) },
 	{ "Daemon", "CheckInterval", K_DUR, F(tick) },
 	{ "Paths", "Boot", K_PATH, F(boot_dir) },
 	{ "Paths", "ProcCmdline", K_PATH, F(proc_cmdline) },
@@ -92,7 +93,7 @@ const size_t rr_cfg_nkeys = sizeof(rr_cfg_keys) / sizeof(rr_cfg_keys[0]);
 const char *const rr_cfg_fleet_keys[] = {
 	"Backend", "Group", "Endpoints", "CACert", "Cert", "Key", "User", "PasswordFile",
 	"AllowPlaintext", "MaxConcurrent", "LockTTL", "DownTTL", "URL", "MachineIDFile", "ID",
-	"InstallID", "Timeout", "RetryBaseMSec", "RetryMaxMSec", "HelperSocket",
+	"InstallID", "Timeout", "RetryBase", "RetryMax", "HelperSocket",
 	"BreakerFailures", "BreakerWindowSec",
 };
 const size_t rr_cfg_nfleet_keys = sizeof(rr_cfg_fleet_keys) / sizeof(rr_cfg_fleet_keys[0]);
@@ -169,8 +170,16 @@ const char *config_suggest(const char *section, const char *name, char *out, siz
 		return out;
 	}
 	if (!strcmp(section, "Fleet")) {
+		static const char *const old_names[] = { "RetryBaseMSec", "RetryMaxMSec" };
 		for (size_t i = 0; i < rr_cfg_nfleet_keys; i++)
 			consider(rr_cfg_fleet_keys[i], name, &best, &bestd);
+		/* a typo of an old name: named with its new one */
+		for (size_t i = 0; i < sizeof(old_names) / sizeof(old_names[0]); i++)
+			consider(old_names[i], name, &best, &bestd);
+		if (best && bestd <= max_typo(name) && fleet_config_alias(best)) {
+			snprintf(out, len, " (did you mean %s=, now %s=?)", best, fleet_config_alias(best));
+			return out;
+		}
 	} else if (!strncmp(section, "Window", 6)) {
 		for (size_t i = 0; i < RR_CFG_NWINDOW_KEYS; i++)
 			consider(rr_cfg_window_keys[i], name, &best, &bestd);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "rerandd.h"
+#include "history.h"
 
 #define BOOT_COMPLETE_POLL_SEC 2
 
@@ -68,6 +69,7 @@ void confirm_disarm(struct daemon *d)
 static void count_failure(struct daemon *d, enum rr_cause c, const char *detail, time_t now)
 {
 	state_record_cause(&d->st, c, detail, now);
+	history_failed(d, c, now);
 	/* the slot taken for this attempt stays in the group (coord.c) */
 	if (d->st.fleet_held)
 		d->st.fleet_keep = true;
@@ -204,6 +206,7 @@ static void confirm_done(struct daemon *d)
 	d->st.confirm_pending = false;
 	d->st.confirmed++;
 	daemon_save(d);
+	history_confirmed(d, now);
 	/* only now may the fleet slot go back */
 	coord_confirmed(&d->co, true);
 	rr_log(RR_LOG_NOTICE, "rerandomized boot confirmed %llds after it began%s",

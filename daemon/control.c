@@ -47,6 +47,8 @@ enum rr_ctl_cmd control_parse_arg(const char *line, size_t len, char *arg, size_
 		return RR_CTL_HOLD;
 	}
 	if (!strcmp(buf, RR_CTLV_RELEASE)) return RR_CTL_RELEASE;
+	if (!strcmp(buf, RR_CTLV_HISTORY)) return RR_CTL_HISTORY;
+	if (!strcmp(buf, RR_CTLV_HISTORY_JSON)) return RR_CTL_HISTORY_JSON;
 	if (!strcmp(buf, RR_CTLV_FLEET_STATUS)) return RR_CTL_FLEET_STATUS;
 	if (!strcmp(buf, RR_CTLV_FLEET_STATUS_JSON)) return RR_CTL_FLEET_STATUS_JSON;
 	if (!strcmp(buf, RR_CTLV_FLEET_CLEAR_BREAKER)) return RR_CTL_FLEET_CLEAR_BREAKER;
@@ -566,6 +568,8 @@ static const char *control_verb(enum rr_ctl_cmd cmd, bool *changes)
 	case RR_CTL_PHASE:             return RR_CTLV_PHASE;
 	case RR_CTL_FLEET_STATUS:      return RR_CTLV_FLEET_STATUS;
 	case RR_CTL_FLEET_STATUS_JSON: return RR_CTLV_FLEET_STATUS_JSON;
+	case RR_CTL_HISTORY:           return RR_CTLV_HISTORY;
+	case RR_CTL_HISTORY_JSON:      return RR_CTLV_HISTORY_JSON;
 	default:                       *changes = true;  /* a root peer sending junk */
 				       return "unknown";
 	}

@@ -339,8 +339,10 @@ void crash_refresh(const struct rr_config *c, struct rr_crash *cr)
 	}
 }
 
+/* key: the kernel hashed and the image named too (the helper's whole plan);
+ * without, what rerandd checks the helper's plan against (stage_job.c). */
 static int crash_plan(const struct rr_config *c, const struct rr_stage_plan *base,
-		      struct rr_stage_plan *p, struct rr_err *e)
+		      struct rr_stage_plan *p, bool key, struct rr_err *e)
 {
 	int r = 0;
 
@@ -359,7 +361,7 @@ static int crash_plan(const struct rr_config *c, const struct rr_stage_plan *bas
 		t->cmdline[0] = 0;
 		/* a crash of this boot: its kernel, whatever boots next */
 		t->plan_running = true;
-		r = stage_plan(t, NULL, p, e);
+		r = key ? stage_plan(t, NULL, p, e) : stage_plan_choose(t, NULL, p, e);
 		if (r < 0)
 			return r;
 	}
@@ -414,7 +416,13 @@ static void fail(const struct rr_config *c, struct rr_crash *cr, const char *msg
 static int crash_planner(const struct rr_config *c, const void *base, struct rr_stage_plan *p,
 			 struct rr_err *e)
 {
-	return crash_plan(c, base, p, e);
+	return crash_plan(c, base, p, true, e);
+}
+
+static int crash_expect(const struct rr_config *c, const void *base, struct rr_stage_plan *p,
+			struct rr_err *e)
+{
+	return crash_plan(c, base, p, false, e);
 }
 
 struct crash_ctx {
@@ -505,7 +513,8 @@ const char *crash_other_loader(const struct rr_config *c)
 int crash_start(sd_event *ev, const struct rr_config *c, struct rr_crash *cr,
 		const struct rr_stage_plan *base, time_t now, void (*done)(void *arg), void *arg)
 {
-	struct rr_stage_req req = { .planner = crash_planner, .planner_arg = base, .crash = true };
+	struct rr_stage_req req = { .planner = crash_planner, .expect = crash_expect,
+				    .planner_arg = base, .crash = true };
 	struct rr_err e;
 	struct crash_ctx *x;
 	const char *other;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sysexits.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 #include <time.h>
@@ -18,6 +19,7 @@
 
 #include "cleanup.h"
 #include "rerandd.h"
+#include "history.h"
 #include "image.h"
 #include "sign.h"
 #include "status.h"
@@ -137,6 +139,7 @@ static int hook_build(struct daemon *d, const char *kernel, int cfd)
 	rr_log(RR_LOG_INFO, "kernel hook: building the image of %s", kernel);
 	if (stage_start(d->ev, &d->cfg, &req, on_hook_built, d, &d->hook_job, &e) < 0) {
 		char body[RR_ERR_MAX + 2];
+		rr_log(RR_LOG_NOTICE, "kernel hook: no image of %s: %s", kernel, e.msg);
 		snprintf(body, sizeof(body), "%s\n", e.msg);
 		control_reply(cfd, false, body);
 		return 0;
@@ -229,10 +232,13 @@ static int on_control(void *ud, enum rr_ctl_cmd cmd, const char *arg, int cfd)
 		break;
 	case RR_CTL_BUILD:
 		return hook_build(d, arg, cfd);
+	case RR_CTL_HISTORY:
+	case RR_CTL_HISTORY_JSON:
+		return history_reply(d, cmd == RR_CTL_HISTORY_JSON, cfd);
 	default:
 		control_reply(cfd, false, "unknown command (status [json], now, due, phase, hold, release, "
 			      "fleet status [json], fleet release HOST, fleet clear-breaker, "
-			      "build KERNEL)\n");
+			      "build KERNEL, history [json])\n");
 	}
 	return 0;
 }
@@ -243,6 +249,13 @@ static void print_errs(const struct rr_cfg_errs *errs)
 		rr_log(RR_LOG_ERR, "%s", errs->msg[i]);
 	if (errs->dropped)
 		rr_log(RR_LOG_ERR, "... and %u more errors", errs->dropped);
+}
+
+/* What --check-config warns about, in the journal at each start and reload. */
+static void print_warns(const struct rr_cfg_errs *warns)
+{
+	for (unsigned i = 0; warns && i < warns->n; i++)
+		rr_log(RR_LOG_WARNING, "%s", warns->msg[i]);
 }
 
 /* What a reload means for the state machine: a new image (restage), a new
@@ -310,11 +323,14 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 	_cleanup_free_ struct rr_cfg_errs *errs = calloc(1, sizeof(*errs));
 	_cleanup_free_ struct rr_config *c = malloc(sizeof(*c));
 
+	_cleanup_free_ struct rr_cfg_errs *warns = calloc(1, sizeof(*warns));
+
 	sd_notify(0, "RELOADING=1");
 	struct rr_cfg_load l = { .main = d->conf_main, .dir = d->conf_dir,
-				 .main_required = d->conf_required };
+				 .main_required = d->conf_required, .warns = warns };
 
 	if (errs && c && config_load_ex(&l, c, errs) == 0) {
+		print_warns(warns);
 		unsigned fx = reload_effects(&d->cfg, c);
 		config_fill_runtime(c);
 		bool was_never = policy_never_reboots(&d->cfg);
@@ -337,12 +353,14 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 static void usage(FILE *f)
 {
 	fputs("Usage: rerandd [--check-config | --dump-config] [--config FILE] [--config-dir DIR]\n"
-	      "               [--debug] [--version]\n"
+	      "               [--allow-missing-config] [--debug] [--version]\n"
 	      "Keep the kernel at a fresh, secret base; see rerandd(8) and rerand.conf(5).\n"
-	      "  --check-config   check the configuration and exit (0 when good)\n"
+	      "  --check-config   check the configuration and exit (0 when good, 78 if not)\n"
 	      "  --dump-config    print the effective configuration, each value's file:line\n"
 	      "  --config FILE    the main file (default " RR_CONF_MAIN "); must exist\n"
 	      "  --config-dir DIR the drop-in directory (default " RR_CONF_DROPINS ")\n"
+	      "  --allow-missing-config  a missing main file is a warning, not an error:\n"
+	      "                   the built-in defaults and the drop-ins (rerandd.service)\n"
 	      "  --debug          log debug messages too\n"
 	      "  --version        print the version and exit\n", f);
 }
@@ -356,10 +374,12 @@ static int parse_args(struct daemon *d, int argc, char **argv, bool *check, bool
 		{ "version", no_argument, NULL, 'V' },
 		{ "config", required_argument, NULL, 'f' },
 		{ "config-dir", required_argument, NULL, 'd' },
+		{ "allow-missing-config", no_argument, NULL, 'M' },
 		{ "debug", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
+	bool may_be_missing = false;
 	int c;
 
 	snprintf(d->conf_main, sizeof(d->conf_main), "%s", RR_CONF_MAIN);
@@ -369,20 +389,29 @@ static int parse_args(struct daemon *d, int argc, char **argv, bool *check, bool
 		case 'c': case 'n': *check = true; break;
 		case 'T': *dump = true; break;
 		case 'V': printf("rerandd %s\n", RR_VERSION); return 0;
-		case 'f':
-			snprintf(d->conf_main, sizeof(d->conf_main), "%s", optarg);
-			d->conf_required = true;
-			break;
+		case 'f': snprintf(d->conf_main, sizeof(d->conf_main), "%s", optarg); break;
+		case 'M': may_be_missing = true; break;
 		case 'd': snprintf(d->conf_dir, sizeof(d->conf_dir), "%s", optarg); break;
 		case 'D': rr_log_level = RR_LOG_DEBUG; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default: usage(stderr); return EX_USAGE;
 		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "rerandd: unexpected operand '%s' (rerandd takes options only)\n",
+			argv[optind]);
+		usage(stderr);
+		return EX_USAGE;
 	}
 	if (*check && *dump) {
 		fputs("rerandd: --check-config and --dump-config: choose one\n", stderr);
-		return 2;
+		return EX_USAGE;
 	}
+	/* A missing main file is an error: a check of a configuration that is
+	 * not there must not say "OK".  The unit passes --allow-missing-config:
+	 * an admin who deleted the conffile keeps a rerandd on its defaults and
+	 * drop-ins, with a warning, rather than none. */
+	d->conf_required = !may_be_missing;
 	return -1;
 }
 
@@ -390,14 +419,16 @@ static int parse_args(struct daemon *d, int argc, char **argv, bool *check, bool
  * configuration has errors (logged). */
 static int load_config(struct daemon *d, struct rr_cfg_errs *errs)
 {
+	_cleanup_free_ struct rr_cfg_errs *warns = calloc(1, sizeof(*warns));
 	struct rr_cfg_load l = { .main = d->conf_main, .dir = d->conf_dir,
-				 .main_required = d->conf_required };
+				 .main_required = d->conf_required, .warns = warns };
 	int r = config_load_ex(&l, &d->cfg, errs);
 
 	if (r < 0) {
 		print_errs(errs);
 		return r;
 	}
+	print_warns(warns);
 	config_fill_runtime(&d->cfg);
 	mkdir(d->cfg.state_dir, 0700);
 	mkdir(d->cfg.run_dir, 0755);
@@ -586,7 +617,9 @@ static int run(int argc, char **argv)
 					 .main_required = d->conf_required };
 		return config_cli(&l, dump);
 	}
-	if (load_config(d, errs) < 0 || drop_privileges(d) < 0)
+	if (load_config(d, errs) < 0)
+		return EX_CONFIG;
+	if (drop_privileges(d) < 0)
 		return 1;
 	free(errs);                /* 48 kB, zeroed: not kept for the daemon's life */
 	errs = NULL;

@@ -111,9 +111,15 @@ static int format_inhibitors(const struct rr_view *v, char *buf, size_t len)
 int metrics_format(const struct rr_view *v, char *buf, size_t len)
 {
 	int n = snprintf(buf, len,
-		"# HELP rerand_layout_age_seconds Time since the running kernel's layout was chosen.\n"
+		"# HELP rerand_layout_since_timestamp_seconds When the running kernel's layout was chosen (this boot's start), in Unix seconds: the age is time() minus this.\n"
+		"# TYPE rerand_layout_since_timestamp_seconds gauge\n"
+		"rerand_layout_since_timestamp_seconds %lld\n"
+		"# HELP rerand_layout_age_seconds Deprecated (use time() - rerand_layout_since_timestamp_seconds): the layout's age when this file was written, up to 10 minutes stale.\n"
 		"# TYPE rerand_layout_age_seconds gauge\n"
 		"rerand_layout_age_seconds %lld\n"
+		"# HELP rerand_layout_max_age_seconds MaxLayoutAge=: the layout's age at which a rerandomization is due (before jitter and windows).\n"
+		"# TYPE rerand_layout_max_age_seconds gauge\n"
+		"rerand_layout_max_age_seconds %lld\n"
 		"# HELP rerand_boot_randomized 1 if this boot was verified as randomized by rerand.\n"
 		"# TYPE rerand_boot_randomized gauge\n"
 		"rerand_boot_randomized %d\n"
@@ -156,7 +162,8 @@ int metrics_format(const struct rr_view *v, char *buf, size_t len)
 		"# HELP rerand_crash_boot 1 if this boot is a crash kernel's.\n"
 		"# TYPE rerand_crash_boot gauge\n"
 		"rerand_crash_boot %d\n",
-		(long long)v->layout_age, v->verify == RR_V_RANDOMIZED, v->verify == RR_V_WEAK,
+		(long long)v->layout_born, (long long)v->layout_age, (long long)v->max_age,
+		v->verify == RR_V_RANDOMIZED, v->verify == RR_V_WEAK,
 		v->failures, v->stopped, v->hold, v->staged, (long long)v->plan.when,
 		(unsigned long long)v->successes, (unsigned long long)v->weak_boots,
 		(unsigned long long)v->total_failures,
@@ -237,16 +244,51 @@ int metrics_format(const struct rr_view *v, char *buf, size_t len)
 	return n + m;
 }
 
+/* Said once, not at each write: a missing directory (the default is
+ * prometheus-node-exporter's, absent until that package is installed) is
+ * not an error of rerandd's; nor is one made read-only by the unit's
+ * ProtectSystem=strict because it appeared after rerandd started. */
+static int metrics_dir_state;   /* 0 fine, else the errno already said */
+
+static int metrics_dir_problem(const char *path, int err)
+{
+	char dir[RR_PATH];
+	const char *slash = strrchr(path, '/');
+
+	if (err != ENOENT && err != EROFS)
+		return 0;
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+	if (!*dir)
+		snprintf(dir, sizeof(dir), "/");
+	if (metrics_dir_state != err)
+		rr_log(RR_LOG_NOTICE, err == ENOENT ?
+		       "MetricsFile=%s: no directory %s (prometheus-node-exporter not installed?): "
+		       "no metrics written until it exists" :
+		       "MetricsFile=%s: %s is read-only to rerandd (made after rerandd started? "
+		       "restart rerandd so that its unit's ReadWritePaths= takes it in): no metrics "
+		       "written", path, dir);
+	metrics_dir_state = err;
+	return 1;
+}
+
 int metrics_write(const char *path, const struct rr_view *v, struct rr_err *e)
 {
 	char buf[32768];
-	int n;
+	int n, r;
 
 	if (!*path)
 		return 0;
 	n = metrics_format(v, buf, sizeof(buf));
 	if (n < 0)
 		return rr_errf(e, -n, "%s: metrics do not fit", path);
-	/* node_exporter must never read half a file */
-	return rr_write_file_atomic(path, (const uint8_t *)buf, (size_t)n, e);
+	/* node_exporter must never read half a file: a temporary file
+	 * (PATH.tmpXXXXXX, which its *.prom glob skips) renamed into place */
+	r = rr_write_file_atomic(path, (const uint8_t *)buf, (size_t)n, e);
+	if (r < 0 && metrics_dir_problem(path, -r))
+		return 0;
+	if (r == 0 && metrics_dir_state) {
+		rr_log(RR_LOG_NOTICE, "MetricsFile=%s: written again", path);
+		metrics_dir_state = 0;
+	}
+	return r;
 }

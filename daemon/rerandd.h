@@ -256,6 +256,11 @@ int job_start_hook(sd_event *ev, char *const argv[], const struct rr_hook_exec *
 typedef void (*rr_job_raw_fn)(int status, const void *buf, size_t len, void *arg);
 int job_start_fn(sd_event *ev, const char *name, int (*fn)(void *arg, int out_fd), void *fn_arg,
 		 int64_t timeout_sec, rr_job_raw_fn done, void *arg, struct rr_job **ret);
+/* job_start_fn with pre(fn_arg) run in the child first, while it still has
+ * rerandd's capabilities (it forks the helper's parsing half); <0 fails it. */
+int job_start_fn_pre(sd_event *ev, const char *name, int (*pre)(void *arg),
+		     int (*fn)(void *arg, int out_fd), void *fn_arg, int64_t timeout_sec,
+		     rr_job_raw_fn done, void *arg, struct rr_job **ret);
 /* run_command as a job: done's out is the error message ("" on success). */
 int job_start_command(sd_event *ev, const char *cmdline, int64_t timeout_sec,
 		      enum rr_child_caps caps, rr_job_done_fn done, void *arg, struct rr_job **ret,
@@ -286,6 +291,10 @@ struct rr_builder {
  * builder's limits; *pidns: 0 when what it forks next starts a PID namespace
  * of its own (rerandd as root), else why not (-errno). */
 int caps_child_builder(const struct rr_builder *b, int *pidns);
+/* In the parsing half of a staging helper (stage_parse.c): the same user
+ * switch (b's fds unused), no capabilities in any set, no_new_privs and
+ * the builder's limits. */
+int caps_child_parser(const struct rr_builder *b);
 
 #include "rerandd_stage.h"
 
@@ -532,6 +541,8 @@ int reboot_firmware_start(sd_event *ev, const struct rr_config *c, rr_op_done_fn
 struct rr_view {
 	time_t   now;
 	int64_t  layout_age;
+	time_t   layout_born;                /* the wall clock at this boot's start */
+	int64_t  max_age;                    /* MaxLayoutAge= */
 	enum rr_verify verify;
 	double   entropy_bits;
 	const char *entropy_grade;           /* rr_status_grade(): hardware, seed, tsc-only */

@@ -21,11 +21,16 @@ struct rr_window {
 	char     origin[RR_PATH + 16]; /* "file:line" of its first section header */
 };
 
+/* MetricsFile='s default: in the directory Debian's prometheus-node-exporter
+ * reads textfiles from (its built-in --collector.textfile.directory) */
+#define RR_METRICS_FILE "/var/lib/prometheus/node-exporter/rerand.prom"
+
 struct rr_config {
 	/* [Daemon] */
 	char state_dir[RR_PATH], run_dir[RR_PATH], control_socket[RR_PATH];
 	char metrics_file[RR_PATH], rerand_bin[RR_PATH], kexec_bin[RR_PATH];
 	char image_user[64];                /* builds images (as root only; see caps.c) */
+	char check_user[64];                /* parses what was built (stage_parse.c); "" = image_user */
 	int64_t tick;                       /* longest sleep between policy checks */
 	/* [Paths]: every kernel interface, so tests can point them at fixtures */
 	char boot_dir[RR_PATH], proc_cmdline[RR_PATH], setup_data[RR_PATH];
@@ -127,7 +132,8 @@ void config_apply_text(struct rr_config *c, const char *text, size_t len, const 
 void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_errs *errs);
 /* Defaults, then the main file (may be absent), then the *.conf files of dropin_dir in name
  * order.  Returns 0 and *ret, or -EINVAL with every error in errs and *ret
- * untouched. */
+ * untouched.  config_load_ex() leads a check across keys with the file:line
+ * of the keys it names. */
 int config_load(const char *main_path, const char *dropin_dir, struct rr_config *ret,
 		struct rr_cfg_errs *errs);
 int config_parse_days(const char *s, uint8_t *ret);
@@ -169,8 +175,11 @@ struct rr_cfg_origins {
 };
 struct rr_cfg_load {
 	const char *main, *dir;
-	bool main_required;          /* named on the command line: must exist */
+	bool main_required;          /* must exist; else a missing one is a warning */
 	struct rr_cfg_origins *origins;   /* NULL: not kept */
+	/* what is accepted but should change (a deprecated key name, a main
+	 * file allowed to be missing), each "file:line: ..."; NULL: not kept */
+	struct rr_cfg_errs *warns;
 };
 int config_load_ex(const struct rr_cfg_load *l, struct rr_config *ret, struct rr_cfg_errs *errs);
 
@@ -179,7 +188,8 @@ int config_load_ex(const struct rr_cfg_load *l, struct rr_config *ret, struct rr
  * same), each value preceded by a comment naming its file:line or "default". */
 int config_dump(FILE *f, const struct rr_config *c, const struct rr_cfg_origins *o);
 /* --check-config (dump false) or --dump-config: 0 when the configuration is
- * good, 1 (errors printed to stderr, each naming its file) if not. */
+ * good, EX_CONFIG (78; errors printed to stderr, each naming its file) if
+ * not, 1 when rerandd itself failed (memory, writing stdout). */
 int config_cli(const struct rr_cfg_load *l, bool dump);
 
 #endif

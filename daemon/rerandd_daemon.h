@@ -21,7 +21,8 @@ struct rr_confirm {
 };
 
 struct daemon {
-	bool conf_required;            /* --config named it: it must exist */
+	bool conf_required;            /* the main file must exist: unless
+					* --allow-missing-config */
 	time_t started;                /* for the status's uptime */
 	char conf_main[RR_PATH], conf_dir[RR_PATH];
 	char blocked_why[512];          /* last blocker reason logged */

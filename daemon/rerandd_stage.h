@@ -55,6 +55,19 @@ int stage_clean_cmdline(const char *in, char *out, size_t len, struct rr_err *e)
 int stage_newest_kernel(const char *boot_dir, char *out, size_t len);
 int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr_stage_plan *p,
 	       struct rr_err *e);
+/* stage_plan without the kernel's hash and the image's name: the kernel,
+ * initrd and command line it would stage (cheap: no file is hashed). */
+int stage_plan_choose(const struct rr_config *c, const char *kernel_override,
+		      struct rr_stage_plan *p, struct rr_err *e);
+/* rerandd's check of a plan a helper returned (got) before anything acts on
+ * it: the kernel, initrd, command line and certificate those rerandd chose
+ * itself (want, from stage_plan_choose or the plan it staged), the image
+ * in its own cache (<state>/images/<sha>.<its stage's sha>[.signed].img,
+ * the directory's real path, no symlink) or SignedImageDirectory=/
+ * <release>.img, and, cached (need_build false), the image's SHA-256 the
+ * one its record holds.  0, or -EPERM and e says what differs. */
+int stage_plan_verify(const struct rr_config *c, const struct rr_stage_plan *want,
+		      const struct rr_stage_plan *got, bool need_build, struct rr_err *e);
 /* A staged plan's key again, from the kernel file as it is now (the restage
  * before a reboot, a periodic restage): 1 and why in note if the file
  * changed since (its image is another), 0 if not, <0 if it cannot be hashed. */
@@ -87,6 +100,10 @@ struct rr_stage_req {
 	/* or plan with this (crash.c), in the helper */
 	int (*planner)(const struct rr_config *c, const void *arg, struct rr_stage_plan *p,
 		       struct rr_err *e);
+	/* with planner: what rerandd checks the helper's plan against
+	 * (stage_plan_choose's part of it), run in rerandd itself */
+	int (*expect)(const struct rr_config *c, const void *arg, struct rr_stage_plan *p,
+		      struct rr_err *e);
 	const void *planner_arg;
 	const char *unless_sha;              /* a new kernel only */
 	bool crash;

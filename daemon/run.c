@@ -425,6 +425,7 @@ int job_start_builder(sd_event *ev, char *const argv[], int64_t timeout_sec,
 /* What a function job's child runs (rr_spawn's child_fn, no exec). */
 struct fn_setup {
 	const char *name;
+	int (*pre)(void *arg);
 	int (*fn)(void *arg, int out_fd);
 	void *fn_arg;
 	pid_t parent;
@@ -441,9 +442,14 @@ static int fn_child(void *arg, int out_fd)
 	/* ps and /proc name it for what it does (rerandd-check, ...) */
 	(void)prctl(PR_SET_NAME, s->name, 0, 0, 0);
 	(void)!nice(10);
-	/* It parses what the unprivileged builder wrote: with no capability
-	 * at all, and no exec that could give one back.  Root's own files
-	 * (the state directory, /boot) stay its own. */
+	/* What it forks while it still may switch users (the parsing half of
+	 * a staging helper, as CheckUser=: stage_parse.c) */
+	if (s->pre && s->pre(s->fn_arg) < 0)
+		return -1;
+	/* It handles what the unprivileged builder wrote (its parsing half
+	 * parses): with no capability at all, and no exec that could give
+	 * one back.  Root's own files (the state directory, /boot) stay its
+	 * own. */
 	if (caps_child_none() < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -1;
 	return s->fn(s->fn_arg, out_fd) < 0 ? 1 : 0;
@@ -452,8 +458,16 @@ static int fn_child(void *arg, int out_fd)
 int job_start_fn(sd_event *ev, const char *name, int (*fn)(void *arg, int out_fd), void *fn_arg,
 		 int64_t timeout_sec, rr_job_raw_fn done, void *arg, struct rr_job **ret)
 {
+	return job_start_fn_pre(ev, name, NULL, fn, fn_arg, timeout_sec, done, arg, ret);
+}
+
+int job_start_fn_pre(sd_event *ev, const char *name, int (*pre)(void *arg),
+		     int (*fn)(void *arg, int out_fd), void *fn_arg, int64_t timeout_sec,
+		     rr_job_raw_fn done, void *arg, struct rr_job **ret)
+{
 	struct rr_job *j = calloc(1, sizeof(*j));
-	struct fn_setup setup = { .name = name, .fn = fn, .fn_arg = fn_arg, .parent = getpid() };
+	struct fn_setup setup = { .name = name, .pre = pre, .fn = fn, .fn_arg = fn_arg,
+				  .parent = getpid() };
 	struct rr_spawn_opts so = {
 		.name = name, .nonblock = true, .new_group = true, .clean_sigmask = true,
 		.child_fn = fn_child, .child_arg = &setup,

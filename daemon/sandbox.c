@@ -116,7 +116,7 @@ static const unsigned long ioctl_reqs[] = { TCGETS, TIOCGWINSZ, TIOCGPGRP };
 #define NS_FLAGS (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | \
 		  CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET)
 
-static int add_rules(scmp_filter_ctx ctx)
+static int add_rules(scmp_filter_ctx ctx, int sock)
 {
 	scmp_datum_t self = (scmp_datum_t)getpid();
 	int r;
@@ -153,10 +153,15 @@ static int add_rules(scmp_filter_ctx ctx)
 	    (r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 1,
 				  SCMP_A0(SCMP_CMP_EQ, 0))) < 0)
 		return r;
+	/* the parsing half of a staging helper: descriptors come on its one
+	 * socket (SCM_RIGHTS), which recvmsg alone can take */
+	if (sock >= 0 && (r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(recvmsg), 1,
+					       SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)sock))) < 0)
+		return r;
 	return 0;
 }
 
-int sandbox_builder(void)
+static int sandbox_load(int sock)
 {
 	scmp_filter_ctx ctx;
 	int r;
@@ -169,9 +174,19 @@ int sandbox_builder(void)
 	/* a foreign architecture's call (i386, and x32 on x86_64) is killed */
 	r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
 	if (r == 0)
-		r = add_rules(ctx);
+		r = add_rules(ctx, sock);
 	if (r == 0)
 		r = seccomp_load(ctx);
 	seccomp_release(ctx);
 	return r < 0 ? r : 0;
+}
+
+int sandbox_builder(void)
+{
+	return sandbox_load(-1);
+}
+
+int sandbox_parser(int sock)
+{
+	return sandbox_load(sock);
 }

@@ -11,5 +11,8 @@
 /* Load the filter into the calling process: 0, or a negative errno
  * (-EOPNOTSUPP on an architecture other than x86_64). */
 int sandbox_builder(void);
+/* The same list for the parsing half of a staging helper (stage_parse.c),
+ * and recvmsg on its socket sock (the descriptors it is handed). */
+int sandbox_parser(int sock);
 
 #endif

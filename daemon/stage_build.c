@@ -52,8 +52,12 @@ int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_er
 	struct rr_stage_job *sj;
 	sigset_t chld, old;
 	sd_event *ev = NULL;
-	int r = stage_build_needed(c, p, NULL, 0, e);
+	int r = stage_parser_start(c, e);
 
+	/* the cache check here, in this process: its parsing half too */
+	if (r == 0)
+		r = stage_build_needed(c, p, NULL, 0, e);
+	stage_parser_stop();
 	if (r <= 0)
 		return r;
 	if (!(sj = calloc(1, sizeof(*sj))))
@@ -70,6 +74,7 @@ int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_er
 	sj->kernel_fd = -1;
 	sj->c = *c;
 	sj->p = *p;
+	sj->want = *p;                     /* the caller's plan, checked by the caller */
 	sj->ev = ev;
 	sj->build_only = true;
 	sj->done = build_waited;

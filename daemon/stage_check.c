@@ -30,23 +30,57 @@
 
 #include "stage_int.h"
 
-/* The image at path parses, is signed when it must be, and (pre-signed)
- * is of the plan's release; p->signer from its signature. */
-int stage_check_image(struct rr_stage_plan *p, const char *path, bool want_signed,
-		      struct rr_err *e)
+/* The stage, linked in: the one every image rerandd stages must carry. */
+#include "../kexec/stage_blob.h"
+
+/* The image's stage, byte for byte, is the one rerandd links (its stage
+ * hash field alone is a claim the builder writes): the protected-mode part
+ * up to the image header must be the stage blob as `rerand image` lays it
+ * out (src/image_write.c), its locator and the EFI stub filled in, zeros
+ * to the header.  A swapped stage (whatever its header says) is refused. */
+static int stage_bytes_match(const uint8_t *buf, size_t len, const struct rr_image *im,
+			     const char *path, struct rr_err *e)
 {
-	_cleanup_free_ uint8_t *buf = NULL, *trust = NULL;
-	size_t trust_len = 0;
+	const uint8_t *stage = rr_stage_blob;
+	size_t n = (size_t)(rr_stage_blob_end - rr_stage_blob);
+	size_t stub = (size_t)(rr_efi_stub_end - rr_efi_stub);
+	size_t hdr = (n + RERAND_HDR_ALIGN - 1) / RERAND_HDR_ALIGN * RERAND_HDR_ALIGN;
+	struct rerand_locator loc = { .header_offset = (uint32_t)hdr, .stage_size = (uint32_t)n };
+	const uint8_t *pm;
+
+	memcpy(loc.magic, RERAND_LOCATOR_MAGIC, 8);
+	if (im->header_file_offset != im->pm_offset + hdr || im->pm_offset + hdr > len)
+		return rr_errf(e, EINVAL, "%s: its stage is %llu bytes, rerandd's is %zu: not the "
+			       "stage rerandd links (RerandBinary= is from another build, or the "
+			       "stage was swapped); not staged", path,
+			       (unsigned long long)(im->header_file_offset - im->pm_offset), hdr);
+	pm = buf + im->pm_offset;
+	for (size_t i = 0; i < hdr; i++) {
+		uint8_t want = i < n ? stage[i] : 0;
+		if (i >= RERAND_LOCATOR_OFFSET && i < RERAND_LOCATOR_OFFSET + sizeof(loc))
+			want = ((const uint8_t *)&loc)[i - RERAND_LOCATOR_OFFSET];
+		else if (i >= RR_IMAGE_EFI_STUB_OFFSET && i < RR_IMAGE_EFI_STUB_OFFSET + stub)
+			want = rr_efi_stub[i - RR_IMAGE_EFI_STUB_OFFSET];
+		if (pm[i] != want)
+			return rr_errf(e, EINVAL, "%s: its stage differs from the one rerandd links at "
+				       "byte 0x%zx of %zu (whatever its stage hash says): a swapped "
+				       "stage; not staged", path, i, hdr);
+	}
+	return 0;
+}
+
+/* The image's bytes (buf, read from path) parse, are signed when they must
+ * be, and (pre-signed) of the plan's release, else carry rerandd's stage;
+ * p->signer from its signature.  The parsing half's work (stage_parse.c):
+ * it runs as CheckUser=, never as root. */
+int stage_check_bytes(struct rr_stage_plan *p, const char *path, const uint8_t *buf, size_t len,
+		      const uint8_t *trust, size_t trust_len, bool want_signed, struct rr_err *e)
+{
 	struct rr_image im;
 	struct rr_pe_sig sig;
-	size_t len, w = 0;
+	size_t w = 0;
 	int r;
 
-	r = *p->trust_cert ? rr_read_file(p->trust_cert, 4u << 20, &trust, &trust_len, e) : 0;
-	if (r == 0)
-		r = rr_read_file(path, 512u << 20, &buf, &len, e);
-	if (r < 0)
-		return r;
 	r = rr_image_parse(buf, len, path, &im, e);
 	if (r == 0)
 		r = rr_pe_sig_read_trust(buf, len, path, trust, trust_len, p->trust_cert, &sig, e);
@@ -80,6 +114,9 @@ int stage_check_image(struct rr_stage_plan *p, const char *path, bool want_signe
 			return rr_errf(e, EINVAL, "%s: carries stage %.16s..., but rerandd's is "
 				       "%.16s...: RerandBinary= is from another build", path, hex,
 				       p->stage_sha);
+		r = stage_bytes_match(buf, len, &im, path, e);
+		if (r < 0)
+			return r;
 	}
 	/* a name from a signature that does not verify is not a signer */
 	snprintf(p->signer, sizeof(p->signer), "%s", sig.verified ? sig.subject : "");

@@ -10,6 +10,9 @@
 struct rr_stage_job {
 	struct rr_config c;               /* a reload meanwhile does not change this run */
 	struct rr_stage_plan p;
+	/* what rerandd chose itself when the job started (stage_plan_choose,
+	 * or the plan it staged): the helper's plan is checked against it */
+	struct rr_stage_plan want;
 	bool crash;
 	struct rr_job *job;
 	sd_event *ev;
@@ -30,6 +33,22 @@ int stage_make_tmp(const struct rr_stage_plan *p, const char *tag, char *tmp, si
 		   struct rr_err *e);
 
 /* stage_check.c */
+/* The parsing half's check of an image's bytes (see stage_parse.c). */
+int stage_check_bytes(struct rr_stage_plan *p, const char *path, const uint8_t *buf, size_t len,
+		      const uint8_t *trust, size_t trust_len, bool want_signed, struct rr_err *e);
+
+/* stage_parse.c: the parsing half of a helper */
+/* Fork it (as CheckUser=, from a process that still holds CAP_SETUID when
+ * rerandd is root), before this process gives up its capabilities. */
+int stage_parser_start(const struct rr_config *c, struct rr_err *e);
+/* At debug level: who (the helper half) and its /proc/self/status lines
+ * Uid, Gid, CapPrm, CapEff, CapBnd, NoNewPrivs, Seccomp, in one line. */
+void stage_log_self(const char *who);
+/* End this process's parsing half (a no-op in another process). */
+void stage_parser_stop(void);
+/* The root half: path (and TrustCert=) opened here, parsed there: it
+ * parses, is signed when it must be, carries rerandd's stage (or is of
+ * the plan's release); p->signer from its answer. */
 int stage_check_image(struct rr_stage_plan *p, const char *path, bool want_signed,
 		      struct rr_err *e);
 /* 1: p->image must be built, 0: the cached one is usable, <0: not usable;

@@ -64,6 +64,46 @@ static int helper_write(int fd, const struct helper_result *res)
 	return 0;
 }
 
+#ifdef RERAND_TEST_LYING_HELPER
+/* NEVER in rerandd: the test build build/liar/rerandd (Makefile), a plan
+ * helper subverted as a hostile cache file might subvert it, for
+ * tests/daemon/test-planguard-daemon.sh.  <state>/../lie says how it lies:
+ * "image PATH" names PATH as the image, "cmdline WORDS" adds WORDS to the
+ * command line; absent or empty, it tells the truth. */
+static void helper_lie(const struct rr_config *c, struct rr_stage_plan *p)
+{
+	char path[RR_PATH + 16], line[RR_PATH + 64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/../lie", c->state_dir);
+	if (!(f = fopen(path, "re")))
+		return;
+	if (!fgets(line, sizeof(line), f))
+		line[0] = 0;
+	fclose(f);
+	line[strcspn(line, "\n")] = 0;
+	if (!strncmp(line, "image ", 6))
+		snprintf(p->image, sizeof(p->image), "%s", line + 6);
+	else if (!strncmp(line, "cmdline ", 8) && strlen(p->cmdline) + strlen(line) < sizeof(p->cmdline))
+		strcat(strcat(p->cmdline, " "), line + 8);
+}
+#endif
+
+/* In a helper, before it drops its capabilities: its parsing half. */
+static int parser_pre(const struct rr_config *c)
+{
+	struct rr_err e;
+
+	/* a failure is each check's to report (stage_check_image) */
+	(void)stage_parser_start(c, &e);
+	return 0;
+}
+
+static int prep_pre(void *ud)
+{
+	return parser_pre(((struct prep_args *)ud)->c);
+}
+
 /* In the helper: the plan (SHA-256 of the kernel) and the cache check. */
 static int prep_child(void *ud, int fd)
 {
@@ -72,6 +112,7 @@ static int prep_child(void *ud, int fd)
 	struct rr_err e = { "" };
 	int r = 0;
 
+	stage_log_self("rerandd-plan, the root half");
 	if (a->req->plan) {
 		/* hashed again: a kernel replaced since it was staged is noticed */
 		res.p = *a->req->plan;
@@ -83,16 +124,22 @@ static int prep_child(void *ud, int fd)
 		r = stage_plan(a->c, a->req->kernel, &res.p, &e);
 	if (r == 0 && a->req->unless_sha && !strcmp(res.p.sha, a->req->unless_sha))
 		r = 1;
+#ifdef RERAND_TEST_LYING_HELPER
+	if (r == 0)
+		helper_lie(a->c, &res.p);
+#endif
 	if (r == 0 && (r = stage_build_needed(a->c, &res.p, res.note, sizeof(res.note), &e)) > 0) {
 		res.need_build = 1;
 		r = 0;
 	}
 	res.r = r;
 	snprintf(res.msg, sizeof(res.msg), "%s", e.msg);
+	stage_parser_stop();
 	return helper_write(fd, &res);
 }
 
 struct check_args {
+	const struct rr_config *c;
 	struct rr_stage_plan *p;
 	const char *path;
 	bool pre;                         /* before sbsign: checked, not renamed */
@@ -102,18 +149,25 @@ struct check_args {
  * when it must be, carries rerandd's stage; then it is renamed into place.
  * Before signing (pre): the builder's file is copied and the copy checked,
  * unsigned, for sbsign to sign. */
+static int check_pre(void *ud)
+{
+	return parser_pre(((struct check_args *)ud)->c);
+}
+
 static int check_child(void *ud, int fd)
 {
 	struct check_args *a = ud;
 	struct helper_result res = { 0 };
 	struct rr_err e = { "" };
 
+	stage_log_self("rerandd-check, the root half");
 	res.p = *a->p;
 	if (a->pre)
 		res.r = stage_prechecked(&res.p, a->path, res.copy, sizeof(res.copy), &e);
 	else
 		res.r = stage_built(&res.p, a->path, &e);
 	snprintf(res.msg, sizeof(res.msg), "%s", e.msg);
+	stage_parser_stop();
 	return helper_write(fd, &res);
 }
 
@@ -220,10 +274,23 @@ static void on_checked(int status, const void *buf, size_t len, void *ud)
 		start_sign(sj);
 		return;
 	}
-	sj->p = res->p;                    /* its signer */
 	if (res->r < 0) {
 		stage_job_finish(sj, res->r, res->msg);
 		return;
+	}
+	{
+		/* what the check found (the signer, the image's SHA-256 it
+		 * recorded), and nothing else of its plan */
+		struct rr_stage_plan p = sj->p;
+		snprintf(p.signer, sizeof(p.signer), "%s", res->p.signer);
+		snprintf(p.signature, sizeof(p.signature), "%s", res->p.signature);
+		snprintf(p.anchor, sizeof(p.anchor), "%s", res->p.anchor);
+		snprintf(p.image_sha256, sizeof(p.image_sha256), "%s", res->p.image_sha256);
+		if (stage_plan_verify(&sj->c, &sj->want, &p, false, &e) < 0) {
+			stage_job_finish(sj, -EPERM, e.msg);
+			return;
+		}
+		sj->p = p;
 	}
 	unlink_tmps(sj);                   /* a copy of them is in place */
 	rr_log(RR_LOG_INFO, "built %s as %s without capabilities%s", sj->p.image,
@@ -237,11 +304,12 @@ static void on_checked(int status, const void *buf, size_t len, void *ud)
 
 static void start_check(struct rr_stage_job *sj, const char *path, bool pre)
 {
-	struct check_args a = { &sj->p, path, pre };
+	struct check_args a = { &sj->c, &sj->p, path, pre };
 	int r;
 
 	sj->prechecking = pre;
-	r = job_start_fn(sj->ev, "rerandd-check", check_child, &a, 600, on_checked, sj, &sj->job);
+	r = job_start_fn_pre(sj->ev, "rerandd-check", check_pre, check_child, &a, 600, on_checked, sj,
+			     &sj->job);
 	if (r < 0) {
 		char msg[RR_ERR_MAX];
 		snprintf(msg, sizeof(msg), "cannot start the staging helper: %s", strerror(-r));
@@ -392,6 +460,12 @@ static void on_prepped(int status, const void *buf, size_t len, void *ud)
 		stage_job_finish(sj, res->r, res->msg);
 		return;
 	}
+	/* nothing the helper says is taken on its word: the paths and the
+	 * command line `rerand load` gets are rerandd's own */
+	if ((r = stage_plan_verify(&sj->c, &sj->want, &sj->p, res->need_build, &e)) < 0) {
+		stage_job_finish(sj, r, e.msg);
+		return;
+	}
 	if (!res->need_build && sj->build_only) {
 		stage_job_finish(sj, 0, "");     /* cached already, and checked */
 		return;
@@ -411,7 +485,7 @@ int stage_start(sd_event *ev, const struct rr_config *c, const struct rr_stage_r
 {
 	struct rr_stage_job *sj = calloc(1, sizeof(*sj));
 	struct prep_args a;
-	int r;
+	int r = 0;
 
 	if (!sj)
 		return rr_errf(e, ENOMEM, "out of memory");
@@ -424,9 +498,23 @@ int stage_start(sd_event *ev, const struct rr_config *c, const struct rr_stage_r
 	sj->ev = ev;
 	sj->done = done;
 	sj->arg = arg;
+	/* rerandd's own choice, made here and now (cheap: nothing hashed),
+	 * which the helper's plan must match */
+	if (req->plan)
+		sj->want = *req->plan;
+	else if (req->planner)
+		r = req->expect ? req->expect(c, req->planner_arg, &sj->want, e)
+				: rr_errf(e, EINVAL, "a staging planner without its check");
+	else
+		r = stage_plan_choose(c, req->kernel, &sj->want, e);
+	if (r < 0) {
+		free(sj);
+		return r;
+	}
 	a = (struct prep_args){ &sj->c, req, &sj->p };
 	/* forked at once: the helper sees req as it is now */
-	r = job_start_fn(ev, "rerandd-plan", prep_child, &a, 600, on_prepped, sj, &sj->job);
+	r = job_start_fn_pre(ev, "rerandd-plan", prep_pre, prep_child, &a, 600, on_prepped, sj,
+			     &sj->job);
 	if (r < 0) {
 		free(sj);
 		return rr_errf(e, -r, "cannot start the staging helper: %s", strerror(-r));

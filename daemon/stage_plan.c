@@ -255,8 +255,8 @@ static int plan_key(const struct rr_config *c, struct rr_stage_plan *p, struct r
 	return r;
 }
 
-int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr_stage_plan *p,
-	       struct rr_err *e)
+int stage_plan_choose(const struct rr_config *c, const char *kernel_override,
+		      struct rr_stage_plan *p, struct rr_err *e)
 {
 	struct rr_boot_entry be = { 0 };
 	const char *base;
@@ -322,10 +322,15 @@ int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr
 	/* a panic after the kexec reboots, rather than hanging for good */
 	if (r == 0)
 		r = panic_cmdline(wd, c->panic_reboot, p->cmdline, sizeof(p->cmdline), e);
-	if (r < 0)
-		return r;
+	return r;
+}
 
-	return plan_key(c, p, e);
+int stage_plan(const struct rr_config *c, const char *kernel_override, struct rr_stage_plan *p,
+	       struct rr_err *e)
+{
+	int r = stage_plan_choose(c, kernel_override, p, e);
+
+	return r < 0 ? r : plan_key(c, p, e);
 }
 
 int stage_rekey(const struct rr_config *c, struct rr_stage_plan *p, char *note, size_t notelen,

@@ -12,6 +12,8 @@ void daemon_fill_view(struct daemon *d, struct rr_view *v)
 	memset(v, 0, sizeof(*v));
 	v->now = time(NULL);
 	v->layout_age = daemon_mono() - d->born_mono;
+	v->layout_born = daemon_layout_born(d, v->now);
+	v->max_age = d->cfg.max_age;
 	v->verify = d->verify;
 	v->entropy_bits = d->entropy_bits;
 	v->entropy_grade = d->entropy_grade ? d->entropy_grade : "";

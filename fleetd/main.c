@@ -8,16 +8,20 @@
  * HTTP for up to Timeout= per endpoint, run one at a time on a worker thread.
  * A slow or dead etcd therefore delays a reply, never the socket. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/pidfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sysexits.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 #include <unistd.h>
@@ -50,6 +54,9 @@ static struct {
 
 	struct fleet *f;                /* the worker's only */
 	struct fleet_config cfg;
+	/* --peer-unit/--peer-cgroup: the cgroup (its cgroupfs directory) the
+	 * peer must be in; "" = any peer of the right uid */
+	char peer_cgroup[PATH_MAX];
 } g = { .lfd = -1, .cfd = -1, .efd = -1, .mu = PTHREAD_MUTEX_INITIALIZER,
 	.cv = PTHREAD_COND_INITIALIZER };
 
@@ -370,6 +377,89 @@ static int on_client(sd_event_source *s, int fd, uint32_t revents, void *ud)
 	return 0;
 }
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77                 /* Linux 6.5 */
+#endif
+
+/* Is pid listed in the cgroup's cgroup.procs (pids as this pid namespace,
+ * the host's, numbers them)?  1 yes, 0 no, <0 unreadable. */
+static int cgroup_has(const char *dir, pid_t pid)
+{
+	char path[PATH_MAX + 16], buf[4096], *line;
+	_cleanup_close_ int fd = -1;
+	size_t used = 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* a line at a time through a small buffer: the unit has few processes,
+	 * but the file is not bounded */
+	for (;;) {
+		n = read(fd, buf + used, sizeof(buf) - 1 - used);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		used += (size_t)n;
+		buf[used] = 0;
+		char *start = buf, *nl;
+		while ((nl = strchr(start, '\n'))) {
+			*nl = 0;
+			line = start;
+			if (*line && strtol(line, NULL, 10) == pid)
+				return 1;
+			start = nl + 1;
+		}
+		used = strlen(start);
+		memmove(buf, start, used);
+		if (n == 0)
+			return used && strtol(buf, NULL, 10) == pid;
+		if (used == sizeof(buf) - 1)
+			return -EBADMSG;
+	}
+}
+
+/* The peer is the process it says, alive, in g.peer_cgroup: its pidfd
+ * (SO_PEERPIDFD, Linux 6.5; else pidfd_open of its pid, which a pid reused
+ * meanwhile could fool only if the real peer had exited) still names a live
+ * process after its pid was found in the cgroup, so the pid found is that
+ * process.  0, or -EPERM and why. */
+static int peer_in_cgroup(int c, const struct ucred *cr, char *why, size_t len)
+{
+	_cleanup_close_ int pfd = -1;
+	socklen_t l = sizeof(int);
+	int r;
+
+	if (!*g.peer_cgroup)
+		return 0;
+	if (getsockopt(c, SOL_SOCKET, SO_PEERPIDFD, &pfd, &l) < 0) {
+		pfd = -1;
+		pfd = pidfd_open(cr->pid, 0);
+	}
+	if (pfd < 0) {
+		snprintf(why, len, "its pid %d has no pidfd: %s", (int)cr->pid, strerror(errno));
+		return -EPERM;
+	}
+	r = cgroup_has(g.peer_cgroup, cr->pid);
+	if (r < 0) {
+		snprintf(why, len, "%s/cgroup.procs: %s", g.peer_cgroup, strerror(-r));
+		return -EPERM;
+	}
+	if (r == 0) {
+		snprintf(why, len, "pid %d is not in %s", (int)cr->pid, g.peer_cgroup);
+		return -EPERM;
+	}
+	/* signal 0 checks permission too: an unprivileged helper gets EPERM
+	 * for a live root peer; only ESRCH says it is gone */
+	if (pidfd_send_signal(pfd, 0, NULL, 0) < 0 && errno == ESRCH) {
+		snprintf(why, len, "pid %d exited while it was checked", (int)cr->pid);
+		return -EPERM;
+	}
+	return 0;
+}
+
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *ud)
 {
 	struct ucred cr;
@@ -384,6 +474,17 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *ud)
 	    (cr.uid != 0 && cr.uid != geteuid())) {
 		rr_log(RR_LOG_WARNING, "refused a client with uid %u", (unsigned)cr.uid);
 		return 0;
+	}
+	/* and, with --peer-unit (the unit's own setting), rerandd.service's
+	 * process, not any root process: refused, it replaces nothing */
+	{
+		char why[PATH_MAX + 128];
+		if (peer_in_cgroup(c, &cr, why, sizeof(why)) < 0) {
+			rr_log(RR_LOG_WARNING, "refused a client with uid %u, pid %d: not in rerandd's "
+			       "unit (%s); the connection of rerandd, if any, stays", (unsigned)cr.uid,
+			       (int)cr.pid, why);
+			return 0;
+		}
 	}
 	/* one rerandd: a new connection is a restarted rerandd */
 	drop_client(g.cfd >= 0 ? "a new connection replaces it" : NULL);
@@ -424,9 +525,35 @@ static int listen_on(const char *path)
 	return TAKE_FD(fd);
 }
 
+/* A system unit's cgroup directory: system.slice/UNIT on the cgroup v2
+ * hierarchy, at /sys/fs/cgroup (unified) or /sys/fs/cgroup/unified (hybrid). */
+static int peer_unit_dir(const char *unit)
+{
+	static const char *const roots[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (!*unit || strchr(unit, '/') || unit[0] == '.' || strlen(unit) > 200) {
+		rr_log(RR_LOG_ERR, "--peer-unit %s: not a unit name", unit);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		snprintf(path, sizeof(path), "%s/cgroup.controllers", roots[i]);
+		if (stat(path, &st) < 0)
+			continue;                 /* not the v2 hierarchy */
+		snprintf(g.peer_cgroup, sizeof(g.peer_cgroup), "%s/system.slice/%s", roots[i], unit);
+		return 0;
+	}
+	/* no v2 hierarchy: the check refuses every peer, and says why */
+	snprintf(g.peer_cgroup, sizeof(g.peer_cgroup), "/sys/fs/cgroup/system.slice/%s", unit);
+	rr_log(RR_LOG_WARNING, "--peer-unit %s: no cgroup v2 hierarchy at /sys/fs/cgroup or "
+	       "/sys/fs/cgroup/unified: no peer can be checked, every peer is refused", unit);
+	return 0;
+}
+
 static void usage(FILE *f)
 {
-	fputs("Usage: rerand-fleetd [--socket PATH] [--debug] [--version]\n"
+	fputs("Usage: rerand-fleetd [--socket PATH] [--peer-unit UNIT | --peer-cgroup DIR] [--debug] [--version]\n"
 	      "rerandd's fleet lock client (etcd, FleetLock); see rerand-fleetd(8).\n", f);
 }
 
@@ -435,6 +562,8 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "debug", no_argument, NULL, 'D' },
+		{ "peer-unit", required_argument, NULL, 'u' },
+		{ "peer-cgroup", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -448,14 +577,27 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 's': path = optarg; break;
 		case 'D': rr_log_level = RR_LOG_DEBUG; break;
+		case 'u':
+			if (peer_unit_dir(optarg) < 0)
+				return 2;
+			break;
+		case 'c':
+			if (optarg[0] != '/' || strlen(optarg) >= sizeof(g.peer_cgroup)) {
+				rr_log(RR_LOG_ERR, "--peer-cgroup %s: not an absolute path", optarg);
+				return 2;
+			}
+			snprintf(g.peer_cgroup, sizeof(g.peer_cgroup), "%s", optarg);
+			break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("rerand-fleetd %s\n", RERAND_VERSION); return 0;
-		default: usage(stderr); return 2;
+		default: usage(stderr); return EX_USAGE;
 		}
 	}
 	if (optind < argc) {
+		fprintf(stderr, "rerand-fleetd: unexpected operand '%s' (it takes options only)\n",
+			argv[optind]);
 		usage(stderr);
-		return 2;
+		return EX_USAGE;
 	}
 	n = sd_listen_fds(1);
 	if (n > 1) {
@@ -467,8 +609,9 @@ int main(int argc, char **argv)
 	else if (path)
 		g.lfd = listen_on(path);
 	else {
+		/* how it was run, not what went wrong while running */
 		rr_log(RR_LOG_ERR, "no socket: run from rerand-fleetd.socket or give --socket PATH");
-		return 1;
+		return EX_USAGE;
 	}
 	if (g.lfd < 0)
 		return 1;

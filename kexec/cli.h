@@ -26,7 +26,7 @@
 struct cli_cmd;
 extern const struct cli_cmd cli_image, cli_inspect, cli_load, cli_verify, cli_status,
 	cli_now, cli_due, cli_hold, cli_release, cli_fleet, cli_entropy, cli_cache_key, cli_doctor,
-	cli_build;
+	cli_build, cli_history;
 
 int cmd_image(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
@@ -42,10 +42,16 @@ int cmd_fleet(int argc, char **argv);
 int cmd_entropy(int argc, char **argv);
 int cmd_cache_key(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_history(int argc, char **argv);
 /* LINE to rerandd's control socket (--socket, $RERAND_CONTROL_SOCKET or the
  * default), quietly: 0 and the answer's body in BUF; 1 and why it refused;
  * <0 (-errno) when it cannot be reached. */
 int cli_ctl_ask(const char *line, char *buf, size_t size);
+/* After cli_ctl_ask() (or the status commands' own ask) failed with R: >0,
+ * rerandd's refusal (BUF) said on stderr; <0, unreachable (the caller said
+ * where).  With --json (JSON, a CLI_JSON_ mode) one object whose only
+ * member is "error" on stdout too.  Returns EXIT_FAILURE_RR. */
+int cli_ctl_failed(int r, const char *buf, int json);
 
 /* An --OPT N naming an open file descriptor, MIN to 1023: N, or -1 after
  * saying on stderr why ARG is none (a usage error). */

@@ -108,11 +108,16 @@ static int ctl(const char *line)
 		cli_json_reprint(buf, ctl_json);
 		return 0;
 	}
+	return cli_ctl_failed(r, buf, ctl_json);
+}
+
+int cli_ctl_failed(int r, const char *buf, int json)
+{
 	if (r > 0)
 		cli_err("rerandd: %s%s", buf, strstr(buf, "root only") ? perm_hint(EPERM) : "");
 	/* --json always prints one object: a tool reading standard output
 	 * gets the reason, not an empty line (the exit status is still 1). */
-	if (ctl_json != CLI_JSON_NONE) {
+	if (json != CLI_JSON_NONE) {
 		struct json_object *o = json_object_new_object();
 		char why[512];
 
@@ -120,8 +125,9 @@ static int ctl(const char *line)
 			snprintf(why, sizeof(why), "rerandd: %.480s", buf);
 		else
 			snprintf(why, sizeof(why), "cannot reach rerandd: %s", strerror(-r));
+		why[strcspn(why, "\n")] = 0;     /* rerandd's answer ends its line */
 		rr_json_add_str(o, "error", why);
-		cli_json_print(o, ctl_json);
+		cli_json_print(o, json);
 	}
 	return EXIT_FAILURE_RR;
 }

@@ -30,6 +30,10 @@ zlib1g-dev libbz2-dev liblzo2-dev libsystemd-dev libcap-dev libseccomp-dev libin
 libjson-c-dev libssl-dev nettle-dev"
 run_pkgs="qemu-system-x86 ovmf seabios kexec-tools busybox-static cpio xz-utils zstd lz4
 bzip2 gzip lzop python3 coreutils util-linux"
+# prometheus: promtool, for tests/scripts/test-prometheus-pack.sh (the alert
+# rules' `promtool check rules` and `promtool test rules`, and `promtool check
+# metrics` on rerandd's textfile); python3-yaml: the same test reads the
+# rules' test file.
 # kubectl: tests/daemon/test-kured.sh reads the example Kubernetes manifests
 # with it (offline).  trixie packages it as kubectl (1.32; kubernetes-client
 # is a transitional package there), bookworm only as kubernetes-client (1.20),
@@ -37,7 +41,7 @@ bzip2 gzip lzop python3 coreutils util-linux"
 # (another vendor's) is kept: both cannot be installed at once.
 # python3-jsonschema: tests/cli/test-json-schema.sh holds every --json
 # output to docs/json/ with Debian's validator.
-test_pkgs="clang @clang-rt etcd-server etcd-client openssl curl iproute2 gnuplot-nox bash-completion
+test_pkgs="prometheus python3-yaml clang @clang-rt etcd-server etcd-client openssl curl iproute2 gnuplot-nox bash-completion
 sbsigntool osslsigncode pesign softhsm2 libengine-pkcs11-openssl piuparts dbus-daemon systemd kubectl|kubernetes-client
 python3-jsonschema"
 # The Debian guest (tests/e2e/lib-systemd.sh, make vm): debootstrap, an ext4

@@ -46,6 +46,9 @@
  * cache the image of KERNEL (an absolute path) through its own sandboxed
  * builder; answered once the image is in the cache, or why not. */
 #define RR_CTLV_BUILD               "build"
+/* `rerand history [--json]`: the past rerandomizing reboots (daemon/history.c) */
+#define RR_CTLV_HISTORY             "history"
+#define RR_CTLV_HISTORY_JSON        "history json"
 
 /* The answer's first line. */
 #define RR_CTL_OK    "ok\n"
@@ -55,6 +58,6 @@
 enum rr_ctl_cmd { RR_CTL_BAD = 0, RR_CTL_STATUS, RR_CTL_STATUS_JSON, RR_CTL_NOW, RR_CTL_HOLD,
 		  RR_CTL_RELEASE, RR_CTL_FLEET_STATUS, RR_CTL_FLEET_STATUS_JSON,
 		  RR_CTL_FLEET_RELEASE, RR_CTL_DUE, RR_CTL_PHASE, RR_CTL_FLEET_CLEAR_BREAKER,
-		  RR_CTL_BUILD, RR_CTL_NOW_WITHDRAW };
+		  RR_CTL_BUILD, RR_CTL_NOW_WITHDRAW, RR_CTL_HISTORY, RR_CTL_HISTORY_JSON };
 
 #endif

@@ -1,25 +1,32 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* systemd-style durations ("90s", "30min", "1d 12h"; a bare number is
- * seconds): shared by rerandd's configuration and the [Fleet] keys that
- * rerand-fleetd parses too. */
+/* systemd-style time spans ("90s", "30min", "1d 12h", "250ms"), the one
+ * grammar of every duration key: rerandd's configuration and the [Fleet]
+ * keys that rerand-fleetd parses too.  A bare number is seconds, everywhere
+ * (as systemd's ...Sec= keys); --dump-config prints them back with
+ * config_format_duration*(), which these parsers read to the same value. */
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "fleet.h"
 
-int config_parse_duration(const char *s, int64_t *ret)
+#define DUR_MAX_MS (INT64_C(1) << 40)         /* 34 years: far beyond any key's range */
+
+int config_parse_duration_ms(const char *s, int64_t *ret)
 {
-	static const struct { const char *u; int64_t mult; } units[] = {
-		{ "seconds", 1 }, { "second", 1 }, { "sec", 1 }, { "s", 1 },
-		{ "minutes", 60 }, { "minute", 60 }, { "min", 60 }, { "m", 60 },
-		{ "hours", 3600 }, { "hour", 3600 }, { "hr", 3600 }, { "h", 3600 },
-		{ "days", 86400 }, { "day", 86400 }, { "d", 86400 },
-		{ "weeks", 604800 }, { "week", 604800 }, { "w", 604800 },
+	static const struct { const char *u; int64_t ms; } units[] = {
+		{ "milliseconds", 1 }, { "millisecond", 1 }, { "msec", 1 }, { "ms", 1 },
+		{ "seconds", 1000 }, { "second", 1000 }, { "sec", 1000 }, { "s", 1000 },
+		{ "minutes", 60000 }, { "minute", 60000 }, { "min", 60000 }, { "m", 60000 },
+		{ "hours", 3600000 }, { "hour", 3600000 }, { "hr", 3600000 }, { "h", 3600000 },
+		{ "days", 86400000 }, { "day", 86400000 }, { "d", 86400000 },
+		{ "weeks", 604800000 }, { "week", 604800000 }, { "w", 604800000 },
 	};
 	int64_t total = 0;
 	bool any = false;
@@ -27,7 +34,7 @@ int config_parse_duration(const char *s, int64_t *ret)
 	while (*s) {
 		char *end;
 		size_t ul = 0;
-		int64_t mult = 1;
+		int64_t mult = 1000;                  /* a bare number: seconds */
 
 		while (isspace((unsigned char)*s))
 			s++;
@@ -37,7 +44,7 @@ int config_parse_duration(const char *s, int64_t *ret)
 			return -EINVAL;
 		errno = 0;
 		unsigned long long v = strtoull(s, &end, 10);
-		if (errno || v > (1ull << 40))
+		if (errno || v > (unsigned long long)DUR_MAX_MS)
 			return -ERANGE;
 		s = end;
 		while (isspace((unsigned char)*s))
@@ -51,13 +58,13 @@ int config_parse_duration(const char *s, int64_t *ret)
 					break;
 			if (i == sizeof(units) / sizeof(units[0]))
 				return -EINVAL;
-			mult = units[i].mult;
+			mult = units[i].ms;
 			s += ul;
 		}
-		if ((int64_t)v > (INT64_C(1) << 40) / mult)
+		if ((int64_t)v > DUR_MAX_MS / mult)
 			return -ERANGE;
 		total += (int64_t)v * mult;
-		if (total > (INT64_C(1) << 40))
+		if (total > DUR_MAX_MS)
 			return -ERANGE;
 		any = true;
 	}
@@ -65,4 +72,46 @@ int config_parse_duration(const char *s, int64_t *ret)
 		return -EINVAL;
 	*ret = total;
 	return 0;
+}
+
+int config_parse_duration(const char *s, int64_t *ret)
+{
+	int64_t ms;
+	int r = config_parse_duration_ms(s, &ms);
+
+	if (r < 0)
+		return r;
+	if (ms % 1000)
+		return -EINVAL;               /* these keys count whole seconds */
+	*ret = ms / 1000;
+	return 0;
+}
+
+const char *config_format_duration_ms(int64_t ms, char *out, size_t len)
+{
+	static const struct { const char *u; int64_t n; } parts[] = {
+		{ "d", 86400000 }, { "h", 3600000 }, { "min", 60000 }, { "s", 1000 }, { "ms", 1 },
+	};
+	size_t o = 0;
+
+	if (!len)
+		return out;
+	if (ms <= 0) {
+		/* 0 is 0 in any unit; a negative value is no duration (never printed) */
+		snprintf(out, len, "%" PRId64, ms);
+		return out;
+	}
+	out[0] = 0;
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]) && o < len; i++)
+		if (ms / parts[i].n) {
+			o += (size_t)snprintf(out + o, len - o, "%s%" PRId64 "%s", o ? " " : "",
+					      ms / parts[i].n, parts[i].u);
+			ms %= parts[i].n;
+		}
+	return out;
+}
+
+const char *config_format_duration(int64_t s, char *out, size_t len)
+{
+	return config_format_duration_ms(s > DUR_MAX_MS / 1000 ? DUR_MAX_MS : s * 1000, out, len);
 }

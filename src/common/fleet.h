@@ -56,6 +56,9 @@ void fleet_config_defaults(struct fleet_config *c);
 /* One key of [Fleet]: 0, or -EINVAL/-ENOENT (unknown key) with a message in err. */
 int fleet_config_set(struct fleet_config *c, const char *key, const char *value,
 		     char *err, size_t errlen);
+/* The key a deprecated [Fleet] key name stands for (RetryBaseMSec ->
+ * RetryBase), or NULL.  fleet_config_set() takes both. */
+const char *fleet_config_alias(const char *key);
 /* Cross-field checks once every file is read. */
 int fleet_config_validate(const struct fleet_config *c, char *err, size_t errlen);
 /* Call fn(key, value) for every key the helper needs (HelperSocket= is rerandd's). */
@@ -106,8 +109,14 @@ enum fleet_state {
 	FLEET_ST_ERROR,         /* backend unreachable or refusing: fail closed */
 };
 #define FLEET_ST_MAX FLEET_ST_ERROR
-/* duration.c: "90s", "15min", "1d 12h"; a bare number is seconds. */
+/* duration.c: systemd's time spans, "90s", "15min", "1d 12h", "250ms"; a bare
+ * number is seconds.  In whole seconds (-EINVAL for "1500ms"), or in ms. */
 int config_parse_duration(const char *s, int64_t *ret);
+int config_parse_duration_ms(const char *s, int64_t *ret);
+/* The same value as --dump-config prints it, which the parsers read back:
+ * 90061 s -> "1d 1h 1min 1s", 5000 ms -> "5s", 250 ms -> "250ms", 0 -> "0". */
+const char *config_format_duration(int64_t seconds, char *out, size_t len);
+const char *config_format_duration_ms(int64_t ms, char *out, size_t len);
 const char *fleet_state_name(enum fleet_state s);
 
 struct fleet_holder {

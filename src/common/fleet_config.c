@@ -101,27 +101,32 @@ static int parse_seconds(const char *key, const char *v, int64_t *ret, char *err
 	return 0;
 }
 
-/* RetryBaseMSec=/RetryMaxMSec=: a bare number is milliseconds (the old unit),
- * "250ms" too; any other unit is a duration (5s, 1min). */
-static int parse_msec(const char *key, const char *v, int64_t *ret, char *err, size_t errlen)
+/* RetryBase=/RetryMax=: a duration to the millisecond (5s, 250ms), a bare
+ * number seconds as in every other key.  Their old names RetryBaseMSec= and
+ * RetryMaxMSec= (legacy) keep their old bare unit, milliseconds, so that a
+ * file written for them means what it meant; --check-config warns. */
+static int parse_msec(const char *key, const char *v, bool legacy, int64_t *ret, char *err,
+		      size_t errlen)
 {
 	const int64_t lo = 10, hi = 24ll * 3600 * 1000;
 	size_t digits = strspn(v, "0123456789");
 	int64_t x = -1;
 
-	if (digits && (!v[digits] || !strcmp(v + digits, "ms"))) {
+	if (legacy && digits && !v[digits]) {
 		errno = 0;
 		unsigned long long u = strtoull(v, NULL, 10);
 		if (!errno && u <= (unsigned long long)hi)
 			x = (int64_t)u;
-	} else if (config_parse_duration(v, &x) == 0 && x <= hi / 1000) {
-		x *= 1000;
-	} else {
+	} else if (config_parse_duration_ms(v, &x) < 0) {
 		x = -1;
 	}
 	if (x < lo || x > hi) {
-		snprintf(err, errlen, "%s=%s: want milliseconds (5000, 250ms) or a duration (5s, "
-			 "5min) from 10ms to 24h", key, v);
+		if (legacy)
+			snprintf(err, errlen, "%s=%s: want milliseconds (5000) or a duration (5s, "
+				 "250ms) from 10ms to 24h", key, v);
+		else
+			snprintf(err, errlen, "%s=%s: want a duration from 10ms to 24h (5s, 250ms, "
+				 "1min; a bare number is seconds)", key, v);
 		return -EINVAL;
 	}
 	*ret = x;
@@ -449,7 +454,7 @@ static int check_helper(const char *value, char *err, size_t errlen)
 
 /* How each key is stored: by its own function, as a checked string, or as a
  * duration in seconds or milliseconds, in the field at off. */
-enum fleet_key_kind { FK_FN, FK_STR, FK_SECONDS, FK_MSEC };
+enum fleet_key_kind { FK_FN, FK_STR, FK_SECONDS, FK_MSEC, FK_MSEC_LEGACY };
 
 struct fleet_key {
 	const char *name;
@@ -465,6 +470,7 @@ struct fleet_key {
 #define KEY_STR(name, field, check) { name, FK_STR, FK_FIELD(field), NULL, check }
 #define KEY_SECONDS(name, field)    { name, FK_SECONDS, FK_FIELD(field), NULL, NULL }
 #define KEY_MSEC(name, field)       { name, FK_MSEC, FK_FIELD(field), NULL, NULL }
+#define KEY_MSEC_LEGACY(name, field) { name, FK_MSEC_LEGACY, FK_FIELD(field), NULL, NULL }
 static const struct fleet_key fleet_keys[] = {
 	KEY_FN("Backend", set_backend),
 	KEY_STR("Group", group, check_group),
@@ -485,15 +491,28 @@ static const struct fleet_key fleet_keys[] = {
 	KEY_SECONDS("Timeout", timeout),
 	KEY_FN("BreakerFailures", set_breaker_failures),
 	KEY_FN("BreakerWindowSec", set_breaker_window),
-	KEY_MSEC("RetryBaseMSec", retry_base_ms),
-	KEY_MSEC("RetryMaxMSec", retry_max_ms),
+	KEY_MSEC("RetryBase", retry_base_ms),
+	KEY_MSEC("RetryMax", retry_max_ms),
 	KEY_STR("HelperSocket", helper, check_helper),
+	/* the old names (fleet_config_alias()), after the new ones */
+	KEY_MSEC_LEGACY("RetryBaseMSec", retry_base_ms),
+	KEY_MSEC_LEGACY("RetryMaxMSec", retry_max_ms),
 };
+#undef KEY_MSEC_LEGACY
 #undef KEY_MSEC
 #undef KEY_SECONDS
 #undef KEY_STR
 #undef KEY_FN
 #undef FK_FIELD
+
+const char *fleet_config_alias(const char *key)
+{
+	if (!strcasecmp(key, "RetryBaseMSec"))
+		return "RetryBase";
+	if (!strcasecmp(key, "RetryMaxMSec"))
+		return "RetryMax";
+	return NULL;
+}
 
 int fleet_config_set(struct fleet_config *c, const char *key, const char *value, char *err,
 		     size_t errlen)
@@ -514,7 +533,9 @@ int fleet_config_set(struct fleet_config *c, const char *key, const char *value,
 		case FK_SECONDS:
 			return parse_seconds(k->name, value, (int64_t *)field, err, errlen);
 		case FK_MSEC:
-			return parse_msec(k->name, value, (int64_t *)field, err, errlen);
+		case FK_MSEC_LEGACY:
+			return parse_msec(k->name, value, k->kind == FK_MSEC_LEGACY, (int64_t *)field,
+					  err, errlen);
 		}
 	}
 	snprintf(err, errlen, "unknown key %s= in [Fleet]", key);
@@ -557,7 +578,7 @@ int fleet_config_validate(const struct fleet_config *c, char *err, size_t errlen
 	int r;
 
 	if (c->retry_max_ms < c->retry_base_ms) {
-		snprintf(err, errlen, "[Fleet] RetryMaxMSec= is below RetryBaseMSec=");
+		snprintf(err, errlen, "[Fleet] RetryMax= is below RetryBase=");
 		return -EINVAL;
 	}
 	switch (c->backend) {
@@ -690,7 +711,7 @@ const char *fleet_state_name(enum fleet_state s)
 int fleet_config_each(const struct fleet_config *c,
 		      int (*fn)(const char *key, const char *value, void *ud), void *ud)
 {
-	char eps[FLEET_MAX_ENDPOINTS * (FLEET_STR + 1)] = "", num[32];
+	char eps[FLEET_MAX_ENDPOINTS * (FLEET_STR + 1)] = "", num[64];
 	size_t o = 0;
 	int r;
 
@@ -698,6 +719,9 @@ int fleet_config_each(const struct fleet_config *c,
 		o += (size_t)snprintf(eps + o, sizeof(eps) - o, "%s%s", i ? "," : "", c->endpoints[i]);
 #define KV(k, v) do { if ((r = fn(k, v, ud)) < 0) return r; } while (0)
 #define KN(k, fmt, v) do { snprintf(num, sizeof(num), fmt, v); KV(k, num); } while (0)
+	/* durations as every duration is printed: what the parser reads back */
+#define KD(k, v) KV(k, config_format_duration(v, num, sizeof(num)))
+#define KDMS(k, v) KV(k, config_format_duration_ms(v, num, sizeof(num)))
 	KV("Backend", fleet_backend_name(c->backend));
 	KV("Group", c->group);
 	KV("Endpoints", eps);
@@ -708,17 +732,19 @@ int fleet_config_each(const struct fleet_config *c,
 	KV("PasswordFile", c->password_file);
 	KV("AllowPlaintext", c->allow_plaintext ? "yes" : "no");
 	KN("MaxConcurrent", "%u", c->max_concurrent);
-	KN("LockTTL", "%" PRId64, c->lock_ttl);
-	KN("DownTTL", "%" PRId64, c->down_ttl);
+	KD("LockTTL", c->lock_ttl);
+	KD("DownTTL", c->down_ttl);
 	KV("URL", c->url);
 	KV("MachineIDFile", c->machine_id);
 	KV("ID", c->id);
 	KV("InstallID", c->install_id);
-	KN("Timeout", "%" PRId64, c->timeout);
-	KN("RetryBaseMSec", "%" PRId64, c->retry_base_ms);
-	KN("RetryMaxMSec", "%" PRId64, c->retry_max_ms);
+	KD("Timeout", c->timeout);
+	KDMS("RetryBase", c->retry_base_ms);
+	KDMS("RetryMax", c->retry_max_ms);
 	KN("BreakerFailures", "%u", c->breaker_failures);
-	KN("BreakerWindowSec", "%" PRId64, c->breaker_window);
+	KD("BreakerWindowSec", c->breaker_window);
+#undef KDMS
+#undef KD
 #undef KN
 #undef KV
 	return 0;

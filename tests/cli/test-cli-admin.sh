@@ -77,7 +77,7 @@ check "every exit code is in the man page's EXIT STATUS${miss:+ (missing:$miss)}
 
 # ---- 5. one table per command: usage, --help, man page, completion ----------
 cmds=$("$R" --help | sed -n 's/^  \([a-z-]\+\)\( .*\)\?$/\1/p')
-check "--help lists the fourteen commands" test "$(echo $cmds)" = "image cache-key inspect load verify status now due hold release fleet entropy doctor build"
+check "--help lists the fifteen commands" test "$(echo $cmds)" = "image cache-key inspect load verify status now due hold release fleet entropy doctor build history"
 # the man page as text: \- is -, fonts dropped
 sed 's/\\-/-/g; s/\\f[BIRP]//g' "$MAN" >"$tmp/man.txt"
 # its SYNOPSIS, one block per command (`rerand fleet status` is fleet's)
@@ -147,7 +147,7 @@ if [ -r "$bc" ]; then
 		COMP_WORDS=(rerand image --codec ''); COMP_CWORD=3; COMP_LINE='rerand image --codec '; COMP_POINT=\${#COMP_LINE}; _rerand rerand '' --codec; echo \"\${COMPREPLY[*]}\"
 		COMP_WORDS=(rerand h); COMP_CWORD=1; COMP_LINE='rerand h'; COMP_POINT=\${#COMP_LINE}; _rerand rerand h rerand; echo \"\${COMPREPLY[*]}\"" 2>&1)
 	check "bash completes 'rerand image --co', '--codec ' and 'h' ($(echo $got))" \
-		test "$(echo $got)" = "--codec lz4 none help hold"
+		test "$(echo $got)" = "--codec lz4 none help hold history"
 else
 	ok "# SKIP bash-completion is not installed ($bc): the completion is checked as text only"
 fi

@@ -9,8 +9,9 @@
 #  - rerand inspect on every test kernel, its image, a signed image and a
 #    UKI; rerand entropy on every captured memory map; rerand doctor on
 #    this machine;
-#  - rerand status --json and fleet status --json with no rerandd (the
-#    error object);
+#  - rerand status --json, fleet status --json and history --json with no
+#    rerandd (the error object; a real rerandd's history in
+#    tests/daemon/test-history-daemon.sh);
 #  - every status and fleet status document the unit tests format
 #    (RERAND_JSON_DUMP: test_status, test_state, test_crash_daemon,
 #    test_escape, test_fleet build rerandd's views in many states).
@@ -132,6 +133,9 @@ vcheck "rerand doctor --json (this machine, no rerandd)" doctor "$tmp/doctor.jso
 # --- status and fleet status -------------------------------------------------
 RERAND_CONTROL_SOCKET=$tmp/no-rerandd "$R" status --json >"$tmp/status.none.json" 2>/dev/null
 RERAND_CONTROL_SOCKET=$tmp/no-rerandd "$R" fleet status --json >"$tmp/fleet.none.json" 2>/dev/null
+RERAND_CONTROL_SOCKET=$tmp/no-rerandd "$R" history --json >"$tmp/history.none.json" 2>/dev/null
+vcheck "rerand history --json (no rerandd: the error object; tests/daemon/test-history-daemon.sh holds a real rerandd's)" \
+	history "$tmp/history.none.json"
 mkdir -p "$tmp/dump"
 for t in test_status test_state test_crash_daemon test_escape test_fleet; do
 	RERAND_JSON_DUMP=$tmp/dump "$top/build/tests/$t" >/dev/null 2>&1 ||

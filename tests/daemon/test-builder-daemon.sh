@@ -13,7 +13,9 @@
 # builder leaves behind (setsid, its output open) is killed before rerandd
 # goes on (the builder's reaper, daemon/reaper.c), and could not have
 # changed the cached image anyway (rerandd checks and caches a copy only
-# root holds).
+# root holds); an image whose stage bytes are not rerandd's own (one byte
+# changed, its stage hash field left as rerandd's) is refused and never
+# cached or staged.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/lib/rerandd.sh"
@@ -65,6 +67,13 @@ if [ "\$1" = image ]; then
 	if [ "\$mode" = kexec ]; then
 		echo "half an image" >&4
 		exec python3 -c 'import ctypes, sys; r = ctypes.CDLL(None).syscall(320, -1, -1, 0, b"", 0); print("BUILDER survived kexec_file_load:", r, file=sys.stderr)'
+	fi
+	# a swapped stage: the real image, then one byte of its stage (0x300
+	# into the protected-mode part, past the 64-bit entry) changed in place
+	# through fd 4, its stage hash field left as rerandd's
+	if [ "\$mode" = swap ]; then
+		$R "\$@" || exit
+		exec python3 -c 'import os; o = 0x400 + 0x300; b = os.pread(4, 1, o); os.pwrite(4, bytes([b[0] ^ 0xff]), o); print("BUILDER swapped the stage byte at", hex(o))'
 	fi
 	if [ "\$mode" = linger ]; then
 		$R "\$@" || exit
@@ -132,8 +141,9 @@ inst fail fail
 inst nouser ok rerand-no-such-user
 inst linger linger
 inst kexec kexec
+inst swap swap
 mkdir -p "$tmp/linger/linger" && chmod 0777 "$tmp/linger/linger"
-rerandd_up "$tmp/good" "$tmp/fail" "$tmp/nouser" "$tmp/linger" "$tmp/kexec"
+rerandd_up "$tmp/good" "$tmp/fail" "$tmp/nouser" "$tmp/linger" "$tmp/kexec" "$tmp/swap"
 
 # ---- the builder's identity ------------------------------------------------------------------
 wait_for 60 status_has good "staged:            yes" || true
@@ -215,6 +225,14 @@ check "kexec: the builder calling kexec_file_load is killed by SIGSYS (status 12
 check "kexec: the call never returned to the builder" bash -c "! grep -q 'BUILDER survived' '$tmp/kexec/log'"
 check "kexec: nothing cached or staged ($(cache kexec))" \
 	bash -c "[ -z '$(cache kexec)' ] && [ ! -e '$tmp/kexec/kexec.log' ]"
+
+# ---- a swapped stage is refused, whatever its stage hash says (issue 39) -------------------
+wait_for 60 status_has swap "stage error:" || true
+check "swap: the builder did change a byte of its image's stage" grep -q 'BUILDER swapped the stage byte at 0x700' "$tmp/swap/log"
+check "swap: the stage error says the stage differs from rerandd's at that byte" \
+	bash -c "RERAND_CONTROL_SOCKET=$tmp/swap/run/control '$R' status | grep -q 'stage error: .*its stage differs from the one rerandd links at byte 0x300 .*a swapped stage; not staged'"
+check "swap: nothing cached or staged ($(cache swap))" \
+	bash -c "[ -z '$(cache swap)' ] && [ ! -e '$tmp/swap/kexec.log' ]"
 
 # ---- what the builder leaves behind is killed, and cannot change the image -------------------
 wait_for 60 status_has linger "staged:            yes" || true

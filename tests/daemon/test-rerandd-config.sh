@@ -45,7 +45,7 @@ check "an unknown key: did you mean the closest key of the section" \
 check "a key in the wrong section: says which section it belongs in" \
 	eval 'grep -qF "keys.conf:4: [Daemon]: unknown key Jitter (Jitter= belongs in [Policy])" "$tmp/out"'
 check "[Fleet] and [Window] keys get a did-you-mean too" \
-	eval 'grep -qF "(did you mean RetryBaseMSec=?)" "$tmp/out" && grep -qF "keys.conf:8: [Window w]: unknown key Strat (did you mean Start=?)" "$tmp/out"'
+	eval 'grep -qF "(did you mean RetryBaseMSec=, now RetryBase=?)" "$tmp/out" && grep -qF "keys.conf:8: [Window w]: unknown key Strat (did you mean Start=?)" "$tmp/out"'
 
 printf '[Policy]\nMaxLayoutAge=24h # daily\n[Fleet]\nGroup=web ; the web tier\n' >"$tmp/comment.conf"
 chk "$tmp/comment.conf"
@@ -86,7 +86,7 @@ check "a drop-in's value wins, with the drop-in's file:line" \
 	test "$(origin_of Jitter=30min)" = "# $tmp/conf.d/50-site.conf:2"
 check "a window key from the drop-in, the others from the main file" \
 	eval '[ "$(origin_of Length=1h)" = "# $tmp/conf.d/50-site.conf:5" ] && [ "$(origin_of Start=03:00)" = "# $tmp/main.conf:7" ]'
-check "[Fleet] values are included" test "$(origin_of LockTTL=1200)" = "# $tmp/conf.d/50-site.conf:8"
+check "[Fleet] values are included (LockTTL=1200 as 20min)" test "$(origin_of LockTTL=20min)" = "# $tmp/conf.d/50-site.conf:8"
 check "defaults are marked as such" test "$(origin_of MaxFailures=3)" = "# default"
 check "every key of the table is printed, ControlSocket= filled in" \
 	eval 'grep -qx "ControlSocket=/run/rerand/control" "$tmp/dump" && grep -qx "HelperSocket=.*" "$tmp/dump" && grep -qx "Pstore=/sys/fs/pstore" "$tmp/dump"'
@@ -97,6 +97,77 @@ check "the dump parses back to the same configuration" \
 rc=$?
 check "--dump-config of a bad configuration fails with the errors (exit $rc)" \
 	eval '[ $rc -ne 0 ] && grep -q "did you mean" "$tmp/out" && ! grep -q "^\[Daemon\]" "$tmp/out"'
+
+# ---- the holes of issue 40, point 5 ------------------------------------------------------
+# A missing main file is an error (78), the default one as one named with
+# --config; --allow-missing-config (what rerandd.service passes) makes it a
+# warning: the built-in defaults and the drop-ins.
+if [ ! -e /etc/rerand/rerand.conf ]; then
+	"$RERANDD" --check-config --config-dir "$tmp/empty.d" >"$tmp/out" 2>&1
+	rc=$?
+	check "no /etc/rerand/rerand.conf: --check-config fails (exit $rc) naming it, not \"configuration OK\"" \
+		eval '[ $rc = 78 ] && grep -qF "/etc/rerand/rerand.conf: cannot open: No such file or directory (rerandd --allow-missing-config" "$tmp/out" &&
+		      ! grep -q "configuration OK" "$tmp/out"'
+else
+	skip "this machine has an /etc/rerand/rerand.conf: its absence is tested with --config below"
+fi
+chk "$tmp/missing.conf"
+check "a missing --config file: exit 78" test "$rc" = 78
+mkdir -p "$tmp/ok.d" "$tmp/bad.d"
+printf '[Window w]\nStart=03:00\nLength=1h\n' >"$tmp/ok.d/50-window.conf"
+"$RERANDD" --check-config --allow-missing-config --config "$tmp/missing.conf" --config-dir "$tmp/ok.d" >"$tmp/out" 2>&1
+rc=$?
+echo "# $(tr '\n' '|' <"$tmp/out")"
+check "--allow-missing-config: a missing main file is a warning naming it, the drop-ins read (exit $rc)" \
+	eval '[ $rc = 0 ] && grep -qF "warning: $tmp/missing.conf: does not exist: the built-in defaults stand in for it" "$tmp/out" &&
+	      grep -q "configuration OK" "$tmp/out" && ! grep -q "no maintenance window" "$tmp/out"'
+printf '[Policy]\nMaxLayoutAge=soon\n' >"$tmp/bad.d/50-bad.conf"
+"$RERANDD" --check-config --allow-missing-config --config "$tmp/missing.conf" --config-dir "$tmp/bad.d" >"$tmp/out" 2>&1
+rc=$?
+check "--allow-missing-config still fails a bad drop-in (exit $rc)" \
+	eval '[ $rc = 78 ] && grep -qF "50-bad.conf:2: MaxLayoutAge=soon" "$tmp/out"'
+
+# A check across keys names the file and line of each key: Jitter= in a
+# drop-in against MaxLayoutAge= of the main file.
+mkdir -p "$tmp/x.d"
+printf '[Policy]\nMaxLayoutAge=1d\n' >"$tmp/x.conf"
+printf '# site policy\n[Policy]\nJitter=2d\n\n[Fleet]\nBackend=etcd\nEndpoints=127.0.0.1:2379\nTimeout=10s\n' >"$tmp/x.d/50-site.conf"
+printf '[Fleet]\nLockTTL=20s\n' >"$tmp/x.d/60-ttl.conf"
+"$RERANDD" --check-config --config "$tmp/x.conf" --config-dir "$tmp/x.d" >"$tmp/out" 2>&1
+rc=$?
+echo "# $(tr '\n' '|' <"$tmp/out")"
+check "Jitter= (drop-in) vs MaxLayoutAge= (main): led by the drop-in's line, each key's file:line (exit $rc)" \
+	eval '[ $rc = 78 ] && grep -qxF "rerandd: $tmp/x.d/50-site.conf:3: Jitter=2d is longer than MaxLayoutAge=1d (Jitter= at $tmp/x.d/50-site.conf:3, MaxLayoutAge= at $tmp/x.conf:2)" "$tmp/out"'
+check "[Fleet] LockTTL= vs Timeout=, in two drop-ins: each key's file:line" \
+	grep -qF "rerandd: $tmp/x.d/60-ttl.conf:2: [Fleet] LockTTL= must be longer than 3 times Timeout= (LockTTL= at $tmp/x.d/60-ttl.conf:2, Timeout= at $tmp/x.d/50-site.conf:8)" "$tmp/out"
+printf '[Policy]\nMaxLayoutAge=30s\nJitter=10s\n' >"$tmp/y.conf"
+chk "$tmp/y.conf"
+check "a check of one key is led by that key's file:line" \
+	grep -qF "y.conf:2: MaxLayoutAge= is shorter than 1min" "$tmp/out"
+
+# nokaslr in [Stage] CommandLine= is refused like [Crash]'s; after "--" it is init's
+printf '[Stage]\nCommandLine=root=/dev/vda1 quiet nokaslr\n' >"$tmp/nk.conf"
+chk "$tmp/nk.conf"
+check "[Stage] CommandLine= with nokaslr is refused with its file:line (exit $rc)" \
+	eval '[ $rc = 78 ] && grep -qF "nk.conf:2: [Stage] CommandLine= has nokaslr: a kernel booted with it is not randomized" "$tmp/out"'
+printf '[Stage]\nCommandLine=root=/dev/vda1 quiet -- nokaslr\n[Window w]\nStart=03:00\nLength=1h\n' >"$tmp/nk2.conf"
+chk "$tmp/nk2.conf"
+check "nokaslr after -- (init's argument) is not the kernel's (exit $rc)" test "$rc" = 0
+
+# Nothing will ever plan a reboot by itself: --check-config says so (valid, exit 0)
+printf '[Policy]\nMaxLayoutAge=1d\n' >"$tmp/nowin.conf"
+chk "$tmp/nowin.conf"
+check "no window and RebootOutsideWindows=no: --check-config warns that nothing reboots by itself (exit $rc)" \
+	eval '[ $rc = 0 ] && grep -q "warning: no maintenance window is configured and RebootOutsideWindows=no: rerandd keeps an image staged but never reboots by itself" "$tmp/out"'
+printf '[Window w]\nStart=03:00\nLength=1h\nEnabled=no\n' >"$tmp/offwin.conf"
+chk "$tmp/offwin.conf"
+check "its only window disabled: the same warning" grep -q "warning: no maintenance window is configured" "$tmp/out"
+printf '[Window w]\nStart=03:00\nLength=1h\n' >"$tmp/win.conf"
+chk "$tmp/win.conf"
+check "a window: no such warning" eval '[ $rc = 0 ] && ! grep -q "warning" "$tmp/out"'
+printf '[Policy]\nRebootOutsideWindows=yes\n' >"$tmp/outside.conf"
+chk "$tmp/outside.conf"
+check "RebootOutsideWindows=yes: no such warning" eval '[ $rc = 0 ] && ! grep -q "warning" "$tmp/out"'
 
 v=$("$top/build/rerand" --version | sed -n 's/^rerand //p')
 check "rerandd --version says rerand's version ($v)" test "$("$RERANDD" --version)" = "rerandd $v"

@@ -352,6 +352,11 @@ rrs_fill() {
 		systemctl --root="$d" enable "$u.service" >/dev/null 2>&1 ||
 			{ echo "e2e: systemctl --root enable $u failed" >&2; return 1; }
 	done
+	# the textfile directory of Debian's prometheus-node-exporter, as its
+	# package makes it (root:root 0755), so that rerandd writes its metrics
+	# to MetricsFile='s default through the unit's ReadWritePaths= (a
+	# STAND-IN for the package itself, which the guest does not install)
+	install -d -m 0755 "$d/var/lib/prometheus/node-exporter" || return 1
 	install -d "$d/etc/rerand/rerand.conf.d" || return 1
 	rrs_conf "$mode" >"$d/etc/rerand/rerand.conf.d/50-e2e.conf"
 	if [ "${RRS_FLEET:-0}" = 1 ]; then
@@ -374,8 +379,8 @@ Group=e2e
 MaxConcurrent=1
 LockTTL=30min
 Timeout=5
-RetryBaseMSec=2000
-RetryMaxMSec=10000
+RetryBase=2000ms
+RetryMax=10000ms
 ' \
 			>"$d/etc/rerand/rerand.conf.d/45-e2e-fleet.conf"
 		echo etcd >"$d/var/lib/rerand-e2e/fleet"

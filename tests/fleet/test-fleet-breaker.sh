@@ -73,7 +73,7 @@ keys() { etcd_keys "$E" "$1"; }
 # fleet GROUP FILE [LOCKTTL DOWNTTL]: the [Fleet] section, short TTLs (that
 # still outlast a simulated reboot on a loaded machine) and back-off
 fleet() {
-	printf '[Fleet]\nBackend=etcd\nEndpoints=%s\nGroup=%s\nMaxConcurrent=1\nLockTTL=%s\nDownTTL=%s\nTimeout=2s\nRetryBaseMSec=300\nRetryMaxMSec=1500\nBreakerFailures=2\nBreakerWindowSec=1h\n' \
+	printf '[Fleet]\nBackend=etcd\nEndpoints=%s\nGroup=%s\nMaxConcurrent=1\nLockTTL=%s\nDownTTL=%s\nTimeout=2s\nRetryBase=300ms\nRetryMax=1500ms\nBreakerFailures=2\nBreakerWindowSec=1h\n' \
 		"$E" "$1" "${3:-8s}" "${4:-40s}" >"$2"
 }
 st() { ctl "$1" status 2>&1; }

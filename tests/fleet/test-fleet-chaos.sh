@@ -129,7 +129,7 @@ for s in json.load(sys.stdin):
 
 # ---- the hosts ---------------------------------------------------------------------
 fleet_conf() { # FILE GROUP
-	printf '[Fleet]\nBackend=etcd\nGroup=%s\nEndpoints=%s\nMaxConcurrent=2\nLockTTL=%s\nDownTTL=%s\nTimeout=1\nRetryBaseMSec=300\nRetryMaxMSec=3000\n' \
+	printf '[Fleet]\nBackend=etcd\nGroup=%s\nEndpoints=%s\nMaxConcurrent=2\nLockTTL=%s\nDownTTL=%s\nTimeout=1\nRetryBase=300ms\nRetryMax=3000ms\n' \
 		"$2" "$EP" "$LTTL" "$DTTL" >"$1"
 }
 # The host's rerandd and rerand-fleetd see its wall clock through

@@ -153,14 +153,14 @@ bg_pids+=($!)
 wait_for 10 test -s "$tmp/fl.port" || bail "the FleetLock server did not start"
 FL=http://127.0.0.1:$(cat "$tmp/fl.port")
 fleet_etcd() { # FILE GROUP K TTL [ENDPOINTS]
-	printf '[Fleet]\nBackend=etcd\nGroup=%s\nEndpoints=%s\nMaxConcurrent=%s\nLockTTL=%s\nTimeout=1\nRetryBaseMSec=200\nRetryMaxMSec=2000\n' \
+	printf '[Fleet]\nBackend=etcd\nGroup=%s\nEndpoints=%s\nMaxConcurrent=%s\nLockTTL=%s\nTimeout=1\nRetryBase=200ms\nRetryMax=2000ms\n' \
 		"$2" "${5:-$E}" "$3" "$4" >"$1"
 }
 
 # ---- W: a maintenance window across a FleetLock fleet (runs while the etcd parts do) ----
 # Windows start on a minute: the next one at least 25 s away, WLEN s long, in UTC.
 now=$(date +%s); wopen=$(( (now / 60 + 1) * 60 )); [ $((wopen - now)) -lt 25 ] && wopen=$((wopen + 60))
-printf '[Fleet]\nBackend=fleetlock\nGroup=edge\nURL=%s\nTimeout=2\nRetryBaseMSec=200\nRetryMaxMSec=2000\n' "$FL" >"$tmp/w.fleet"
+printf '[Fleet]\nBackend=fleetlock\nGroup=edge\nURL=%s\nTimeout=2\nRetryBase=200ms\nRetryMax=2000ms\n' "$FL" >"$tmp/w.fleet"
 wids=$(seq -f 'w%g' 1 "$HOSTS")
 for id in $wids; do
 	host_new "$id" "$tmp/w.fleet" "[Window edge]

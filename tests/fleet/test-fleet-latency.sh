@@ -67,8 +67,8 @@ Endpoints=127.0.0.1:2441
 MaxConcurrent=1
 LockTTL=60
 Timeout=4
-RetryBaseMSec=200
-RetryMaxMSec=1000
+RetryBase=200ms
+RetryMax=1000ms
 MachineIDFile=$hd/machine-id
 $helper
 EOF

@@ -94,7 +94,7 @@ python3 "$top/tests/fleet/fleetlock-server.py" 2 "$tmp/fl.port" 2>"$tmp/fl.log" 
 bg_pids+=($!)
 wait_for 10 test -s "$tmp/fl.port"
 FL=http://127.0.0.1:$(cat "$tmp/fl.port")
-printf '[Fleet]\nBackend=fleetlock\nGroup=workers\nURL=%s\nRetryBaseMSec=100\nRetryMaxMSec=800\n' "$FL/" >"$tmp/fl.conf"
+printf '[Fleet]\nBackend=fleetlock\nGroup=workers\nURL=%s\nRetryBase=100ms\nRetryMax=800ms\n' "$FL/" >"$tmp/fl.conf"
 flstate() { curl -s "$FL/debug/state"; }
 
 # the server is strict: requests that break the protocol are refused with an error body
@@ -147,8 +147,8 @@ Endpoints=$E1
 MaxConcurrent=2
 LockTTL=$TTL
 Timeout=2
-RetryBaseMSec=100
-RetryMaxMSec=1000
+RetryBase=100ms
+RetryMax=1000ms
 EOF
 
 # operator view and override

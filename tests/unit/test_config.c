@@ -41,6 +41,30 @@ static void test_values(void)
 	T_OK(config_parse_duration("90", &d) == 0 && d == 90, "bare seconds");
 	T_OK(config_parse_duration("5 parsecs", &d) < 0 && config_parse_duration("", &d) < 0 &&
 	     config_parse_duration("-5s", &d) < 0, "bad durations refused");
+	/* one grammar (issue 40, point 4): systemd's time spans, a bare number
+	 * seconds in every key; ms where a key counts them; whole seconds else */
+	T_OK(config_parse_duration_ms("250ms", &d) == 0 && d == 250 &&
+	     config_parse_duration_ms("5", &d) == 0 && d == 5000 &&
+	     config_parse_duration_ms("1min 500msec", &d) == 0 && d == 60500,
+	     "ms keys: 250ms, a bare 5 is 5 seconds, 1min 500msec");
+	T_OK(config_parse_duration("1500ms", &d) < 0 && config_parse_duration("2000ms", &d) == 0 && d == 2,
+	     "second keys: 1500ms refused (not whole seconds), 2000ms is 2");
+	{
+		static const int64_t ms[] = { 0, 10, 250, 1000, 5000, 60500, 300000, 900000,
+					      86400000, 90061001 };
+		bool same = true;
+		char out[64];
+		for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
+			int64_t back = -1;
+			config_format_duration_ms(ms[i], out, sizeof(out));
+			same &= config_parse_duration_ms(out, &back) == 0 && back == ms[i];
+		}
+		T_OK(same && !strcmp(config_format_duration(900, out, sizeof(out)), "15min") &&
+		     !strcmp(config_format_duration_ms(5000, out, sizeof(out)), "5s") &&
+		     !strcmp(config_format_duration(90061, out, sizeof(out)), "1d 1h 1min 1s") &&
+		     !strcmp(config_format_duration_ms(250, out, sizeof(out)), "250ms"),
+		     "durations print as time spans (900 s is 15min) and parse back to the same");
+	}
 	T_OK(config_parse_days("Mon..Fri", &days) == 0 && days == 0x3e, "Mon..Fri");
 	T_OK(config_parse_days("Sat..Mon", &days) == 0 && days == 0x43, "Sat..Mon wraps");
 	T_OK(config_parse_days("sunday, Wed", &days) == 0 && days == 0x09, "full names and lists");
@@ -151,10 +175,14 @@ static void test_files(void)
 	    "[Window late]\nDays=Mon\n");
 	memset(e, 0, sizeof(*e));
 	r = config_load(main_path, dropins, &c, e);
-	T_OK(r < 0 && has_err(e, "Jitter= is longer than MaxLayoutAge=") &&
-	     has_err(e, "Method=command needs RebootCommand=") &&
+	/* each led by the drop-in line that set its first key, each key's
+	 * file:line after it (issue 40, point 5) */
+	T_OK(r < 0 && has_err(e, "80-x.conf:2: Jitter=9h is longer than MaxLayoutAge=8h (Jitter= at ") &&
+	     has_err(e, "80-x.conf:2, MaxLayoutAge= at ") && has_err(e, "50-site.conf:2)") &&
+	     has_err(e, "80-x.conf:4: Method=command needs RebootCommand= (Method= at ") &&
 	     has_err(e, "80-x.conf:6: [Window late] has no Start="),
-	     "cross-field errors: jitter > age, command method without a command, incomplete window");
+	     "cross-field errors: jitter > age, command method without a command, incomplete window, "
+	     "each with its keys' file:line");
 	free(e);
 }
 

@@ -235,10 +235,28 @@ static void test_etcd_json(void)
 	     "status: a 64-bit lease id is a \"0x...\" string, exact (%s)", buf);
 }
 
+static char err_last[256];         /* set()'s last message */
+
 static int set(struct fleet_config *c, const char *k, const char *v)
 {
+	err_last[0] = 0;
+	return fleet_config_set(c, k, v, err_last, sizeof(err_last));
+}
+
+/* fleet_config_each() into fleet_config_set(): rerandd's handoff to
+ * rerand-fleetd, which parses what rerandd prints */
+static int reparse_kv(const char *key, const char *value, void *ud)
+{
 	char err[256];
-	return fleet_config_set(c, k, v, err, sizeof(err));
+	return fleet_config_set(ud, key, value, err, sizeof(err)) ? -1 : 0;
+}
+
+/* fleet_config_each(): " KEY=VALUE " appended to ud */
+static int collect_kv(const char *key, const char *value, void *ud)
+{
+	size_t o = strlen(ud);
+	snprintf((char *)ud + o, 512 - o, "%s%s=%s ", o ? "" : " ", key, value);
+	return 0;
 }
 
 static void test_config(void)
@@ -264,6 +282,44 @@ static void test_config(void)
 	     "config: LockTTL= takes 15min and 90");
 	T_OK(set(&c, "LockTTL", "0") == -EINVAL && set(&c, "LockTTL", "1fortnight") == -EINVAL,
 	     "config: LockTTL=0 and unknown units are refused");
+	/* RetryBase=/RetryMax=: a bare number is seconds as in every duration;
+	 * the old names keep their milliseconds (issue 40, point 4) */
+	T_OK(!set(&c, "RetryBase", "2") && c.retry_base_ms == 2000 && !set(&c, "RetryBase", "250ms") &&
+	     c.retry_base_ms == 250 && !set(&c, "RetryMax", "1min") && c.retry_max_ms == 60000,
+	     "config: RetryBase=2 is 2 s, 250ms is 250 ms; RetryMax=1min");
+	T_OK(!set(&c, "RetryBaseMSec", "5000") && c.retry_base_ms == 5000 && !set(&c, "RetryMaxMSec", "5s") &&
+	     c.retry_max_ms == 5000 && !strcmp(fleet_config_alias("RetryBaseMSec"), "RetryBase") &&
+	     !fleet_config_alias("RetryBase"),
+	     "config: the old RetryBaseMSec=5000 is still 5000 ms, RetryMaxMSec=5s 5 s; named as aliases");
+	T_OK(set(&c, "RetryBase", "5ms") == -EINVAL && set(&c, "RetryBase", "2d") == -EINVAL &&
+	     strstr(err_last, "RetryBase=2d") && strstr(err_last, "bare number is seconds"),
+	     "config: RetryBase= under 10ms or over 24h is refused, saying a bare number is seconds");
+	{
+		/* what the helper is handed and --dump-config prints: time spans */
+		struct fleet_config d;
+		char got[512] = "";
+		fleet_config_defaults(&d);
+		fleet_config_each(&d, collect_kv, got);
+		T_OK(strstr(got, " LockTTL=15min ") && strstr(got, " DownTTL=30min ") &&
+		     strstr(got, " Timeout=5s ") && strstr(got, " RetryBase=5s ") &&
+		     strstr(got, " RetryMax=5min ") && strstr(got, " BreakerWindowSec=1d "),
+		     "config: the defaults' durations print as time spans: %s", got);
+		/* odd values survive the handoff to rerand-fleetd unchanged */
+		struct fleet_config back;
+		d.lock_ttl = 90061;
+		d.down_ttl = 100000;
+		d.timeout = 7;
+		d.retry_base_ms = 1250;
+		d.retry_max_ms = 61001;
+		d.breaker_window = 3661;
+		fleet_config_defaults(&back);
+		T_OK(fleet_config_each(&d, reparse_kv, &back) == 0 && back.lock_ttl == 90061 &&
+		     back.down_ttl == 100000 && back.timeout == 7 && back.retry_base_ms == 1250 &&
+		     back.retry_max_ms == 61001 && back.breaker_window == 3661,
+		     "config: every duration printed for rerand-fleetd parses back to the same value");
+	}
+	set(&c, "RetryBase", "5s");
+	set(&c, "RetryMax", "5min");
 	T_OK(set(&c, "Group", "a/b") == -EINVAL && set(&c, "Group", "") == -EINVAL && !set(&c, "Group", "db-1.eu"),
 	     "config: Group= follows FleetLock's ^[a-zA-Z0-9.-]+$");
 	T_OK(fleet_config_set(&c, "Colour", "blue", err, sizeof(err)) == -ENOENT && strstr(err, "Colour"),

@@ -119,7 +119,8 @@ pkg_paths() {
 	find -H /usr/bin /usr/sbin /usr/lib/rerand /usr/lib/kernel /lib/systemd/system \
 		/usr/lib/sysusers.d /etc/systemd/system /etc/rerand /etc/kernel /var/lib/rerand /usr/share/man/man1 \
 		/usr/share/man/man8 /usr/share/doc/rerand /usr/share/lintian/overrides \
-		/usr/lib/modprobe.d /etc/modprobe.d /etc/modules-load.d 2>/dev/null | sort
+		/usr/lib/modprobe.d /etc/modprobe.d /etc/modules-load.d \
+		/var/lib/prometheus/node-exporter 2>/dev/null | sort
 }
 if [ -r "$D/rerand.deb" ] && [ "$n" -eq 0 ]; then
 	pkg_paths >"$D/paths.before"
@@ -418,7 +419,11 @@ if [ "$n" -gt 0 ] && [ "$n" -le "$target" ]; then
 	[ -n "$root0" ] && grep -qw -- "$root0" <<<"$cmd" && [ "$(jval "$js" verify)" = randomized ] && ok=0
 	tap "$ok" "the command line rerandd staged holds ${root0:-root=?} (boot verified randomized): $cmd" \
 		"boot 0: $(cat "$D/cmdline.0" 2>&1); verify=$(jval "$js" verify)"
-	prom=/run/rerand/rerand.prom
+	# MetricsFile='s default, in prometheus-node-exporter's directory
+	# (lib-systemd.sh makes it); /run/rerand under a package from before
+	# issue 40 (the upgrade guest's first boots)
+	prom=/var/lib/prometheus/node-exporter/rerand.prom
+	[ -e "$prom" ] || [ ! -e /run/rerand/rerand.prom ] || prom=/run/rerand/rerand.prom
 	cp "$prom" "$D/out/metrics.$n.prom" 2>/dev/null
 	ok=1
 	[ "$(stat -c %Y "$prom" 2>/dev/null || echo 0)" -ge "$btime" ] &&

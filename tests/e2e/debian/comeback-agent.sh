@@ -61,7 +61,7 @@ report() {
 	say "RRC-JSON n=$n $js"
 	sed "s/^/RRC-STATUS n=$n | /" "$D/out/status.$n.txt" >&3
 	grep -E '^rerand_(failures_by_cause_total|failures_total|consecutive_failures|confirm|reboots_total)' \
-		/run/rerand/rerand.prom 2>/dev/null | sed "s/^/RRC-METRIC n=$n | /" >&3
+		/var/lib/prometheus/node-exporter/rerand.prom 2>/dev/null | sed "s/^/RRC-METRIC n=$n | /" >&3
 	say "RRC-SLOT n=$n keys=$(ectl get --prefix /rerand/fleet/ 2>&1 | tr '\n' ' ')"
 }
 
