@@ -582,7 +582,25 @@ static int load_run(struct load_req *q, int fd, const struct rr_lockdown_state *
 		return EXIT_FAILURE_RR;
 	}
 	r = kexec_run_capture(q->kexec, args, STDERR_FILENO, out, KEXEC_OUT_MAX);
-	if (r != 0 && !q->file_syscall && ld->lockdown == RR_LD_ABSENT && kexec_load_eperm(out) &&
+	if (r != 0 && !q->file_syscall && q->crash && strstr(out, "/proc/kcore") &&
+	    kexec_have_cap_sys_boot() && !kexec_disabled()) {
+		/* kexec_load's crash kernel needs an ELF core header that
+		 * kexec-tools builds from /proc/kcore, which needs
+		 * CAP_SYS_RAWIO and which rerandd.service hides
+		 * (ProtectKernelTunables=): kexec_file_load has the kernel
+		 * build it.  kexec-tools stopped before the system call, so
+		 * the crash kernel loaded before is still there. */
+		char *args2[13];
+		fputs(out, stderr);
+		cli_err("%s: kexec-tools cannot read /proc/kcore for kexec_load's crash header; "
+			"retrying with kexec_file_load (kexec -s -p), whose header the kernel builds",
+			q->path);
+		args2[0] = args[0];
+		args2[1] = "-s";
+		memcpy(args2 + 2, args + 1, sizeof(char *) * (size_t)n);
+		q->file_syscall = true;
+		r = kexec_run_capture(q->kexec, args2, STDERR_FILENO, out, KEXEC_OUT_MAX);
+	} else if (r != 0 && !q->file_syscall && ld->lockdown == RR_LD_ABSENT && kexec_load_eperm(out) &&
 	    kexec_have_cap_sys_boot() && !kexec_disabled()) {
 		/* No securityfs to say whether the kernel is locked down, and
 		 * kexec_load refused with what lockdown refuses with: try the

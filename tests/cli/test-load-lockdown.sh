@@ -36,6 +36,13 @@ for a in "$@"; do case $a in /proc/self/fd/*) cat "$a" >"$out.image";; esac; don
 if [ -n "${FAKE_KEXEC_L_EPERM:-}" ] && ! printf '%s\n' "$@" | grep -qx -- -s; then
 	echo "kexec_load failed: Operation not permitted" >&2; exit 255
 fi
+# FAKE_KEXEC_NO_KCORE: kexec-tools in rerandd.service's sandbox, where
+# /proc/kcore cannot be opened: kexec -p (kexec_load) stops before the
+# system call, kexec -s -p does not read it
+if [ -n "${FAKE_KEXEC_NO_KCORE:-}" ] && ! printf '%s\n' "$@" | grep -qx -- -s; then
+	echo "Cannot open /proc/kcore: Permission denied" >&2
+	echo "Cannot load /proc/self/fd/3" >&2; exit 255
+fi
 [ -n "${FAKE_KEXEC_STDERR:-}" ] && printf '%s\n' "$FAKE_KEXEC_STDERR" >&2
 exit ${FAKE_KEXEC_RC:-0}
 EOS
@@ -108,6 +115,13 @@ load epermcrash RERAND_LOCKDOWN_FILE=/nonexistent/lockdown RERAND_SECUREBOOT_FIL
 check "the same for --crash: kexec -s -p after kexec -p was refused (exit $rc)" \
 	bash -c "[ $rc -eq 0 ] && [ \$(ls '$tmp/epermcrash'/*.args | wc -l) = 2 ] && [ \$(grep -lx -- -p '$tmp/epermcrash'/*.args | wc -l) = 2 ] && \
 		[ \$(grep -lx -- -s '$tmp/epermcrash'/*.args | wc -l) = 1 ]"
+load nokcore RERAND_KEXEC_CRASH_SIZE_FILE="$tmp/crash-size" FAKE_KEXEC_NO_KCORE=1 -- --crash
+check "--crash where kexec-tools cannot read /proc/kcore (rerandd.service): retried as kexec -s -p and said so (exit $rc)" \
+	bash -c "[ $rc -eq 0 ] && [ \$(ls '$tmp/nokcore'/*.args | wc -l) = 2 ] && [ \$(grep -lx -- -s '$tmp/nokcore'/*.args | wc -l) = 1 ] && \
+		grep -q 'cannot read /proc/kcore.*retrying with kexec_file_load (kexec -s -p)' '$tmp/nokcore.err'"
+load nokcorel FAKE_KEXEC_NO_KCORE=1 --
+check "the same failure without --crash: no retry, one call (exit $rc)" \
+	bash -c "[ $rc -eq 1 ] && [ \$(ls '$tmp/nokcorel'/*.args | wc -l) = 1 ] && ! grep -q retrying '$tmp/nokcorel.err'"
 load epermknown FAKE_KEXEC_L_EPERM=1 --
 check "lockdown known ([none]) and kexec_load refused: no retry, one call (exit $rc)" \
 	bash -c "[ $rc -eq 1 ] && [ \$(ls '$tmp/epermknown'/*.args | wc -l) = 1 ] && ! grep -q retrying '$tmp/epermknown.err'"
