@@ -141,38 +141,18 @@ static int move_fd(int from, int to)
 	return 0;
 }
 
-int caps_child_builder(const struct rr_builder *b, int *pidns)
+/*
+ * What the builder and the parsing half of a staging helper become (with
+ * ImageUser=/CheckUser= as B says): that user with no capability in any
+ * set and an empty bounding set, no_new_privs, the builder's resource
+ * limits, and with NPROC the builder's bound on processes; checked rather
+ * than trusted.  Ambient capabilities are cleared by the caller.
+ */
+static int become_unprivileged(const struct rr_builder *b, bool nproc)
 {
-	int k = fcntl(b->kernel_fd, F_DUPFD_CLOEXEC, 16);
-	int o = fcntl(b->out_fd, F_DUPFD_CLOEXEC, 16);
-	cap_t cur = NULL, none = NULL;
+	cap_t cur, none;
 	int r;
 
-	if (k < 0 || o < 0)
-		return -errno;
-	/* The child sees the kernel on fd 3 and the output on fd 4, and no
-	 * path: it needs no access to the state directory or /boot. */
-	if ((r = move_fd(k, RR_BUILDER_KERNEL_FD)) < 0 || (r = move_fd(o, RR_BUILDER_OUT_FD)) < 0)
-		return r;
-	close(k);
-	close(o);
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-		return -errno;
-	*pidns = -ENOSYS;
-	if (b->switch_user) {
-		/* A PID namespace of its own for what this process forks next
-		 * (the builder, its pid 1): when the builder exits, the kernel
-		 * kills everything left in it, and nothing in it can fork
-		 * meanwhile, so no chain of forks outlasts the reaper.
-		 * CAP_SYS_ADMIN is permitted (for kexec-tools), raised for this
-		 * call only; the unit allows it (RestrictNamespaces=pid). */
-		cur = cap_get_proc();
-		if (!cur)
-			return -errno;
-		cap_set_flag(cur, CAP_EFFECTIVE, 1, pidns_caps, CAP_SET);
-		*pidns = cap_set_proc(cur) < 0 || unshare(CLONE_NEWPID) < 0 ? -errno : 0;
-		cap_free(cur);
-	}
 	if (b->switch_user) {
 		cur = cap_get_proc();
 		if (!cur)
@@ -220,7 +200,7 @@ int caps_child_builder(const struct rr_builder *b, int *pidns)
 		if (setrlimit(builder_limits[i].res, &rl) < 0)
 			return -errno;
 	}
-	if (b->switch_user) {
+	if (b->switch_user && nproc) {
 		struct rlimit rl = { BUILDER_NPROC, BUILDER_NPROC };
 		if (setrlimit(RLIMIT_NPROC, &rl) < 0)
 			return -errno;
@@ -232,50 +212,43 @@ int caps_child_builder(const struct rr_builder *b, int *pidns)
 	return 0;
 }
 
-int caps_child_parser(const struct rr_builder *b)
+int caps_child_builder(const struct rr_builder *b, int *pidns)
 {
-	cap_t cur, none;
+	int k = fcntl(b->kernel_fd, F_DUPFD_CLOEXEC, 16);
+	int o = fcntl(b->out_fd, F_DUPFD_CLOEXEC, 16);
+	cap_t cur = NULL;
 	int r;
 
-	(void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	if (k < 0 || o < 0)
+		return -errno;
+	/* The child sees the kernel on fd 3 and the output on fd 4, and no
+	 * path: it needs no access to the state directory or /boot. */
+	if ((r = move_fd(k, RR_BUILDER_KERNEL_FD)) < 0 || (r = move_fd(o, RR_BUILDER_OUT_FD)) < 0)
+		return r;
+	close(k);
+	close(o);
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return -errno;
+	*pidns = -ENOSYS;
 	if (b->switch_user) {
+		/* A PID namespace of its own for what this process forks next
+		 * (the builder, its pid 1): when the builder exits, the kernel
+		 * kills everything left in it, and nothing in it can fork
+		 * meanwhile, so no chain of forks outlasts the reaper.
+		 * CAP_SYS_ADMIN is permitted (for kexec-tools), raised for this
+		 * call only; the unit allows it (RestrictNamespaces=pid). */
 		cur = cap_get_proc();
 		if (!cur)
 			return -errno;
-		cap_set_flag(cur, CAP_EFFECTIVE, sizeof(builder_drop) / sizeof(builder_drop[0]),
-			     builder_drop, CAP_SET);
-		r = cap_set_proc(cur) < 0 ? -errno : 0;
+		cap_set_flag(cur, CAP_EFFECTIVE, 1, pidns_caps, CAP_SET);
+		*pidns = cap_set_proc(cur) < 0 || unshare(CLONE_NEWPID) < 0 ? -errno : 0;
 		cap_free(cur);
-		if (r < 0)
-			return r;
-		for (cap_value_t v = 0; v <= CAP_LAST_CAP; v++)
-			if (CAP_IS_SUPPORTED(v) && cap_drop_bound(v) < 0)
-				return -errno;
-		if (setgroups(0, NULL) < 0 || setresgid(b->gid, b->gid, b->gid) < 0 ||
-		    setresuid(b->uid, b->uid, b->uid) < 0)
-			return -errno;
 	}
-	none = cap_init();
-	if (!none)
-		return -errno;
-	r = cap_set_proc(none) < 0 ? -errno : 0;
-	cap_free(none);
-	if (r < 0)
-		return r;
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return -errno;
-	/* the builder's bounds: an image is read whole (512 MiB at most) */
-	for (size_t i = 0; i < sizeof(builder_limits) / sizeof(builder_limits[0]); i++) {
-		struct rlimit rl = { builder_limits[i].max, builder_limits[i].max };
-#ifdef __SANITIZE_ADDRESS__
-		if (builder_limits[i].res == RLIMIT_AS)
-			continue;             /* ASan's shadow (see caps_child_builder) */
-#endif
-		if (setrlimit(builder_limits[i].res, &rl) < 0)
-			return -errno;
-	}
-	if (b->switch_user && (getuid() == 0 || geteuid() == 0 || getgid() == 0 ||
-			       setresuid(0, 0, 0) == 0))
-		return -EPERM;
-	return 0;
+	return become_unprivileged(b, true);
+}
+
+int caps_child_parser(const struct rr_builder *b)
+{
+	(void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	return become_unprivileged(b, false);
 }
