@@ -143,6 +143,13 @@ def run_figures(d, k):
         f.update(req=req, win_s=win, req_per_s=req / win if win else float('nan'),
                  req_per_host=req / n if n else float('nan'), etcd_cpu=cpu / win if win else float('nan'),
                  etcd_rss=rss, etcd_db=db, members=seen)
+    loads = []
+    for tag in ('before', 'after'):
+        lp = os.path.join(d, 'load-' + tag)
+        if os.path.exists(lp):
+            p = open(lp).read().split()
+            loads.append(p[1] if len(p) > 1 else '?')
+    f['load'] = ' → '.join(loads) if loads else '?'
     leases, watchers = [], []
     sp = os.path.join(d, 'samples')
     if os.path.exists(sp):
@@ -244,11 +251,11 @@ def main():
     L.append('| N | K | rollout | ideal ⌈N/K⌉×(down+confirm) | ÷ ideal | most down at once | most slot keys (etcd watch) '
              '| fairness: latest round ÷ ⌈N/K⌉ | due → slot median / p99 | slot freed → taken median / p99 '
              '| etcd requests/s (real fleet) | requests per host | etcd CPU (3 members) | etcd RSS (max member) '
-             '| db size | leases alive (max) | watchers |')
-    L.append('|' + '---|' * 17)
+             '| db size | leases alive (max) | watchers | client errors | load average (1 min) before → after |')
+    L.append('|' + '---|' * 19)
     for f in runs:
         L.append('| %d | %d | %s s | %s s | %s× | %d %s | %d | %d ÷ %d | %s / %s s | %s / %s s | %s (%s) | %s | %s '
-                 '| %s | %s | %d | %d |' % (
+                 '| %s | %s | %d | %d | %d | %s |' % (
                      f['hosts'], f['k'], fmt(f['rollout_s'], '%.1f'), fmt(f['ideal_s'], '%.1f'),
                      fmt(f['ratio'], '%.3f'), f['max_down'],
                      '(ok)' if 0 <= f['max_down'] <= f['k'] and f['violations'] == 0 else '**VIOLATION**',
@@ -258,7 +265,7 @@ def main():
                      fmt(f.get('req_per_s'), '%.0f'), fmt(f.get('req_per_s', float('nan')) / scale, '%.2f'),
                      fmt(f.get('req_per_host'), '%.1f'),
                      fmt(f.get('etcd_cpu'), '%.2f') + ' CPU', mib(f.get('etcd_rss', 0)), mib(f.get('etcd_db', 0)),
-                     f['leases_max'], f['watchers_max']))
+                     f['leases_max'], f['watchers_max'], f['errors'], f['load']))
     L.append('')
     for n, k, why in skipped:
         L.append('- N = %d, K = %d: not run: %s (BENCH_FLEET_MAX_S; the ideal alone is the run).' % (n, k, why))
@@ -275,6 +282,19 @@ def main():
              'polling\'s cost: there is no queue, a waiting host finds a free slot at its next try); requests '
              'are etcd\'s own `etcd_server_client_requests_total`, summed over the members, before and after '
              'the run, and include the setup (start-up release and breaker read of every host).')
+    L.append('The bench runs at nice 19 on a machine it shares: where the load average (last column) is far '
+             'above its %s CPUs, the hosts and etcd got a fraction of a CPU each, and the rollout ratio and '
+             'hand-over of that run are upper bounds, not the design\'s cost. *Leases alive* counts every lease, '
+             'also those an acquire grants before it tries the free slots and revokes after losing every race: '
+             'when all N hosts are due at once, nearly all of them do that in the first round. *Client errors* '
+             'are the hosts\' ERROR and ABORT lines: a request without an answer within Timeout=; an acquire '
+             'whose lease expired before it could revoke it after losing its races (etcd then answers the '
+             'revoke `requested lease not found`); a slot taken whose lease ran out before its `down` (the host '
+             'does not reboot, fail closed). Each is retried after the back-off, as rerandd does. The last two '
+             'need an acquire slower than LockTTL=: 15 s here, which etcd\'s unscaled latency under load can '
+             'reach when an acquire tries up to K slots one transaction after another, but not the default '
+             '15 min.'
+             % prm.get('nproc', '?'))
     L.append('')
     if idle:
         L.append('**Idle** (nothing due; each host\'s rerandd asks its helper for the breaker every 5 minutes, '
