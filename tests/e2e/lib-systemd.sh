@@ -159,8 +159,9 @@ rrs_deb() {
 	echo "$deb"
 }
 
-# rrs_kernel_deb PACKAGE: print the path of that Debian kernel package, kept
-# in $RRS_CACHE/debs; fetched once with `apt-get download`, which checks it
+# rrs_kernel_deb PACKAGE: print the path of that Debian package of this
+# host's suite (a kernel; prometheus-node-exporter too), kept in
+# $RRS_CACHE/debs; fetched once with `apt-get download`, which checks it
 # against the archive's signed index.
 rrs_kernel_deb() {
 	local pkg=$1 dir="$RRS_CACHE/debs" f
@@ -355,8 +356,9 @@ rrs_fill() {
 	# the textfile directory of Debian's prometheus-node-exporter, as its
 	# package makes it (root:root 0755), so that rerandd writes its metrics
 	# to MetricsFile='s default through the unit's ReadWritePaths= (a
-	# STAND-IN for the package itself, which the guest does not install)
-	install -d -m 0755 "$d/var/lib/prometheus/node-exporter" || return 1
+	# STAND-IN for the package itself, where the guest does not install it:
+	# the package guest with RRS_EXPORTER_DEB does, at boot 0)
+	[ -n "${RRS_EXPORTER_DEB:-}" ] || install -d -m 0755 "$d/var/lib/prometheus/node-exporter" || return 1
 	install -d "$d/etc/rerand/rerand.conf.d" || return 1
 	rrs_conf "$mode" >"$d/etc/rerand/rerand.conf.d/50-e2e.conf"
 	if [ "${RRS_FLEET:-0}" = 1 ]; then
@@ -427,6 +429,9 @@ rrs_fill_deb() {
 	local d=$1 deb=${RRS_DEB:-} v2
 	[ -n "$deb" ] || deb=$(rrs_deb) || return 1
 	install -m 0644 "$deb" "$d/var/lib/rerand-e2e/rerand.deb" || return 1
+	if [ -n "${RRS_EXPORTER_DEB:-}" ]; then
+		install -m 0644 "$RRS_EXPORTER_DEB" "$d/var/lib/rerand-e2e/node-exporter.deb" || return 1
+	fi
 	if [ -n "${RRS_UPGRADE_DEB:-}" ]; then
 		install -m 0644 "$RRS_UPGRADE_DEB" "$d/var/lib/rerand-e2e/rerand-new.deb" || return 1
 	fi
