@@ -26,8 +26,9 @@
 #   default the last 0.1) and rerandd reboots into its image; at boot 1 the
 #   agent edits the conffile, holds, upgrades to this tree's package with
 #   dpkg and checks config, state, hold and the restart, that nothing is
-#   loaded while held, and that `rerand release` has the new rerandd stage
-#   its image; it reboots into that one (boot 2, verified, the new version).
+#   loaded while held, and that `rerand release` (unhold's old name, as a
+#   script written for 0.1 says it) has the new rerandd stage its image;
+#   it reboots into that one (boot 2, verified, the new version).
 #   uki (also part of long): the guest boots OVMF -> systemd-boot -> a UKI
 #   of the 6.12 cloud kernel on an ESP; rerandd must find the UKI through
 #   LoaderEntrySelected, stage it with `rerand load --uki`, and the next
