@@ -198,7 +198,7 @@ elif [ "$RRS_INSTALL" = deb ]; then
 	e2e_note "$name: installs $(basename "$deb") with dpkg -i; second kernel $(basename "$kernel2_deb")"
 	# Debian's prometheus-node-exporter, installed in the guest at boot 0
 	# (the agent scrapes it: rerandd's metrics from its default directory)
-	exporter_deb=$(rrs_kernel_deb prometheus-node-exporter) ||
+	exporter_deb=$(rrs_kernel_deb prometheus-node-exporter "$suite") ||
 		{ echo "not ok - $name: no prometheus-node-exporter package to install in the guest"; exit 0; }
 	e2e_note "$name: installs $(basename "$exporter_deb") first"
 fi

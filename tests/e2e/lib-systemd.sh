@@ -159,17 +159,25 @@ rrs_deb() {
 	echo "$deb"
 }
 
-# rrs_kernel_deb PACKAGE: print the path of that Debian package of this
-# host's suite (a kernel; prometheus-node-exporter too), kept in
+# rrs_kernel_deb PACKAGE [SUITE]: print the path of that Debian package of
+# SUITE (default this host's; a kernel; prometheus-node-exporter too), kept in
 # $RRS_CACHE/debs; fetched once with `apt-get download`, which checks it
 # against the archive's signed index.
 rrs_kernel_deb() {
-	local pkg=$1 dir="$RRS_CACHE/debs" f
+	local pkg=$1 from=${2:-} dir="$RRS_CACHE/debs" f host
+	host=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+	# the guest's suite when this host is another release (scripts/suite-apt.sh:
+	# the same signed-index check, the machine's apt untouched)
+	[ "$from" = "$host" ] && from=""
+	[ -z "$from" ] || dir="$RRS_CACHE/debs-$from"
 	f=$(ls "$dir/${pkg}_"*_amd64.deb 2>/dev/null | head -n 1)
 	if [ -z "$f" ]; then
 		mkdir -p "$dir" || return 1
-		(cd "$dir" && apt-get download -q "$pkg" >&2) ||
-			{ echo "e2e: apt-get download $pkg failed" >&2; return 1; }
+		if [ -n "$from" ]; then
+			(cd "$dir" && "$E2E_TOP/scripts/suite-apt.sh" "$from" apt-get download -q "$pkg" >&2)
+		else
+			(cd "$dir" && apt-get download -q "$pkg" >&2)
+		fi || { echo "e2e: apt-get download $pkg${from:+ from $from} failed" >&2; return 1; }
 		f=$(ls "$dir/${pkg}_"*_amd64.deb 2>/dev/null | head -n 1)
 	fi
 	[ -s "$f" ] && dpkg-deb -I "$f" >/dev/null ||
