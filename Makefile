@@ -519,6 +519,9 @@ install: all
 	# the journal's explanation of each MESSAGE_ID= (journalctl -x)
 	install -d $(DESTDIR)$(CATALOGDIR)
 	install -m 0644 systemd/rerand.catalog $(DESTDIR)$(CATALOGDIR)/rerand.catalog
+	# per-host etcd roles for a fleet group (docs/fleet.md)
+	install -d $(DESTDIR)$(DOCDIR)/examples/etcd
+	install -m 0755 etc/examples/etcd/rerand-etcd-roles $(DESTDIR)$(DOCDIR)/examples/etcd/
 	install -d $(DESTDIR)$(DOCDIR)/examples/k8s/pre-reboot.d $(DESTDIR)$(DOCDIR)/examples/k8s/post-boot.d
 	install -m 0644 etc/examples/k8s/lib-k8s.sh $(DESTDIR)$(DOCDIR)/examples/k8s/lib-k8s.sh
 	install -m 0755 etc/examples/k8s/pre-reboot.d/50-k8s-drain $(DESTDIR)$(DOCDIR)/examples/k8s/pre-reboot.d/
