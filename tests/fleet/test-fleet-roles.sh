@@ -172,15 +172,7 @@ check "a's role cannot read another group ($out)" denied "$out"
 # ---- a: rerandd with its own role sees the breaker and cannot clear it -----------
 rerandd_prebuilt_image
 rerandd_randomized_sd "$SD"
-cat >"$SIMREBOOT" <<EOF
-#!/bin/sh
-# SIMULATED reboot for test-fleet-roles.sh: no kexec, no reboot.
-echo "\$(date +%s%3N) \${2:-kexec}" >>"\$1/reboot.log"
-touch "\$1/reboot-requested"
-EOF
-chmod +x "$SIMREBOOT"
-: >"$EVENTS"
-mkdir -p "$tmp/h"
+sim_reboot_recorder test-fleet-roles.sh
 printf '[Fleet]\nBackend=etcd\nEndpoints=%s\nGroup=rg\nMaxConcurrent=2\nLockTTL=30s\nDownTTL=60s\nTimeout=3s\nRetryBase=300ms\nRetryMax=1500ms\nUser=ha\nPasswordFile=%s\nBreakerFailures=1\n' \
 	"$E" "$tmp/ha.pw" >"$tmp/a.fleet"
 host_new a "$tmp/a.fleet"
