@@ -1,5 +1,5 @@
 # rerand — GNU Make build.  `make`, `make check`, `make demo`, `make install`.
-# V=1 for verbose commands.  PREFIX, DESTDIR, SYSCONFDIR, UNITDIR, SYSUSERSDIR, DOCDIR as usual;
+# V=1 for verbose commands.  PREFIX, DESTDIR, SYSCONFDIR, UNITDIR, SYSUSERSDIR, DOCDIR, CATALOGDIR as usual;
 # MODPROBEDIR, LIBEXECDIR (watchdog-setup) too.
 
 PREFIX      ?= /usr/local
@@ -10,6 +10,8 @@ DOCDIR      ?= $(PREFIX)/share/doc/rerand
 SYSCONFDIR  ?= /etc
 UNITDIR     ?= $(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null || echo /lib/systemd/system)
 SYSUSERSDIR ?= $(shell pkg-config --variable=sysusersdir systemd 2>/dev/null || echo /usr/lib/sysusers.d)
+# journalctl --update-catalog reads it (Debian's systemd runs that by a trigger)
+CATALOGDIR  ?= $(shell pkg-config --variable=catalogdir systemd 2>/dev/null || echo /usr/lib/systemd/catalog)
 # kmod reads /usr/lib/modprobe.d (merged /usr: /lib/modprobe.d), not one under PREFIX
 MODPROBEDIR ?= /usr/lib/modprobe.d
 LIBEXECDIR  ?= $(PREFIX)/lib/rerand
@@ -523,6 +525,12 @@ install: all
 	sed 's|/usr/local/sbin|$(SBINDIR)|g' systemd/rerand-fleetd.service \
 		> $(DESTDIR)$(UNITDIR)/rerand-fleetd.service
 	install -m 0644 systemd/rerand-fleetd.socket $(DESTDIR)$(UNITDIR)/rerand-fleetd.socket
+	# the journal's explanation of each MESSAGE_ID= (journalctl -x)
+	install -d $(DESTDIR)$(CATALOGDIR)
+	install -m 0644 systemd/rerand.catalog $(DESTDIR)$(CATALOGDIR)/rerand.catalog
+	# per-host etcd roles for a fleet group (docs/fleet.md)
+	install -d $(DESTDIR)$(DOCDIR)/examples/etcd
+	install -m 0755 etc/examples/etcd/rerand-etcd-roles $(DESTDIR)$(DOCDIR)/examples/etcd/
 	install -d $(DESTDIR)$(DOCDIR)/examples/k8s/pre-reboot.d $(DESTDIR)$(DOCDIR)/examples/k8s/post-boot.d
 	install -m 0644 etc/examples/k8s/lib-k8s.sh $(DESTDIR)$(DOCDIR)/examples/k8s/lib-k8s.sh
 	install -m 0755 etc/examples/k8s/pre-reboot.d/50-k8s-drain $(DESTDIR)$(DOCDIR)/examples/k8s/pre-reboot.d/
