@@ -129,7 +129,7 @@ FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	$(CPPFLAGS) $(LIB_CFLAGS) -MMD -MP
 
-.PHONY: FORCE daemon-liar vm histogram all deps deb deb-chroot unit-tests fuzz-long kernels check check-long check-comeback check-kdump check-lifecycle \
+.PHONY: FORCE daemon-liar vm histogram all deps deb deb-chroot unit-tests fuzz-long kernels check check-long check-comeback check-kdump check-upstream check-lifecycle \
 	check-piuparts check-chaos check-unit fleet-test-helpers daemon-test-helpers e2e-test-helpers demo fuzz san-tests bench \
 	install clean
 all: $(RERAND) $(BASH_COMPLETION) $(STAGE_BIN) $(RERANDD) $(FLEETD)
@@ -425,6 +425,15 @@ check-kdump:
 	$(Q)scripts/deps.sh check
 	$(Q)$(MAKE) --no-print-directory all $(E2E_TEST_HELPERS)
 	$(Q)scripts/run-check.sh long "check-systemd-kdump.sh"
+
+# The kernel radar (issue 42): the newest cloud kernel of every Debian suite
+# that has one, fetched from Debian's archive (network), read by rerand
+# inspect and kexec'd 5 times on SeaBIOS (kexec_load) and OVMF (kexec_file)
+# in QEMU TCG; one table at the end.  tests/e2e/check-upstream.sh.
+check-upstream:
+	$(Q)scripts/deps.sh check
+	$(Q)$(MAKE) --no-print-directory all $(E2E_TEST_HELPERS)
+	$(Q)scripts/run-check.sh long "check-upstream.sh"
 
 # The lifecycle part of `make check` alone (issue 38: what stays loaded,
 # whose reboots are rerand's, doctor, kdump), as TAP with the summary line.

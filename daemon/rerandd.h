@@ -117,6 +117,13 @@ bool policy_never_reboots(const struct rr_config *c);
 	"rerandd keeps an image staged but never reboots by itself; add a [Window NAME] section " \
 	"(Days=, Start=, Length=) or RebootOutsideWindows=yes in /etc/rerand/rerand.conf.d/, " \
 	"see rerand.conf(5); `rerand now` rerandomizes at once"
+/* SignKey= set while sbsign's user (CheckUser=, or ImageUser= when empty)
+ * is the builder's: a builder running meanwhile could read the key through
+ * /proc/PID/fd of sbsign (same uid).  Said at start and by --check-config. */
+bool config_signer_shares_builder(const struct rr_config *c);
+#define RR_SIGNER_SHARED_NOTICE "SignKey= is set and sbsign runs as the image builder's user " \
+	"(CheckUser= is empty or names ImageUser='s user): a builder running at the same time " \
+	"could read the key through /proc; give CheckUser= a user of its own (see rerand.conf(5))"
 /* ---- view.c ---- */
 struct daemon;
 struct rr_view;

@@ -105,8 +105,8 @@ in_unit "$tmp/hold.pid" env RERAND_CONTROL_SOCKET="$hd/run/control" "$R" hold --
 	bail "rerand hold failed"
 in_unit "$tmp/status.pid" env RERAND_CONTROL_SOCKET="$hd/run/control" "$R" status >/dev/null ||
 	bail "rerand status failed"
-in_unit "$tmp/release.pid" env RERAND_CONTROL_SOCKET="$hd/run/control" "$R" release >/dev/null ||
-	bail "rerand release failed"
+in_unit "$tmp/unhold.pid" env RERAND_CONTROL_SOCKET="$hd/run/control" "$R" unhold >/dev/null ||
+	bail "rerand unhold failed"
 in_unit "$tmp/now.pid" env RERAND_CONTROL_SOCKET="$hd/run/control" "$R" now >/dev/null ||
 	bail "rerand now failed"
 ID=cab9b5e72e464ba4b70373f2caa67f02
@@ -136,7 +136,7 @@ if ("from uid 0 pid %s unit %s" % (pid, unit)) not in e["MESSAGE"]:
 EOF
 }
 check "journal: \`rerand hold\` has MESSAGE_ID=$ID, uid 0, its pid and unit $cg_name" entry hold "$tmp/hold.pid"
-check "journal: \`rerand release\` likewise" entry release "$tmp/release.pid"
+check "journal: \`rerand unhold\` likewise" entry unhold "$tmp/unhold.pid"
 check "journal: \`rerand now\` likewise" entry now "$tmp/now.pid"
 check "journal: the hold's reason is in the entry (RERAND_COMMAND_ARG)" \
 	python3 -c "import json,sys; sys.exit(not any(json.loads(l).get('RERAND_COMMAND_ARG')=='audit check' for l in open('$tmp/audit.json') if l.strip()))"
