@@ -293,8 +293,10 @@ def main():
              'does not reboot, fail closed). Each is retried after the back-off, as rerandd does. The last two '
              'need an acquire slower than LockTTL=: 15 s here, which etcd\'s unscaled latency under load can '
              'reach when an acquire tries up to K slots one transaction after another, but not the default '
-             '15 min.'
-             % prm.get('nproc', '?'))
+             '15 min. At N = 1,000 the %s CPUs run the three members and all 1,000 clients at %d× a real '
+             'fleet\'s request rate (the requests/s column): with K = 50, where an acquire that sees free slots races for up to K of them one '
+             'transaction after another, that saturates this machine, and the ratio measures the machine more than the design.'
+             % (prm.get('nproc', '?'), prm.get('nproc', '?'), scale))
     L.append('')
     if idle:
         L.append('**Idle** (nothing due; each host\'s rerandd asks its helper for the breaker every 5 minutes, '
