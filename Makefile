@@ -130,7 +130,7 @@ FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-saniti
 	$(CPPFLAGS) $(LIB_CFLAGS) -MMD -MP
 
 .PHONY: FORCE daemon-liar vm histogram all deps deb deb-chroot unit-tests fuzz-long kernels check check-long check-comeback check-kdump check-upstream check-lifecycle \
-	check-piuparts check-chaos check-unit fleet-test-helpers daemon-test-helpers e2e-test-helpers demo fuzz san-tests bench \
+	check-piuparts check-chaos check-unit bench-fleet fleet-test-helpers daemon-test-helpers e2e-test-helpers demo fuzz san-tests bench \
 	install clean
 all: $(RERAND) $(BASH_COMPLETION) $(STAGE_BIN) $(RERANDD) $(FLEETD)
 
@@ -284,11 +284,19 @@ $(O)/tests/%: tests/kernel/%.c $(UNIT_DEPS)
 # test-fleet-chaos.sh preloads into rerandd and rerand-fleetd.
 FLEET_SIM   := $(O)/tests/fleet/fleet-sim
 WALLSTEP    := $(O)/tests/fleet/wallstep.so
-FLEET_TEST_HELPERS := $(FLEET_SIM) $(WALLSTEP)
-$(FLEET_SIM): tests/fleet/fleet-sim.c $(LIBFLEETD) $(LIBDAEMON) $(LIBCOMMON) $(LIBRERAND)
+# fleet-bench: N simulated hosts on libfleetd in one process, a thread each
+# (bench/fleet.sh for `make bench-fleet`, tests/fleet/test-fleet-bench.sh).
+FLEET_BENCH := $(O)/bench/fleet-bench
+FLEET_TEST_HELPERS := $(FLEET_SIM) $(WALLSTEP) $(FLEET_BENCH)
+$(FLEET_BENCH): bench/fleet-bench.c tests/fleet/fleet-conf.c tests/fleet/fleet-conf.h $(LIBFLEETD) $(LIBDAEMON) $(LIBCOMMON) $(LIBRERAND)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(CPPFLAGS) -Idaemon -Ifleetd $(HOST_CFLAGS) $(FLEETD_CFLAGS) -o $@ $< \
+	$(Q)$(CC) $(CPPFLAGS) -Idaemon -Ifleetd -Itests/fleet $(HOST_CFLAGS) $(FLEETD_CFLAGS) -pthread -o $@ $< tests/fleet/fleet-conf.c \
+		$(LIBFLEETD) $(LIBDAEMON) $(LIBCOMMON) $(LIBRERAND) $(FLEETD_LIBS) $(LIB_LIBS)
+$(FLEET_SIM): tests/fleet/fleet-sim.c tests/fleet/fleet-conf.c tests/fleet/fleet-conf.h $(LIBFLEETD) $(LIBDAEMON) $(LIBCOMMON) $(LIBRERAND)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CPPFLAGS) -Idaemon -Ifleetd -Itests/fleet $(HOST_CFLAGS) $(FLEETD_CFLAGS) -o $@ $< tests/fleet/fleet-conf.c \
 		$(LIBFLEETD) $(LIBDAEMON) $(LIBCOMMON) $(LIBRERAND) $(FLEETD_LIBS) $(LIB_LIBS)
 $(WALLSTEP): tests/fleet/wallstep.c
 	@mkdir -p $(dir $@)
@@ -499,8 +507,15 @@ vm:
 
 bench:
 	$(Q)scripts/deps.sh bench
-	$(Q)$(MAKE) --no-print-directory all build/bench-guest/rrb-tsc build/bench-guest/rrb-fwcfg
+	$(Q)$(MAKE) --no-print-directory all build/bench-guest/rrb-tsc build/bench-guest/rrb-fwcfg $(FLEET_BENCH)
 	$(Q)scripts/bench.sh
+
+# The fleet at scale alone (issue 43): a 3-member etcd on loopback, 10, 100
+# and 1,000 simulated hosts (BENCH_FLEET_NS); build/bench-fleet/fleet.md and
+# docs/performance.md's "Fleet at scale".  `make bench` runs it too.
+bench-fleet:
+	$(Q)$(MAKE) --no-print-directory all $(FLEET_BENCH)
+	$(Q)bench/fleet.sh
 
 # The downtime guest's stopwatch (bench/downtime.sh installs it in the guest):
 # static, so that it runs from systemd-shutdown's hooks too.

@@ -579,7 +579,8 @@ w("## What stands in the way\n")
 w(rd(os.path.join(os.path.dirname(os.path.abspath(__file__)), "findings.md"),
      "(no findings file)") + "\n")
 w("Raw data: `build/bench/` after `make bench` (`BENCH_QUICK=1` for a fast variant; "
-  "`BENCH_ONLY=\"stage image scale qemu idle downtime apt\"`, or some of them, for a subset).\n")
+  "`BENCH_ONLY=\"stage image scale qemu idle downtime apt fleet\"`, or some of them, for a subset; "
+  "`make bench-fleet` for the fleet alone, its data in `build/bench-fleet/`).\n")
 
 os.makedirs(docs, exist_ok=True)
 with open(os.path.join(docs, "performance.md"), "w") as f:

@@ -55,7 +55,7 @@ if [ -n "${BENCH_DEADLINE:-}" ]; then
 		{ echo "bench: BENCH_DEADLINE=$BENCH_DEADLINE: not a time (HH:MM UTC or @EPOCH)" >&2; exit 1; }
 fi
 
-# BENCH_ONLY="stage image scale qemu idle downtime apt": run only those parts (iteration).
+# BENCH_ONLY="stage image scale qemu idle downtime apt fleet": run only those parts (iteration).
 want() { [ -z "${BENCH_ONLY:-}" ] || [[ " $BENCH_ONLY " == *" $1 "* ]]; }
 die() { echo "bench: $*" >&2; exit 1; }
 note() { echo "bench: $(date +%T) $*"; }
@@ -93,7 +93,7 @@ mkdir -p "$OUT"/{obj,data,img,payload,qemu,idle}
 T_START=$EPOCHSECONDS
 cut -d' ' -f1-3 /proc/loadavg >"$OUT/data/load-start"
 nproc >"$OUT/data/nproc"
-echo "${BENCH_ONLY:-stage image scale qemu idle downtime apt}" >"$OUT/data/parts"
+echo "${BENCH_ONLY:-stage image scale qemu idle downtime apt fleet}" >"$OUT/data/parts"
 note "kernels: ${KERNELS[*]##*/}; load average $(cat "$OUT/data/load-start"); $(nproc) CPUs"
 
 # ---- build the host benchmark: shared stage code with the stage's flags ---
@@ -383,6 +383,18 @@ if want apt; then
 	tail -n 3 "$OUT/data/apt.out"
 	[ "$(cat "$OUT/data/apt-rc" 2>/dev/null)" = 0 ] || { APT_FAILED=1; echo "bench: bench/apt-install.sh failed; the report says so" >&2; }
 fi
+# ---- the fleet at scale (bench/fleet.sh, issue 43): a 3-member etcd and up
+# to 1,000 simulated hosts; after the quiet runs, which it would disturb.  It
+# writes its own section of docs/performance.md ("Fleet at scale"), and
+# build/bench-fleet/fleet.md.
+FLEET_FAILED=
+if want fleet; then
+	note "fleet: 3-member etcd, ${BENCH_FLEET_NS:-10 100 1000} simulated hosts (bench/fleet.sh)"
+	# its section goes into docs/ after report.py has rewritten the file (below)
+	mkdir -p "$OUT/fleet-docs"
+	BENCH_FLEET_DOCS=$OUT/fleet-docs "$TOP/bench/fleet.sh" >"$OUT/data/fleet.out" 2>&1 || FLEET_FAILED=1
+	tail -n 3 "$OUT/data/fleet.out"
+fi
 cut -d' ' -f1-3 /proc/loadavg >"$OUT/data/load-end"
 echo $((EPOCHSECONDS - T_START)) >"$OUT/data/elapsed"
 
@@ -391,6 +403,11 @@ python3 "$TOP/bench/report.py" "$OUT" "$TOP/docs" || die "report failed"
 python3 "$TOP/bench/report_scale.py" "$OUT" "$TOP/docs" || die "scale report failed"
 python3 "$TOP/bench/report_downtime.py" "$OUT" "$TOP/docs" || die "downtime report failed"
 python3 "$TOP/bench/report_apt.py" "$OUT" "$TOP/docs" || die "apt report failed"
+if want fleet && [ -s "${BENCH_FLEET_OUT:-$TOP/build/bench-fleet}/params" ]; then
+	python3 "$TOP/bench/report_fleet.py" "${BENCH_FLEET_OUT:-$TOP/build/bench-fleet}" "$TOP/docs" >/dev/null ||
+		die "fleet report failed"
+fi
 note "done in $((EPOCHSECONDS - T_START)) s: docs/performance.md, docs/performance.png"
 [ -z "$DOWNTIME_FAILED" ] || die "downtime run(s) failed: $DOWNTIME_FAILED (OUT/dt/*.out)"
 [ -z "$APT_FAILED" ] || die "the apt part failed ($(tail -n 1 "$OUT/data/apt.out"))"
+[ -z "$FLEET_FAILED" ] || die "the fleet part failed ($(tail -n 1 "$OUT/data/fleet.out"); OUT/data/fleet.out)"

@@ -54,7 +54,7 @@ demo_pkgs="ca-certificates"
 # decompressor path, bench/kstock.sh), only a Recommends of linux-source-*.
 # trixie has no 6.1 (bench/kstock.sh then says which series it cannot build).
 bench_pkgs="valgrind gnuplot-nox time linux-source-6.1? linux-source-6.12 linux-config-6.1?
-linux-config-6.12"
+linux-config-6.12 etcd-server etcd-client curl iproute2"
 # `make deb`: debhelper (dh, compat 13), dpkg-buildpackage, lintian, and
 # the rest of debian/control's Build-Depends: systemd.pc (systemd-dev on
 # trixie, systemd on bookworm), the tools the unit tests run.

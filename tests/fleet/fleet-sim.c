@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "fleetd.h"
+#include "fleet-conf.h"
 #include "fleet_format.h"
 
 static int log_fd = -1;
@@ -60,47 +61,6 @@ static void ev(const char *event, const char *fmt, ...)
 	if (log_fd >= 0 && write(log_fd, line, (size_t)n) != n)
 		perror("fleet-sim: log");
 	fwrite(line, 1, (size_t)n, stderr);
-}
-
-/* [Fleet] keys, one "Key=Value" a line; other sections and comments ignored. */
-static int load_config(const char *path, struct fleet_config *c)
-{
-	char line[2048], err[256];
-	bool in_fleet = false;
-	int ln = 0, bad = 0;
-	FILE *fp = fopen(path, "re");
-
-	if (!fp) {
-		fprintf(stderr, "fleet-sim: %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	while (fgets(line, sizeof(line), fp)) {
-		char *eq, *k = line, *v, *e;
-		ln++;
-		line[strcspn(line, "\r\n")] = 0;
-		while (*k == ' ' || *k == '\t')
-			k++;
-		if (!*k || *k == '#' || *k == ';')
-			continue;
-		if (*k == '[') {
-			in_fleet = !strcmp(k, "[Fleet]");
-			continue;
-		}
-		if (!in_fleet || !(eq = strchr(k, '=')))
-			continue;
-		*eq = 0;
-		v = eq + 1;
-		for (e = eq; e > k && (e[-1] == ' ' || e[-1] == '\t'); e--)
-			e[-1] = 0;
-		while (*v == ' ' || *v == '\t')
-			v++;
-		if (fleet_config_set(c, k, v, err, sizeof(err))) {
-			fprintf(stderr, "%s:%d: %s\n", path, ln, err);
-			bad = 1;
-		}
-	}
-	fclose(fp);
-	return bad ? -1 : 0;
 }
 
 struct sim_state { char phase[32]; char token[FLEET_TOKEN_MAX]; unsigned boots; };
@@ -271,7 +231,7 @@ int main(int argc, char **argv)
 	if (!conf || optind >= argc)
 		usage();
 	fleet_config_defaults(&c);
-	if (load_config(conf, &c))
+	if (fleet_conf_load("fleet-sim", conf, &c))
 		return 2;
 	if (id && fleet_config_set(&c, "ID", id, err, sizeof(err))) {
 		fprintf(stderr, "fleet-sim: %s\n", err);
