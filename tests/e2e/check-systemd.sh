@@ -101,6 +101,9 @@ last=$((target + xboots))
 # suite after "systemd" for any other.
 sn=""
 [ "$suite" = bookworm ] || sn=-$suite
+# RRS_TAG (check-systemd-load.sh: "load") after that, so that a variant's
+# names and run directory are its own.
+sn=$sn${RRS_TAG:+-$RRS_TAG}
 name=debian-systemd$sn-$what
 [ "$sb" = 1 ] && name=debian-systemd$sn-sb-$what
 [ "$fleet" = 1 ] && name=debian-systemd$sn-fleet-$what

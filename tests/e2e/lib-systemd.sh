@@ -189,16 +189,23 @@ rrs_conf() {
 [Daemon]
 CheckInterval=5s
 
+CONF
+	# RRS_CONFIRM_DEFAULT=1 (check-systemd-load.sh): rerandd's defaults,
+	# ConfirmTimeoutSec=10min and KexecWatchdogSec=10min, are what is tested.
+	[ "${RRS_CONFIRM_DEFAULT:-0}" = 1 ] || cat <<CONF
 [Comeback]
-# ConfirmTimeoutSec= counts from the boot's start; under TCG on a loaded host
-# a Debian boot reached boot-complete.target after more than the default 600 s
-# (a trixie guest at load 24: rerandd failed its confirmed-to-be-good boot
-# at 709 s and went back through the firmware).  No watchdog device here
-# (the comeback guest has its own drop-in); KexecWatchdogSec= must cover it.
+# Under TCG on a loaded host a Debian boot reached boot-complete.target
+# after more than the default 600 s (a trixie guest at load 24, before
+# ConfirmTimeoutSec= counted from rerandd's start: rerandd failed its
+# confirmed-to-be-good boot at 709 s).  No watchdog device here (the
+# comeback guest has its own drop-in); KexecWatchdogSec= must cover it.
+# check-systemd-load.sh runs the defaults under load.
 # (Before [Policy]: the lines after it below are [Policy]'s.)
 ConfirmTimeoutSec=40min
 KexecWatchdogSec=40min
 
+CONF
+	cat <<CONF
 [Stage]
 CONF
 	# (The UKI guest boots with the UKI's own initrd, which rerandd passes on.)
@@ -389,6 +396,9 @@ RetryMax=10000ms
 			{ echo "e2e: systemctl --root enable rerand-fleetd.socket failed" >&2; return 1; }
 	fi
 	echo "$target" >"$d/var/lib/rerand-e2e/target"
+	# check-systemd-load.sh: the agent waits for each rerandomized boot's
+	# confirmation and reports when rerandd started and boot-complete came.
+	[ "${RRS_CONFIRM_DEFAULT:-0}" = 1 ] && : >"$d/var/lib/rerand-e2e/confirm-wait"
 	# check-systemd.sh reboots: the administrator's reboot commands after
 	# rerandd's reboots (debian/reboots.sh).
 	[ -z "${RRS_XSTEPS:-}" ] || echo "$RRS_XSTEPS" >"$d/var/lib/rerand-e2e/xsteps"
