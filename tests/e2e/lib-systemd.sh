@@ -141,6 +141,24 @@ rrs_rootfs() {
 	echo "$out"
 }
 
+# rrs_suite_deb SUITE: print the .deb built for SUITE in its pristine root (build/
+# deb-SUITE/, scripts/deb-chroot.sh), running `make deb-chroot` first when it
+# is missing or older than any source file.
+rrs_suite_deb() {
+	local suite=$1 deb d="$E2E_TOP/build/deb-$1"
+	deb=$(ls -t "$d"/rerand_*_amd64.deb 2>/dev/null | head -n 1)
+	if [ -z "$deb" ] || [ -n "$(cd "$E2E_TOP" && find Makefile debian src kexec daemon fleetd include systemd etc docs scripts/deb-chroot.sh \
+		-newer "$deb" -type f -print -quit 2>/dev/null)" ]; then
+		echo "# make deb-chroot SUITE=$suite (the $suite guest installs the package built for $suite)" >&2
+		mkdir -p "$E2E_BUILD" || return 1
+		make -s -C "$E2E_TOP" deb-chroot SUITE="$suite" >"$E2E_BUILD/deb-$suite.log" 2>&1 ||
+			{ tail -n 20 "$E2E_BUILD/deb-$suite.log" >&2; echo "e2e: make deb-chroot SUITE=$suite failed (log: $E2E_BUILD/deb-$suite.log)" >&2; return 1; }
+		deb=$(ls -t "$d"/rerand_*_amd64.deb 2>/dev/null | head -n 1)
+	fi
+	[ -s "$deb" ] || { echo "e2e: make deb-chroot SUITE=$suite wrote no rerand_*_amd64.deb in $d" >&2; return 1; }
+	echo "$deb"
+}
+
 # rrs_deb: print the path of rerand_VERSION_amd64.deb at the top of the
 # tree, running `make deb` first when it is missing or older than any source
 # file (so one build serves every guest of a run).
