@@ -210,24 +210,6 @@ static void check_lockdown(struct doctor *d)
 		    "lockdown %s: only signed images load, and no signed image is staged", mode);
 }
 
-/* The module behind /sys/class/watchdog/watchdog0 into mod ("" when its
- * driver is built in or it has no device, as softdog). */
-static void wd_module(const struct doctor *d, char *mod, size_t len)
-{
-	char path[1024], link[1024];
-	ssize_t n;
-	const char *b;
-
-	*mod = 0;
-	snprintf(path, sizeof(path), "%s/sys/class/watchdog/watchdog0/device/driver/module", d->root);
-	if ((n = readlink(path, link, sizeof(link) - 1)) <= 0)
-		return;
-	link[n] = 0;
-	b = strrchr(link, '/');
-	if ((size_t)snprintf(mod, len, "%s", b ? b + 1 : link) >= len)
-		*mod = 0;                  /* no module has such a name */
-}
-
 /* Module names compare with - and _ alike, as kmod does. */
 static bool same_module(const char *a, const char *b, size_t blen)
 {
@@ -237,6 +219,87 @@ static bool same_module(const char *a, const char *b, size_t blen)
 		if (a[i] != b[i] && !((a[i] == '-' || a[i] == '_') && (b[i] == '-' || b[i] == '_')))
 			return false;
 	return i == blen && !a[i];
+}
+
+/* How the watchdog's driver is there: a module loaded now, built into the
+ * running kernel, a module the kernel no longer has, or not known. */
+enum wd_kind { WD_UNKNOWN, WD_LOADED, WD_BUILTIN, WD_GONE };
+
+/* The last component of the symlink ROOT/PATH into out; false if none. */
+static bool link_base(const struct doctor *d, const char *path, char *out, size_t len)
+{
+	char full[1024], link[1024];
+	ssize_t n;
+	const char *b;
+
+	*out = 0;
+	snprintf(full, sizeof(full), "%s%s", d->root, path);
+	if ((n = readlink(full, link, sizeof(link) - 1)) <= 0)
+		return false;
+	link[n] = 0;
+	b = strrchr(link, '/');
+	if ((size_t)snprintf(out, len, "%s", b ? b + 1 : link) >= len)
+		*out = 0;                  /* no module or driver has such a name */
+	return *out != 0;
+}
+
+/* MOD (kmod's spelling, - and _ alike) is named in the running kernel's
+ * modules.builtin ("kernel/drivers/watchdog/i6300esb.ko" lines): 1, 0 if
+ * not, -1 when no modules.builtin can be read. */
+static int builtin_lists(const struct doctor *d, const char *mod)
+{
+	static const char *const dirs[] = { "/lib/modules", "/usr/lib/modules", NULL };
+
+	for (int i = 0; dirs[i]; i++) {
+		char path[1024], line[512];
+		_cleanup_fclose_ FILE *f = NULL;
+		snprintf(path, sizeof(path), "%s%s/%s/modules.builtin", d->root, dirs[i], d->release);
+		if (!(f = fopen(path, "re")))
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			size_t l = strcspn(line, "\r\n");
+			char *b;
+			line[l] = 0;
+			b = strrchr(line, '/');
+			b = b ? b + 1 : line;
+			l = strlen(b);
+			if (l > 3 && !strcmp(b + l - 3, ".ko") && same_module(mod, b, l - 3))
+				return 1;
+		}
+		return 0;
+	}
+	return -1;
+}
+
+/* The driver behind /sys/class/watchdog/watchdog0 (its device's driver
+ * link: drv, "i6300ESB timer"), its module (the driver's module link: mod,
+ * "i6300esb"; "" when there is none) and how it is there.  The kernel
+ * links a driver to /sys/module/NAME whether NAME is built in or loaded:
+ * a loaded module has /sys/module/NAME/initstate, a built-in one has not
+ * and is named in modules.builtin.  No driver link (the device node
+ * without its sysfs class entry) is not known, never "built in". */
+static enum wd_kind wd_driver(const struct doctor *d, char *drv, size_t dlen, char *mod, size_t mlen)
+{
+	char path[1024];
+	int listed;
+
+	*mod = 0;
+	if (!link_base(d, "/sys/class/watchdog/watchdog0/device/driver", drv, dlen))
+		return WD_UNKNOWN;
+	if (!link_base(d, "/sys/class/watchdog/watchdog0/device/driver/module", mod, mlen))
+		return WD_UNKNOWN;
+	snprintf(path, sizeof(path), "/sys/module/%s/initstate", mod);
+	if (exists(d, path))
+		return WD_LOADED;
+	listed = builtin_lists(d, mod);
+	if (listed > 0)
+		return WD_BUILTIN;
+	snprintf(path, sizeof(path), "/sys/module/%s", mod);
+	if (!exists(d, path))
+		return WD_GONE;
+	/* in /sys/module without initstate: built in, when modules.builtin
+	 * cannot say otherwise */
+	return listed < 0 ? WD_BUILTIN : WD_UNKNOWN;
 }
 
 /* The modules-load.d file (or /etc/modules) that names mod, into where;
@@ -316,7 +379,8 @@ static void modprobe_stop_on_reboot(const struct doctor *d, char *v, size_t len)
 
 static void check_watchdog(struct doctor *d)
 {
-	char v[32], id[128], mod[128], where[512], opt[32];
+	char v[32], id[128], mod[128], drv[128], where[512], opt[32];
+	enum wd_kind kind;
 	const char *seen = js_str(d->status, "watchdog");
 	bool dev = exists(d, "/dev/watchdog0"), cls = exists(d, "/sys/class/watchdog/watchdog0");
 
@@ -329,7 +393,7 @@ static void check_watchdog(struct doctor *d)
 	}
 	if (!read_line(d, "/sys/class/watchdog/watchdog0/identity", id, sizeof(id)))
 		snprintf(id, sizeof(id), "unknown");
-	wd_module(d, mod, sizeof(mod));
+	kind = wd_driver(d, drv, sizeof(drv), mod, sizeof(mod));
 	if (!strcmp(id, "Software Watchdog")) {
 		say(d, L_WARN, "watchdog", "load the machine's hardware watchdog driver before softdog "
 		    "(/usr/lib/rerand/watchdog-setup), or point [Paths] Watchdog= at it",
@@ -337,20 +401,42 @@ static void check_watchdog(struct doctor *d)
 		    "survives a kexec nor resets a hung machine");
 		return;
 	}
-	say(d, L_OK, "watchdog", NULL, "/dev/watchdog0: %s (%s)", id,
-	    *mod ? mod : "a driver built into the kernel");
+	if (kind == WD_LOADED)
+		say(d, L_OK, "watchdog", NULL, "/dev/watchdog0: %s (%s, a loaded module)", id, mod);
+	else if (kind == WD_BUILTIN)
+		say(d, L_OK, "watchdog", NULL, "/dev/watchdog0: %s (%s, built into the kernel)", id, mod);
+	else if (kind == WD_GONE) {
+		char fix[256];
+		snprintf(fix, sizeof(fix), "modprobe %s, or /usr/lib/rerand/watchdog-setup", mod);
+		say(d, L_WARN, "watchdog", fix,
+		    "/dev/watchdog0: %s: its driver is the module %s, which is not loaded (no "
+		    "/sys/module/%s)", id, mod, mod);
+	} else if (*mod)
+		say(d, L_OK, "watchdog", NULL, "/dev/watchdog0: %s (%s: whether built in or a module "
+		    "is not known)", id, mod);
+	else if (*drv)
+		say(d, L_OK, "watchdog", NULL, "/dev/watchdog0: %s (driver \"%s\", its module not "
+		    "known)", id, drv);
+	else
+		say(d, L_OK, "watchdog", NULL, "/dev/watchdog0: %s (its driver not known: no "
+		    "/sys/class/watchdog/watchdog0/device/driver)", id);
 
 	/* there before rerandd starts: rerandd binds it into its private /dev then */
 	if (seen && !strcmp(seen, "off"))
 		say(d, L_INFO, "watchdog-boot", NULL, "[Comeback] KexecWatchdogSec=off: rerandd arms "
 		    "no watchdog across a kexec");
 	else if (seen && !strcmp(seen, "absent"))
-		say(d, L_WARN, "watchdog-boot", *mod ? "systemctl restart rerandd; and have the "
-		    "driver loaded at boot: /usr/lib/rerand/watchdog-setup" : "systemctl restart rerandd",
+		say(d, L_WARN, "watchdog-boot", kind != WD_BUILTIN ? "systemctl restart rerandd; and have "
+		    "the driver loaded at boot: /usr/lib/rerand/watchdog-setup" : "systemctl restart rerandd",
 		    "rerandd has no /dev/watchdog0: its driver was loaded after rerandd started, "
 		    "and rerandd does not see a watchdog that appears later");
-	else if (!*mod)
+	else if (kind == WD_BUILTIN)
 		say(d, L_OK, "watchdog-boot", NULL, "its driver is built in: there before rerandd starts");
+	else if (!*mod)
+		say(d, L_WARN, "watchdog-boot", "/usr/lib/rerand/watchdog-setup (the package's postinst "
+		    "runs it) names the driver in /etc/modules-load.d/rerand-watchdog.conf",
+		    "its driver's module is not known: whether it is there before rerandd starts "
+		    "cannot be told");
 	else if (modules_load_names(d, mod, where, sizeof(where)))
 		say(d, L_OK, "watchdog-boot", NULL, "%s is loaded at boot by %s, before rerandd starts",
 		    mod, where);

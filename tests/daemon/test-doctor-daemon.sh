@@ -10,6 +10,9 @@
 #   bad: no kexec, nokaslr, no watchdog, lockdown with nothing signed,
 #     no window: each a fail or warn line with its fix, exit 1.
 #   kdump-tools enabled: the crash line says rerandd leaves it alone.
+#   the watchdog's driver: built in (modules.builtin, no initstate), a
+#     loaded module, a module not loaded, no driver link: only the first
+#     is called built in.
 #   the watchdog (issue 38, point 5): its driver named in modules-load.d or
 #     not, rerandd without it, softdog, and stop_on_reboot: 0, set by
 #     the package's option (etc/modprobe.d/rerand.conf, read by the real
@@ -39,9 +42,16 @@ machine() {
 		: >"$m/dev/watchdog0"
 		echo 0 >"$m/sys/module/watchdog/parameters/stop_on_reboot"
 		echo live >"$m/sys/module/watchdog/initstate"
-		mkdir -p "$m/sys/class/watchdog/watchdog0/device/driver" "$m/etc/modules-load.d"
+		# as sysfs links them: the device's driver, the driver's module;
+		# a loaded module has initstate (modules.builtin does not name it)
+		mkdir -p "$m/sys/class/watchdog/watchdog0/device" "$m/etc/modules-load.d" \
+			"$m/sys/bus/pci/drivers/i6300ESB timer" "$m/sys/module/i6300esb" "$m/lib/modules/6.12.0-test"
 		echo 'i6300ESB timer' >"$m/sys/class/watchdog/watchdog0/identity"
-		ln -s ../../../../../../module/i6300esb "$m/sys/class/watchdog/watchdog0/device/driver/module"
+		ln -s "../../../../bus/pci/drivers/i6300ESB timer" "$m/sys/class/watchdog/watchdog0/device/driver"
+		ln -s ../../../../module/i6300esb "$m/sys/bus/pci/drivers/i6300ESB timer/module"
+		echo live >"$m/sys/module/i6300esb/initstate"
+		printf 'kernel/drivers/watchdog/watchdog.ko\nkernel/drivers/tty/serial/8250/8250.ko\n' \
+			>"$m/lib/modules/6.12.0-test/modules.builtin"
 		printf '# Written by rerand\ni6300esb\n' >"$m/etc/modules-load.d/rerand-watchdog.conf"
 		echo 268435456 >"$m/sys/kernel/kexec_crash_size"
 		echo 'BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro crashkernel=256M' >"$m/proc/cmdline"
@@ -84,7 +94,8 @@ check "good: exit 0 ($rc)" test "$rc" = 0
 check "good: no fail and no warn line" bash -c "! grep -qE '^(fail|warn) ' '$tmp/out'"
 check "good: kexec, kexec_file, randomize_base ok" \
 	bash -c "grep -q '^ok    kexec ' '$tmp/out' && grep -q '^ok    kexec_file ' '$tmp/out' && grep -q '^ok    randomize_base ' '$tmp/out'"
-check "good: the watchdog, its identity and driver" has '^ok    watchdog +/dev/watchdog0: i6300ESB timer \(i6300esb\)$'
+check "good: the watchdog, its identity and driver, a loaded module" \
+	has '^ok    watchdog +/dev/watchdog0: i6300ESB timer \(i6300esb, a loaded module\)$'
 check "good: its driver loaded at boot by modules-load.d" \
 	has '^ok    watchdog-boot +i6300esb is loaded at boot by /etc/modules-load.d/rerand-watchdog.conf, before rerandd starts'
 check "good: the watchdog kept counting across a kexec" has '^ok    watchdog-kexec +this kernel keeps it counting across a kexec'
@@ -143,7 +154,8 @@ check "named in Debian's /etc/modules (a comment after it): ok" \
 printf 'i6300esbx\n' >"$m/etc/modules"
 doc windowed "$m"
 check "i6300esbx is another module: warn" has '^warn  watchdog-boot +i6300esb is not named'
-ln -sfn ../../../../../../module/iTCO_wdt "$m/sys/class/watchdog/watchdog0/device/driver/module"
+ln -sfn ../../../../module/iTCO_wdt "$m/sys/bus/pci/drivers/i6300ESB timer/module"
+mkdir -p "$m/sys/module/iTCO_wdt" && echo live >"$m/sys/module/iTCO_wdt/initstate"
 printf 'iTCO-wdt\n' >"$m/etc/modules"
 doc windowed "$m"
 check "iTCO-wdt names iTCO_wdt (- and _ alike, as kmod)" has '^ok    watchdog-boot +iTCO_wdt is loaded at boot by /etc/modules,'
@@ -152,6 +164,40 @@ doc nowindow "$tmp/m-good"
 echo "# rerandd without it: $(wdline watchdog-boot)"
 check "rerandd without /dev/watchdog0 while the machine has it: restart rerandd" \
 	bash -c 'grep -qE "^warn  watchdog-boot +rerandd has no /dev/watchdog0: its driver was loaded after rerandd started" "$1" && grep -q "fix: systemctl restart rerandd" "$1"' _ "$tmp/out"
+
+# how the driver is there (the kernel links a driver to /sys/module/NAME
+# built in or not: initstate and modules.builtin tell them apart)
+m=$(wd builtin-drv)
+rm -rf "$m/sys/module/i6300esb/initstate" "$m/etc/modules-load.d/rerand-watchdog.conf"
+mkdir -p "$m/sys/module/i6300esb/parameters"
+echo kernel/drivers/watchdog/i6300esb.ko >>"$m/lib/modules/6.12.0-test/modules.builtin"
+doc windowed "$m"
+echo "# built-in driver: $(wdline watchdog) $(wdline watchdog-boot)"
+check "a driver in modules.builtin, no initstate: built into the kernel, there before rerandd" \
+	bash -c 'grep -qE "^ok    watchdog +/dev/watchdog0: i6300ESB timer \(i6300esb, built into the kernel\)$" "$1" &&
+		grep -qE "^ok    watchdog-boot +its driver is built in" "$1"' _ "$tmp/out"
+m=$(wd loaded-drv)
+rm "$m/etc/modules-load.d/rerand-watchdog.conf"
+doc windowed "$m"
+echo "# loaded module: $(wdline watchdog) $(wdline watchdog-boot)"
+check "a loaded module (initstate live, not in modules.builtin): a loaded module, never built in" \
+	bash -c 'grep -qE "^ok    watchdog +/dev/watchdog0: i6300ESB timer \(i6300esb, a loaded module\)$" "$1" &&
+		grep -qE "^warn  watchdog-boot +i6300esb is not named in modules-load.d" "$1" && ! grep -qE "^[a-z]+ +watchdog.*built in" "$1"' _ "$tmp/out"
+m=$(wd gone-drv)
+rm -rf "$m/sys/module/i6300esb"
+doc windowed "$m"
+echo "# module not loaded: $(wdline watchdog)"
+check "its module not loaded (no /sys/module/i6300esb, not in modules.builtin): warn with modprobe, never built in" \
+	bash -c 'grep -qE "^warn  watchdog +/dev/watchdog0: i6300ESB timer: its driver is the module i6300esb, which is not loaded" "$1" &&
+		grep -q "fix: modprobe i6300esb, or /usr/lib/rerand/watchdog-setup" "$1" && ! grep -qE "^[a-z]+ +watchdog.*built in" "$1"' _ "$tmp/out"
+m=$(wd nodrv)
+rm -rf "$m/sys/class/watchdog/watchdog0/device"
+echo 'i6300ESB timer' >"$m/sys/class/watchdog/watchdog0/identity"
+doc windowed "$m"
+echo "# no driver link: $(wdline watchdog) $(wdline watchdog-boot)"
+check "no driver link: its driver not known, and not called built in" \
+	bash -c 'grep -qE "^ok    watchdog +/dev/watchdog0: i6300ESB timer \(its driver not known" "$1" &&
+		grep -qE "^warn  watchdog-boot +its driver.s module is not known" "$1" && ! grep -qE "^[a-z]+ +watchdog.*built in" "$1"' _ "$tmp/out"
 
 m=$(wd soft)
 rm -rf "$m/sys/class/watchdog/watchdog0/device"

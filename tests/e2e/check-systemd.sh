@@ -105,29 +105,14 @@ last=$((target + xboots))
 # suite after "systemd" for any other.
 sn=""
 [ "$suite" = bookworm ] || sn=-$suite
+# RRS_TAG (check-systemd-load.sh: "load") after that, so that a variant's
+# names and run directory are its own.
+sn=$sn${RRS_TAG:+-$RRS_TAG}
 name=debian-systemd$sn-$what
 [ "$sb" = 1 ] && name=debian-systemd$sn-sb-$what
 [ "$fleet" = 1 ] && name=debian-systemd$sn-fleet-$what
 tap() { e2e_tap "$@"; }
 [ -z "$install_note" ] || e2e_note "$name: $install_note"
-
-# suite_deb: print the .deb built for $suite in its pristine root (build/
-# deb-SUITE/, scripts/deb-chroot.sh), running `make deb-chroot` first when it
-# is missing or older than any source file.
-suite_deb() {
-	local deb d="$E2E_TOP/build/deb-$suite"
-	deb=$(ls -t "$d"/rerand_*_amd64.deb 2>/dev/null | head -n 1)
-	if [ -z "$deb" ] || [ -n "$(cd "$E2E_TOP" && find Makefile debian src kexec daemon fleetd include systemd etc docs scripts/deb-chroot.sh \
-		-newer "$deb" -type f -print -quit 2>/dev/null)" ]; then
-		echo "# make deb-chroot SUITE=$suite (the $suite guest installs the package built for $suite)" >&2
-		mkdir -p "$E2E_BUILD" || return 1
-		make -s -C "$E2E_TOP" deb-chroot SUITE="$suite" >"$E2E_BUILD/deb-$suite.log" 2>&1 ||
-			{ tail -n 20 "$E2E_BUILD/deb-$suite.log" >&2; echo "e2e: make deb-chroot SUITE=$suite failed (log: $E2E_BUILD/deb-$suite.log)" >&2; return 1; }
-		deb=$(ls -t "$d"/rerand_*_amd64.deb 2>/dev/null | head -n 1)
-	fi
-	[ -s "$deb" ] || { echo "e2e: make deb-chroot SUITE=$suite wrote no rerand_*_amd64.deb in $d" >&2; return 1; }
-	echo "$deb"
-}
 
 # old_deb: the earlier commit's package for $suite (upgrade mode), built
 # by that commit's own deb-chroot.sh and cached (scripts/old-deb.sh).
@@ -144,7 +129,7 @@ pick_deb() {
 	elif [ "$suite" = "$host_suite" ]; then
 		rrs_deb
 	else
-		suite_deb
+		rrs_suite_deb "$suite"
 	fi
 }
 

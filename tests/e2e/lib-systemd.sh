@@ -141,6 +141,24 @@ rrs_rootfs() {
 	echo "$out"
 }
 
+# rrs_suite_deb SUITE: print the .deb built for SUITE in its pristine root (build/
+# deb-SUITE/, scripts/deb-chroot.sh), running `make deb-chroot` first when it
+# is missing or older than any source file.
+rrs_suite_deb() {
+	local suite=$1 deb d="$E2E_TOP/build/deb-$1"
+	deb=$(ls -t "$d"/rerand_*_amd64.deb 2>/dev/null | head -n 1)
+	if [ -z "$deb" ] || [ -n "$(cd "$E2E_TOP" && find Makefile debian src kexec daemon fleetd include systemd etc docs scripts/deb-chroot.sh \
+		-newer "$deb" -type f -print -quit 2>/dev/null)" ]; then
+		echo "# make deb-chroot SUITE=$suite (the $suite guest installs the package built for $suite)" >&2
+		mkdir -p "$E2E_BUILD" || return 1
+		make -s -C "$E2E_TOP" deb-chroot SUITE="$suite" >"$E2E_BUILD/deb-$suite.log" 2>&1 ||
+			{ tail -n 20 "$E2E_BUILD/deb-$suite.log" >&2; echo "e2e: make deb-chroot SUITE=$suite failed (log: $E2E_BUILD/deb-$suite.log)" >&2; return 1; }
+		deb=$(ls -t "$d"/rerand_*_amd64.deb 2>/dev/null | head -n 1)
+	fi
+	[ -s "$deb" ] || { echo "e2e: make deb-chroot SUITE=$suite wrote no rerand_*_amd64.deb in $d" >&2; return 1; }
+	echo "$deb"
+}
+
 # rrs_deb: print the path of rerand_VERSION_amd64.deb at the top of the
 # tree, running `make deb` first when it is missing or older than any source
 # file (so one build serves every guest of a run).
@@ -198,16 +216,23 @@ rrs_conf() {
 [Daemon]
 CheckInterval=5s
 
+CONF
+	# RRS_CONFIRM_DEFAULT=1 (check-systemd-load.sh): rerandd's defaults,
+	# ConfirmTimeoutSec=10min and KexecWatchdogSec=10min, are what is tested.
+	[ "${RRS_CONFIRM_DEFAULT:-0}" = 1 ] || cat <<CONF
 [Comeback]
-# ConfirmTimeoutSec= counts from the boot's start; under TCG on a loaded host
-# a Debian boot reached boot-complete.target after more than the default 600 s
-# (a trixie guest at load 24: rerandd failed its confirmed-to-be-good boot
-# at 709 s and went back through the firmware).  No watchdog device here
-# (the comeback guest has its own drop-in); KexecWatchdogSec= must cover it.
+# Under TCG on a loaded host a Debian boot reached boot-complete.target
+# after more than the default 600 s (a trixie guest at load 24, before
+# ConfirmTimeoutSec= counted from rerandd's start: rerandd failed its
+# confirmed-to-be-good boot at 709 s).  No watchdog device here (the
+# comeback guest has its own drop-in); KexecWatchdogSec= must cover it.
+# check-systemd-load.sh runs the defaults under load.
 # (Before [Policy]: the lines after it below are [Policy]'s.)
 ConfirmTimeoutSec=40min
 KexecWatchdogSec=40min
 
+CONF
+	cat <<CONF
 [Stage]
 CONF
 	# (The UKI guest boots with the UKI's own initrd, which rerandd passes on.)
@@ -399,6 +424,9 @@ RetryMax=10000ms
 			{ echo "e2e: systemctl --root enable rerand-fleetd.socket failed" >&2; return 1; }
 	fi
 	echo "$target" >"$d/var/lib/rerand-e2e/target"
+	# check-systemd-load.sh: the agent waits for each rerandomized boot's
+	# confirmation and reports when rerandd started and boot-complete came.
+	[ "${RRS_CONFIRM_DEFAULT:-0}" = 1 ] && : >"$d/var/lib/rerand-e2e/confirm-wait"
 	# check-systemd.sh reboots: the administrator's reboot commands after
 	# rerandd's reboots (debian/reboots.sh).
 	[ -z "${RRS_XSTEPS:-}" ] || echo "$RRS_XSTEPS" >"$d/var/lib/rerand-e2e/xsteps"

@@ -188,6 +188,13 @@ info "/var/crash: $(ls -l /var/crash/ /var/crash/2*/ 2>&1 | grep -v '^total' | a
 tap "$([ -n "$dump" ] && [ -f "$dump" ]; echo $?)" "kdump-tools' service in the crash kernel wrote a dump under /var/crash (${dump:-none})"
 size=$(stat -c %s "$dump" 2>/dev/null || echo 0)
 info "dump size $size bytes ($((size >> 20)) MiB) of $(($(awk '/MemTotal/ { print $2 }' /proc/meminfo) >> 10)) MiB RAM"
+# what makedumpfile said in the crash kernel (the boot before this one;
+# kdump-tools-dump.service's journal): its version and any warning about
+# the kernel it dumped
+journalctl -b -1 -u kdump-tools-dump.service -o cat --no-pager 2>&1 |
+	grep -iE 'makedumpfile|version|not supported|incomplete|warning|error|fail|excluding|copying|saved' | head -n 12 |
+	cut -c1-220 | sed "s/^/RRK-INFO n=$n crash kernel's kdump-tools-dump: /" >&3
+info "makedumpfile here: $(makedumpfile -v 2>&1 | head -n 1)"
 tap "$([ "$size" -ge $((1 << 20)) ]; echo $?)" "the dump is non-trivial ($size bytes, want at least 1 MiB)"
 head -c 12 "$dump" 2>/dev/null | grep -q '^makedumpfile'
 tap $? "the dump is makedumpfile's (flattened: its header says makedumpfile)" "$(head -c 16 "$dump" 2>/dev/null | od -c | head -n 1)"
