@@ -75,6 +75,17 @@ static int window_now(const struct rr_config *c, time_t now, time_t *ws, time_t 
 
 static void pump(struct rr_coord *co);
 
+/* A fleet token as the journal shows it: LEASE:SLOT, without the fence (the
+ * secret half: with it, whoever reads the journal could take the slot over). */
+static const char *token_shown(const char *tok, char *buf, size_t len)
+{
+	const char *c = strchr(tok, ':');
+
+	c = c ? strchr(c + 1, ':') : NULL;
+	snprintf(buf, len, "%.*s", c ? (int)(c - tok) : (int)strlen(tok), tok);
+	return buf;
+}
+
 static void release_done(struct rr_coord *co)
 {
 	struct rr_state *st = co->st;
@@ -134,7 +145,7 @@ static void open_reply(struct rr_coord *co, const struct fleet_reply *p)
 static void acquire_reply(struct rr_coord *co, const struct fleet_reply *p)
 {
 	struct rr_state *st = co->st;
-	char tok[FLEET_TOKEN_MAX];
+	char tok[FLEET_TOKEN_MAX], tk[FLEET_TOKEN_MAX];
 
 	co->gate_rc = p->rc;
 	if (p->rc == 1 && st) {
@@ -146,7 +157,8 @@ static void acquire_reply(struct rr_coord *co, const struct fleet_reply *p)
 		snprintf(st->fleet_token, sizeof(st->fleet_token), "%s", tok);
 		persist(co, st);
 		co->last_keepalive_ms = coord_now_ms();
-		rr_log(RR_LOG_NOTICE, "fleet: slot taken%s%s", *tok ? " " : "", tok);
+		rr_log(RR_LOG_NOTICE, "fleet: slot taken%s%s", *tok ? " " : "",
+		       token_shown(tok, tk, sizeof(tk)));
 	}
 	/* refused: perhaps by the breaker; what it says shows in the status */
 	if (p->rc == 0)
@@ -174,8 +186,10 @@ static void confirm_reply(struct rr_coord *co, const struct fleet_reply *p)
 			co->last_keepalive_ms = coord_now_ms();
 			return;
 		}
+		char tk[FLEET_TOKEN_MAX];
 		rr_log(RR_LOG_INFO, "fleet: slot %s kept across the reboot for up to %" PRId64
-		       " s (DownTTL=)", st->fleet_token, co->cfg.down_ttl);
+		       " s (DownTTL=)", token_shown(st->fleet_token, tk, sizeof(tk)),
+		       co->cfg.down_ttl);
 	}
 	co->confirm_rc = p->rc;
 	co->last_keepalive_ms = coord_now_ms();
@@ -188,6 +202,7 @@ static void on_reply(struct rr_coord *co, const struct fleet_reply *p)
 {
 	enum coord_op op = co->busy;
 	struct rr_state *st = co->st;
+	char tk[FLEET_TOKEN_MAX];
 
 	/* the pipelined request, if any, is now the one in flight */
 	co->busy = co->next_op;
@@ -215,9 +230,16 @@ static void on_reply(struct rr_coord *co, const struct fleet_reply *p)
 			retry_later(co);
 			break;
 		}
-		if (p->rc == 1)
-			rr_log(RR_LOG_NOTICE, "fleet: took slot %s back after the reboot", st ? st->fleet_token : "");
-		else
+		if (p->rc == 1) {
+			/* the resume gave the slot a new lease and fence: the old token
+			 * (which a clone may have copied) is dead, the new one on disk */
+			if (st && *p->token && strcmp(p->token, st->fleet_token)) {
+				snprintf(st->fleet_token, sizeof(st->fleet_token), "%s", p->token);
+				persist(co, st);
+			}
+			rr_log(RR_LOG_NOTICE, "fleet: took slot %s back after the reboot",
+			       token_shown(st ? st->fleet_token : "", tk, sizeof(tk)));
+		} else
 			rr_log(RR_LOG_WARNING, "fleet: the slot from before the reboot is gone: %s", p->msg);
 		co->resume_pending = false;
 		break;
@@ -351,16 +373,53 @@ static int install_id(const char *state_path, struct fleet_config *fc, char *err
 	return fleet_config_set(fc, "InstallID", buf, err, errlen);
 }
 
+static void no_install_id(struct rr_coord *co, const char *err)
+{
+	char msg[RR_ERR_MAX];
+
+	snprintf(msg, sizeof(msg), "no install id (%.300s), and the machine id alone names "
+		 "a clone too: no slot, no reboot (fail closed)", err);
+	if (strcmp(msg, co->open_error))
+		rr_log(RR_LOG_ERR, "fleet: %s", msg);
+	snprintf(co->open_error, sizeof(co->open_error), "%s", msg);
+	co->fstate = FLEET_ST_ERROR;
+	/* read again after RetryMax= (and at a reload) */
+	co->install_retry_ms = coord_now_ms() + co->cfg.retry_max_ms;
+}
+
+/* Read (or make) the install id again: 1 now known and the helper is being
+ * connected, 0 still not. */
+static int install_id_retry(struct rr_coord *co)
+{
+	struct fleet_config fc = co->cfg;
+	char err[RR_ERR_MAX];
+
+	if (!co->no_install_id)
+		return 1;
+	if (coord_now_ms() < co->install_retry_ms)
+		return 0;
+	if (install_id(co->state_path, &fc, err, sizeof(err)) < 0) {
+		no_install_id(co, err);
+		return 0;
+	}
+	co->cfg = fc;
+	co->no_install_id = false;
+	rr_log(RR_LOG_NOTICE, "fleet: this install's id is known now; connecting to the fleet "
+	       "helper");
+	snprintf(co->open_error, sizeof(co->open_error), "waiting for the fleet helper at %.400s",
+		 co->cfg.helper);
+	coord_link_connect(co);
+	return 1;
+}
+
 int coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *state_path)
 {
 	char err[RR_ERR_MAX];
 
 	snprintf(co->state_path, sizeof(co->state_path), "%s", state_path);
 	co->cfg = *fc;
-	if (install_id(state_path, &co->cfg, err, sizeof(err)) < 0)
-		/* the machine id alone: fencing off, said loudly, the fleet still works */
-		rr_log(RR_LOG_ERR, "fleet: no install id, the slot is named by the machine id "
-		       "alone: %s", err);
+	co->no_install_id = install_id(state_path, &co->cfg, err, sizeof(err)) < 0;
+	co->install_retry_ms = 0;
 	co->want = fc->backend != FLEET_BACKEND_NONE;
 	co->breaker_known = co->breaker_tripped = co->breaker_wanted = false;
 	co->breaker_text[0] = 0;
@@ -385,6 +444,12 @@ int coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *s
 		snprintf(co->open_error, sizeof(co->open_error), "sd-event: no event loop");
 		rr_log(RR_LOG_ERR, "fleet: %s; reboots stay off (fail closed)", co->open_error);
 		return -ENOMEM;
+	}
+	if (co->no_install_id) {
+		/* The machine id alone names a clone as well: fail closed, no helper,
+		 * no slot, no reboot, until the install id can be read or made. */
+		no_install_id(co, err);
+		return 0;
 	}
 	coord_link_connect(co);
 	return 0;
@@ -531,6 +596,8 @@ void coord_service(struct rr_coord *co, const struct rr_config *c, struct rr_sta
 	co->st = st;
 	if (!co->want)
 		return;
+	if (!install_id_retry(co))
+		return;
 	if (coord_breaker_backend(co) && co->opened && now - co->breaker_at_ms > BREAKER_POLL_MS)
 		co->breaker_wanted = true;
 	pump(co);
@@ -585,6 +652,10 @@ int coord_gate(struct rr_coord *co, const struct rr_config *c, struct rr_state *
 	if (!co->want)
 		return 1;
 	co->st = st;
+	if (!install_id_retry(co)) {
+		set_why(co, RR_LOG_ERR, "%s: not rebooting (fail closed)", co->open_error);
+		return 0;
+	}
 	if (co->release_pending) {
 		/* an acquire answered after an abort: the release gives it back */
 		co->gate_rc = COORD_PENDING;
@@ -723,8 +794,13 @@ void coord_reconfigure(struct rr_coord *co, const struct fleet_config *fc,
 	char err[RR_ERR_MAX];
 
 	/* compared, and reopened, with this install's id as coord_open sets it */
-	if (install_id(co->state_path, &nc, err, sizeof(err)) < 0)
-		rr_log(RR_LOG_ERR, "fleet: no install id: %s", err);
+	if (install_id(co->state_path, &nc, err, sizeof(err)) < 0 && !co->no_install_id) {
+		/* the id read at start names this install's slots still: kept, never
+		 * the machine id alone */
+		rr_log(RR_LOG_ERR, "fleet: cannot read this install's id again (%s); keeping the "
+		       "one read before", err);
+		snprintf(nc.install_id, sizeof(nc.install_id), "%s", co->cfg.install_id);
+	}
 	fc = &nc;
 	if (!memcmp(fc, &co->cfg, sizeof(*fc)))
 		return;
@@ -750,6 +826,8 @@ int64_t coord_next_ms(const struct rr_coord *co)
 {
 	int64_t t = 0;
 
+	if (co->want && co->no_install_id)
+		return co->install_retry_ms;
 	if (!co->want || !co->opened)
 		return 0;
 	if (co->next_try_ms)

@@ -45,6 +45,8 @@ struct rr_coord {
 	int64_t  busy_since_ms, reconnect_ms, connected_ms;
 	unsigned reconnects;
 	char     open_error[RR_ERR_MAX];   /* why the helper is not usable, "" = it is */
+	bool     no_install_id;        /* fleet-install-id unusable: no helper, fail closed */
+	int64_t  install_retry_ms;     /* when to read it again */
 
 	/* what the helper last said */
 	enum fleet_state fstate;
