@@ -15,9 +15,12 @@
 #include <grp.h>
 #include <sched.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/capability.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rerandd.h"
@@ -251,4 +254,95 @@ int caps_child_parser(const struct rr_builder *b)
 {
 	(void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 	return become_unprivileged(b, false);
+}
+
+/* FILE (the key or certificate, read as root) copied into a memfd sealed
+ * against any change, of mode MODE: sbsign, as CheckUser=, reopens it
+ * through /proc/self/fd/N, and the memfd stays root's; what it holds is on
+ * no file system.  Said on stderr (sbsign's output) when it fails. */
+static int sealed_copy(const char *file, const char *what, mode_t mode)
+{
+	char buf[65536];
+	size_t total = 0;
+	struct stat st;
+	ssize_t n;
+	int in, fd, r = 0;
+
+	in = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (in < 0) {
+		r = -errno;
+		fprintf(stderr, "%s: cannot open the signing %s: %s\n", file, what, strerror(-r));
+		return r;
+	}
+	if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "%s: the signing %s is not a regular file\n", file, what);
+		close(in);
+		return -EINVAL;
+	}
+	fd = memfd_create(what, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0) {
+		r = -errno;
+		fprintf(stderr, "%s: memfd_create: %s\n", file, strerror(-r));
+		close(in);
+		return r;
+	}
+	while ((n = read(in, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || (total += (size_t)n) > (4u << 20) || write(fd, buf, (size_t)n) != n) {
+			r = n < 0 ? -errno : total > (4u << 20) ? -EFBIG : -EIO;
+			break;
+		}
+	}
+	explicit_bzero(buf, sizeof(buf));
+	close(in);
+	if (r == 0 && (fchmod(fd, mode) < 0 ||
+		       fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0))
+		r = -errno;
+	if (r < 0) {
+		fprintf(stderr, "%s: cannot copy the signing %s for sbsign: %s\n", file, what,
+			strerror(-r));
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+int caps_child_signer(const struct rr_signer *s)
+{
+	int fds[4] = { -1, -1, -1, -1 };
+	static const int to[4] = { RR_SIGNER_IN_FD, RR_SIGNER_KEY_FD, RR_SIGNER_CERT_FD,
+				   RR_SIGNER_OUT_FD };
+	int r;
+
+	/* read as root, before the switch: CheckUser= may read neither
+	 * file, and gets the key as the memfd alone (mode 0404: its owner,
+	 * root, and through /proc/self/fd, whoever holds it) */
+	if (s->key && (fds[1] = sealed_copy(s->key, "key", 0404)) < 0)
+		return fds[1];
+	if ((fds[2] = sealed_copy(s->cert, "certificate", 0404)) < 0)
+		return fds[2];
+	/* high copies first, so that moving one cannot close another */
+	fds[0] = fcntl(s->in_fd, F_DUPFD_CLOEXEC, 16);
+	fds[3] = fcntl(s->out_fd, F_DUPFD_CLOEXEC, 16);
+	if (fds[0] < 0 || fds[3] < 0)
+		return -errno;
+	for (int i = 1; i <= 2; i++) {
+		int high;
+		if (fds[i] < 0)
+			continue;
+		if ((high = fcntl(fds[i], F_DUPFD_CLOEXEC, 16)) < 0)
+			return -errno;
+		close(fds[i]);
+		fds[i] = high;
+	}
+	for (int i = 0; i < 4; i++) {
+		if (fds[i] < 0)
+			continue;
+		if ((r = move_fd(fds[i], to[i])) < 0)
+			return r;
+		close(fds[i]);
+	}
+	(void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	return become_unprivileged(&s->who, false);
 }

@@ -239,6 +239,12 @@ struct rr_builder;
 int job_start_builder(sd_event *ev, char *const argv[], int64_t timeout_sec,
 		      const struct rr_builder *b, rr_job_done_fn done, void *arg,
 		      struct rr_job **ret);
+/* job_start for sbsign (output captured): the child becomes it through
+ * caps_child_signer(), then the parsing half's seccomp filter. */
+struct rr_signer;
+int job_start_signer(sd_event *ev, char *const argv[], int64_t timeout_sec,
+		     const struct rr_signer *s, rr_job_done_fn done, void *arg,
+		     struct rr_job **ret);
 /* job_start for a hook (no capabilities), exec'd not by its path but through
  * what reboot.c checked: dirfd, the hook directory; fd, an O_PATH fd of the
  * file it runs; direct, the entry name is that file itself (not a symlink). */
@@ -295,6 +301,24 @@ int caps_child_builder(const struct rr_builder *b, int *pidns);
  * switch (b's fds unused), no capabilities in any set, no_new_privs and
  * the builder's limits. */
 int caps_child_parser(const struct rr_builder *b);
+
+/* sbsign (SignKey=, stage_job.c): its root side opens and hands over every
+ * file, then it becomes CheckUser= as the parsing half does (signer.c). */
+#define RR_SIGNER_IN_FD 3          /* the checked copy, read-only */
+#define RR_SIGNER_KEY_FD 4         /* the key, a sealed memfd (not for pkcs11:) */
+#define RR_SIGNER_CERT_FD 5        /* the certificate, a sealed memfd */
+#define RR_SIGNER_OUT_FD 6         /* its output: rerandd's memfd */
+struct rr_signer {
+	int in_fd, out_fd;                   /* rerandd's, moved in the child */
+	const char *key;                     /* a key file, or NULL (a pkcs11: URI) */
+	const char *cert;
+	struct rr_builder who;               /* CheckUser=; its fds unused */
+};
+/* In sbsign's child, before the exec: the key and certificate read (as
+ * root) into sealed memfds, the four fds in place, then CheckUser= with no
+ * capabilities, an empty bounding set, no_new_privs and the builder's
+ * limits.  The seccomp filter is the caller's, last (sandbox_signer). */
+int caps_child_signer(const struct rr_signer *s);
 
 #include "rerandd_stage.h"
 

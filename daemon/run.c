@@ -72,6 +72,7 @@ static void relay_bytes(struct relay *rl, const char *p, size_t n)
 struct spawn_setup {
 	enum rr_child_caps caps;
 	const struct rr_builder *builder;
+	const struct rr_signer *signer;    /* sbsign (SignKey=) */
 	const struct rr_hook_exec *hook;   /* a hook: exec'd here, through its fds */
 	char *const *argv;
 	pid_t parent;
@@ -128,6 +129,12 @@ static int spawn_setup(void *arg, int out_fd)
 			fprintf(stderr, "cannot become the image builder: %s\n", strerror(-r));
 			return -1;
 		}
+	} else if (s->signer) {
+		int r = caps_child_signer(s->signer);
+		if (r < 0) {
+			fprintf(stderr, "cannot become CheckUser= to run sbsign: %s\n", strerror(-r));
+			return -1;
+		}
 	} else if (((s->caps & ~RR_CHILD_NICE) == RR_CHILD_KEXEC_CAPS ? caps_child_kexec()
 								       : caps_child_none()) < 0)
 		return -1;
@@ -137,6 +144,15 @@ static int spawn_setup(void *arg, int out_fd)
 		return -1;
 	if (s->hook)
 		return exec_hook(s->hook, s->argv);
+	if (s->signer) {
+		/* last before exec, as for the builder: the parsing half's
+		 * filter, which sbsign then runs under from its first call */
+		int r = sandbox_signer();
+		if (r < 0) {
+			fprintf(stderr, "cannot load sbsign's seccomp filter: %s\n", strerror(-r));
+			return -1;
+		}
+	}
 	if (s->builder) {
 		/* This process stays as the builder's reaper (reaper.c): it
 		 * exits, and rerandd goes on, only once the builder and all it
@@ -190,9 +206,10 @@ static int spawn_setup(void *arg, int out_fd)
  * given capabilities, its stdout and stderr on a pipe whose non-blocking
  * read end is *ret_rd. */
 static int spawn(char *const argv[], enum rr_child_caps caps, const struct rr_builder *builder,
-		 const struct rr_hook_exec *hook, pid_t *ret_pid, int *ret_rd)
+		 const struct rr_signer *signer, const struct rr_hook_exec *hook, pid_t *ret_pid,
+		 int *ret_rd)
 {
-	struct spawn_setup setup = { .caps = caps, .builder = builder, .hook = hook,
+	struct spawn_setup setup = { .caps = caps, .builder = builder, .signer = signer, .hook = hook,
 				     .argv = argv, .parent = getpid() };
 	struct rr_spawn_opts so = {
 		.argv = argv, .pipe_stdout = true, .pipe_stderr = true, .nonblock = true,
@@ -374,7 +391,8 @@ fail:
 }
 
 static int job_spawn(sd_event *ev, char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
-		     const struct rr_builder *builder, const struct rr_hook_exec *hook, bool capture,
+		     const struct rr_builder *builder, const struct rr_signer *signer,
+		     const struct rr_hook_exec *hook, bool capture,
 		     rr_job_done_fn done, void *arg, struct rr_job **ret)
 {
 	struct rr_job *j = calloc(1, sizeof(*j));
@@ -395,7 +413,7 @@ static int job_spawn(sd_event *ev, char *const argv[], int64_t timeout_sec, enum
 			return -ENOMEM;
 		}
 	}
-	if ((r = spawn(argv, caps, builder, hook, &j->pid, &rd)) < 0) {
+	if ((r = spawn(argv, caps, builder, signer, hook, &j->pid, &rd)) < 0) {
 		job_free(j);
 		return r;
 	}
@@ -406,20 +424,28 @@ static int job_spawn(sd_event *ev, char *const argv[], int64_t timeout_sec, enum
 int job_start(sd_event *ev, char *const argv[], int64_t timeout_sec, enum rr_child_caps caps,
 	      bool capture, rr_job_done_fn done, void *arg, struct rr_job **ret)
 {
-	return job_spawn(ev, argv, timeout_sec, caps, NULL, NULL, capture, done, arg, ret);
+	return job_spawn(ev, argv, timeout_sec, caps, NULL, NULL, NULL, capture, done, arg, ret);
 }
 
 int job_start_hook(sd_event *ev, char *const argv[], const struct rr_hook_exec *hook,
 		   int64_t timeout_sec, rr_job_done_fn done, void *arg, struct rr_job **ret)
 {
-	return job_spawn(ev, argv, timeout_sec, RR_CHILD_NO_CAPS, NULL, hook, false, done, arg, ret);
+	return job_spawn(ev, argv, timeout_sec, RR_CHILD_NO_CAPS, NULL, NULL, hook, false, done, arg,
+			 ret);
 }
 
 int job_start_builder(sd_event *ev, char *const argv[], int64_t timeout_sec,
 		      const struct rr_builder *b, rr_job_done_fn done, void *arg,
 		      struct rr_job **ret)
 {
-	return job_spawn(ev, argv, timeout_sec, RR_CHILD_NICE, b, NULL, false, done, arg, ret);
+	return job_spawn(ev, argv, timeout_sec, RR_CHILD_NICE, b, NULL, NULL, false, done, arg, ret);
+}
+
+int job_start_signer(sd_event *ev, char *const argv[], int64_t timeout_sec,
+		     const struct rr_signer *s, rr_job_done_fn done, void *arg,
+		     struct rr_job **ret)
+{
+	return job_spawn(ev, argv, timeout_sec, RR_CHILD_NICE, NULL, s, NULL, true, done, arg, ret);
 }
 
 /* What a function job's child runs (rr_spawn's child_fn, no exec). */

@@ -190,3 +190,8 @@ int sandbox_parser(int sock)
 {
 	return sandbox_load(sock);
 }
+
+int sandbox_signer(void)
+{
+	return sandbox_load(-1);
+}

@@ -14,5 +14,7 @@ int sandbox_builder(void);
 /* The same list for the parsing half of a staging helper (stage_parse.c),
  * and recvmsg on its socket sock (the descriptors it is handed). */
 int sandbox_parser(int sock);
+/* The same list for sbsign (SignKey=), which rerandd runs as CheckUser=. */
+int sandbox_signer(void);
 
 #endif

@@ -72,6 +72,7 @@ int stage_build(const struct rr_config *c, struct rr_stage_plan *p, struct rr_er
 	sigaddset(&chld, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &chld, &old);
 	sj->kernel_fd = -1;
+	sj->sig_fd = -1;
 	sj->c = *c;
 	sj->p = *p;
 	sj->want = *p;                     /* the caller's plan, checked by the caller */

@@ -223,7 +223,7 @@ int stage_built(struct rr_stage_plan *p, const char *path, struct rr_err *e)
 
 /* With SignKey=: the builder's file is copied into one only root holds and
  * that copy checked as the unsigned image it must be (it parses, carries
- * rerandd's stage) before sbsign, which runs as root and holds the key, ever
+ * rerandd's stage) before sbsign, which holds the key (as CheckUser=), ever
  * reads a byte of it; sbsign then signs the copy, which nothing the builder
  * left behind can reach.  The signed result is checked again (stage_built). */
 int stage_prechecked(struct rr_stage_plan *p, const char *path, char *copy, size_t len,

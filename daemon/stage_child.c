@@ -53,6 +53,33 @@ int stage_builder_identity(const struct rr_config *c, struct rr_builder *b, stru
 	return 0;
 }
 
+/* The identity of what parses the builder's output (the parsing halves of
+ * the staging helpers, sbsign): CheckUser=, or ImageUser= when it is
+ * empty, when rerandd is root; never root. */
+int stage_checker_identity(const struct rr_config *c, struct rr_builder *who, struct rr_err *e)
+{
+	const char *user = *c->check_user ? c->check_user : c->image_user;
+	struct passwd *pw;
+
+	who->switch_user = geteuid() == 0;
+	if (!who->switch_user)
+		return 0;
+	errno = 0;
+	pw = getpwnam(user);
+	if (!pw)
+		return rr_errf(e, errno ? errno : ENOENT, "%s=%s: %s (the checks of built images and "
+			       "sbsign run as %s)", *c->check_user ? "CheckUser" : "ImageUser", user,
+			       errno ? strerror(errno) : "no such user",
+			       *c->check_user ? "it" : "it too: CheckUser= is empty");
+	if (pw->pw_uid == 0 || pw->pw_gid == 0)
+		return rr_errf(e, EPERM, "%s=%s: uid %u gid %u is root: the image checks and sbsign "
+			       "must not run as root", *c->check_user ? "CheckUser" : "ImageUser",
+			       user, (unsigned)pw->pw_uid, (unsigned)pw->pw_gid);
+	who->uid = pw->pw_uid;
+	who->gid = pw->pw_gid;
+	return 0;
+}
+
 /* Who built the image, for the log. */
 const char *stage_builder_name(const struct rr_config *c)
 {
@@ -84,28 +111,39 @@ void stage_image_argv(const struct rr_config *c, const struct rr_stage_plan *p, 
 }
 
 /*
- * sbsign on the builder's output, as a separate child: root (it reads the
- * key, which only root can) without capabilities.  The key never enters the
- * process that parses kernel files, so a kernel file that subverted a
- * decompressor still cannot read the key.  A pkcs11: URI is a key on a
- * token, through OpenSSL's pkcs11 engine.
+ * sbsign on the checked copy of the builder's output, as a separate child
+ * (run.c, caps_child_signer): CheckUser= without capabilities under the
+ * parsing half's seccomp filter.  It opens nothing by a path of rerandd's:
+ * the checked copy, the key and the certificate are descriptors its root
+ * side opened (the key and certificate copied into sealed memfds), and its
+ * output a memfd rerandd keeps; it reaches each through /proc/self/fd/N.
+ * The key never enters the process that parses kernel files.  A pkcs11:
+ * URI is a key on a token, through OpenSSL's pkcs11 engine, as CheckUser=.
  */
-void stage_sign_argv(const struct rr_config *c, const char *in, const char *out, char *argv[12])
+void stage_sign_argv(const struct rr_config *c, char *argv[12])
 {
+	static char in[32], key[32], cert[32], out[32];
 	int n = 0;
 
+	snprintf(in, sizeof(in), "/proc/self/fd/%d", RR_SIGNER_IN_FD);
+	snprintf(key, sizeof(key), "/proc/self/fd/%d", RR_SIGNER_KEY_FD);
+	snprintf(cert, sizeof(cert), "/proc/self/fd/%d", RR_SIGNER_CERT_FD);
+	snprintf(out, sizeof(out), "/proc/self/fd/%d", RR_SIGNER_OUT_FD);
 	argv[n++] = getenv("RERAND_SBSIGN") ? getenv("RERAND_SBSIGN") : "sbsign";
 	if (!strncmp(c->sign_key, "pkcs11:", 7)) {
 		argv[n++] = "--engine";
 		argv[n++] = "pkcs11";
+		argv[n++] = "--key";
+		argv[n++] = (char *)c->sign_key;
+	} else {
+		argv[n++] = "--key";
+		argv[n++] = key;
 	}
-	argv[n++] = "--key";
-	argv[n++] = (char *)c->sign_key;
 	argv[n++] = "--cert";
-	argv[n++] = (char *)c->sign_cert;
+	argv[n++] = cert;
 	argv[n++] = "--output";
-	argv[n++] = (char *)out;
-	argv[n++] = (char *)in;
+	argv[n++] = out;
+	argv[n++] = in;
 	argv[n] = NULL;
 }
 

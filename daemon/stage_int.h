@@ -19,7 +19,7 @@ struct rr_stage_job {
 	rr_stage_done_fn done;
 	void *arg;
 	char tmp[RR_PATH + 200];          /* the builder's output, "" when none */
-	char sig[RR_PATH + 200];          /* sbsign's output, "" when none */
+	int sig_fd;                       /* sbsign's output (a memfd), -1 when none */
 	char chk[RR_PATH + 200];          /* the checked copy sbsign signs, "" when none */
 	bool build_only;                  /* stage_build(), the hook's build: no load */
 	bool prechecking;                 /* the check before sbsign is running */
@@ -65,10 +65,15 @@ int stage_prechecked(struct rr_stage_plan *p, const char *path, char *copy, size
 
 /* stage_child.c */
 int stage_builder_identity(const struct rr_config *c, struct rr_builder *b, struct rr_err *e);
+/* CheckUser= (ImageUser= when empty), never root: the parsing halves and
+ * sbsign run as it when rerandd is root. */
+int stage_checker_identity(const struct rr_config *c, struct rr_builder *who, struct rr_err *e);
 /* Who builds images, for the log. */
 const char *stage_builder_name(const struct rr_config *c);
 void stage_image_argv(const struct rr_config *c, const struct rr_stage_plan *p, char *argv[12]);
-void stage_sign_argv(const struct rr_config *c, const char *in, const char *out, char *argv[12]);
+/* sbsign's command line: its input, key, certificate and output are the
+ * descriptors RR_SIGNER_*_FD (caps_child_signer), as /proc/self/fd/N. */
+void stage_sign_argv(const struct rr_config *c, char *argv[12]);
 /* msg: "<what> <file> failed (...)" and the child's last line. */
 void stage_child_failed(const char *what, const char *file, int status, const char *out,
 			char *msg, size_t len);

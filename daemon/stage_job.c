@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <systemd/sd-event.h>
@@ -176,11 +177,12 @@ static void unlink_tmps(struct rr_stage_job *sj)
 {
 	if (*sj->tmp)
 		unlink(sj->tmp);
-	if (*sj->sig)
-		unlink(sj->sig);
 	if (*sj->chk)
 		unlink(sj->chk);
-	*sj->tmp = *sj->sig = *sj->chk = 0;
+	*sj->tmp = *sj->chk = 0;
+	if (sj->sig_fd >= 0)
+		close(sj->sig_fd);
+	sj->sig_fd = -1;
 }
 
 static void stage_job_free(struct rr_stage_job *sj)
@@ -320,7 +322,7 @@ static void start_check(struct rr_stage_job *sj, const char *path, bool pre)
 static void on_signed(int status, const char *out, void *ud)
 {
 	struct rr_stage_job *sj = ud;
-	char msg[RR_ERR_MAX];
+	char msg[RR_ERR_MAX], path[32];
 
 	sj->job = NULL;
 	unlink(sj->chk);
@@ -330,30 +332,61 @@ static void on_signed(int status, const char *out, void *ud)
 		stage_job_finish(sj, status < 0 ? status : -EIO, msg);
 		return;
 	}
-	if (chmod(sj->sig, 0644) < 0) {
-		snprintf(msg, sizeof(msg), "%s: chmod: %s", sj->sig, strerror(errno));
-		stage_job_finish(sj, -errno, msg);
+	/* What sbsign wrote, made root's alone and unchangeable before it is
+	 * checked: whatever CheckUser= still holds open (it was reachable
+	 * through /proc while sbsign ran) can write no more; a writable
+	 * mapping of it somewhere (EBUSY) and it is not used. */
+	if (fchmod(sj->sig_fd, 0600) < 0 ||
+	    fcntl(sj->sig_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
+		snprintf(msg, sizeof(msg), "sbsign's output for %s cannot be sealed (%s): not used",
+			 sj->p.image, strerror(errno));
+		stage_job_finish(sj, -EPERM, msg);
 		return;
 	}
-	start_check(sj, sj->sig, false);
+	/* the helper is forked, not exec'd: it has the memfd at this number */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", sj->sig_fd);
+	start_check(sj, path, false);
 }
 
-/* sbsign on the copy that passed the check (sj->chk), into sj->sig. */
+/* sbsign on the copy that passed the check (sj->chk), into a memfd
+ * (sj->sig_fd), as CheckUser= (caps_child_signer): the copy it reads is
+ * handed over open read-only, the key and certificate as sealed memfds;
+ * it is given no path of rerandd's. */
 static void start_sign(struct rr_stage_job *sj)
 {
+	struct rr_signer s = { .in_fd = -1, .out_fd = -1, .cert = sj->c.sign_cert,
+			       .who = { .kernel_fd = -1, .out_fd = -1 } };
 	char msg[RR_ERR_MAX], *argv[12];
 	struct rr_err e;
-	int fd, r;
+	int r;
 
-	fd = stage_make_tmp(&sj->p, "sig", sj->sig, sizeof(sj->sig), &e);
-	if (fd < 0) {
-		*sj->sig = 0;
-		stage_job_finish(sj, fd, e.msg);
+	if (strncmp(sj->c.sign_key, "pkcs11:", 7))
+		s.key = sj->c.sign_key;
+	if ((r = stage_checker_identity(&sj->c, &s.who, &e)) < 0) {
+		stage_job_finish(sj, r, e.msg);
 		return;
 	}
-	close(fd);
-	stage_sign_argv(&sj->c, sj->chk, sj->sig, argv);
-	r = job_start(sj->ev, argv, 600, RR_CHILD_NO_CAPS, true, on_signed, sj, &sj->job);
+	s.in_fd = open(sj->chk, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+	if (s.in_fd < 0) {
+		r = -errno;
+		snprintf(msg, sizeof(msg), "%s: cannot open for sbsign: %s", sj->chk, strerror(-r));
+		stage_job_finish(sj, r, msg);
+		return;
+	}
+	/* its mode lets CheckUser= reopen it to write (others: write only),
+	 * until on_signed seals it */
+	sj->sig_fd = s.out_fd = memfd_create("rerandd-signed", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (s.out_fd < 0 || fchmod(s.out_fd, 0602) < 0) {
+		r = -errno;
+		snprintf(msg, sizeof(msg), "%s: a memfd for sbsign's output: %s", sj->p.image,
+			 strerror(-r));
+		close(s.in_fd);
+		stage_job_finish(sj, r, msg);
+		return;
+	}
+	stage_sign_argv(&sj->c, argv);
+	r = job_start_signer(sj->ev, argv, 600, &s, on_signed, sj, &sj->job);
+	close(s.in_fd);
 	if (r < 0) {
 		snprintf(msg, sizeof(msg), "%s: cannot start: %s", argv[0], strerror(-r));
 		stage_job_finish(sj, r, msg);
@@ -491,6 +524,7 @@ int stage_start(sd_event *ev, const struct rr_config *c, const struct rr_stage_r
 		return rr_errf(e, ENOMEM, "out of memory");
 	memset(&sj->p, 0, sizeof(sj->p));
 	sj->kernel_fd = -1;
+	sj->sig_fd = -1;
 	sj->c = *c;
 	sj->crash = req->crash;
 	sj->build_only = req->build_only;

@@ -228,8 +228,7 @@ int stage_parser_start(const struct rr_config *c, struct rr_err *e)
 static int parser_start(const struct rr_config *c, struct rr_err *e)
 {
 	struct rr_builder who = { .kernel_fd = -1, .out_fd = -1 };
-	const char *user = *c->check_user ? c->check_user : c->image_user;
-	int sv[2];
+	int sv[2], r;
 	pid_t pid;
 
 	if (parser.owner == getpid() && parser.fd >= 0)
@@ -239,28 +238,14 @@ static int parser_start(const struct rr_config *c, struct rr_err *e)
 		close(parser.fd);
 	parser.fd = -1;
 	parser.pid = 0;
-	who.switch_user = geteuid() == 0;
-	if (who.switch_user) {
-		struct passwd *pw;
-		errno = 0;
-		pw = getpwnam(user);
-		if (!pw)
-			return rr_errf(e, errno ? errno : ENOENT, "%s=%s: %s (the checks of built "
-				       "images run as %s)", *c->check_user ? "CheckUser" : "ImageUser",
-				       user, errno ? strerror(errno) : "no such user",
-				       *c->check_user ? "it" : "it too: CheckUser= is empty");
-		if (pw->pw_uid == 0 || pw->pw_gid == 0)
-			return rr_errf(e, EPERM, "%s=%s: uid %u gid %u is root: the image checks must "
-				       "not run as root", *c->check_user ? "CheckUser" : "ImageUser",
-				       user, (unsigned)pw->pw_uid, (unsigned)pw->pw_gid);
-		who.uid = pw->pw_uid;
-		who.gid = pw->pw_gid;
-	}
+	r = stage_checker_identity(c, &who, e);
+	if (r < 0)
+		return r;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return rr_errf(e, errno, "the image checks: socketpair: %s", strerror(errno));
 	pid = fork();
 	if (pid < 0) {
-		int r = errno;
+		r = errno;
 		close(sv[0]);
 		close(sv[1]);
 		return rr_errf(e, r, "the image checks: fork: %s", strerror(r));

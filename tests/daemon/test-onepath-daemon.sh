@@ -13,6 +13,13 @@
 #  - with SignKey=, a builder's output that fails the check is never handed
 #    to sbsign (a recording wrapper of the real sbsign), and what sbsign
 #    signs is the checked root-only copy, not the builder's file;
+#  - sbsign runs as the checks' user (issue 39, point 2): /proc/PID/status
+#    of the real sbsign, read while it runs (the wrapper starts it and
+#    reads it once it has exec'd), shows that uid, no capabilities, an
+#    empty bounding set, no_new_privs and a seccomp filter; it is handed
+#    the checked copy, the key and the certificate as descriptors (the key
+#    a sealed memfd) and cannot read the key file itself, write the key's
+#    memfd, or write the image cache; its signed output is checked again;
 #  - the builder is pid 1 of a PID namespace of its own; a fork bomb is held
 #    by RLIMIT_NPROC, and a chain of forks that outruns any sweep (each
 #    process forks and exits) is gone once the build is done;
@@ -51,11 +58,41 @@ d=$(dirname "$(dirname "$0")")
 printf '%s\n' "$*" >>"$d/kexec.log"
 exit 0
 EOF
-# sbsign as rerandd runs it (RERAND_SBSIGN), recording what it was given
-cat >"$tmp/sbsign-rec" <<EOF
+# sbsign as rerandd runs it (RERAND_SBSIGN), as CheckUser= (nobody): it
+# records what it was given (its arguments, where fd 3, its input, leads)
+# and what it can reach, starts the real sbsign, and reads the real
+# sbsign's /proc status once it has exec'd (comm "sbsign"), before it is
+# reaped; its exit status is sbsign's.  In signlog/, which nobody may write.
+mkdir -p "$tmp/signlog"
+chmod 0777 "$tmp/signlog"
+sed -e "s|@LOG@|$tmp/signlog|g" -e "s|@KEY@|$tmp/db.key|g" >"$tmp/sbsign-rec" <<'EOF'
 #!/bin/sh
-printf '%s\n' "\$*" >>"$tmp/sbsign.log"
-exec sbsign "\$@"
+d=@LOG@
+n=$$
+in=$(readlink /proc/self/fd/3)
+printf '%s IN %s\n' "$*" "$in" >>"$d/sbsign.log"
+{
+	for f in 3 4 5 6; do printf 'fd%s %s %s\n' "$f" "$(readlink /proc/self/fd/$f)" \
+		"$(stat -L -c %a /proc/self/fd/$f)"; done
+	if cat @KEY@ >/dev/null 2>&1; then echo "keyfile readable"; else echo "keyfile unreadable"; fi
+	if (printf x >>/proc/self/fd/4) 2>/dev/null; then echo "keymemfd writable"; else echo "keymemfd unwritable"; fi
+	if (: >"${in%/*}/probe-$n") 2>/dev/null; then echo "cache writable"; else echo "cache unwritable"; fi
+} >"$d/reach.$n"
+# the instance badsig: sbsign's output is not a signed image
+case $in in */badsig/*) printf 'not a signed image' >/proc/self/fd/6; exit 0 ;; esac
+sbsign "$@" &
+p=$!
+i=0
+while [ $i -lt 100000 ]; do
+	c=
+	read -r c 2>/dev/null </proc/$p/comm
+	[ "$c" = sbsign ] && break
+	i=$((i + 1))
+done
+while read -r k v; do
+	case $k in Name:|State:|Uid:|Gid:|CapPrm:|CapEff:|CapBnd:|NoNewPrivs:|Seccomp:) echo "$k $v" ;; esac
+done 2>/dev/null </proc/$p/status >"$d/status.$n"
+wait $p
 EOF
 # The builder: MODE in the instance's file "mode".
 #  linger   the real image, then a process left behind that rewrites the
@@ -171,7 +208,8 @@ running() { pgrep -f "$tmp/$1/marker-$2" >/dev/null; }
 inst hook linger "$OTHER"
 inst garbage garbage "$KERNEL" locked
 inst signok ok "$KERNEL" locked
-rerandd_up "$tmp/hook" "$tmp/garbage" "$tmp/signok"
+inst badsig ok "$KERNEL" locked
+rerandd_up "$tmp/hook" "$tmp/garbage" "$tmp/signok" "$tmp/badsig"
 
 # ---- the kernel hook goes through rerandd -----------------------------------------------------
 KEY=$("$R" cache-key "$KERNEL") || bail "rerand cache-key $KERNEL"
@@ -220,15 +258,46 @@ check "no rerandd: the index names the kernel" test "$(cat "$nd/state/kernels/6.
 wait_for 60 status_has garbage "stage error:" || true
 check "garbage: the stage error is the check's (not an image)" \
 	eval 'st garbage | grep -q "stage error: .*\.img\.chk"'
-check "garbage: sbsign was never run on it ($(grep -c "$tmp/garbage/" "$tmp/sbsign.log" 2>/dev/null) runs)" \
-	eval '! grep -qF "$tmp/garbage/" "$tmp/sbsign.log" 2>/dev/null'
+check "garbage: sbsign was never run on it ($(grep -c "$tmp/garbage/" "$tmp/signlog/sbsign.log" 2>/dev/null) runs)" \
+	eval '! grep -qF "$tmp/garbage/" "$tmp/signlog/sbsign.log" 2>/dev/null'
 check "garbage: nothing cached ($(cache garbage))" test -z "$(cache garbage)"
 wait_for 60 status_has signok "staged:            yes" || true
-sin=$(grep -F "$tmp/signok/" "$tmp/sbsign.log" 2>/dev/null | head -n 1 | awk '{print $NF}')
+sin=$(grep -F "$tmp/signok/" "$tmp/signlog/sbsign.log" 2>/dev/null | head -n 1 | awk '{print $NF}')
 check "signok: signed here and staged" status_has signok "staged:            yes"
 check "signok: sbsign signed the checked root-only copy (.chk), not the builder's file (${sin##*/})" \
 	bash -c "[[ '$sin' == $tmp/signok/state/images/*.signed.img.chk* ]]"
 check "signok: rerandd says it checked, then signed" grep -q "as nobody without capabilities, checked, then signed by sbsign" "$tmp/signok/log"
+# sbsign as the checks' user: the real sbsign's status while it ran
+sfile=$(ls "$tmp"/signlog/status.* 2>/dev/null | head -n 1)
+sstat() { sed -n "s/^$1: //p" "$sfile" 2>/dev/null | tr -s ' \t' ' '; }
+rfile=${sfile/status./reach.}
+nob=$(id -u nobody)
+check "signok: the real sbsign's status was read while it ran (Name $(sstat Name), State $(sstat State))" \
+	eval '[ "$(sstat Name)" = sbsign ] && [[ "$(sstat State)" != Z* ]]'
+check "signok: sbsign ran as nobody, every uid (Uid: $(sstat Uid); Gid: $(sstat Gid))" \
+	test "$(sstat Uid)" = "$nob $nob $nob $nob"
+check "signok: sbsign had no capability (CapPrm: $(sstat CapPrm); CapEff: $(sstat CapEff))" \
+	test "$(sstat CapPrm) $(sstat CapEff)" = "0000000000000000 0000000000000000"
+check "signok: sbsign's bounding set was empty (CapBnd: $(sstat CapBnd))" \
+	test "$(sstat CapBnd)" = 0000000000000000
+check "signok: sbsign ran with no_new_privs and a seccomp filter (NoNewPrivs: $(sstat NoNewPrivs); Seccomp: $(sstat Seccomp))" \
+	test "$(sstat NoNewPrivs) $(sstat Seccomp)" = "1 2"
+check "signok: sbsign's key and certificate were sealed memfds, its input the checked copy, its output a memfd ($(tr '\n' ';' <"$rfile" 2>/dev/null))" \
+	eval 'grep -Eq "^fd3 $tmp/signok/state/images/[^ ]*\.signed\.img\.chk[^ /]* 644\$" "$rfile" &&
+	      grep -q "^fd4 /memfd:key (deleted) 404\$" "$rfile" &&
+	      grep -q "^fd5 /memfd:certificate (deleted) 404\$" "$rfile" &&
+	      grep -q "^fd6 /memfd:rerandd-signed (deleted) 602\$" "$rfile"'
+check "signok: as sbsign, the key file cannot be read, the key's memfd not written, the cache not written" \
+	eval 'grep -qx "keyfile unreadable" "$rfile" && grep -qx "keymemfd unwritable" "$rfile" &&
+	      grep -qx "cache unwritable" "$rfile"'
+check "signok: the staged image is the one sbsign signed, checked again: signature verified" \
+	eval 'st signok | grep -q "signature verified"'
+
+wait_for 60 status_has badsig "stage error:" || true
+check "badsig: what sbsign wrote is checked again, and refused ($(st badsig | sed -n 's/.*stage error: *//p' | cut -c1-160))" \
+	eval 'st badsig | grep -q "stage error: .*\.signed\.img\.chk"'
+check "badsig: nothing cached, nothing staged ($(cache badsig))" \
+	eval '[ -z "$(cache badsig)" ] && ! status_has badsig "staged:            yes"'
 
 # ---- limits: the fork bomb and the chain --------------------------------------------------------
 # alone: RLIMIT_NPROC counts every process of nobody, the other builders' too
