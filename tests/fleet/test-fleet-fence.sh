@@ -162,35 +162,7 @@ rerandd_pick_kernel
 SD=$tmp/setup_data
 rerandd_randomized_sd "$SD"
 hd=$tmp/h
-rerandd_dirs "$hd"
-rerandd_procfs_fixtures "$hd" "console=ttyS0 quiet"
-echo machine-fence >"$hd/machine-id"
-printf '#!/bin/sh\necho "$(date +%%s%%3N) REBOOT" >>"$1/reboot-called"\nexit 0\n' >"$tmp/reboot"
-chmod +x "$tmp/reboot"
-rerandd_conf "$hd" /bin/true "$SD" <<EOF
-
-[Stage]
-Kernel=$KERNEL
-Initrd=none
-CommandLine=console=ttyS0 quiet
-RestageInterval=1h
-
-$(rerandd_policy MaxLayoutAge=1h MinRebootInterval=0)
-
-$(rerandd_reboot_by "$tmp/reboot $hd")
-
-[Fleet]
-Backend=etcd
-Group=fence-d
-Endpoints=$E
-MaxConcurrent=1
-LockTTL=60
-Timeout=4
-RetryBase=200ms
-RetryMax=1000ms
-MachineIDFile=$hd/machine-id
-HelperSocket=$hd/run/fleet.sock
-EOF
+fleet_one_host "$hd" machine-fence fence-d "$E" "HelperSocket=$hd/run/fleet.sock"
 IIDF=$hd/state/fleet-install-id
 echo not-an-install-id >"$IIDF"
 ctl() { RERAND_CONTROL_SOCKET=$hd/run/control "$R" "$@"; }
