@@ -1,5 +1,5 @@
 # rerand — GNU Make build.  `make`, `make check`, `make demo`, `make install`.
-# V=1 for verbose commands.  PREFIX, DESTDIR, SYSCONFDIR, UNITDIR, SYSUSERSDIR, DOCDIR as usual;
+# V=1 for verbose commands.  PREFIX, DESTDIR, SYSCONFDIR, UNITDIR, SYSUSERSDIR, DOCDIR, CATALOGDIR as usual;
 # MODPROBEDIR, LIBEXECDIR (watchdog-setup) too.
 
 PREFIX      ?= /usr/local
@@ -10,6 +10,8 @@ DOCDIR      ?= $(PREFIX)/share/doc/rerand
 SYSCONFDIR  ?= /etc
 UNITDIR     ?= $(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null || echo /lib/systemd/system)
 SYSUSERSDIR ?= $(shell pkg-config --variable=sysusersdir systemd 2>/dev/null || echo /usr/lib/sysusers.d)
+# journalctl --update-catalog reads it (Debian's systemd runs that by a trigger)
+CATALOGDIR  ?= $(shell pkg-config --variable=catalogdir systemd 2>/dev/null || echo /usr/lib/systemd/catalog)
 # kmod reads /usr/lib/modprobe.d (merged /usr: /lib/modprobe.d), not one under PREFIX
 MODPROBEDIR ?= /usr/lib/modprobe.d
 LIBEXECDIR  ?= $(PREFIX)/lib/rerand
@@ -127,7 +129,7 @@ FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(O)/fuzz/%)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	$(CPPFLAGS) $(LIB_CFLAGS) -MMD -MP
 
-.PHONY: FORCE daemon-liar vm histogram all deps deb deb-chroot unit-tests fuzz-long kernels check check-long check-comeback check-kdump check-lifecycle \
+.PHONY: FORCE daemon-liar vm histogram all deps deb deb-chroot unit-tests fuzz-long kernels check check-long check-comeback check-kdump check-upstream check-lifecycle \
 	check-piuparts check-chaos check-unit fleet-test-helpers daemon-test-helpers e2e-test-helpers demo fuzz san-tests bench \
 	install clean
 all: $(RERAND) $(BASH_COMPLETION) $(STAGE_BIN) $(RERANDD) $(FLEETD)
@@ -424,6 +426,15 @@ check-kdump:
 	$(Q)$(MAKE) --no-print-directory all $(E2E_TEST_HELPERS)
 	$(Q)scripts/run-check.sh long "check-systemd-kdump.sh"
 
+# The kernel radar (issue 42): the newest cloud kernel of every Debian suite
+# that has one, fetched from Debian's archive (network), read by rerand
+# inspect and kexec'd 5 times on SeaBIOS (kexec_load) and OVMF (kexec_file)
+# in QEMU TCG; one table at the end.  tests/e2e/check-upstream.sh.
+check-upstream:
+	$(Q)scripts/deps.sh check
+	$(Q)$(MAKE) --no-print-directory all $(E2E_TEST_HELPERS)
+	$(Q)scripts/run-check.sh long "check-upstream.sh"
+
 # The lifecycle part of `make check` alone (issue 38: what stays loaded,
 # whose reboots are rerand's, doctor, kdump), as TAP with the summary line.
 # run-check.sh selects whole suites: test-crash-daemon.sh runs whole, its
@@ -514,6 +525,12 @@ install: all
 	sed 's|/usr/local/sbin|$(SBINDIR)|g' systemd/rerand-fleetd.service \
 		> $(DESTDIR)$(UNITDIR)/rerand-fleetd.service
 	install -m 0644 systemd/rerand-fleetd.socket $(DESTDIR)$(UNITDIR)/rerand-fleetd.socket
+	# the journal's explanation of each MESSAGE_ID= (journalctl -x)
+	install -d $(DESTDIR)$(CATALOGDIR)
+	install -m 0644 systemd/rerand.catalog $(DESTDIR)$(CATALOGDIR)/rerand.catalog
+	# per-host etcd roles for a fleet group (docs/fleet.md)
+	install -d $(DESTDIR)$(DOCDIR)/examples/etcd
+	install -m 0755 etc/examples/etcd/rerand-etcd-roles $(DESTDIR)$(DOCDIR)/examples/etcd/
 	install -d $(DESTDIR)$(DOCDIR)/examples/k8s/pre-reboot.d $(DESTDIR)$(DOCDIR)/examples/k8s/post-boot.d
 	install -m 0644 etc/examples/k8s/lib-k8s.sh $(DESTDIR)$(DOCDIR)/examples/k8s/lib-k8s.sh
 	install -m 0755 etc/examples/k8s/pre-reboot.d/50-k8s-drain $(DESTDIR)$(DOCDIR)/examples/k8s/pre-reboot.d/

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <ini.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -709,6 +710,20 @@ void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_
 	 * lease that expired meanwhile makes the reboot fail closed every time. */
 	if (c->fleet.backend == FLEET_BACKEND_ETCD && c->fleet.lock_ttl <= c->fleet.timeout * 3)
 		errs_add(errs, "%s: [Fleet] LockTTL= must be longer than 3 times Timeout=", name);
+}
+
+bool config_signer_shares_builder(const struct rr_config *c)
+{
+	const struct passwd *pw;
+	uid_t builder;
+
+	if (!*c->sign_key || !*c->check_user || !strcmp(c->check_user, c->image_user))
+		return *c->sign_key != 0;
+	/* two names, perhaps one uid */
+	if (!(pw = getpwnam(c->image_user)))
+		return false;
+	builder = pw->pw_uid;
+	return (pw = getpwnam(c->check_user)) && pw->pw_uid == builder;
 }
 
 static int apply_file(struct rr_config *c, const char *path, bool may_be_missing,

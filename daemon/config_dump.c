@@ -190,6 +190,8 @@ int config_cli(const struct rr_cfg_load *l, bool dump)
 		 * as in the journal and `rerand status` */
 		if (policy_never_reboots(c))
 			fprintf(stderr, "rerandd: warning: %s\n", RR_NO_WINDOW_NOTICE);
+		if (config_signer_shares_builder(c))
+			fprintf(stderr, "rerandd: warning: %s\n", RR_SIGNER_SHARED_NOTICE);
 		printf("%s: configuration OK\n", l->main);
 		if (c->fleet.backend == FLEET_BACKEND_FLEETLOCK)
 			/* said where the operator looks before relying on it */

@@ -46,7 +46,7 @@ enum rr_ctl_cmd control_parse_arg(const char *line, size_t len, char *arg, size_
 		snprintf(arg, arglen, "%s", t);
 		return RR_CTL_HOLD;
 	}
-	if (!strcmp(buf, RR_CTLV_RELEASE)) return RR_CTL_RELEASE;
+	if (!strcmp(buf, RR_CTLV_UNHOLD) || !strcmp(buf, RR_CTLV_RELEASE)) return RR_CTL_RELEASE;
 	if (!strcmp(buf, RR_CTLV_HISTORY)) return RR_CTL_HISTORY;
 	if (!strcmp(buf, RR_CTLV_HISTORY_JSON)) return RR_CTL_HISTORY_JSON;
 	if (!strcmp(buf, RR_CTLV_FLEET_STATUS)) return RR_CTL_FLEET_STATUS;
@@ -335,7 +335,7 @@ static void put_hold_text(struct out *o, const struct rr_view *v)
 	put(o, "\nhold:              %s", v->hold ? "yes" : "no");
 	if (v->hold && v->hold_reason && !strcmp(v->hold_reason, "damaged-state")) {
 		put(o, " (damaged-state: the state file could not be read whole; check the "
-		    "journal, then `rerand release`)");
+		    "journal, then `rerand unhold`)");
 	} else if (v->hold && v->hold_time) {
 		put(o, ", since ");
 		put_time(o, v->hold_time);
@@ -553,7 +553,7 @@ static const char *control_verb(enum rr_ctl_cmd cmd, bool *changes)
 	switch (cmd) {
 	case RR_CTL_NOW:                 return RR_CTLV_NOW;
 	case RR_CTL_HOLD:                return RR_CTLV_HOLD;
-	case RR_CTL_RELEASE:             return RR_CTLV_RELEASE;
+	case RR_CTL_RELEASE:             return RR_CTLV_UNHOLD;
 	case RR_CTL_FLEET_RELEASE:       return RR_CTLV_FLEET_RELEASE;
 	case RR_CTL_FLEET_CLEAR_BREAKER: return RR_CTLV_FLEET_CLEAR_BREAKER;
 	case RR_CTL_NOW_WITHDRAW:        return RR_CTLV_NOW_WITHDRAW;

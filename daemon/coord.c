@@ -75,23 +75,12 @@ static int window_now(const struct rr_config *c, time_t now, time_t *ws, time_t 
 
 static void pump(struct rr_coord *co);
 
-/* A fleet token as the journal shows it: LEASE:SLOT, without the fence (the
- * secret half: with it, whoever reads the journal could take the slot over). */
-static const char *token_shown(const char *tok, char *buf, size_t len)
-{
-	const char *c = strchr(tok, ':');
-
-	c = c ? strchr(c + 1, ':') : NULL;
-	snprintf(buf, len, "%.*s", c ? (int)(c - tok) : (int)strlen(tok), tok);
-	return buf;
-}
-
 static void release_done(struct rr_coord *co)
 {
 	struct rr_state *st = co->st;
 
 	if (st && st->fleet_held)
-		rr_log(RR_LOG_NOTICE, "fleet: slot released");
+		coord_audit(co, RR_LOG_NOTICE, RR_MSGID_SLOT_RELEASED, NULL, NULL, "fleet: slot released");
 	co->attempts = 0;
 	co->release_pending = false;
 	co->why[0] = 0;
@@ -157,8 +146,8 @@ static void acquire_reply(struct rr_coord *co, const struct fleet_reply *p)
 		snprintf(st->fleet_token, sizeof(st->fleet_token), "%s", tok);
 		persist(co, st);
 		co->last_keepalive_ms = coord_now_ms();
-		rr_log(RR_LOG_NOTICE, "fleet: slot taken%s%s", *tok ? " " : "",
-		       token_shown(tok, tk, sizeof(tk)));
+		coord_audit(co, RR_LOG_NOTICE, RR_MSGID_SLOT_TAKEN, NULL, NULL, "fleet: slot taken%s%s",
+			    *tok ? " " : "", coord_token_shown(tok, tk, sizeof(tk)));
 	}
 	/* refused: perhaps by the breaker; what it says shows in the status */
 	if (p->rc == 0)
@@ -174,6 +163,7 @@ static void confirm_reply(struct rr_coord *co, const struct fleet_reply *p)
 	 * resume that one, so it is on disk before the answer lets the reboot
 	 * go ahead.  A confirm whose token cannot be saved is no confirm. */
 	if (p->rc == 1 && st && *p->token && strcmp(p->token, st->fleet_token)) {
+		char f_ttl[64], tk[FLEET_TOKEN_MAX];
 		struct rr_err e;
 
 		snprintf(st->fleet_token, sizeof(st->fleet_token), "%s", p->token);
@@ -186,10 +176,11 @@ static void confirm_reply(struct rr_coord *co, const struct fleet_reply *p)
 			co->last_keepalive_ms = coord_now_ms();
 			return;
 		}
-		char tk[FLEET_TOKEN_MAX];
-		rr_log(RR_LOG_INFO, "fleet: slot %s kept across the reboot for up to %" PRId64
-		       " s (DownTTL=)", token_shown(st->fleet_token, tk, sizeof(tk)),
-		       co->cfg.down_ttl);
+		snprintf(f_ttl, sizeof(f_ttl), "RERAND_FLEET_DOWN_TTL=%" PRId64, co->cfg.down_ttl);
+		coord_audit(co, RR_LOG_INFO, RR_MSGID_SLOT_DOWN, f_ttl, NULL,
+			    "fleet: slot %s kept across the reboot for up to %" PRId64
+			    " s (DownTTL=)", coord_token_shown(st->fleet_token, tk, sizeof(tk)),
+			    co->cfg.down_ttl);
 	}
 	co->confirm_rc = p->rc;
 	co->last_keepalive_ms = coord_now_ms();
@@ -237,10 +228,12 @@ static void on_reply(struct rr_coord *co, const struct fleet_reply *p)
 				snprintf(st->fleet_token, sizeof(st->fleet_token), "%s", p->token);
 				persist(co, st);
 			}
-			rr_log(RR_LOG_NOTICE, "fleet: took slot %s back after the reboot",
-			       token_shown(st ? st->fleet_token : "", tk, sizeof(tk)));
+			coord_audit(co, RR_LOG_NOTICE, RR_MSGID_SLOT_RESUMED, "RERAND_FLEET_RESULT=resumed",
+				    NULL, "fleet: took slot %s back after the reboot",
+				    coord_token_shown(st ? st->fleet_token : "", tk, sizeof(tk)));
 		} else
-			rr_log(RR_LOG_WARNING, "fleet: the slot from before the reboot is gone: %s", p->msg);
+			coord_audit(co, RR_LOG_WARNING, RR_MSGID_SLOT_RESUMED, "RERAND_FLEET_RESULT=gone",
+				    NULL, "fleet: the slot from before the reboot is gone: %s", p->msg);
 		co->resume_pending = false;
 		break;
 	case CO_ACQUIRE:
@@ -268,13 +261,24 @@ static void on_reply(struct rr_coord *co, const struct fleet_reply *p)
 			co->fst_at_ms = coord_now_ms();
 		}
 		break;
-	case CO_RELEASE_HOST:
+	case CO_RELEASE_HOST: {
+		char f_host[4 * FLEET_ID_MAX + 32], esc[4 * FLEET_ID_MAX];
+
+		/* as the operator typed it: escaped in the field as in the message */
+		snprintf(f_host, sizeof(f_host), "RERAND_FLEET_HOST=%s",
+			 rr_escape_str(esc, sizeof(esc), co->release_host_sent));
 		if (p->rc < 0)
-			rr_log(RR_LOG_ERR, "fleet: operator release failed: %s", p->msg);
+			coord_audit(co, RR_LOG_ERR, RR_MSGID_FLEET_RELEASE, f_host,
+				    "RERAND_FLEET_RESULT=failed", "fleet: operator release of %s failed: %s",
+				    co->release_host_sent, p->msg);
 		else
-			rr_log(RR_LOG_NOTICE, "fleet: operator freed %s slot(s)", p->msg);
+			coord_audit(co, RR_LOG_NOTICE, RR_MSGID_FLEET_RELEASE, f_host,
+				    "RERAND_FLEET_RESULT=done", "fleet: operator freed %s slot(s) of %s",
+				    p->msg, co->release_host_sent);
+		co->release_host_sent[0] = 0;
 		co->fst_at_ms = 0;      /* the cached holders are stale */
 		break;
+	}
 	case CO_FAILED:
 	case CO_BREAKER:
 	case CO_CLEAR_BREAKER:
@@ -308,6 +312,7 @@ static void pump(struct rr_coord *co)
 		char h[FLEET_ID_MAX];
 		snprintf(h, sizeof(h), "%s", co->release_host);
 		co->release_host[0] = 0;
+		snprintf(co->release_host_sent, sizeof(co->release_host_sent), "%s", h);
 		coord_link_send(co, CO_RELEASE_HOST, h);
 	}
 }

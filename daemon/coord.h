@@ -57,6 +57,7 @@ struct rr_coord {
 	struct fleet_status fst;       /* the last `fleet status` answer */
 	int64_t  fst_at_ms;            /* when, 0 = never */
 	char     release_host[FLEET_ID_MAX];   /* queued operator release, "" = none */
+	char     release_host_sent[FLEET_ID_MAX];  /* the one in flight, for the journal */
 
 	int64_t  next_try_ms;          /* coord_now_ms: next attempt after a refusal/error */
 	int64_t  spread_at_ms;         /* coord_now_ms: this due period's first attempt */
@@ -126,6 +127,16 @@ int  coord_release_host(struct rr_coord *co, const char *host, char *buf, size_t
  * answered once fleetd has cleared the breaker (or failed to); <0 and the
  * refusal in buf (the caller answers and closes fd). */
 int  coord_clear_breaker(struct rr_coord *co, int fd, char *buf, size_t len);
+/* A fleet token as the journal shows it: LEASE:SLOT, without the etcd fence
+ * (the secret half: with it, whoever reads the journal could take the slot
+ * over, as the host that persisted it). */
+const char *coord_token_shown(const char *tok, char *buf, size_t len);
+/* A fleet operation for the journal (audit_log): MESSAGE_ID= msgid, the fields
+ * RERAND_FLEET_BACKEND, _GROUP, _HOLDER (this host's id), _SLOT (the token as
+ * coord_token_shown() gives it: a lease number and a slot index, no fence, no
+ * address) and up to two more "NAME=value" (NULL = none). */
+void coord_audit(const struct rr_coord *co, int prio, const char *msgid, const char *f1,
+		 const char *f2, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* confirm.c's verdict on the rerandomized boot: the slot goes back only after
  * a confirmed boot; a failed one keeps it (its lease runs out by itself). */
 void coord_confirmed(struct rr_coord *co, bool ok);

@@ -25,6 +25,39 @@ static void persist(struct rr_coord *co, struct rr_state *st)
 		rr_log(RR_LOG_ERR, "%s", e.msg);
 }
 
+const char *coord_token_shown(const char *tok, char *buf, size_t len)
+{
+	const char *c = strchr(tok, ':');
+
+	c = c ? strchr(c + 1, ':') : NULL;
+	snprintf(buf, len, "%.*s", c ? (int)(c - tok) : (int)strlen(tok), tok);
+	return buf;
+}
+
+void coord_audit(const struct rr_coord *co, int prio, const char *msgid, const char *f1,
+		 const char *f2, const char *fmt, ...)
+{
+	const char *tok = co->st && *co->st->fleet_token ? co->st->fleet_token : co->token;
+	char msg[2048], f_be[64], f_grp[FLEET_GROUP_MAX + 32], f_id[FLEET_ID_MAX + 32],
+	     f_slot[FLEET_TOKEN_MAX + 32], tk[FLEET_TOKEN_MAX];
+	const char *fields[6] = { f_be, f_grp, f_id, f_slot };
+	size_t n = 4;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	snprintf(f_be, sizeof(f_be), "RERAND_FLEET_BACKEND=%s", fleet_backend_name(co->cfg.backend));
+	snprintf(f_grp, sizeof(f_grp), "RERAND_FLEET_GROUP=%s", co->cfg.group);
+	snprintf(f_id, sizeof(f_id), "RERAND_FLEET_HOLDER=%s", co->id);
+	snprintf(f_slot, sizeof(f_slot), "RERAND_FLEET_SLOT=%s", coord_token_shown(tok, tk, sizeof(tk)));
+	if (f1)
+		fields[n++] = f1;
+	if (f2)
+		fields[n++] = f2;
+	audit_log(prio, msgid, fields, n, "%s", msg);
+}
+
 bool coord_breaker_backend(const struct rr_coord *co)
 {
 	return co->cfg.backend == FLEET_BACKEND_ETCD;
@@ -36,11 +69,13 @@ static void breaker_update(struct rr_coord *co, bool tripped, const char *text)
 	char esc[4 * FLEET_MSG_MAX];
 
 	if (tripped && (!co->breaker_known || !co->breaker_tripped))
-		rr_log(RR_LOG_ERR, "fleet: BREAKER TRIPPED for group %s: %s; no host of the group "
-		       "takes a slot until an operator runs `rerand fleet clear-breaker`",
-		       co->cfg.group, rr_escape_str(esc, sizeof(esc), text));
+		coord_audit(co, RR_LOG_ERR, RR_MSGID_BREAKER_TRIP, NULL, NULL,
+			    "fleet: BREAKER TRIPPED for group %s: %s; no host of the group "
+			    "takes a slot until an operator runs `rerand fleet clear-breaker`",
+			    co->cfg.group, rr_escape_str(esc, sizeof(esc), text));
 	else if (!tripped && co->breaker_known && co->breaker_tripped)
-		rr_log(RR_LOG_NOTICE, "fleet: the breaker of group %s is cleared", co->cfg.group);
+		coord_audit(co, RR_LOG_NOTICE, RR_MSGID_BREAKER_CLEAR, "RERAND_FLEET_RESULT=seen-cleared",
+			    NULL, "fleet: the breaker of group %s is cleared", co->cfg.group);
 	co->breaker_known = true;
 	co->breaker_tripped = tripped;
 	snprintf(co->breaker_text, sizeof(co->breaker_text), "%s", text);
@@ -68,6 +103,7 @@ static void clear_answer(struct rr_coord *co, bool ok, const char *fmt, ...)
 void coord_breaker_on_reply(struct rr_coord *co, enum coord_op op, const struct fleet_reply *p)
 {
 	struct rr_state *st = co->st;
+	char f_cause[64];
 
 	switch (op) {
 	case CO_FAILED:
@@ -78,8 +114,11 @@ void coord_breaker_on_reply(struct rr_coord *co, enum coord_op op, const struct 
 				co->cfg.retry_base_ms, co->cfg.retry_max_ms, coord_rnd64());
 			break;
 		}
-		rr_log(RR_LOG_NOTICE, "fleet: failure (%s) recorded for group %s: %s",
-		       st ? wdog_cause_name(st->last_cause) : "?", co->cfg.group, p->msg);
+		snprintf(f_cause, sizeof(f_cause), "RERAND_FLEET_CAUSE=%s",
+			 st ? wdog_cause_name(st->last_cause) : "?");
+		coord_audit(co, RR_LOG_NOTICE, RR_MSGID_FAILURE_REC, f_cause, NULL,
+			    "fleet: failure (%s) recorded for group %s: %s",
+			    st ? wdog_cause_name(st->last_cause) : "?", co->cfg.group, p->msg);
 		if (st) {
 			st->fleet_report = false;
 			persist(co, st);
@@ -100,11 +139,18 @@ void coord_breaker_on_reply(struct rr_coord *co, enum coord_op op, const struct 
 		break;
 	case CO_CLEAR_BREAKER:
 		if (p->rc < 0) {
+			/* refused (etcd's permission denied to a host's own role)
+			 * or not known: the attempt is in the trail too */
+			coord_audit(co, RR_LOG_WARNING, RR_MSGID_BREAKER_CLEAR,
+				    "RERAND_FLEET_RESULT=failed", NULL,
+				    "fleet: operator clear-breaker failed: %s", p->msg);
 			clear_answer(co, false, "cannot clear the breaker of group %s: %s\n",
 				     co->cfg.group, p->msg);
 			break;
 		}
-		rr_log(RR_LOG_NOTICE, "fleet: operator clear-breaker: %s", p->msg);
+		coord_audit(co, RR_LOG_NOTICE, RR_MSGID_BREAKER_CLEAR,
+			    p->rc == 1 ? "RERAND_FLEET_RESULT=cleared" : "RERAND_FLEET_RESULT=not-tripped",
+			    NULL, "fleet: operator clear-breaker: %s", p->msg);
 		breaker_update(co, false, "cleared");
 		co->breaker_wanted = true;      /* what is left: read again */
 		clear_answer(co, true, "%s\n", p->msg);

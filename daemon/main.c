@@ -447,6 +447,8 @@ static int drop_privileges(struct daemon *d)
 	/* once per start (and after a reload that makes it so), not at every tick */
 	if (policy_never_reboots(&d->cfg))
 		rr_log(RR_LOG_NOTICE, "%s", RR_NO_WINDOW_NOTICE);
+	if (config_signer_shares_builder(&d->cfg))
+		rr_log(RR_LOG_WARNING, "%s", RR_SIGNER_SHARED_NOTICE);
 	{
 		char note[768];
 		int level = wdog_start_note(&d->cfg, note, sizeof(note));

@@ -43,6 +43,18 @@
 /* A due rerandomization goes on despite a logind inhibitor (MaxInhibitSec=,
  * or one a non-root user holds against `rerand now` or an oops). */
 #define RR_MSGID_INHIBITOR "3453cf549ce949a9983597d045cc8ccf"
+/* The fleet lock as rerandd learns it from rerand-fleetd's answers (the
+ * helper has no journal fields of its own), and SignKey=: one id per kind,
+ * all in systemd/rerand.catalog and docs/operations.md, "The journal". */
+#define RR_MSGID_SLOT_TAKEN     "bd9b39a1ad8f40d2977f4ecfb524a934"  /* acquire granted */
+#define RR_MSGID_SLOT_DOWN      "6f12abb291f841b4923415bad48d891d"  /* moved to the down lease */
+#define RR_MSGID_SLOT_RESUMED   "feefb0396a8540549eb6a6fdbf6a93c6"  /* taken back after the boot */
+#define RR_MSGID_SLOT_RELEASED  "d76e9661f3214f868430995fbd5ad48c"  /* this host's given back */
+#define RR_MSGID_FLEET_RELEASE  "6a6ad61a575c4e4fa183263684d9ce9d"  /* `fleet release HOST` done */
+#define RR_MSGID_FAILURE_REC    "900e26c85b7c45c99c32d57d867193a4"  /* a failure recorded for the group */
+#define RR_MSGID_BREAKER_TRIP   "2d9005ed00c04b45b1bc19f0bad05348"  /* the breaker seen tripped */
+#define RR_MSGID_BREAKER_CLEAR  "f070b77f62de40faae0c6bc08391a5f8"  /* `fleet clear-breaker` done */
+#define RR_MSGID_SIGNKEY        "fa64ec5659fc4be7861305738ea60d86"  /* sbsign ran with SignKey= */
 #define RR_AUDIT_MAX_FIELDS 8
 /* rr_log's message, and under systemd a journal entry with MESSAGE_ID= and
  * the fields ("NAME=value", at most RR_AUDIT_MAX_FIELDS). */
@@ -105,6 +117,13 @@ bool policy_never_reboots(const struct rr_config *c);
 	"rerandd keeps an image staged but never reboots by itself; add a [Window NAME] section " \
 	"(Days=, Start=, Length=) or RebootOutsideWindows=yes in /etc/rerand/rerand.conf.d/, " \
 	"see rerand.conf(5); `rerand now` rerandomizes at once"
+/* SignKey= set while sbsign's user (CheckUser=, or ImageUser= when empty)
+ * is the builder's: a builder running meanwhile could read the key through
+ * /proc/PID/fd of sbsign (same uid).  Said at start and by --check-config. */
+bool config_signer_shares_builder(const struct rr_config *c);
+#define RR_SIGNER_SHARED_NOTICE "SignKey= is set and sbsign runs as the image builder's user " \
+	"(CheckUser= is empty or names ImageUser='s user): a builder running at the same time " \
+	"could read the key through /proc; give CheckUser= a user of its own (see rerand.conf(5))"
 /* ---- view.c ---- */
 struct daemon;
 struct rr_view;

@@ -319,6 +319,32 @@ static void start_check(struct rr_stage_job *sj, const char *path, bool pre)
 	}
 }
 
+/* Every use of SignKey= in the journal (RR_MSGID_SIGNKEY): the key (a path,
+ * or a pkcs11: URI without its query, where a pin-value= would be), the
+ * certificate, the kernel and the image it signed (a file of the cache named
+ * by hashes), and how sbsign ended.  No key material, no address. */
+static void audit_sign(const struct rr_stage_job *sj, int status)
+{
+	char key[RR_PATH], f_key[RR_PATH + 32], f_cert[RR_PATH + 32], f_kern[RR_PATH + 32],
+	     f_img[RR_PATH + 192], f_res[64];
+	const char *fields[] = { f_key, f_cert, f_kern, f_img, f_res };
+
+	snprintf(key, sizeof(key), "%s", sj->c.sign_key);
+	if (!strncmp(key, "pkcs11:", 7))
+		key[strcspn(key, "?")] = 0;
+	snprintf(f_key, sizeof(f_key), "RERAND_SIGN_KEY=%s", key);
+	snprintf(f_cert, sizeof(f_cert), "RERAND_SIGN_CERT=%s", sj->c.sign_cert);
+	snprintf(f_kern, sizeof(f_kern), "RERAND_KERNEL=%s", sj->p.kernel);
+	snprintf(f_img, sizeof(f_img), "RERAND_IMAGE=%s", sj->p.image);
+	if (status == 0)
+		snprintf(f_res, sizeof(f_res), "RERAND_SIGN_RESULT=signed");
+	else
+		snprintf(f_res, sizeof(f_res), "RERAND_SIGN_RESULT=failed (status %d)", status);
+	audit_log(status == 0 ? RR_LOG_NOTICE : RR_LOG_WARNING, RR_MSGID_SIGNKEY, fields, 5,
+		  "SignKey=%s %s the image %s of %s (SignCert=%s)", key,
+		  status == 0 ? "signed" : "did not sign", sj->p.image, sj->p.kernel, sj->c.sign_cert);
+}
+
 static void on_signed(int status, const char *out, void *ud)
 {
 	struct rr_stage_job *sj = ud;
@@ -327,6 +353,7 @@ static void on_signed(int status, const char *out, void *ud)
 	sj->job = NULL;
 	unlink(sj->chk);
 	*sj->chk = 0;
+	audit_sign(sj, status);
 	if (status != 0) {
 		stage_child_failed("sbsign of", sj->p.image, status, out, msg, sizeof(msg));
 		stage_job_finish(sj, status < 0 ? status : -EIO, msg);

@@ -509,7 +509,7 @@ static void fail_closed(struct rr_state *s, struct rr_state_damage *d)
 		s->hold_why = RR_HOLD_DAMAGED;
 		s->hold_time = 0;
 		snprintf(s->hold_text, sizeof(s->hold_text), "state file damaged (%.60s): held until "
-			 "an operator checks it and runs `rerand release`", d->what);
+			 "an operator checks it and runs `rerand unhold`", d->what);
 		d->held = true;
 	}
 	if ((d->lost & G_BIT(G_FAILURES)) && s->failures < STATE_FAILURES_LOST)
@@ -648,7 +648,7 @@ static void hold_unread(struct rr_state *s, const char *path, int err)
 	snprintf(d.what, sizeof(d.what), "cannot be read: %s", strerror(err));
 	fail_closed(s, &d);
 	snprintf(s->hold_text, sizeof(s->hold_text), "state file %s %.60s: held until an operator "
-		 "checks it and runs `rerand release`", path, d.what);
+		 "checks it and runs `rerand unhold`", path, d.what);
 }
 
 int state_load(const char *path, struct rr_state *s, struct rr_err *e)
@@ -667,14 +667,14 @@ int state_load(const char *path, struct rr_state *s, struct rr_err *e)
 	if (r < 0) {
 		hold_unread(s, path, -r);
 		return rr_errf(e, -r, "%s: cannot read the state file (%s): held until an operator "
-			       "checks it and runs `rerand release`", path, strerror(-r));
+			       "checks it and runs `rerand unhold`", path, strerror(-r));
 	}
 	r = state_parse_damage((const char *)buf, len, s, &d);
 	if (r == 0)
 		return 0;
 	if (d.held)
 		snprintf(s->hold_text, sizeof(s->hold_text), "state file %s damaged (%.60s): held "
-			 "until an operator checks it and runs `rerand release`", path, d.what);
+			 "until an operator checks it and runs `rerand unhold`", path, d.what);
 	if (d.lost)
 		worst_said(&d, s, worst, sizeof(worst));
 	/* A hard link keeps the damaged bytes for a look, costs no space, and
@@ -688,7 +688,7 @@ int state_load(const char *path, struct rr_state *s, struct rr_err *e)
 		       "%s; a copy is in %s); kept the rest%s%s%s", path, d.bad, d.bad == 1 ? "" : "s",
 		       d.first_line, d.first_why, aside,
 		       d.lost ? "; HELD: the hold, failure or attempt lines may be lost: no reboot "
-		       "until `rerand release`" : "", worst,
+		       "until `rerand unhold`" : "", worst,
 		       d.lost ? "" : "; the guarded keys are intact: not held");
 }
 

@@ -87,9 +87,9 @@ bool unstage_unwanted(const struct daemon *d, char *why, size_t len)
 {
 	*why = 0;
 	if (d->st.hold && d->st.hold_why == RR_HOLD_OPERATOR)
-		snprintf(why, len, "an operator hold is in place (`rerand release` lifts it)");
+		snprintf(why, len, "an operator hold is in place (`rerand unhold` lifts it)");
 	else if (d->st.hold)
-		snprintf(why, len, "held: %s (`rerand release` lifts it once checked)",
+		snprintf(why, len, "held: %s (`rerand unhold` lifts it once checked)",
 			 state_hold_name(d->st.hold_why));
 	else if (policy_stopped(&d->cfg, d->st.failures) && !d->st.trig_now)
 		snprintf(why, len, "stopped after %u failed rerandomizations in a row "

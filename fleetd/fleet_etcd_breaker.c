@@ -2,10 +2,15 @@
 /* The group-wide breaker in etcd.  Each failed rerandomization of a host is a
  * key /rerand/fleet/GROUP/failures/ID/TIME = CAUSE; the host that records the
  * failure which brings the group to BreakerFailures= within BreakerWindowSec=
- * creates /rerand/fleet/GROUP/breaker (a transaction: only the first one
- * writes it).  While that key exists, every acquire and every last word
- * before a reboot (down) is refused, on every host of the group, whatever its
- * own threshold.  Records carry a host id and a cause name, never an address. */
+ * creates /rerand/fleet/GROUP/breaker/ID, a key under its own name (a
+ * transaction: only while no breaker key exists).  While a breaker key exists
+ * (that one, or /rerand/fleet/GROUP/breaker as rerand 0.2 wrote it), every
+ * acquire and every last word before a reboot (down) is refused, on every host
+ * of the group, whatever its own threshold.  A host writes only keys under its
+ * own id (failures/ID/, breaker/ID), so etcd can give each host a role that
+ * cannot clear the breaker or remove another host's records
+ * (etc/examples/etcd/rerand-etcd-roles, docs/fleet.md).  Records carry a host
+ * id and a cause name, never an address. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -25,9 +30,18 @@ static void failures_prefix(const struct fleet_conn *c, char *buf, size_t len)
 	snprintf(buf, len, "/rerand/fleet/%s/failures/", c->cfg->group);
 }
 
-static void breaker_key(const struct fleet_conn *c, char *buf, size_t len)
+/* Every breaker key, old and new: [GROUP/breaker, GROUP/breaker0), which is
+ * "breaker" itself and "breaker" followed by a byte below '0' ("breaker/ID"). */
+static void breaker_range(const struct fleet_conn *c, char *key, char *end, size_t len)
 {
-	snprintf(buf, len, "/rerand/fleet/%s/breaker", c->cfg->group);
+	snprintf(key, len, "/rerand/fleet/%s/breaker", c->cfg->group);
+	snprintf(end, len, "/rerand/fleet/%s/breaker0", c->cfg->group);
+}
+
+/* The one this host trips it with. */
+static void breaker_own_key(const struct fleet_conn *c, char *buf, size_t len)
+{
+	snprintf(buf, len, "/rerand/fleet/%s/breaker/%s", c->cfg->group, c->id);
 }
 
 static int b64(const char *s, char *out, size_t len)
@@ -64,14 +78,16 @@ static json_object *kvs_of(json_object *root)
 /* 1 and the breaker key's value in why, 0 when there is none, <0 unknown. */
 int fleet_etcd_breaker_get(struct fleet_conn *c, void *be, char *why, size_t len)
 {
-	char key[KEY_MAX], k[KEY_MAX * 2], body[KEY_MAX * 3];
+	char key[KEY_MAX], end[KEY_MAX], k[KEY_MAX * 2], ke[KEY_MAX * 2], body[KEY_MAX * 5];
 	json_object *root, *kvs;
 	int r;
 
-	breaker_key(c, key, sizeof(key));
-	if (b64(key, k, sizeof(k)))
+	breaker_range(c, key, end, sizeof(key));
+	if (b64(key, k, sizeof(k)) || b64(end, ke, sizeof(ke)))
 		return -ENOBUFS;
-	snprintf(body, sizeof(body), "{\"key\":\"%s\"}", k);
+	/* the first one made: what the host that tripped it first wrote */
+	snprintf(body, sizeof(body), "{\"key\":\"%s\",\"range_end\":\"%s\",\"limit\":\"1\","
+		 "\"sort_order\":\"ASCEND\",\"sort_target\":\"CREATE\"}", k, ke);
 	r = fleet_etcd_call(c, be, "/v3/kv/range", body, &root);
 	if (r < 0)
 		return r;
@@ -143,20 +159,25 @@ static int read_failures(struct fleet_conn *c, void *be, struct fleet_failure *f
 	return 0;
 }
 
-/* Create the breaker key unless it exists: 1 done or already there, <0 unknown. */
+/* Create this host's breaker key unless a breaker key exists: 1 done or
+ * already there, <0 unknown.  The compare covers the whole breaker range
+ * (etcd compares every key in [key, range_end); none there is create 0). */
 static int trip(struct fleet_conn *c, void *be, const char *why)
 {
-	char key[KEY_MAX], k[KEY_MAX * 2], v[FLEET_MSG_MAX * 2], body[KEY_MAX * 5 + FLEET_MSG_MAX * 4];
+	char key[KEY_MAX], end[KEY_MAX], own[KEY_MAX * 2], k[KEY_MAX * 2], ke[KEY_MAX * 2],
+	     ko[KEY_MAX * 3], v[FLEET_MSG_MAX * 2], body[KEY_MAX * 9 + FLEET_MSG_MAX * 4];
 	json_object *root;
 	int r;
 
-	breaker_key(c, key, sizeof(key));
-	if (b64(key, k, sizeof(k)) || b64(why, v, sizeof(v)))
+	breaker_range(c, key, end, sizeof(key));
+	breaker_own_key(c, own, sizeof(own));
+	if (b64(key, k, sizeof(k)) || b64(end, ke, sizeof(ke)) || b64(own, ko, sizeof(ko)) ||
+	    b64(why, v, sizeof(v)))
 		return -ENOBUFS;
 	snprintf(body, sizeof(body),
-		 "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
-		 "\"create_revision\":\"0\"}],"
-		 "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}}]}", k, k, v);
+		 "{\"compare\":[{\"key\":\"%s\",\"range_end\":\"%s\",\"target\":\"CREATE\","
+		 "\"result\":\"EQUAL\",\"create_revision\":\"0\"}],"
+		 "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}}]}", k, ke, ko, v);
 	r = fleet_etcd_call(c, be, "/v3/kv/txn", body, &root);
 	if (r < 0)
 		return r;
@@ -262,7 +283,7 @@ static int delete_range(struct fleet_conn *c, void *be, const char *key, const c
 
 int fleet_etcd_clear_breaker(struct fleet_conn *c, void *be)
 {
-	char key[KEY_MAX], prefix[KEY_MAX], end[KEY_MAX];
+	char key[KEY_MAX], bend[KEY_MAX], prefix[KEY_MAX], end[KEY_MAX];
 	int64_t b = 0, n = 0;
 	int r;
 
@@ -273,8 +294,8 @@ int fleet_etcd_clear_breaker(struct fleet_conn *c, void *be)
 	end[strlen(end) - 1]++;
 	if ((r = delete_range(c, be, prefix, end, &n)) < 0)
 		return r;
-	breaker_key(c, key, sizeof(key));
-	if ((r = delete_range(c, be, key, NULL, &b)) < 0)
+	breaker_range(c, key, bend, sizeof(key));
+	if ((r = delete_range(c, be, key, bend, &b)) < 0)
 		return r;
 	fleet_conn_error(c, "group %s: %s; %" PRId64 " failure record%s removed", c->cfg->group,
 			 b ? "breaker cleared" : "the breaker was not tripped", n, n == 1 ? "" : "s");

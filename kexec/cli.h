@@ -25,8 +25,8 @@
 
 struct cli_cmd;
 extern const struct cli_cmd cli_image, cli_inspect, cli_load, cli_verify, cli_status,
-	cli_now, cli_due, cli_hold, cli_release, cli_fleet, cli_entropy, cli_cache_key, cli_doctor,
-	cli_build, cli_history;
+	cli_now, cli_due, cli_hold, cli_unhold, cli_release, cli_fleet, cli_entropy, cli_cache_key,
+	cli_doctor, cli_build, cli_history;
 
 int cmd_image(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
@@ -36,6 +36,7 @@ int cmd_status(int argc, char **argv);
 int cmd_now(int argc, char **argv);
 int cmd_due(int argc, char **argv);
 int cmd_hold(int argc, char **argv);
+int cmd_unhold(int argc, char **argv);
 int cmd_release(int argc, char **argv);
 int cmd_build(int argc, char **argv);
 int cmd_fleet(int argc, char **argv);

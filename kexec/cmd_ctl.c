@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* `rerand status [--json]`, `now [--wait]`, `due`, `hold`, `release`, `fleet status [--json]`,
+/* `rerand status [--json]`, `now [--wait]`, `due`, `hold`, `unhold`, `fleet status [--json]`,
  * `fleet release HOST`: one line to rerandd's control socket, its answer to
  * stdout.  RERAND_CONTROL_SOCKET overrides the socket path (tests). */
 #include <errno.h>
@@ -262,7 +262,7 @@ static int now_wait(long timeout)
 		if (strcmp(phase, "idle"))
 			started = true;
 		else if (!strcmp(hold, "held")) {
-			cli_err("now: a hold is in place (rerand release lifts it)");
+			cli_err("now: a hold is in place (rerand unhold lifts it)");
 			return now_withdraw();
 		} else if (polls && !strcmp(action, "blocked") &&
 			   (!strcmp(blocker, "inhibitor") || !strcmp(blocker, "blocker-command"))) {
@@ -380,12 +380,20 @@ static const struct cli_opt hold_opts[] = {
 
 const struct cli_cmd cli_hold = {
 	.name = "hold", .synopsis = "", .fn = cmd_hold, .opts = hold_opts,
-	.summary = "Ask rerandd to block its reboots until `rerand release`.",
+	.summary = "Ask rerandd to block its reboots until `rerand unhold`.",
+};
+
+/* hold/unhold as apt-mark has them; "release" is the word of `fleet release
+ * HOST` (free a slot), so lifting a hold no longer shares it (issue 40).
+ * The old name still works and says so. */
+const struct cli_cmd cli_unhold = {
+	.name = "unhold", .synopsis = "", .fn = cmd_unhold, .opts = socket_only_opts,
+	.summary = "Lift the block `rerand hold` put in place.",
 };
 
 const struct cli_cmd cli_release = {
 	.name = "release", .synopsis = "", .fn = cmd_release, .opts = socket_only_opts,
-	.summary = "Lift the block `rerand hold` put in place.",
+	.summary = "The old name of `rerand unhold` (lifts a hold; kept for scripts).",
 };
 
 /* `rerand hold [--reason TEXT]`: the reason and the time are shown by
@@ -414,10 +422,21 @@ int cmd_hold(int argc, char **argv)
 	return ctl(line);
 }
 
+int cmd_unhold(int argc, char **argv)
+{
+	int r = no_operands(&cli_unhold, argc, argv);
+	return r >= 0 ? r : ctl(RR_CTLV_UNHOLD "\n");
+}
+
 int cmd_release(int argc, char **argv)
 {
 	int r = no_operands(&cli_release, argc, argv);
-	return r >= 0 ? r : ctl(RR_CTLV_RELEASE "\n");
+
+	if (r >= 0)
+		return r;
+	cli_err("`rerand release` is now `rerand unhold` (`fleet release HOST` frees a slot); "
+		"lifting the hold");
+	return ctl(RR_CTLV_UNHOLD "\n");
 }
 
 /* The fleet commands go through rerandd: it has the [Fleet] settings, the TLS

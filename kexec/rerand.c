@@ -73,7 +73,8 @@ void cli_json_reprint(const char *text, int mode)
 
 const struct cli_cmd *const cli_cmds[] = {
 	&cli_image, &cli_cache_key, &cli_inspect, &cli_load, &cli_verify, &cli_status, &cli_now, &cli_due,
-	&cli_hold, &cli_release, &cli_fleet, &cli_entropy, &cli_doctor, &cli_build, &cli_history,
+	&cli_hold, &cli_unhold, &cli_release, &cli_fleet, &cli_entropy, &cli_doctor, &cli_build,
+	&cli_history,
 };
 const unsigned cli_nr_cmds = sizeof(cli_cmds) / sizeof(cli_cmds[0]);
 

@@ -37,6 +37,8 @@
 #define RR_CTLV_DUE                 "due"
 #define RR_CTLV_PHASE               "phase"
 #define RR_CTLV_HOLD                "hold"
+#define RR_CTLV_UNHOLD              "unhold"
+/* the old word for "unhold", still taken from an older `rerand` */
 #define RR_CTLV_RELEASE             "release"
 #define RR_CTLV_FLEET_STATUS        "fleet status"
 #define RR_CTLV_FLEET_STATUS_JSON   "fleet status json"

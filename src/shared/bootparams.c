@@ -15,6 +15,9 @@
 #define E820_EXT_MAX      1024        /* entries read from one E820_EXT node */
 #define SETUP_HDR_SIZE    16
 #define SETUP_INDIRECT_SIZE 24        /* u32 type, u32 reserved, u64 len, u64 addr */
+#define IMA_DATA_SIZE     16          /* struct ima_setup_data: u64 addr, u64 size */
+#define KHO_DATA_SIZE     32          /* struct kho_data: fdt addr/size, scratch addr/size */
+#define KHO_SCRATCH_SIZE  16          /* struct kho_scratch: u64 addr, u64 size */
 
 #define BP_EFI_SIGNATURE  (RR_BP_EFI_INFO + 0x00)
 #define BP_EFI_DESC_SIZE  (RR_BP_EFI_INFO + 0x08)
@@ -148,6 +151,74 @@ static bool parse_indirect(uint64_t node, uint32_t len, rr_phys_map_fn map, void
 	return true;
 }
 
+/* A SETUP_IMA node points at IMA's measurement list, carried over from the
+ * old kernel: the new kernel reads it in setup_arch, so it is kept clear. */
+static bool parse_ima(uint64_t node, uint32_t len, rr_phys_map_fn map, void *ctx,
+		      struct rr_memmap *m)
+{
+	const uint8_t *d;
+	uint64_t addr;
+
+	if (len < IMA_DATA_SIZE)
+		return true;
+	d = map(ctx, node + SETUP_HDR_SIZE, IMA_DATA_SIZE);
+	if (!d)
+		return false;
+	addr = rr_get64(d);
+	rr_memmap_add_avoid(m, addr, end_sat(addr, rr_get64(d + 8)));
+	return true;
+}
+
+/* SETUP_KEXEC_KHO (Kexec HandOver): its FDT and scratch table are kept
+ * clear, and so is everything outside the scratch areas, where the memory
+ * handed over lies (the kernel's process_kho_entries() likewise places the
+ * kernel in scratch only).  An empty table confines nothing, as there. */
+static bool parse_kho(uint64_t node, uint32_t len, rr_phys_map_fn map, void *ctx,
+		      struct rr_memmap *m, struct rr_bootinfo *info)
+{
+	struct rr_range area[RR_MAX_KHO_SCRATCH];
+	const uint8_t *d, *t;
+	uint64_t fdt, tab, n, i, j, prev;
+
+	if (len < KHO_DATA_SIZE)
+		return false;
+	d = map(ctx, node + SETUP_HDR_SIZE, KHO_DATA_SIZE);
+	if (!d)
+		return false;
+	fdt = rr_get64(d);
+	tab = rr_get64(d + 16);
+	rr_memmap_add_avoid(m, fdt, end_sat(fdt, rr_get64(d + 8)));
+	rr_memmap_add_avoid(m, tab, end_sat(tab, rr_get64(d + 24)));
+	n = rr_get64(d + 24) / KHO_SCRATCH_SIZE;
+	if (n == 0)
+		return true;
+	if (n > RR_MAX_KHO_SCRATCH)
+		return false;
+	t = map(ctx, tab, n * KHO_SCRATCH_SIZE);
+	if (!t)
+		return false;
+	/* insertion sort by start: a few dozen areas at most */
+	for (i = 0; i < n; i++) {
+		struct rr_range r;
+
+		r.start = rr_get64(t + i * KHO_SCRATCH_SIZE);
+		r.end = end_sat(r.start, rr_get64(t + i * KHO_SCRATCH_SIZE + 8));
+		for (j = i; j > 0 && area[j - 1].start > r.start; j--)
+			area[j] = area[j - 1];
+		area[j] = r;
+	}
+	for (i = 0, prev = 0; i < n; i++) {
+		if (area[i].start > prev)
+			rr_memmap_add_avoid(m, prev, area[i].start);
+		if (area[i].end > prev)
+			prev = area[i].end;
+	}
+	rr_memmap_add_avoid(m, prev, UINT64_MAX);
+	info->kho = true;
+	info->nr_kho_scratch += (unsigned)n;
+	return true;
+}
+
 /* A SETUP_RNG_SEED node: remember where its bytes are, so the stage can mix
  * them and then give the next kernel a different seed in their place. */
 static void take_seed(uint64_t node, uint32_t len, rr_phys_map_fn map, void *ctx,
@@ -171,9 +242,11 @@ static void take_seed(uint64_t node, uint32_t len, rr_phys_map_fn map, void *ctx
 }
 
 /*
- * Walk the setup_data chain: every node is kept clear, E820_EXT nodes add
- * RAM (unless the EFI map is the source), indirect targets are kept clear,
- * RNG seed nodes are listed.
+ * Walk the setup_data chain: every node is kept clear with its data
+ * (whatever its type: a DTB, an unknown type), E820_EXT nodes add RAM
+ * (unless the EFI map is the source), indirect targets, IMA's buffer and
+ * KHO's FDT and scratch table are kept clear, KHO confines placement to
+ * its scratch areas, RNG seed nodes are listed.
  * A chain we cannot read to its end may hide a node the kernel still
  * needs, so it also marks the map as overflowing: no physical
  * randomization rather than a guess.
@@ -232,6 +305,12 @@ static void walk_setup_data(const uint8_t *bp, rr_phys_map_fn map, void *ctx,
 				m->overflow = true;
 		} else if (type == RR_SETUP_RNG_SEED) {
 			take_seed(node, len, map, ctx, info);
+		} else if (type == RR_SETUP_IMA) {
+			if (!parse_ima(node, len, map, ctx, m))
+				m->overflow = true;
+		} else if (type == RR_SETUP_KEXEC_KHO) {
+			if (!parse_kho(node, len, map, ctx, m, info))
+				m->overflow = true;
 		}
 	}
 }

@@ -39,7 +39,11 @@
 
 #define RR_E820_RAM             1
 #define RR_SETUP_E820_EXT       1
+#define RR_SETUP_DTB            2     /* the DTB is the node's own data */
+#define RR_SETUP_IMA            8     /* {u64 addr, u64 size}: IMA's measurement list */
 #define RR_SETUP_RNG_SEED       9
+#define RR_SETUP_KEXEC_KHO      10    /* {fdt_addr, fdt_size, scratch_addr, scratch_size} */
+#define RR_MAX_KHO_SCRATCH      32    /* scratch areas taken; more: overflow */
 #define RR_SETUP_INDIRECT       (1u << 31)
 #define RR_EFI_CONVENTIONAL     7
 #define RR_EFI_MORE_RELIABLE    0x10000ULL
@@ -69,12 +73,22 @@ struct rr_bootinfo {
 	struct rr_seed_span seed[RR_MAX_SEED_NODES];
 	unsigned nr_seed;
 	unsigned seed_skipped;
+	/* SETUP_KEXEC_KHO (Kexec HandOver, 6.16+): placement was confined to
+	 * its scratch areas, as the kernel's own KASLR does */
+	bool     kho;
+	unsigned nr_kho_scratch;
 };
 
 /*
  * Parse boot_params at physical address bp_phys.  Adds usable RAM and every
  * range to avoid (boot_params itself, command line, initrd, setup_data nodes
- * and SETUP_INDIRECT targets, the EFI memory map) to m.  Returns 0, or -1 if
+ * of every type with their data, SETUP_INDIRECT targets, the buffer a
+ * SETUP_IMA node points at, a SETUP_KEXEC_KHO node's FDT and scratch table,
+ * the EFI memory map) to m.  With a SETUP_KEXEC_KHO node whose scratch table
+ * lists areas, everything outside those areas is avoided too: the memory
+ * KHO preserves lies there, and the kernel's KASLR draws from scratch only.
+ * A pointer node whose data cannot be read, or a scratch table that cannot
+ * be read or holds more than RR_MAX_KHO_SCRATCH areas, sets m->overflow.  Returns 0, or -1 if
  * boot_params itself cannot be mapped.  Never a bad read: an unmappable node
  * header, a chain longer than RR_MAX_SETUP_NODES or a loop ends the walk with
  * setup_overflow set.  Where a range the next kernel needs may then be

@@ -18,6 +18,11 @@
 #    (named like the scopes systemd makes), so that its unit is known; made
 #    in each cgroup hierarchy sd_pid_get_unit() may read, removed at exit.
 # Nothing is staged (Kernel= does not exist) and nothing reboots.
+# Then SignKey= (issue 39, point 12): two instances locked down by their
+# fixtures build and sign a real kernel's image (the builder as nobody,
+# kexec-tools a STAND-IN that only keeps what it is handed, nothing loaded):
+# each use of the key is an entry with MESSAGE_ID=fa64ec5659fc4be7861305738ea60d86,
+# a PKCS#11 URI's PIN never in it.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 if [ -z "${RERAND_AUDIT_NS:-}" ]; then
@@ -100,8 +105,8 @@ in_unit "$tmp/hold.pid" env RERAND_CONTROL_SOCKET="$hd/run/control" "$R" hold --
 	bail "rerand hold failed"
 in_unit "$tmp/status.pid" env RERAND_CONTROL_SOCKET="$hd/run/control" "$R" status >/dev/null ||
 	bail "rerand status failed"
-in_unit "$tmp/release.pid" env RERAND_CONTROL_SOCKET="$hd/run/control" "$R" release >/dev/null ||
-	bail "rerand release failed"
+in_unit "$tmp/unhold.pid" env RERAND_CONTROL_SOCKET="$hd/run/control" "$R" unhold >/dev/null ||
+	bail "rerand unhold failed"
 in_unit "$tmp/now.pid" env RERAND_CONTROL_SOCKET="$hd/run/control" "$R" now >/dev/null ||
 	bail "rerand now failed"
 ID=cab9b5e72e464ba4b70373f2caa67f02
@@ -131,7 +136,7 @@ if ("from uid 0 pid %s unit %s" % (pid, unit)) not in e["MESSAGE"]:
 EOF
 }
 check "journal: \`rerand hold\` has MESSAGE_ID=$ID, uid 0, its pid and unit $cg_name" entry hold "$tmp/hold.pid"
-check "journal: \`rerand release\` likewise" entry release "$tmp/release.pid"
+check "journal: \`rerand unhold\` likewise" entry unhold "$tmp/unhold.pid"
 check "journal: \`rerand now\` likewise" entry now "$tmp/now.pid"
 check "journal: the hold's reason is in the entry (RERAND_COMMAND_ARG)" \
 	python3 -c "import json,sys; sys.exit(not any(json.loads(l).get('RERAND_COMMAND_ARG')=='audit check' for l in open('$tmp/audit.json') if l.strip()))"
@@ -140,4 +145,80 @@ check "journal: a read-only \`rerand status\` is no audit entry (debug level onl
 check "journal: the audit entries are native ones (fields), not stderr stream lines" \
 	eval '! "${J[@]}" -t rerandd _TRANSPORT=stdout -o cat | grep -q "control command"'
 check "rerandd never asked for a reboot" test ! -e "$hd/reboot-called"
+
+# ---- SignKey=: every use of the key is an entry of its own -----------------------------
+# Two instances locked down by their fixtures (lockdown integrity, Secure Boot
+# on), so that rerandd signs what it builds: one with a key file (sbsign signs),
+# one with a PKCS#11 URI carrying a PIN in its query (sbsign cannot load the
+# engine here and fails: a use all the same, and the PIN must not be logged).
+rerandd_need_builder "rerandd builds the image to sign as ImageUser="
+rerandd_kernel
+command -v sbsign >/dev/null && command -v openssl >/dev/null || bail "sbsign and openssl are needed for SignKey="
+openssl req -x509 -newkey rsa:2048 -nodes -subj "/CN=rerand audit db" -days 30 \
+	-keyout "$tmp/db.key" -out "$tmp/db.crt" 2>/dev/null || bail "openssl req"
+chmod 0600 "$tmp/db.key"
+sign_inst() { # DIR KEY
+	rerandd_dirs "$1" state/images bin pre post
+	rerandd_keeper_kexec "$1/bin/kexec"
+	rerandd_fixtures "$1" "root=/dev/vda1 ro console=ttyS0"
+	printf 'none [integrity] confidentiality\n' >"$1/lockdown"
+	printf '\x06\x00\x00\x00\x01' >"$1/SecureBoot"
+	mkfifo "$1/uevents"
+	rerandd_no_reboot "$1/no-reboot"
+	rerandd_conf_local "$1" "$1/bin/kexec" "$1/no-setup-data" <<EOF
+Uevents=$1/uevents
+Lockdown=$1/lockdown
+SecureBoot=$1/SecureBoot
+
+[Stage]
+Kernel=$KERNEL
+Initrd=none
+CommandLine=console=ttyS0 quiet
+SignKey=$2
+SignCert=$tmp/db.crt
+
+[Crash]
+Mode=off
+
+$(rerandd_policy MaxLayoutAge=30d)
+
+$(rerandd_reboot_by "$1/no-reboot $1")
+EOF
+}
+PIN=271828
+sign_inst "$tmp/sk" "$tmp/db.key"
+sign_inst "$tmp/p11" "pkcs11:token=rerand-audit;object=db?pin-value=$PIN"
+for d in "$tmp/sk" "$tmp/p11"; do
+	systemd-cat -t "rerandd-${d##*/}" sh -c 'JOURNAL_STREAM=$(stat -L -c %d:%i /proc/self/fd/2) exec "$@"' sh \
+		"$RERANDD" --config "$d/rerand.conf" --config-dir "$d/conf.d" &
+	rerandd_pids+=($!)
+done
+SID=fa64ec5659fc4be7861305738ea60d86
+wait_for 240 sh -c '[ "$("$@" MESSAGE_ID='$SID' -o cat | wc -l)" -ge 2 ]' sh "${J[@]}"
+"${J[@]}" MESSAGE_ID=$SID -o json >"$tmp/sign.json" 2>/dev/null
+echo "# $("${J[@]}" MESSAGE_ID=$SID -o cat | tr '\n' '|')"
+signed() { # KEY RESULT_PREFIX: the one entry of KEY names it, the certificate, the kernel and a cached image
+	python3 - "$tmp/sign.json" "$1" "$2" "$tmp/db.crt" "$KERNEL" <<'EOF'
+import json, sys
+path, key, res, cert, kernel = sys.argv[1:]
+es = [json.loads(l) for l in open(path) if l.strip()]
+mine = [e for e in es if e.get("RERAND_SIGN_KEY") == key]
+if len(mine) != 1:
+    sys.exit("%d entries for %s: %r" % (len(mine), key, [e.get("RERAND_SIGN_KEY") for e in es]))
+e = mine[0]
+if not (e.get("RERAND_SIGN_RESULT", "").startswith(res) and e.get("RERAND_SIGN_CERT") == cert and
+        e.get("RERAND_KERNEL") == kernel and "/state/images/" in e.get("RERAND_IMAGE", "") and
+        e.get("_TRANSPORT") == "journal"):
+    sys.exit("%r" % e)
+EOF
+}
+check "journal: SignKey= (a key file) used: MESSAGE_ID=$SID, the key, certificate, kernel, cached image, signed" \
+	signed "$tmp/db.key" signed
+check "journal: SignKey= (a PKCS#11 URI) whose sbsign failed is an entry too, the URI without its query" \
+	signed "pkcs11:token=rerand-audit;object=db" failed
+check "journal: the PIN of the URI's query is in no entry" \
+	eval '! "${J[@]}" -o json 2>/dev/null | grep -q "pin-value=$PIN"'
+check "journal: no key material in any entry" \
+	eval '! "${J[@]}" -o json 2>/dev/null | grep -q "PRIVATE KEY"'
 done_
+

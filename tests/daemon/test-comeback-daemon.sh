@@ -216,7 +216,7 @@ check "heldbad: the hold line unreadable: held for it (damaged-state)" \
 	status_has heldbad "hold:              yes (damaged-state"
 check "heldbad: the log says HELD" grep -qF "HELD: the hold, failure or attempt lines may be lost" "$tmp/heldbad/log"
 check "heldcut: a file cut after boot_id is held, the file and the cut in the hold's text" \
-	status_has heldcut "hold:              yes (damaged-state: the state file could not be read whole; check the journal, then \`rerand release\`): state file $tmp/heldcut/state/state damaged (cut short: no end= line)"
+	status_has heldcut "hold:              yes (damaged-state: the state file could not be read whole; check the journal, then \`rerand unhold\`): state file $tmp/heldcut/state/state damaged (cut short: no end= line)"
 # 1000000 (STATE_FAILURES_LOST), one more for the confirmation assumed pending
 # and counted failed (confirm.c)
 heldcut_failures=$(st heldcut | sed -n 's/^failures in a row: \([0-9]*\) of 3  ALERT: stopped.*/\1/p')

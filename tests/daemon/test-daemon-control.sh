@@ -86,7 +86,8 @@ check "uid nobody with gid 0 and group root is refused too (exit $rc)" \
 	eval '[ $rc -ne 0 ] && grep -q "root only" "$tmp/gid0.out" && grep -qx hold=0 "$hd/state/state"'
 check "root's \`rerand hold\` takes effect (so the refusals above are real)" \
 	eval 'st "$R" hold >/dev/null 2>&1 && wait_for 5 grep -qx hold=1 "$hd/state/state"'
-st "$R" release >/dev/null 2>&1
+check "root's \`rerand unhold\` lifts it" \
+	eval 'st "$R" unhold >/dev/null 2>&1 && wait_for 5 grep -qx hold=0 "$hd/state/state"'
 # ---- a hold with a reason: its time and reason in the status and the state file -------------
 st "$R" hold --reason "db migration, ask ops" >/dev/null 2>&1
 check "rerand hold --reason: status shows since when and why" \
@@ -95,7 +96,10 @@ check "rerand hold --reason: kept in the state file" \
 	eval 'grep -qx "hold_text=db migration, ask ops" "$hd/state/state" && grep -qE "^hold_time=[1-9][0-9]+$" "$hd/state/state"'
 check "rerand status: rerandd's version and uptime on the first line" \
 	eval 'st "$R" status | head -1 | grep -qE "^rerandd:           version [0-9.]+, up [0-9]+(s|min [0-9]+s) \(since "'
-st "$R" release >/dev/null 2>&1
+# the old name still lifts a hold, and says it is the old name
+st "$R" release >/dev/null 2>"$tmp/release.err"
+check "\`rerand release\` (the old name) lifts the hold and names \`rerand unhold\`" \
+	eval 'wait_for 5 grep -qx hold=0 "$hd/state/state" && grep -q "is now .rerand unhold." "$tmp/release.err"'
 check "rerandd still serves root after the refusals" eval 'st "$R" status | grep -q "^hold:              no"'
 
 # ---- a weak boot -------------------------------------------------------------------------

@@ -110,7 +110,7 @@ check "metrics directory absent: no warning about it" eval '! grep -q "^<4>.*$pr
 mkdir "$hd/textfile"
 # a change of a value rewrites the file (else it waits up to 10 minutes)
 RERAND_CONTROL_SOCKET=$sock "$R" hold >/dev/null 2>&1
-RERAND_CONTROL_SOCKET=$sock "$R" release >/dev/null 2>&1
+RERAND_CONTROL_SOCKET=$sock "$R" unhold >/dev/null 2>&1
 check "metrics directory made: the file is written (0644), and the journal says so" \
 	eval 'wait_for 10 test -s "$prom" && [ "$(stat -c %a "$prom")" = 644 ] && grep -q "MetricsFile=$prom: written again" "$hd/log"'
 check "metrics: rerand_layout_since_timestamp_seconds is the boot's start (btime $btime)" \

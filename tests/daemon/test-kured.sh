@@ -109,7 +109,7 @@ check "now --wait: it says a hold is in place" grep -q 'hold is in place' "$tmp/
 check "now --wait: nothing rebooted while held" test ! -e "$old/reboot-called"
 check "now --wait: refused, it withdrew its request (says so; trigger_now=0 in the state)" \
 	eval 'grep -q "request is withdrawn" "$tmp/now.out" && grep -qx trigger_now=0 "$old/state/state"'
-ctl release >/dev/null
+ctl unhold >/dev/null
 sleep 3
 check "now --wait: released after the refusal, rerandd does not reboot by itself (kured has uncordoned the node)" \
 	test ! -e "$old/reboot-called"

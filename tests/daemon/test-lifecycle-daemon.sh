@@ -7,7 +7,7 @@
 # checked in the Debian guests (tests/e2e/check-systemd.sh).
 #   staged: the image is loaded and <state>/loaded holds this boot's id.
 #   hold: `rerand hold` unloads it (`kexec -s -u`), status says why, the
-#     marker goes; `rerand release` stages again.
+#     marker goes; `rerand unhold` stages again.
 #   removed: the staged kernel file deleted: unloaded at once (inotify),
 #     status says the kernel is gone; put back: staged again.
 #   stopped: MaxFailures= reached (a state file with 3 failures in a row):

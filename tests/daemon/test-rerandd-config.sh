@@ -169,6 +169,20 @@ printf '[Policy]\nRebootOutsideWindows=yes\n' >"$tmp/outside.conf"
 chk "$tmp/outside.conf"
 check "RebootOutsideWindows=yes: no such warning" eval '[ $rc = 0 ] && ! grep -q "warning" "$tmp/out"'
 
+# SignKey= with sbsign as the builder's user: warned (the builder could read
+# the key through /proc/PID/fd of sbsign); a user of its own: no warning
+win='[Window w]\nStart=03:00\nLength=1h\n'
+printf "[Stage]\nSignKey=pkcs11:token=t\nSignCert=/etc/hostname\n$win" >"$tmp/sk1.conf"
+chk "$tmp/sk1.conf"
+check "SignKey= and no CheckUser=: --check-config warns that the builder could read the key (exit $rc)" \
+	eval '[ $rc = 0 ] && grep -q "warning: SignKey= is set and sbsign runs as the image builder.s user" "$tmp/out"'
+printf "[Daemon]\nImageUser=nobody\nCheckUser=nobody\n[Stage]\nSignKey=pkcs11:token=t\nSignCert=/etc/hostname\n$win" >"$tmp/sk2.conf"
+chk "$tmp/sk2.conf"
+check "SignKey= with CheckUser= naming ImageUser='s user: the same warning" grep -q "warning: SignKey= is set" "$tmp/out"
+printf "[Daemon]\nCheckUser=nobody\n[Stage]\nSignKey=pkcs11:token=t\nSignCert=/etc/hostname\n$win" >"$tmp/sk3.conf"
+chk "$tmp/sk3.conf"
+check "SignKey= with a CheckUser= of its own: no warning (exit $rc)" eval '[ $rc = 0 ] && ! grep -q "warning" "$tmp/out"'
+
 v=$("$top/build/rerand" --version | sed -n 's/^rerand //p')
 check "rerandd --version says rerand's version ($v)" test "$("$RERANDD" --version)" = "rerandd $v"
 echo "1..$n"

@@ -2,12 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # End-to-end check run by scripts/run-check.sh: chained kexecs of the shared
 # Debian kernels under QEMU TCG.  short: a covering set; long: every
-# kernel x firmware x CPU x syscall.  Prints TAP lines.
+# kernel x firmware x CPU x syscall; radar (tests/e2e/check-upstream.sh):
+# each kernel of $RERAND_KERNELS on SeaBIOS with kexec_load and on OVMF with
+# kexec_file, -cpu max.  Prints TAP lines.
 set -u
 . "$(dirname "$0")/lib.sh"
 
 what=${1:-short}
-case "$what" in short|long) ;; *) echo "usage: $0 short|long" >&2; exit 2 ;; esac
+case "$what" in short|long|radar) ;; *) echo "usage: $0 short|long|radar" >&2; exit 2 ;; esac
 kexecs=${E2E_KEXECS:-5}
 jobs=${E2E_JOBS:-2}
 
@@ -29,7 +31,11 @@ e2e_note "e2e core: $what set, mode=$mode ($([ "$mode" = rerand ] && echo "reran
 
 # Runs: "kernel fw cpu syscall kexecs nokaslr [loader]".
 runs=()
-if [ "$what" = short ]; then
+if [ "$what" = radar ]; then
+	for k in "${kernels[@]}"; do
+		runs+=("$k seabios max load $kexecs 0" "$k ovmf max file $kexecs 0")
+	done
+elif [ "$what" = short ]; then
 	# An orthogonal array over (firmware, cpu, syscall): each value and each
 	# pair of values appears once in every four kernels.
 	# With fewer than four kernels (a fetched set has three) kernels repeat
@@ -62,7 +68,9 @@ fi
 # no place at or above 16 MiB (lib.sh, e2e_check_noslot).  Its figures are
 # worked out for the 6.1 cloud kernel's size and the 1 GiB guest.
 noslot_k=$(e2e_pick cloud61)
-if [ -n "$noslot_k" ] && [ "$mode" = rerand ]; then
+if [ "$what" = radar ]; then
+	:       # the newest kernels only: the no-slot figures are the 6.1 kernel's
+elif [ -n "$noslot_k" ] && [ "$mode" = rerand ]; then
 	runs+=("$noslot_k seabios max load 1 noslot")
 else
 	echo "not ok - e2e core: no-slot run: needs the 6.1 cloud kernel (got '${noslot_k}') and rerand mode (got $mode)"

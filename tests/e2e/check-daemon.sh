@@ -280,7 +280,7 @@ check_events() {
 	expect_json "$name: still held 10 s later, no reboot" "$log" 0 held-later \
 		action=blocked reason=kernel-oops blocker=hold
 	grep -q 'rerandomizing reboot (kernel-oops)' "$dir/files/out/rerandd.0.run.log" 2>/dev/null
-	tap $? "$name: after rerand release, rerandd rebooted for the WARN taint"
+	tap $? "$name: after rerand unhold, rerandd rebooted for the WARN taint"
 	local tr tb
 	tr=$(grep -a 'RRD-RELEASED boot=0' "$log" | cut -d' ' -f1)
 	tb=$(boot_time "$log" 1)

@@ -26,8 +26,9 @@
 #   default the last 0.1) and rerandd reboots into its image; at boot 1 the
 #   agent edits the conffile, holds, upgrades to this tree's package with
 #   dpkg and checks config, state, hold and the restart, that nothing is
-#   loaded while held, and that `rerand release` has the new rerandd stage
-#   its image; it reboots into that one (boot 2, verified, the new version).
+#   loaded while held, and that `rerand release` (unhold's old name, as a
+#   script written for 0.1 says it) has the new rerandd stage its image;
+#   it reboots into that one (boot 2, verified, the new version).
 #   uki (also part of long): the guest boots OVMF -> systemd-boot -> a UKI
 #   of the 6.12 cloud kernel on an ESP; rerandd must find the UKI through
 #   LoaderEntrySelected, stage it with `rerand load --uki`, and the next
@@ -35,7 +36,10 @@
 # RRS_SB=1 (check-systemd-sb.sh): the same guest under Secure Boot, from a
 # pre-signed image.
 # Mocked: nothing in the guest in the default, SB and trixie runs; only the
-# network is absent (not needed).
+# network is absent (not needed).  The default (package) run installs
+# Debian's prometheus-node-exporter first, at boot 0, and the agent scrapes
+# it on :9100 for rerandd's metrics (issue 40); the other runs have its
+# textfile directory only (lib-systemd.sh).
 # RRS_FLEET=1 (check-systemd-fleet.sh): the same guest in fleet mode against
 # Debian's etcd-server in the guest: take the slot, rerandomize, give it back.
 # Mocked in fleet mode: kubectl.  The example Kubernetes hooks run for real
@@ -173,7 +177,7 @@ fi
 
 # The package guest's second kernel: the 6.12 cloud kernel's Debian package
 # (named after the test kernel of that role), fetched once.
-kernel2_deb=""
+kernel2_deb="" exporter_deb=""
 if [ "$RRS_INSTALL" = deb ] && [ "$what" = upgrade ]; then
 	# (No second kernel: the last boot is the upgraded package's; the
 	# packages are chosen below.)
@@ -192,6 +196,11 @@ elif [ "$RRS_INSTALL" = deb ]; then
 	deb=$(pick_deb) || { echo "not ok - $name: no $suite package to install (make deb or make deb-chroot SUITE=$suite failed)"; exit 0; }
 	export RRS_DEB=$deb
 	e2e_note "$name: installs $(basename "$deb") with dpkg -i; second kernel $(basename "$kernel2_deb")"
+	# Debian's prometheus-node-exporter, installed in the guest at boot 0
+	# (the agent scrapes it: rerandd's metrics from its default directory)
+	exporter_deb=$(rrs_kernel_deb prometheus-node-exporter "$suite") ||
+		{ echo "not ok - $name: no prometheus-node-exporter package to install in the guest"; exit 0; }
+	e2e_note "$name: installs $(basename "$exporter_deb") first"
 fi
 
 # Upgrade: the earlier commit's package first, this tree's over it.
@@ -255,6 +264,10 @@ run_one() {
 		[ "$(basename "$kernel")" != "vmlinuz-$(dpkg-deb -f "$kernel2_deb" Package | sed 's/^linux-image-//')" ] &&
 		RRS_KERNEL2_DEB=$kernel2_deb
 	export RRS_KERNEL2_DEB RRS_ESP="$dir/esp.img"
+	# the exporter in the package guest's plain runs (not under the UKI)
+	RRS_EXPORTER_DEB=$exporter_deb
+	[ -z "$RRS_BOOT" ] || RRS_EXPORTER_DEB=""
+	export RRS_EXPORTER_DEB
 	if ! rrs_disk "$boot" "$dir/disk.img" "$what" "$target" 2>"$dir/build.err"; then
 		sed 's/^/# /' "$dir/build.err" | tail -n 20
 		echo "not ok - $name: cannot build the Debian guest disk"

@@ -341,7 +341,7 @@ scenario_events() {
 		show_status held
 		sleep 10
 		show_status held-later
-		rerand release >"$out/release.$boot.txt" 2>&1
+		rerand unhold >"$out/release.$boot.txt" 2>&1
 		echo "RRD-RELEASED boot=$boot"
 		wait_reboot 200
 		;;

@@ -159,16 +159,25 @@ rrs_deb() {
 	echo "$deb"
 }
 
-# rrs_kernel_deb PACKAGE: print the path of that Debian kernel package, kept
-# in $RRS_CACHE/debs; fetched once with `apt-get download`, which checks it
+# rrs_kernel_deb PACKAGE [SUITE]: print the path of that Debian package of
+# SUITE (default this host's; a kernel; prometheus-node-exporter too), kept in
+# $RRS_CACHE/debs; fetched once with `apt-get download`, which checks it
 # against the archive's signed index.
 rrs_kernel_deb() {
-	local pkg=$1 dir="$RRS_CACHE/debs" f
+	local pkg=$1 from=${2:-} dir="$RRS_CACHE/debs" f host
+	host=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+	# the guest's suite when this host is another release (scripts/suite-apt.sh:
+	# the same signed-index check, the machine's apt untouched)
+	[ "$from" = "$host" ] && from=""
+	[ -z "$from" ] || dir="$RRS_CACHE/debs-$from"
 	f=$(ls "$dir/${pkg}_"*_amd64.deb 2>/dev/null | head -n 1)
 	if [ -z "$f" ]; then
 		mkdir -p "$dir" || return 1
-		(cd "$dir" && apt-get download -q "$pkg" >&2) ||
-			{ echo "e2e: apt-get download $pkg failed" >&2; return 1; }
+		if [ -n "$from" ]; then
+			(cd "$dir" && "$E2E_TOP/scripts/suite-apt.sh" "$from" apt-get download -q "$pkg" >&2)
+		else
+			(cd "$dir" && apt-get download -q "$pkg" >&2)
+		fi || { echo "e2e: apt-get download $pkg${from:+ from $from} failed" >&2; return 1; }
 		f=$(ls "$dir/${pkg}_"*_amd64.deb 2>/dev/null | head -n 1)
 	fi
 	[ -s "$f" ] && dpkg-deb -I "$f" >/dev/null ||
@@ -355,8 +364,9 @@ rrs_fill() {
 	# the textfile directory of Debian's prometheus-node-exporter, as its
 	# package makes it (root:root 0755), so that rerandd writes its metrics
 	# to MetricsFile='s default through the unit's ReadWritePaths= (a
-	# STAND-IN for the package itself, which the guest does not install)
-	install -d -m 0755 "$d/var/lib/prometheus/node-exporter" || return 1
+	# STAND-IN for the package itself, where the guest does not install it:
+	# the package guest with RRS_EXPORTER_DEB does, at boot 0)
+	[ -n "${RRS_EXPORTER_DEB:-}" ] || install -d -m 0755 "$d/var/lib/prometheus/node-exporter" || return 1
 	install -d "$d/etc/rerand/rerand.conf.d" || return 1
 	rrs_conf "$mode" >"$d/etc/rerand/rerand.conf.d/50-e2e.conf"
 	if [ "${RRS_FLEET:-0}" = 1 ]; then
@@ -427,6 +437,9 @@ rrs_fill_deb() {
 	local d=$1 deb=${RRS_DEB:-} v2
 	[ -n "$deb" ] || deb=$(rrs_deb) || return 1
 	install -m 0644 "$deb" "$d/var/lib/rerand-e2e/rerand.deb" || return 1
+	if [ -n "${RRS_EXPORTER_DEB:-}" ]; then
+		install -m 0644 "$RRS_EXPORTER_DEB" "$d/var/lib/rerand-e2e/node-exporter.deb" || return 1
+	fi
 	if [ -n "${RRS_UPGRADE_DEB:-}" ]; then
 		install -m 0644 "$RRS_UPGRADE_DEB" "$d/var/lib/rerand-e2e/rerand-new.deb" || return 1
 	fi

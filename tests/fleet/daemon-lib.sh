@@ -43,6 +43,23 @@ $extra
 EOF
 }
 
+# sim_reboot_recorder TEST: $SIMREBOOT for a test that needs no more of the
+# reboot than host_run's: "$SIMREBOOT DIR [KIND]" (RebootCommand= and
+# FirmwareRebootCommand= alike) appends the time and KIND (default kexec) to
+# DIR/reboot.log and asks the host's runner to reboot it.  Also makes an
+# empty $EVENTS and $tmp/h.
+sim_reboot_recorder() {
+	cat >"$SIMREBOOT" <<EOF
+#!/bin/sh
+# SIMULATED reboot for $1: no kexec, no reboot.
+echo "\$(date +%s%3N) \${2:-kexec}" >>"\$1/reboot.log"
+touch "\$1/reboot-requested"
+EOF
+	chmod +x "$SIMREBOOT"
+	: >"$EVENTS"
+	mkdir -p "$tmp/h"
+}
+
 # conf_harmless ID: the instance can neither kexec nor reboot this machine: the
 # reboot is our script, kexec-tools is /bin/true, no kexec_file_load, no other
 # configuration is read, and rerandd itself accepts the file.

@@ -7,6 +7,7 @@
 # came, 1 otherwise.  For the tests of rerand-fleetd itself (test-fleet-tls.sh),
 # where rerandd's own state machine is not what is tested.  "wait:PATH" sends
 # nothing: it waits (up to 120 s) until PATH exists, the connection kept open.
+# "failed:CAUSE TIME" sends the failure report's two arguments.
 #   fleetd-ask.py SOCKET KEY=VALUE... -- VERB[:ARG]...
 import os
 import socket
@@ -43,6 +44,8 @@ def main():
         print("bad greeting: %r" % greeting, file=sys.stderr)
         return 1
     reqs = [("open", kvs)] + [(v.split(":", 1)[0], v.split(":", 1)[1:]) for v in verbs]
+    # "failed:CAUSE TIME": its two arguments
+    reqs = [(v, a[0].split(" ") if v == "failed" and a else a) for v, a in reqs]
     seq = 0
     for verb, args in reqs:
         if verb == "wait":

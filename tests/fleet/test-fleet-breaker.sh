@@ -56,15 +56,7 @@ rerandd_prebuilt_image
 # the record the stage leaves in a randomized boot (format as in test-cli.sh)
 rerandd_randomized_sd "$SD"
 # the simulated reboot (both kinds): the runner restarts rerandd with a new boot id
-cat >"$SIMREBOOT" <<EOF
-#!/bin/sh
-# SIMULATED reboot for test-fleet-breaker.sh: no kexec, no reboot.
-echo "\$(date +%s%3N) \${2:-kexec}" >>"\$1/reboot.log"
-touch "\$1/reboot-requested"
-EOF
-chmod +x "$SIMREBOOT"
-: >"$EVENTS"
-mkdir -p "$tmp/h"
+sim_reboot_recorder test-fleet-breaker.sh
 
 E=http://127.0.0.1:2461
 etcd_member b1 2461 2462 b1=http://127.0.0.1:2462

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* rr_bootparams_parse over hand-built machines: e820 (+E820_EXT), EFI maps
  * (conventional, runtime-only, mirrored), setup_data chains, bad chains,
- * SETUP_RNG_SEED nodes. */
+ * SETUP_RNG_SEED nodes, what the chain hands on (IMA's buffer, a DTB, KHO's
+ * FDT, scratch table and scratch-only placement, unknown node types). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -469,6 +470,140 @@ static void test_rng_seed_nodes(void)
 	free(m);
 }
 
+/* Every slot of m lies inside one of the n areas; returns the slot count. */
+static uint64_t slots_inside(const struct rr_memmap *m, const struct rr_select_params *p,
+			     const struct rr_range *area, unsigned n, int *outside)
+{
+	uint64_t a, i;
+
+	*outside = 0;
+	for (i = 0; rr_phys_slot_at(m, p, i, &a) == 0; i++) {
+		unsigned k;
+		for (k = 0; k < n; k++)
+			if (a >= area[k].start && a + p->size <= area[k].end)
+				break;
+		if (k == n)
+			(*outside)++;
+	}
+	return i;
+}
+
+/* What a kexec hands on through setup_data (issue 42): IMA's measurement
+ * list (SETUP_IMA points at it), a DTB (inline), Kexec HandOver (an FDT,
+ * a scratch table, memory preserved outside the scratch areas), and node
+ * types the stage does not know: all kept clear; with KHO, placement only
+ * in scratch. */
+static void test_handover(void)
+{
+	struct machine mc = { 0 };
+	struct rr_memmap *m = map_new();
+	struct rr_bootinfo bi;
+	int rc, out;
+	uint8_t *bp = backed(&mc, BP_PHYS, 4096);
+	uint8_t *sd = backed(&mc, SD, 0x10000);
+	struct rr_select_params p = { 4 * MIB, RERAND_MIN_PHYS, RERAND_MAX_PHYS_4LEVEL, RERAND_SLOT_ALIGN };
+	uint64_t base, a, i;
+	int hit;
+
+	seabios_1g(bp);
+	rc = rr_bootparams_parse(BP_PHYS, fake_map, &mc, m, &bi);
+	base = rr_phys_slot_count(m, &p);
+	T_OK(rc == 0 && base > 100 && !bi.kho, "handover: the plain machine has %llu slots",
+	     (unsigned long long)base);
+
+	/* IMA -> DTB -> an unknown type */
+	rr_memmap_init(m);
+	put64(bp + RR_BP_SETUP_DATA, SD);
+	node(sd, SD + 0x100, RR_SETUP_IMA, 16);
+	put64(sd + 16, 0x6000000);
+	put64(sd + 24, 0x30000);
+	node(sd + 0x100, SD + 0x1000, RR_SETUP_DTB, 0x800);
+	node(sd + 0x1000, 0, 0x77, 100);
+	rc = rr_bootparams_parse(BP_PHYS, fake_map, &mc, m, &bi);
+	T_OK(rc == 0 && bi.nr_setup_nodes == 3 && !m->overflow && !bi.kho,
+	     "handover: IMA, DTB and an unknown node walked");
+	T_OK(avoids(m, 0x6000000, 0x6030000), "handover: the buffer SETUP_IMA points at is avoided");
+	T_OK(avoids(m, SD + 0x100, SD + 0x100 + 16 + 0x800), "handover: the DTB (the node's data) is avoided");
+	T_OK(avoids(m, SD + 0x1000, SD + 0x1000 + 16 + 100), "handover: a node of an unknown type is avoided whole");
+	hit = 0;
+	for (i = 0; rr_phys_slot_at(m, &p, i, &a) == 0; i++)
+		if (a < 0x6030000 && a + p.size > 0x6000000)
+			hit++;
+	T_OK(hit == 0 && i > 0 && i < base, "handover: no slot overlaps IMA's buffer (%llu slots)",
+	     (unsigned long long)i);
+
+	/* IMA's pointer unreadable (node at the end of what maps): refuse */
+	rr_memmap_init(m);
+	node(sd, SD + 0x10000 - 16, 9, 0);
+	node(sd + 0x10000 - 16, 0, RR_SETUP_IMA, 16);
+	rc = rr_bootparams_parse(BP_PHYS, fake_map, &mc, m, &bi);
+	T_OK(rc == 0 && m->overflow && rr_phys_slot_count(m, &p) == 0,
+	     "handover: an unreadable SETUP_IMA pointer refuses physical randomization");
+
+	/* KHO: FDT at 112 MiB, scratch table at SD + 0x1000, two areas out of
+	 * order: [256, 384) MiB and [32, 64) MiB */
+	struct rr_range area[2] = { { 0x10000000, 0x18000000 }, { 0x2000000, 0x4000000 } };
+	rr_memmap_init(m);
+	node(sd, 0, RR_SETUP_KEXEC_KHO, 32);
+	put64(sd + 16, 0x7000000);
+	put64(sd + 24, 0x4000);
+	put64(sd + 32, SD + 0x1000);
+	put64(sd + 40, 2 * 16);
+	put64(sd + 0x1000, area[0].start);
+	put64(sd + 0x1008, area[0].end - area[0].start);
+	put64(sd + 0x1010, area[1].start);
+	put64(sd + 0x1018, area[1].end - area[1].start);
+	rc = rr_bootparams_parse(BP_PHYS, fake_map, &mc, m, &bi);
+	T_OK(rc == 0 && bi.kho && bi.nr_kho_scratch == 2 && !m->overflow,
+	     "handover: KHO node read, two scratch areas");
+	T_OK(avoids(m, 0x7000000, 0x7004000) && avoids(m, SD + 0x1000, SD + 0x1020),
+	     "handover: KHO's FDT and scratch table avoided");
+	/* 4 MiB in 2 MiB steps: 15 slots in 32 MiB, 63 in 128 MiB */
+	uint64_t n = slots_inside(m, &p, area, 2, &out);
+	T_OK(n == 15 + 63 && out == 0, "handover: with KHO every slot lies in scratch (%llu slots, "
+	     "%d outside; want 78, 0)", (unsigned long long)n, out);
+
+	/* an area past the end of addresses is clipped, not wrapped */
+	put64(sd + 0x1010, 0xffffffffffe00000ULL);
+	put64(sd + 0x1018, 0x800000);
+	rr_memmap_init(m);
+	rc = rr_bootparams_parse(BP_PHYS, fake_map, &mc, m, &bi);
+	n = slots_inside(m, &p, area, 1, &out);
+	T_OK(rc == 0 && bi.kho && n == 63 && out == 0,
+	     "handover: a scratch area that wraps is clipped (%llu slots)", (unsigned long long)n);
+
+	/* an empty scratch table confines nothing (the kernel falls back to
+	 * the EFI map or e820 then) */
+	put64(sd + 40, 0);
+	rr_memmap_init(m);
+	rc = rr_bootparams_parse(BP_PHYS, fake_map, &mc, m, &bi);
+	T_OK(rc == 0 && !bi.kho && !m->overflow && rr_phys_slot_count(m, &p) > 78,
+	     "handover: KHO with no scratch area confines nothing");
+
+	/* more areas than the stage takes: refuse */
+	put64(sd + 40, (RR_MAX_KHO_SCRATCH + 1) * 16);
+	rr_memmap_init(m);
+	rc = rr_bootparams_parse(BP_PHYS, fake_map, &mc, m, &bi);
+	T_OK(rc == 0 && m->overflow && rr_phys_slot_count(m, &p) == 0,
+	     "handover: %d scratch areas refuse physical randomization", RR_MAX_KHO_SCRATCH + 1);
+
+	/* a scratch table that cannot be read: refuse */
+	put64(sd + 32, 0x7100000);
+	put64(sd + 40, 2 * 16);
+	rr_memmap_init(m);
+	rc = rr_bootparams_parse(BP_PHYS, fake_map, &mc, m, &bi);
+	T_OK(rc == 0 && m->overflow && rr_phys_slot_count(m, &p) == 0,
+	     "handover: an unreadable KHO scratch table refuses physical randomization");
+
+	/* a KHO node too short for its data: refuse */
+	node(sd, 0, RR_SETUP_KEXEC_KHO, 24);
+	rr_memmap_init(m);
+	rc = rr_bootparams_parse(BP_PHYS, fake_map, &mc, m, &bi);
+	T_OK(rc == 0 && m->overflow, "handover: a KHO node shorter than kho_data refuses");
+	machine_free(&mc);
+	free(m);
+}
+
 int main(void)
 {
 	test_e820();
@@ -477,5 +612,6 @@ int main(void)
 	test_efi();
 	test_setup_data();
 	test_rng_seed_nodes();
+	test_handover();
 	return t_done();
 }

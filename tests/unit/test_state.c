@@ -161,7 +161,7 @@ static void test_file(void)
 	     b.hold_why == RR_HOLD_DAMAGED && strstr(e.msg, "damaged state file") &&
 	     strstr(e.msg, "HELD"), "garbage state: -EBADMSG, held (damaged-state), a message: %s", e.msg);
 	T_OK(strstr(b.hold_text, path) && strstr(b.hold_text, "damaged") &&
-	     strstr(b.hold_text, "rerand release"), "the hold's text names the file: %s", b.hold_text);
+	     strstr(b.hold_text, "rerand unhold"), "the hold's text names the file: %s", b.hold_text);
 	T_OK(access(corrupt, F_OK) == 0 && access(path, F_OK) == 0,
 	     "a copy of the damaged file is kept, and the file itself stays until a save replaces it");
 	put(buf, (size_t)n / 2);
@@ -272,7 +272,7 @@ static void test_damage(void)
 		 "be written (x: No space left on device), so the next boot could not be counted");
 	T_OK(control_format_text(&v, buf, sizeof(buf)) > 0 &&
 	     strstr(buf, "\nhold:              yes (damaged-state: the state file could not be read "
-		    "whole; check the journal, then `rerand release`)\n") &&
+		    "whole; check the journal, then `rerand unhold`)\n") &&
 	     strstr(buf, "\nreboot error:      reboot cancelled: the state file cannot be written"),
 	     "rerand status: the hold's reason and the cancelled reboot");
 	T_OK(t_json_r("status", control_format_json(&v, buf, sizeof(buf)), buf) > 0 &&

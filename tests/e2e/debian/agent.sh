@@ -122,6 +122,19 @@ pkg_paths() {
 		/usr/lib/modprobe.d /etc/modprobe.d /etc/modules-load.d \
 		/var/lib/prometheus/node-exporter 2>/dev/null | sort
 }
+# Debian's prometheus-node-exporter ($D/node-exporter.deb, RRS_EXPORTER_DEB),
+# installed first as an admin would (its directory then exists when
+# rerandd starts, as its unit's ReadWritePaths= needs): rerandd's metrics
+# must reach :9100/metrics from the exporter's default textfile directory.
+if [ -r "$D/node-exporter.deb" ] && [ "$n" -eq 0 ]; then
+	out=$(DEBIAN_FRONTEND=noninteractive dpkg -i "$D/node-exporter.deb" 2>&1)
+	rc=$?
+	echo "$out" >"$D/out/dpkg-install-node-exporter.log"
+	wait_for 120 sh -c '[ "$(systemctl show -P ActiveState prometheus-node-exporter.service)" = active ]'
+	tap "$([ $rc = 0 ] && [ "$(systemctl show -P ActiveState prometheus-node-exporter.service)" = active ]; echo $?)" \
+		"dpkg -i prometheus-node-exporter (Debian's): exit $rc, its service active" \
+		"$(tail -n 3 <<<"$out" | tr '\n' '|') $(systemctl show -P ActiveState prometheus-node-exporter.service)"
+fi
 if [ -r "$D/rerand.deb" ] && [ "$n" -eq 0 ]; then
 	pkg_paths >"$D/paths.before"
 	out=$(DEBIAN_FRONTEND=noninteractive dpkg -i "$D/rerand.deb" 2>&1)
@@ -430,6 +443,21 @@ if [ "$n" -gt 0 ] && [ "$n" -le "$target" ]; then
 		grep -qx 'rerand_boot_randomized 1' "$prom" &&
 		grep -qx "rerand_reboots_total{result=\"success\"} $n" "$prom" && ok=0
 	tap "$ok" "Prometheus textfile updated this boot (randomized, $n successes)" "$(grep -v '^#' "$prom" 2>&1 | tr '\n' ' ')"
+	if [ -r "$D/node-exporter.deb" ]; then
+		# what Prometheus would scrape: HTTP from the exporter itself
+		# (bash's /dev/tcp: the guest has no curl)
+		scrape=$(exec 3<>/dev/tcp/127.0.0.1/9100 &&
+			printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3 && timeout 20 cat <&3)
+		echo "$scrape" >"$D/out/node-exporter.$n.txt"
+		since=$(sed -n 's/^rerand_layout_since_timestamp_seconds \(.*\)\r\?$/\1/p' <<<"$scrape" | awk '{ printf "%d", $1 }')
+		ok=1
+		grep -q '^rerand_boot_randomized 1' <<<"$scrape" &&
+			grep -q "^rerand_reboots_total{result=\"success\"} $n" <<<"$scrape" &&
+			grep -q '^node_textfile_scrape_error 0' <<<"$scrape" &&
+			[ -n "$since" ] && [ $((since - btime)) -ge -2 ] && [ $((since - btime)) -le 2 ] && ok=0
+		tap "$ok" "prometheus-node-exporter serves rerandd's metrics from its default directory on :9100 (randomized, $n successes, layout since btime $btime)" \
+			"since=${since:-none}; $(grep -E '^(rerand_boot_randomized|rerand_reboots_total|node_textfile_scrape_error|rerand_layout_since)' <<<"$scrape" | tr '\n' ' ' | cut -c1-400)"
+	fi
 fi
 echo "$boot_id" >"$D/last-boot-id"
 sync "$D/last-boot-id"

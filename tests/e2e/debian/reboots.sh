@@ -45,9 +45,9 @@ x_probe() {
 	wait_for 60 sh -c "[ \"\$(cat $kl)\" = 0 ]"
 	tap $? "rerand hold: rerandd unloads its image (kexec_loaded $(cat $kl))" \
 		"$(rerand status 2>&1 | grep '^staged:')"
-	rerand release >/dev/null 2>&1
+	rerand unhold >/dev/null 2>&1
 	wait_for 300 sh -c "[ \"\$(cat $kl)\" = 1 ]"
-	tap $? "rerand release: rerandd stages again (kexec_loaded $(cat $kl))"
+	tap $? "rerand unhold: rerandd stages again (kexec_loaded $(cat $kl))"
 	systemctl stop rerandd.service
 	tap "$([ "$(cat $kl)" = 0 ]; echo $?)" \
 		"systemctl stop rerandd: nothing of rerand's left loaded (kexec_loaded $(cat $kl))" \
