@@ -134,7 +134,7 @@ static void open_reply(struct rr_coord *co, const struct fleet_reply *p)
 static void acquire_reply(struct rr_coord *co, const struct fleet_reply *p)
 {
 	struct rr_state *st = co->st;
-	char tok[FLEET_TOKEN_MAX];
+	char tok[FLEET_TOKEN_MAX], tk[FLEET_TOKEN_MAX];
 
 	co->gate_rc = p->rc;
 	if (p->rc == 1 && st) {
@@ -147,7 +147,7 @@ static void acquire_reply(struct rr_coord *co, const struct fleet_reply *p)
 		persist(co, st);
 		co->last_keepalive_ms = coord_now_ms();
 		coord_audit(co, RR_LOG_NOTICE, RR_MSGID_SLOT_TAKEN, NULL, NULL, "fleet: slot taken%s%s",
-			    *tok ? " " : "", tok);
+			    *tok ? " " : "", coord_token_shown(tok, tk, sizeof(tk)));
 	}
 	/* refused: perhaps by the breaker; what it says shows in the status */
 	if (p->rc == 0)
@@ -163,7 +163,7 @@ static void confirm_reply(struct rr_coord *co, const struct fleet_reply *p)
 	 * resume that one, so it is on disk before the answer lets the reboot
 	 * go ahead.  A confirm whose token cannot be saved is no confirm. */
 	if (p->rc == 1 && st && *p->token && strcmp(p->token, st->fleet_token)) {
-		char f_ttl[64];
+		char f_ttl[64], tk[FLEET_TOKEN_MAX];
 		struct rr_err e;
 
 		snprintf(st->fleet_token, sizeof(st->fleet_token), "%s", p->token);
@@ -179,7 +179,8 @@ static void confirm_reply(struct rr_coord *co, const struct fleet_reply *p)
 		snprintf(f_ttl, sizeof(f_ttl), "RERAND_FLEET_DOWN_TTL=%" PRId64, co->cfg.down_ttl);
 		coord_audit(co, RR_LOG_INFO, RR_MSGID_SLOT_DOWN, f_ttl, NULL,
 			    "fleet: slot %s kept across the reboot for up to %" PRId64
-			    " s (DownTTL=)", st->fleet_token, co->cfg.down_ttl);
+			    " s (DownTTL=)", coord_token_shown(st->fleet_token, tk, sizeof(tk)),
+			    co->cfg.down_ttl);
 	}
 	co->confirm_rc = p->rc;
 	co->last_keepalive_ms = coord_now_ms();
@@ -192,6 +193,7 @@ static void on_reply(struct rr_coord *co, const struct fleet_reply *p)
 {
 	enum coord_op op = co->busy;
 	struct rr_state *st = co->st;
+	char tk[FLEET_TOKEN_MAX];
 
 	/* the pipelined request, if any, is now the one in flight */
 	co->busy = co->next_op;
@@ -219,11 +221,17 @@ static void on_reply(struct rr_coord *co, const struct fleet_reply *p)
 			retry_later(co);
 			break;
 		}
-		if (p->rc == 1)
+		if (p->rc == 1) {
+			/* the resume gave the slot a new lease and fence: the old token
+			 * (which a clone may have copied) is dead, the new one on disk */
+			if (st && *p->token && strcmp(p->token, st->fleet_token)) {
+				snprintf(st->fleet_token, sizeof(st->fleet_token), "%s", p->token);
+				persist(co, st);
+			}
 			coord_audit(co, RR_LOG_NOTICE, RR_MSGID_SLOT_RESUMED, "RERAND_FLEET_RESULT=resumed",
 				    NULL, "fleet: took slot %s back after the reboot",
-				    st ? st->fleet_token : "");
-		else
+				    coord_token_shown(st ? st->fleet_token : "", tk, sizeof(tk)));
+		} else
 			coord_audit(co, RR_LOG_WARNING, RR_MSGID_SLOT_RESUMED, "RERAND_FLEET_RESULT=gone",
 				    NULL, "fleet: the slot from before the reboot is gone: %s", p->msg);
 		co->resume_pending = false;
@@ -370,16 +378,53 @@ static int install_id(const char *state_path, struct fleet_config *fc, char *err
 	return fleet_config_set(fc, "InstallID", buf, err, errlen);
 }
 
+static void no_install_id(struct rr_coord *co, const char *err)
+{
+	char msg[RR_ERR_MAX];
+
+	snprintf(msg, sizeof(msg), "no install id (%.300s), and the machine id alone names "
+		 "a clone too: no slot, no reboot (fail closed)", err);
+	if (strcmp(msg, co->open_error))
+		rr_log(RR_LOG_ERR, "fleet: %s", msg);
+	snprintf(co->open_error, sizeof(co->open_error), "%s", msg);
+	co->fstate = FLEET_ST_ERROR;
+	/* read again after RetryMax= (and at a reload) */
+	co->install_retry_ms = coord_now_ms() + co->cfg.retry_max_ms;
+}
+
+/* Read (or make) the install id again: 1 now known and the helper is being
+ * connected, 0 still not. */
+static int install_id_retry(struct rr_coord *co)
+{
+	struct fleet_config fc = co->cfg;
+	char err[RR_ERR_MAX];
+
+	if (!co->no_install_id)
+		return 1;
+	if (coord_now_ms() < co->install_retry_ms)
+		return 0;
+	if (install_id(co->state_path, &fc, err, sizeof(err)) < 0) {
+		no_install_id(co, err);
+		return 0;
+	}
+	co->cfg = fc;
+	co->no_install_id = false;
+	rr_log(RR_LOG_NOTICE, "fleet: this install's id is known now; connecting to the fleet "
+	       "helper");
+	snprintf(co->open_error, sizeof(co->open_error), "waiting for the fleet helper at %.400s",
+		 co->cfg.helper);
+	coord_link_connect(co);
+	return 1;
+}
+
 int coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *state_path)
 {
 	char err[RR_ERR_MAX];
 
 	snprintf(co->state_path, sizeof(co->state_path), "%s", state_path);
 	co->cfg = *fc;
-	if (install_id(state_path, &co->cfg, err, sizeof(err)) < 0)
-		/* the machine id alone: fencing off, said loudly, the fleet still works */
-		rr_log(RR_LOG_ERR, "fleet: no install id, the slot is named by the machine id "
-		       "alone: %s", err);
+	co->no_install_id = install_id(state_path, &co->cfg, err, sizeof(err)) < 0;
+	co->install_retry_ms = 0;
 	co->want = fc->backend != FLEET_BACKEND_NONE;
 	co->breaker_known = co->breaker_tripped = co->breaker_wanted = false;
 	co->breaker_text[0] = 0;
@@ -404,6 +449,12 @@ int coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *s
 		snprintf(co->open_error, sizeof(co->open_error), "sd-event: no event loop");
 		rr_log(RR_LOG_ERR, "fleet: %s; reboots stay off (fail closed)", co->open_error);
 		return -ENOMEM;
+	}
+	if (co->no_install_id) {
+		/* The machine id alone names a clone as well: fail closed, no helper,
+		 * no slot, no reboot, until the install id can be read or made. */
+		no_install_id(co, err);
+		return 0;
 	}
 	coord_link_connect(co);
 	return 0;
@@ -550,6 +601,8 @@ void coord_service(struct rr_coord *co, const struct rr_config *c, struct rr_sta
 	co->st = st;
 	if (!co->want)
 		return;
+	if (!install_id_retry(co))
+		return;
 	if (coord_breaker_backend(co) && co->opened && now - co->breaker_at_ms > BREAKER_POLL_MS)
 		co->breaker_wanted = true;
 	pump(co);
@@ -604,6 +657,10 @@ int coord_gate(struct rr_coord *co, const struct rr_config *c, struct rr_state *
 	if (!co->want)
 		return 1;
 	co->st = st;
+	if (!install_id_retry(co)) {
+		set_why(co, RR_LOG_ERR, "%s: not rebooting (fail closed)", co->open_error);
+		return 0;
+	}
 	if (co->release_pending) {
 		/* an acquire answered after an abort: the release gives it back */
 		co->gate_rc = COORD_PENDING;
@@ -742,8 +799,13 @@ void coord_reconfigure(struct rr_coord *co, const struct fleet_config *fc,
 	char err[RR_ERR_MAX];
 
 	/* compared, and reopened, with this install's id as coord_open sets it */
-	if (install_id(co->state_path, &nc, err, sizeof(err)) < 0)
-		rr_log(RR_LOG_ERR, "fleet: no install id: %s", err);
+	if (install_id(co->state_path, &nc, err, sizeof(err)) < 0 && !co->no_install_id) {
+		/* the id read at start names this install's slots still: kept, never
+		 * the machine id alone */
+		rr_log(RR_LOG_ERR, "fleet: cannot read this install's id again (%s); keeping the "
+		       "one read before", err);
+		snprintf(nc.install_id, sizeof(nc.install_id), "%s", co->cfg.install_id);
+	}
 	fc = &nc;
 	if (!memcmp(fc, &co->cfg, sizeof(*fc)))
 		return;
@@ -769,6 +831,8 @@ int64_t coord_next_ms(const struct rr_coord *co)
 {
 	int64_t t = 0;
 
+	if (co->want && co->no_install_id)
+		return co->install_retry_ms;
 	if (!co->want || !co->opened)
 		return 0;
 	if (co->next_try_ms)

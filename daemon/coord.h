@@ -45,6 +45,8 @@ struct rr_coord {
 	int64_t  busy_since_ms, reconnect_ms, connected_ms;
 	unsigned reconnects;
 	char     open_error[RR_ERR_MAX];   /* why the helper is not usable, "" = it is */
+	bool     no_install_id;        /* fleet-install-id unusable: no helper, fail closed */
+	int64_t  install_retry_ms;     /* when to read it again */
 
 	/* what the helper last said */
 	enum fleet_state fstate;
@@ -125,10 +127,14 @@ int  coord_release_host(struct rr_coord *co, const char *host, char *buf, size_t
  * answered once fleetd has cleared the breaker (or failed to); <0 and the
  * refusal in buf (the caller answers and closes fd). */
 int  coord_clear_breaker(struct rr_coord *co, int fd, char *buf, size_t len);
+/* A fleet token as the journal shows it: LEASE:SLOT, without the etcd fence
+ * (the secret half: with it, whoever reads the journal could take the slot
+ * over, as the host that persisted it). */
+const char *coord_token_shown(const char *tok, char *buf, size_t len);
 /* A fleet operation for the journal (audit_log): MESSAGE_ID= msgid, the fields
- * RERAND_FLEET_BACKEND, _GROUP, _HOLDER (this host's id), _SLOT (the token:
- * a lease number and a slot index, no address) and up to two more "NAME=value"
- * (NULL = none). */
+ * RERAND_FLEET_BACKEND, _GROUP, _HOLDER (this host's id), _SLOT (the token as
+ * coord_token_shown() gives it: a lease number and a slot index, no fence, no
+ * address) and up to two more "NAME=value" (NULL = none). */
 void coord_audit(const struct rr_coord *co, int prio, const char *msgid, const char *f1,
 		 const char *f2, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* confirm.c's verdict on the rerandomized boot: the slot goes back only after

@@ -25,12 +25,21 @@ static void persist(struct rr_coord *co, struct rr_state *st)
 		rr_log(RR_LOG_ERR, "%s", e.msg);
 }
 
+const char *coord_token_shown(const char *tok, char *buf, size_t len)
+{
+	const char *c = strchr(tok, ':');
+
+	c = c ? strchr(c + 1, ':') : NULL;
+	snprintf(buf, len, "%.*s", c ? (int)(c - tok) : (int)strlen(tok), tok);
+	return buf;
+}
+
 void coord_audit(const struct rr_coord *co, int prio, const char *msgid, const char *f1,
 		 const char *f2, const char *fmt, ...)
 {
 	const char *tok = co->st && *co->st->fleet_token ? co->st->fleet_token : co->token;
 	char msg[2048], f_be[64], f_grp[FLEET_GROUP_MAX + 32], f_id[FLEET_ID_MAX + 32],
-	     f_slot[FLEET_TOKEN_MAX + 32];
+	     f_slot[FLEET_TOKEN_MAX + 32], tk[FLEET_TOKEN_MAX];
 	const char *fields[6] = { f_be, f_grp, f_id, f_slot };
 	size_t n = 4;
 	va_list ap;
@@ -41,7 +50,7 @@ void coord_audit(const struct rr_coord *co, int prio, const char *msgid, const c
 	snprintf(f_be, sizeof(f_be), "RERAND_FLEET_BACKEND=%s", fleet_backend_name(co->cfg.backend));
 	snprintf(f_grp, sizeof(f_grp), "RERAND_FLEET_GROUP=%s", co->cfg.group);
 	snprintf(f_id, sizeof(f_id), "RERAND_FLEET_HOLDER=%s", co->id);
-	snprintf(f_slot, sizeof(f_slot), "RERAND_FLEET_SLOT=%s", tok);
+	snprintf(f_slot, sizeof(f_slot), "RERAND_FLEET_SLOT=%s", coord_token_shown(tok, tk, sizeof(tk)));
 	if (f1)
 		fields[n++] = f1;
 	if (f2)

@@ -110,13 +110,20 @@ int fleet_lock_body(const char *id, const char *group, char *buf, size_t len);
 /* FleetLock error body {"kind":..,"value":..}: 0 and both strings, or -EBADMSG. */
 int fleet_lock_parse_error(const char *body, char *kind, size_t klen, char *value,
 			   size_t vlen);
-/* etcd: the txn that takes slot key for id under lease when the key does not exist. */
-int fleet_etcd_acquire_body(const char *key, const char *id, int64_t lease, char *buf,
+/* etcd: a slot's value, "ID FENCE" ("ID" with fence ""): 0, or -ENOBUFS. */
+int fleet_etcd_value(const char *id, const char *fence, char *buf, size_t len);
+/* etcd: the txn that takes slot key with value under lease when the key does
+ * not exist. */
+int fleet_etcd_acquire_body(const char *key, const char *value, int64_t lease, char *buf,
 			    size_t len);
-/* etcd: move key (still id's, on lease from) to lease to. */
-int fleet_etcd_move_body(const char *key, const char *id, int64_t from, int64_t to, char *buf,
-			 size_t len);
-/* etcd: parse a range response into holders of prefix (slot number from the key suffix). */
+/* etcd: move key (still value, on lease from) to to_value on lease to. */
+int fleet_etcd_move_body(const char *key, const char *value, int64_t from, const char *to_value,
+			 int64_t to, char *buf, size_t len);
+/* etcd: delete key while it is still value (and, mod_rev != 0, unchanged). */
+int fleet_etcd_delete_body(const char *key, const char *value, int64_t mod_rev, char *buf,
+			   size_t len);
+/* etcd: parse a range response into holders of prefix (slot number from the key
+ * suffix; a value "ID FENCE" split into id and fence). */
 int fleet_etcd_parse_range(const char *body, const char *prefix, unsigned max_concurrent,
 			   struct fleet_status *st);
 

@@ -1,11 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The etcd v3 backend: a counting semaphore of K slot keys, each attached to the
- * holder's lease, spoken over etcd's JSON gateway with endpoint failover. */
+ * holder's lease, spoken over etcd's JSON gateway with endpoint failover.
+ *
+ * Fencing: a slot key's value is "HOLDER FENCE", the holder id and 128 random
+ * bits (32 hex digits) made for this acquisition.  The fleet token rerandd
+ * persists is "LEASE:SLOT:FENCE", and every write to a slot that is not a
+ * create (the move to another lease, the resume after a reboot, the delete at
+ * release) is a txn whose compare names the whole value: a host with the same
+ * holder id (a clone made after rerandd ran copies the machine id and the
+ * install id) but not the fence is refused by etcd itself.  A resume gives the
+ * slot a new fence (and lease), so of two clones made while one held a slot,
+ * only the first to resume gets it. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include <json-c/json.h>
 
@@ -14,10 +25,12 @@
 #include "fleetd.h"          /* rr_escape_str() */
 
 #define KEY_MAX (FLEET_GROUP_MAX + 64)
+#define VAL_MAX (FLEET_ID_MAX + FLEET_FENCE_MAX + 2)
 
 struct fleet_etcd {
 	int64_t  lease;          /* 0 = none */
 	int      slot;           /* -1 = none */
+	char     fence[FLEET_FENCE_MAX];  /* this acquisition's, "" = none */
 	int64_t  granted;        /* the lease's TTL as the last keepalive renewed it */
 	unsigned cur;            /* endpoint that answered last */
 };
@@ -33,6 +46,30 @@ static void *etcd_create(void)
 static void etcd_destroy(void *e)
 {
 	free(e);
+}
+
+/* The slot's value: "HOLDER FENCE" (the holder alone for a slot of an older
+ * rerand, which has no fence). */
+int fleet_etcd_value(const char *id, const char *fence, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s%s%s", id, *fence ? " " : "", fence);
+	return n < 0 || (size_t)n >= len ? -ENOBUFS : 0;
+}
+
+/* 128 bits from getrandom(): the acquisition's fence in hex. */
+static int new_fence(struct fleet_conn *c, char *out)
+{
+	uint8_t rnd[FLEET_FENCE_LEN / 2];
+
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		fleet_conn_error(c, "getrandom: %s: no fence for the slot, not taking it",
+				 strerror(errno));
+		return -EIO;
+	}
+	for (unsigned i = 0; i < sizeof(rnd); i++)
+		snprintf(out + 2 * i, 3, "%02x", rnd[i]);
+	explicit_bzero(rnd, sizeof(rnd));
+	return 0;
 }
 
 static void slot_prefix(const struct fleet_conn *c, char *buf, size_t len)
@@ -76,13 +113,13 @@ static int b64(const char *s, char *out, size_t len)
 	return fleet_b64_encode(s, strlen(s), out, len) < 0 ? -ENOBUFS : 0;
 }
 
-int fleet_etcd_acquire_body(const char *key, const char *id, int64_t lease, char *buf,
+int fleet_etcd_acquire_body(const char *key, const char *value, int64_t lease, char *buf,
 			    size_t len)
 {
-	char k[KEY_MAX * 2], v[FLEET_ID_MAX * 2];
+	char k[KEY_MAX * 2], v[VAL_MAX * 2];
 	int n;
 
-	if (b64(key, k, sizeof(k)) || b64(id, v, sizeof(v)))
+	if (b64(key, k, sizeof(k)) || b64(value, v, sizeof(v)))
 		return -ENOBUFS;
 	/* create_revision == 0 means "the key does not exist": only one acquirer can
 	 * create a given slot, so at most K holders exist however many race. */
@@ -94,13 +131,15 @@ int fleet_etcd_acquire_body(const char *key, const char *id, int64_t lease, char
 	return n < 0 || (size_t)n >= len ? -ENOBUFS : n;
 }
 
-/* Delete key only while it still says id (and, if mod_rev, is unchanged). */
-static int delete_body(const char *key, const char *id, int64_t mod_rev, char *buf, size_t len)
+/* Delete key only while its value is still value, holder and fence (and, if
+ * mod_rev, the key is unchanged). */
+int fleet_etcd_delete_body(const char *key, const char *value, int64_t mod_rev, char *buf,
+			   size_t len)
 {
-	char k[KEY_MAX * 2], v[FLEET_ID_MAX * 2], modcmp[KEY_MAX * 2 + 128] = "";
+	char k[KEY_MAX * 2], v[VAL_MAX * 2], modcmp[KEY_MAX * 2 + 128] = "";
 	int n;
 
-	if (b64(key, k, sizeof(k)) || b64(id, v, sizeof(v)))
+	if (b64(key, k, sizeof(k)) || b64(value, v, sizeof(v)))
 		return -ENOBUFS;
 	if (mod_rev)
 		snprintf(modcmp, sizeof(modcmp),
@@ -138,7 +177,7 @@ static int parse_range_obj(json_object *root, const char *prefix, unsigned k,
 	for (size_t i = 0; i < n; i++) {
 		json_object *kv = json_object_array_get_idx(kvs, i);
 		const char *k64 = j_str(kv, "key"), *v64 = j_str(kv, "value");
-		char key[KEY_MAX + 1], *end;
+		char key[KEY_MAX + 1], val[VAL_MAX], *end, *sp;
 		struct fleet_holder *h;
 		size_t kn, vn;
 		long slot;
@@ -155,11 +194,21 @@ static int parse_range_obj(json_object *root, const char *prefix, unsigned k,
 		memset(h, 0, sizeof(*h));
 		if (!v64)
 			v64 = "";
-		if (fleet_b64_decode(v64, h->id, sizeof(h->id) - 1, &vn))
+		if (fleet_b64_decode(v64, val, sizeof(val) - 1, &vn))
 			return -EBADMSG;
-		h->id[vn] = 0;
-		if (strlen(h->id) != vn)
+		val[vn] = 0;
+		if (strlen(val) != vn)
 			return -EBADMSG;
+		/* "HOLDER FENCE"; an older rerand's slot is the holder alone */
+		sp = strchr(val, ' ');
+		if (sp)
+			*sp++ = 0;
+		if (strlen(val) >= sizeof(h->id) || (sp && strlen(sp) >= sizeof(h->fence)))
+			return -EBADMSG;
+		memcpy(h->id, val, strlen(val) + 1);
+		if (sp)
+			memcpy(h->fence, sp, strlen(sp) + 1);
+		explicit_bzero(val, sizeof(val));
 		h->slot = (int)slot;
 		h->lease = j_i64(kv, "lease");
 		h->mod_revision = j_i64(kv, "mod_revision");
@@ -445,16 +494,34 @@ static void forget(struct fleet_etcd *e)
 {
 	e->lease = 0;
 	e->slot = -1;
+	explicit_bzero(e->fence, sizeof(e->fence));
 }
 
+/* The slot's whole value as this acquisition wrote it. */
+static int our_value(struct fleet_conn *c, const struct fleet_etcd *e, char *buf, size_t len)
+{
+	return fleet_etcd_value(c->id, e->fence, buf, len);
+}
+
+static bool holder_is_ours(struct fleet_conn *c, const struct fleet_etcd *e,
+			   const struct fleet_holder *h)
+{
+	return h->lease == e->lease && h->slot == e->slot && !strcmp(h->id, c->id) &&
+	       *e->fence && !strcmp(h->fence, e->fence);
+}
+
+/* e->lease is always a lease this process granted (acquire, or the move that
+ * a resume makes): revoking it never frees another host's slot. */
 static int etcd_refresh(struct fleet_conn *c, struct fleet_etcd *e)
 {
 	struct fleet_status st;
 	int64_t ttl;
 	int r;
 
-	if (!e->lease)
+	if (!e->lease) {
+		fleet_conn_error(c, "etcd: this host holds no slot");
 		return 0;
+	}
 	r = lease_keepalive(c, e, e->lease, &ttl);
 	if (r < 0)
 		return r;
@@ -471,13 +538,12 @@ static int etcd_refresh(struct fleet_conn *c, struct fleet_etcd *e)
 	for (unsigned i = 0; i < st.nr_holders; i++) {
 		if (st.holders[i].lease != e->lease)
 			continue;
-		if (st.holders[i].slot == e->slot && !strcmp(st.holders[i].id, c->id))
+		if (holder_is_ours(c, e, &st.holders[i]))
 			return 1;
-		/* the lease holds another install's slot (a clone with a copy of our
-		 * state): not ours to revoke */
-		fleet_conn_error(c, "etcd: slot %d is held by %s under lease %" PRIx64 ", not by "
-				 "this install (%s)", st.holders[i].slot, st.holders[i].id,
-				 (uint64_t)e->lease, c->id);
+		/* our lease under a value that is not ours: never revoked by us */
+		fleet_conn_error(c, "etcd: slot %d under lease %" PRIx64 " is held by %s under "
+				 "another acquisition, not by this one", st.holders[i].slot,
+				 (uint64_t)e->lease, st.holders[i].id);
 		forget(e);
 		return 0;
 	}
@@ -490,7 +556,7 @@ static int etcd_refresh(struct fleet_conn *c, struct fleet_etcd *e)
 static int etcd_acquire(struct fleet_conn *c, struct fleet_etcd *e)
 {
 	const struct fleet_config *cfg = c->cfg;
-	char prefix[KEY_MAX], key[KEY_MAX + 16], body[2048];
+	char prefix[KEY_MAX], key[KEY_MAX + 16], body[2048], val[VAL_MAX], fence[FLEET_FENCE_MAX];
 	bool used[FLEET_MAX_SLOTS] = { false };
 	struct fleet_status st;
 	int64_t lease;
@@ -502,15 +568,27 @@ static int etcd_acquire(struct fleet_conn *c, struct fleet_etcd *e)
 	r = range(c, e, &st);
 	if (r < 0)
 		return r;
-	/* recursive: a slot already ours (this boot, or a lease that survived the
-	 * reboot) is kept, not doubled.  Ours means this install's full id: a slot
-	 * with our machine id and another install id is another host's. */
+	/* recursive: the slot this process took (or resumed) and still holds is
+	 * kept, not doubled.  A slot with this host's own id and another fence is
+	 * another acquisition: a host cloned after rerandd ran here (the same
+	 * machine id and install id), or one of ours whose token was never written
+	 * down (it runs out after LockTTL=).  Never adopted. */
 	for (unsigned i = 0; i < st.nr_holders; i++) {
 		if (strcmp(st.holders[i].id, c->id))
 			continue;
-		e->lease = st.holders[i].lease;
-		e->slot = st.holders[i].slot;
-		return etcd_refresh(c, e);
+		if (e->lease && holder_is_ours(c, e, &st.holders[i]))
+			return etcd_refresh(c, e);
+		fleet_conn_error(c, "etcd: slot %d of group %s is held by %s, this host's own id, "
+				 "under an acquisition this host does not hold (%s): not adopted, "
+				 "and no slot taken while it is held. A host cloned after rerandd "
+				 "ran shares its machine id and install id: on the clone, rm "
+				 "/etc/machine-id /var/lib/rerand/fleet-install-id, run "
+				 "systemd-machine-id-setup and restart rerandd. A slot of this host "
+				 "whose token was lost runs out after LockTTL=",
+				 st.holders[i].slot, cfg->group, c->id,
+				 *st.holders[i].fence ? "another fence" :
+				 "no fence: taken by an older rerand");
+		return -EEXIST;
 	}
 	for (unsigned i = 0; i < st.nr_holders; i++) {
 		const char *h = st.holders[i].id;
@@ -532,6 +610,14 @@ static int etcd_acquire(struct fleet_conn *c, struct fleet_etcd *e)
 	for (unsigned i = 0; i < st.nr_holders; i++)
 		if (st.holders[i].slot < FLEET_MAX_SLOTS)
 			used[st.holders[i].slot] = true;
+	r = new_fence(c, fence);
+	if (r < 0)
+		return r;
+	r = fleet_etcd_value(c->id, fence, val, sizeof(val));
+	if (r < 0) {
+		fleet_conn_error(c, "etcd: the identity %s is too long for a slot", c->id);
+		return r;
+	}
 	r = lease_grant(c, e, cfg->lock_ttl, &lease);
 	if (r < 0)
 		return r;
@@ -540,19 +626,22 @@ static int etcd_acquire(struct fleet_conn *c, struct fleet_etcd *e)
 		if (used[s])
 			continue;
 		snprintf(key, sizeof(key), "%s%u", prefix, s);
-		r = fleet_etcd_acquire_body(key, c->id, lease, body, sizeof(body));
+		r = fleet_etcd_acquire_body(key, val, lease, body, sizeof(body));
 		if (r < 0)
 			break;
 		r = txn(c, e, body);
 		if (r == 1) {
 			e->lease = lease;
 			e->slot = (int)s;
+			memcpy(e->fence, fence, sizeof(e->fence));
+			explicit_bzero(fence, sizeof(fence));
 			return 1;
 		}
 		if (r < 0)
 			break;
 		/* someone took it between our read and our txn: try the next one */
 	}
+	explicit_bzero(fence, sizeof(fence));
 	lease_revoke(c, e, lease);
 	if (r == 0)
 		fleet_conn_error(c, "etcd: group %s: lost the race for every free slot",
@@ -560,49 +649,68 @@ static int etcd_acquire(struct fleet_conn *c, struct fleet_etcd *e)
 	return r < 0 ? r : 0;
 }
 
-int fleet_etcd_move_body(const char *key, const char *id, int64_t from, int64_t to, char *buf,
-			 size_t len)
+int fleet_etcd_move_body(const char *key, const char *value, int64_t from, const char *to_value,
+			 int64_t to, char *buf, size_t len)
 {
-	char k[KEY_MAX * 2], v[FLEET_ID_MAX * 2];
+	char k[KEY_MAX * 2], v[VAL_MAX * 2], nv[VAL_MAX * 2];
 	int n;
 
-	if (b64(key, k, sizeof(k)) || b64(id, v, sizeof(v)))
+	if (b64(key, k, sizeof(k)) || b64(value, v, sizeof(v)) || b64(to_value, nv, sizeof(nv)))
 		return -ENOBUFS;
-	/* only the key that is still ours on the lease we hold: a slot that expired and
-	 * was taken by someone else in between is never overwritten */
+	/* only the key that is still this acquisition's (its whole value, the
+	 * fence with it) on the lease it was on: a slot that expired and was taken
+	 * by someone else in between, or a clone's, is never overwritten */
 	n = snprintf(buf, len,
 		"{\"compare\":[{\"key\":\"%s\",\"target\":\"VALUE\",\"result\":\"EQUAL\",\"value\":\"%s\"},"
 		"{\"key\":\"%s\",\"target\":\"LEASE\",\"result\":\"EQUAL\",\"lease\":\"%" PRId64 "\"}],"
 		"\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%" PRId64 "\"}}]}",
-		k, v, k, from, k, v, to);
+		k, v, k, from, k, nv, to);
 	return n < 0 || (size_t)n >= len ? -ENOBUFS : n;
 }
 
-/* Move our slot key to a new lease of ttl seconds and revoke the old one.  1 moved,
- * 0 the slot is not ours any more (forgotten), <0 not known: the old lease is kept
- * as it was and the new one revoked, so a failure never leaves a second lease on
- * the slot that outlives what the caller believes. */
-static int move_lease(struct fleet_conn *c, struct fleet_etcd *e, int64_t ttl)
+/* Move our slot key to a new lease of ttl seconds (and, with refence, a new
+ * fence) and revoke the old lease.  1 moved, 0 etcd refused: the slot does
+ * not carry the value e names (forgotten; the old lease is not revoked, as it
+ * may be another host's: a token from a resume is not proven ours until this
+ * txn succeeds), <0 not known: the old lease is kept as it was and the new
+ * one revoked, so a failure never leaves a second lease on the slot that
+ * outlives what the caller believes. */
+static int move_lease(struct fleet_conn *c, struct fleet_etcd *e, int64_t ttl, bool refence)
 {
-	char prefix[KEY_MAX], key[KEY_MAX + 16], body[2048];
+	char prefix[KEY_MAX], key[KEY_MAX + 16], body[2048], old[VAL_MAX], val[VAL_MAX];
+	char fence[FLEET_FENCE_MAX];
 	int64_t nl;
 	int r;
 
+	memcpy(fence, e->fence, sizeof(fence));
+	if (refence && (r = new_fence(c, fence)) < 0)
+		return r;
+	if (our_value(c, e, old, sizeof(old)) < 0 ||
+	    fleet_etcd_value(c->id, fence, val, sizeof(val)) < 0) {
+		fleet_conn_error(c, "etcd: the identity %s is too long for a slot", c->id);
+		return -ENOBUFS;
+	}
 	r = lease_grant(c, e, ttl, &nl);
 	if (r < 0)
 		return r;
 	slot_prefix(c, prefix, sizeof(prefix));
 	snprintf(key, sizeof(key), "%s%d", prefix, e->slot);
-	r = fleet_etcd_move_body(key, c->id, e->lease, nl, body, sizeof(body));
+	r = fleet_etcd_move_body(key, old, e->lease, val, nl, body, sizeof(body));
 	if (r >= 0)
 		r = txn(c, e, body);
+	explicit_bzero(body, sizeof(body));
+	explicit_bzero(old, sizeof(old));
+	explicit_bzero(val, sizeof(val));
 	if (r != 1) {
+		explicit_bzero(fence, sizeof(fence));
 		/* an unknown outcome (r < 0) may have moved the key: revoking the new
 		 * lease deletes it then, which frees the slot rather than stretch it */
 		lease_revoke(c, e, nl);
 		if (r == 0) {
-			fleet_conn_error(c, "etcd: slot %d is no longer ours", e->slot);
-			lease_revoke(c, e, e->lease);
+			fleet_conn_error(c, "etcd: slot %d under lease %" PRIx64 " does not carry "
+					 "this host's fence (etcd refused the txn): taken by another "
+					 "host with this identity, freed, or run out", e->slot,
+					 (uint64_t)e->lease);
 			forget(e);
 		}
 		return r;
@@ -611,6 +719,8 @@ static int move_lease(struct fleet_conn *c, struct fleet_etcd *e, int64_t ttl)
 	 * expires by itself */
 	lease_revoke(c, e, e->lease);
 	e->lease = nl;
+	memcpy(e->fence, fence, sizeof(e->fence));
+	explicit_bzero(fence, sizeof(fence));
 	return 1;
 }
 
@@ -633,28 +743,33 @@ static int etcd_down(struct fleet_conn *c, struct fleet_etcd *e)
 #endif
 	if (c->cfg->down_ttl <= c->cfg->lock_ttl)
 		return 1;
-	return move_lease(c, e, c->cfg->down_ttl);
+	return move_lease(c, e, c->cfg->down_ttl, false);
 }
 
+/* The slot this acquisition holds, deleted in a txn that compares its whole
+ * value: a holder id alone (which a clone shares) deletes nothing.  A slot
+ * this process does not hold (a start-up release after a crash that lost the
+ * token, a slot taken by an older rerand) is left to run out. */
 static int etcd_release(struct fleet_conn *c, struct fleet_etcd *e)
 {
-	struct fleet_status st;
-	char prefix[KEY_MAX], key[KEY_MAX + 16], body[2048];
+	char prefix[KEY_MAX], key[KEY_MAX + 16], body[2048], val[VAL_MAX];
 	int r;
 
-	r = range(c, e, &st);
-	if (r < 0)
-		return r;
-	slot_prefix(c, prefix, sizeof(prefix));
-	for (unsigned i = 0; i < st.nr_holders; i++) {
-		if (strcmp(st.holders[i].id, c->id))
-			continue;
-		snprintf(key, sizeof(key), "%s%d", prefix, st.holders[i].slot);
-		r = delete_body(key, c->id, 0, body, sizeof(body));
+	if (e->lease && e->slot >= 0 && *e->fence) {
+		slot_prefix(c, prefix, sizeof(prefix));
+		snprintf(key, sizeof(key), "%s%d", prefix, e->slot);
+		r = our_value(c, e, val, sizeof(val));
+		if (r >= 0)
+			r = fleet_etcd_delete_body(key, val, 0, body, sizeof(body));
+		explicit_bzero(val, sizeof(val));
 		if (r >= 0)
 			r = txn(c, e, body);
+		explicit_bzero(body, sizeof(body));
 		if (r < 0)
 			return r;
+		if (r == 0)
+			fleet_conn_error(c, "etcd: slot %d no longer carries this host's fence (etcd "
+					 "refused the delete): not ours to free", e->slot);
 	}
 	if (e->lease) {
 		r = lease_revoke(c, e, e->lease);
@@ -674,35 +789,52 @@ static int etcd_token(const struct fleet_etcd *e, char *buf, size_t len)
 			buf[0] = 0;
 		return 0;
 	}
-	n = snprintf(buf, len, "%" PRIx64 ":%d", (uint64_t)e->lease, e->slot);
+	n = snprintf(buf, len, "%" PRIx64 ":%d:%s", (uint64_t)e->lease, e->slot, e->fence);
 	return n < 0 || (size_t)n >= len ? -ENOBUFS : 0;
 }
 
+/* After the reboot (or a restart of this helper): the slot is taken back only
+ * through the token this host persisted, LEASE:SLOT:FENCE, in one txn that
+ * compares the whole value and the lease and moves the slot to a new lease of
+ * LockTTL= and a new fence.  Nothing is asked of etcd before that txn (not
+ * even a keepalive of the token's lease, which a token copied by a clone
+ * would name).  A token of an older rerand (LEASE:SLOT) carries no fence: not
+ * adopted, as a clone may hold the same; that slot runs out with its lease. */
 static int etcd_resume(struct fleet_conn *c, struct fleet_etcd *e, const char *token)
 {
 	unsigned long long lease;
-	int slot, used = 0, r;
+	int slot, used = 0, fl = 0;
+	char fence[FLEET_FENCE_MAX];
 
 	forget(e);
 	if (!token || !*token)
 		return 0;
-	if (sscanf(token, "%llx:%d%n", &lease, &slot, &used) != 2 || token[used] || !lease ||
-	    slot < 0 || slot >= FLEET_MAX_SLOTS) {
-		fleet_conn_error(c, "fleet token \"%s\" is malformed", token);
+	if (sscanf(token, "%llx:%d%n", &lease, &slot, &used) == 2 && !token[used] && lease) {
+		fleet_conn_error(c, "fleet token %llx:%d is an older rerand's (no fence): the slot "
+				 "is not taken back, since a host cloned from this one could hold "
+				 "the same token; it runs out with its lease (DownTTL=, LockTTL=)",
+				 lease, slot);
 		return 0;
 	}
+	used = 0;
+	if (sscanf(token, "%llx:%d:%n", &lease, &slot, &used) != 2 || !used || !lease ||
+	    slot < 0 || slot >= FLEET_MAX_SLOTS ||
+	    (fl = (int)strspn(token + used, "0123456789abcdef")) != FLEET_FENCE_LEN ||
+	    token[used + fl]) {
+		fleet_conn_error(c, "fleet token \"%.40s\" is malformed (want LEASE:SLOT:FENCE, "
+				 "FENCE %d hex digits)", token, FLEET_FENCE_LEN);
+		return 0;
+	}
+	memcpy(fence, token + used, (size_t)fl);
+	fence[fl] = 0;
 	e->lease = (int64_t)lease;
 	e->slot = slot;
-	r = etcd_refresh(c, e);
-	/* a restart in the same boot resumes a lease of LockTTL= already */
-	if (r != 1 || e->granted <= c->cfg->lock_ttl)
-		return r;
+	memcpy(e->fence, fence, sizeof(e->fence));
+	explicit_bzero(fence, sizeof(fence));
 	/* Up again: back to a lease of LockTTL=, so a host that dies during its
-	 * post-boot checks frees its slot after LockTTL=, not DownTTL=.  If the move
-	 * fails the slot stays on the down lease, still ours, kept alive the same. */
-	if (move_lease(c, e, c->cfg->lock_ttl) == 0)
-		return 0;
-	return 1;
+	 * post-boot checks frees its slot after LockTTL=, not DownTTL=; with a new
+	 * fence, so a clone that copied this token can no longer use it. */
+	return move_lease(c, e, c->cfg->lock_ttl, true);
 }
 
 static int etcd_status(struct fleet_conn *c, struct fleet_etcd *e, struct fleet_status *st)
@@ -711,16 +843,19 @@ static int etcd_status(struct fleet_conn *c, struct fleet_etcd *e, struct fleet_
 
 	if (r < 0)
 		return r;
-	for (unsigned i = 0; i < st->nr_holders; i++)
+	for (unsigned i = 0; i < st->nr_holders; i++) {
+		/* the fences stay here: a listing is no way to learn one */
+		explicit_bzero(st->holders[i].fence, sizeof(st->holders[i].fence));
 		if (st->holders[i].lease)
 			st->holders[i].ttl = lease_ttl(c, e, st->holders[i].lease);
+	}
 	return 0;
 }
 
 static int etcd_release_host(struct fleet_conn *c, struct fleet_etcd *e, const char *host)
 {
 	struct fleet_status st;
-	char prefix[KEY_MAX], key[KEY_MAX + 16], body[2048];
+	char prefix[KEY_MAX], key[KEY_MAX + 16], body[2048], val[VAL_MAX];
 	int r, freed = 0;
 
 	r = range(c, e, &st);
@@ -735,13 +870,19 @@ static int etcd_release_host(struct fleet_conn *c, struct fleet_etcd *e, const c
 			continue;
 		snprintf(key, sizeof(key), "%s%d", prefix, st.holders[i].slot);
 		/* only the exact key we saw: never a slot re-taken since by someone else */
-		r = delete_body(key, h, st.holders[i].mod_revision, body, sizeof(body));
+		r = fleet_etcd_value(h, st.holders[i].fence, val, sizeof(val));
+		if (r >= 0)
+			r = fleet_etcd_delete_body(key, val, st.holders[i].mod_revision, body,
+						   sizeof(body));
 		if (r >= 0)
 			r = txn(c, e, body);
 		if (r < 0)
 			return r;
 		freed += r;
 	}
+	explicit_bzero(&st, sizeof(st));
+	explicit_bzero(val, sizeof(val));
+	explicit_bzero(body, sizeof(body));
 	return freed;
 }
 

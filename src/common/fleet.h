@@ -17,6 +17,10 @@
 #define FLEET_ID_MAX        128
 #define FLEET_GROUP_MAX     64
 #define FLEET_TOKEN_MAX     64
+/* etcd: the random fence of one acquisition, in the slot's value and in the
+ * fleet token (LEASE:SLOT:FENCE); 32 hex digits written, up to 64 read. */
+#define FLEET_FENCE_LEN     32
+#define FLEET_FENCE_MAX     65
 #define FLEET_MSG_MAX       512
 #define FLEET_DEFAULT_MACHINE_ID "/etc/machine-id"
 #define FLEET_DEFAULT_HELPER     "/run/rerand-fleetd/socket"
@@ -125,6 +129,8 @@ struct fleet_holder {
 	int64_t lease;          /* etcd lease id, 0 = none */
 	int64_t ttl;            /* seconds left on the lease, -1 unknown */
 	int64_t mod_revision;   /* etcd: for compare-and-delete */
+	char    fence[FLEET_FENCE_MAX]; /* etcd: the acquisition's fence, "" = none;
+	                         * rerand-fleetd's own, never sent to rerandd */
 };
 
 struct fleet_status {

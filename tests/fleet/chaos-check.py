@@ -43,7 +43,9 @@ def read_obs(path):
     for line in open(path):
         p = line.split(None, 5)
         if len(p) >= 5 and p[0].isdigit() and p[1].isdigit() and p[3] in ("PUT", "DELETE"):
-            out.append((int(p[0]), int(p[1]), int(p[2]), p[3], p[4], p[5].strip() if len(p) > 5 else "-"))
+            # a slot's value is "HOLDER FENCE": the holder is what names a host
+            out.append((int(p[0]), int(p[1]), int(p[2]), p[3], p[4],
+                        p[5].split()[0] if len(p) > 5 and p[5].split() else "-"))
     return out
 
 

@@ -114,7 +114,9 @@ static void usage(void)
 		"usage: fleet-sim -c CONFIG [-i ID] [-s STATEDIR] [-l LOG] [-d DRAIN_MS] [-v VERIFY_MS]\n"
 		"                 [-t DEADLINE_S] CMD\n"
 		"CMD: boot | acquire | release | refresh TOKEN | status [--json] | release-host HOST |\n"
-		"     metrics | identity\n");
+		"     metrics | identity | ops OP...\n"
+		"OP (one process, in order; one line each, \"OP RESULT TOKEN|ERROR\"): acquire |\n"
+		"     refresh | down | release | resume:TOKEN | wait:PATH (up to 60 s) | touch:PATH\n");
 	exit(2);
 }
 
@@ -205,6 +207,52 @@ static int sim_boot(struct fleet *f, const struct fleet_config *c, const char *d
 		ev("REBOOT", "token=%s", token);
 		return 100;
 	}
+}
+
+/* ops: a sequence of fleet calls in one process, as rerand-fleetd makes them
+ * for rerandd, so a test can hold a slot in one "host" while another acts. */
+static int sim_ops(struct fleet *f, char **ops, int n)
+{
+	char tok[FLEET_TOKEN_MAX];
+
+	for (int i = 0; i < n; i++) {
+		const char *op = ops[i], *arg = strchr(op, ':');
+		int r;
+
+		if (!strncmp(op, "wait:", 5)) {
+			for (int t = 0; t < 600 && access(arg + 1, F_OK); t++)
+				sleep_ms(100);
+			printf("wait %s\n", access(arg + 1, F_OK) ? "timed-out" : "done");
+			fflush(stdout);
+			continue;
+		}
+		if (!strncmp(op, "touch:", 6)) {
+			int fd = open(arg + 1, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+			if (fd >= 0)
+				close(fd);
+			printf("touch %s\n", fd >= 0 ? "done" : "failed");
+			fflush(stdout);
+			continue;
+		}
+		if (!strcmp(op, "acquire"))
+			r = fleet_acquire(f);
+		else if (!strcmp(op, "refresh"))
+			r = fleet_refresh(f);
+		else if (!strcmp(op, "down"))
+			r = fleet_down(f);
+		else if (!strcmp(op, "release"))
+			r = fleet_release(f) < 0 ? -1 : 0;
+		else if (!strncmp(op, "resume:", 7))
+			r = fleet_resume(f, arg + 1);
+		else
+			usage();
+		fleet_token(f, tok, sizeof(tok));
+		printf("%.*s %s %s\n", (int)(arg ? arg - op : (long)strlen(op)), op,
+		       r == 1 ? "held" : r == 0 && !strcmp(op, "release") ? "released" :
+		       r == 0 ? "lost" : "error", r == 1 ? tok : fleet_last_error(f));
+		fflush(stdout);
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -298,6 +346,8 @@ int main(int argc, char **argv)
 		fputs(buf, stdout);
 		if (r == 1)
 			fleet_release(f);
+	} else if (!strcmp(cmd, "ops") && optind + 1 < argc) {
+		rc = sim_ops(f, argv + optind + 1, argc - optind - 1);
 	} else if (!strcmp(cmd, "identity")) {
 		printf("%s\n", fleet_identity(f));
 	} else {

@@ -84,3 +84,42 @@ etcd_keys() { # ENDPOINTS PREFIX: how many keys under the prefix; fails if etcd 
 		--keys-only 2>/dev/null) || return 1
 	grep -c . <<<"$out"
 }
+
+# fleet_one_host DIR MACHINE_ID GROUP ENDPOINT [LINE...]: one real rerandd's
+# directory and configuration (test-fleet-latency.sh, test-fleet-fence.sh):
+# procfs fixtures, the reboot only recorded (a line in DIR/reboot-called), and
+# a [Fleet] section for etcd group GROUP on ENDPOINT with short retries, the
+# LINEs added to it.  Expects $tmp, $KERNEL and $SD (rerandd_randomized_sd).
+fleet_one_host() {
+	local hd=$1 mid=$2 group=$3 ep=$4
+	shift 4
+	rerandd_dirs "$hd"
+	rerandd_procfs_fixtures "$hd" "console=ttyS0 quiet"
+	echo "$mid" >"$hd/machine-id"
+	printf '#!/bin/sh\necho "$(date +%%s%%3N) REBOOT" >>"$1/reboot-called"\nexit 0\n' >"$tmp/reboot"
+	chmod +x "$tmp/reboot"
+	rerandd_conf "$hd" /bin/true "$SD" <<EOF
+
+[Stage]
+Kernel=$KERNEL
+Initrd=none
+CommandLine=console=ttyS0 quiet
+RestageInterval=1h
+
+$(rerandd_policy MaxLayoutAge=1h MinRebootInterval=0)
+
+$(rerandd_reboot_by "$tmp/reboot $hd")
+
+[Fleet]
+Backend=etcd
+Group=$group
+Endpoints=$ep
+MaxConcurrent=1
+LockTTL=60
+Timeout=4
+RetryBase=200ms
+RetryMax=1000ms
+MachineIDFile=$hd/machine-id
+$(printf '%s\n' "$@")
+EOF
+}

@@ -225,7 +225,9 @@ holding() { # the hosts whose machine id a slot key of group $1 names now
 	v=$(etcdctl --endpoints="$EP" --dial-timeout=1s --command-timeout=2s get --prefix \
 		"/rerand/fleet/$1/slot/" --print-value-only 2>/dev/null) || return 1
 	for id in "${@:2}"; do
-		grep -qxF "$(holder "$id")" <<<"$v" && [ ! -e "$tmp/h/$id/reboot-requested" ] && echo "$id"
+		# a slot's value is the holder, a space and the acquisition's fence
+		cut -d' ' -f1 <<<"$v" | grep -qxF "$(holder "$id")" &&
+			[ ! -e "$tmp/h/$id/reboot-requested" ] && echo "$id"
 	done
 }
 host_idle() { # no reboot pending, no slot on disk

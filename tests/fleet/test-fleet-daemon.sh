@@ -96,8 +96,9 @@ if grep -qx 'Backend=etcd' "\$1/rerand.conf"; then
 	if v=\$(ETCDCTL_API=3 etcdctl --endpoints="\$eps" --dial-timeout=2s --command-timeout=8s \\
 		get --prefix "/rerand/fleet/\$grp/slot/" --print-value-only 2>/dev/null); then
 		held=no
-		# the holder is MACHINEID~INSTALLID (rerandd made the install id)
-		printf '%s\\n' "\$v" | grep -qxF "\$(cat "\$1/machine-id")~\$(cat "\$1/state/fleet-install-id")" && held=yes
+		# the holder is MACHINEID~INSTALLID (rerandd made the install id),
+		# then the acquisition's fence
+		printf '%s\\n' "\$v" | cut -d' ' -f1 | grep -qxF "\$(cat "\$1/machine-id")~\$(cat "\$1/state/fleet-install-id")" && held=yes
 	else
 		held=unknown
 	fi
@@ -289,7 +290,7 @@ wait_for 10 test -s "$tmp/obs-d.log"
 host_run k9 2>/dev/null & bg_pids+=($!)
 wait_for 20 test -e "$tmp/h/k9/in-hook"
 check "D: the drain runs while the slot is held (state has fleet_held=1 and the token)" \
-	eval 'grep -qx fleet_held=1 "$tmp/h/k9/state/state" && grep -qE "^fleet_token=[0-9a-f]+:0$" "$tmp/h/k9/state/state" &&
+	eval 'grep -qx fleet_held=1 "$tmp/h/k9/state/state" && grep -qE "^fleet_token=[0-9a-f]+:0:[0-9a-f]{32}$" "$tmp/h/k9/state/state" &&
 	      [ "$(etcd_keys "$E" /rerand/fleet/drain/)" -eq 1 ]'
 kill -KILL "$(cat "$tmp/h/k9/pid")"; tk9=$(now_ms)
 rm -f "$tmp/h/k9/slow"
@@ -299,16 +300,17 @@ wait_for 40 host_done k9
 check "D: after kill -9 and a restart it gave the slot back, retook it and completed ($(( $(now_ms) - tk9 )) ms, TTL 60 s)" \
 	eval 'host_done k9 && [ $(( $(now_ms) - tk9 )) -lt 30000 ]'
 check "D: the kill -9 left a state file that parses (no .corrupt)" eval '[ ! -e "$tmp/h/k9/state/state.corrupt" ]'
-# PUT (first boot), DELETE (start-up release after the kill), PUT (retaken), PUT (the
-# confirm moves it to the DownTTL= lease), PUT (back on a LockTTL= lease after the
+# PUT (first boot), PUT (the persisted token resumed after the kill: a new lease
+# and fence), DELETE (start-up release), PUT (retaken), PUT (the confirm moves it
+# to the DownTTL= lease), PUT (back on a LockTTL= lease, a new fence, after the
 # boot), DELETE (released after the reboot)
 dseq() { awk '$4 == "PUT" || $4 == "DELETE" { printf "%s ", $4 }' "$tmp/obs-d.log"; }
-# the observer's watch lags a little under load: stop it once it saw six changes (or 10 s)
-wait_for 10 eval '[ "$(dseq | wc -w)" -ge 6 ]'
+# the observer's watch lags a little under load: stop it once it saw seven changes (or 10 s)
+wait_for 10 eval '[ "$(dseq | wc -w)" -ge 7 ]'
 kill "$obs_d" 2>/dev/null
 dseq=$(dseq)
 check "D: the restarted daemon gave the old slot back at start-up before taking one again ($dseq)" \
-	test "$dseq" = "PUT DELETE PUT PUT PUT DELETE "
+	test "$dseq" = "PUT PUT DELETE PUT PUT PUT DELETE "
 hosts_stop k9
 
 # ---- R: etcd down across a host's reboot; its health check fails after it --------------

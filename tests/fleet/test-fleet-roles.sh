@@ -266,6 +266,10 @@ for want, what in zip(sys.argv[2:], ["taken", "down", "resumed", "released"]):
         sys.exit("%s: %r" % (what, e))
     if what != "released" and not e.get("RERAND_FLEET_SLOT"):
         sys.exit("%s: no RERAND_FLEET_SLOT: %r" % (what, e))
+    # LEASEHEX:SLOT: the token's fence (its third part) stays out of the journal
+    if any(str(v).count(":") > 1 and len(str(v).split(":")[-1]) == 32 for k, v in e.items()
+           if k in ("RERAND_FLEET_SLOT", "MESSAGE")):
+        sys.exit("%s: the fence is in the journal: %r" % (what, e))
     print("# %s: %s | %s" % (what, e["MESSAGE"], e.get("RERAND_FLEET_SLOT")))
 if [e.get("RERAND_FLEET_RESULT") for e in es if e.get("MESSAGE_ID") == sys.argv[4]] != ["resumed"]:
     sys.exit("resumed: RERAND_FLEET_RESULT")

@@ -182,22 +182,41 @@ static void test_etcd_json(void)
 	T_OK(!json_object_object_get_ex(o, "failure", &f), "etcd: a lost race changes nothing (no failure ops)");
 	json_object_put(o);
 
-	T_OK(fleet_etcd_move_body("/rerand/fleet/web/slot/1", "host-7", 11, 22, buf, sizeof(buf)) > 0 &&
-	     (o = json_tokener_parse(buf)) != NULL, "etcd: the down-lease move txn is JSON");
+	T_OK(fleet_etcd_value("host-7", "00112233445566778899aabbccddeeff", key, sizeof(key)) == 0 &&
+	     !strcmp(key, "host-7 00112233445566778899aabbccddeeff") &&
+	     fleet_etcd_value("host-7", "", key, sizeof(key)) == 0 && !strcmp(key, "host-7") &&
+	     fleet_etcd_value("host-7", "00112233445566778899aabbccddeeff", key, 20) == -ENOBUFS,
+	     "etcd: a slot's value is \"ID FENCE\" (\"ID\" without a fence), too long refused");
+	T_OK(fleet_etcd_move_body("/rerand/fleet/web/slot/1", "host-7 00112233445566778899aabbccddeeff", 11,
+				  "host-7 ffeeddccbbaa99887766554433221100", 22, buf, sizeof(buf)) > 0 &&
+	     (o = json_tokener_parse(buf)) != NULL, "etcd: the lease move txn is JSON");
 	T_OK(!strcmp(jpath_str(o, "compare", 0, "target", NULL) ?: "", "VALUE") &&
-	     !strcmp(jpath_str(o, "compare", 0, "value", NULL) ?: "", "aG9zdC03") &&
+	     !strcmp(jpath_str(o, "compare", 0, "value", NULL) ?: "",
+		     "aG9zdC03IDAwMTEyMjMzNDQ1NTY2Nzc4ODk5YWFiYmNjZGRlZWZm") &&
 	     !strcmp(jpath_str(o, "compare", 1, "target", NULL) ?: "", "LEASE") &&
 	     !strcmp(jpath_str(o, "compare", 1, "lease", NULL) ?: "", "11") &&
 	     !strcmp(jpath_str(o, "success", 0, "request_put", "lease") ?: "", "22") &&
+	     !strcmp(jpath_str(o, "success", 0, "request_put", "value") ?: "",
+		     "aG9zdC03IGZmZWVkZGNjYmJhYTk5ODg3NzY2NTU0NDMzMjIxMTAw") &&
 	     !json_object_object_get_ex(o, "failure", &f),
-	     "etcd: the move puts the slot on the new lease only while it is ours on the old one");
+	     "etcd: the move puts the new value on the new lease only while the old value (fence "
+	     "included) is there on the old lease");
+	json_object_put(o);
+	T_OK(fleet_etcd_delete_body("/rerand/fleet/web/slot/1", "host-7 00112233445566778899aabbccddeeff", 0,
+				    buf, sizeof(buf)) > 0 && (o = json_tokener_parse(buf)) != NULL &&
+	     !strcmp(jpath_str(o, "compare", 0, "target", NULL) ?: "", "VALUE") &&
+	     !strcmp(jpath_str(o, "compare", 0, "value", NULL) ?: "",
+		     "aG9zdC03IDAwMTEyMjMzNDQ1NTY2Nzc4ODk5YWFiYmNjZGRlZWZm") &&
+	     jpath_str(o, "success", 0, "request_delete_range", "key") &&
+	     !json_object_object_get_ex(o, "failure", &f),
+	     "etcd: the release deletes the slot only while its value, fence included, is there");
 	json_object_put(o);
 
 	/* a reply as etcd 3.4's gateway writes it: int64 as strings, key order by bytes */
 	const char *reply =
 		"{\"header\":{\"revision\":\"9\"},\"kvs\":["
 		"{\"key\":\"L3JlcmFuZC9mbGVldC93ZWIvc2xvdC8x\",\"create_revision\":\"5\",\"mod_revision\":\"5\","
-		"\"version\":\"1\",\"value\":\"aG9zdC1i\",\"lease\":\"77\"},"
+		"\"version\":\"1\",\"value\":\"aG9zdC1iIDAxMjM0NTY3ODlhYmNkZWYwMTIzNDU2Nzg5YWJjZGVm\",\"lease\":\"77\"},"
 		"{\"key\":\"L3JlcmFuZC9mbGVldC93ZWIvc2xvdC8xMA==\",\"mod_revision\":\"8\",\"value\":\"aG9zdC16\",\"lease\":\"99\"},"
 		"{\"key\":\"L3JlcmFuZC9mbGVldC93ZWIvc2xvdC8w\",\"mod_revision\":\"4\",\"value\":\"aG9zdC1h\"}],\"count\":\"3\"}";
 	struct fleet_status st;
@@ -207,6 +226,8 @@ static void test_etcd_json(void)
 	     st.holders[1].slot == 1 && !strcmp(st.holders[1].id, "host-b") && st.holders[1].lease == 77 &&
 	     st.holders[1].mod_revision == 5 && st.holders[2].slot == 10 && st.holders[2].lease == 99,
 	     "etcd: holders sorted by slot number (10 after 1), lease and revision read from strings");
+	T_OK(!strcmp(st.holders[1].fence, "0123456789abcdef0123456789abcdef") && !*st.holders[0].fence,
+	     "etcd: a value \"ID FENCE\" is split into holder and fence (an older one has no fence)");
 	T_OK(st.nr_stray == 1, "etcd: slot 10 with MaxConcurrent=2 is reported as stray");
 	T_OK(fleet_etcd_parse_range("{\"header\":{\"revision\":\"3\"}}", "/p/", 2, &st) == 0 &&
 	     st.nr_holders == 0, "etcd: an empty group (no kvs member) has no holders");
