@@ -5,14 +5,16 @@
 # kexec chains and crash kernels under lockdown.  short: the firmware check,
 # a rerand chain on 6.1 (5 kexecs, stock kexec tries and refusals in
 # generation 0) and two crash kernels on 6.12; long: chains and crash
-# kernels on both kernels, plus a stock kexec -s chain on each.  TAP, with
+# kernels on both kernels, plus a stock kexec -s chain on each; radar
+# (tests/e2e/check-upstream.sh): a rerand chain on every kernel of
+# $RERAND_KERNELS, whatever their versions.  TAP, with
 # the plan first (sb_plan): run-check.sh holds the suite to it, so a check
 # that returns early without a line cannot drop a case.
 set -u
 . "$(dirname "$0")/lib-sb.sh"
 
 what=${1:-short}
-case "$what" in short|long) ;; *) echo "usage: $0 short|long" >&2; exit 2 ;; esac
+case "$what" in short|long|radar) ;; *) echo "usage: $0 short|long|radar" >&2; exit 2 ;; esac
 kexecs=${E2E_KEXECS:-5}
 
 if [ -z "${RERAND_KERNELS:-}" ] || [ ! -d "$RERAND_KERNELS" ]; then
@@ -43,6 +45,11 @@ sb_n_crash() { if [ "$1" = rerand ]; then echo $((3 * 4 + 2 + 1 + 1)); else echo
 sb_plan() {
 	local nk=1
 	[ "$what" = long ] && nk=2
+	if [ "$what" = radar ]; then
+		nk=$(ls "$RERAND_KERNELS"/vmlinuz-* 2>/dev/null | wc -l)
+		echo $((nk * $(sb_n_chain "$loader")))
+		return
+	fi
 	local p=$((2 + nk * $(sb_n_chain "$loader") + nk * $(sb_n_crash "$loader")))
 	[ "$what" = long ] && p=$((p + 2 * $(sb_n_chain stock)))
 	echo "$p"
@@ -51,9 +58,15 @@ echo "1..$(sb_plan)"
 miss=$(sb_preflight)
 [ -z "$miss" ] || { echo "not ok - e2e secure boot: $miss"; exit 0; }
 
-# The Debian 12 default series and the newest one Debian 12 carries.
-k61=$(ls "$RERAND_KERNELS"/vmlinuz-6.1.*-cloud-amd64 2>/dev/null | LC_ALL=C sort | tail -n1)
-k612=$(ls "$RERAND_KERNELS"/vmlinuz-6.12.*-cloud-amd64 2>/dev/null | LC_ALL=C sort | tail -n1)
+# The Debian 12 default series and the newest one Debian 12 carries; in
+# radar mode, the kernels given (the first one for the firmware check).
+if [ "$what" = radar ]; then
+	mapfile -t radar_kernels < <(ls "$RERAND_KERNELS"/vmlinuz-* 2>/dev/null | LC_ALL=C sort)
+	k61=${radar_kernels[0]:-} k612=${radar_kernels[0]:-}
+else
+	k61=$(ls "$RERAND_KERNELS"/vmlinuz-6.1.*-cloud-amd64 2>/dev/null | LC_ALL=C sort | tail -n1)
+	k612=$(ls "$RERAND_KERNELS"/vmlinuz-6.12.*-cloud-amd64 2>/dev/null | LC_ALL=C sort | tail -n1)
+fi
 [ -n "$k61" ] && [ -n "$k612" ] ||
 	{ echo "not ok - e2e secure boot: no 6.1 and 6.12 cloud kernels in $RERAND_KERNELS"; exit 0; }
 runs="$E2E_BUILD/runs/sb"
@@ -64,7 +77,12 @@ short() { basename "$1" | sed 's/^vmlinuz-//; s/-cloud-amd64$/-cloud/'; }
 # 1. The firmware enforces Secure Boot: signed starts, unsigned is refused.
 signed61=$(sb_signed_kernel "$k61") && unsigned61=$(sb_unsigned_kernel "$k61") ||
 	{ echo "not ok - e2e secure boot: cannot sign $(basename "$k61")"; exit 0; }
-sb_check_fw "fw-$(short "$k61")" "$signed61" "$unsigned61" "$runs/fw"
+# (Not in radar mode: the firmware's own check, made on 6.1 by make check.
+# Started from the ESP with no command line, the 7.2.12 and 7.3.4 stubs
+# printed nothing on the serial port within 360 s on 7 Dec 2026, where
+# 6.1's prints "EFI stub: UEFI Secure Boot is enabled."; the same kernels
+# boot under Secure Boot through QEMU's -kernel in the chains below.)
+[ "$what" = radar ] || sb_check_fw "fw-$(short "$k61")" "$signed61" "$unsigned61" "$runs/fw"
 
 # 2. Stock kexec under lockdown, the harness's own baseline.
 chain() { # NAME KERNEL LOADER GENS IMAGE [NAME=FILE...]
@@ -97,6 +115,7 @@ fi
 # try the harness without the product).
 chain_kernels=("$k61")
 [ "$what" = long ] && chain_kernels=("$k61" "$k612")
+[ "$what" = radar ] && chain_kernels=("${radar_kernels[@]}")
 for k in "${chain_kernels[@]}"; do
 	name="$loader-chain-$(short "$k")"
 	if [ "$loader" = stock ]; then
@@ -116,6 +135,7 @@ done
 # distinct-offset check allows one chance repeat, so it needs three).
 crash_kernels=("$k612")
 [ "$what" = long ] && crash_kernels=("$k61" "$k612")
+[ "$what" = radar ] && crash_kernels=()
 for k in "${crash_kernels[@]}"; do
 	name="$loader-crash-$(short "$k")"
 	if [ "$loader" = stock ]; then
