@@ -77,7 +77,7 @@ check "every exit code is in the man page's EXIT STATUS${miss:+ (missing:$miss)}
 
 # ---- 5. one table per command: usage, --help, man page, completion ----------
 cmds=$("$R" --help | sed -n 's/^  \([a-z-]\+\)\( .*\)\?$/\1/p')
-check "--help lists the fifteen commands" test "$(echo $cmds)" = "image cache-key inspect load verify status now due hold release fleet entropy doctor build history"
+check "--help lists the sixteen commands (release: unhold's old name)" test "$(echo $cmds)" = "image cache-key inspect load verify status now due hold unhold release fleet entropy doctor build history"
 # the man page as text: \- is -, fonts dropped
 sed 's/\\-/-/g; s/\\f[BIRP]//g' "$MAN" >"$tmp/man.txt"
 # its SYNOPSIS, one block per command (`rerand fleet status` is fleet's)

@@ -37,7 +37,11 @@ done
 rerandd_wait_up "$tmp/cached"
 rerandd_wait_up "$tmp/built"
 wait_for 60 rerandd_staged "$tmp/cached" || true
-wait_for 120 rerandd_staged "$tmp/built" || true
+# A build under a loaded make check: once (7 Dec 2026, the full run's 2
+# lanes) nothing was staged within 120 s and the log was gone with the
+# run; now 300 s, and the log's tail is shown when it still is not.
+wait_for 300 rerandd_staged "$tmp/built" ||
+	{ echo "# built: not staged after 300 s; its log's last lines:"; tail -n 25 "$tmp/built/log" | sed 's/^/#   /'; }
 
 # half INSTANCE WHO KEY: the value the half WHO (a line's start, up to its
 # pid and parent) logged for KEY, its first run
