@@ -112,19 +112,35 @@ int fleet_lock_parse_error(const char *body, char *kind, size_t klen, char *valu
 			   size_t vlen);
 /* etcd: a slot's value, "ID FENCE" ("ID" with fence ""): 0, or -ENOBUFS. */
 int fleet_etcd_value(const char *id, const char *fence, char *buf, size_t len);
-/* etcd: the txn that takes slot key with value under lease when the key does
- * not exist. */
-int fleet_etcd_acquire_body(const char *key, const char *value, int64_t lease, char *buf,
-			    size_t len);
+/* etcd: the txn that takes key with value under lease when the key does not
+ * exist and, with from (else NULL), no key of [from, to) was written after
+ * revision rev (the count of holders still stands). */
+int fleet_etcd_acquire_body(const char *key, const char *value, int64_t lease, const char *from,
+			    const char *to, int64_t rev, char *buf, size_t len);
 /* etcd: move key (still value, on lease from) to to_value on lease to. */
 int fleet_etcd_move_body(const char *key, const char *value, int64_t from, const char *to_value,
 			 int64_t to, char *buf, size_t len);
-/* etcd: delete key while it is still value (and, mod_rev != 0, unchanged). */
+/* etcd: delete key while it is still value (NULL: any value) and, mod_rev != 0,
+ * unchanged (value NULL needs mod_rev). */
 int fleet_etcd_delete_body(const char *key, const char *value, int64_t mod_rev, char *buf,
 			   size_t len);
-/* etcd: parse a range response into holders of prefix (slot number from the key
- * suffix; a value "ID FENCE" split into id and fence). */
+/* The semaphore's keys under a group's prefix: GROUP/holder/ID, one host's own
+ * (etcd roles can limit a host to it), GROUP/slot/N, the numbered slots an
+ * older rerand takes, and the marker GROUP/semaphore = "holders" once every
+ * host of the group takes holder keys (docs/fleet.md). */
+#define FLEET_ETCD_HOLDER_DIR "holder/"
+#define FLEET_ETCD_MARKER     "semaphore"
+#define FLEET_ETCD_HOLDERS    "holders"
+struct fleet_etcd_group {
+	int64_t revision;        /* the reply's header revision, 0 unknown */
+	bool    has_marker;
+	char    marker[FLEET_ID_MAX]; /* its value's first word */
+};
+/* etcd: parse a range response under a group's prefix into holders: numbered
+ * slots (their number from the key) and holder keys (slot -1, the id their
+ * key names); a value "ID FENCE" split into id and fence.  g (may be NULL)
+ * gets the revision and the marker. */
 int fleet_etcd_parse_range(const char *body, const char *prefix, unsigned max_concurrent,
-			   struct fleet_status *st);
+			   struct fleet_status *st, struct fleet_etcd_group *g);
 
 #endif

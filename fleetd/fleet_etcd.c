@@ -1,22 +1,40 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The etcd v3 backend: a counting semaphore of K slot keys, each attached to the
- * holder's lease, spoken over etcd's JSON gateway with endpoint failover.
+/* The etcd v3 backend: a counting semaphore of at most K keys, each attached to
+ * its holder's lease, spoken over etcd's JSON gateway with endpoint failover.
  *
- * Fencing: a slot key's value is "HOLDER FENCE", the holder id and 128 random
- * bits (32 hex digits) made for this acquisition.  The fleet token rerandd
- * persists is "LEASE:SLOT:FENCE", and every write to a slot that is not a
- * create (the move to another lease, the resume after a reboot, the delete at
- * release) is a txn whose compare names the whole value: a host with the same
- * holder id (a clone made after rerandd ran copies the machine id and the
- * install id) but not the fence is refused by etcd itself.  A resume gives the
- * slot a new fence (and lease), so of two clones made while one held a slot,
- * only the first to resume gets it. */
+ * Two kinds of key hold a place in the semaphore of group G:
+ *   /rerand/fleet/G/holder/ID  a host's own key (ID its MACHINEID~INSTALLID):
+ *                              etcd can give each host a role that writes this
+ *                              key and no other host's (rerand-etcd-roles);
+ *   /rerand/fleet/G/slot/N     a numbered slot, N < K, as older rerand takes
+ *                              them: every host's role writes the whole range.
+ * A host takes a holder key when the group's marker /rerand/fleet/G/semaphore
+ * says "holders" (an admin puts it once no host runs an older rerand), else a
+ * numbered slot, which older hosts see.  Either way it counts both kinds, read
+ * in one range [G/holder/, G/slot0) at revision R, and takes its key only if
+ * fewer than K are held, in a txn that compares that whole range's
+ * mod_revision < R+1: nothing in it was created or changed since the count
+ * (etcd's applyCompare checks every key of a compare's range; a deleted key is
+ * not in it, and a delete only frees a place).  A concurrent acquisition makes
+ * the txn fail: the count is read again, a few times, with jitter.
+ *
+ * Fencing: a key's value is "HOLDER FENCE", the holder id and 128 random bits
+ * (32 hex digits) made for this acquisition.  The fleet token rerandd persists
+ * is "LEASE:SLOT:FENCE" for a numbered slot, "LEASE::FENCE" for a holder key,
+ * and every write to the key that is not a create (the move to another lease,
+ * the resume after a reboot, the delete at release) is a txn whose compare
+ * names the whole value: a host with the same holder id (a clone made after
+ * rerandd ran copies the machine id and the install id) but not the fence is
+ * refused by etcd itself.  A resume gives the key a new fence (and lease), so
+ * of two clones made while one held a slot, only the first to resume gets
+ * it. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include <json-c/json.h>
 
@@ -24,12 +42,12 @@
 #include "backend.h"
 #include "fleetd.h"          /* rr_escape_str() */
 
-#define KEY_MAX (FLEET_GROUP_MAX + 64)
+#define KEY_MAX (FLEET_GROUP_MAX + FLEET_ID_MAX + 64)
 #define VAL_MAX (FLEET_ID_MAX + FLEET_FENCE_MAX + 2)
 
 struct fleet_etcd {
 	int64_t  lease;          /* 0 = none */
-	int      slot;           /* -1 = none */
+	int      slot;           /* a numbered slot; -1 = the holder key (lease != 0) or none */
 	char     fence[FLEET_FENCE_MAX];  /* this acquisition's, "" = none */
 	int64_t  granted;        /* the lease's TTL as the last keepalive renewed it */
 	unsigned cur;            /* endpoint that answered last */
@@ -77,6 +95,28 @@ static void slot_prefix(const struct fleet_conn *c, char *buf, size_t len)
 	snprintf(buf, len, "/rerand/fleet/%s/slot/", c->cfg->group);
 }
 
+static void group_prefix(const struct fleet_conn *c, char *buf, size_t len)
+{
+	snprintf(buf, len, "/rerand/fleet/%s/", c->cfg->group);
+}
+
+/* The key acquisition e holds (or would): slot/N, or holder/ID for slot -1. */
+static void our_key(const struct fleet_conn *c, int slot, char *buf, size_t len)
+{
+	if (slot >= 0)
+		snprintf(buf, len, "/rerand/fleet/%s/slot/%d", c->cfg->group, slot);
+	else
+		snprintf(buf, len, "/rerand/fleet/%s/holder/%s", c->cfg->group, c->id);
+}
+
+/* The semaphore's whole range, both kinds of key and the marker between them:
+ * [G/holder/, G/slot0) ("holder/" < "semaphore" < "slot/" < "slot0" by bytes). */
+static void sem_range(const struct fleet_conn *c, char *key, char *end, size_t len)
+{
+	snprintf(key, len, "/rerand/fleet/%s/" FLEET_ETCD_HOLDER_DIR, c->cfg->group);
+	snprintf(end, len, "/rerand/fleet/%s/slot0", c->cfg->group);
+}
+
 /* ---- JSON helpers ------------------------------------------------------------- */
 
 /* etcd's gateway writes int64 as JSON strings; accept numbers too. */
@@ -113,62 +153,112 @@ static int b64(const char *s, char *out, size_t len)
 	return fleet_b64_encode(s, strlen(s), out, len) < 0 ? -ENOBUFS : 0;
 }
 
-int fleet_etcd_acquire_body(const char *key, const char *value, int64_t lease, char *buf,
-			    size_t len)
+int fleet_etcd_acquire_body(const char *key, const char *value, int64_t lease, const char *from,
+			    const char *to, int64_t rev, char *buf, size_t len)
 {
-	char k[KEY_MAX * 2], v[VAL_MAX * 2];
+	char k[KEY_MAX * 2], v[VAL_MAX * 2], f[KEY_MAX * 2], t[KEY_MAX * 2], rcmp[KEY_MAX * 4 + 160] = "";
 	int n;
 
 	if (b64(key, k, sizeof(k)) || b64(value, v, sizeof(v)))
 		return -ENOBUFS;
+	/* every key of [from, to) last written at or before rev, the revision the
+	 * holders were counted at: none taken, moved or re-taken since (etcd
+	 * compares each key of the range; a key deleted since is not in it, and
+	 * an empty range compares as one key of revision 0) */
+	if (from) {
+		if (b64(from, f, sizeof(f)) || b64(to, t, sizeof(t)) || rev <= 0 || rev == INT64_MAX)
+			return -ENOBUFS;
+		snprintf(rcmp, sizeof(rcmp),
+			 ",{\"key\":\"%s\",\"range_end\":\"%s\",\"target\":\"MOD\",\"result\":\"LESS\","
+			 "\"mod_revision\":\"%" PRId64 "\"}", f, t, rev + 1);
+	}
 	/* create_revision == 0 means "the key does not exist": only one acquirer can
-	 * create a given slot, so at most K holders exist however many race. */
+	 * create a given key, whatever else the compares say */
 	n = snprintf(buf, len,
 		"{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
-		"\"create_revision\":\"0\"}],"
+		"\"create_revision\":\"0\"}%s],"
 		"\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%" PRId64 "\"}}]}",
-		k, k, v, lease);
+		k, rcmp, k, v, lease);
 	return n < 0 || (size_t)n >= len ? -ENOBUFS : n;
 }
 
-/* Delete key only while its value is still value, holder and fence (and, if
- * mod_rev, the key is unchanged). */
+/* Delete key only while its value is still value, holder and fence (value NULL:
+ * any value), and, if mod_rev, the key is unchanged. */
 int fleet_etcd_delete_body(const char *key, const char *value, int64_t mod_rev, char *buf,
 			   size_t len)
 {
-	char k[KEY_MAX * 2], v[VAL_MAX * 2], modcmp[KEY_MAX * 2 + 128] = "";
+	char k[KEY_MAX * 2], v[VAL_MAX * 2], cmp[KEY_MAX * 2 + VAL_MAX * 2 + 128] = "",
+	     modcmp[KEY_MAX * 2 + 128] = "";
 	int n;
 
-	if (b64(key, k, sizeof(k)) || b64(value, v, sizeof(v)))
+	if (b64(key, k, sizeof(k)) || (value && b64(value, v, sizeof(v))) || (!value && !mod_rev))
 		return -ENOBUFS;
+	if (value)
+		snprintf(cmp, sizeof(cmp), "{\"key\":\"%s\",\"target\":\"VALUE\",\"result\":\"EQUAL\","
+			 "\"value\":\"%s\"}", k, v);
 	if (mod_rev)
 		snprintf(modcmp, sizeof(modcmp),
-			 ",{\"key\":\"%s\",\"target\":\"MOD\",\"result\":\"EQUAL\",\"mod_revision\":\"%" PRId64 "\"}",
-			 k, mod_rev);
+			 "%s{\"key\":\"%s\",\"target\":\"MOD\",\"result\":\"EQUAL\",\"mod_revision\":\"%" PRId64 "\"}",
+			 value ? "," : "", k, mod_rev);
 	n = snprintf(buf, len,
-		"{\"compare\":[{\"key\":\"%s\",\"target\":\"VALUE\",\"result\":\"EQUAL\",\"value\":\"%s\"}%s],"
+		"{\"compare\":[%s%s],"
 		"\"success\":[{\"request_delete_range\":{\"key\":\"%s\"}}]}",
-		k, v, modcmp, k);
+		cmp, modcmp, k);
 	return n < 0 || (size_t)n >= len ? -ENOBUFS : n;
 }
 
 static int cmp_slot(const void *a, const void *b)
 {
 	const struct fleet_holder *x = a, *y = b;
-	return (x->slot > y->slot) - (x->slot < y->slot);
+	int r = (x->slot > y->slot) - (x->slot < y->slot);
+	return r ? r : strcmp(x->id, y->id);
 }
 
-static int parse_range_obj(json_object *root, const char *prefix, unsigned k,
-			   struct fleet_status *st)
+/* A value "HOLDER FENCE" (an older rerand's slot: the holder alone) into h. */
+static int split_value(const char *v64, struct fleet_holder *h)
 {
-	json_object *kvs;
-	size_t plen = strlen(prefix);
+	char val[VAL_MAX], *sp;
+	size_t vn;
+
+	if (!v64)
+		v64 = "";
+	if (fleet_b64_decode(v64, val, sizeof(val) - 1, &vn))
+		return -EBADMSG;
+	val[vn] = 0;
+	if (strlen(val) != vn)
+		return -EBADMSG;
+	sp = strchr(val, ' ');
+	if (sp)
+		*sp++ = 0;
+	if (strlen(val) >= sizeof(h->id) || (sp && strlen(sp) >= sizeof(h->fence)))
+		return -EBADMSG;
+	memcpy(h->id, val, strlen(val) + 1);
+	h->fence[0] = 0;
+	if (sp)
+		memcpy(h->fence, sp, strlen(sp) + 1);
+	explicit_bzero(val, sizeof(val));
+	return 0;
+}
+
+/* A range reply over the group's semaphore.  Numbered slots (prefix slot/N) keep
+ * their number; holder keys (prefix holder/ID) get slot -1 and the id their key
+ * names (what etcd's roles bind), with the value's fence only when the value
+ * names the same id; the marker's value goes to g.  Other keys are no holders. */
+static int parse_range_obj(json_object *root, const char *prefix, unsigned k,
+			   struct fleet_status *st, struct fleet_etcd_group *g)
+{
+	json_object *kvs, *hdr;
+	size_t plen = strlen(prefix), sl = strlen("slot/"), hl = strlen(FLEET_ETCD_HOLDER_DIR);
 	size_t n;
 
 	memset(st, 0, sizeof(*st));
 	st->max_concurrent = k;
+	if (g)
+		memset(g, 0, sizeof(*g));
 	if (!json_object_is_type(root, json_type_object))
 		return -EBADMSG;
+	if (g && json_object_object_get_ex(root, "header", &hdr))
+		g->revision = j_i64(hdr, "revision");
 	if (!json_object_object_get_ex(root, "kvs", &kvs))
 		return 0;             /* no key: proto3 JSON omits the empty list */
 	if (!json_object_is_type(kvs, json_type_array))
@@ -176,44 +266,56 @@ static int parse_range_obj(json_object *root, const char *prefix, unsigned k,
 	n = json_object_array_length(kvs);
 	for (size_t i = 0; i < n; i++) {
 		json_object *kv = json_object_array_get_idx(kvs, i);
-		const char *k64 = j_str(kv, "key"), *v64 = j_str(kv, "value");
-		char key[KEY_MAX + 1], val[VAL_MAX], *end, *sp;
+		const char *k64 = j_str(kv, "key"), *v64 = j_str(kv, "value"), *rest;
+		char key[KEY_MAX + 1], *end;
 		struct fleet_holder *h;
-		size_t kn, vn;
+		size_t kn;
 		long slot;
 
 		if (!k64 || fleet_b64_decode(k64, key, sizeof(key) - 1, &kn))
 			return -EBADMSG;
 		key[kn] = 0;
-		if (kn <= plen || strncmp(key, prefix, plen))
+		if (strlen(key) != kn || kn <= plen || strncmp(key, prefix, plen))
 			continue;
-		slot = strtol(key + plen, &end, 10);
-		if (*end || slot < 0 || slot > 1000000 || st->nr_holders >= FLEET_MAX_SLOTS)
+		rest = key + plen;
+		if (!strcmp(rest, FLEET_ETCD_MARKER)) {
+			struct fleet_holder tmp;
+			if (g) {
+				if (split_value(v64, &tmp) < 0)
+					return -EBADMSG;
+				snprintf(g->marker, sizeof(g->marker), "%s", tmp.id);
+				g->has_marker = true;
+			}
+			continue;
+		}
+		if (!strncmp(rest, FLEET_ETCD_HOLDER_DIR, hl)) {
+			rest += hl;
+			if (!*rest || strlen(rest) >= sizeof(h->id) || strchr(rest, '/'))
+				return -EBADMSG;
+			slot = -1;
+		} else if (!strncmp(rest, "slot/", sl)) {
+			slot = strtol(rest + sl, &end, 10);
+			if (!rest[sl] || *end || slot < 0 || slot > 1000000)
+				return -EBADMSG;
+		} else {
+			continue;
+		}
+		if (st->nr_holders >= FLEET_MAX_SLOTS)
 			return -EBADMSG;
 		h = &st->holders[st->nr_holders];
 		memset(h, 0, sizeof(*h));
-		if (!v64)
-			v64 = "";
-		if (fleet_b64_decode(v64, val, sizeof(val) - 1, &vn))
+		if (split_value(v64, h) < 0)
 			return -EBADMSG;
-		val[vn] = 0;
-		if (strlen(val) != vn)
-			return -EBADMSG;
-		/* "HOLDER FENCE"; an older rerand's slot is the holder alone */
-		sp = strchr(val, ' ');
-		if (sp)
-			*sp++ = 0;
-		if (strlen(val) >= sizeof(h->id) || (sp && strlen(sp) >= sizeof(h->fence)))
-			return -EBADMSG;
-		memcpy(h->id, val, strlen(val) + 1);
-		if (sp)
-			memcpy(h->fence, sp, strlen(sp) + 1);
-		explicit_bzero(val, sizeof(val));
+		if (slot < 0 && strcmp(h->id, rest)) {
+			/* a value that names another host than its key: never ours */
+			snprintf(h->id, sizeof(h->id), "%s", rest);
+			explicit_bzero(h->fence, sizeof(h->fence));
+		}
 		h->slot = (int)slot;
 		h->lease = j_i64(kv, "lease");
 		h->mod_revision = j_i64(kv, "mod_revision");
 		h->ttl = -1;
-		if ((unsigned)slot >= k)
+		if (slot >= 0 && (unsigned)slot >= k)
 			st->nr_stray++;
 		st->nr_holders++;
 	}
@@ -222,18 +324,17 @@ static int parse_range_obj(json_object *root, const char *prefix, unsigned k,
 }
 
 int fleet_etcd_parse_range(const char *body, const char *prefix, unsigned max_concurrent,
-			   struct fleet_status *st)
+			   struct fleet_status *st, struct fleet_etcd_group *g)
 {
 	json_object *root = json_tokener_parse(body);
 	int r;
 
 	if (!root)
 		return -EBADMSG;
-	r = parse_range_obj(root, prefix, max_concurrent, st);
+	r = parse_range_obj(root, prefix, max_concurrent, st, g);
 	json_object_put(root);
 	return r;
 }
-
 /* ---- calls with failover ------------------------------------------------------ */
 
 /* One gateway call.  Endpoints are tried in turn, starting with the last one that
@@ -380,27 +481,28 @@ static int breaker_refuses(struct fleet_conn *c, struct fleet_etcd *e)
 	return r;
 }
 
-static int range(struct fleet_conn *c, struct fleet_etcd *e, struct fleet_status *st)
+/* The semaphore's keys, both kinds, and the marker, in one read: one revision. */
+static int range(struct fleet_conn *c, struct fleet_etcd *e, struct fleet_status *st,
+		 struct fleet_etcd_group *g)
 {
-	char prefix[KEY_MAX], end[KEY_MAX], k[KEY_MAX * 2], ke[KEY_MAX * 2], body[KEY_MAX * 5];
+	char prefix[KEY_MAX], from[KEY_MAX], to[KEY_MAX], k[KEY_MAX * 2], ke[KEY_MAX * 2],
+	     body[KEY_MAX * 5];
 	json_object *root;
-	size_t pl;
 	int r;
 
-	slot_prefix(c, prefix, sizeof(prefix));
-	snprintf(end, sizeof(end), "%s", prefix);
-	pl = strlen(end);
-	end[pl - 1]++;            /* "…/slot/" .. "…/slot0": every key under the prefix */
-	if (b64(prefix, k, sizeof(k)) || b64(end, ke, sizeof(ke)))
+	group_prefix(c, prefix, sizeof(prefix));
+	sem_range(c, from, to, sizeof(from));
+	if (b64(from, k, sizeof(k)) || b64(to, ke, sizeof(ke)))
 		return -ENOBUFS;
 	snprintf(body, sizeof(body), "{\"key\":\"%s\",\"range_end\":\"%s\"}", k, ke);
 	r = call(c, e, "/v3/kv/range", body, &root);
 	if (r < 0)
 		return r;
-	r = parse_range_obj(root, prefix, c->cfg->max_concurrent, st);
+	r = parse_range_obj(root, prefix, c->cfg->max_concurrent, st, g);
 	json_object_put(root);
 	if (r < 0)
-		fleet_conn_error(c, "etcd: %s: malformed range reply", prefix);
+		fleet_conn_error(c, "etcd: %s: malformed range reply (or more than %d holders)",
+				 from, FLEET_MAX_SLOTS);
 	return r;
 }
 
@@ -510,11 +612,32 @@ static bool holder_is_ours(struct fleet_conn *c, const struct fleet_etcd *e,
 	       *e->fence && !strcmp(h->fence, e->fence);
 }
 
+/* How a message names a holder's place: "slot N" or "the holder key ID". */
+static const char *place(const struct fleet_holder *h, char *buf, size_t len)
+{
+	if (h->slot >= 0)
+		snprintf(buf, len, "slot %d", h->slot);
+	else
+		snprintf(buf, len, "the holder key %s", h->id);
+	return buf;
+}
+
+static const char *our_place(const struct fleet_conn *c, const struct fleet_etcd *e, char *buf,
+			     size_t len)
+{
+	if (e->slot >= 0)
+		snprintf(buf, len, "slot %d", e->slot);
+	else
+		snprintf(buf, len, "the holder key %s", c->id);
+	return buf;
+}
+
 /* e->lease is always a lease this process granted (acquire, or the move that
  * a resume makes): revoking it never frees another host's slot. */
 static int etcd_refresh(struct fleet_conn *c, struct fleet_etcd *e)
 {
 	struct fleet_status st;
+	char pl[FLEET_ID_MAX + 32];
 	int64_t ttl;
 	int r;
 
@@ -532,7 +655,7 @@ static int etcd_refresh(struct fleet_conn *c, struct fleet_etcd *e)
 	}
 	e->granted = ttl;
 	/* the lease lives, but an operator may have freed the slot */
-	r = range(c, e, &st);
+	r = range(c, e, &st, NULL);
 	if (r < 0)
 		return r;
 	for (unsigned i = 0; i < st.nr_holders; i++) {
@@ -541,111 +664,184 @@ static int etcd_refresh(struct fleet_conn *c, struct fleet_etcd *e)
 		if (holder_is_ours(c, e, &st.holders[i]))
 			return 1;
 		/* our lease under a value that is not ours: never revoked by us */
-		fleet_conn_error(c, "etcd: slot %d under lease %" PRIx64 " is held by %s under "
-				 "another acquisition, not by this one", st.holders[i].slot,
-				 (uint64_t)e->lease, st.holders[i].id);
+		fleet_conn_error(c, "etcd: %s under lease %" PRIx64 " is held by %s under "
+				 "another acquisition, not by this one",
+				 place(&st.holders[i], pl, sizeof(pl)), (uint64_t)e->lease,
+				 st.holders[i].id);
 		forget(e);
 		return 0;
 	}
-	fleet_conn_error(c, "etcd: slot %d is no longer ours", e->slot);
+	fleet_conn_error(c, "etcd: %s is no longer ours", our_place(c, e, pl, sizeof(pl)));
 	lease_revoke(c, e, e->lease);
 	forget(e);
 	return 0;
 }
 
+/* A pause of 20 to 20 + 80 * (1 + attempt) ms before reading the count again:
+ * hosts that lost the same race do not all come back at once. */
+static void jitter(unsigned attempt)
+{
+	unsigned rnd = 0;
+	long ms;
+	struct timespec ts;
+
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+		rnd = (unsigned)attempt * 2654435761u;
+	ms = 20 + (long)(rnd % (80u * (attempt + 1)));
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* Tries of the count-and-take txn per acquire; each failed one means another
+ * host's acquisition, move or resume came between the count and the txn. */
+#define ACQUIRE_TRIES 6
+
 static int etcd_acquire(struct fleet_conn *c, struct fleet_etcd *e)
 {
 	const struct fleet_config *cfg = c->cfg;
-	char prefix[KEY_MAX], key[KEY_MAX + 16], body[2048], val[VAL_MAX], fence[FLEET_FENCE_MAX];
-	bool used[FLEET_MAX_SLOTS] = { false };
+	char key[KEY_MAX], from[KEY_MAX], to[KEY_MAX], body[4096], val[VAL_MAX],
+	     fence[FLEET_FENCE_MAX], pl[FLEET_ID_MAX + 32];
+	struct fleet_etcd_group g;
 	struct fleet_status st;
-	int64_t lease;
-	int r;
+	int64_t lease = 0;
+	unsigned tries;
+	int r, slot = -1;
 
 	r = breaker_refuses(c, e);
 	if (r != 0)
 		return r < 0 ? r : 0;
-	r = range(c, e, &st);
-	if (r < 0)
-		return r;
-	/* recursive: the slot this process took (or resumed) and still holds is
-	 * kept, not doubled.  A slot with this host's own id and another fence is
-	 * another acquisition: a host cloned after rerandd ran here (the same
-	 * machine id and install id), or one of ours whose token was never written
-	 * down (it runs out after LockTTL=).  Never adopted. */
-	for (unsigned i = 0; i < st.nr_holders; i++) {
-		if (strcmp(st.holders[i].id, c->id))
-			continue;
-		if (e->lease && holder_is_ours(c, e, &st.holders[i]))
-			return etcd_refresh(c, e);
-		fleet_conn_error(c, "etcd: slot %d of group %s is held by %s, this host's own id, "
-				 "under an acquisition this host does not hold (%s): not adopted, "
-				 "and no slot taken while it is held. A host cloned after rerandd "
-				 "ran shares its machine id and install id: on the clone, rm "
-				 "/etc/machine-id /var/lib/rerand/fleet-install-id, run "
-				 "systemd-machine-id-setup and restart rerandd. A slot of this host "
-				 "whose token was lost runs out after LockTTL=",
-				 st.holders[i].slot, cfg->group, c->id,
-				 *st.holders[i].fence ? "another fence" :
-				 "no fence: taken by an older rerand");
-		return -EEXIST;
-	}
-	for (unsigned i = 0; i < st.nr_holders; i++) {
-		const char *h = st.holders[i].id;
-		size_t m = fleet_holder_machine_len(c->id);
-		if (fleet_holder_machine_len(h) != m || strncmp(h, c->id, m))
-			continue;
-		fleet_conn_error(c, "etcd: slot %d of group %s is held by %s, another host with "
-				 "this machine id %.*s (an image cloned with its /etc/machine-id?): "
-				 "not taking a slot while it holds one; give each host its own "
-				 "machine id (rm /etc/machine-id; systemd-machine-id-setup)",
-				 st.holders[i].slot, cfg->group, h, (int)m, c->id);
-		return -EEXIST;
-	}
-	if (st.nr_holders >= cfg->max_concurrent) {
-		fleet_conn_error(c, "etcd: group %s is full (%u of %u slots held)", cfg->group,
-				st.nr_holders, cfg->max_concurrent);
-		return 0;
-	}
-	for (unsigned i = 0; i < st.nr_holders; i++)
-		if (st.holders[i].slot < FLEET_MAX_SLOTS)
-			used[st.holders[i].slot] = true;
-	r = new_fence(c, fence);
-	if (r < 0)
-		return r;
-	r = fleet_etcd_value(c->id, fence, val, sizeof(val));
-	if (r < 0) {
-		fleet_conn_error(c, "etcd: the identity %s is too long for a slot", c->id);
-		return r;
-	}
-	r = lease_grant(c, e, cfg->lock_ttl, &lease);
-	if (r < 0)
-		return r;
-	slot_prefix(c, prefix, sizeof(prefix));
-	for (unsigned s = 0; s < cfg->max_concurrent; s++) {
-		if (used[s])
-			continue;
-		snprintf(key, sizeof(key), "%s%u", prefix, s);
-		r = fleet_etcd_acquire_body(key, val, lease, body, sizeof(body));
+	sem_range(c, from, to, sizeof(from));
+	for (tries = 0; tries < ACQUIRE_TRIES; tries++) {
+		bool used[FLEET_MAX_SLOTS] = { false };
+		bool holders;
+
+		if (tries)
+			jitter(tries);
+		r = range(c, e, &st, &g);
 		if (r < 0)
 			break;
+		/* recursive: the slot this process took (or resumed) and still holds is
+		 * kept, not doubled.  A key with this host's own id and another fence
+		 * is another acquisition: a host cloned after rerandd ran here (the
+		 * same machine id and install id), or one of ours whose token was
+		 * never written down (it runs out after LockTTL=).  Never adopted. */
+		for (unsigned i = 0; i < st.nr_holders; i++) {
+			if (strcmp(st.holders[i].id, c->id))
+				continue;
+			if (e->lease && holder_is_ours(c, e, &st.holders[i])) {
+				if (lease)
+					lease_revoke(c, e, lease);
+				return etcd_refresh(c, e);
+			}
+			fleet_conn_error(c, "etcd: %s of group %s is held by %s, this host's own "
+					 "id, under an acquisition this host does not hold (%s): not "
+					 "adopted, and no slot taken while it is held. A host cloned "
+					 "after rerandd ran shares its machine id and install id: on "
+					 "the clone, rm /etc/machine-id /var/lib/rerand/fleet-install-id, "
+					 "run systemd-machine-id-setup and restart rerandd. A slot of "
+					 "this host whose token was lost runs out after LockTTL=",
+					 place(&st.holders[i], pl, sizeof(pl)), cfg->group, c->id,
+					 *st.holders[i].fence ? "another fence" :
+					 "no fence: taken by an older rerand");
+			r = -EEXIST;
+			goto out;
+		}
+		for (unsigned i = 0; i < st.nr_holders; i++) {
+			const char *h = st.holders[i].id;
+			size_t m = fleet_holder_machine_len(c->id);
+			if (fleet_holder_machine_len(h) != m || strncmp(h, c->id, m))
+				continue;
+			fleet_conn_error(c, "etcd: %s of group %s is held by %s, another host with "
+					 "this machine id %.*s (an image cloned with its /etc/machine-id?): "
+					 "not taking a slot while it holds one; give each host its own "
+					 "machine id (rm /etc/machine-id; systemd-machine-id-setup)",
+					 place(&st.holders[i], pl, sizeof(pl)), cfg->group, h, (int)m,
+					 c->id);
+			r = -EEXIST;
+			goto out;
+		}
+		if (g.has_marker && strcmp(g.marker, FLEET_ETCD_HOLDERS)) {
+			fleet_conn_error(c, "etcd: group %s: the marker /rerand/fleet/%s/" FLEET_ETCD_MARKER
+					 " says \"%.40s\", which this rerand does not know (want \""
+					 FLEET_ETCD_HOLDERS "\" or no key): not taking a slot", cfg->group,
+					 cfg->group, g.marker);
+			r = -EPROTO;
+			goto out;
+		}
+		holders = g.has_marker;
+		if (st.nr_holders >= cfg->max_concurrent) {
+			fleet_conn_error(c, "etcd: group %s is full (%u of %u slots held)", cfg->group,
+					 st.nr_holders, cfg->max_concurrent);
+			r = 0;
+			goto out;
+		}
+		if (g.revision <= 0) {
+			fleet_conn_error(c, "etcd: group %s: the range reply has no revision", cfg->group);
+			r = -EPROTO;
+			goto out;
+		}
+		slot = -1;
+		if (!holders) {
+			/* a numbered slot, as an older rerand takes one and counts it */
+			for (unsigned i = 0; i < st.nr_holders; i++)
+				if (st.holders[i].slot >= 0 && st.holders[i].slot < FLEET_MAX_SLOTS)
+					used[st.holders[i].slot] = true;
+			for (unsigned s = 0; s < cfg->max_concurrent && slot < 0; s++)
+				if (!used[s])
+					slot = (int)s;
+			if (slot < 0) {
+				fleet_conn_error(c, "etcd: group %s: no free slot number below %u",
+						 cfg->group, cfg->max_concurrent);
+				r = 0;
+				goto out;
+			}
+		}
+		if (!lease) {
+			r = new_fence(c, fence);
+			if (r < 0)
+				goto out;
+			r = fleet_etcd_value(c->id, fence, val, sizeof(val));
+			if (r < 0) {
+				fleet_conn_error(c, "etcd: the identity %s is too long for a slot", c->id);
+				goto out;
+			}
+			r = lease_grant(c, e, cfg->lock_ttl, &lease);
+			if (r < 0) {
+				lease = 0;
+				goto out;
+			}
+		}
+		our_key(c, slot, key, sizeof(key));
+		r = fleet_etcd_acquire_body(key, val, lease, from, to, g.revision, body, sizeof(body));
+		if (r < 0) {
+			fleet_conn_error(c, "etcd: the acquire request for %s is too long", key);
+			goto out;
+		}
 		r = txn(c, e, body);
+		explicit_bzero(body, sizeof(body));
 		if (r == 1) {
 			e->lease = lease;
-			e->slot = (int)s;
+			e->slot = slot;
 			memcpy(e->fence, fence, sizeof(e->fence));
 			explicit_bzero(fence, sizeof(fence));
+			explicit_bzero(val, sizeof(val));
 			return 1;
 		}
 		if (r < 0)
-			break;
-		/* someone took it between our read and our txn: try the next one */
+			goto out;
+		/* someone took, moved or re-took a key between our count and our txn */
 	}
-	explicit_bzero(fence, sizeof(fence));
-	lease_revoke(c, e, lease);
 	if (r == 0)
-		fleet_conn_error(c, "etcd: group %s: lost the race for every free slot",
-				cfg->group);
+		fleet_conn_error(c, "etcd: group %s: the count changed under each of %u tries "
+				 "(other hosts taking or moving slots): not taken this time",
+				 cfg->group, ACQUIRE_TRIES);
+out:
+	explicit_bzero(fence, sizeof(fence));
+	explicit_bzero(val, sizeof(val));
+	if (lease)
+		lease_revoke(c, e, lease);
 	return r < 0 ? r : 0;
 }
 
@@ -677,7 +873,7 @@ int fleet_etcd_move_body(const char *key, const char *value, int64_t from, const
  * outlives what the caller believes. */
 static int move_lease(struct fleet_conn *c, struct fleet_etcd *e, int64_t ttl, bool refence)
 {
-	char prefix[KEY_MAX], key[KEY_MAX + 16], body[2048], old[VAL_MAX], val[VAL_MAX];
+	char key[KEY_MAX], body[4096], old[VAL_MAX], val[VAL_MAX], pl[FLEET_ID_MAX + 32];
 	char fence[FLEET_FENCE_MAX];
 	int64_t nl;
 	int r;
@@ -693,8 +889,7 @@ static int move_lease(struct fleet_conn *c, struct fleet_etcd *e, int64_t ttl, b
 	r = lease_grant(c, e, ttl, &nl);
 	if (r < 0)
 		return r;
-	slot_prefix(c, prefix, sizeof(prefix));
-	snprintf(key, sizeof(key), "%s%d", prefix, e->slot);
+	our_key(c, e->slot, key, sizeof(key));
 	r = fleet_etcd_move_body(key, old, e->lease, val, nl, body, sizeof(body));
 	if (r >= 0)
 		r = txn(c, e, body);
@@ -707,10 +902,10 @@ static int move_lease(struct fleet_conn *c, struct fleet_etcd *e, int64_t ttl, b
 		 * lease deletes it then, which frees the slot rather than stretch it */
 		lease_revoke(c, e, nl);
 		if (r == 0) {
-			fleet_conn_error(c, "etcd: slot %d under lease %" PRIx64 " does not carry "
+			fleet_conn_error(c, "etcd: %s under lease %" PRIx64 " does not carry "
 					 "this host's fence (etcd refused the txn): taken by another "
-					 "host with this identity, freed, or run out", e->slot,
-					 (uint64_t)e->lease);
+					 "host with this identity, freed, or run out",
+					 our_place(c, e, pl, sizeof(pl)), (uint64_t)e->lease);
 			forget(e);
 		}
 		return r;
@@ -752,12 +947,11 @@ static int etcd_down(struct fleet_conn *c, struct fleet_etcd *e)
  * token, a slot taken by an older rerand) is left to run out. */
 static int etcd_release(struct fleet_conn *c, struct fleet_etcd *e)
 {
-	char prefix[KEY_MAX], key[KEY_MAX + 16], body[2048], val[VAL_MAX];
+	char key[KEY_MAX], body[4096], val[VAL_MAX], pl[FLEET_ID_MAX + 32];
 	int r;
 
-	if (e->lease && e->slot >= 0 && *e->fence) {
-		slot_prefix(c, prefix, sizeof(prefix));
-		snprintf(key, sizeof(key), "%s%d", prefix, e->slot);
+	if (e->lease && *e->fence) {
+		our_key(c, e->slot, key, sizeof(key));
 		r = our_value(c, e, val, sizeof(val));
 		if (r >= 0)
 			r = fleet_etcd_delete_body(key, val, 0, body, sizeof(body));
@@ -768,8 +962,8 @@ static int etcd_release(struct fleet_conn *c, struct fleet_etcd *e)
 		if (r < 0)
 			return r;
 		if (r == 0)
-			fleet_conn_error(c, "etcd: slot %d no longer carries this host's fence (etcd "
-					 "refused the delete): not ours to free", e->slot);
+			fleet_conn_error(c, "etcd: %s no longer carries this host's fence (etcd "
+					 "refused the delete): not ours to free", our_place(c, e, pl, sizeof(pl)));
 	}
 	if (e->lease) {
 		r = lease_revoke(c, e, e->lease);
@@ -789,12 +983,16 @@ static int etcd_token(const struct fleet_etcd *e, char *buf, size_t len)
 			buf[0] = 0;
 		return 0;
 	}
-	n = snprintf(buf, len, "%" PRIx64 ":%d:%s", (uint64_t)e->lease, e->slot, e->fence);
+	if (e->slot >= 0)
+		n = snprintf(buf, len, "%" PRIx64 ":%d:%s", (uint64_t)e->lease, e->slot, e->fence);
+	else
+		n = snprintf(buf, len, "%" PRIx64 "::%s", (uint64_t)e->lease, e->fence);
 	return n < 0 || (size_t)n >= len ? -ENOBUFS : 0;
 }
 
 /* After the reboot (or a restart of this helper): the slot is taken back only
- * through the token this host persisted, LEASE:SLOT:FENCE, in one txn that
+ * through the token this host persisted, LEASE:SLOT:FENCE (LEASE::FENCE for
+ * the holder key), in one txn that
  * compares the whole value and the lease and moves the slot to a new lease of
  * LockTTL= and a new fence.  Nothing is asked of etcd before that txn (not
  * even a keepalive of the token's lease, which a token copied by a clone
@@ -817,12 +1015,16 @@ static int etcd_resume(struct fleet_conn *c, struct fleet_etcd *e, const char *t
 		return 0;
 	}
 	used = 0;
-	if (sscanf(token, "%llx:%d:%n", &lease, &slot, &used) != 2 || !used || !lease ||
-	    slot < 0 || slot >= FLEET_MAX_SLOTS ||
+	if (sscanf(token, "%llx::%n", &lease, &used) == 1 && used)
+		slot = -1;          /* the holder key */
+	else if (used = 0, sscanf(token, "%llx:%d:%n", &lease, &slot, &used) != 2 || slot < 0 ||
+		 slot >= FLEET_MAX_SLOTS)
+		used = 0;
+	if (!used || !lease ||
 	    (fl = (int)strspn(token + used, "0123456789abcdef")) != FLEET_FENCE_LEN ||
 	    token[used + fl]) {
-		fleet_conn_error(c, "fleet token \"%.40s\" is malformed (want LEASE:SLOT:FENCE, "
-				 "FENCE %d hex digits)", token, FLEET_FENCE_LEN);
+		fleet_conn_error(c, "fleet token \"%.40s\" is malformed (want LEASE:SLOT:FENCE or "
+				 "LEASE::FENCE, FENCE %d hex digits)", token, FLEET_FENCE_LEN);
 		return 0;
 	}
 	memcpy(fence, token + used, (size_t)fl);
@@ -837,28 +1039,51 @@ static int etcd_resume(struct fleet_conn *c, struct fleet_etcd *e, const char *t
 	return move_lease(c, e, c->cfg->lock_ttl, true);
 }
 
+/* The listing: a holder key has no number of its own, so it is shown at the
+ * lowest one no numbered slot has (a position, the same count); holders past
+ * K (a K lowered fleet-wide, or keys a host wrote beyond its one) are shown
+ * as outside MaxConcurrent. */
 static int etcd_status(struct fleet_conn *c, struct fleet_etcd *e, struct fleet_status *st)
 {
-	int r = range(c, e, st);
+	bool used[FLEET_MAX_SLOTS + 1] = { false };
+	unsigned next = 0;
+	int r = range(c, e, st, NULL);
 
 	if (r < 0)
 		return r;
+	for (unsigned i = 0; i < st->nr_holders; i++)
+		if (st->holders[i].slot >= 0 && st->holders[i].slot <= FLEET_MAX_SLOTS)
+			used[st->holders[i].slot] = true;
+	st->nr_stray = 0;
 	for (unsigned i = 0; i < st->nr_holders; i++) {
+		struct fleet_holder *h = &st->holders[i];
+		if (h->slot < 0) {
+			while (next < 1000000 && next <= FLEET_MAX_SLOTS && used[next])
+				next++;
+			h->slot = (int)next++;
+		}
+		if ((unsigned)h->slot >= st->max_concurrent)
+			st->nr_stray++;
 		/* the fences stay here: a listing is no way to learn one */
-		explicit_bzero(st->holders[i].fence, sizeof(st->holders[i].fence));
-		if (st->holders[i].lease)
-			st->holders[i].ttl = lease_ttl(c, e, st->holders[i].lease);
+		explicit_bzero(h->fence, sizeof(h->fence));
+		if (h->lease)
+			h->ttl = lease_ttl(c, e, h->lease);
 	}
+	qsort(st->holders, st->nr_holders, sizeof(st->holders[0]), cmp_slot);
 	return 0;
 }
 
+/* An operator's `rerand fleet release HOST`: every key naming HOST goes, each
+ * only as it was read (numbered slots: value and revision; holder keys: the
+ * revision, as the key names the host).  Needs a role that writes other
+ * hosts' keys: the admin's. */
 static int etcd_release_host(struct fleet_conn *c, struct fleet_etcd *e, const char *host)
 {
 	struct fleet_status st;
-	char prefix[KEY_MAX], key[KEY_MAX + 16], body[2048], val[VAL_MAX];
+	char prefix[KEY_MAX], key[KEY_MAX + 16], body[4096], val[VAL_MAX];
 	int r, freed = 0;
 
-	r = range(c, e, &st);
+	r = range(c, e, &st, NULL);
 	if (r < 0)
 		return r;
 	slot_prefix(c, prefix, sizeof(prefix));
@@ -868,12 +1093,19 @@ static int etcd_release_host(struct fleet_conn *c, struct fleet_etcd *e, const c
 		if (strcmp(h, host) && (fleet_holder_machine_len(h) != strlen(host) ||
 					strncmp(h, host, strlen(host))))
 			continue;
-		snprintf(key, sizeof(key), "%s%d", prefix, st.holders[i].slot);
 		/* only the exact key we saw: never a slot re-taken since by someone else */
-		r = fleet_etcd_value(h, st.holders[i].fence, val, sizeof(val));
-		if (r >= 0)
-			r = fleet_etcd_delete_body(key, val, st.holders[i].mod_revision, body,
+		if (st.holders[i].slot >= 0) {
+			snprintf(key, sizeof(key), "%s%d", prefix, st.holders[i].slot);
+			r = fleet_etcd_value(h, st.holders[i].fence, val, sizeof(val));
+			if (r >= 0)
+				r = fleet_etcd_delete_body(key, val, st.holders[i].mod_revision, body,
+							   sizeof(body));
+		} else {
+			snprintf(key, sizeof(key), "/rerand/fleet/%s/" FLEET_ETCD_HOLDER_DIR "%s",
+				 c->cfg->group, h);
+			r = fleet_etcd_delete_body(key, NULL, st.holders[i].mod_revision, body,
 						   sizeof(body));
+		}
 		if (r >= 0)
 			r = txn(c, e, body);
 		if (r < 0)

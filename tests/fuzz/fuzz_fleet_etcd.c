@@ -25,13 +25,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(body, data, size);
 	body[size] = 0;       /* the HTTP layer hands the parsers a C string */
-	if (!fleet_etcd_parse_range(body, "/rerand/fleet/fuzz/slot/", 3, &st)) {
+	if (!fleet_etcd_parse_range(body, "/rerand/fleet/fuzz/", 3, &st, NULL)) {
 		if (st.nr_holders > FLEET_MAX_SLOTS || st.nr_stray > st.nr_holders ||
 		    st.max_concurrent != 3)
 			abort();
 		for (unsigned i = 0; i < st.nr_holders; i++) {
 			const struct fleet_holder *h = &st.holders[i];
-			if (!memchr(h->id, 0, sizeof(h->id)) || h->slot < 0 || h->slot > 1000000 ||
+			if (!memchr(h->id, 0, sizeof(h->id)) || h->slot < -1 || h->slot > 1000000 ||
 			    (i && st.holders[i - 1].slot > h->slot))
 				abort();
 		}

@@ -164,7 +164,8 @@ static void test_etcd_json(void)
 	json_object *o;
 	size_t n;
 
-	T_OK(fleet_etcd_acquire_body("/rerand/fleet/web/slot/1", "host-7", 7235123456789, buf, sizeof(buf)) > 0,
+	T_OK(fleet_etcd_acquire_body("/rerand/fleet/web/slot/1", "host-7", 7235123456789, NULL, NULL, 0,
+				     buf, sizeof(buf)) > 0,
 	     "etcd: the acquire txn is built");
 	o = json_tokener_parse(buf);
 	T_OK(o != NULL, "etcd: the acquire txn is JSON");
@@ -181,6 +182,25 @@ static void test_etcd_json(void)
 	json_object *f;
 	T_OK(!json_object_object_get_ex(o, "failure", &f), "etcd: a lost race changes nothing (no failure ops)");
 	json_object_put(o);
+	/* the count's guard: the semaphore's range unchanged since revision 9 */
+	T_OK(fleet_etcd_acquire_body("/rerand/fleet/web/holder/host-7", "host-7 f", 5, "/rerand/fleet/web/holder/",
+				     "/rerand/fleet/web/slot0", 9, buf, sizeof(buf)) > 0 &&
+	     (o = json_tokener_parse(buf)) != NULL, "etcd: the counted acquire txn is JSON");
+	k = jpath_str(o, "compare", 1, "key", NULL);
+	const char *ke = jpath_str(o, "compare", 1, "range_end", NULL);
+	char kend[64];
+	T_OK(k && ke && !fleet_b64_decode(k, key, sizeof(key), &n) && (key[n] = 0, 1) &&
+	     !strcmp(key, "/rerand/fleet/web/holder/") && !fleet_b64_decode(ke, kend, sizeof(kend), &n) &&
+	     (kend[n] = 0, 1) && !strcmp(kend, "/rerand/fleet/web/slot0") &&
+	     !strcmp(jpath_str(o, "compare", 1, "target", NULL) ?: "", "MOD") &&
+	     !strcmp(jpath_str(o, "compare", 1, "result", NULL) ?: "", "LESS") &&
+	     !strcmp(jpath_str(o, "compare", 1, "mod_revision", NULL) ?: "", "10") &&
+	     !strcmp(jpath_str(o, "compare", 0, "target", NULL) ?: "", "CREATE"),
+	     "etcd: ... it compares the whole range [holder/, slot0): mod_revision < R+1, and the key's "
+	     "create_revision == 0");
+	json_object_put(o);
+	T_OK(fleet_etcd_acquire_body("/k", "v", 5, "/a", "/b", 0, buf, sizeof(buf)) == -ENOBUFS,
+	     "etcd: ... without a revision it is not built");
 
 	T_OK(fleet_etcd_value("host-7", "00112233445566778899aabbccddeeff", key, sizeof(key)) == 0 &&
 	     !strcmp(key, "host-7 00112233445566778899aabbccddeeff") &&
@@ -211,6 +231,14 @@ static void test_etcd_json(void)
 	     !json_object_object_get_ex(o, "failure", &f),
 	     "etcd: the release deletes the slot only while its value, fence included, is there");
 	json_object_put(o);
+	T_OK(fleet_etcd_delete_body("/rerand/fleet/web/holder/h", NULL, 12, buf, sizeof(buf)) > 0 &&
+	     (o = json_tokener_parse(buf)) != NULL &&
+	     !strcmp(jpath_str(o, "compare", 0, "target", NULL) ?: "", "MOD") &&
+	     !strcmp(jpath_str(o, "compare", 0, "mod_revision", NULL) ?: "", "12") &&
+	     !jpath_str(o, "compare", 1, "target", NULL) &&
+	     fleet_etcd_delete_body("/k", NULL, 0, buf, sizeof(buf)) == -ENOBUFS,
+	     "etcd: an operator's release of a holder key compares its revision (and never nothing)");
+	json_object_put(o);
 
 	/* a reply as etcd 3.4's gateway writes it: int64 as strings, key order by bytes */
 	const char *reply =
@@ -220,7 +248,7 @@ static void test_etcd_json(void)
 		"{\"key\":\"L3JlcmFuZC9mbGVldC93ZWIvc2xvdC8xMA==\",\"mod_revision\":\"8\",\"value\":\"aG9zdC16\",\"lease\":\"99\"},"
 		"{\"key\":\"L3JlcmFuZC9mbGVldC93ZWIvc2xvdC8w\",\"mod_revision\":\"4\",\"value\":\"aG9zdC1h\"}],\"count\":\"3\"}";
 	struct fleet_status st;
-	T_OK(fleet_etcd_parse_range(reply, "/rerand/fleet/web/slot/", 2, &st) == 0 && st.nr_holders == 3,
+	T_OK(fleet_etcd_parse_range(reply, "/rerand/fleet/web/", 2, &st, NULL) == 0 && st.nr_holders == 3,
 	     "etcd: a range reply gives three holders");
 	T_OK(st.holders[0].slot == 0 && !strcmp(st.holders[0].id, "host-a") && st.holders[0].lease == 0 &&
 	     st.holders[1].slot == 1 && !strcmp(st.holders[1].id, "host-b") && st.holders[1].lease == 77 &&
@@ -229,15 +257,37 @@ static void test_etcd_json(void)
 	T_OK(!strcmp(st.holders[1].fence, "0123456789abcdef0123456789abcdef") && !*st.holders[0].fence,
 	     "etcd: a value \"ID FENCE\" is split into holder and fence (an older one has no fence)");
 	T_OK(st.nr_stray == 1, "etcd: slot 10 with MaxConcurrent=2 is reported as stray");
-	T_OK(fleet_etcd_parse_range("{\"header\":{\"revision\":\"3\"}}", "/p/", 2, &st) == 0 &&
-	     st.nr_holders == 0, "etcd: an empty group (no kvs member) has no holders");
-	T_OK(fleet_etcd_parse_range("{\"kvs\":[{\"key\":\"!!!!\"}]}", "/p/", 2, &st) == -EBADMSG,
+	struct fleet_etcd_group g;
+	T_OK(fleet_etcd_parse_range("{\"header\":{\"revision\":\"3\"}}", "/p/", 2, &st, &g) == 0 &&
+	     st.nr_holders == 0 && g.revision == 3 && !g.has_marker,
+	     "etcd: an empty group (no kvs member) has no holders, and the reply's revision");
+	T_OK(fleet_etcd_parse_range("{\"kvs\":[{\"key\":\"!!!!\"}]}", "/p/", 2, &st, NULL) == -EBADMSG,
 	     "etcd: a key that is not base64 is a malformed reply");
-	T_OK(fleet_etcd_parse_range("{\"kvs\":[{\"key\":\"L3AveA==\",\"value\":\"YQ==\"}]}", "/p/", 2, &st) == -EBADMSG,
+	T_OK(fleet_etcd_parse_range("{\"kvs\":[{\"key\":\"L3Avc2xvdC94\",\"value\":\"YQ==\"}]}", "/p/", 2, &st, NULL) == -EBADMSG,
 	     "etcd: a slot key whose suffix is not a number is a malformed reply");
-	T_OK(fleet_etcd_parse_range("[1,2]", "/p/", 2, &st) == -EBADMSG && fleet_etcd_parse_range("{", "/p/", 2, &st) == -EBADMSG,
+	T_OK(fleet_etcd_parse_range("{\"kvs\":[{\"key\":\"L3AvaG9sZGVyLw==\",\"value\":\"YQ==\"}]}", "/p/", 2, &st, NULL) == -EBADMSG,
+	     "etcd: a holder key without an id is a malformed reply");
+	T_OK(fleet_etcd_parse_range("[1,2]", "/p/", 2, &st, NULL) == -EBADMSG && fleet_etcd_parse_range("{", "/p/", 2, &st, NULL) == -EBADMSG,
 	     "etcd: replies that are not an object are malformed");
+	/* both kinds, the marker, and a failure record that is no holder */
+	const char *mixed =
+		"{\"header\":{\"revision\":\"21\"},\"kvs\":["
+		"{\"key\":\"L3JlcmFuZC9mbGVldC93ZWIvZmFpbHVyZXMvaG9zdC1jfjBhLzE=\",\"value\":\"bmV2ZXItY29uZmlybWVk\"},"
+		"{\"key\":\"L3JlcmFuZC9mbGVldC93ZWIvaG9sZGVyL2hvc3QtY34wYQ==\",\"mod_revision\":\"20\",\"lease\":\"5\","
+		"\"value\":\"aG9zdC14fjBiIDAwMTEyMjMzNDQ1NTY2Nzc4ODk5YWFiYmNjZGRlZWZm\"},"
+		"{\"key\":\"L3JlcmFuZC9mbGVldC93ZWIvc2VtYXBob3Jl\",\"value\":\"aG9sZGVycw==\"},"
+		"{\"key\":\"L3JlcmFuZC9mbGVldC93ZWIvc2xvdC8x\",\"mod_revision\":\"7\","
+		"\"value\":\"aG9zdC1iIDAxMjM0NTY3ODlhYmNkZWYwMTIzNDU2Nzg5YWJjZGVm\"}]}";
+	T_OK(fleet_etcd_parse_range(mixed, "/rerand/fleet/web/", 2, &st, &g) == 0 && st.nr_holders == 2 &&
+	     g.revision == 21 && g.has_marker && !strcmp(g.marker, "holders") && st.nr_stray == 0,
+	     "etcd: a holder key and a numbered slot are two holders; the marker and a failure record none");
+	T_OK(st.holders[0].slot == -1 && !strcmp(st.holders[0].id, "host-c~0a") && !*st.holders[0].fence &&
+	     st.holders[0].mod_revision == 20 && st.holders[0].lease == 5 &&
+	     st.holders[1].slot == 1 && !strcmp(st.holders[1].id, "host-b"),
+	     "etcd: a holder key's id is the one its key names (etcd's roles bind the key), with no fence "
+	     "when its value names another host");
 
+	memset(&st, 0, sizeof(st));
 	st.max_concurrent = 2;
 	T_OK(t_json_r("fleet-status", fleet_status_format_json(&st, "web", buf, sizeof(buf)), buf) > 0, "status: JSON formats");
 	o = json_tokener_parse(buf);
