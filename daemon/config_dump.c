@@ -30,8 +30,8 @@ static const char *fmt_days(uint8_t mask, char *out, size_t len)
 	return out;
 }
 
-static void fmt_value(const struct rr_config *c, const struct rr_cfg_key *k, char *out,
-		      size_t len)
+void config_format_value(const struct rr_config *c, const struct rr_cfg_key *k, char *out,
+			 size_t len)
 {
 	const void *f = (const char *)c + k->off;
 	static const char *when[] = { "ignore", "window", "immediate" };
@@ -106,6 +106,26 @@ static int fleet_kv(const char *key, const char *value, void *ud)
 	return 0;
 }
 
+/* What the keys whose values differ ask of the reload (the key table's
+ * reload column), compared as --dump-config prints them. */
+unsigned config_reload_effects(const struct rr_config *o, const struct rr_config *c)
+{
+	char a[RR_PATH + 64], b[RR_PATH + 64];
+	unsigned fx = 0;
+
+	for (size_t i = 0; i < rr_cfg_nkeys; i++) {
+		const struct rr_cfg_key *k = &rr_cfg_keys[i];
+
+		if (!(k->reload & (RR_CFG_RESTAGE | RR_CFG_RECRASH)))
+			continue;
+		config_format_value(o, k, a, sizeof(a));
+		config_format_value(c, k, b, sizeof(b));
+		if (strcmp(a, b))
+			fx |= k->reload;
+	}
+	return fx;
+}
+
 int config_dump(FILE *f, const struct rr_config *c, const struct rr_cfg_origins *o)
 {
 	char v[RR_PATH + 64];
@@ -124,7 +144,7 @@ int config_dump(FILE *f, const struct rr_config *c, const struct rr_cfg_origins 
 		for (size_t i = 0; i < rr_cfg_nkeys; i++) {
 			if (strcmp(rr_cfg_keys[i].section, sec))
 				continue;
-			fmt_value(c, &rr_cfg_keys[i], v, sizeof(v));
+			config_format_value(c, &rr_cfg_keys[i], v, sizeof(v));
 			put_kv(f, o ? o->key[i] : NULL, rr_cfg_keys[i].name, v);
 		}
 	}

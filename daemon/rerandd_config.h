@@ -145,10 +145,15 @@ void config_fill_runtime(struct rr_config *c);
 /* ---- config_keys.c: the key table (parser, --dump-config, rerand.conf(5)'s test) */
 enum rr_ktype { K_PATH, K_STR, K_DUR, K_BOOL, K_UINT, K_WHEN, K_METHOD, K_CRASHMODE, K_PANIC,
 		K_WDOG };
+/* What a changed value asks of a reload (SIGHUP, `rerand reload`): build
+ * and stage the image again, load the crash kernel again, or nothing until
+ * rerandd restarts (the old value is kept meanwhile, and the journal says so). */
+enum { RR_CFG_RESTAGE = 1 << 0, RR_CFG_RECRASH = 1 << 1, RR_CFG_RESTART = 1 << 2 };
 struct rr_cfg_key {
 	const char *section, *name;
 	enum rr_ktype type;
 	size_t off, size;
+	unsigned reload;                  /* RR_CFG_* */
 };
 extern const struct rr_cfg_key rr_cfg_keys[];
 extern const size_t rr_cfg_nkeys;
@@ -184,6 +189,12 @@ struct rr_cfg_load {
 int config_load_ex(const struct rr_cfg_load *l, struct rr_config *ret, struct rr_cfg_errs *errs);
 
 /* ---- config_dump.c: rerandd --check-config / --dump-config ---------------- */
+/* One key's value as --dump-config prints it (what the parser reads back). */
+void config_format_value(const struct rr_config *c, const struct rr_cfg_key *k, char *out,
+			 size_t len);
+/* What a reload from o to c asks (RR_CFG_RESTAGE, RR_CFG_RECRASH): the
+ * reload column of each key whose value differs as --dump-config prints it. */
+unsigned config_reload_effects(const struct rr_config *o, const struct rr_config *c);
 /* The effective configuration as rerand.conf text (it parses back to the
  * same), each value preceded by a comment naming its file:line or "default". */
 int config_dump(FILE *f, const struct rr_config *c, const struct rr_cfg_origins *o);
