@@ -431,24 +431,35 @@ static bool trailing_comment(const char *v)
 	return false;
 }
 
-/* [Fleet]: fleet.c owns these keys; its message names the key and the problem. */
+/* [Fleet]: fleet_config.c owns these keys; its message names the key and
+ * the problem.  A key in another case than its name is taken (rerand 0.1
+ * took any case there) with a warning: keys are case-sensitive in every
+ * section. */
 static void set_fleet(struct pctx *x, const char *name, const char *value)
 {
 	char err[256], hint[96];
 	int r = fleet_config_set(&x->c->fleet, name, value, err, sizeof(err));
-	const char *alias = fleet_config_alias(name);
+	const char *alias = fleet_config_alias(name), *canon = alias ? alias : name;
 
 	if (r == -ENOENT)
 		perr(x, "%s%s", err, config_suggest("Fleet", name, hint, sizeof(hint)));
 	else if (r < 0)
 		perr(x, "%s", err);
-	if (r == 0 && alias)
+	if (r < 0)
+		return;
+	for (size_t i = 0; fleet_config_key(i); i++)
+		if (!strcasecmp(fleet_config_key(i), canon))
+			canon = fleet_config_key(i);
+	if (r == 1 && !alias)
+		errs_add(x->warns, "%s:%u: %s= is spelled %s= (keys are case-sensitive; another "
+			 "case will be refused in a later version)", x->name, x->line, name, canon);
+	if (alias)
 		errs_add(x->warns, "%s:%u: %s= is deprecated: use %s=, where a bare number is "
 			 "seconds as in every duration (%s=%s is %s=%s%s)", x->name, x->line, name,
 			 alias, name, value, alias, value,
 			 strspn(value, "0123456789") == strlen(value) ? "ms" : "");
-	for (size_t i = 0; r == 0 && x->origins && i < rr_cfg_nfleet_keys; i++)
-		if (!strcasecmp(rr_cfg_fleet_keys[i], alias ? alias : name))
+	for (size_t i = 0; x->origins && fleet_config_key(i); i++)
+		if (!strcmp(fleet_config_key(i), canon))
 			note_origin(x, x->origins->fleet[i]);
 }
 
@@ -768,8 +779,8 @@ static const char *key_origin(const struct rr_cfg_origins *o, const char *sectio
 		if ((!*section || !strcmp(rr_cfg_keys[i].section, section)) &&
 		    strlen(rr_cfg_keys[i].name) == n && !strncmp(rr_cfg_keys[i].name, key, n))
 			return o->key[i];
-	for (size_t i = 0; (fleet_only || !*section) && i < rr_cfg_nfleet_keys; i++)
-		if (strlen(rr_cfg_fleet_keys[i]) == n && !strncmp(rr_cfg_fleet_keys[i], key, n))
+	for (size_t i = 0; (fleet_only || !*section) && fleet_config_key(i); i++)
+		if (strlen(fleet_config_key(i)) == n && !strncmp(fleet_config_key(i), key, n))
 			return o->fleet[i];
 	return NULL;
 }

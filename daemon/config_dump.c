@@ -92,20 +92,6 @@ static void put_kv(FILE *f, const char *origin, const char *key, const char *val
 		rr_escape_str(esc, sizeof(esc), value));
 }
 
-struct fleet_ctx { FILE *f; const struct rr_cfg_origins *o; };
-
-static int fleet_kv(const char *key, const char *value, void *ud)
-{
-	struct fleet_ctx *x = ud;
-	const char *origin = NULL;
-
-	for (size_t i = 0; i < rr_cfg_nfleet_keys; i++)
-		if (!strcmp(rr_cfg_fleet_keys[i], key))
-			origin = x->o ? x->o->fleet[i] : NULL;
-	put_kv(x->f, origin, key, value);
-	return 0;
-}
-
 /* What the keys whose values differ ask of the reload (the key table's
  * reload column), compared as --dump-config prints them. */
 unsigned config_reload_effects(const struct rr_config *o, const struct rr_config *c)
@@ -136,9 +122,11 @@ int config_dump(FILE *f, const struct rr_config *c, const struct rr_cfg_origins 
 		const char *sec = rr_cfg_sections[s];
 		fprintf(f, "\n[%s]\n", sec);
 		if (!strcmp(sec, "Fleet")) {
-			struct fleet_ctx x = { f, o };
-			fleet_config_each(&c->fleet, fleet_kv, &x);
-			fleet_kv("HelperSocket", c->fleet.helper, &x);
+			char fv[FLEET_MAX_ENDPOINTS * (FLEET_STR + 1)];
+			for (size_t i = 0; fleet_config_key(i); i++) {
+				fleet_config_get(&c->fleet, i, fv, sizeof(fv));
+				put_kv(f, o ? o->fleet[i] : NULL, fleet_config_key(i), fv);
+			}
 			continue;
 		}
 		for (size_t i = 0; i < rr_cfg_nkeys; i++) {

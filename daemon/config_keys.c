@@ -99,14 +99,6 @@ const struct rr_cfg_key rr_cfg_keys[] = {
 const size_t rr_cfg_nkeys = sizeof(rr_cfg_keys) / sizeof(rr_cfg_keys[0]);
 
 
-/* fleet_config_set()'s keys, in rerand.conf's order */
-const char *const rr_cfg_fleet_keys[] = {
-	"Backend", "Group", "Endpoints", "CACert", "Cert", "Key", "User", "PasswordFile",
-	"AllowPlaintext", "MaxConcurrent", "LockTTL", "DownTTL", "URL", "MachineIDFile", "ID",
-	"InstallID", "Timeout", "RetryBase", "RetryMax", "HelperSocket",
-	"BreakerFailures", "BreakerWindowSec",
-};
-const size_t rr_cfg_nfleet_keys = sizeof(rr_cfg_fleet_keys) / sizeof(rr_cfg_fleet_keys[0]);
 const char *const rr_cfg_window_keys[RR_CFG_NWINDOW_KEYS] = {
 	"Days", "Start", "Length", "TimeZone", "Enabled",
 };
@@ -114,9 +106,6 @@ const char *const rr_cfg_sections[] = {
 	"Daemon", "Paths", "Stage", "Crash", "Policy", "Reboot", "Comeback", "Fleet",
 };
 const size_t rr_cfg_nsections = sizeof(rr_cfg_sections) / sizeof(rr_cfg_sections[0]);
-
-_Static_assert(sizeof(rr_cfg_fleet_keys) / sizeof(rr_cfg_fleet_keys[0]) <= RR_CFG_MAX_FLEET_KEYS,
-	       "struct rr_cfg_origins is too small for [Fleet]");
 
 /* Edit distance with transpositions (optimal string alignment), case-
  * insensitive: "MaxLayutAge", "Strat" and "maxlayoutage" are typos too. */
@@ -181,8 +170,8 @@ const char *config_suggest(const char *section, const char *name, char *out, siz
 	}
 	if (!strcmp(section, "Fleet")) {
 		static const char *const old_names[] = { "RetryBaseMSec", "RetryMaxMSec" };
-		for (size_t i = 0; i < rr_cfg_nfleet_keys; i++)
-			consider(rr_cfg_fleet_keys[i], name, &best, &bestd);
+		for (size_t i = 0; fleet_config_key(i); i++)
+			consider(fleet_config_key(i), name, &best, &bestd);
 		/* a typo of an old name: named with its new one */
 		for (size_t i = 0; i < sizeof(old_names) / sizeof(old_names[0]); i++)
 			consider(old_names[i], name, &best, &bestd);
@@ -209,9 +198,9 @@ const char *config_suggest(const char *section, const char *name, char *out, siz
 				 rr_cfg_keys[i].section);
 			return out;
 		}
-	for (size_t i = 0; i < rr_cfg_nfleet_keys; i++)
-		if (!strcasecmp(rr_cfg_fleet_keys[i], name)) {
-			snprintf(out, len, " (%s= belongs in [Fleet])", rr_cfg_fleet_keys[i]);
+	for (size_t i = 0; fleet_config_key(i); i++)
+		if (!strcasecmp(fleet_config_key(i), name)) {
+			snprintf(out, len, " (%s= belongs in [Fleet])", fleet_config_key(i));
 			return out;
 		}
 	return out;

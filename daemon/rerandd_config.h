@@ -157,9 +157,7 @@ struct rr_cfg_key {
 };
 extern const struct rr_cfg_key rr_cfg_keys[];
 extern const size_t rr_cfg_nkeys;
-/* [Fleet] (fleet_config_set() parses them) and [Window NAME] keys */
-extern const char *const rr_cfg_fleet_keys[];
-extern const size_t rr_cfg_nfleet_keys;
+/* [Window NAME] keys ([Fleet]'s are fleet_config.c's: fleet_config_key()) */
 extern const char *const rr_cfg_window_keys[];
 #define RR_CFG_NWINDOW_KEYS 5
 /* The fixed sections, in the order rerand.conf has them ([Window NAME] aside). */
@@ -172,10 +170,9 @@ const char *config_suggest(const char *section, const char *name, char *out, siz
 /* Where each value came from ("file:line"; "" = the built-in default). */
 #define RR_CFG_ORIGIN 300
 #define RR_CFG_MAX_KEYS 80
-#define RR_CFG_MAX_FLEET_KEYS 32
 struct rr_cfg_origins {
 	char key[RR_CFG_MAX_KEYS][RR_CFG_ORIGIN];
-	char fleet[RR_CFG_MAX_FLEET_KEYS][RR_CFG_ORIGIN];
+	char fleet[FLEET_NR_KEYS][RR_CFG_ORIGIN];
 	char win[RR_MAX_WINDOWS][RR_CFG_NWINDOW_KEYS][RR_CFG_ORIGIN];
 };
 struct rr_cfg_load {

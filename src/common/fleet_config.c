@@ -452,48 +452,89 @@ static int check_helper(const char *value, char *err, size_t errlen)
 	return 0;
 }
 
-/* How each key is stored: by its own function, as a checked string, or as a
- * duration in seconds or milliseconds, in the field at off. */
+/* The values of the keys stored by their own function, as a file has them. */
+static void get_backend(const struct fleet_config *c, char *out, size_t len)
+{
+	snprintf(out, len, "%s", fleet_backend_name(c->backend));
+}
+
+static void get_endpoints(const struct fleet_config *c, char *out, size_t len)
+{
+	size_t o = 0;
+
+	out[0] = 0;
+	for (unsigned i = 0; i < c->nr_endpoints && o < len; i++)
+		o += (size_t)snprintf(out + o, len - o, "%s%s", i ? "," : "", c->endpoints[i]);
+}
+
+static void get_allow_plaintext(const struct fleet_config *c, char *out, size_t len)
+{
+	snprintf(out, len, "%s", c->allow_plaintext ? "yes" : "no");
+}
+
+static void get_max_concurrent(const struct fleet_config *c, char *out, size_t len)
+{
+	snprintf(out, len, "%u", c->max_concurrent);
+}
+
+static void get_breaker_failures(const struct fleet_config *c, char *out, size_t len)
+{
+	snprintf(out, len, "%u", c->breaker_failures);
+}
+
+static void get_breaker_window(const struct fleet_config *c, char *out, size_t len)
+{
+	config_format_duration(c->breaker_window, out, len);
+}
+
+/* How each key is stored: by its own functions, as a checked string, or as
+ * a duration in seconds or milliseconds, in the field at off. */
 enum fleet_key_kind { FK_FN, FK_STR, FK_SECONDS, FK_MSEC, FK_MSEC_LEGACY };
 
+/* Every [Fleet] key, once, in rerand.conf's order: fleet_config_set() parses
+ * with it, fleet_config_each() hands the helper the values from it, and
+ * rerandd's --dump-config, origins and "did you mean" read it through
+ * fleet_config_key().  The old names come last (fleet_config_alias()). */
 struct fleet_key {
 	const char *name;
 	enum fleet_key_kind kind;
 	size_t off, size;
 	int (*set)(struct fleet_config *c, const char *value, char *err, size_t errlen);
+	void (*get)(const struct fleet_config *c, char *out, size_t len);
 	int (*check)(const char *value, char *err, size_t errlen);
+	bool local;                       /* rerandd's alone: not handed to the helper */
 };
 
 #define FK_FIELD(field) offsetof(struct fleet_config, field), \
 	sizeof(((struct fleet_config *)0)->field)
-#define KEY_FN(name, fn)            { name, FK_FN, 0, 0, fn, NULL }
-#define KEY_STR(name, field, check) { name, FK_STR, FK_FIELD(field), NULL, check }
-#define KEY_SECONDS(name, field)    { name, FK_SECONDS, FK_FIELD(field), NULL, NULL }
-#define KEY_MSEC(name, field)       { name, FK_MSEC, FK_FIELD(field), NULL, NULL }
-#define KEY_MSEC_LEGACY(name, field) { name, FK_MSEC_LEGACY, FK_FIELD(field), NULL, NULL }
+#define KEY_FN(name, set, get)      { name, FK_FN, 0, 0, set, get, NULL, false }
+#define KEY_STR(name, field, check) { name, FK_STR, FK_FIELD(field), NULL, NULL, check, false }
+#define KEY_SECONDS(name, field)    { name, FK_SECONDS, FK_FIELD(field), NULL, NULL, NULL, false }
+#define KEY_MSEC(name, field)       { name, FK_MSEC, FK_FIELD(field), NULL, NULL, NULL, false }
+#define KEY_MSEC_LEGACY(name, field) { name, FK_MSEC_LEGACY, FK_FIELD(field), NULL, NULL, NULL, false }
 static const struct fleet_key fleet_keys[] = {
-	KEY_FN("Backend", set_backend),
+	KEY_FN("Backend", set_backend, get_backend),
 	KEY_STR("Group", group, check_group),
-	KEY_FN("Endpoints", set_endpoints),
+	KEY_FN("Endpoints", set_endpoints, get_endpoints),
 	KEY_STR("CACert", ca_cert, NULL),
 	KEY_STR("Cert", cert, NULL),
 	KEY_STR("Key", key, NULL),
 	KEY_STR("User", user, check_user),
 	KEY_STR("PasswordFile", password_file, check_password_file),
-	KEY_FN("AllowPlaintext", set_allow_plaintext),
+	KEY_FN("AllowPlaintext", set_allow_plaintext, get_allow_plaintext),
+	KEY_FN("MaxConcurrent", set_max_concurrent, get_max_concurrent),
+	KEY_SECONDS("LockTTL", lock_ttl),
+	KEY_SECONDS("DownTTL", down_ttl),
 	KEY_STR("URL", url, check_url),
 	KEY_STR("MachineIDFile", machine_id, NULL),
 	KEY_STR("ID", id, check_id),
 	KEY_STR("InstallID", install_id, check_install_id),
-	KEY_FN("MaxConcurrent", set_max_concurrent),
-	KEY_SECONDS("LockTTL", lock_ttl),
-	KEY_SECONDS("DownTTL", down_ttl),
 	KEY_SECONDS("Timeout", timeout),
-	KEY_FN("BreakerFailures", set_breaker_failures),
-	KEY_FN("BreakerWindowSec", set_breaker_window),
 	KEY_MSEC("RetryBase", retry_base_ms),
 	KEY_MSEC("RetryMax", retry_max_ms),
-	KEY_STR("HelperSocket", helper, check_helper),
+	{ "HelperSocket", FK_STR, FK_FIELD(helper), NULL, NULL, check_helper, true },
+	KEY_FN("BreakerFailures", set_breaker_failures, get_breaker_failures),
+	KEY_FN("BreakerWindowSec", set_breaker_window, get_breaker_window),
 	/* the old names (fleet_config_alias()), after the new ones */
 	KEY_MSEC_LEGACY("RetryBaseMSec", retry_base_ms),
 	KEY_MSEC_LEGACY("RetryMaxMSec", retry_max_ms),
@@ -504,6 +545,36 @@ static const struct fleet_key fleet_keys[] = {
 #undef KEY_STR
 #undef KEY_FN
 #undef FK_FIELD
+#define NR_FLEET_KEYS (sizeof(fleet_keys) / sizeof(fleet_keys[0]))
+_Static_assert(NR_FLEET_KEYS - 2 == FLEET_NR_KEYS, "FLEET_NR_KEYS is the table's current names");
+
+const char *fleet_config_key(size_t i)
+{
+	return i < FLEET_NR_KEYS ? fleet_keys[i].name : NULL;
+}
+
+void fleet_config_get(const struct fleet_config *c, size_t i, char *out, size_t len)
+{
+	const struct fleet_key *k = &fleet_keys[i < FLEET_NR_KEYS ? i : 0];
+	const char *field = (const char *)c + k->off;
+
+	switch (k->kind) {
+	case FK_FN:
+		k->get(c, out, len);
+		return;
+	case FK_STR:
+		snprintf(out, len, "%s", field);
+		return;
+	case FK_SECONDS:
+		config_format_duration(*(const int64_t *)field, out, len);
+		return;
+	case FK_MSEC:
+	case FK_MSEC_LEGACY:
+		/* durations as every duration is printed: what the parser reads back */
+		config_format_duration_ms(*(const int64_t *)field, out, len);
+		return;
+	}
+}
 
 const char *fleet_config_alias(const char *key)
 {
@@ -514,32 +585,45 @@ const char *fleet_config_alias(const char *key)
 	return NULL;
 }
 
+/* Keys are case-sensitive in every section; for compatibility with rerand
+ * 0.1, which took [Fleet] keys in any case, a key that matches only when
+ * case is ignored is taken and 1 returned, for the caller to warn. */
 int fleet_config_set(struct fleet_config *c, const char *key, const char *value, char *err,
 		     size_t errlen)
 {
-	for (size_t i = 0; i < sizeof(fleet_keys) / sizeof(fleet_keys[0]); i++) {
-		const struct fleet_key *k = &fleet_keys[i];
-		char *field = (char *)c + k->off;
-		int r;
+	const struct fleet_key *k = NULL;
+	int r = -EINVAL;
 
-		if (strcasecmp(key, k->name))
-			continue;
-		switch (k->kind) {
-		case FK_FN:
-			return k->set(c, value, err, errlen);
-		case FK_STR:
-			r = k->check ? k->check(value, err, errlen) : 0;
-			return r < 0 ? r : set_str(field, k->size, k->name, value, err, errlen);
-		case FK_SECONDS:
-			return parse_seconds(k->name, value, (int64_t *)field, err, errlen);
-		case FK_MSEC:
-		case FK_MSEC_LEGACY:
-			return parse_msec(k->name, value, k->kind == FK_MSEC_LEGACY, (int64_t *)field,
-					  err, errlen);
-		}
+	for (size_t i = 0; !k && i < NR_FLEET_KEYS; i++)
+		if (!strcmp(key, fleet_keys[i].name))
+			k = &fleet_keys[i];
+	for (size_t i = 0; !k && i < NR_FLEET_KEYS; i++)
+		if (!strcasecmp(key, fleet_keys[i].name))
+			k = &fleet_keys[i];
+	if (!k) {
+		snprintf(err, errlen, "unknown key %s= in [Fleet]", key);
+		return -ENOENT;
 	}
-	snprintf(err, errlen, "unknown key %s= in [Fleet]", key);
-	return -ENOENT;
+	char *field = (char *)c + k->off;
+	switch (k->kind) {
+	case FK_FN:
+		r = k->set(c, value, err, errlen);
+		break;
+	case FK_STR:
+		r = k->check ? k->check(value, err, errlen) : 0;
+		if (r >= 0)
+			r = set_str(field, k->size, k->name, value, err, errlen);
+		break;
+	case FK_SECONDS:
+		r = parse_seconds(k->name, value, (int64_t *)field, err, errlen);
+		break;
+	case FK_MSEC:
+	case FK_MSEC_LEGACY:
+		r = parse_msec(k->name, value, k->kind == FK_MSEC_LEGACY, (int64_t *)field, err,
+			       errlen);
+		break;
+	}
+	return r < 0 ? r : strcmp(key, k->name) ? 1 : 0;
 }
 
 bool fleet_url_plaintext_remote(const char *url, bool has_ca, char *host, size_t hlen)
@@ -711,41 +795,15 @@ const char *fleet_state_name(enum fleet_state s)
 int fleet_config_each(const struct fleet_config *c,
 		      int (*fn)(const char *key, const char *value, void *ud), void *ud)
 {
-	char eps[FLEET_MAX_ENDPOINTS * (FLEET_STR + 1)] = "", num[64];
-	size_t o = 0;
+	char v[FLEET_MAX_ENDPOINTS * (FLEET_STR + 1)];
 	int r;
 
-	for (unsigned i = 0; i < c->nr_endpoints; i++)
-		o += (size_t)snprintf(eps + o, sizeof(eps) - o, "%s%s", i ? "," : "", c->endpoints[i]);
-#define KV(k, v) do { if ((r = fn(k, v, ud)) < 0) return r; } while (0)
-#define KN(k, fmt, v) do { snprintf(num, sizeof(num), fmt, v); KV(k, num); } while (0)
-	/* durations as every duration is printed: what the parser reads back */
-#define KD(k, v) KV(k, config_format_duration(v, num, sizeof(num)))
-#define KDMS(k, v) KV(k, config_format_duration_ms(v, num, sizeof(num)))
-	KV("Backend", fleet_backend_name(c->backend));
-	KV("Group", c->group);
-	KV("Endpoints", eps);
-	KV("CACert", c->ca_cert);
-	KV("Cert", c->cert);
-	KV("Key", c->key);
-	KV("User", c->user);
-	KV("PasswordFile", c->password_file);
-	KV("AllowPlaintext", c->allow_plaintext ? "yes" : "no");
-	KN("MaxConcurrent", "%u", c->max_concurrent);
-	KD("LockTTL", c->lock_ttl);
-	KD("DownTTL", c->down_ttl);
-	KV("URL", c->url);
-	KV("MachineIDFile", c->machine_id);
-	KV("ID", c->id);
-	KV("InstallID", c->install_id);
-	KD("Timeout", c->timeout);
-	KDMS("RetryBase", c->retry_base_ms);
-	KDMS("RetryMax", c->retry_max_ms);
-	KN("BreakerFailures", "%u", c->breaker_failures);
-	KD("BreakerWindowSec", c->breaker_window);
-#undef KDMS
-#undef KD
-#undef KN
-#undef KV
+	for (size_t i = 0; i < FLEET_NR_KEYS; i++) {
+		if (fleet_keys[i].local)
+			continue;
+		fleet_config_get(c, i, v, sizeof(v));
+		if ((r = fn(fleet_keys[i].name, v, ud)) < 0)
+			return r;
+	}
 	return 0;
 }
