@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* [Fleet] settings, the host's identity, and the pure timing helpers: shared by
- * rerandd (which parses the configuration) and rerand-fleetd (which is handed it). */
-#include <arpa/inet.h>
+/* [Fleet] settings and the host's identity: shared by rerandd (which parses
+ * the configuration) and rerand-fleetd (which is handed it).  The URLs they
+ * name are fleet_url.c's. */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -131,155 +131,6 @@ static int parse_msec(const char *key, const char *v, bool legacy, int64_t *ret,
 	}
 	*ret = x;
 	return 0;
-}
-
-/* ---- the lock servers' URLs -------------------------------------------------
- * A strict subset of URL syntax on which curl's parser cannot read another
- * host than this one: [http[s]://]HOST[:PORT][/PATH], HOST a name of
- * [A-Za-z0-9._-], a dotted-quad IPv4 address or a bracketed IPv6 one, PATH of
- * [A-Za-z0-9._~/-].  User info, queries, fragments, percent-encoding and
- * every other character are refused: "http://127.0.0.1:2379@etcd.example"
- * sends to etcd.example.  rerand-fleetd parses each URL with curl's own
- * parser too before it uses it (fleetd/fleet_url.c). */
-
-static bool host_char(char ch)
-{
-	return isalnum((unsigned char)ch) || ch == '.' || ch == '-' || ch == '_';
-}
-
-static bool path_char(char ch)
-{
-	return isalnum((unsigned char)ch) || strchr("-._~/", ch);
-}
-
-#define URL_BAD(...) do { snprintf(err, errlen, __VA_ARGS__); return -EINVAL; } while (0)
-
-int fleet_url_parse(const char *key, const char *url, bool need_scheme, bool has_ca,
-		    struct fleet_url *u, char *err, size_t errlen)
-{
-	const char *sep = strstr(url, "://"), *a, *p, *e;
-	size_t n;
-
-	memset(u, 0, sizeof(*u));
-	if (!*url)
-		URL_BAD("%s=: empty URL", key);
-	if (strlen(url) >= FLEET_STR)
-		URL_BAD("%s=%.40s...: too long (at most %d bytes)", key, url, FLEET_STR - 1);
-	/* the specific refusals first, wherever they are */
-	if (strchr(url, '#'))
-		URL_BAD("%s=%s: a fragment (#...) is not accepted in a lock server URL", key, url);
-	if (strchr(url, '?'))
-		URL_BAD("%s=%s: a query (?...) is not accepted: the request path is appended to "
-			"the URL", key, url);
-	if (strchr(url, '@'))
-		URL_BAD("%s=%s: user info (user@ or user:password@) is not accepted: curl would "
-			"connect to the host after the '@'; give etcd's user with User= and "
-			"PasswordFile=", key, url);
-	if (strchr(url, '%'))
-		URL_BAD("%s=%s: percent-encoding (%%XX) is not accepted in a lock server URL",
-			key, url);
-	if (sep) {
-		n = (size_t)(sep - url);
-		if (n == 4 && !strncmp(url, "http", 4))
-			u->https = false;
-		else if (n == 5 && !strncmp(url, "https", 5))
-			u->https = true;
-		else
-			URL_BAD("%s=%s: only http:// and https:// are supported (lower case)", key, url);
-		u->has_scheme = true;
-		a = sep + 3;
-	} else if (need_scheme) {
-		URL_BAD("%s=%s: want an http:// or https:// URL", key, url);
-	} else {
-		u->https = has_ca;          /* a bare host:port: https with CACert= */
-		a = url;
-	}
-	/* the authority: up to the path */
-	p = a + strcspn(a, "/");
-	if (*a == '[') {
-		char v6[INET6_ADDRSTRLEN + 1];
-		struct in6_addr a6;
-
-		e = memchr(a, ']', (size_t)(p - a));
-		if (!e || (size_t)(e - a - 1) >= sizeof(v6))
-			URL_BAD("%s=%s: an IPv6 address wants [ADDRESS] (no zone)", key, url);
-		snprintf(v6, sizeof(v6), "%.*s", (int)(e - a - 1), a + 1);
-		if (inet_pton(AF_INET6, v6, &a6) != 1)
-			URL_BAD("%s=%s: [%s] is not an IPv6 address", key, url, v6);
-		e++;
-	} else {
-		for (e = a; e < p && host_char(*e); e++)
-			;
-		if (e == a)
-			URL_BAD("%s=%s: no host name", key, url);
-		if (e < p && *e != ':')
-			URL_BAD("%s=%s: the character '%c' is not accepted in a host name (want "
-				"[A-Za-z0-9._-], an IPv4 address or [IPv6])", key, url,
-				isprint((unsigned char)*e) ? *e : '?');
-		/* a name whose last label starts with a digit is an address to curl
-		 * (127.1, 0x7f.1, 2130706433 are all 127.0.0.1): only the dotted quad */
-		const char *last = a;
-		for (const char *q = a; q < e; q++)
-			if (*q == '.' && q + 1 < e)
-				last = q + 1;
-		if (isdigit((unsigned char)*last)) {
-			char v4[INET_ADDRSTRLEN + 1];
-			struct in_addr a4;
-
-			if ((size_t)(e - a) >= sizeof(v4))
-				URL_BAD("%s=%s: %.*s is not a dotted-quad IPv4 address", key, url,
-					(int)(e - a), a);
-			snprintf(v4, sizeof(v4), "%.*s", (int)(e - a), a);
-			if (inet_pton(AF_INET, v4, &a4) != 1)
-				URL_BAD("%s=%s: %s is not a dotted-quad IPv4 address (a.b.c.d, decimal)",
-					key, url, v4);
-		}
-	}
-	if ((size_t)(e - a) >= sizeof(u->host))
-		URL_BAD("%s=%s: the host name is too long", key, url);
-	snprintf(u->host, sizeof(u->host), "%.*s", (int)(e - a), a);
-	if (e < p) {
-		unsigned long port = 0;
-		const char *d = e + 1;
-
-		if (*e != ':' || d == p || (size_t)(p - d) > 5 ||
-		    strspn(d, "0123456789") != (size_t)(p - d))
-			URL_BAD("%s=%s: want HOST:PORT with a port number after the ':'", key, url);
-		port = strtoul(d, NULL, 10);
-		if (port < 1 || port > 65535)
-			URL_BAD("%s=%s: port %lu is not 1 to 65535", key, url, port);
-		u->port = (unsigned)port;
-	}
-	for (const char *q = p; *q; q++)
-		if (!path_char(*q))
-			URL_BAD("%s=%s: the character '%c' is not accepted in the path (want "
-				"[A-Za-z0-9._~/-])", key, url, isprint((unsigned char)*q) ? *q : '?');
-	return 0;
-}
-#undef URL_BAD
-
-bool fleet_host_loopback(const char *host)
-{
-	struct in6_addr a6;
-	struct in_addr a4;
-	size_t n = strlen(host);
-
-	/* "localhost", which curl resolves to loopback itself without asking DNS;
-	 * by address otherwise (a name like 127.example.org is not) */
-	if (!strcasecmp(host, "localhost"))
-		return true;
-	if (inet_pton(AF_INET, host, &a4) == 1)
-		return (ntohl(a4.s_addr) >> 24) == 127;
-	if (n > 2 && host[0] == '[' && host[n - 1] == ']') {
-		char v6[INET6_ADDRSTRLEN + 1];
-
-		if (n - 2 >= sizeof(v6))
-			return false;
-		snprintf(v6, sizeof(v6), "%.*s", (int)(n - 2), host + 1);
-		if (inet_pton(AF_INET6, v6, &a6) == 1)
-			return IN6_IS_ADDR_LOOPBACK(&a6);
-	}
-	return false;
 }
 
 static int set_endpoints(struct fleet_config *c, const char *v, char *err, size_t errlen)
@@ -626,20 +477,6 @@ int fleet_config_set(struct fleet_config *c, const char *key, const char *value,
 	return r < 0 ? r : strcmp(key, k->name) ? 1 : 0;
 }
 
-bool fleet_url_plaintext_remote(const char *url, bool has_ca, char *host, size_t hlen)
-{
-	struct fleet_url u;
-	char err[FLEET_MSG_MAX];
-
-	/* what does not parse is not known to be safe */
-	if (fleet_url_parse("URL", url, false, has_ca, &u, err, sizeof(err)) < 0) {
-		snprintf(host, hlen, "%s", url);
-		return true;
-	}
-	snprintf(host, hlen, "%s", u.host);
-	return !u.https && !fleet_host_loopback(u.host);
-}
-
 static int check_plaintext(const struct fleet_config *c, const char *key, const char *url,
 			   char *err, size_t errlen)
 {
@@ -739,55 +576,6 @@ int fleet_read_identity(const char *path, char *out, size_t len, char *err, size
 	memcpy(out, buf + b, e - b);
 	out[e - b] = 0;
 	return 0;
-}
-
-/* ---- pure helpers ------------------------------------------------------------ */
-
-size_t fleet_holder_machine_len(const char *holder)
-{
-	const char *s = strchr(holder, FLEET_ID_SEP);
-
-	return s ? (size_t)(s - holder) : strlen(holder);
-}
-
-int64_t fleet_backoff_ms(unsigned attempt, int64_t base_ms, int64_t cap_ms, uint64_t rnd)
-{
-	int64_t d = base_ms > 0 ? base_ms : 1;
-	int64_t half;
-
-	if (cap_ms < d)
-		cap_ms = d;
-	for (unsigned i = 0; i < attempt && d < cap_ms; i++)
-		d = d > cap_ms / 2 ? cap_ms : d * 2;
-	if (d > cap_ms)
-		d = cap_ms;
-	half = d / 2;
-	return half + (int64_t)(rnd % (uint64_t)(d - half + 1));
-}
-
-int64_t fleet_spread_start(int64_t now, int64_t start, int64_t end, uint64_t rnd)
-{
-	int64_t from = now > start ? now : start;
-	int64_t span;
-
-	if (end <= from)
-		return 0;
-	span = (end - from) / 2;
-	if (span <= 0)
-		return from;
-	return from + (int64_t)(rnd % (uint64_t)span);
-}
-
-const char *fleet_state_name(enum fleet_state s)
-{
-	switch (s) {
-	case FLEET_ST_DISABLED: return "disabled";
-	case FLEET_ST_IDLE: return "idle";
-	case FLEET_ST_WAITING: return "waiting";
-	case FLEET_ST_HELD: return "held";
-	case FLEET_ST_ERROR: return "error";
-	}
-	return "?";
 }
 
 /* The helper is handed the settings as the same KEY=VALUE pairs a file has, and
