@@ -128,7 +128,10 @@ void config_defaults(struct rr_config *c);
 /* Apply one file's text on top of c; errors are appended as "name:line: ...". */
 void config_apply_text(struct rr_config *c, const char *text, size_t len, const char *name,
 		       struct rr_cfg_errs *errs);
-/* Cross-field checks after all files ("name: ..."). */
+/* One message into errs (NULL: none kept); past RR_CFG_MAX_ERRS, counted. */
+void config_errs_add(struct rr_cfg_errs *errs, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Cross-field checks after all files ("name: ..."): config_check.c. */
 void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_errs *errs);
 /* Defaults, then the main file (may be absent), then the *.conf files of dropin_dir in name
  * order.  Returns 0 and *ret, or -EINVAL with every error in errs and *ret
