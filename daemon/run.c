@@ -116,6 +116,77 @@ static int exec_hook(const struct rr_hook_exec *hx, char *const argv[])
 	return -1;
 }
 
+/* The child's privileges: the builder's or the signer's user, or the
+ * capabilities it is given.  *pidns: whether the builder has a PID
+ * namespace of its own (0) or why not. */
+static int spawn_drop(const struct spawn_setup *s, int *pidns)
+{
+	int r;
+
+	if (s->builder) {
+		if ((r = caps_child_builder(s->builder, pidns)) < 0) {
+			fprintf(stderr, "cannot become the image builder: %s\n", strerror(-r));
+			return -1;
+		}
+	} else if (s->signer) {
+		if ((r = caps_child_signer(s->signer)) < 0) {
+			fprintf(stderr, "cannot become CheckUser= to run sbsign: %s\n", strerror(-r));
+			return -1;
+		}
+	} else if (((s->caps & ~RR_CHILD_NICE) == RR_CHILD_KEXEC_CAPS ? caps_child_kexec()
+								       : caps_child_none()) < 0)
+		return -1;
+	return 0;
+}
+
+/* This process stays as the builder's reaper (reaper.c): it exits, and
+ * rerandd goes on, only once the builder and all it started are gone.
+ * Returns in the builder, ready for its exec. */
+static int spawn_builder(const struct spawn_setup *s, int pidns)
+{
+	pid_t reaper = getpid(), b;
+	int r = reaper_prepare();
+
+	(void)prctl(PR_SET_NAME, "rerandd-reaper", 0, 0, 0);
+
+	if (r < 0) {
+		fprintf(stderr, "cannot become the image builder's reaper: %s\n", strerror(-r));
+		return -1;
+	}
+	if (pidns < 0 && s->builder->switch_user)
+		fprintf(stderr, "image builder: no PID namespace of its own (%s): its "
+			"leftovers are left to the reaper's sweep alone\n", strerror(-pidns));
+	b = fork();
+	if (b < 0) {
+		fprintf(stderr, "cannot fork the image builder: %s\n", strerror(errno));
+		return -1;
+	}
+	if (b > 0) {
+		/* Nothing of rerandd's for a process running as ImageUser=:
+		 * not the builder's files (it is not to hold the output), not
+		 * the daemon's. */
+		(void)close_range(3, ~0U, 0);
+		_exit(reaper_wait(b));
+	}
+	reaper_child_reset();
+	/* A session of its own: the filter's kill(0, ...) then reaches the
+	 * builder's group only, never the reaper, and setpgid() cannot join
+	 * the reaper's group.  In its own PID namespace it is pid 1 and its
+	 * parent, outside, shows as 0. */
+	if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
+	    getppid() != (pidns == 0 ? 0 : reaper))
+		return -1;
+	/* Last before exec: the builder's seccomp allow-list, which the exec
+	 * keeps (the calls above are not on it). */
+	r = sandbox_builder();
+	if (r < 0) {
+		fprintf(stderr, "cannot load the image builder's seccomp filter: %s\n",
+			strerror(-r));
+		return -1;
+	}
+	return 0;
+}
+
 static int spawn_setup(void *arg, int out_fd)
 {
 	const struct spawn_setup *s = arg;
@@ -123,20 +194,7 @@ static int spawn_setup(void *arg, int out_fd)
 
 	if (s->caps & RR_CHILD_NICE)
 		(void)!nice(10);
-	if (s->builder) {
-		int r = caps_child_builder(s->builder, &pidns);
-		if (r < 0) {
-			fprintf(stderr, "cannot become the image builder: %s\n", strerror(-r));
-			return -1;
-		}
-	} else if (s->signer) {
-		int r = caps_child_signer(s->signer);
-		if (r < 0) {
-			fprintf(stderr, "cannot become CheckUser= to run sbsign: %s\n", strerror(-r));
-			return -1;
-		}
-	} else if (((s->caps & ~RR_CHILD_NICE) == RR_CHILD_KEXEC_CAPS ? caps_child_kexec()
-								       : caps_child_none()) < 0)
+	if (spawn_drop(s, &pidns) < 0)
 		return -1;
 	/* A child outlives no rerandd: a restart unwinds what it was for
 	 * (after the capability change, which would clear it). */
@@ -153,53 +211,7 @@ static int spawn_setup(void *arg, int out_fd)
 			return -1;
 		}
 	}
-	if (s->builder) {
-		/* This process stays as the builder's reaper (reaper.c): it
-		 * exits, and rerandd goes on, only once the builder and all it
-		 * started are gone. */
-		pid_t reaper = getpid(), b;
-		int r = reaper_prepare();
-
-		(void)prctl(PR_SET_NAME, "rerandd-reaper", 0, 0, 0);
-
-		if (r < 0) {
-			fprintf(stderr, "cannot become the image builder's reaper: %s\n",
-				strerror(-r));
-			return -1;
-		}
-		if (pidns < 0 && s->builder->switch_user)
-			fprintf(stderr, "image builder: no PID namespace of its own (%s): its "
-				"leftovers are left to the reaper's sweep alone\n", strerror(-pidns));
-		b = fork();
-		if (b < 0) {
-			fprintf(stderr, "cannot fork the image builder: %s\n", strerror(errno));
-			return -1;
-		}
-		if (b > 0) {
-			/* Nothing of rerandd's for a process running as
-			 * ImageUser=: not the builder's files (it is not to
-			 * hold the output), not the daemon's. */
-			(void)close_range(3, ~0U, 0);
-			_exit(reaper_wait(b));
-		}
-		reaper_child_reset();
-		/* A session of its own: the filter's kill(0, ...) then reaches
-		 * the builder's group only, never the reaper, and setpgid()
-		 * cannot join the reaper's group.  In its own PID namespace it
-		 * is pid 1 and its parent, outside, shows as 0. */
-		if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
-		    getppid() != (pidns == 0 ? 0 : reaper))
-			return -1;
-		/* Last before exec: the builder's seccomp allow-list, which
-		 * the exec keeps (the calls above are not on it). */
-		r = sandbox_builder();
-		if (r < 0) {
-			fprintf(stderr, "cannot load the image builder's seccomp filter: %s\n",
-				strerror(-r));
-			return -1;
-		}
-	}
-	return 0;
+	return s->builder ? spawn_builder(s, pidns) : 0;
 }
 
 /* Fork argv[0] in its own process group with a clean signal mask and the
