@@ -87,9 +87,11 @@ BASHCOMPDIR ?= $(shell $(PKG_CONFIG) --variable=completionsdir bash-completion 2
 # the stage blob (daemon/stage_cache.c keys its image cache by its SHA-256).
 # nettle: that SHA-256 (src/cachekey.c says why not libcrypto's).  libcrypto
 # only for the signature checks of signed images (src/pesig.c), which
-# rerandd-check alone makes: rerandd links its own copy of pesig.c that opens
-# libcrypto with dlopen then (daemon/crypto_dl.h), so that rerandd itself
-# never maps it (issue 28); the unit tests and fuzzers link libcrypto.
+# rerandd-check alone makes: rerandd links its own copy of pesig.c that calls
+# libcrypto through a table (src/pesig_crypto.h), which main() hands it with
+# daemon/crypto_dl.c's loader, opening libcrypto with dlopen then, so that
+# rerandd itself never maps it (issue 28); the unit tests and fuzzers link
+# libcrypto.
 DAEMON_PKGS := libsystemd libcap libseccomp inih json-c nettle
 DAEMON_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS) libcrypto 2>/dev/null)
 DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) libcrypto 2>/dev/null)
@@ -204,11 +206,12 @@ $(LIBCOMMON): $(COMMON_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
 # pesig_dl.o before the archives: librerand.a's pesig.o (linked to
-# libcrypto) is then never pulled in.
+# libcrypto) is then never pulled in.  Built with src/'s include paths
+# only: src/ includes nothing above it (tests/scripts/test-includes.sh).
 $(O)/host/daemon/pesig_dl.o: src/pesig.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $< (dlopen)")
-	$(Q)$(CC) $(CPPFLAGS) -Idaemon -DRR_CRYPTO_DLOPEN $(HOST_CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(CPPFLAGS) -DRR_CRYPTO_DLOPEN $(HOST_CFLAGS) -c -o $@ $<
 
 $(RERANDD): $(DAEMON_MAIN_OBJS) $(O)/host/daemon/pesig_dl.o $(LIBDAEMON) $(LIBCOMMON) $(LIBRERAND) $(O)/host/kexec/stage_blob.o
 	@$(if $(Q),echo "  LINK    $@")
