@@ -33,7 +33,7 @@
 #include "stage_int.h"
 
 /* The stage, linked in: rerandd builds images itself. */
-#include "../kexec/stage_blob.h"
+#include "stage_blob.h"
 
 /* Hashed once per process.  rerandd itself never reads the stage's bytes
  * otherwise (the images are built by RerandBinary=), so its pages are

@@ -31,7 +31,7 @@
 #include "stage_int.h"
 
 /* The stage, linked in: the one every image rerandd stages must carry. */
-#include "../kexec/stage_blob.h"
+#include "stage_blob.h"
 
 /* The image's stage, byte for byte, is the one rerandd links (its stage
  * hash field alone is a claim the builder writes): the protected-mode part
