@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "rerandd.h"
+#include "util.h"
 
 #define F(field) offsetof(struct rr_config, field), sizeof(((struct rr_config *)0)->field)
 const struct rr_cfg_key rr_cfg_keys[] = {
@@ -86,7 +87,7 @@ const struct rr_cfg_key rr_cfg_keys[] = {
 	{ "Paths", "Pstore", K_PATH, F(pstore_dir) },
 };
 #undef F
-const size_t rr_cfg_nkeys = sizeof(rr_cfg_keys) / sizeof(rr_cfg_keys[0]);
+const size_t rr_cfg_nkeys = ARRAY_SIZE(rr_cfg_keys);
 
 
 /* fleet_config_set()'s keys, in rerand.conf's order */
@@ -96,16 +97,16 @@ const char *const rr_cfg_fleet_keys[] = {
 	"InstallID", "Timeout", "RetryBase", "RetryMax", "HelperSocket",
 	"BreakerFailures", "BreakerWindowSec",
 };
-const size_t rr_cfg_nfleet_keys = sizeof(rr_cfg_fleet_keys) / sizeof(rr_cfg_fleet_keys[0]);
+const size_t rr_cfg_nfleet_keys = ARRAY_SIZE(rr_cfg_fleet_keys);
 const char *const rr_cfg_window_keys[RR_CFG_NWINDOW_KEYS] = {
 	"Days", "Start", "Length", "TimeZone", "Enabled",
 };
 const char *const rr_cfg_sections[] = {
 	"Daemon", "Paths", "Stage", "Crash", "Policy", "Reboot", "Comeback", "Fleet",
 };
-const size_t rr_cfg_nsections = sizeof(rr_cfg_sections) / sizeof(rr_cfg_sections[0]);
+const size_t rr_cfg_nsections = ARRAY_SIZE(rr_cfg_sections);
 
-_Static_assert(sizeof(rr_cfg_fleet_keys) / sizeof(rr_cfg_fleet_keys[0]) <= RR_CFG_MAX_FLEET_KEYS,
+_Static_assert(ARRAY_SIZE(rr_cfg_fleet_keys) <= RR_CFG_MAX_FLEET_KEYS,
 	       "struct rr_cfg_origins is too small for [Fleet]");
 
 /* Edit distance with transpositions (optimal string alignment), case-
@@ -174,7 +175,7 @@ const char *config_suggest(const char *section, const char *name, char *out, siz
 		for (size_t i = 0; i < rr_cfg_nfleet_keys; i++)
 			consider(rr_cfg_fleet_keys[i], name, &best, &bestd);
 		/* a typo of an old name: named with its new one */
-		for (size_t i = 0; i < sizeof(old_names) / sizeof(old_names[0]); i++)
+		for (size_t i = 0; i < ARRAY_SIZE(old_names); i++)
 			consider(old_names[i], name, &best, &bestd);
 		if (best && bestd <= max_typo(name) && fleet_config_alias(best)) {
 			snprintf(out, len, " (did you mean %s=, now %s=?)", best, fleet_config_alias(best));

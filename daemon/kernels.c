@@ -15,6 +15,7 @@
 
 #include "cleanup.h"
 #include "rerandd.h"
+#include "util.h"
 
 /* Bounds the work on a directory anyone with root could fill. */
 #define KERNELS_MAX 1024
@@ -149,7 +150,7 @@ int64_t kernels_new_wait(const struct rr_config *c, const char *const *locks, ti
 	const char *held;
 
 	if (!locks) {
-		config_locks(c, buf, sizeof(buf), mine, sizeof(mine) / sizeof(mine[0]));
+		config_locks(c, buf, sizeof(buf), mine, ARRAY_SIZE(mine));
 		locks = mine;
 	}
 	/* The hook is writing the image: stage from it once it is there. */

@@ -21,6 +21,7 @@
 #include "image.h"
 #include "rerandd.h"
 #include "status.h"
+#include "util.h"
 
 #define STATE_MAX (64u << 10)
 #define RR_STR2(x) #x
@@ -34,14 +35,12 @@ void state_init(struct rr_state *s)
 
 static const char *verify_names[] = { "unknown", "randomized", "not-randomized", "absent",
 				      "malformed", "weak" };
-#define NR_VERIFY (sizeof(verify_names) / sizeof(verify_names[0]))
 
 static const char *origin_names[] = { "first", "rerandd", "unplanned", "fallback" };
 
 const char *state_origin_name(enum rr_boot_origin o)
 {
-	return (unsigned)o < sizeof(origin_names) / sizeof(origin_names[0]) ? origin_names[o]
-									    : "first";
+	return (unsigned)o < ARRAY_SIZE(origin_names) ? origin_names[o] : "first";
 }
 
 static const char *phase_names[] = { "idle", "gate", "restage", "hooks", "confirm", "reboot",
@@ -54,8 +53,7 @@ const char *state_hold_name(enum rr_hold_why h)
 
 const char *state_phase_name(enum rr_phase ph)
 {
-	return (unsigned)ph < sizeof(phase_names) / sizeof(phase_names[0]) ? phase_names[ph]
-									  : "unknown";
+	return (unsigned)ph < ARRAY_SIZE(phase_names) ? phase_names[ph] : "unknown";
 }
 
 enum rr_resume state_resume(struct rr_state *s, const char *boot_id)
@@ -75,7 +73,7 @@ enum rr_resume state_resume(struct rr_state *s, const char *boot_id)
 
 const char *state_verify_name(enum rr_verify v)
 {
-	return (unsigned)v < NR_VERIFY ? verify_names[v] : "unknown";
+	return (unsigned)v < ARRAY_SIZE(verify_names) ? verify_names[v] : "unknown";
 }
 
 enum rr_verify state_verify_record(int r, const struct rerand_status *s)
@@ -349,7 +347,7 @@ static int set_attempt_reason(struct rr_state *s, const char *v)
 
 static int set_last_verify(struct rr_state *s, const char *v)
 {
-	for (unsigned r = 0; r < NR_VERIFY; r++)
+	for (unsigned r = 0; r < ARRAY_SIZE(verify_names); r++)
 		if (!strcmp(v, verify_names[r])) {
 			s->last_verify = r;
 			return 0;
@@ -422,8 +420,6 @@ static int set_cause_count(struct rr_state *s, const char *k, const char *v)
 	return 0;
 }
 
-#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-
 static int set_key(struct rr_state *s, const char *k, const char *v, int *version)
 {
 	if (!strcmp(k, "version")) {
@@ -434,13 +430,13 @@ static int set_key(struct rr_state *s, const char *k, const char *v, int *versio
 	}
 	if (!strncmp(k, "cause_", 6))
 		return set_cause_count(s, k, v);
-	for (size_t i = 0; i < ARRAY_LEN(hex_keys); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(hex_keys); i++)
 		if (!strcmp(k, hex_keys[i].name))
 			return hexid(v, (char *)s + hex_keys[i].off, hex_keys[i].size);
-	for (size_t i = 0; i < ARRAY_LEN(text_keys); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(text_keys); i++)
 		if (!strcmp(k, text_keys[i].name))
 			return text_keys[i].set(s, v);
-	for (size_t i = 0; i < ARRAY_LEN(num_keys); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(num_keys); i++)
 		if (!strcmp(k, num_keys[i].name))
 			return set_num(s, &num_keys[i], v);
 	return 0;                         /* unknown key: from a newer rerandd */

@@ -328,7 +328,7 @@ static const EVP_MD *spc_digest(const X509_SIG *dinfo, struct rr_pe_sig *sig,
 	X509_SIG_get0(dinfo, &alg, value);
 	X509_ALGOR_get0(&obj, NULL, NULL, alg);
 	nid = OBJ_obj2nid(obj);
-	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(known); i++) {
 		if (known[i].nid == nid) {
 			snprintf(sig->digest, sizeof(sig->digest), "%s", known[i].name);
 			return EVP_get_digestbynid(nid);

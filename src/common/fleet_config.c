@@ -13,6 +13,7 @@
 
 #include "cleanup.h"
 #include "fleet.h"
+#include "util.h"
 #include "kernel.h"          /* struct rr_err, rr_read_text() */
 
 /* ---- config ---------------------------------------------------------------- */
@@ -517,7 +518,7 @@ const char *fleet_config_alias(const char *key)
 int fleet_config_set(struct fleet_config *c, const char *key, const char *value, char *err,
 		     size_t errlen)
 {
-	for (size_t i = 0; i < sizeof(fleet_keys) / sizeof(fleet_keys[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(fleet_keys); i++) {
 		const struct fleet_key *k = &fleet_keys[i];
 		char *field = (char *)c + k->off;
 		int r;
