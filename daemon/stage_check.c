@@ -25,7 +25,6 @@
 #include "sign.h"
 
 #ifndef __clang__
-#pragma GCC diagnostic ignored "-Wformat-truncation"  /* paths are checked by stat() */
 #endif
 
 #include "stage_int.h"
@@ -153,10 +152,11 @@ int stage_build_needed(const struct rr_config *c, struct rr_stage_plan *p, char 
 		 * signed image is rebuilt at every staging without a word */
 		snprintf(note, notelen, "%s; rebuilding it", de.msg);
 	}
+	if (rr_pathf(rec, sizeof(rec), "%s.sha256", p->image) < 0 ||
+	    rr_path_join(dir, sizeof(dir), c->state_dir, "images") < 0)
+		return rr_errf(e, ENAMETOOLONG, "%s: path too long for the image cache", p->image);
 	unlink(p->image);
-	snprintf(rec, sizeof(rec), "%s.sha256", p->image);
 	unlink(rec);
-	snprintf(dir, sizeof(dir), "%s/images", c->state_dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return rr_errf(e, errno, "%s: cannot create: %s", dir, strerror(errno));
 	return 1;

@@ -24,7 +24,6 @@
 #include "sign.h"
 
 #ifndef __clang__
-#pragma GCC diagnostic ignored "-Wformat-truncation"  /* paths are checked by stat() */
 #endif
 
 #include "stage_int.h"

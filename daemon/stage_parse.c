@@ -33,7 +33,6 @@
 #include "sandbox.h"
 
 #ifndef __clang__
-#pragma GCC diagnostic ignored "-Wformat-truncation"  /* messages only */
 #endif
 
 #include "stage_int.h"

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,7 +213,7 @@ int rr_write_file_atomic(const char *path, const uint8_t *buf, size_t len, struc
 	_cleanup_close_ int fd = -1;
 	int r;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmpXXXXXX", path) >= (int)sizeof(tmp))
+	if (rr_pathf(tmp, sizeof(tmp), "%s.tmpXXXXXX", path) < 0)
 		return rr_errf(e, ENAMETOOLONG, "%s: path too long", path);
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
@@ -229,4 +230,25 @@ int rr_write_file_atomic(const char *path, const uint8_t *buf, size_t len, struc
 		return rr_errf(e, errno, "%s: cannot rename into place: %s", path, strerror(errno));
 	made = NULL;
 	return 0;
+}
+
+int rr_pathf(char *out, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(out, len, fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n < len)
+		return 0;
+	/* never a shortened path: a prefix of it may name another file */
+	if (len)
+		*out = 0;
+	return n < 0 ? -EINVAL : -ENAMETOOLONG;
+}
+
+int rr_path_join(char *out, size_t len, const char *dir, const char *name)
+{
+	return rr_pathf(out, len, "%s/%s", dir, name);
 }
