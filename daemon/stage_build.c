@@ -21,9 +21,6 @@
 #include "rerandd.h"
 #include "sign.h"
 
-#ifndef __clang__
-#endif
-
 #include "stage_int.h"
 
 struct build_wait {

@@ -26,9 +26,6 @@
 #include "rerandd.h"
 #include "sign.h"
 
-#ifndef __clang__
-#endif
-
 #include "stage_int.h"
 
 /* The stage, linked in: rerandd builds images itself. */

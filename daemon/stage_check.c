@@ -24,9 +24,6 @@
 #include "rerandd.h"
 #include "sign.h"
 
-#ifndef __clang__
-#endif
-
 #include "stage_int.h"
 
 /* The stage, linked in: the one every image rerandd stages must carry. */

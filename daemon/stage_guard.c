@@ -15,9 +15,6 @@
 
 #include "rerandd.h"
 
-#ifndef __clang__
-#endif
-
 #include "stage_int.h"
 
 static bool is_hex64(const char *s)

@@ -23,9 +23,6 @@
 #include "rerandd.h"
 #include "sign.h"
 
-#ifndef __clang__
-#endif
-
 #include "stage_int.h"
 
 /* What a helper tells the loop. */

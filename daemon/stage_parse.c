@@ -32,9 +32,6 @@
 #include "rerandd.h"
 #include "sandbox.h"
 
-#ifndef __clang__
-#endif
-
 #include "stage_int.h"
 #include "util.h"
 

@@ -24,9 +24,6 @@
 #include "rerandd.h"
 #include "sign.h"
 
-#ifndef __clang__
-#endif
-
 #include "stage_int.h"
 
 #define CMDLINE_MAX 4096
