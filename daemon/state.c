@@ -20,40 +20,15 @@
 #include "cleanup.h"
 #include "image.h"
 #include "rerandd.h"
+#include "state_int.h"
 #include "status.h"
-#include "util.h"
 
 #define STATE_MAX (64u << 10)
-#define RR_STR2(x) #x
-#define RR_STR(x) RR_STR2(x)
 
 void state_init(struct rr_state *s)
 {
 	memset(s, 0, sizeof(*s));
 	s->jitter = -1;
-}
-
-static const char *verify_names[] = { "unknown", "randomized", "not-randomized", "absent",
-				      "malformed", "weak" };
-
-static const char *origin_names[] = { "first", "rerandd", "unplanned", "fallback" };
-
-const char *state_origin_name(enum rr_boot_origin o)
-{
-	return (unsigned)o < ARRAY_SIZE(origin_names) ? origin_names[o] : "first";
-}
-
-static const char *phase_names[] = { "idle", "gate", "restage", "hooks", "confirm", "reboot",
-				     "rebooting" };
-
-const char *state_hold_name(enum rr_hold_why h)
-{
-	return h == RR_HOLD_DAMAGED ? "damaged-state" : "operator";
-}
-
-const char *state_phase_name(enum rr_phase ph)
-{
-	return (unsigned)ph < ARRAY_SIZE(phase_names) ? phase_names[ph] : "unknown";
 }
 
 enum rr_resume state_resume(struct rr_state *s, const char *boot_id)
@@ -71,11 +46,6 @@ enum rr_resume state_resume(struct rr_state *s, const char *boot_id)
 	return RR_RESUME_UNWIND;
 }
 
-const char *state_verify_name(enum rr_verify v)
-{
-	return (unsigned)v < ARRAY_SIZE(verify_names) ? verify_names[v] : "unknown";
-}
-
 enum rr_verify state_verify_record(int r, const struct rerand_status *s)
 {
 	if (r == -ENOENT)
@@ -85,361 +55,6 @@ enum rr_verify state_verify_record(int r, const struct rerand_status *s)
 	if (s->result != RERAND_RES_RANDOMIZED)
 		return RR_V_NOT_RANDOMIZED;
 	return s->flags & RERAND_ST_WEAK ? RR_V_WEAK : RR_V_RANDOMIZED;
-}
-
-/* The file's format.  Version 2 ends with end=SHA256, the SHA-256 of every
- * byte before that line (state_format, state_parse_damage): a file cut
- * anywhere, or with any line changed, deleted or repeated, no longer
- * matches.  Version 1 (rerand 0.1 before issue 39) had no end line. */
-#define STATE_VERSION 2
-#define STATE_END "end="
-
-int state_format(const struct rr_state *s, char *buf, size_t len)
-{
-	char sha[65];
-	int n = snprintf(buf, len,
-		"version=" RR_STR(STATE_VERSION) "\n"
-		"boot_id=%s\n"
-		"attempt=%d\n"
-		"attempt_boot_id=%s\n"
-		"attempt_time=%lld\n"
-		"attempt_reason=%s\n"
-		"failures=%u\n"
-		"successes=%" PRIu64 "\n"
-		"total_failures=%" PRIu64 "\n"
-		"weak_boots=%" PRIu64 "\n"
-		"last_success=%lld\n"
-		"last_failure=%lld\n"
-		"last_reboot=%lld\n"
-		"last_verify=%s\n"
-		"last_verify_time=%lld\n"
-		"jitter=%lld\n"
-		"hold=%d\n"
-		"hold_reason=%s\n"
-		"hold_time=%lld\n"
-		"hold_text=%s\n"
-		"trigger_oops=%d\n"
-		"trigger_new_kernel=%d\n"
-		"trigger_now=%d\n"
-		"taint_handled=%" PRIu64 "\n"
-		"staged_sha256=%s\n"
-		"staged_time=%lld\n"
-		"fleet_held=%d\n"
-		"fleet_token=%s\n"
-		"fleet_report=%d\n"
-		"fleet_keep=%d\n"
-		"crash_boots=%" PRIu64 "\n"
-		"last_crash_boot=%lld\n"
-		"crash_boot_id=%s\n"
-		"watchdog_armed=%d\n"
-		"confirm_pending=%d\n"
-		"confirm_boot_id=%s\n"
-		"confirmed=%" PRIu64 "\n"
-		"last_cause=%s\n"
-		"last_cause_detail=%s\n"
-		"last_cause_time=%lld\n"
-		"phase=%s\n"
-		"boot_origin=%s\n"
-		"unplanned_boots=%" PRIu64 "\n"
-		"fallback_boot_id=%s\n"
-		"attempt_guessed=%d\n",
-		s->boot_id, s->attempt, s->attempt_boot_id, (long long)s->attempt_time,
-		policy_reason_name(s->attempt_reason), s->failures, s->successes, s->total_failures,
-		s->weak_boots,
-		(long long)s->last_success, (long long)s->last_failure, (long long)s->last_reboot,
-		state_verify_name(s->last_verify), (long long)s->last_verify_time,
-		(long long)s->jitter, s->hold, state_hold_name(s->hold_why),
-		(long long)s->hold_time, s->hold_text, s->trig_oops,
-		s->trig_new_kernel, s->trig_now,
-		s->taint_handled, s->staged_sha, (long long)s->staged_time, s->fleet_held,
-		s->fleet_token, s->fleet_report, s->fleet_keep, s->crash_boots, (long long)s->last_crash_boot, s->crash_boot_id,
-		s->watchdog_armed, s->confirm_pending, s->confirm_boot_id, s->confirmed,
-		wdog_cause_name(s->last_cause), s->last_cause_detail, (long long)s->last_cause_time,
-		state_phase_name(s->phase), state_origin_name(s->boot_origin), s->unplanned_boots,
-		s->fallback_boot_id, s->attempt_guessed);
-	if (n < 0 || (size_t)n >= len)
-		return -ENOBUFS;
-	for (unsigned c = RR_CAUSE_NONE + 1; c < RR_NR_CAUSES; c++) {
-		char key[32];
-		size_t i;
-		/* a key is [a-z0-9_] like every other: check-failed -> check_failed */
-		for (i = 0; wdog_cause_name(c)[i] && i < sizeof(key) - 1; i++)
-			key[i] = wdog_cause_name(c)[i] == '-' ? '_' : wdog_cause_name(c)[i];
-		key[i] = 0;
-		int m = snprintf(buf + n, len - (size_t)n, "cause_%s=%" PRIu64 "\n", key,
-				 s->causes[c]);
-		if (m < 0 || (size_t)m >= len - (size_t)n)
-			return -ENOBUFS;
-		n += m;
-	}
-	/* last: what comes before it, hashed */
-	rr_sha256_hex(buf, (size_t)n, sha);
-	int m = snprintf(buf + n, len - (size_t)n, STATE_END "%s\n", sha);
-	if (m < 0 || (size_t)m >= len - (size_t)n)
-		return -ENOBUFS;
-	return n + m;
-}
-
-static int num(const char *v, long long lo, long long hi, long long *ret)
-{
-	char *end;
-
-	if (!*v || (!isdigit((unsigned char)*v) && *v != '-'))
-		return -EINVAL;
-	errno = 0;
-	long long x = strtoll(v, &end, 10);
-	if (errno || *end || x < lo || x > hi)
-		return -EINVAL;
-	*ret = x;
-	return 0;
-}
-
-static int hexid(const char *v, char *dst, size_t cap)
-{
-	size_t n = strlen(v);
-
-	if (n >= cap)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++)
-		if (!isxdigit((unsigned char)v[i]) && v[i] != '-')
-			return -EINVAL;
-	memcpy(dst, v, n + 1);
-	return 0;
-}
-
-/* The numeric keys: a field of the state and the values it takes. */
-struct num_key {
-	const char *name;
-	size_t off, size;
-	long long lo, hi;
-};
-#define NUM_KEY(name, field, lo, hi) \
-	{ name, offsetof(struct rr_state, field), sizeof(((struct rr_state *)0)->field), lo, hi }
-#define FLAG_KEY(name, field) NUM_KEY(name, field, 0, 1)
-#define COUNT_KEY(name, field, max) NUM_KEY(name, field, 0, max)
-#define TIME_KEY(name, field) NUM_KEY(name, field, 0, INT64_MAX)
-static const struct num_key num_keys[] = {
-	FLAG_KEY("attempt", attempt),
-	FLAG_KEY("attempt_guessed", attempt_guessed),
-	FLAG_KEY("hold", hold),
-	FLAG_KEY("fleet_held", fleet_held),
-	FLAG_KEY("fleet_report", fleet_report),
-	FLAG_KEY("fleet_keep", fleet_keep),
-	FLAG_KEY("watchdog_armed", watchdog_armed),
-	FLAG_KEY("confirm_pending", confirm_pending),
-	COUNT_KEY("confirmed", confirmed, INT64_MAX),
-	TIME_KEY("last_cause_time", last_cause_time),
-	FLAG_KEY("trigger_oops", trig_oops),
-	FLAG_KEY("trigger_new_kernel", trig_new_kernel),
-	FLAG_KEY("trigger_now", trig_now),
-	COUNT_KEY("failures", failures, INT32_MAX),   /* STATE_FAILURES_LOST, counted on */
-	COUNT_KEY("successes", successes, INT64_MAX),
-	COUNT_KEY("total_failures", total_failures, INT64_MAX),
-	COUNT_KEY("weak_boots", weak_boots, INT64_MAX),
-	COUNT_KEY("taint_handled", taint_handled, INT64_MAX),
-	COUNT_KEY("crash_boots", crash_boots, INT64_MAX),
-	COUNT_KEY("unplanned_boots", unplanned_boots, INT64_MAX),
-	NUM_KEY("jitter", jitter, -1, INT64_C(1) << 40),   /* -1: not drawn yet this boot */
-	TIME_KEY("attempt_time", attempt_time),
-	TIME_KEY("last_success", last_success),
-	TIME_KEY("last_failure", last_failure),
-	TIME_KEY("last_reboot", last_reboot),
-	TIME_KEY("last_verify_time", last_verify_time),
-	TIME_KEY("staged_time", staged_time),
-	TIME_KEY("hold_time", hold_time),
-	TIME_KEY("last_crash_boot", last_crash_boot),
-};
-#undef TIME_KEY
-#undef COUNT_KEY
-#undef FLAG_KEY
-
-/* The fields are bool, unsigned, or 64-bit (uint64_t, int64_t, time_t); the
- * range was checked, so the value fits whichever it is. */
-static int set_num(struct rr_state *s, const struct num_key *nk, const char *v)
-{
-	char *p = (char *)s + nk->off;
-	long long x;
-
-	if (num(v, nk->lo, nk->hi, &x) < 0)
-		return -EINVAL;
-	if (nk->size == sizeof(bool)) {
-		bool b = x;
-		memcpy(p, &b, sizeof(b));
-	} else if (nk->size == sizeof(unsigned)) {
-		unsigned u = (unsigned)x;
-		memcpy(p, &u, sizeof(u));
-	} else {
-		int64_t i = x;
-		memcpy(p, &i, sizeof(i));
-	}
-	return 0;
-}
-
-/* The boot ids and the staged kernel's hash: hex digits and dashes. */
-struct hex_key {
-	const char *name;
-	size_t off, size;
-};
-#define HEX_KEY(name, field) \
-	{ name, offsetof(struct rr_state, field), sizeof(((struct rr_state *)0)->field) }
-static const struct hex_key hex_keys[] = {
-	HEX_KEY("boot_id", boot_id),
-	HEX_KEY("attempt_boot_id", attempt_boot_id),
-	HEX_KEY("crash_boot_id", crash_boot_id),
-	HEX_KEY("confirm_boot_id", confirm_boot_id),
-	HEX_KEY("fallback_boot_id", fallback_boot_id),
-	HEX_KEY("staged_sha256", staged_sha),
-};
-#undef HEX_KEY
-
-/* Text rerandd wrote printable and on one line (redacted, for a cause). */
-static int printable(const char *v, char *dst, size_t cap)
-{
-	if (strlen(v) >= cap)
-		return -EINVAL;
-	for (const char *q = v; *q; q++)
-		if (!isprint((unsigned char)*q))
-			return -EINVAL;
-	memcpy(dst, v, strlen(v) + 1);
-	return 0;
-}
-
-static int set_last_cause(struct rr_state *s, const char *v)
-{
-	enum rr_cause c;
-
-	if (wdog_cause_parse(v, &c) < 0)
-		return -EINVAL;
-	s->last_cause = c;
-	return 0;
-}
-
-static int set_last_cause_detail(struct rr_state *s, const char *v)
-{
-	/* written redacted and printable by state_record_cause */
-	return printable(v, s->last_cause_detail, sizeof(s->last_cause_detail));
-}
-
-static int set_hold_text(struct rr_state *s, const char *v)
-{
-	/* written by state_set_hold: printable, one line */
-	return printable(v, s->hold_text, sizeof(s->hold_text));
-}
-
-static int set_fleet_token(struct rr_state *s, const char *v)
-{
-	/* etcd's "LEASEHEX:SLOT", or empty */
-	if (strlen(v) >= sizeof(s->fleet_token) || strspn(v, "0123456789abcdef:") != strlen(v))
-		return -EINVAL;
-	memcpy(s->fleet_token, v, strlen(v) + 1);
-	return 0;
-}
-
-static int set_attempt_reason(struct rr_state *s, const char *v)
-{
-	for (int r = RR_WHY_NONE; r <= RR_WHY_LAST; r++)
-		if (!strcmp(v, policy_reason_name(r))) {
-			s->attempt_reason = r;
-			return 0;
-		}
-	return -EINVAL;
-}
-
-static int set_last_verify(struct rr_state *s, const char *v)
-{
-	for (unsigned r = 0; r < ARRAY_SIZE(verify_names); r++)
-		if (!strcmp(v, verify_names[r])) {
-			s->last_verify = r;
-			return 0;
-		}
-	return -EINVAL;
-}
-
-static int set_boot_origin(struct rr_state *s, const char *v)
-{
-	for (unsigned o = RR_BO_FIRST; o <= RR_BO_UNPLANNED; o++)
-		if (!strcmp(v, origin_names[o])) {
-			s->boot_origin = o;
-			return 0;
-		}
-	return -EINVAL;
-}
-
-static int set_hold_reason(struct rr_state *s, const char *v)
-{
-	for (int h = RR_HOLD_OPERATOR; h <= RR_HOLD_DAMAGED; h++)
-		if (!strcmp(v, state_hold_name(h))) {
-			s->hold_why = h;
-			return 0;
-		}
-	return -EINVAL;
-}
-
-static int set_phase(struct rr_state *s, const char *v)
-{
-	/* a phase a newer rerandd wrote: unwound as any unfinished one */
-	s->phase = RR_PH_GATE;
-	for (int ph = RR_PH_IDLE; ph <= RR_PH_REBOOTING; ph++)
-		if (!strcmp(v, state_phase_name(ph)))
-			s->phase = ph;
-	return 0;
-}
-
-static const struct {
-	const char *name;
-	int (*set)(struct rr_state *s, const char *v);
-} text_keys[] = {
-	{ "last_cause", set_last_cause },
-	{ "last_cause_detail", set_last_cause_detail },
-	{ "hold_text", set_hold_text },
-	{ "fleet_token", set_fleet_token },
-	{ "attempt_reason", set_attempt_reason },
-	{ "last_verify", set_last_verify },
-	{ "boot_origin", set_boot_origin },
-	{ "hold_reason", set_hold_reason },
-	{ "phase", set_phase },
-};
-
-/* cause_NAME=COUNT: the failures by cause. */
-static int set_cause_count(struct rr_state *s, const char *k, const char *v)
-{
-	enum rr_cause c;
-	char name[32];
-	long long x;
-	size_t i;
-
-	/* keys are [a-z0-9_]: cause_check_failed for check-failed */
-	for (i = 0; k[6 + i] && i < sizeof(name) - 1; i++)
-		name[i] = k[6 + i] == '_' ? '-' : k[6 + i];
-	name[i] = 0;
-	if (wdog_cause_parse(name, &c) < 0 || c == RR_CAUSE_NONE)
-		return 0;             /* a cause a newer rerandd knows */
-	if (num(v, 0, INT64_MAX, &x) < 0)
-		return -EINVAL;
-	s->causes[c] = (uint64_t)x;
-	return 0;
-}
-
-static int set_key(struct rr_state *s, const char *k, const char *v, int *version)
-{
-	if (!strcmp(k, "version")) {
-		if (strcmp(v, "1") && strcmp(v, RR_STR(STATE_VERSION)))
-			return -EINVAL;
-		*version = v[0] - '0';
-		return 0;
-	}
-	if (!strncmp(k, "cause_", 6))
-		return set_cause_count(s, k, v);
-	for (size_t i = 0; i < ARRAY_SIZE(hex_keys); i++)
-		if (!strcmp(k, hex_keys[i].name))
-			return hexid(v, (char *)s + hex_keys[i].off, hex_keys[i].size);
-	for (size_t i = 0; i < ARRAY_SIZE(text_keys); i++)
-		if (!strcmp(k, text_keys[i].name))
-			return text_keys[i].set(s, v);
-	for (size_t i = 0; i < ARRAY_SIZE(num_keys); i++)
-		if (!strcmp(k, num_keys[i].name))
-			return set_num(s, &num_keys[i], v);
-	return 0;                         /* unknown key: from a newer rerandd */
 }
 
 /* The guarded keys: those whose loss could let through a reboot that must
@@ -562,7 +177,7 @@ int state_parse_damage(const char *text, size_t len, struct rr_state *s,
 			continue;
 		}
 		*eq = 0;
-		if (!strcmp(line, "end")) {
+		if (!strcmp(line, STATE_END)) {
 			/* the SHA-256 of every byte before this line, and the end */
 			char sha[65];
 
@@ -580,7 +195,7 @@ int state_parse_damage(const char *text, size_t len, struct rr_state *s,
 		}
 		g = guarded_index(line);
 		/* a last line without '\n' was cut: its value may be too */
-		if (!nl || set_key(s, line, eq + 1, &version) < 0) {
+		if (!nl || state_set_key(s, line, eq + 1, &version) < 0) {
 			damaged(&d, lineno, nl ? "%.60s: a value that cannot be read" :
 				"%.60s: cut short (no newline at the end)", line);
 			if (!nl)
