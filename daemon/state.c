@@ -138,101 +138,123 @@ static void fail_closed(struct rr_state *s, struct rr_state_damage *d)
 	s->fleet_keep = true;
 }
 
-int state_parse_damage(const char *text, size_t len, struct rr_state *s,
-		       struct rr_state_damage *ret)
+/* Reading a file line by line: where it is, and what it has shown. */
+struct parse {
+	const char *text, *p, *end;
+	struct rr_state *s;
+	struct rr_state_damage d;
+	unsigned seen[G_NR], lineno;
+	bool end_seen;
+	int version;
+};
+
+/* end=SHA256: the SHA-256 of every byte before this line (which starts at
+ * start), and the end of the file. */
+static void parse_end(struct parse *x, const char *start, const char *sha_read, bool nl)
 {
-	struct rr_state_damage d = { 0 };
-	const char *p = text, *end = text + len;
-	unsigned seen[G_NR] = { 0 }, lineno = 0;
-	bool end_seen = false;
-	int version = 0;
+	char sha[65];
 
-	state_init(s);
-	/* One bad line costs that line, not the file: every line is read on
-	 * its own, and a line that cannot be read is skipped and counted. */
-	while (p < end) {
-		const char *start = p, *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		char line[256], *eq;
-		int g;
-
-		lineno++;
-		if (n >= sizeof(line) || memchr(p, 0, n)) {
-			damaged(&d, lineno, "%s", n >= sizeof(line) ? "longer than 255 bytes"
-								      : "a NUL byte");
-			/* it may have been any key */
-			doubt(&d, G_ALL, "%s", "a line that names no key");
-			p += n + (nl ? 1 : 0);
-			continue;
-		}
-		memcpy(line, p, n);
-		line[n] = 0;
-		p += n + (nl ? 1 : 0);
-		if (!n)
-			continue;
-		eq = strchr(line, '=');
-		if (!eq) {
-			damaged(&d, lineno, "%s", "no '='");
-			doubt(&d, G_ALL, "%s", "a line that names no key");
-			continue;
-		}
-		*eq = 0;
-		if (!strcmp(line, STATE_END)) {
-			/* the SHA-256 of every byte before this line, and the end */
-			char sha[65];
-
-			rr_sha256_hex(text, (size_t)(start - text), sha);
-			end_seen = true;
-			if (!nl || strcmp(eq + 1, sha)) {
-				damaged(&d, lineno, "%s", "end: not the checksum of the lines before it");
-				doubt(&d, G_ALL, "%s", "its end= checksum does not match");
-			}
-			if (p < end) {
-				damaged(&d, lineno + 1, "%s", "bytes after the end= line");
-				doubt(&d, G_ALL, "%s", "bytes after its end= line");
-			}
-			break;
-		}
-		g = guarded_index(line);
-		/* a last line without '\n' was cut: its value may be too */
-		if (!nl || state_set_key(s, line, eq + 1, &version) < 0) {
-			damaged(&d, lineno, nl ? "%.60s: a value that cannot be read" :
-				"%.60s: cut short (no newline at the end)", line);
-			if (!nl)
-				doubt(&d, G_ALL, "%s", "cut short in a line");
-			else if (g >= 0)
-				doubt(&d, G_BIT(g), "%.40s= unreadable", line);
-			continue;
-		}
-		if (g >= 0 && seen[g]++) {
-			damaged(&d, lineno, "%.60s: a second time", line);
-			doubt(&d, G_BIT(g), "%.40s= twice", line);
-		}
+	rr_sha256_hex(x->text, (size_t)(start - x->text), sha);
+	x->end_seen = true;
+	if (!nl || strcmp(sha_read, sha)) {
+		damaged(&x->d, x->lineno, "%s", "end: not the checksum of the lines before it");
+		doubt(&x->d, G_ALL, "%s", "its end= checksum does not match");
 	}
-	if (!version) {
-		if (!d.bad)
-			damaged(&d, lineno, "%s", "no version= line");
-		doubt(&d, G_ALL, "%s", "no version= line");
-	} else if (version == STATE_VERSION && !end_seen) {
-		damaged(&d, lineno, "%s", "no end= line: cut short");
-		doubt(&d, G_ALL, "%s", "cut short: no end= line");
-	} else if (version != STATE_VERSION && end_seen) {
-		damaged(&d, lineno, "%s", "an end= line in a version 1 file");
-		doubt(&d, G_ALL, "%s", "an end= line in a version 1 file");
+	if (x->p < x->end) {
+		damaged(&x->d, x->lineno + 1, "%s", "bytes after the end= line");
+		doubt(&x->d, G_ALL, "%s", "bytes after its end= line");
+	}
+}
+
+/* One line, KEY=VALUE.  One bad line costs that line, not the file: a line
+ * that cannot be read is skipped and counted.  false after the end line. */
+static bool parse_line(struct parse *x)
+{
+	const char *start = x->p, *nl = memchr(x->p, '\n', (size_t)(x->end - x->p));
+	size_t n = nl ? (size_t)(nl - x->p) : (size_t)(x->end - x->p);
+	char line[256], *eq;
+	int g;
+
+	x->lineno++;
+	x->p += n + (nl ? 1 : 0);
+	if (n >= sizeof(line) || memchr(start, 0, n)) {
+		damaged(&x->d, x->lineno, "%s", n >= sizeof(line) ? "longer than 255 bytes"
+								   : "a NUL byte");
+		/* it may have been any key */
+		doubt(&x->d, G_ALL, "%s", "a line that names no key");
+		return true;
+	}
+	memcpy(line, start, n);
+	line[n] = 0;
+	if (!n)
+		return true;
+	if (!(eq = strchr(line, '='))) {
+		damaged(&x->d, x->lineno, "%s", "no '='");
+		doubt(&x->d, G_ALL, "%s", "a line that names no key");
+		return true;
+	}
+	*eq = 0;
+	if (!strcmp(line, STATE_END)) {
+		parse_end(x, start, eq + 1, nl);
+		return false;
+	}
+	g = guarded_index(line);
+	/* a last line without '\n' was cut: its value may be too */
+	if (!nl || state_set_key(x->s, line, eq + 1, &x->version) < 0) {
+		damaged(&x->d, x->lineno, nl ? "%.60s: a value that cannot be read" :
+			"%.60s: cut short (no newline at the end)", line);
+		if (!nl)
+			doubt(&x->d, G_ALL, "%s", "cut short in a line");
+		else if (g >= 0)
+			doubt(&x->d, G_BIT(g), "%.40s= unreadable", line);
+		return true;
+	}
+	if (g >= 0 && x->seen[g]++) {
+		damaged(&x->d, x->lineno, "%.60s: a second time", line);
+		doubt(&x->d, G_BIT(g), "%.40s= twice", line);
+	}
+	return true;
+}
+
+/* What the whole file must have: a version, an end line in version 2 (and
+ * none in version 1), every guarded key. */
+static void parse_finish(struct parse *x)
+{
+	if (!x->version) {
+		if (!x->d.bad)
+			damaged(&x->d, x->lineno, "%s", "no version= line");
+		doubt(&x->d, G_ALL, "%s", "no version= line");
+	} else if (x->version == STATE_VERSION && !x->end_seen) {
+		damaged(&x->d, x->lineno, "%s", "no end= line: cut short");
+		doubt(&x->d, G_ALL, "%s", "cut short: no end= line");
+	} else if (x->version != STATE_VERSION && x->end_seen) {
+		damaged(&x->d, x->lineno, "%s", "an end= line in a version 1 file");
+		doubt(&x->d, G_ALL, "%s", "an end= line in a version 1 file");
 	}
 	/* Version 1 (no end line) is read as before, but every guarded key
 	 * must be there: rerandd 0.1 wrote each of them in every file. */
 	for (int g = 0; g < G_NR; g++)
-		if (!seen[g]) {
-			if (!d.bad)
-				damaged(&d, lineno, "no %s= line", guarded[g]);
-			doubt(&d, G_BIT(g), "no %s= line", guarded[g]);
+		if (!x->seen[g]) {
+			if (!x->d.bad)
+				damaged(&x->d, x->lineno, "no %s= line", guarded[g]);
+			doubt(&x->d, G_BIT(g), "no %s= line", guarded[g]);
 		}
-	if (d.lost)
-		fail_closed(s, &d);
+}
+
+int state_parse_damage(const char *text, size_t len, struct rr_state *s,
+		       struct rr_state_damage *ret)
+{
+	struct parse x = { .text = text, .p = text, .end = text + len, .s = s };
+
+	state_init(s);
+	while (x.p < x.end && parse_line(&x))
+		;
+	parse_finish(&x);
+	if (x.d.lost)
+		fail_closed(s, &x.d);
 	if (ret)
-		*ret = d;
-	return d.bad ? -EBADMSG : 0;
+		*ret = x.d;
+	return x.d.bad ? -EBADMSG : 0;
 }
 
 int state_parse(const char *text, size_t len, struct rr_state *s)
