@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "rerandd.h"
+#include "util.h"
 
 static const cap_value_t keep[] = { CAP_SYS_BOOT, CAP_SYS_ADMIN };
 static const cap_value_t effective[] = { CAP_SYS_BOOT };
@@ -60,9 +61,9 @@ int caps_drop_daemon(struct rr_err *e)
 	 * fine here. */
 	for (cap_value_t v = 0; v <= CAP_LAST_CAP; v++) {
 		bool kept = false;
-		for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+		for (size_t i = 0; i < ARRAY_SIZE(keep); i++)
 			kept |= keep[i] == v;
-		for (size_t i = 0; i < sizeof(builder_drop) / sizeof(builder_drop[0]); i++)
+		for (size_t i = 0; i < ARRAY_SIZE(builder_drop); i++)
 			kept |= builder_drop[i] == v;
 		if (!kept && CAP_IS_SUPPORTED(v))
 			(void)cap_drop_bound(v);
@@ -72,16 +73,16 @@ int caps_drop_daemon(struct rr_err *e)
 		cap_free(cur);
 		return rr_errf(e, errno, "cap_init: %s", strerror(errno));
 	}
-	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(keep); i++) {
 		if (!have(cur, keep[i]))
 			continue;          /* not root, or a tighter bounding set */
 		cap_set_flag(next, CAP_PERMITTED, 1, &keep[i], CAP_SET);
 		cap_set_flag(next, CAP_INHERITABLE, 1, &keep[i], CAP_SET);
 	}
-	for (size_t i = 0; i < sizeof(builder_drop) / sizeof(builder_drop[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(builder_drop); i++)
 		if (have(cur, builder_drop[i]))
 			cap_set_flag(next, CAP_PERMITTED, 1, &builder_drop[i], CAP_SET);
-	for (size_t i = 0; i < sizeof(effective) / sizeof(effective[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(effective); i++)
 		if (have(cur, effective[i]))
 			cap_set_flag(next, CAP_EFFECTIVE, 1, &effective[i], CAP_SET);
 	if (cap_set_proc(next) < 0)
@@ -103,11 +104,11 @@ int caps_child_kexec(void)
 	if (!cur)
 		return -errno;
 	/* Ambient needs permitted and inheritable. */
-	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(keep); i++)
 		if (have(cur, keep[i]))
 			cap_set_flag(cur, CAP_INHERITABLE, 1, &keep[i], CAP_SET);
 	(void)cap_set_proc(cur);
-	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(keep); i++)
 		if (have(cur, keep[i]) && cap_set_ambient(keep[i], CAP_SET) < 0) {
 			int r = -errno;
 			cap_free(cur);
@@ -161,8 +162,7 @@ static int become_unprivileged(const struct rr_builder *b, bool nproc)
 		if (!cur)
 			return -errno;
 		/* Raise what the switch needs, from permitted. */
-		cap_set_flag(cur, CAP_EFFECTIVE, sizeof(builder_drop) / sizeof(builder_drop[0]),
-			     builder_drop, CAP_SET);
+		cap_set_flag(cur, CAP_EFFECTIVE, ARRAY_SIZE(builder_drop), builder_drop, CAP_SET);
 		if (cap_set_proc(cur) < 0) {
 			r = -errno;
 			cap_free(cur);
@@ -190,7 +190,7 @@ static int become_unprivileged(const struct rr_builder *b, bool nproc)
 	/* Bounds for a parser fed a hostile kernel file: a decompression bomb
 	 * or a loop stops here, not in the machine's memory or disk.  An
 	 * image of Debian's largest kernel needs about 130 MB and a second. */
-	for (size_t i = 0; i < sizeof(builder_limits) / sizeof(builder_limits[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(builder_limits); i++) {
 		struct rlimit rl = { builder_limits[i].max, builder_limits[i].max };
 #ifdef __SANITIZE_ADDRESS__
 		/* Only the unit tests' ASan build (build/san) compiles this: ASan
