@@ -11,7 +11,8 @@
 # -unsigned package's vmlinuz, scripts/kernels.sh fetches the signed one, so
 # both packages are tried and the one that matches is used.  From this
 # machine's apt, else (a Debian 12 kernel on a newer host) from
-# bookworm-security through scripts/suite-apt.sh, as kernels.sh fetches it.
+# bookworm-security through scripts/suite-apt.sh, as kernels.sh fetches it;
+# with RRS_SUITE another suite (trixie), from that suite and its -security.
 rrc_modules() {
 	local cache=${RERAND_KERNEL_CACHE:-${XDG_CACHE_HOME:-${HOME:-/var/tmp}/.cache}/rerand-e2e/kernels}
 	local dir="$cache/modules-$kver" pkg tmp deb="" m src why=""
@@ -21,7 +22,12 @@ rrc_modules() {
 	fi
 	mkdir -p "$cache" || return 1
 	tmp=$(mktemp -d "$cache/mods.XXXXXX") || return 1
-	for src in "" bookworm-security; do
+	local suites=bookworm-security
+	case ${RRS_SUITE:-bookworm} in
+	bookworm) ;;
+	*) suites="$suites $RRS_SUITE $RRS_SUITE-security" ;;
+	esac
+	for src in "" $suites; do
 		for pkg in "linux-image-$kver" "linux-image-$kver-unsigned"; do
 			rrc_apt "$src" apt-cache show "$pkg" >/dev/null 2>&1 || continue
 			rm -rf "$tmp/x" "$tmp"/*.deb
