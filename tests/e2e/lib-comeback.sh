@@ -15,7 +15,7 @@
 # with RRS_SUITE another suite (trixie), from that suite and its -security.
 rrc_modules() {
 	local cache=${RERAND_KERNEL_CACHE:-${XDG_CACHE_HOME:-${HOME:-/var/tmp}/.cache}/rerand-e2e/kernels}
-	local dir="$cache/modules-$kver" pkg tmp deb="" m src why=""
+	local dir="$cache/modules-$kver" pkg tmp deb="" m src why="" mdir=lib/modules
 	local mods="drivers/watchdog/watchdog drivers/watchdog/i6300esb lib/reed_solomon/reed_solomon fs/pstore/ramoops"
 	if [ -s "$dir/SHA256SUMS" ] && (cd "$dir" && sha256sum --quiet -c SHA256SUMS >/dev/null 2>&1); then
 		echo "$dir"; return 0
@@ -35,8 +35,11 @@ rrc_modules() {
 				{ why="$pkg: $(tail -n1 "$tmp/apt.err")"; continue; }
 			deb=$(ls "$tmp"/*.deb 2>/dev/null | head -n1)
 			mkdir "$tmp/x"
+			# Debian 12's packages ship /lib/modules, Debian 13's /usr/lib/modules
+			mdir=lib/modules
+			dpkg-deb -c "$deb" 2>/dev/null | grep -q " \./usr/lib/modules/$kver/" && mdir=usr/lib/modules
 			dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp/x" "./boot/vmlinuz-$kver" \
-				$(for m in $mods; do echo "./lib/modules/$kver/kernel/$m.ko.xz"; done) 2>"$tmp/tar.err" ||
+				$(for m in $mods; do echo "./$mdir/$kver/kernel/$m.ko.xz"; done) 2>"$tmp/tar.err" ||
 				{ why="$deb: $(tail -n1 "$tmp/tar.err")"; deb=""; continue; }
 			cmp -s "$tmp/x/boot/vmlinuz-$kver" "$kernel" && break 2
 			why="${why:+$why; }${deb##*/}: its vmlinuz-$kver differs from $kernel"
@@ -49,7 +52,7 @@ rrc_modules() {
 	fi
 	mkdir "$tmp/out"
 	for m in $mods; do
-		xz -dc "$tmp/x/lib/modules/$kver/kernel/$m.ko.xz" >"$tmp/out/${m##*/}.ko" || { rm -rf "$tmp"; return 1; }
+		xz -dc "$tmp/x/$mdir/$kver/kernel/$m.ko.xz" >"$tmp/out/${m##*/}.ko" || { rm -rf "$tmp"; return 1; }
 	done
 	(cd "$tmp/out" && sha256sum ./*.ko >SHA256SUMS)
 	rm -rf "$dir" && mv "$tmp/out" "$dir" && rm -rf "$tmp"
