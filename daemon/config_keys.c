@@ -39,6 +39,7 @@ const struct rr_cfg_key rr_cfg_keys[] = {
 	{ "Paths", "BootLoaderRoots", K_STR, F(boot_loader_roots) },
 	{ "Paths", "GrubConfig", K_PATH, F(grub_cfg) },
 	{ "Paths", "GrubEnvironment", K_PATH, F(grub_env) },
+	{ "Paths", "GrubEditenv", K_PATH, F(grub_editenv) },
 	{ "Paths", "PackageLocks", K_STR, F(package_locks) },
 	{ "Paths", "Lockdown", K_PATH, F(lockdown_file) },
 	{ "Paths", "SecureBoot", K_PATH, F(secureboot_file) },

@@ -144,7 +144,11 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		"boot_origin=%s\n"
 		"unplanned_boots=%" PRIu64 "\n"
 		"fallback_boot_id=%s\n"
-		"attempt_guessed=%d\n",
+		"attempt_guessed=%d\n"
+		"oneshot=%s\n"
+		"oneshot_value=%s\n"
+		"oneshot_note=%s\n"
+		"oneshot_note_time=%lld\n",
 		s->boot_id, s->attempt, s->attempt_boot_id, (long long)s->attempt_time,
 		policy_reason_name(s->attempt_reason), s->failures, s->successes, s->total_failures,
 		s->weak_boots,
@@ -158,7 +162,8 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 		s->watchdog_armed, s->confirm_pending, s->confirm_boot_id, s->confirmed,
 		wdog_cause_name(s->last_cause), s->last_cause_detail, (long long)s->last_cause_time,
 		state_phase_name(s->phase), state_origin_name(s->boot_origin), s->unplanned_boots,
-		s->fallback_boot_id, s->attempt_guessed);
+		s->fallback_boot_id, s->attempt_guessed, oneshot_kind_name(s->oneshot),
+		s->oneshot_value, s->oneshot_note, (long long)s->oneshot_note_time);
 	if (n < 0 || (size_t)n >= len)
 		return -ENOBUFS;
 	for (unsigned c = RR_CAUSE_NONE + 1; c < RR_NR_CAUSES; c++) {
@@ -231,6 +236,7 @@ static const struct num_key num_keys[] = {
 	FLAG_KEY("confirm_pending", confirm_pending),
 	COUNT_KEY("confirmed", confirmed, INT64_MAX),
 	TIME_KEY("last_cause_time", last_cause_time),
+	TIME_KEY("oneshot_note_time", oneshot_note_time),
 	FLAG_KEY("trigger_oops", trig_oops),
 	FLAG_KEY("trigger_new_kernel", trig_new_kernel),
 	FLAG_KEY("trigger_now", trig_now),
@@ -387,6 +393,22 @@ static int set_phase(struct rr_state *s, const char *v)
 	return 0;
 }
 
+static int set_oneshot(struct rr_state *s, const char *v)
+{
+	return oneshot_kind_parse(v, &s->oneshot);
+}
+
+static int set_oneshot_value(struct rr_state *s, const char *v)
+{
+	/* recorded only when printable (oneshot_note_attempt) */
+	return printable(v, s->oneshot_value, sizeof(s->oneshot_value));
+}
+
+static int set_oneshot_note(struct rr_state *s, const char *v)
+{
+	return printable(v, s->oneshot_note, sizeof(s->oneshot_note));
+}
+
 static const struct {
 	const char *name;
 	int (*set)(struct rr_state *s, const char *v);
@@ -400,6 +422,9 @@ static const struct {
 	{ "boot_origin", set_boot_origin },
 	{ "hold_reason", set_hold_reason },
 	{ "phase", set_phase },
+	{ "oneshot", set_oneshot },
+	{ "oneshot_value", set_oneshot_value },
+	{ "oneshot_note", set_oneshot_note },
 };
 
 /* cause_NAME=COUNT: the failures by cause. */
@@ -850,6 +875,9 @@ void state_set_hold(struct rr_state *s, bool hold, const char *text, time_t now)
 
 void state_record_failed_reboot(struct rr_state *s, time_t now)
 {
+	/* no reboot: a one-shot choice written down for it stays untouched */
+	s->oneshot = RR_OS_NONE;
+	s->oneshot_value[0] = 0;
 	s->attempt = false;
 	s->attempt_boot_id[0] = 0;
 	s->failures++;

@@ -170,10 +170,11 @@ say "RRS-INFO n=$n caps=$caps"
 # docs/design.md, "Privileges": effective CAP_SYS_BOOT (22) only; permitted
 # and inheritable CAP_SYS_BOOT + CAP_SYS_ADMIN (21); permitted only
 # CAP_SETGID, CAP_SETUID, CAP_SETPCAP (6-8), for the image builder child to
-# become the rerand user; bounding set the same five (with CAP_SETPCAP
+# become the rerand user, and CAP_LINUX_IMMUTABLE (9), raised only to lift
+# efivarfs' immutable flag off LoaderEntryOneShot; bounding set the same six (with CAP_SETPCAP
 # rerandd drops CAP_SYSLOG, 34, from it after opening /dev/kmsg); no ambient
 # capability.
-want="CapInh: 0000000000600000 CapPrm: 00000000006001c0 CapEff: 0000000000400000 CapBnd: 00000000006001c0 CapAmb: 0000000000000000 NoNewPrivs: 1 "
+want="CapInh: 0000000000600000 CapPrm: 00000000006003c0 CapEff: 0000000000400000 CapBnd: 00000000006003c0 CapAmb: 0000000000000000 NoNewPrivs: 1 "
 tap "$([ "$caps" = "$want" ]; echo $?)" "rerandd capabilities as designed: CapEff 0x400000 (CAP_SYS_BOOT), NoNewPrivs 1" "got: $caps"
 # The image builder: the user sysusers.d/rerand.conf (from make install)
 # made, and a built image staged, which under this root rerandd can only
