@@ -251,7 +251,7 @@ $(RERANDD_LIAR): $(DAEMON_MAIN_OBJS) $(O)/liar/stage_job.o $(O)/host/daemon/pesi
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(RERANDD_LIBS)
 daemon-liar: $(RERANDD_LIAR)
 
-$(O)/host/daemon/config.o: CPPFLAGS += -DRR_RERAND_BIN='"$(BINDIR)/rerand"'
+$(O)/host/daemon/config_load.o: CPPFLAGS += -DRR_RERAND_BIN='"$(BINDIR)/rerand"'
 # rerandd's built-in RerandBinary= follows BINDIR: `make install PREFIX=/usr`
 # after a plain `make` rebuilds it (the stamp changes only with BINDIR).
 $(O)/host/daemon/config.o: $(O)/bindir.stamp
@@ -370,7 +370,7 @@ $(O)/san/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC [san] $<")
 	$(Q)$(CC) $(CPPFLAGS) $(SAN_HOST_CFLAGS) $(DAEMON_CFLAGS) $(FLEETD_CFLAGS) -pthread -c -o $@ $<
-$(O)/san/obj/daemon/config.o: CPPFLAGS += -DRR_RERAND_BIN='"$(BINDIR)/rerand"'
+$(O)/san/obj/daemon/config_load.o: CPPFLAGS += -DRR_RERAND_BIN='"$(BINDIR)/rerand"'
 $(O)/san/obj/daemon/config.o: $(O)/bindir.stamp
 
 $(O)/san/librerand.a: $(SAN_LIB_OBJS)

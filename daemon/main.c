@@ -260,45 +260,31 @@ static void print_warns(const struct rr_cfg_errs *warns)
 
 /* What a reload means for the state machine: a new image (restage), a new
  * crash kernel (recrash), or only what a restart may change (warned). */
-enum { RELOAD_RESTAGE = 1 << 0, RELOAD_RECRASH = 1 << 1 };
-
-static unsigned reload_effects(const struct rr_config *o, const struct rr_config *c)
-{
-	unsigned fx = 0;
-
-	if (strcmp(c->kernel, o->kernel) || strcmp(c->initrd, o->initrd) ||
-	    strcmp(c->cmdline, o->cmdline) || c->cmdline_set != o->cmdline_set ||
-	    c->panic_reboot != o->panic_reboot || stage_secure_changed(c, o))
-		fx |= RELOAD_RESTAGE | RELOAD_RECRASH;
-	if (c->crash_mode != o->crash_mode || strcmp(c->crash_kernel, o->crash_kernel) ||
-	    strcmp(c->crash_initrd, o->crash_initrd) || strcmp(c->crash_cmdline, o->crash_cmdline) ||
-	    c->crash_cmdline_set != o->crash_cmdline_set ||
-	    c->crash_file_syscall != o->crash_file_syscall ||
-	    c->crash_file_syscall_set != o->crash_file_syscall_set ||
-	    c->file_syscall != o->file_syscall || strcmp(c->kexec_crash_size, o->kexec_crash_size))
-		fx |= RELOAD_RECRASH;
-	return fx;
-}
 
 /* Keep what only a restart may change, and say so. */
 static void reload_keep_fixed(const struct rr_config *o, struct rr_config *c)
 {
-	if (strcmp(c->state_dir, o->state_dir) || strcmp(c->control_socket, o->control_socket) ||
-	    strcmp(c->run_dir, o->run_dir) || strcmp(c->kmsg, o->kmsg))
-		rr_log(RR_LOG_WARNING, "directory, socket and kmsg changes take effect on restart");
-	if (strcmp(c->uevents, o->uevents))
-		rr_log(RR_LOG_WARNING, "Uevents= changes take effect on restart");
-	memcpy(c->uevents, o->uevents, sizeof(c->uevents));
-	memcpy(c->state_dir, o->state_dir, sizeof(c->state_dir));
-	memcpy(c->run_dir, o->run_dir, sizeof(c->run_dir));
-	memcpy(c->control_socket, o->control_socket, sizeof(c->control_socket));
-	memcpy(c->kmsg, o->kmsg, sizeof(c->kmsg));
+	char a[RR_PATH + 64], b[RR_PATH + 64];
+
+	for (size_t i = 0; i < rr_cfg_nkeys; i++) {
+		const struct rr_cfg_key *k = &rr_cfg_keys[i];
+
+		if (!(k->reload & RR_CFG_RESTART))
+			continue;
+		config_format_value(o, k, a, sizeof(a));
+		config_format_value(c, k, b, sizeof(b));
+		if (!strcmp(a, b))
+			continue;
+		rr_log(RR_LOG_WARNING, "[%s] %s= changes take effect on restart: %s until then",
+		       k->section, k->name, a);
+		memcpy((char *)c + k->off, (const char *)o + k->off, k->size);
+	}
 }
 
 static void reload_apply(struct daemon *d, unsigned fx)
 {
 	coord_reconfigure(&d->co, &d->cfg.fleet, &d->st);
-	if (fx & RELOAD_RESTAGE) {
+	if (fx & RR_CFG_RESTAGE) {
 		/* staged: the old settings' image; staging: finishes, then again */
 		d->staged = false;
 		d->stage_failed_at = 0;
@@ -308,7 +294,7 @@ static void reload_apply(struct daemon *d, unsigned fx)
 		if (d->st.phase >= RR_PH_GATE && d->st.phase <= RR_PH_CONFIRM)
 			seq_unwind(d, "the configuration changed what is staged");
 	}
-	if (!(fx & RELOAD_RECRASH))
+	if (!(fx & RR_CFG_RECRASH))
 		return;
 	/* Mode=off leaves a loaded crash kernel alone, ours or not */
 	if (!d->crash_boot && d->cfg.crash_mode == RR_CRASH_AUTO)
@@ -331,7 +317,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 
 	if (errs && c && config_load_ex(&l, c, errs) == 0) {
 		print_warns(warns);
-		unsigned fx = reload_effects(&d->cfg, c);
+		unsigned fx = config_reload_effects(&d->cfg, c);
 		config_fill_runtime(c);
 		bool was_never = policy_never_reboots(&d->cfg);
 		reload_keep_fixed(&d->cfg, c);

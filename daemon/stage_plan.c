@@ -369,11 +369,3 @@ void stage_view_secure(const struct rr_config *c, const struct rr_stage_plan *st
 	snprintf(v->signature, sizeof(v->signature), "%s", staged ? staged->signature : "");
 	snprintf(v->anchor, sizeof(v->anchor), "%s", staged ? staged->anchor : "");
 }
-
-bool stage_secure_changed(const struct rr_config *a, const struct rr_config *b)
-{
-	return strcmp(a->signed_dir, b->signed_dir) || strcmp(a->sign_key, b->sign_key) ||
-	       strcmp(a->sign_cert, b->sign_cert) || strcmp(a->trust_cert, b->trust_cert) || strcmp(a->lockdown_file, b->lockdown_file) ||
-	       strcmp(a->secureboot_file, b->secureboot_file) ||
-	       strcmp(a->boot_params_file, b->boot_params_file);
-}
