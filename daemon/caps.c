@@ -9,6 +9,8 @@
  * CAP_SETUID, CAP_SETGID and CAP_SETPCAP stay permitted (never effective in
  * rerandd, never inheritable) only so that the image builder child can
  * become ImageUser= with an empty bounding set (caps_child_builder).
+ * CAP_LINUX_IMMUTABLE stays permitted, effective only for the ioctl that
+ * lifts efivarfs' immutable flag off LoaderEntryOneShot (caps_immutable).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +31,9 @@
 static const cap_value_t keep[] = { CAP_SYS_BOOT, CAP_SYS_ADMIN };
 static const cap_value_t effective[] = { CAP_SYS_BOOT };
 static const cap_value_t builder_drop[] = { CAP_SETUID, CAP_SETGID, CAP_SETPCAP };
+/* Permitted only, effective for one ioctl: lifting the immutable flag
+ * efivarfs puts on LoaderEntryOneShot before deleting it (oneshot.c). */
+static const cap_value_t immutable_caps[] = { CAP_LINUX_IMMUTABLE };
 static const struct { int res; rlim_t max; } builder_limits[] = {
 	{ RLIMIT_AS, 2ULL << 30 },          /* address space: 2 GiB */
 	{ RLIMIT_CPU, 300 },                /* seconds of CPU */
@@ -65,6 +70,7 @@ int caps_drop_daemon(struct rr_err *e)
 			kept |= keep[i] == v;
 		for (size_t i = 0; i < ARRAY_SIZE(builder_drop); i++)
 			kept |= builder_drop[i] == v;
+		kept |= v == immutable_caps[0];
 		if (!kept && CAP_IS_SUPPORTED(v))
 			(void)cap_drop_bound(v);
 	}
@@ -82,6 +88,8 @@ int caps_drop_daemon(struct rr_err *e)
 	for (size_t i = 0; i < ARRAY_SIZE(builder_drop); i++)
 		if (have(cur, builder_drop[i]))
 			cap_set_flag(next, CAP_PERMITTED, 1, &builder_drop[i], CAP_SET);
+	if (have(cur, immutable_caps[0]))
+		cap_set_flag(next, CAP_PERMITTED, 1, immutable_caps, CAP_SET);
 	for (size_t i = 0; i < ARRAY_SIZE(effective); i++)
 		if (have(cur, effective[i]))
 			cap_set_flag(next, CAP_EFFECTIVE, 1, &effective[i], CAP_SET);
@@ -95,6 +103,19 @@ int caps_drop_daemon(struct rr_err *e)
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return rr_errf(e, errno, "PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
 	return 0;
+}
+
+void caps_immutable(bool on)
+{
+	cap_t cur = cap_get_proc();
+
+	if (!cur)
+		return;
+	/* not permitted (not root, a tighter bounding set): the ioctl says EPERM */
+	if (have(cur, immutable_caps[0]) &&
+	    cap_set_flag(cur, CAP_EFFECTIVE, 1, immutable_caps, on ? CAP_SET : CAP_CLEAR) == 0)
+		(void)cap_set_proc(cur);
+	cap_free(cur);
 }
 
 int caps_child_kexec(void)

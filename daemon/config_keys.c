@@ -47,6 +47,7 @@ const struct rr_cfg_key rr_cfg_keys[] = {
 	{ "Paths", "BootLoaderRoots", K_STR, F(boot_loader_roots), 0 },
 	{ "Paths", "GrubConfig", K_PATH, F(grub_cfg), 0 },
 	{ "Paths", "GrubEnvironment", K_PATH, F(grub_env), 0 },
+	{ "Paths", "GrubEditenv", K_PATH, F(grub_editenv), 0 },
 	{ "Paths", "PackageLocks", K_STR, F(package_locks), 0 },
 	{ "Paths", "Lockdown", K_PATH, F(lockdown_file), RESTAGE },
 	{ "Paths", "SecureBoot", K_PATH, F(secureboot_file), RESTAGE },

@@ -205,6 +205,27 @@ static int set_phase(struct rr_state *s, const char *v)
 	return 0;
 }
 
+static int set_oneshot(struct rr_state *s, const char *v)
+{
+	return oneshot_kind_parse(v, &s->oneshot);
+}
+
+static const char *get_oneshot(const struct rr_state *s)
+{
+	return oneshot_kind_name(s->oneshot);
+}
+
+static int set_oneshot_value(struct rr_state *s, const char *v)
+{
+	/* recorded only when printable (oneshot_note_attempt) */
+	return printable(v, s->oneshot_value, sizeof(s->oneshot_value));
+}
+
+static int set_oneshot_note(struct rr_state *s, const char *v)
+{
+	return printable(v, s->oneshot_note, sizeof(s->oneshot_note));
+}
+
 static const char *get_attempt_reason(const struct rr_state *s)
 {
 	return policy_reason_name(s->attempt_reason);
@@ -304,6 +325,10 @@ static const struct field fields[] = {
 	COUNT("unplanned_boots", unplanned_boots, INT64_MAX),
 	HEX("fallback_boot_id", fallback_boot_id),
 	FLAG("attempt_guessed", attempt_guessed),
+	NAME("oneshot", set_oneshot, get_oneshot),
+	TEXT("oneshot_value", oneshot_value, set_oneshot_value),
+	TEXT("oneshot_note", oneshot_note, set_oneshot_note),
+	TIME("oneshot_note_time", oneshot_note_time),
 };
 #undef NAME
 #undef TEXT
