@@ -276,7 +276,8 @@ if [ -r "$D/uki" ]; then
 	tap "$([ "$(jval "$js" kernel)" = "$uki_path" ] && [ "$(jval "$js" staged)" = true ] &&
 		grep -q "^staged $uki_path " <<<"$log"; echo $?)" \
 		"rerandd found the UKI through LoaderEntrySelected and staged it ($uki_path)" \
-		"kernel $(jval "$js" kernel), staged $(jval "$js" staged), error '$(jval "$js" stage_error)'; $(grep -E '^staged|staging failed' <<<"$log" | tail -n 2 | tr '\n' '|')"	# A one-shot entry (what `bootctl set-oneshot` and `systemctl reboot
+		"kernel $(jval "$js" kernel), staged $(jval "$js" staged), error '$(jval "$js" stage_error)'; $(grep -E '^staged|staging failed' <<<"$log" | tail -n 2 | tr '\n' '|')"
+	# A one-shot entry (what `bootctl set-oneshot` and `systemctl reboot
 	# --boot-loader-entry=` write): the same UKI, so the image staged is
 	# the one-shot's.  The kexec boot into it does not run systemd-boot,
 	# which would delete it; rerandd must, once that boot is confirmed.
