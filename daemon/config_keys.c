@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "rerandd.h"
+#include "util.h"
 
 #define F(field) offsetof(struct rr_config, field), sizeof(((struct rr_config *)0)->field)
 /* the reload column (RR_CFG_*): a [Stage] input changed restages and reloads
@@ -46,6 +47,7 @@ const struct rr_cfg_key rr_cfg_keys[] = {
 	{ "Paths", "BootLoaderRoots", K_STR, F(boot_loader_roots), 0 },
 	{ "Paths", "GrubConfig", K_PATH, F(grub_cfg), 0 },
 	{ "Paths", "GrubEnvironment", K_PATH, F(grub_env), 0 },
+	{ "Paths", "GrubEditenv", K_PATH, F(grub_editenv), 0 },
 	{ "Paths", "PackageLocks", K_STR, F(package_locks), 0 },
 	{ "Paths", "Lockdown", K_PATH, F(lockdown_file), RESTAGE },
 	{ "Paths", "SecureBoot", K_PATH, F(secureboot_file), RESTAGE },
@@ -96,7 +98,7 @@ const struct rr_cfg_key rr_cfg_keys[] = {
 #undef RECRASH
 #undef RESTAGE
 #undef F
-const size_t rr_cfg_nkeys = sizeof(rr_cfg_keys) / sizeof(rr_cfg_keys[0]);
+const size_t rr_cfg_nkeys = ARRAY_SIZE(rr_cfg_keys);
 
 
 const char *const rr_cfg_window_keys[RR_CFG_NWINDOW_KEYS] = {
@@ -105,7 +107,7 @@ const char *const rr_cfg_window_keys[RR_CFG_NWINDOW_KEYS] = {
 const char *const rr_cfg_sections[] = {
 	"Daemon", "Paths", "Stage", "Crash", "Policy", "Reboot", "Comeback", "Fleet",
 };
-const size_t rr_cfg_nsections = sizeof(rr_cfg_sections) / sizeof(rr_cfg_sections[0]);
+const size_t rr_cfg_nsections = ARRAY_SIZE(rr_cfg_sections);
 
 /* Edit distance with transpositions (optimal string alignment), case-
  * insensitive: "MaxLayutAge", "Strat" and "maxlayoutage" are typos too. */
@@ -173,7 +175,7 @@ const char *config_suggest(const char *section, const char *name, char *out, siz
 		for (size_t i = 0; fleet_config_key(i); i++)
 			consider(fleet_config_key(i), name, &best, &bestd);
 		/* a typo of an old name: named with its new one */
-		for (size_t i = 0; i < sizeof(old_names) / sizeof(old_names[0]); i++)
+		for (size_t i = 0; i < ARRAY_SIZE(old_names); i++)
 			consider(old_names[i], name, &best, &bestd);
 		if (best && bestd <= max_typo(name) && fleet_config_alias(best)) {
 			snprintf(out, len, " (did you mean %s=, now %s=?)", best, fleet_config_alias(best));

@@ -57,6 +57,7 @@ void config_defaults(struct rr_config *c)
 	snprintf(c->boot_loader_roots, sizeof(c->boot_loader_roots), "/efi /boot /boot/efi");
 	snprintf(c->grub_cfg, sizeof(c->grub_cfg), "/boot/grub/grub.cfg");
 	snprintf(c->grub_env, sizeof(c->grub_env), "/boot/grub/grubenv");
+	snprintf(c->grub_editenv, sizeof(c->grub_editenv), "/usr/bin/grub-editenv");
 	snprintf(c->package_locks, sizeof(c->package_locks), "%s %s", rr_dpkg_locks[0],
 		 rr_dpkg_locks[1]);
 	/* A boot has ConfirmTimeoutSec= to reach boot-complete.target and pass

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "image.h"
 #include "rerandd.h"
 
 static void persist(struct rr_coord *co, struct rr_state *st)
@@ -324,33 +325,34 @@ static void pump(struct rr_coord *co)
  * before rerandd first ran there holds slots under a name of its own, and a
  * slot is adopted after a reboot only by the install that took it.  0, or
  * -errno and a message; an InstallID= already set (tests) is kept. */
+/* The id's file: 33 bytes; more is not an install id (a page: any line
+ * shorter reads as before). */
+#define INSTALL_ID_MAX 4096
+
 static int install_id(const char *state_path, struct fleet_config *fc, char *err, size_t errlen)
 {
-	char path[RR_PATH + 48], tmp[RR_PATH + 56], buf[72];
+	char path[RR_PATH + 48], buf[72];
 	const char *slash = strrchr(state_path, '/');
+	_cleanup_free_ char *text = NULL;
+	struct rr_err we;
 	uint8_t rnd[16];
-	ssize_t n;
-	int fd, r;
+	int r;
 
 	if (*fc->install_id || fc->backend == FLEET_BACKEND_NONE)
 		return 0;
 	snprintf(path, sizeof(path), "%.*s/fleet-install-id",
 		 slash ? (int)(slash - state_path) : 1, slash ? state_path : ".");
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd >= 0) {
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		buf[n > 0 ? n : 0] = 0;
-		buf[strcspn(buf, "\n")] = 0;
-		if (fleet_config_set(fc, "InstallID", buf, err, errlen) == 0 && *fc->install_id)
+	r = rr_read_text_at(AT_FDCWD, path, INSTALL_ID_MAX, &text, &we);
+	if (r == 0) {
+		text[strcspn(text, "\n")] = 0;
+		if (fleet_config_set(fc, "InstallID", text, err, errlen) == 0 && *fc->install_id)
 			return 0;
 		snprintf(err, errlen, "%.400s: not an install id (32 hex digits); remove it to make "
 			 "a new one", path);
 		return -EINVAL;
 	}
-	if (errno != ENOENT) {
-		r = -errno;
-		snprintf(err, errlen, "%.400s: %s", path, strerror(-r));
+	if (r != -ENOENT) {
+		snprintf(err, errlen, "%s", we.msg);
 		return r;
 	}
 	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
@@ -360,17 +362,10 @@ static int install_id(const char *state_path, struct fleet_config *fc, char *err
 	for (unsigned i = 0; i < sizeof(rnd); i++)
 		snprintf(buf + 2 * i, 3, "%02x", rnd[i]);
 	/* written whole or not at all: a torn id would be a new identity */
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	/* close() gives the fd up even when it fails: TAKE_FD leaves -1 so the
-	 * error path below does not close it (or a reused number) again */
-	if (fd < 0 || dprintf(fd, "%s\n", buf) != 33 || fsync(fd) < 0 || close(TAKE_FD(fd)) < 0 ||
-	    rename(tmp, path) < 0) {
-		/* a short dprintf() leaves errno as it was, possibly 0: never success */
-		r = errno ? -errno : -EIO;
-		if (fd >= 0)
-			close(fd);
-		unlink(tmp);
+	buf[32] = '\n';
+	r = rr_write_file_atomic(path, (const uint8_t *)buf, 33, &we);
+	buf[32] = 0;
+	if (r < 0) {
 		snprintf(err, errlen, "%.400s: cannot write: %s", path, strerror(-r));
 		return r;
 	}

@@ -18,9 +18,11 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "crypto_dl.h"
 #include "rerandd.h"
 #include "history.h"
 #include "image.h"
+#include "pesig.h"
 #include "sign.h"
 #include "status.h"
 
@@ -636,5 +638,8 @@ static int run(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* the signature checks' libcrypto, opened by the helper that first
+	 * checks one (crypto_dl.h) */
+	rr_pesig_use_crypto(&rr_crypto, rr_crypto_load);
 	return run(argc, argv);
 }

@@ -9,6 +9,7 @@
 
 #include "image.h"
 #include "rerandd.h"
+#include "util.h"
 
 /* A label value: backslash, double quote and newline escaped. */
 static void label(char *out, size_t len, const char *s)
@@ -232,7 +233,7 @@ int metrics_format(const struct rr_view *v, char *buf, size_t len)
 	if (!len)
 		return -ENOBUFS;
 	buf[0] = 0;
-	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(metrics); i++) {
 		const struct metric *m = &metrics[i];
 
 		if (m->when && !m->when(v))

@@ -53,6 +53,7 @@ struct rr_config {
 	char loader_entry_selected[RR_PATH]; /* efivarfs: systemd-boot's entry of this boot */
 	char boot_loader_roots[RR_PATH];    /* where the ESP/XBOOTLDR may be mounted, blank-separated */
 	char grub_cfg[RR_PATH], grub_env[RR_PATH];   /* GRUB's menu and environment block, "" = not read */
+	char grub_editenv[RR_PATH];          /* GRUB's grub-editenv, "" = next_entry never cleared */
 	bool plan_running;                  /* not a key: stage_plan() takes the running kernel,
 					     * not the boot loader's next (the crash kernel) */
 	char package_locks[RR_PATH];        /* dpkg's lock files, blank-separated */

@@ -85,6 +85,7 @@ struct daemon {
 	struct rr_confirm cf;
 	/* unstage.c: no image while none is wanted */
 	struct rr_job *unload_job;     /* `kexec -s -u` running */
+	struct rr_job *oneshot_job;    /* grub-editenv unset next_entry (oneshot.c) */
 	char unstaged_why[256];        /* why nothing of ours is staged; "" */
 	bool unstaged_by_policy;       /* ... because unstage_unwanted() says so */
 	bool loaded_mark;              /* <state>/loaded names this boot */

@@ -40,7 +40,7 @@ const char *stage_source_name(enum rr_image_source s);
 /* The release (uname -r) a kernel file says it is: the first word of its
  * bzImage version string. */
 int stage_kernel_release(const char *kernel, char *ret, size_t len, struct rr_err *e);
-/* SHA-256 of the stage rerandd links in (kexec/stage_blob.S) and builds into
+/* SHA-256 of the stage rerandd links in (src/stage_blob.S) and builds into
  * every image: with the kernel's, the image cache key, so a new rerand (a new
  * stage) never boots an image the old one cached. */
 const char *stage_blob_sha(void);

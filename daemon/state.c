@@ -483,6 +483,9 @@ void state_set_hold(struct rr_state *s, bool hold, const char *text, time_t now)
 
 void state_record_failed_reboot(struct rr_state *s, time_t now)
 {
+	/* no reboot: a one-shot choice written down for it stays untouched */
+	s->oneshot = RR_OS_NONE;
+	s->oneshot_value[0] = 0;
 	s->attempt = false;
 	s->attempt_boot_id[0] = 0;
 	s->failures++;

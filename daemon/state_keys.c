@@ -15,17 +15,16 @@
 #include "cachekey.h"
 #include "rerandd.h"
 #include "state_int.h"
+#include "util.h"
 
 static const char *verify_names[] = { "unknown", "randomized", "not-randomized", "absent",
 				      "malformed", "weak" };
-#define NR_VERIFY (sizeof(verify_names) / sizeof(verify_names[0]))
 
 static const char *origin_names[] = { "first", "rerandd", "unplanned", "fallback" };
 
 const char *state_origin_name(enum rr_boot_origin o)
 {
-	return (unsigned)o < sizeof(origin_names) / sizeof(origin_names[0]) ? origin_names[o]
-									    : "first";
+	return (unsigned)o < ARRAY_SIZE(origin_names) ? origin_names[o] : "first";
 }
 
 static const char *phase_names[] = { "idle", "gate", "restage", "hooks", "confirm", "reboot",
@@ -38,13 +37,12 @@ const char *state_hold_name(enum rr_hold_why h)
 
 const char *state_phase_name(enum rr_phase ph)
 {
-	return (unsigned)ph < sizeof(phase_names) / sizeof(phase_names[0]) ? phase_names[ph]
-									  : "unknown";
+	return (unsigned)ph < ARRAY_SIZE(phase_names) ? phase_names[ph] : "unknown";
 }
 
 const char *state_verify_name(enum rr_verify v)
 {
-	return (unsigned)v < NR_VERIFY ? verify_names[v] : "unknown";
+	return (unsigned)v < ARRAY_SIZE(verify_names) ? verify_names[v] : "unknown";
 }
 
 static int num(const char *v, long long lo, long long hi, long long *ret)
@@ -169,7 +167,7 @@ static int set_attempt_reason(struct rr_state *s, const char *v)
 
 static int set_last_verify(struct rr_state *s, const char *v)
 {
-	for (unsigned r = 0; r < NR_VERIFY; r++)
+	for (unsigned r = 0; r < ARRAY_SIZE(verify_names); r++)
 		if (!strcmp(v, verify_names[r])) {
 			s->last_verify = r;
 			return 0;
@@ -205,6 +203,27 @@ static int set_phase(struct rr_state *s, const char *v)
 		if (!strcmp(v, state_phase_name(ph)))
 			s->phase = ph;
 	return 0;
+}
+
+static int set_oneshot(struct rr_state *s, const char *v)
+{
+	return oneshot_kind_parse(v, &s->oneshot);
+}
+
+static const char *get_oneshot(const struct rr_state *s)
+{
+	return oneshot_kind_name(s->oneshot);
+}
+
+static int set_oneshot_value(struct rr_state *s, const char *v)
+{
+	/* recorded only when printable (oneshot_note_attempt) */
+	return printable(v, s->oneshot_value, sizeof(s->oneshot_value));
+}
+
+static int set_oneshot_note(struct rr_state *s, const char *v)
+{
+	return printable(v, s->oneshot_note, sizeof(s->oneshot_note));
 }
 
 static const char *get_attempt_reason(const struct rr_state *s)
@@ -306,6 +325,10 @@ static const struct field fields[] = {
 	COUNT("unplanned_boots", unplanned_boots, INT64_MAX),
 	HEX("fallback_boot_id", fallback_boot_id),
 	FLAG("attempt_guessed", attempt_guessed),
+	NAME("oneshot", set_oneshot, get_oneshot),
+	TEXT("oneshot_value", oneshot_value, set_oneshot_value),
+	TEXT("oneshot_note", oneshot_note, set_oneshot_note),
+	TIME("oneshot_note_time", oneshot_note_time),
 };
 #undef NAME
 #undef TEXT
@@ -385,7 +408,7 @@ int state_format(const struct rr_state *s, char *buf, size_t len)
 	buf[0] = 0;
 	if (append(buf, len, &n, "version", RR_STR(STATE_VERSION)) < 0)
 		return -ENOBUFS;
-	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(fields); i++) {
 		int m = put_field(s, &fields[i], val, sizeof(val));
 
 		if (m < 0 || (size_t)m >= sizeof(val) ||
@@ -417,7 +440,7 @@ int state_set_key(struct rr_state *s, const char *k, const char *v, int *version
 	}
 	if (!strncmp(k, "cause_", 6))
 		return set_cause_count(s, k, v);
-	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(fields); i++) {
 		const struct field *f = &fields[i];
 		char *p = (char *)s + f->off;
 

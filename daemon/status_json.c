@@ -152,6 +152,8 @@ int control_format_json(const struct rr_view *v, char *buf, size_t len)
 	add_str(o, "last_cause", wdog_cause_name(v->last_cause));
 	add_str(o, "last_cause_detail", v->last_cause_detail);
 	rr_json_add_int(o, "last_cause_time", v->last_cause_time);
+	add_str(o, "oneshot_entry", v->oneshot_note);
+	rr_json_add_int(o, "oneshot_entry_time", v->oneshot_note_time);
 	causes = json_object_new_object();
 	for (unsigned c = RR_CAUSE_NONE + 1; c < RR_NR_CAUSES; c++)
 		rr_json_add_u64(causes, wdog_cause_name(c), v->causes[c]);

@@ -377,6 +377,13 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 	put(&o, "watchdog:          %s\n", v->watchdog ? v->watchdog : "absent");
 	if (v->confirm && *v->confirm)
 		put(&o, "confirmation:      %s\n", v->confirm);
+	if (*v->oneshot_note) {
+		put(&o, "one-shot entry:    ");
+		put_ext(&o, v->oneshot_note);
+		put(&o, " (");
+		put_time(&o, v->oneshot_note_time);
+		put(&o, ")\n");
+	}
 	if (v->last_cause != RR_CAUSE_NONE) {
 		put(&o, "last failure:      %s (", wdog_cause_name(v->last_cause));
 		put_ext(&o, v->last_cause_detail);

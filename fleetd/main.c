@@ -29,6 +29,7 @@
 #include "cleanup.h"
 #include "fleetd.h"
 #include "log.h"
+#include "util.h"
 
 #define QUEUE_MAX 8                 /* rerandd keeps one request in flight */
 
@@ -537,7 +538,7 @@ static int peer_unit_dir(const char *unit)
 		rr_log(RR_LOG_ERR, "--peer-unit %s: not a unit name", unit);
 		return -EINVAL;
 	}
-	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(roots); i++) {
 		snprintf(path, sizeof(path), "%s/cgroup.controllers", roots[i]);
 		if (stat(path, &st) < 0)
 			continue;                 /* not the v2 hierarchy */

@@ -26,9 +26,24 @@
 #include "pesig.h"
 #include "util.h"
 
-/* rerandd's copy: libcrypto opened when a signature is checked (crypto_dl.h) */
+/* rerandd's copy: libcrypto opened when a signature is checked, through
+ * the table and loader its program gives (pesig_crypto.h) */
 #ifdef RR_CRYPTO_DLOPEN
-#include "crypto_dl.h"
+#include "pesig_crypto.h"
+
+static rr_crypto_load_fn *pesig_crypto_load;
+
+void rr_pesig_use_crypto(const struct rr_crypto *fns, rr_crypto_load_fn *load)
+{
+	pesig_crypto = fns;
+	pesig_crypto_load = load;
+}
+#else
+void rr_pesig_use_crypto(const struct rr_crypto *fns, rr_crypto_load_fn *load)
+{
+	(void)fns;
+	(void)load;
+}
 #endif
 
 RR_DEFINE_CLEANUP_FUNC(BIO *, BIO_free)
@@ -313,7 +328,7 @@ static const EVP_MD *spc_digest(const X509_SIG *dinfo, struct rr_pe_sig *sig,
 	X509_SIG_get0(dinfo, &alg, value);
 	X509_ALGOR_get0(&obj, NULL, NULL, alg);
 	nid = OBJ_obj2nid(obj);
-	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(known); i++) {
 		if (known[i].nid == nid) {
 			snprintf(sig->digest, sizeof(sig->digest), "%s", known[i].name);
 			return EVP_get_digestbynid(nid);
@@ -515,7 +530,10 @@ static int read_pkcs7(const uint8_t *der, size_t der_len, const uint8_t *buf, si
 	int r;
 
 #ifdef RR_CRYPTO_DLOPEN
-	if ((r = rr_crypto_load(name, e)) < 0)
+	if (!pesig_crypto || !pesig_crypto_load)
+		return rr_errf(e, ELIBACC, "%s: cannot check its signature: this program "
+			       "gave no libcrypto to check it with", name);
+	if ((r = pesig_crypto_load(name, e)) < 0)
 		return r;
 #endif
 	p7 = d2i_PKCS7(NULL, &p, (long)der_len);

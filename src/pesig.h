@@ -94,4 +94,15 @@ int rr_pe_sig_read_trust(const uint8_t *buf, size_t len, const char *name, const
 			 size_t trust_len, const char *trust_name, struct rr_pe_sig *ret,
 			 struct rr_err *e);
 
+/*
+ * For the copy of this code built without libcrypto (RR_CRYPTO_DLOPEN,
+ * pesig_crypto.h): fns, the table of libcrypto's functions, which load
+ * fills on first use (0, or <0 with e naming what (for) wanted it).  The
+ * signature checks call load before anything of fns; without a call of
+ * this they fail with -ELIBACC.  The copy linked to libcrypto ignores it.
+ */
+struct rr_crypto;
+typedef int rr_crypto_load_fn(const char *what, struct rr_err *e);
+void rr_pesig_use_crypto(const struct rr_crypto *fns, rr_crypto_load_fn *load);
+
 #endif

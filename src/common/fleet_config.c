@@ -13,6 +13,7 @@
 
 #include "cleanup.h"
 #include "fleet.h"
+#include "util.h"
 #include "kernel.h"          /* struct rr_err, rr_read_text() */
 
 /* ---- config ---------------------------------------------------------------- */
@@ -396,8 +397,7 @@ static const struct fleet_key fleet_keys[] = {
 #undef KEY_STR
 #undef KEY_FN
 #undef FK_FIELD
-#define NR_FLEET_KEYS (sizeof(fleet_keys) / sizeof(fleet_keys[0]))
-_Static_assert(NR_FLEET_KEYS - 2 == FLEET_NR_KEYS, "FLEET_NR_KEYS is the table's current names");
+_Static_assert(ARRAY_SIZE(fleet_keys) - 2 == FLEET_NR_KEYS, "FLEET_NR_KEYS is the table's current names");
 
 const char *fleet_config_key(size_t i)
 {
@@ -445,10 +445,10 @@ int fleet_config_set(struct fleet_config *c, const char *key, const char *value,
 	const struct fleet_key *k = NULL;
 	int r = -EINVAL;
 
-	for (size_t i = 0; !k && i < NR_FLEET_KEYS; i++)
+	for (size_t i = 0; !k && i < ARRAY_SIZE(fleet_keys); i++)
 		if (!strcmp(key, fleet_keys[i].name))
 			k = &fleet_keys[i];
-	for (size_t i = 0; !k && i < NR_FLEET_KEYS; i++)
+	for (size_t i = 0; !k && i < ARRAY_SIZE(fleet_keys); i++)
 		if (!strcasecmp(key, fleet_keys[i].name))
 			k = &fleet_keys[i];
 	if (!k) {

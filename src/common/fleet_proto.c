@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fleet.h"
+#include "util.h"
 
 static const char *const verbs[] = {
 	[FLEET_V_OPEN] = "open", [FLEET_V_ACQUIRE] = "acquire", [FLEET_V_REFRESH] = "refresh",
@@ -18,11 +19,10 @@ static const char *const verbs[] = {
 	[FLEET_V_FAILED] = "failed", [FLEET_V_BREAKER] = "breaker",
 	[FLEET_V_CLEAR_BREAKER] = "clear-breaker",
 };
-#define NR_VERBS (sizeof(verbs) / sizeof(verbs[0]))
 
 const char *fleet_verb_name(enum fleet_verb v)
 {
-	return (unsigned)v < NR_VERBS && verbs[v] ? verbs[v] : "?";
+	return (unsigned)v < ARRAY_SIZE(verbs) && verbs[v] ? verbs[v] : "?";
 }
 
 /* ---- fields ------------------------------------------------------------------ */
@@ -227,7 +227,7 @@ int fleet_proto_parse_request(const char *line, size_t len, struct fleet_request
 	    get_field(&r, verb, sizeof(verb)) < 0)
 		return -EBADMSG;
 	q->seq = (uint32_t)seq;
-	for (unsigned v = 1; v < NR_VERBS; v++)
+	for (unsigned v = 1; v < ARRAY_SIZE(verbs); v++)
 		if (verbs[v] && !strcmp(verb, verbs[v]))
 			q->verb = (enum fleet_verb)v;
 	switch (q->verb) {
