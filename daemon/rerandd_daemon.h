@@ -183,6 +183,10 @@ bool unstage_marker_this_boot(const struct daemon *d);
  * way, or the system shutting down: the image stays for that reboot). */
 int unstage_on_stop(struct daemon *d);
 
+/* commands.c: a control socket command (control_serve's callback): 0
+ * answered, 1 the connection is kept and answered later. */
+int daemon_on_control(void *ud, enum rr_ctl_cmd cmd, const char *arg, int cfd);
+
 /* sequence.c: the reboot sequence, one step per phase (rr_phase) */
 /* Policy says reboot and nothing blocks: idle -> gate. */
 void seq_begin(struct daemon *d);

@@ -311,6 +311,29 @@ static void put_fleet_text(struct out *o, const struct rr_view *v)
 	}
 }
 
+/* What is staged, or why nothing is, and the last staging error. */
+static void put_staged_text(struct out *o, const struct rr_view *v)
+{
+	put(o, "staged:            %s", v->staged ? "yes" : "no");
+	if (v->staged) {
+		put(o, " (kernel ");
+		put_ext(o, v->kernel);
+		put(o, ", sha256 %.16s, staged ", v->image_sha);
+		put_time(o, v->staged_time);
+		put(o, ")");
+	} else if (*v->unstaged_why) {
+		put(o, " (");
+		put_ext(o, v->unstaged_why);
+		put(o, ")");
+	}
+	put(o, "\n");
+	if (*v->stage_error) {
+		put(o, "stage error:       ");
+		put_ext(o, v->stage_error);
+		put(o, "\n");
+	}
+}
+
 int control_format_text(const struct rr_view *v, char *buf, size_t len)
 {
 	struct out o = { buf, len, 0, false, v->now };
@@ -356,24 +379,7 @@ int control_format_text(const struct rr_view *v, char *buf, size_t len)
 	put(&o, "reboots:           %llu verified, %llu failed, %llu weak; %llu not rerandd's\n",
 	    (unsigned long long)v->successes, (unsigned long long)v->total_failures,
 	    (unsigned long long)v->weak_boots, (unsigned long long)v->unplanned_boots);
-	put(&o, "staged:            %s", v->staged ? "yes" : "no");
-	if (v->staged) {
-		put(&o, " (kernel ");
-		put_ext(&o, v->kernel);
-		put(&o, ", sha256 %.16s, staged ", v->image_sha);
-		put_time(&o, v->staged_time);
-		put(&o, ")");
-	} else if (*v->unstaged_why) {
-		put(&o, " (");
-		put_ext(&o, v->unstaged_why);
-		put(&o, ")");
-	}
-	put(&o, "\n");
-	if (*v->stage_error) {
-		put(&o, "stage error:       ");
-		put_ext(&o, v->stage_error);
-		put(&o, "\n");
-	}
+	put_staged_text(&o, v);
 	put(&o, "watchdog:          %s\n", v->watchdog ? v->watchdog : "absent");
 	if (v->confirm && *v->confirm)
 		put(&o, "confirmation:      %s\n", v->confirm);

@@ -48,6 +48,8 @@ struct rr_pe_sig {
 /* "verified", "bad" or "none" (unsigned), for JSON and the daemon's state. */
 const char *rr_pe_sig_state(const struct rr_pe_sig *sig);
 
+/* The size of one PE section header (struct section_header). */
+#define RR_PE_SECTION_HDR_SIZE 40
 /*
  * Parse the DOS, PE and optional headers with every read bounded.  Returns 0
  * and fills ret for a PE32+ file, -ENOEXEC when there is no "MZ"/"PE\0\0"
