@@ -100,7 +100,7 @@ DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) libcrypto 2>/dev/null
 RERANDD_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
 DAEMON_MAIN_SRCS := daemon/main.c daemon/evaluate.c daemon/boot.c daemon/sequence.c \
-	daemon/confirm.c daemon/shutdown.c
+	daemon/confirm.c daemon/shutdown.c daemon/commands.c
 DAEMON_MAIN_OBJS := $(DAEMON_MAIN_SRCS:%.c=$(O)/host/%.o)
 DAEMON_LIB_SRCS := $(filter-out $(DAEMON_MAIN_SRCS),$(DAEMON_SRCS))
 DAEMON_LIB_OBJS := $(DAEMON_LIB_SRCS:%.c=$(O)/host/%.o)
