@@ -68,10 +68,12 @@ STAGE_ASM   := $(sort $(wildcard kexec/stage/*.S))
 STAGE_OBJS  := $(STAGE_ASM:%.S=$(O)/stage/%.o) $(STAGE_SRCS:%.c=$(O)/stage/%.o)
 STAGE_ELF   := $(O)/stage.elf
 STAGE_BIN   := $(O)/stage.bin
+# stage.bin as the bytes of rr_stage_blob (src/stage_blob.h)
+STAGE_BLOB  := $(O)/host/src/stage_blob.o
 
 # ---- the CLI -------------------------------------------------------------
 CLI_SRCS    := $(sort $(wildcard kexec/*.c))
-CLI_OBJS    := $(CLI_SRCS:%.c=$(O)/host/%.o) $(O)/host/kexec/stage_blob.o
+CLI_OBJS    := $(CLI_SRCS:%.c=$(O)/host/%.o) $(STAGE_BLOB)
 RERAND      := $(O)/rerand
 # bash completion, written by the built rerand from its command tables
 BASH_COMPLETION := $(O)/rerand.bash
@@ -87,16 +89,18 @@ BASHCOMPDIR ?= $(shell $(PKG_CONFIG) --variable=completionsdir bash-completion 2
 # the stage blob (daemon/stage_cache.c keys its image cache by its SHA-256).
 # nettle: that SHA-256 (src/cachekey.c says why not libcrypto's).  libcrypto
 # only for the signature checks of signed images (src/pesig.c), which
-# rerandd-check alone makes: rerandd links its own copy of pesig.c that opens
-# libcrypto with dlopen then (daemon/crypto_dl.h), so that rerandd itself
-# never maps it (issue 28); the unit tests and fuzzers link libcrypto.
+# rerandd-check alone makes: rerandd links its own copy of pesig.c that calls
+# libcrypto through a table (src/pesig_crypto.h), which main() hands it with
+# daemon/crypto_dl.c's loader, opening libcrypto with dlopen then, so that
+# rerandd itself never maps it (issue 28); the unit tests and fuzzers link
+# libcrypto.
 DAEMON_PKGS := libsystemd libcap libseccomp inih json-c nettle
 DAEMON_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS) libcrypto 2>/dev/null)
 DAEMON_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) libcrypto 2>/dev/null)
 RERANDD_LIBS := $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
 DAEMON_MAIN_SRCS := daemon/main.c daemon/evaluate.c daemon/boot.c daemon/sequence.c \
-	daemon/confirm.c daemon/shutdown.c
+	daemon/confirm.c daemon/shutdown.c daemon/commands.c
 DAEMON_MAIN_OBJS := $(DAEMON_MAIN_SRCS:%.c=$(O)/host/%.o)
 DAEMON_LIB_SRCS := $(filter-out $(DAEMON_MAIN_SRCS),$(DAEMON_SRCS))
 DAEMON_LIB_OBJS := $(DAEMON_LIB_SRCS:%.c=$(O)/host/%.o)
@@ -179,7 +183,10 @@ $(STAGE_ELF): $(STAGE_OBJS) kexec/stage/stage.lds
 $(STAGE_BIN): $(STAGE_ELF)
 	$(Q)objcopy -O binary $< $@
 
-$(O)/host/kexec/stage_blob.o: kexec/stage_blob.S $(STAGE_BIN)
+# The stage blob's own module (src/stage_blob.h): the programs that build
+# images (rerand, rerandd) and the tests link it; never in librerand.a,
+# which rerand-fleetd links too.
+$(STAGE_BLOB): src/stage_blob.S $(STAGE_BIN)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -c -DSTAGE_BIN='"$(STAGE_BIN)"' -o $@ $<
 
@@ -204,15 +211,16 @@ $(LIBCOMMON): $(COMMON_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
 # pesig_dl.o before the archives: librerand.a's pesig.o (linked to
-# libcrypto) is then never pulled in.
+# libcrypto) is then never pulled in.  Built with src/'s include paths
+# only: src/ includes nothing above it (tests/scripts/test-includes.sh).
 $(O)/host/daemon/pesig_dl.o: src/pesig.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $< (dlopen)")
-	$(Q)$(CC) $(CPPFLAGS) -Idaemon -DRR_CRYPTO_DLOPEN $(HOST_CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(CPPFLAGS) -DRR_CRYPTO_DLOPEN $(HOST_CFLAGS) -c -o $@ $<
 
-$(RERANDD): $(DAEMON_MAIN_OBJS) $(O)/host/daemon/pesig_dl.o $(LIBDAEMON) $(LIBCOMMON) $(LIBRERAND) $(O)/host/kexec/stage_blob.o
+$(RERANDD): $(DAEMON_MAIN_OBJS) $(O)/host/daemon/pesig_dl.o $(LIBDAEMON) $(LIBCOMMON) $(LIBRERAND) $(STAGE_BLOB)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $(DAEMON_MAIN_OBJS) $(O)/host/daemon/pesig_dl.o $(O)/host/kexec/stage_blob.o \
+	$(Q)$(CC) $(CFLAGS) -o $@ $(DAEMON_MAIN_OBJS) $(O)/host/daemon/pesig_dl.o $(STAGE_BLOB) \
 		$(LIBDAEMON) $(LIBCOMMON) $(LIBRERAND) $(RERANDD_LIBS)
 
 $(LIBFLEETD): $(FLEETD_LIB_OBJS)
@@ -247,11 +255,11 @@ $(O)/liar/stage_job.o: daemon/stage_job.c
 	$(Q)$(CC) $(CPPFLAGS) -Idaemon $(HOST_CFLAGS) $(DAEMON_CFLAGS) -DRERAND_TEST_LYING_HELPER -c -o $@ $<
 $(RERANDD_LIAR): $(DAEMON_MAIN_OBJS) $(O)/liar/stage_job.o $(O)/host/daemon/pesig_dl.o \
 		$(filter-out $(O)/host/daemon/stage_job.o,$(DAEMON_LIB_OBJS)) $(LIBCOMMON) $(LIBRERAND) \
-		$(O)/host/kexec/stage_blob.o
+		$(STAGE_BLOB)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(RERANDD_LIBS)
 daemon-liar: $(RERANDD_LIAR)
 
-$(O)/host/daemon/config.o: CPPFLAGS += -DRR_RERAND_BIN='"$(BINDIR)/rerand"'
+$(O)/host/daemon/config_load.o: CPPFLAGS += -DRR_RERAND_BIN='"$(BINDIR)/rerand"'
 # rerandd's built-in RerandBinary= follows BINDIR: `make install PREFIX=/usr`
 # after a plain `make` rebuilds it (the stamp changes only with BINDIR).
 $(O)/host/daemon/config.o: $(O)/bindir.stamp
@@ -270,9 +278,9 @@ define unit_test_recipe
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(UNIT_DEP_FILE) -Itests/unit -Idaemon -Ifleetd -DT_TOP='"$(CURDIR)"' $(HOST_CFLAGS) $(DAEMON_CFLAGS) $(FLEETD_CFLAGS) -o $@ $< \
-		$(LIBFLEETD) $(LIBDAEMON) $(O)/host/kexec/stage_blob.o $(LIBCOMMON) $(LIBRERAND) $(DAEMON_LIBS) $(FLEETD_LIBS) $(LIB_LIBS)
+		$(LIBFLEETD) $(LIBDAEMON) $(STAGE_BLOB) $(LIBCOMMON) $(LIBRERAND) $(DAEMON_LIBS) $(FLEETD_LIBS) $(LIB_LIBS)
 endef
-UNIT_DEPS := $(LIBRERAND) $(LIBCOMMON) $(LIBDAEMON) $(LIBFLEETD) $(O)/host/kexec/stage_blob.o tests/unit/test.h
+UNIT_DEPS := $(LIBRERAND) $(LIBCOMMON) $(LIBDAEMON) $(LIBFLEETD) $(STAGE_BLOB) tests/unit/test.h
 $(O)/tests/%: tests/unit/%.c $(UNIT_DEPS)
 	$(unit_test_recipe)
 $(O)/tests/%: tests/kernel/%.c $(UNIT_DEPS)
@@ -342,11 +350,11 @@ $(O)/fuzzobj/%.o: %.c
 	$(Q)$(CLANG) $(subst fuzzer$(comma),fuzzer-no-link$(comma),$(FUZZ_CFLAGS)) $(DAEMON_CFLAGS) \
 		$(FLEETD_CFLAGS) $(FUZZ_DEFS) -c -o $@ $<
 
-$(O)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJS) $(O)/host/kexec/stage_blob.o
+$(O)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJS) $(STAGE_BLOB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ    $<")
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -Idaemon -Ifleetd $(DAEMON_CFLAGS) $(FLEETD_CFLAGS) -o $@ $< \
-		$(FUZZ_LIB_OBJS) $(O)/host/kexec/stage_blob.o $(DAEMON_LIBS) $(FLEETD_LIBS) $(LIB_LIBS)
+		$(FUZZ_LIB_OBJS) $(STAGE_BLOB) $(DAEMON_LIBS) $(FLEETD_LIBS) $(LIB_LIBS)
 
 # The unit tests again, built with ASan and UBSan (issue 24): every test and
 # the code it links (librerand, libdaemon, libfleetd) compiled a second time
@@ -370,7 +378,7 @@ $(O)/san/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC [san] $<")
 	$(Q)$(CC) $(CPPFLAGS) $(SAN_HOST_CFLAGS) $(DAEMON_CFLAGS) $(FLEETD_CFLAGS) -pthread -c -o $@ $<
-$(O)/san/obj/daemon/config.o: CPPFLAGS += -DRR_RERAND_BIN='"$(BINDIR)/rerand"'
+$(O)/san/obj/daemon/config_load.o: CPPFLAGS += -DRR_RERAND_BIN='"$(BINDIR)/rerand"'
 $(O)/san/obj/daemon/config.o: $(O)/bindir.stamp
 
 $(O)/san/librerand.a: $(SAN_LIB_OBJS)
@@ -386,9 +394,9 @@ define san_test_recipe
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC [san] $<")
 	$(Q)$(CC) $(CPPFLAGS) $(UNIT_DEP_FILE) -Itests/unit -Idaemon -Ifleetd -DT_TOP='"$(CURDIR)"' $(SAN_HOST_CFLAGS) $(DAEMON_CFLAGS) \
-		$(FLEETD_CFLAGS) -o $@ $< $(SAN_LIBS) $(O)/host/kexec/stage_blob.o $(DAEMON_LIBS) $(FLEETD_LIBS) $(LIB_LIBS)
+		$(FLEETD_CFLAGS) -o $@ $< $(SAN_LIBS) $(STAGE_BLOB) $(DAEMON_LIBS) $(FLEETD_LIBS) $(LIB_LIBS)
 endef
-SAN_UNIT_DEPS := $(SAN_LIBS) $(O)/host/kexec/stage_blob.o tests/unit/test.h
+SAN_UNIT_DEPS := $(SAN_LIBS) $(STAGE_BLOB) tests/unit/test.h
 $(O)/san/tests/%: tests/unit/%.c $(SAN_UNIT_DEPS)
 	$(san_test_recipe)
 $(O)/san/tests/%: tests/kernel/%.c $(SAN_UNIT_DEPS)

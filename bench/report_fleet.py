@@ -347,7 +347,8 @@ def main():
     if idle:
         worst = max(i['per5'] for i in idle.values())
         L.append('| etcd requests per idle host | ≤ %g per 5 min | %.2f per 5 min | %s | one breaker read = '
-                 'two range requests (the breaker key, then the failure records) |' % (
+                 'one range request over the breaker keys and the failure records (two more only '
+                 'past 64 records) |' % (
                      IDLE_GOAL, worst, verdict(worst <= IDLE_GOAL)))
     if fleetd:
         L.append('| rerand-fleetd idle RSS | ≤ 4 MiB | %.2f MiB | %s | VmRSS after %s s idle |' % (

@@ -145,8 +145,13 @@ static int sdboot_next(const struct rr_config *c, struct rr_boot_entry *ret, str
 	char path[RR_PATH + 64], id[200], glob[200];
 	int r;
 
-	if ((r = sdboot_var(c, "LoaderEntryOneShot", path, sizeof(path), id, sizeof(id), e)) != 0)
-		return r < 0 ? r : bootloader_find_id(c, id, path, "the one-shot entry", ret, e);
+	if ((r = sdboot_var(c, "LoaderEntryOneShot", path, sizeof(path), id, sizeof(id), e)) != 0) {
+		if (r < 0 || (r = bootloader_find_id(c, id, path, "the one-shot entry", ret, e)) < 0)
+			return r;
+		ret->oneshot = RR_OS_SDBOOT;
+		snprintf(ret->oneshot_value, sizeof(ret->oneshot_value), "%s", id);
+		return r;
+	}
 	if ((r = sdboot_var(c, "LoaderEntryDefault", path, sizeof(path), id, sizeof(id), e)) != 0)
 		return r < 0 ? r : bootloader_find_id(c, id, path, "the default entry", ret, e);
 	if ((r = loader_conf_default(c, path, sizeof(path), glob, sizeof(glob), e)) < 0)
@@ -257,6 +262,10 @@ static int grub_next(const struct rr_config *c, struct rr_boot_entry *ret, struc
 		return r;
 	snprintf(be.id, sizeof(be.id), "GRUB entry \"%.250s\" (%s \"%.250s\")", en->title, ch.how,
 		 ch.spec);
+	if (ch.oneshot) {
+		be.oneshot = RR_OS_GRUB;
+		snprintf(be.oneshot_value, sizeof(be.oneshot_value), "%s", env.next_entry);
+	}
 	*ret = be;
 	return 1;
 }

@@ -9,6 +9,8 @@
  * CAP_SETUID, CAP_SETGID and CAP_SETPCAP stay permitted (never effective in
  * rerandd, never inheritable) only so that the image builder child can
  * become ImageUser= with an empty bounding set (caps_child_builder).
+ * CAP_LINUX_IMMUTABLE stays permitted, effective only for the ioctl that
+ * lifts efivarfs' immutable flag off LoaderEntryOneShot (caps_immutable).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,10 +26,14 @@
 #include <unistd.h>
 
 #include "rerandd.h"
+#include "util.h"
 
 static const cap_value_t keep[] = { CAP_SYS_BOOT, CAP_SYS_ADMIN };
 static const cap_value_t effective[] = { CAP_SYS_BOOT };
 static const cap_value_t builder_drop[] = { CAP_SETUID, CAP_SETGID, CAP_SETPCAP };
+/* Permitted only, effective for one ioctl: lifting the immutable flag
+ * efivarfs puts on LoaderEntryOneShot before deleting it (oneshot.c). */
+static const cap_value_t immutable_caps[] = { CAP_LINUX_IMMUTABLE };
 static const struct { int res; rlim_t max; } builder_limits[] = {
 	{ RLIMIT_AS, 2ULL << 30 },          /* address space: 2 GiB */
 	{ RLIMIT_CPU, 300 },                /* seconds of CPU */
@@ -60,10 +66,11 @@ int caps_drop_daemon(struct rr_err *e)
 	 * fine here. */
 	for (cap_value_t v = 0; v <= CAP_LAST_CAP; v++) {
 		bool kept = false;
-		for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+		for (size_t i = 0; i < ARRAY_SIZE(keep); i++)
 			kept |= keep[i] == v;
-		for (size_t i = 0; i < sizeof(builder_drop) / sizeof(builder_drop[0]); i++)
+		for (size_t i = 0; i < ARRAY_SIZE(builder_drop); i++)
 			kept |= builder_drop[i] == v;
+		kept |= v == immutable_caps[0];
 		if (!kept && CAP_IS_SUPPORTED(v))
 			(void)cap_drop_bound(v);
 	}
@@ -72,16 +79,18 @@ int caps_drop_daemon(struct rr_err *e)
 		cap_free(cur);
 		return rr_errf(e, errno, "cap_init: %s", strerror(errno));
 	}
-	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(keep); i++) {
 		if (!have(cur, keep[i]))
 			continue;          /* not root, or a tighter bounding set */
 		cap_set_flag(next, CAP_PERMITTED, 1, &keep[i], CAP_SET);
 		cap_set_flag(next, CAP_INHERITABLE, 1, &keep[i], CAP_SET);
 	}
-	for (size_t i = 0; i < sizeof(builder_drop) / sizeof(builder_drop[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(builder_drop); i++)
 		if (have(cur, builder_drop[i]))
 			cap_set_flag(next, CAP_PERMITTED, 1, &builder_drop[i], CAP_SET);
-	for (size_t i = 0; i < sizeof(effective) / sizeof(effective[0]); i++)
+	if (have(cur, immutable_caps[0]))
+		cap_set_flag(next, CAP_PERMITTED, 1, immutable_caps, CAP_SET);
+	for (size_t i = 0; i < ARRAY_SIZE(effective); i++)
 		if (have(cur, effective[i]))
 			cap_set_flag(next, CAP_EFFECTIVE, 1, &effective[i], CAP_SET);
 	if (cap_set_proc(next) < 0)
@@ -96,6 +105,19 @@ int caps_drop_daemon(struct rr_err *e)
 	return 0;
 }
 
+void caps_immutable(bool on)
+{
+	cap_t cur = cap_get_proc();
+
+	if (!cur)
+		return;
+	/* not permitted (not root, a tighter bounding set): the ioctl says EPERM */
+	if (have(cur, immutable_caps[0]) &&
+	    cap_set_flag(cur, CAP_EFFECTIVE, 1, immutable_caps, on ? CAP_SET : CAP_CLEAR) == 0)
+		(void)cap_set_proc(cur);
+	cap_free(cur);
+}
+
 int caps_child_kexec(void)
 {
 	cap_t cur = cap_get_proc();
@@ -103,11 +125,11 @@ int caps_child_kexec(void)
 	if (!cur)
 		return -errno;
 	/* Ambient needs permitted and inheritable. */
-	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(keep); i++)
 		if (have(cur, keep[i]))
 			cap_set_flag(cur, CAP_INHERITABLE, 1, &keep[i], CAP_SET);
 	(void)cap_set_proc(cur);
-	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(keep); i++)
 		if (have(cur, keep[i]) && cap_set_ambient(keep[i], CAP_SET) < 0) {
 			int r = -errno;
 			cap_free(cur);
@@ -161,8 +183,7 @@ static int become_unprivileged(const struct rr_builder *b, bool nproc)
 		if (!cur)
 			return -errno;
 		/* Raise what the switch needs, from permitted. */
-		cap_set_flag(cur, CAP_EFFECTIVE, sizeof(builder_drop) / sizeof(builder_drop[0]),
-			     builder_drop, CAP_SET);
+		cap_set_flag(cur, CAP_EFFECTIVE, ARRAY_SIZE(builder_drop), builder_drop, CAP_SET);
 		if (cap_set_proc(cur) < 0) {
 			r = -errno;
 			cap_free(cur);
@@ -190,7 +211,7 @@ static int become_unprivileged(const struct rr_builder *b, bool nproc)
 	/* Bounds for a parser fed a hostile kernel file: a decompression bomb
 	 * or a loop stops here, not in the machine's memory or disk.  An
 	 * image of Debian's largest kernel needs about 130 MB and a second. */
-	for (size_t i = 0; i < sizeof(builder_limits) / sizeof(builder_limits[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(builder_limits); i++) {
 		struct rlimit rl = { builder_limits[i].max, builder_limits[i].max };
 #ifdef __SANITIZE_ADDRESS__
 		/* Only the unit tests' ASan build (build/san) compiles this: ASan

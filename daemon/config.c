@@ -2,11 +2,9 @@
 /* rerandd's configuration: rerand.conf plus the drop-ins in rerand.conf.d/ in systemd's
  * INI style, parsed with libinih; every error is kept with its file:line. */
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <ini.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,20 +12,10 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include "cleanup.h"
-#include "image.h"
-#include "lockdown.h"
+#include "config_int.h"
 #include "rerandd.h"
 
-#define CONF_MAX_FILE (1u << 20)
-/* `make install` may pass -DRR_RERAND_BIN='"$(BINDIR)/rerand"'. */
-#ifndef RR_RERAND_BIN
-#define RR_RERAND_BIN "/usr/local/bin/rerand"
-#endif
-
-static void errs_add(struct rr_cfg_errs *errs, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void errs_add(struct rr_cfg_errs *errs, const char *fmt, ...)
+void config_errs_add(struct rr_cfg_errs *errs, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -40,78 +28,6 @@ static void errs_add(struct rr_cfg_errs *errs, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(errs->msg[errs->n++], sizeof(errs->msg[0]), fmt, ap);
 	va_end(ap);
-}
-
-void config_defaults(struct rr_config *c)
-{
-	memset(c, 0, sizeof(*c));
-	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/rerand");
-	snprintf(c->run_dir, sizeof(c->run_dir), RR_RUN_DIR);
-	/* where Debian's prometheus-node-exporter reads textfiles by default */
-	snprintf(c->metrics_file, sizeof(c->metrics_file), RR_METRICS_FILE);
-	snprintf(c->rerand_bin, sizeof(c->rerand_bin), "%s", RR_RERAND_BIN);
-	snprintf(c->kexec_bin, sizeof(c->kexec_bin), "kexec");
-	snprintf(c->image_user, sizeof(c->image_user), "rerand");
-	c->tick = 300;                     /* computed deadlines wake it sooner */
-	snprintf(c->boot_dir, sizeof(c->boot_dir), "/boot");
-	snprintf(c->proc_cmdline, sizeof(c->proc_cmdline), "/proc/cmdline");
-	snprintf(c->setup_data, sizeof(c->setup_data), "/sys/kernel/boot_params/setup_data");
-	snprintf(c->kmsg, sizeof(c->kmsg), "/dev/kmsg");
-	snprintf(c->tainted, sizeof(c->tainted), "/proc/sys/kernel/tainted");
-	snprintf(c->boot_id, sizeof(c->boot_id), "/proc/sys/kernel/random/boot_id");
-	snprintf(c->pre_reboot_dir, sizeof(c->pre_reboot_dir), "/etc/rerand/pre-reboot.d");
-	snprintf(c->proc_stat, sizeof(c->proc_stat), "/proc/stat");
-	snprintf(c->post_boot_dir, sizeof(c->post_boot_dir), "/etc/rerand/post-boot.d");
-	snprintf(c->kexec_crash_size, sizeof(c->kexec_crash_size), "/sys/kernel/kexec_crash_size");
-	snprintf(c->crash_loader_wants, sizeof(c->crash_loader_wants),
-		 "/etc/systemd/system/multi-user.target.wants");
-	snprintf(c->kdump_tools_default, sizeof(c->kdump_tools_default), "/etc/default/kdump-tools");
-	snprintf(c->kexec_crash_loaded, sizeof(c->kexec_crash_loaded), "/sys/kernel/kexec_crash_loaded");
-	snprintf(c->proc_vmcore, sizeof(c->proc_vmcore), "/proc/vmcore");
-	snprintf(c->lockdown_file, sizeof(c->lockdown_file), "%s", RR_LOCKDOWN_PATH);
-	snprintf(c->secureboot_file, sizeof(c->secureboot_file), "%s", RR_SECUREBOOT_PATH);
-	snprintf(c->boot_params_file, sizeof(c->boot_params_file), "%s", RR_BOOT_PARAMS_PATH);
-	snprintf(c->signed_dir, sizeof(c->signed_dir), "/var/lib/rerand/signed");
-	snprintf(c->loader_entry_selected, sizeof(c->loader_entry_selected),
-		 "/sys/firmware/efi/efivars/LoaderEntrySelected-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f");
-	/* bootctl's order: the ESP at /efi, /boot or /boot/efi; XBOOTLDR at /boot */
-	snprintf(c->boot_loader_roots, sizeof(c->boot_loader_roots), "/efi /boot /boot/efi");
-	snprintf(c->grub_cfg, sizeof(c->grub_cfg), "/boot/grub/grub.cfg");
-	snprintf(c->grub_env, sizeof(c->grub_env), "/boot/grub/grubenv");
-	snprintf(c->package_locks, sizeof(c->package_locks), "%s %s", rr_dpkg_locks[0],
-		 rr_dpkg_locks[1]);
-	/* A boot has ConfirmTimeoutSec= to reach boot-complete.target and pass
-	 * the post-boot checks; the watchdog armed before the kexec covers the
-	 * same span (iTCO_wdt counts up to 613 s). */
-	c->kexec_watchdog = 600;
-	c->confirm_timeout = 600;
-	snprintf(c->watchdog_dev, sizeof(c->watchdog_dev), "/dev/watchdog0");
-	snprintf(c->watchdog_sysfs, sizeof(c->watchdog_sysfs), "/sys/class/watchdog/watchdog0");
-	snprintf(c->watchdog_stop_on_reboot, sizeof(c->watchdog_stop_on_reboot),
-		 "/sys/module/watchdog/parameters/stop_on_reboot");
-	snprintf(c->pstore_dir, sizeof(c->pstore_dir), "/sys/fs/pstore");
-	c->crash_mode = RR_CRASH_AUTO;
-	c->hotplug_settle = 10;
-	c->restage_interval = 6 * 3600;
-	c->new_kernel_settle = 30;
-	c->max_age = 24 * 3600;
-	c->jitter = 3600;
-	c->min_interval = 3600;
-	c->backoff = 1800;
-	c->backoff_max = 24 * 3600;
-	c->blocker_timeout = 30;
-	c->on_oops = RR_WHEN_WINDOW;
-	c->on_new_kernel = RR_WHEN_WINDOW;
-	c->honor_inhibitors = true;
-	/* an overnight job's lock is honoured; a forgotten or hostile one
-	 * cannot keep a leaked layout past the next working shift */
-	c->max_inhibit = 4 * 3600;
-	c->max_failures = 3;
-	c->method = RR_RM_AUTO;
-	c->hook_timeout = 60;
-	c->rerandomize_other_reboots = true;
-	c->panic_reboot = 10;
-	fleet_config_defaults(&c->fleet);
 }
 
 /* ---- value parsers -------------------------------------------------------- */
@@ -260,7 +176,7 @@ static void perr(struct pctx *x, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	errs_add(x->errs, "%s:%u: %s", x->name, x->line, msg);
+	config_errs_add(x->errs, "%s:%u: %s", x->name, x->line, msg);
 }
 
 /* Hand inih one line at a time, so x->line is always the line it parses.
@@ -431,24 +347,35 @@ static bool trailing_comment(const char *v)
 	return false;
 }
 
-/* [Fleet]: fleet.c owns these keys; its message names the key and the problem. */
+/* [Fleet]: fleet_config.c owns these keys; its message names the key and
+ * the problem.  A key in another case than its name is taken (rerand 0.1
+ * took any case there) with a warning: keys are case-sensitive in every
+ * section. */
 static void set_fleet(struct pctx *x, const char *name, const char *value)
 {
 	char err[256], hint[96];
 	int r = fleet_config_set(&x->c->fleet, name, value, err, sizeof(err));
-	const char *alias = fleet_config_alias(name);
+	const char *alias = fleet_config_alias(name), *canon = alias ? alias : name;
 
 	if (r == -ENOENT)
 		perr(x, "%s%s", err, config_suggest("Fleet", name, hint, sizeof(hint)));
 	else if (r < 0)
 		perr(x, "%s", err);
-	if (r == 0 && alias)
-		errs_add(x->warns, "%s:%u: %s= is deprecated: use %s=, where a bare number is "
+	if (r < 0)
+		return;
+	for (size_t i = 0; fleet_config_key(i); i++)
+		if (!strcasecmp(fleet_config_key(i), canon))
+			canon = fleet_config_key(i);
+	if (r == 1 && !alias)
+		config_errs_add(x->warns, "%s:%u: %s= is spelled %s= (keys are case-sensitive; another "
+			 "case will be refused in a later version)", x->name, x->line, name, canon);
+	if (alias)
+		config_errs_add(x->warns, "%s:%u: %s= is deprecated: use %s=, where a bare number is "
 			 "seconds as in every duration (%s=%s is %s=%s%s)", x->name, x->line, name,
 			 alias, name, value, alias, value,
 			 strspn(value, "0123456789") == strlen(value) ? "ms" : "");
-	for (size_t i = 0; r == 0 && x->origins && i < rr_cfg_nfleet_keys; i++)
-		if (!strcasecmp(rr_cfg_fleet_keys[i], alias ? alias : name))
+	for (size_t i = 0; x->origins && fleet_config_key(i); i++)
+		if (!strcmp(fleet_config_key(i), canon))
 			note_origin(x, x->origins->fleet[i]);
 }
 
@@ -605,9 +532,9 @@ static int handler(void *user, const char *section, const char *name, const char
 	return 1;
 }
 
-static void apply_text(struct rr_config *c, const char *text, size_t len, const char *name,
-		       struct rr_cfg_errs *errs, struct rr_cfg_origins *origins,
-		       struct rr_cfg_errs *warns)
+void config_apply_text_at(struct rr_config *c, const char *text, size_t len, const char *name,
+			  struct rr_cfg_errs *errs, struct rr_cfg_origins *origins,
+			  struct rr_cfg_errs *warns)
 {
 	struct pctx x = { .c = c, .errs = errs, .name = name, .p = text, .end = text + len,
 			  .win = -1, .origins = origins, .warns = warns };
@@ -622,260 +549,18 @@ static void apply_text(struct rr_config *c, const char *text, size_t len, const 
 		x.line = (unsigned)r;
 		perr(&x, "syntax error");
 	} else if (r < 0) {
-		errs_add(errs, "%s: cannot parse (error %d)", name, r);
+		config_errs_add(errs, "%s: cannot parse (error %d)", name, r);
 	}
 }
 
 void config_apply_text(struct rr_config *c, const char *text, size_t len, const char *name,
 		       struct rr_cfg_errs *errs)
 {
-	apply_text(c, text, len, name, errs, NULL, NULL);
+	config_apply_text_at(c, text, len, name, errs, NULL, NULL);
 }
 
 void config_fill_runtime(struct rr_config *c)
 {
 	if (!*c->control_socket)
 		snprintf(c->control_socket, sizeof(c->control_socket), "%.500s/" RR_CTL_SOCKET_NAME, c->run_dir);
-}
-
-void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_errs *errs)
-{
-	if (!*c->state_dir)
-		errs_add(errs, "%s: StateDirectory= must not be empty", name);
-	if (!*c->run_dir && !*c->control_socket)
-		errs_add(errs, "%s: RuntimeDirectory= or ControlSocket= must be set", name);
-	if (c->jitter > c->max_age) {
-		char j[64], m[64];
-		errs_add(errs, "%s: Jitter=%s is longer than MaxLayoutAge=%s", name,
-			 config_format_duration(c->jitter, j, sizeof(j)),
-			 config_format_duration(c->max_age, m, sizeof(m)));
-	}
-	if (c->max_age < 60)
-		errs_add(errs, "%s: MaxLayoutAge= is shorter than 1min", name);
-	if (c->max_inhibit < 1)
-		errs_add(errs, "%s: MaxInhibitSec= must be at least 1s (HonorInhibitors=no ignores "
-			 "inhibitors)", name);
-	if (c->tick < 1 || c->tick > 3600)
-		errs_add(errs, "%s: CheckInterval= must be between 1s and 1h", name);
-	if (c->backoff_max < c->backoff)
-		errs_add(errs, "%s: BackoffMax= is shorter than BackoffBase=", name);
-	if (c->method == RR_RM_COMMAND && !*c->reboot_cmd)
-		errs_add(errs, "%s: Method=command needs RebootCommand=", name);
-	for (unsigned i = 0; i < c->nr_win; i++) {
-		const struct rr_window *w = &c->win[i];
-		if (!w->enabled)
-			continue;
-		if (w->start_min < 0)
-			errs_add(errs, "%s: [Window %s] has no Start=", w->origin, w->name);
-		if (w->length <= 0)
-			errs_add(errs, "%s: [Window %s] has no Length=", w->origin, w->name);
-	}
-	if (*c->initrd && strcmp(c->initrd, "none") && c->initrd[0] != '/')
-		errs_add(errs, "%s: Initrd= wants an absolute path or \"none\"", name);
-	if (*c->crash_initrd && strcmp(c->crash_initrd, "none") && c->crash_initrd[0] != '/')
-		errs_add(errs, "%s: [Crash] Initrd= wants an absolute path or \"none\"", name);
-	/* nokaslr is the one kernel parameter that keeps an x86 kernel at a
-	 * fixed base (kaslr=off does not exist there; norandmaps is user
-	 * space's ASLR, not the kernel's base): staging refuses it, and so does
-	 * the check, before a reload takes it. */
-	if (c->cmdline_set && crash_cmdline_has_nokaslr(c->cmdline))
-		errs_add(errs, "%s: [Stage] CommandLine= has nokaslr: a kernel booted with it is "
-			 "not randomized; remove it", name);
-	/* A crash kernel runs when something went badly wrong, perhaps under
-	 * attack: it must land at a fresh base like any other. */
-	if (c->crash_cmdline_set && crash_cmdline_has_nokaslr(c->crash_cmdline))
-		errs_add(errs, "%s: [Crash] CommandLine= has nokaslr: the crash kernel must be "
-			 "randomized; remove it", name);
-	if (!*c->image_user)
-		errs_add(errs, "%s: [Daemon] ImageUser= is empty: images are built as an "
-			 "unprivileged user (the package creates \"rerand\")", name);
-	else if (!strcmp(c->image_user, "root") || !strcmp(c->image_user, "0"))
-		errs_add(errs, "%s: [Daemon] ImageUser=%s: the image builder parses kernel files "
-			 "and must not run as root", name, c->image_user);
-	if (!strcmp(c->check_user, "root") || !strcmp(c->check_user, "0"))
-		errs_add(errs, "%s: [Daemon] CheckUser=%s: the image checks parse what the builder "
-			 "wrote and must not run as root", name, c->check_user);
-	if (!*c->sign_key != !*c->sign_cert)
-		errs_add(errs, "%s: [Stage] SignKey= and SignCert= go together: set both or neither", name);
-	if (*c->sign_key && *c->sign_key != '/' && strncmp(c->sign_key, "pkcs11:", 7))
-		errs_add(errs, "%s: [Stage] SignKey=%s: want an absolute path or a pkcs11: URI", name,
-			 c->sign_key);
-	if (c->hotplug_settle > 3600)
-		errs_add(errs, "%s: [Crash] HotplugSettle= must be at most 1h", name);
-	wdog_validate(c, name, errs, errs_add);
-	char ferr[FLEET_MSG_MAX];
-	if (fleet_config_validate(&c->fleet, ferr, sizeof(ferr)) < 0)
-		errs_add(errs, "%s: %s", name, ferr);
-	/* The slot must outlive the drain: the hooks run while it is held and a
-	 * lease that expired meanwhile makes the reboot fail closed every time. */
-	if (c->fleet.backend == FLEET_BACKEND_ETCD && c->fleet.lock_ttl <= c->fleet.timeout * 3)
-		errs_add(errs, "%s: [Fleet] LockTTL= must be longer than 3 times Timeout=", name);
-}
-
-bool config_signer_shares_builder(const struct rr_config *c)
-{
-	const struct passwd *pw;
-	uid_t builder;
-
-	if (!*c->sign_key || !*c->check_user || !strcmp(c->check_user, c->image_user))
-		return *c->sign_key != 0;
-	/* two names, perhaps one uid */
-	if (!(pw = getpwnam(c->image_user)))
-		return false;
-	builder = pw->pw_uid;
-	return (pw = getpwnam(c->check_user)) && pw->pw_uid == builder;
-}
-
-static int apply_file(struct rr_config *c, const char *path, bool may_be_missing,
-		      struct rr_cfg_errs *errs, struct rr_cfg_origins *origins,
-		      struct rr_cfg_errs *warns)
-{
-	_cleanup_free_ uint8_t *buf = NULL;
-	struct rr_err e;
-	size_t len;
-	int r;
-
-	r = rr_read_file(path, CONF_MAX_FILE, &buf, &len, &e);
-	if (r == -ENOENT && may_be_missing)
-		return r;                  /* not an error: the caller says what it means */
-	if (r == -ENOENT) {
-		errs_add(errs, "%s (rerandd --allow-missing-config runs on the built-in defaults "
-			 "and the drop-ins)", e.msg);
-		return r;
-	}
-	if (r < 0) {
-		errs_add(errs, "%s", e.msg);
-		return r;
-	}
-	apply_text(c, (const char *)buf, len, path, errs, origins, warns);
-	return 0;
-}
-
-static int conf_filter(const struct dirent *de)
-{
-	size_t n = strlen(de->d_name);
-	return de->d_name[0] != '.' && n > 5 && !strcmp(de->d_name + n - 5, ".conf");
-}
-
-/* Where the key KEY (len n) of SECTION ("" = the first section that has it)
- * was set: its "file:line", "" for its default; NULL when it is no key. */
-static const char *key_origin(const struct rr_cfg_origins *o, const char *section,
-			      const char *key, size_t n)
-{
-	bool fleet_only = !strcmp(section, "Fleet");
-
-	for (size_t i = 0; !fleet_only && i < rr_cfg_nkeys; i++)
-		if ((!*section || !strcmp(rr_cfg_keys[i].section, section)) &&
-		    strlen(rr_cfg_keys[i].name) == n && !strncmp(rr_cfg_keys[i].name, key, n))
-			return o->key[i];
-	for (size_t i = 0; (fleet_only || !*section) && i < rr_cfg_nfleet_keys; i++)
-		if (strlen(rr_cfg_fleet_keys[i]) == n && !strncmp(rr_cfg_fleet_keys[i], key, n))
-			return o->fleet[i];
-	return NULL;
-}
-
-/* A check of config_validate() ("NAME: message") as the operator needs it:
- * led by the file:line of the first key it names that a file set (not the
- * main file's name when the key came from a drop-in), and when it names
- * several keys, where each one was set ("default" for a built-in value). */
-static void add_located(struct rr_cfg_errs *errs, const char *name,
-			const struct rr_cfg_origins *o, const char *msg)
-{
-	size_t nl = strlen(name), pl = 0;
-	const char *body = msg + nl + 2, *lead = NULL, *seen[8];
-	char section[32] = "", paren[4 * (RR_CFG_ORIGIN + 40)];
-	unsigned nkeys = 0;
-
-	if (strncmp(msg, name, nl) || strncmp(msg + nl, ": ", 2)) {
-		errs_add(errs, "%s", msg);     /* a window's check names its header already */
-		return;
-	}
-	paren[0] = 0;
-	for (const char *p = body; *p;) {
-		if (*p == '[') {
-			size_t n = strcspn(p + 1, "]");
-			if (p[1 + n] == ']' && n < sizeof(section))
-				snprintf(section, sizeof(section), "%.*s", (int)n, p + 1);
-			p += 1 + n;
-			continue;
-		}
-		if (isalpha((unsigned char)*p) && (p == body || !isalnum((unsigned char)p[-1]))) {
-			const char *q = p;
-			while (isalnum((unsigned char)*q))
-				q++;
-			const char *org = *q == '=' ? key_origin(o, strncmp(section, "Window", 6) ?
-								 section : "", p, (size_t)(q - p)) : NULL;
-			bool dup = false;
-			for (unsigned i = 0; org && i < nkeys && i < 8; i++)
-				dup |= seen[i] == org;
-			if (org && !dup) {
-				if (nkeys < 8)
-					seen[nkeys] = org;
-				nkeys++;
-				if (!lead && *org)
-					lead = org;
-				if (pl < sizeof(paren))
-					pl += (size_t)snprintf(paren + pl, sizeof(paren) - pl, "%s%.*s= %s %s",
-							       pl ? ", " : "", (int)(q - p), p,
-							       *org ? "at" : "is", *org ? org : "the default");
-			}
-			p = q;
-			continue;
-		}
-		p++;
-	}
-	if (nkeys > 1)
-		errs_add(errs, "%s: %s (%s)", lead ? lead : name, body, paren);
-	else
-		errs_add(errs, "%s: %s", lead ? lead : name, body);
-}
-
-int config_load(const char *main_path, const char *dropin_dir, struct rr_config *ret,
-		struct rr_cfg_errs *errs)
-{
-	struct rr_cfg_load l = { .main = main_path, .dir = dropin_dir };
-
-	return config_load_ex(&l, ret, errs);
-}
-
-int config_load_ex(const struct rr_cfg_load *l, struct rr_config *ret, struct rr_cfg_errs *errs)
-{
-	const char *main_path = l->main, *dropin_dir = l->dir;
-	_cleanup_free_ struct rr_config *c = malloc(sizeof(*c));
-	_cleanup_free_ struct dirent **list = NULL;
-	/* kept for the checks across keys even when the caller keeps none */
-	_cleanup_free_ struct rr_cfg_origins *own = l->origins ? NULL : calloc(1, sizeof(*own));
-	_cleanup_free_ struct rr_cfg_errs *checks = calloc(1, sizeof(*checks));
-	struct rr_cfg_origins *origins = l->origins ? l->origins : own;
-	unsigned before = errs->n + errs->dropped;
-	int n;
-
-	if (!c || !origins || !checks)
-		return -ENOMEM;
-	config_defaults(c);
-	if (main_path && apply_file(c, main_path, !l->main_required, errs, origins, l->warns) ==
-			 -ENOENT && !l->main_required)
-		errs_add(l->warns, "%s: does not exist: the built-in defaults stand in for it "
-			 "(--allow-missing-config)", main_path);
-	if (dropin_dir) {
-		/* alphasort: "10-foo.conf" before "50-bar.conf", later files win */
-		n = scandir(dropin_dir, &list, conf_filter, alphasort);
-		if (n < 0 && errno != ENOENT)
-			errs_add(errs, "%s: cannot read: %s", dropin_dir, strerror(errno));
-		for (int i = 0; i < n; i++) {
-			char path[PATH_MAX];
-			snprintf(path, sizeof(path), "%s/%s", dropin_dir, list[i]->d_name);
-			apply_file(c, path, true, errs, origins, l->warns);
-			free(list[i]);
-		}
-	}
-	const char *name = main_path ? main_path : "configuration";
-	config_validate(c, name, checks);
-	for (unsigned i = 0; i < checks->n; i++)
-		add_located(errs, name, origins, checks->msg[i]);
-	errs->dropped += checks->dropped;
-	if (errs->n + errs->dropped != before)
-		return -EINVAL;
-	*ret = *c;
-	return 0;
 }

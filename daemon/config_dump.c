@@ -30,8 +30,8 @@ static const char *fmt_days(uint8_t mask, char *out, size_t len)
 	return out;
 }
 
-static void fmt_value(const struct rr_config *c, const struct rr_cfg_key *k, char *out,
-		      size_t len)
+void config_format_value(const struct rr_config *c, const struct rr_cfg_key *k, char *out,
+			 size_t len)
 {
 	const void *f = (const char *)c + k->off;
 	static const char *when[] = { "ignore", "window", "immediate" };
@@ -92,18 +92,24 @@ static void put_kv(FILE *f, const char *origin, const char *key, const char *val
 		rr_escape_str(esc, sizeof(esc), value));
 }
 
-struct fleet_ctx { FILE *f; const struct rr_cfg_origins *o; };
-
-static int fleet_kv(const char *key, const char *value, void *ud)
+/* What the keys whose values differ ask of the reload (the key table's
+ * reload column), compared as --dump-config prints them. */
+unsigned config_reload_effects(const struct rr_config *o, const struct rr_config *c)
 {
-	struct fleet_ctx *x = ud;
-	const char *origin = NULL;
+	char a[RR_PATH + 64], b[RR_PATH + 64];
+	unsigned fx = 0;
 
-	for (size_t i = 0; i < rr_cfg_nfleet_keys; i++)
-		if (!strcmp(rr_cfg_fleet_keys[i], key))
-			origin = x->o ? x->o->fleet[i] : NULL;
-	put_kv(x->f, origin, key, value);
-	return 0;
+	for (size_t i = 0; i < rr_cfg_nkeys; i++) {
+		const struct rr_cfg_key *k = &rr_cfg_keys[i];
+
+		if (!(k->reload & (RR_CFG_RESTAGE | RR_CFG_RECRASH)))
+			continue;
+		config_format_value(o, k, a, sizeof(a));
+		config_format_value(c, k, b, sizeof(b));
+		if (strcmp(a, b))
+			fx |= k->reload;
+	}
+	return fx;
 }
 
 int config_dump(FILE *f, const struct rr_config *c, const struct rr_cfg_origins *o)
@@ -116,15 +122,17 @@ int config_dump(FILE *f, const struct rr_config *c, const struct rr_cfg_origins 
 		const char *sec = rr_cfg_sections[s];
 		fprintf(f, "\n[%s]\n", sec);
 		if (!strcmp(sec, "Fleet")) {
-			struct fleet_ctx x = { f, o };
-			fleet_config_each(&c->fleet, fleet_kv, &x);
-			fleet_kv("HelperSocket", c->fleet.helper, &x);
+			char fv[FLEET_MAX_ENDPOINTS * (FLEET_STR + 1)];
+			for (size_t i = 0; fleet_config_key(i); i++) {
+				fleet_config_get(&c->fleet, i, fv, sizeof(fv));
+				put_kv(f, o ? o->fleet[i] : NULL, fleet_config_key(i), fv);
+			}
 			continue;
 		}
 		for (size_t i = 0; i < rr_cfg_nkeys; i++) {
 			if (strcmp(rr_cfg_keys[i].section, sec))
 				continue;
-			fmt_value(c, &rr_cfg_keys[i], v, sizeof(v));
+			config_format_value(c, &rr_cfg_keys[i], v, sizeof(v));
 			put_kv(f, o ? o->key[i] : NULL, rr_cfg_keys[i].name, v);
 		}
 	}

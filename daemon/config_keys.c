@@ -8,105 +8,106 @@
 #include <strings.h>
 
 #include "rerandd.h"
+#include "util.h"
 
 #define F(field) offsetof(struct rr_config, field), sizeof(((struct rr_config *)0)->field)
+/* the reload column (RR_CFG_*): a [Stage] input changed restages and reloads
+ * the crash kernel (whose command line follows the image's); a crash input
+ * reloads the crash kernel; a directory, socket or input stream waits for a
+ * restart */
+#define RESTAGE (RR_CFG_RESTAGE | RR_CFG_RECRASH)
+#define RECRASH RR_CFG_RECRASH
+#define RESTART RR_CFG_RESTART
 const struct rr_cfg_key rr_cfg_keys[] = {
-	{ "Daemon", "StateDirectory", K_PATH, F(state_dir) },
-	{ "Daemon", "RuntimeDirectory", K_PATH, F(run_dir) },
-	{ "Daemon", "ControlSocket", K_PATH, F(control_socket) },
-	{ "Daemon", "MetricsFile", K_PATH, F(metrics_file) },
-	{ "Daemon", "RerandBinary", K_STR, F(rerand_bin) },
-	{ "Daemon", "KexecBinary", K_STR, F(kexec_bin) },
-	{ "Daemon", "ImageUser", K_STR, F(image_user) },
-	{ "Daemon", "CheckUser", K_STR, F(check_user) },
-	{ "Daemon", "CheckInterval", K_DUR, F(tick) },
-	{ "Paths", "Boot", K_PATH, F(boot_dir) },
-	{ "Paths", "ProcCmdline", K_PATH, F(proc_cmdline) },
-	{ "Paths", "SetupData", K_PATH, F(setup_data) },
-	{ "Paths", "Kmsg", K_PATH, F(kmsg) },
-	{ "Paths", "Tainted", K_PATH, F(tainted) },
-	{ "Paths", "BootId", K_PATH, F(boot_id) },
-	{ "Paths", "PreRebootDirectory", K_PATH, F(pre_reboot_dir) },
-	{ "Paths", "ProcStat", K_PATH, F(proc_stat) },
-	{ "Paths", "PostBootDirectory", K_PATH, F(post_boot_dir) },
-	{ "Paths", "KexecCrashSize", K_PATH, F(kexec_crash_size) },
-	{ "Paths", "CrashLoaderWants", K_PATH, F(crash_loader_wants) },
-	{ "Paths", "KdumpToolsDefault", K_PATH, F(kdump_tools_default) },
-	{ "Paths", "KexecCrashLoaded", K_PATH, F(kexec_crash_loaded) },
-	{ "Paths", "ProcVmcore", K_PATH, F(proc_vmcore) },
-	{ "Paths", "Uevents", K_PATH, F(uevents) },
-	{ "Paths", "LoaderEntrySelected", K_PATH, F(loader_entry_selected) },
-	{ "Paths", "BootLoaderRoots", K_STR, F(boot_loader_roots) },
-	{ "Paths", "GrubConfig", K_PATH, F(grub_cfg) },
-	{ "Paths", "GrubEnvironment", K_PATH, F(grub_env) },
-	{ "Paths", "PackageLocks", K_STR, F(package_locks) },
-	{ "Paths", "Lockdown", K_PATH, F(lockdown_file) },
-	{ "Paths", "SecureBoot", K_PATH, F(secureboot_file) },
-	{ "Paths", "BootParams", K_PATH, F(boot_params_file) },
-	{ "Stage", "Kernel", K_PATH, F(kernel) },
-	{ "Stage", "Initrd", K_STR, F(initrd) },
-	{ "Stage", "CommandLine", K_STR, F(cmdline) },
-	{ "Stage", "FileSyscall", K_BOOL, F(file_syscall) },
-	{ "Stage", "RestageInterval", K_DUR, F(restage_interval) },
-	{ "Stage", "NewKernelSettle", K_DUR, F(new_kernel_settle) },
-	{ "Stage", "SignedImageDirectory", K_PATH, F(signed_dir) },
-	{ "Stage", "SignKey", K_STR, F(sign_key) },
-	{ "Stage", "SignCert", K_PATH, F(sign_cert) },
-	{ "Stage", "TrustCert", K_PATH, F(trust_cert) },
-	{ "Policy", "MaxLayoutAge", K_DUR, F(max_age) },
-	{ "Policy", "Jitter", K_DUR, F(jitter) },
-	{ "Policy", "MinRebootInterval", K_DUR, F(min_interval) },
-	{ "Policy", "OnOops", K_WHEN, F(on_oops) },
-	{ "Policy", "OnNewKernel", K_WHEN, F(on_new_kernel) },
-	{ "Policy", "RebootOutsideWindows", K_BOOL, F(outside_windows) },
-	{ "Policy", "HonorInhibitors", K_BOOL, F(honor_inhibitors) },
-	{ "Policy", "MaxInhibitSec", K_DUR, F(max_inhibit) },
-	{ "Policy", "BlockerCommand", K_STR, F(blocker_cmd) },
-	{ "Policy", "BlockerTimeout", K_DUR, F(blocker_timeout) },
-	{ "Policy", "BackoffBase", K_DUR, F(backoff) },
-	{ "Policy", "BackoffMax", K_DUR, F(backoff_max) },
-	{ "Policy", "MaxFailures", K_UINT, F(max_failures) },
-	{ "Crash", "Mode", K_CRASHMODE, F(crash_mode) },
-	{ "Crash", "Kernel", K_PATH, F(crash_kernel) },
-	{ "Crash", "Initrd", K_STR, F(crash_initrd) },
-	{ "Crash", "CommandLine", K_STR, F(crash_cmdline) },
-	{ "Crash", "FileSyscall", K_BOOL, F(crash_file_syscall) },
-	{ "Crash", "HotplugSettle", K_DUR, F(hotplug_settle) },
-	{ "Reboot", "Method", K_METHOD, F(method) },
-	{ "Reboot", "RebootCommand", K_STR, F(reboot_cmd) },
-	{ "Reboot", "HookTimeout", K_DUR, F(hook_timeout) },
-	{ "Comeback", "PanicRebootSec", K_PANIC, F(panic_reboot) },
-	{ "Reboot", "FirmwareRebootCommand", K_STR, F(firmware_reboot_cmd) },
-	{ "Reboot", "RerandomizeOtherReboots", K_BOOL, F(rerandomize_other_reboots) },
-	{ "Comeback", "KexecWatchdogSec", K_WDOG, F(kexec_watchdog) },
-	{ "Comeback", "ConfirmTimeoutSec", K_DUR, F(confirm_timeout) },
-	{ "Paths", "Watchdog", K_PATH, F(watchdog_dev) },
-	{ "Paths", "WatchdogSysfs", K_PATH, F(watchdog_sysfs) },
-	{ "Paths", "WatchdogStopOnReboot", K_PATH, F(watchdog_stop_on_reboot) },
-	{ "Paths", "Pstore", K_PATH, F(pstore_dir) },
+	{ "Daemon", "StateDirectory", K_PATH, F(state_dir), RESTART },
+	{ "Daemon", "RuntimeDirectory", K_PATH, F(run_dir), RESTART },
+	{ "Daemon", "ControlSocket", K_PATH, F(control_socket), RESTART },
+	{ "Daemon", "MetricsFile", K_PATH, F(metrics_file), 0 },
+	{ "Daemon", "RerandBinary", K_STR, F(rerand_bin), 0 },
+	{ "Daemon", "KexecBinary", K_STR, F(kexec_bin), 0 },
+	{ "Daemon", "ImageUser", K_STR, F(image_user), 0 },
+	{ "Daemon", "CheckUser", K_STR, F(check_user), 0 },
+	{ "Daemon", "CheckInterval", K_DUR, F(tick), 0 },
+	{ "Paths", "Boot", K_PATH, F(boot_dir), 0 },
+	{ "Paths", "ProcCmdline", K_PATH, F(proc_cmdline), 0 },
+	{ "Paths", "SetupData", K_PATH, F(setup_data), 0 },
+	{ "Paths", "Kmsg", K_PATH, F(kmsg), RESTART },
+	{ "Paths", "Tainted", K_PATH, F(tainted), 0 },
+	{ "Paths", "BootId", K_PATH, F(boot_id), 0 },
+	{ "Paths", "PreRebootDirectory", K_PATH, F(pre_reboot_dir), 0 },
+	{ "Paths", "ProcStat", K_PATH, F(proc_stat), 0 },
+	{ "Paths", "PostBootDirectory", K_PATH, F(post_boot_dir), 0 },
+	{ "Paths", "KexecCrashSize", K_PATH, F(kexec_crash_size), RECRASH },
+	{ "Paths", "CrashLoaderWants", K_PATH, F(crash_loader_wants), 0 },
+	{ "Paths", "KdumpToolsDefault", K_PATH, F(kdump_tools_default), 0 },
+	{ "Paths", "KexecCrashLoaded", K_PATH, F(kexec_crash_loaded), 0 },
+	{ "Paths", "ProcVmcore", K_PATH, F(proc_vmcore), 0 },
+	{ "Paths", "Uevents", K_PATH, F(uevents), RESTART },
+	{ "Paths", "LoaderEntrySelected", K_PATH, F(loader_entry_selected), 0 },
+	{ "Paths", "BootLoaderRoots", K_STR, F(boot_loader_roots), 0 },
+	{ "Paths", "GrubConfig", K_PATH, F(grub_cfg), 0 },
+	{ "Paths", "GrubEnvironment", K_PATH, F(grub_env), 0 },
+	{ "Paths", "GrubEditenv", K_PATH, F(grub_editenv), 0 },
+	{ "Paths", "PackageLocks", K_STR, F(package_locks), 0 },
+	{ "Paths", "Lockdown", K_PATH, F(lockdown_file), RESTAGE },
+	{ "Paths", "SecureBoot", K_PATH, F(secureboot_file), RESTAGE },
+	{ "Paths", "BootParams", K_PATH, F(boot_params_file), RESTAGE },
+	{ "Stage", "Kernel", K_PATH, F(kernel), RESTAGE },
+	{ "Stage", "Initrd", K_STR, F(initrd), RESTAGE },
+	{ "Stage", "CommandLine", K_STR, F(cmdline), RESTAGE },
+	{ "Stage", "FileSyscall", K_BOOL, F(file_syscall), RECRASH },
+	{ "Stage", "RestageInterval", K_DUR, F(restage_interval), 0 },
+	{ "Stage", "NewKernelSettle", K_DUR, F(new_kernel_settle), 0 },
+	{ "Stage", "SignedImageDirectory", K_PATH, F(signed_dir), RESTAGE },
+	{ "Stage", "SignKey", K_STR, F(sign_key), RESTAGE },
+	{ "Stage", "SignCert", K_PATH, F(sign_cert), RESTAGE },
+	{ "Stage", "TrustCert", K_PATH, F(trust_cert), RESTAGE },
+	{ "Policy", "MaxLayoutAge", K_DUR, F(max_age), 0 },
+	{ "Policy", "Jitter", K_DUR, F(jitter), 0 },
+	{ "Policy", "MinRebootInterval", K_DUR, F(min_interval), 0 },
+	{ "Policy", "OnOops", K_WHEN, F(on_oops), 0 },
+	{ "Policy", "OnNewKernel", K_WHEN, F(on_new_kernel), 0 },
+	{ "Policy", "RebootOutsideWindows", K_BOOL, F(outside_windows), 0 },
+	{ "Policy", "HonorInhibitors", K_BOOL, F(honor_inhibitors), 0 },
+	{ "Policy", "MaxInhibitSec", K_DUR, F(max_inhibit), 0 },
+	{ "Policy", "BlockerCommand", K_STR, F(blocker_cmd), 0 },
+	{ "Policy", "BlockerTimeout", K_DUR, F(blocker_timeout), 0 },
+	{ "Policy", "BackoffBase", K_DUR, F(backoff), 0 },
+	{ "Policy", "BackoffMax", K_DUR, F(backoff_max), 0 },
+	{ "Policy", "MaxFailures", K_UINT, F(max_failures), 0 },
+	{ "Crash", "Mode", K_CRASHMODE, F(crash_mode), RECRASH },
+	{ "Crash", "Kernel", K_PATH, F(crash_kernel), RECRASH },
+	{ "Crash", "Initrd", K_STR, F(crash_initrd), RECRASH },
+	{ "Crash", "CommandLine", K_STR, F(crash_cmdline), RECRASH },
+	{ "Crash", "FileSyscall", K_BOOL, F(crash_file_syscall), RECRASH },
+	{ "Crash", "HotplugSettle", K_DUR, F(hotplug_settle), 0 },
+	{ "Reboot", "Method", K_METHOD, F(method), 0 },
+	{ "Reboot", "RebootCommand", K_STR, F(reboot_cmd), 0 },
+	{ "Reboot", "HookTimeout", K_DUR, F(hook_timeout), 0 },
+	{ "Comeback", "PanicRebootSec", K_PANIC, F(panic_reboot), RESTAGE },
+	{ "Reboot", "FirmwareRebootCommand", K_STR, F(firmware_reboot_cmd), 0 },
+	{ "Reboot", "RerandomizeOtherReboots", K_BOOL, F(rerandomize_other_reboots), 0 },
+	{ "Comeback", "KexecWatchdogSec", K_WDOG, F(kexec_watchdog), 0 },
+	{ "Comeback", "ConfirmTimeoutSec", K_DUR, F(confirm_timeout), 0 },
+	{ "Paths", "Watchdog", K_PATH, F(watchdog_dev), 0 },
+	{ "Paths", "WatchdogSysfs", K_PATH, F(watchdog_sysfs), 0 },
+	{ "Paths", "WatchdogStopOnReboot", K_PATH, F(watchdog_stop_on_reboot), 0 },
+	{ "Paths", "Pstore", K_PATH, F(pstore_dir), 0 },
 };
+#undef RESTART
+#undef RECRASH
+#undef RESTAGE
 #undef F
-const size_t rr_cfg_nkeys = sizeof(rr_cfg_keys) / sizeof(rr_cfg_keys[0]);
+const size_t rr_cfg_nkeys = ARRAY_SIZE(rr_cfg_keys);
 
 
-/* fleet_config_set()'s keys, in rerand.conf's order */
-const char *const rr_cfg_fleet_keys[] = {
-	"Backend", "Group", "Endpoints", "CACert", "Cert", "Key", "User", "PasswordFile",
-	"AllowPlaintext", "MaxConcurrent", "LockTTL", "DownTTL", "URL", "MachineIDFile", "ID",
-	"InstallID", "Timeout", "RetryBase", "RetryMax", "HelperSocket",
-	"BreakerFailures", "BreakerWindowSec",
-};
-const size_t rr_cfg_nfleet_keys = sizeof(rr_cfg_fleet_keys) / sizeof(rr_cfg_fleet_keys[0]);
 const char *const rr_cfg_window_keys[RR_CFG_NWINDOW_KEYS] = {
 	"Days", "Start", "Length", "TimeZone", "Enabled",
 };
 const char *const rr_cfg_sections[] = {
 	"Daemon", "Paths", "Stage", "Crash", "Policy", "Reboot", "Comeback", "Fleet",
 };
-const size_t rr_cfg_nsections = sizeof(rr_cfg_sections) / sizeof(rr_cfg_sections[0]);
-
-_Static_assert(sizeof(rr_cfg_fleet_keys) / sizeof(rr_cfg_fleet_keys[0]) <= RR_CFG_MAX_FLEET_KEYS,
-	       "struct rr_cfg_origins is too small for [Fleet]");
+const size_t rr_cfg_nsections = ARRAY_SIZE(rr_cfg_sections);
 
 /* Edit distance with transpositions (optimal string alignment), case-
  * insensitive: "MaxLayutAge", "Strat" and "maxlayoutage" are typos too. */
@@ -171,10 +172,10 @@ const char *config_suggest(const char *section, const char *name, char *out, siz
 	}
 	if (!strcmp(section, "Fleet")) {
 		static const char *const old_names[] = { "RetryBaseMSec", "RetryMaxMSec" };
-		for (size_t i = 0; i < rr_cfg_nfleet_keys; i++)
-			consider(rr_cfg_fleet_keys[i], name, &best, &bestd);
+		for (size_t i = 0; fleet_config_key(i); i++)
+			consider(fleet_config_key(i), name, &best, &bestd);
 		/* a typo of an old name: named with its new one */
-		for (size_t i = 0; i < sizeof(old_names) / sizeof(old_names[0]); i++)
+		for (size_t i = 0; i < ARRAY_SIZE(old_names); i++)
 			consider(old_names[i], name, &best, &bestd);
 		if (best && bestd <= max_typo(name) && fleet_config_alias(best)) {
 			snprintf(out, len, " (did you mean %s=, now %s=?)", best, fleet_config_alias(best));
@@ -199,9 +200,9 @@ const char *config_suggest(const char *section, const char *name, char *out, siz
 				 rr_cfg_keys[i].section);
 			return out;
 		}
-	for (size_t i = 0; i < rr_cfg_nfleet_keys; i++)
-		if (!strcasecmp(rr_cfg_fleet_keys[i], name)) {
-			snprintf(out, len, " (%s= belongs in [Fleet])", rr_cfg_fleet_keys[i]);
+	for (size_t i = 0; fleet_config_key(i); i++)
+		if (!strcasecmp(fleet_config_key(i), name)) {
+			snprintf(out, len, " (%s= belongs in [Fleet])", fleet_config_key(i));
 			return out;
 		}
 	return out;

@@ -6,7 +6,9 @@
  * boot that fails its checks or is never confirmed goes back through the
  * firmware (kexec unloaded), and the next boot names the cause: the
  * watchdog's boot status, a panic in pstore, or what this boot recorded. */
+#include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <systemd/sd-bus.h>
@@ -127,6 +129,13 @@ void confirm_first_look(struct daemon *d, enum rr_outcome out)
 		rr_log(RR_LOG_NOTICE, "back through the firmware after the failed rerandomized boot "
 		       "(cause %s)", wdog_cause_name(d->st.last_cause));
 	}
+	/* a one-shot choice written down for the reboot: taken by the boot
+	 * loader if this boot came through the firmware, or never used */
+	if (out == RR_OUT_ABORTED)
+		oneshot_forget(d, "the reboot did not happen");
+	else if (out != RR_OUT_SAME_BOOT && out != RR_OUT_SUCCESS && out != RR_OUT_WEAK)
+		oneshot_forget(d, "this boot was not the rerandomized kexec into it (the boot "
+			       "loader takes the choice as it boots it)");
 	if (out == RR_OUT_SUCCESS || out == RR_OUT_WEAK) {
 		d->st.confirm_pending = true;
 		snprintf(d->st.confirm_boot_id, sizeof(d->st.confirm_boot_id), "%s", d->boot_id);
@@ -177,6 +186,9 @@ static void confirm_fail(struct daemon *d, enum rr_cause c, const char *detail)
 	count_failure(d, c, detail, now);
 	/* the next boot is this reboot, not one rerandd did not plan */
 	snprintf(d->st.fallback_boot_id, sizeof(d->st.fallback_boot_id), "%s", d->boot_id);
+	/* the boot loader takes it at that reboot, as it would have without rerand */
+	oneshot_forget(d, "the rerandomized boot into it failed; the reboot through the "
+		       "firmware boots it");
 	daemon_save(d);
 	coord_confirmed(&d->co, false);
 	d->cf.failing = true;
@@ -207,6 +219,8 @@ static void confirm_done(struct daemon *d)
 	d->st.confirmed++;
 	daemon_save(d);
 	history_confirmed(d, now);
+	/* the boot loader's one-shot choice it was staged from is used up */
+	oneshot_after_confirm(d);
 	/* only now may the fleet slot go back */
 	coord_confirmed(&d->co, true);
 	rr_log(RR_LOG_NOTICE, "rerandomized boot confirmed %llds after it began%s",
@@ -342,8 +356,13 @@ void confirm_start(struct daemon *d)
 	struct rr_err e;
 	time_t now = time(NULL), until = confirm_until(d);
 
-	if (!d->st.confirm_pending)
+	if (!d->st.confirm_pending) {
+		/* confirmed, but stopped before the one-shot choice was cleared */
+		if (d->st.oneshot != RR_OS_NONE && !d->st.attempt &&
+		    d->st.boot_origin == RR_BO_RERANDD)
+			oneshot_after_confirm(d);
 		return;
+	}
 	if (wdog_present(&d->cfg)) {
 		if (wdog_open(&d->cfg, d->cfg.kexec_watchdog, &d->cf.wd_fd, &e) < 0) {
 			rr_log(RR_LOG_WARNING, "%s; confirming without the watchdog", e.msg);
@@ -386,7 +405,156 @@ void confirm_stop(struct daemon *d)
 	feed_cancel(d);
 	reboot_request_cancel(d->cf.request);
 	d->cf.request = NULL;
+	oneshot_stop(d);
 	if (d->cf.wd_fd >= 0)
 		wdog_leave_running(d->cf.wd_fd);
 	d->cf.wd_fd = -1;
+}
+
+/* ---- a one-shot boot loader choice (oneshot.c) ---------------------------- */
+
+static void oneshot_say(struct daemon *d, int prio, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void oneshot_say(struct daemon *d, int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(d->st.oneshot_note, sizeof(d->st.oneshot_note), fmt, ap);
+	va_end(ap);
+	/* one printable line: it goes into the state file and the status */
+	for (char *p = d->st.oneshot_note; *p; p++)
+		if (!isprint((unsigned char)*p))
+			*p = '?';
+	d->st.oneshot_note_time = time(NULL);
+	rr_log(prio, "%s", d->st.oneshot_note);
+}
+
+void oneshot_note_attempt(struct daemon *d)
+{
+	struct rr_boot_entry be;
+	bool ok = true;
+
+	d->st.oneshot = RR_OS_NONE;
+	d->st.oneshot_value[0] = 0;
+	/* Kernel= set: rerandd did not follow the boot loader */
+	if (*d->cfg.kernel || !d->staged || bootnext_find(&d->cfg, &be, NULL) != 1 ||
+	    be.oneshot == RR_OS_NONE || strcmp(be.kernel, d->plan.kernel))
+		return;
+	for (const char *p = be.oneshot_value; *p; p++)
+		ok &= isprint((unsigned char)*p) != 0;
+	if (!ok) {
+		rr_log(RR_LOG_WARNING, "%s is not printable text: rerandd will not clear it after "
+		       "this reboot", oneshot_kind_text(be.oneshot));
+		return;
+	}
+	d->st.oneshot = be.oneshot;
+	snprintf(d->st.oneshot_value, sizeof(d->st.oneshot_value), "%s", be.oneshot_value);
+	rr_log(RR_LOG_INFO, "the image was staged from %s \"%s\": it is cleared once the "
+	       "rerandomized boot is confirmed", oneshot_kind_text(be.oneshot), be.oneshot_value);
+}
+
+void oneshot_forget(struct daemon *d, const char *why)
+{
+	if (d->st.oneshot == RR_OS_NONE)
+		return;
+	oneshot_say(d, RR_LOG_NOTICE, "%s \"%s\" left to the boot loader: %s",
+		    oneshot_kind_text(d->st.oneshot), d->st.oneshot_value, why);
+	d->st.oneshot = RR_OS_NONE;
+	d->st.oneshot_value[0] = 0;
+}
+
+static void on_grub_editenv(int status, const char *out, void *ud)
+{
+	struct daemon *d = ud;
+	char file[RR_PATH + 64], now[RR_ONESHOT_VALUE], value[RR_ONESHOT_VALUE], why[300];
+	struct rr_err e;
+	int r;
+
+	d->oneshot_job = NULL;
+	if (status == -ETIMEDOUT)
+		snprintf(why, sizeof(why), "grub-editenv: killed after 30 s");
+	else if (status < 0)
+		snprintf(why, sizeof(why), "grub-editenv: %s", strerror(-status));
+	else
+		snprintf(why, sizeof(why), "grub-editenv: exit status %d%s%.200s", status,
+			 out && *out ? ": " : "", out ? out : "");
+	snprintf(value, sizeof(value), "%s", d->st.oneshot_value);
+	oneshot_file(&d->cfg, RR_OS_GRUB, file, sizeof(file));
+	/* what the file says now, not only grub-editenv's exit status */
+	r = status == 0 ? oneshot_still(&d->cfg, RR_OS_GRUB, value, now, sizeof(now), &e) : -1;
+	if (r == 0 && !*now)
+		oneshot_say(d, RR_LOG_NOTICE, "GRUB next_entry \"%s\" cleared in %s (grub-editenv "
+			    "unset next_entry): the rerandomized boot into it is confirmed", value,
+			    file);
+	else
+		oneshot_say(d, RR_LOG_ERR, "GRUB next_entry \"%s\" could not be cleared in %s (%s): "
+			    "the next firmware boot takes it; clear it with `grub-editenv %s unset "
+			    "next_entry`", value, file,
+			    status ? why : r < 0 ? e.msg : "still set", file);
+	d->st.oneshot = RR_OS_NONE;
+	d->st.oneshot_value[0] = 0;
+	daemon_save(d);
+	daemon_publish(d);
+	daemon_evaluate_soon(d);
+}
+
+void oneshot_after_confirm(struct daemon *d)
+{
+	enum rr_oneshot_kind k = d->st.oneshot;
+	char file[RR_PATH + 64], now[RR_ONESHOT_VALUE], value[RR_ONESHOT_VALUE];
+	struct rr_err e;
+	int r;
+
+	if (k == RR_OS_NONE || d->oneshot_job)
+		return;
+	snprintf(value, sizeof(value), "%s", d->st.oneshot_value);
+	oneshot_file(&d->cfg, k, file, sizeof(file));
+	r = oneshot_still(&d->cfg, k, value, now, sizeof(now), &e);
+	if (r < 0) {
+		oneshot_say(d, RR_LOG_ERR, "%s \"%s\" could not be checked (%s): not cleared",
+			    oneshot_kind_text(k), value, e.msg);
+	} else if (r == 0) {
+		/* the admin chose again (or cleared it): that choice is theirs */
+		if (*now)
+			oneshot_say(d, RR_LOG_NOTICE, "%s is \"%s\" now, not \"%s\" as at the reboot: "
+				    "left as it is", oneshot_kind_text(k), now, value);
+		else
+			oneshot_say(d, RR_LOG_NOTICE, "%s \"%s\" was already cleared",
+				    oneshot_kind_text(k), value);
+	} else if (k == RR_OS_SDBOOT) {
+		if (oneshot_delete_efivar(file, &e) < 0)
+			oneshot_say(d, RR_LOG_ERR, "systemd-boot LoaderEntryOneShot \"%s\" could not be "
+				    "cleared (%s): the next firmware boot takes it; clear it with "
+				    "`bootctl set-oneshot ''`", value, e.msg);
+		else
+			oneshot_say(d, RR_LOG_NOTICE, "systemd-boot LoaderEntryOneShot \"%s\" cleared "
+				    "(deleted, as systemd-boot does as it boots it): the rerandomized boot "
+				    "into it is confirmed", value);
+	} else if (!*d->cfg.grub_editenv) {
+		oneshot_say(d, RR_LOG_WARNING, "GRUB next_entry \"%s\" not cleared: GrubEditenv= is "
+			    "empty; clear it with `grub-editenv %s unset next_entry`", value, file);
+	} else {
+		char *argv[] = { d->cfg.grub_editenv, file, (char *)"unset", (char *)"next_entry",
+				 NULL };
+
+		r = job_start(d->ev, argv, 30, RR_CHILD_NO_CAPS, true, on_grub_editenv, d,
+			      &d->oneshot_job);
+		if (r < 0)
+			oneshot_say(d, RR_LOG_ERR, "GRUB next_entry \"%s\" could not be cleared (%s: "
+				    "%s): the next firmware boot takes it; clear it with `grub-editenv "
+				    "%s unset next_entry`", value, d->cfg.grub_editenv, strerror(-r), file);
+		else
+			return;               /* on_grub_editenv saves */
+	}
+	d->st.oneshot = RR_OS_NONE;
+	d->st.oneshot_value[0] = 0;
+	daemon_save(d);
+}
+
+void oneshot_stop(struct daemon *d)
+{
+	/* the choice stays written down: the next start clears it */
+	job_cancel(d->oneshot_job);
+	d->oneshot_job = NULL;
 }

@@ -17,43 +17,8 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "image.h"
 #include "rerandd.h"
-
-static void persist(struct rr_coord *co, struct rr_state *st)
-{
-	struct rr_err e;
-
-	if (state_save(co->state_path, st, &e) < 0)
-		rr_log(RR_LOG_ERR, "%s", e.msg);
-}
-
-/* Say why a due reboot waits, logging only when the reason changes. */
-static void set_why(struct rr_coord *co, int prio, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void set_why(struct rr_coord *co, int prio, const char *fmt, ...)
-{
-	char msg[sizeof(co->why)];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (strcmp(msg, co->why) && *msg)
-		rr_log(prio, "fleet: %s", msg);
-	snprintf(co->why, sizeof(co->why), "%s", msg);
-}
-
-/* Capped exponential back-off with jitter over every failed step, releases
- * included (the client's own counter sees only acquisitions). */
-static void retry_later(struct rr_coord *co)
-{
-	co->next_try_ms = coord_now_ms() + fleet_backoff_ms(co->attempts, co->cfg.retry_base_ms,
-							    co->cfg.retry_max_ms, coord_rnd64());
-	rr_log(RR_LOG_DEBUG, "fleet: next try in %" PRId64 " ms (attempt %u)",
-	       co->next_try_ms - coord_now_ms(), co->attempts);
-	if (co->attempts < 64)
-		co->attempts++;
-}
 
 /* The window that contains now with the most time left; 0 if none does. */
 static int window_now(const struct rr_config *c, time_t now, time_t *ws, time_t *we)
@@ -73,250 +38,6 @@ static int window_now(const struct rr_config *c, time_t now, time_t *ws, time_t 
 	return found;
 }
 
-static void pump(struct rr_coord *co);
-
-static void release_done(struct rr_coord *co)
-{
-	struct rr_state *st = co->st;
-
-	if (st && st->fleet_held)
-		coord_audit(co, RR_LOG_NOTICE, RR_MSGID_SLOT_RELEASED, NULL, NULL, "fleet: slot released");
-	co->attempts = 0;
-	co->release_pending = false;
-	co->why[0] = 0;
-	co->next_try_ms = 0;
-	if (st) {
-		st->fleet_held = false;
-		st->fleet_token[0] = 0;
-		persist(co, st);
-	}
-	if (co->reopen_pending) {
-		co->reopen_pending = false;
-		co->cfg = co->reopen_cfg;
-		co->want = co->cfg.backend != FLEET_BACKEND_NONE;
-		co->release_pending = co->want;   /* the new group may hold an old slot */
-		co->opened = false;
-		if (co->io)
-			coord_link_send(co, CO_OPEN, NULL);
-	}
-}
-
-/* The helper took (or refused) the settings. */
-static void open_reply(struct rr_coord *co, const struct fleet_reply *p)
-{
-	struct rr_state *st = co->st;
-
-	if (p->rc < 0) {
-		char msg[RR_ERR_MAX];
-		snprintf(msg, sizeof(msg), "cannot start the %s client: %.400s",
-			 fleet_backend_name(co->cfg.backend), p->msg);
-		if (strcmp(msg, co->open_error))
-			rr_log(RR_LOG_ERR, "fleet: %s; reboots stay off (fail closed)", msg);
-		snprintf(co->open_error, sizeof(co->open_error), "%s", msg);
-		co->fstate = FLEET_ST_ERROR;
-		co->reconnect_ms = coord_now_ms() + co->cfg.retry_base_ms;
-		coord_link_arm(co, co->cfg.retry_base_ms);
-		return;
-	}
-	co->opened = true;
-	co->open_error[0] = 0;
-	co->reconnects = 0;
-	rr_log(RR_LOG_INFO, "fleet: %s, group %s, identity %s (through %s)",
-	       fleet_backend_name(co->cfg.backend), co->cfg.group, co->id, co->cfg.helper);
-	/* a new helper knows no lease: the persisted one is taken back first
-	 * (not a slot kept for a failed attempt: it runs out by itself) */
-	if (st && st->fleet_held && *st->fleet_token && !st->fleet_keep)
-		co->resume_pending = true;
-	co->breaker_wanted = coord_breaker_backend(co);
-}
-
-/* The gate's request for a slot answered. */
-static void acquire_reply(struct rr_coord *co, const struct fleet_reply *p)
-{
-	struct rr_state *st = co->st;
-	char tok[FLEET_TOKEN_MAX], tk[FLEET_TOKEN_MAX];
-
-	co->gate_rc = p->rc;
-	if (p->rc == 1 && st) {
-		/* On disk before anything else happens: the next boot (or a restart
-		 * after a kill -9) must know there is a slot to take back or give back. */
-		snprintf(tok, sizeof(tok), "%s", p->token);
-		st->fleet_held = true;
-		st->fleet_keep = false;
-		snprintf(st->fleet_token, sizeof(st->fleet_token), "%s", tok);
-		persist(co, st);
-		co->last_keepalive_ms = coord_now_ms();
-		coord_audit(co, RR_LOG_NOTICE, RR_MSGID_SLOT_TAKEN, NULL, NULL, "fleet: slot taken%s%s",
-			    *tok ? " " : "", coord_token_shown(tok, tk, sizeof(tk)));
-	}
-	/* refused: perhaps by the breaker; what it says shows in the status */
-	if (p->rc == 0)
-		co->breaker_wanted = coord_breaker_backend(co);
-}
-
-/* The last refresh before the reboot answered. */
-static void confirm_reply(struct rr_coord *co, const struct fleet_reply *p)
-{
-	struct rr_state *st = co->st;
-
-	/* The slot now hangs on the down lease (DownTTL=): the next boot must
-	 * resume that one, so it is on disk before the answer lets the reboot
-	 * go ahead.  A confirm whose token cannot be saved is no confirm. */
-	if (p->rc == 1 && st && *p->token && strcmp(p->token, st->fleet_token)) {
-		char f_ttl[64], tk[FLEET_TOKEN_MAX];
-		struct rr_err e;
-
-		snprintf(st->fleet_token, sizeof(st->fleet_token), "%s", p->token);
-		st->fleet_held = true;
-		if (state_save(co->state_path, st, &e) < 0) {
-			rr_log(RR_LOG_ERR, "%s", e.msg);
-			co->confirm_rc = -EIO;
-			snprintf(co->last_error, sizeof(co->last_error),
-				 "cannot save the slot's down lease: %.400s", e.msg);
-			co->last_keepalive_ms = coord_now_ms();
-			return;
-		}
-		snprintf(f_ttl, sizeof(f_ttl), "RERAND_FLEET_DOWN_TTL=%" PRId64, co->cfg.down_ttl);
-		coord_audit(co, RR_LOG_INFO, RR_MSGID_SLOT_DOWN, f_ttl, NULL,
-			    "fleet: slot %s kept across the reboot for up to %" PRId64
-			    " s (DownTTL=)", coord_token_shown(st->fleet_token, tk, sizeof(tk)),
-			    co->cfg.down_ttl);
-	}
-	co->confirm_rc = p->rc;
-	co->last_keepalive_ms = coord_now_ms();
-	if (p->rc == 0)
-		co->breaker_wanted = coord_breaker_backend(co);
-}
-
-/* coord_link hands every reply here (co->on_reply, set by coord_open). */
-static void on_reply(struct rr_coord *co, const struct fleet_reply *p)
-{
-	enum coord_op op = co->busy;
-	struct rr_state *st = co->st;
-	char tk[FLEET_TOKEN_MAX];
-
-	/* the pipelined request, if any, is now the one in flight */
-	co->busy = co->next_op;
-	co->busy_seq = co->next_seq;
-	co->next_op = CO_NONE;
-	if (co->busy)
-		co->busy_since_ms = coord_now_ms();
-	co->fstate = p->state;
-	co->errors = p->errors;
-	if (*p->id)
-		snprintf(co->id, sizeof(co->id), "%s", p->id);
-	snprintf(co->token, sizeof(co->token), "%s", p->token);
-	/* the lock's last word: what the breaker's and the status calls say is
-	 * theirs, and must not replace a refusal the gate has yet to read */
-	if (op != CO_BREAKER && op != CO_FAILED && op != CO_CLEAR_BREAKER && op != CO_STATUS)
-		snprintf(co->last_error, sizeof(co->last_error), "%s", p->msg);
-	switch (op) {
-	case CO_OPEN:
-		open_reply(co, p);
-		break;
-	case CO_RESUME:
-		if (p->rc < 0) {
-			set_why(co, RR_LOG_WARNING, "cannot take the slot from before the reboot back "
-				"yet: %s", p->msg);
-			retry_later(co);
-			break;
-		}
-		if (p->rc == 1) {
-			/* the resume gave the slot a new lease and fence: the old token
-			 * (which a clone may have copied) is dead, the new one on disk */
-			if (st && *p->token && strcmp(p->token, st->fleet_token)) {
-				snprintf(st->fleet_token, sizeof(st->fleet_token), "%s", p->token);
-				persist(co, st);
-			}
-			coord_audit(co, RR_LOG_NOTICE, RR_MSGID_SLOT_RESUMED, "RERAND_FLEET_RESULT=resumed",
-				    NULL, "fleet: took slot %s back after the reboot",
-				    coord_token_shown(st ? st->fleet_token : "", tk, sizeof(tk)));
-		} else
-			coord_audit(co, RR_LOG_WARNING, RR_MSGID_SLOT_RESUMED, "RERAND_FLEET_RESULT=gone",
-				    NULL, "fleet: the slot from before the reboot is gone: %s", p->msg);
-		co->resume_pending = false;
-		break;
-	case CO_ACQUIRE:
-		acquire_reply(co, p);
-		break;
-	case CO_KEEPALIVE:
-		if (p->rc != 1)
-			rr_log(RR_LOG_WARNING, "fleet: keepalive: %s", p->msg);
-		break;
-	case CO_CONFIRM:
-		confirm_reply(co, p);
-		break;
-	case CO_RELEASE:
-		if (p->rc < 0) {
-			set_why(co, RR_LOG_ERR, "backend unreachable, not rebooting (fail closed): "
-				"cannot give back what this host may hold: %s", p->msg);
-			retry_later(co);
-			break;
-		}
-		release_done(co);
-		break;
-	case CO_STATUS:
-		if (p->has_status) {
-			co->fst = p->st;
-			co->fst_at_ms = coord_now_ms();
-		}
-		break;
-	case CO_RELEASE_HOST: {
-		char f_host[4 * FLEET_ID_MAX + 32], esc[4 * FLEET_ID_MAX];
-
-		/* as the operator typed it: escaped in the field as in the message */
-		snprintf(f_host, sizeof(f_host), "RERAND_FLEET_HOST=%s",
-			 rr_escape_str(esc, sizeof(esc), co->release_host_sent));
-		if (p->rc < 0)
-			coord_audit(co, RR_LOG_ERR, RR_MSGID_FLEET_RELEASE, f_host,
-				    "RERAND_FLEET_RESULT=failed", "fleet: operator release of %s failed: %s",
-				    co->release_host_sent, p->msg);
-		else
-			coord_audit(co, RR_LOG_NOTICE, RR_MSGID_FLEET_RELEASE, f_host,
-				    "RERAND_FLEET_RESULT=done", "fleet: operator freed %s slot(s) of %s",
-				    p->msg, co->release_host_sent);
-		co->release_host_sent[0] = 0;
-		co->fst_at_ms = 0;      /* the cached holders are stale */
-		break;
-	}
-	case CO_FAILED:
-	case CO_BREAKER:
-	case CO_CLEAR_BREAKER:
-		coord_breaker_on_reply(co, op, p);
-		break;
-	case CO_NONE:
-		break;
-	}
-	pump(co);
-	coord_wake(co);
-}
-
-static void pump(struct rr_coord *co)
-{
-	if (!co->io || !co->greeted || co->busy)
-		return;
-	if (!co->opened)
-		return;           /* the timer re-sends open */
-	if (co->resume_pending && co->st && coord_now_ms() >= co->next_try_ms) {
-		coord_link_send(co, CO_RESUME, co->st->fleet_token);
-		return;
-	}
-	if (co->confirm_wanted) {
-		co->confirm_wanted = false;
-		coord_link_send(co, CO_CONFIRM, NULL);
-		return;
-	}
-	if (coord_breaker_pump(co))
-		return;
-	if (*co->release_host) {
-		char h[FLEET_ID_MAX];
-		snprintf(h, sizeof(h), "%s", co->release_host);
-		co->release_host[0] = 0;
-		snprintf(co->release_host_sent, sizeof(co->release_host_sent), "%s", h);
-		coord_link_send(co, CO_RELEASE_HOST, h);
-	}
-}
-
 /* ---- what main calls ------------------------------------------------------------ */
 
 /* The per-install half of this host's fleet identity: 128 random bits made once
@@ -324,33 +45,34 @@ static void pump(struct rr_coord *co)
  * before rerandd first ran there holds slots under a name of its own, and a
  * slot is adopted after a reboot only by the install that took it.  0, or
  * -errno and a message; an InstallID= already set (tests) is kept. */
+/* The id's file: 33 bytes; more is not an install id (a page: any line
+ * shorter reads as before). */
+#define INSTALL_ID_MAX 4096
+
 static int install_id(const char *state_path, struct fleet_config *fc, char *err, size_t errlen)
 {
-	char path[RR_PATH + 48], tmp[RR_PATH + 56], buf[72];
+	char path[RR_PATH + 48], buf[72];
 	const char *slash = strrchr(state_path, '/');
+	_cleanup_free_ char *text = NULL;
+	struct rr_err we;
 	uint8_t rnd[16];
-	ssize_t n;
-	int fd, r;
+	int r;
 
 	if (*fc->install_id || fc->backend == FLEET_BACKEND_NONE)
 		return 0;
 	snprintf(path, sizeof(path), "%.*s/fleet-install-id",
 		 slash ? (int)(slash - state_path) : 1, slash ? state_path : ".");
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd >= 0) {
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		buf[n > 0 ? n : 0] = 0;
-		buf[strcspn(buf, "\n")] = 0;
-		if (fleet_config_set(fc, "InstallID", buf, err, errlen) == 0 && *fc->install_id)
+	r = rr_read_text_at(AT_FDCWD, path, INSTALL_ID_MAX, &text, &we);
+	if (r == 0) {
+		text[strcspn(text, "\n")] = 0;
+		if (fleet_config_set(fc, "InstallID", text, err, errlen) == 0 && *fc->install_id)
 			return 0;
 		snprintf(err, errlen, "%.400s: not an install id (32 hex digits); remove it to make "
 			 "a new one", path);
 		return -EINVAL;
 	}
-	if (errno != ENOENT) {
-		r = -errno;
-		snprintf(err, errlen, "%.400s: %s", path, strerror(-r));
+	if (r != -ENOENT) {
+		snprintf(err, errlen, "%s", we.msg);
 		return r;
 	}
 	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
@@ -360,17 +82,10 @@ static int install_id(const char *state_path, struct fleet_config *fc, char *err
 	for (unsigned i = 0; i < sizeof(rnd); i++)
 		snprintf(buf + 2 * i, 3, "%02x", rnd[i]);
 	/* written whole or not at all: a torn id would be a new identity */
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	/* close() gives the fd up even when it fails: TAKE_FD leaves -1 so the
-	 * error path below does not close it (or a reused number) again */
-	if (fd < 0 || dprintf(fd, "%s\n", buf) != 33 || fsync(fd) < 0 || close(TAKE_FD(fd)) < 0 ||
-	    rename(tmp, path) < 0) {
-		/* a short dprintf() leaves errno as it was, possibly 0: never success */
-		r = errno ? -errno : -EIO;
-		if (fd >= 0)
-			close(fd);
-		unlink(tmp);
+	buf[32] = '\n';
+	r = rr_write_file_atomic(path, (const uint8_t *)buf, 33, &we);
+	buf[32] = 0;
+	if (r < 0) {
 		snprintf(err, errlen, "%.400s: cannot write: %s", path, strerror(-r));
 		return r;
 	}
@@ -439,7 +154,7 @@ int coord_open(struct rr_coord *co, const struct fleet_config *fc, const char *s
 	co->busy = co->next_op = CO_NONE;
 	co->fst_at_ms = 0;
 	co->fstate = co->want ? FLEET_ST_ERROR : FLEET_ST_DISABLED;
-	co->on_reply = on_reply;
+	co->on_reply = coord_on_reply;
 	if (!co->want)
 		return 0;
 	/* until the helper said yes: fail closed */
@@ -488,7 +203,7 @@ void coord_startup(struct rr_coord *co, struct rr_state *st, enum rr_outcome out
 			rr_log(RR_LOG_NOTICE, "fleet: coordination is off now; forgetting the old slot");
 			st->fleet_held = false;
 			st->fleet_token[0] = 0;
-			persist(co, st);
+			coord_persist(co, st);
 		}
 		return;
 	}
@@ -504,7 +219,7 @@ void coord_startup(struct rr_coord *co, struct rr_state *st, enum rr_outcome out
 		       (long long)co->cfg.down_ttl, (long long)co->cfg.lock_ttl);
 		st->fleet_held = false;
 		st->fleet_token[0] = 0;
-		persist(co, st);
+		coord_persist(co, st);
 	}
 	/* The machine came back from our reboot: the slot stays ours until this
 	 * boot has been checked.  A rerandomized boot is confirmed by confirm.c
@@ -524,7 +239,7 @@ void coord_startup(struct rr_coord *co, struct rr_state *st, enum rr_outcome out
 	 * rerandd stages; the answer is read once the event loop runs. */
 	if (co->resume_pending && co->busy == CO_OPEN)
 		coord_link_pipeline(co, CO_RESUME, st->fleet_token);
-	pump(co);
+	coord_pump(co);
 }
 
 void coord_confirmed(struct rr_coord *co, bool ok)
@@ -545,7 +260,7 @@ void coord_confirmed(struct rr_coord *co, bool ok)
 	co->health_needed = false;
 	health_cancel(co);
 	if (st && st->fleet_held)
-		set_why(co, RR_LOG_WARNING, "the rerandomized boot failed its confirmation: keeping "
+		coord_set_why(co, RR_LOG_WARNING, "the rerandomized boot failed its confirmation: keeping "
 			"the slot so the rollout stops here");
 }
 
@@ -563,22 +278,22 @@ void coord_confirm_stranded(struct rr_coord *co)
 	co->health_needed = true;
 	if (st && st->fleet_keep) {
 		st->fleet_keep = false;
-		persist(co, st);
+		coord_persist(co, st);
 	}
-	set_why(co, RR_LOG_WARNING, "the failed boot did not go back through the firmware: "
+	coord_set_why(co, RR_LOG_WARNING, "the failed boot did not go back through the firmware: "
 		"keeping the slot until the post-boot hooks pass");
-	retry_later(co);
+	coord_retry_later(co);
 	coord_wake(co);
 }
 
 static void health_failed(struct rr_coord *co, const char *why)
 {
-	set_why(co, RR_LOG_WARNING, "post-boot health check failed, keeping the slot "
+	coord_set_why(co, RR_LOG_WARNING, "post-boot health check failed, keeping the slot "
 		"so the rollout stops here: %s", why);
 	/* keep the lease alive: a sick host must keep the group paused */
 	if (co->fstate == FLEET_ST_HELD && !co->busy)
 		coord_link_send(co, CO_KEEPALIVE, NULL);
-	retry_later(co);
+	coord_retry_later(co);
 }
 
 static void on_health(int r, const char *msg, void *arg)
@@ -605,7 +320,7 @@ void coord_service(struct rr_coord *co, const struct rr_config *c, struct rr_sta
 		return;
 	if (coord_breaker_backend(co) && co->opened && now - co->breaker_at_ms > BREAKER_POLL_MS)
 		co->breaker_wanted = true;
-	pump(co);
+	coord_pump(co);
 	if (!co->opened || co->busy)
 		return;
 	/* the lease stays alive while the slot waits for the health hooks or
@@ -638,7 +353,7 @@ void coord_keepalive(struct rr_coord *co)
 
 	if (!co->want)
 		return;
-	pump(co);
+	coord_pump(co);
 	if (!co->opened || co->busy || co->fstate != FLEET_ST_HELD)
 		return;
 	if (now - co->last_keepalive_ms < co->cfg.lock_ttl * 1000 / 3)
@@ -658,7 +373,7 @@ int coord_gate(struct rr_coord *co, const struct rr_config *c, struct rr_state *
 		return 1;
 	co->st = st;
 	if (!install_id_retry(co)) {
-		set_why(co, RR_LOG_ERR, "%s: not rebooting (fail closed)", co->open_error);
+		coord_set_why(co, RR_LOG_ERR, "%s: not rebooting (fail closed)", co->open_error);
 		return 0;
 	}
 	if (co->release_pending) {
@@ -666,7 +381,7 @@ int coord_gate(struct rr_coord *co, const struct rr_config *c, struct rr_state *
 		co->gate_rc = COORD_PENDING;
 		/* a failed release already said why */
 		if (!*co->why)
-			set_why(co, RR_LOG_INFO, "giving back the slot from before first");
+			coord_set_why(co, RR_LOG_INFO, "giving back the slot from before first");
 		return 0;
 	}
 	/* The hooks ran and the confirm was sent: its answer decides, not a new
@@ -684,19 +399,19 @@ int coord_gate(struct rr_coord *co, const struct rr_config *c, struct rr_state *
 			co->attempts = 0;
 			return 1;
 		}
-		retry_later(co);
+		coord_retry_later(co);
 		if (r == 0)
-			set_why(co, RR_LOG_INFO, "waiting for a slot: %s", co->last_error);
+			coord_set_why(co, RR_LOG_INFO, "waiting for a slot: %s", co->last_error);
 		else if (r == -EEXIST)
-			set_why(co, RR_LOG_ERR, "another host uses this identity, not rebooting "
+			coord_set_why(co, RR_LOG_ERR, "another host uses this identity, not rebooting "
 				"(fail closed): %s", co->last_error);
 		else
-			set_why(co, RR_LOG_ERR, "backend unreachable, not rebooting (fail closed): %s",
+			coord_set_why(co, RR_LOG_ERR, "backend unreachable, not rebooting (fail closed): %s",
 				co->last_error);
 		return 0;
 	}
 	if (!co->opened) {
-		set_why(co, RR_LOG_ERR, "%s: not rebooting (fail closed)", co->open_error);
+		coord_set_why(co, RR_LOG_ERR, "%s: not rebooting (fail closed)", co->open_error);
 		return 0;
 	}
 	if (!co->spread_at_ms) {
@@ -716,7 +431,7 @@ int coord_gate(struct rr_coord *co, const struct rr_config *c, struct rr_state *
 			       "window)", co->spread_at_ms - now);
 	}
 	if (now < co->spread_at_ms) {
-		set_why(co, RR_LOG_DEBUG, "first attempt spread over the window");
+		coord_set_why(co, RR_LOG_DEBUG, "first attempt spread over the window");
 		co->next_try_ms = co->spread_at_ms;
 		return 0;
 	}
@@ -741,12 +456,12 @@ int coord_confirm(struct rr_coord *co)
 		co->confirm_rc = COORD_PENDING;
 		if (r != 1)
 			/* one event, one line: the reason with the backend's words */
-			set_why(co, RR_LOG_ERR, "the slot is not confirmed (%s): not rebooting (fail "
+			coord_set_why(co, RR_LOG_ERR, "the slot is not confirmed (%s): not rebooting (fail "
 				"closed): %s", r == 0 ? "lost" : "backend unreachable", co->last_error);
 		return r == 1;
 	}
 	if (!co->opened) {
-		set_why(co, RR_LOG_ERR, "the slot is not confirmed (%s): not rebooting (fail closed)",
+		coord_set_why(co, RR_LOG_ERR, "the slot is not confirmed (%s): not rebooting (fail closed)",
 			co->open_error);
 		return 0;
 	}
@@ -771,7 +486,7 @@ void coord_abort(struct rr_coord *co)
 	co->spread_at_ms = 0;
 	co->gate_rc = co->confirm_rc = COORD_PENDING;
 	co->confirm_wanted = false;
-	retry_later(co);
+	coord_retry_later(co);
 }
 
 void coord_not_due(struct rr_coord *co)
@@ -857,7 +572,7 @@ int coord_release_host(struct rr_coord *co, const char *host, char *buf, size_t 
 		return snprintf(buf, len, "the %s backend cannot free another host's slot\n",
 				fleet_backend_name(co->cfg.backend)), -EOPNOTSUPP;
 	snprintf(co->release_host, sizeof(co->release_host), "%s", host);
-	pump(co);
+	coord_pump(co);
 	snprintf(buf, len, "queued: free the slots held by %s in group %s (the journal says how "
 		 "many)\n", host, co->cfg.group);
 	return 0;

@@ -142,6 +142,18 @@ void coord_audit(const struct rr_coord *co, int prio, const char *msgid, const c
 void coord_confirmed(struct rr_coord *co, bool ok);
 /* ... and the firmware reboot after a failed one did not happen. */
 void coord_confirm_stranded(struct rr_coord *co);
+/* ---- between coord.c and coord_reply.c (the helper's answers) -------- */
+void coord_on_reply(struct rr_coord *co, const struct fleet_reply *p);
+/* Send what waits (a resume, a confirm, the breaker's, an operator's
+ * release) when nothing is in flight. */
+void coord_pump(struct rr_coord *co);
+/* The slot's state on disk (a failure only logged). */
+void coord_persist(struct rr_coord *co, struct rr_state *st);
+/* Say why a due reboot waits, logging only when the reason changes. */
+void coord_set_why(struct rr_coord *co, int prio, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The next try after the capped exponential back-off with jitter. */
+void coord_retry_later(struct rr_coord *co);
 /* ---- between coord.c and coord_ops.c (the group-wide breaker) -------- */
 /* How often an idle host reads the breaker: a rollout stopped elsewhere shows
  * in its `rerand status` within this. */

@@ -15,6 +15,7 @@
 #include "cleanup.h"
 #include "image.h"
 #include "rerandd.h"
+#include "util.h"
 
 #define CRASH_RETRY 300              /* seconds between attempts after a failure */
 #define CRASH_CMDLINE_MAX 4096
@@ -24,7 +25,7 @@ static const char *state_names[] = { "off", "not-reserved", "pending", "loaded",
 
 const char *crash_state_name(enum rr_crash_state s)
 {
-	return (unsigned)s < sizeof(state_names) / sizeof(state_names[0]) ? state_names[s] : "unknown";
+	return (unsigned)s < ARRAY_SIZE(state_names) ? state_names[s] : "unknown";
 }
 
 /* ---- the command line ----------------------------------------------------- */
@@ -493,7 +494,7 @@ const char *crash_other_loader(const struct rr_config *c)
 
 	if (!*c->crash_loader_wants)
 		return NULL;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(units); i++) {
 		if (!crash_unit_linked(c->crash_loader_wants, units[i]))
 			continue;
 		if (i == 0 && *c->kdump_tools_default &&

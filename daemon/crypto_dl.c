@@ -27,18 +27,3 @@ int rr_crypto_load(const char *what, struct rr_err *e)
 	loaded = true;
 	return 0;
 }
-
-const ASN1_ITEM *rr_dl_ASN1_ANY_it(void)
-{
-	return rr_crypto.ASN1_ANY_it();
-}
-
-const ASN1_ITEM *rr_dl_ASN1_OBJECT_it(void)
-{
-	return rr_crypto.ASN1_OBJECT_it();
-}
-
-const ASN1_ITEM *rr_dl_X509_SIG_it(void)
-{
-	return rr_crypto.X509_SIG_it();
-}

@@ -10,6 +10,7 @@
 
 #include "rerandd.h"         /* fleet.h, rr_escape_str() */
 #include "fleet_format.h"
+#include "util.h"
 
 int fleet_status_format_text(const struct fleet_status *st, const char *group, char *buf,
 			     size_t len)
@@ -91,7 +92,7 @@ int fleet_metrics_text(const char *backend, const char *group, enum fleet_state 
 	if (n < 0 || (size_t)n >= len)
 		return -ENOBUFS;
 	o = (size_t)n;
-	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(all); i++) {
 		n = snprintf(buf + o, len - o,
 			     "rerand_fleet_lock_state{backend=\"%s\",group=\"%s\",state=\"%s\"} %d\n",
 			     backend, group, fleet_state_name(all[i]), all[i] == s);

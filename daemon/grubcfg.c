@@ -538,6 +538,7 @@ int grub_cfg_pick(const struct rr_grub_cfg *g, const struct rr_grub_env *env, co
 	if (g->uses_next_entry && *env->next_entry) {
 		snprintf(c.spec, sizeof(c.spec), "%s", env->next_entry);
 		c.how = "next_entry, for one boot (grub-reboot)";
+		c.oneshot = true;
 	} else if (g->n_default > 1) {
 		return rr_errf(e, EAGAIN, "%s: cannot tell the default: it is set %u times", name,
 			       g->n_default);

@@ -15,9 +15,12 @@
 
 #include "cleanup.h"
 #include "rerandd.h"
+#include "util.h"
 
 /* Bounds the work on a directory anyone with root could fill. */
 #define KERNELS_MAX 1024
+/* An index file holds one line of 65 bytes: a larger one is not read. */
+#define INDEX_MAX 4096
 
 static bool is_sha(const char *s, size_t n)
 {
@@ -44,20 +47,16 @@ bool kernels_indexed(const struct rr_config *c, const char *sha)
 	if (!d)
 		return false;
 	while (!found && seen++ < KERNELS_MAX && (de = readdir(d))) {
-		char line[80];
-		ssize_t n;
-		_cleanup_close_ int fd = -1;
+		_cleanup_free_ uint8_t *line = NULL;
+		struct rr_err e;
+		size_t n;
 
 		/* the hook's VERSION.tmp is half-written: its rename follows */
-		if (de->d_name[0] == '.')
+		if (de->d_name[0] == '.' ||
+		    rr_read_file_at(dirfd(d), de->d_name, INDEX_MAX, &line, &n, &e) < 0 || n < 64)
 			continue;
-		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-		if (fd < 0)
-			continue;
-		n = read(fd, line, sizeof(line) - 1);
-		if (n < 64)
-			continue;
-		found = is_sha(line, 64) && (n == 64 || line[64] == '\n') && !memcmp(line, sha, 64);
+		found = is_sha((const char *)line, 64) && (n == 64 || line[64] == '\n') &&
+			!memcmp(line, sha, 64);
 	}
 	closedir(d);
 	return found;
@@ -149,7 +148,7 @@ int64_t kernels_new_wait(const struct rr_config *c, const char *const *locks, ti
 	const char *held;
 
 	if (!locks) {
-		config_locks(c, buf, sizeof(buf), mine, sizeof(mine) / sizeof(mine[0]));
+		config_locks(c, buf, sizeof(buf), mine, ARRAY_SIZE(mine));
 		locks = mine;
 	}
 	/* The hook is writing the image: stage from it once it is there. */

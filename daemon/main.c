@@ -18,9 +18,11 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "crypto_dl.h"
 #include "rerandd.h"
 #include "history.h"
 #include "image.h"
+#include "pesig.h"
 #include "sign.h"
 #include "status.h"
 
@@ -98,151 +100,6 @@ static int on_uevent(sd_event_source *s, int fd, uint32_t revents, void *ud)
 	return 0;
 }
 
-/* The kernel hook's build is over: its answer, on the connection kept. */
-static void on_hook_built(int r, const struct rr_stage_plan *p, const char *msg, void *ud)
-{
-	struct daemon *d = ud;
-	char body[RR_ERR_MAX + RR_PATH + 64];
-
-	d->hook_job = NULL;
-	if (r == 0) {
-		rr_log(RR_LOG_INFO, "kernel hook: the image of %s is in the cache: %s", d->hook_kernel,
-		       p->image);
-		snprintf(body, sizeof(body), "%s\n", p->image);
-	} else {
-		rr_log(RR_LOG_NOTICE, "kernel hook: no image of %s: %s", d->hook_kernel, msg);
-		snprintf(body, sizeof(body), "%s\n", *msg ? msg : "the build failed");
-	}
-	control_reply(d->hook_fd, r == 0, body);
-	close(d->hook_fd);
-	d->hook_fd = -1;
-}
-
-/* "build KERNEL": the kernel hook asks for KERNEL's image, which rerandd
- * builds as it builds its own (staging's pipeline, without the load).
- * 1: the connection is kept and answered by on_hook_built. */
-static int hook_build(struct daemon *d, const char *kernel, int cfd)
-{
-	struct rr_stage_req req = { .kernel = kernel, .build_only = true };
-	struct rr_err e;
-
-	if (d->crash_boot) {
-		control_reply(cfd, false, "this is a crash kernel boot: rerandd builds no images\n");
-		return 0;
-	}
-	if (d->hook_job) {
-		control_reply(cfd, false, "busy: building the image of another kernel for the kernel "
-			      "hook\n");
-		return 0;
-	}
-	snprintf(d->hook_kernel, sizeof(d->hook_kernel), "%s", kernel);
-	rr_log(RR_LOG_INFO, "kernel hook: building the image of %s", kernel);
-	if (stage_start(d->ev, &d->cfg, &req, on_hook_built, d, &d->hook_job, &e) < 0) {
-		char body[RR_ERR_MAX + 2];
-		rr_log(RR_LOG_NOTICE, "kernel hook: no image of %s: %s", kernel, e.msg);
-		snprintf(body, sizeof(body), "%s\n", e.msg);
-		control_reply(cfd, false, body);
-		return 0;
-	}
-	d->hook_fd = cfd;
-	return 1;
-}
-
-static int on_control(void *ud, enum rr_ctl_cmd cmd, const char *arg, int cfd)
-{
-	struct daemon *d = ud;
-	struct rr_view v;
-	char body[16384];
-
-	switch (cmd) {
-	case RR_CTL_STATUS:
-	case RR_CTL_STATUS_JSON:
-		daemon_fill_view(d, &v);
-		if ((cmd == RR_CTL_STATUS ? control_format_text(&v, body, sizeof(body))
-					  : control_format_json(&v, body, sizeof(body))) < 0)
-			snprintf(body, sizeof(body), "status too long\n");
-		control_reply(cfd, true, body);
-		break;
-	case RR_CTL_NOW:
-		if (d->crash_boot) {
-			control_reply(cfd, false, "this is a crash kernel boot: rerandd does not "
-				      "rerandomize from it\n");
-			break;
-		}
-		d->st.trig_now = true;
-		daemon_save(d);
-		rr_log(RR_LOG_NOTICE, "rerandomization requested over the control socket");
-		control_reply(cfd, true, d->st.hold ? "requested, but a hold is in place\n"
-						    : "requested\n");
-		daemon_evaluate_soon(d);
-		break;
-	case RR_CTL_NOW_WITHDRAW:
-		/* `rerand now --wait` gave up (a hold, a blocker, its timeout):
-		 * kured then uncordons the node and gives its lock back, so
-		 * nothing it asked for may happen later by itself */
-		if (d->st.phase >= RR_PH_REBOOT || d->request) {
-			control_reply(cfd, true, "under way\n");
-			break;
-		}
-		d->st.trig_now = false;
-		if (d->st.phase != RR_PH_IDLE)
-			seq_unwind(d, "`rerand now --wait` gave up");
-		daemon_save(d);
-		rr_log(RR_LOG_NOTICE, "`rerand now --wait` gave up: its request is withdrawn");
-		control_reply(cfd, true, "withdrawn\n");
-		daemon_evaluate_soon(d);
-		break;
-	case RR_CTL_DUE:
-		daemon_format_due(d, body, sizeof(body));
-		control_reply(cfd, true, body);
-		break;
-	case RR_CTL_PHASE:
-		/* what `rerand now --wait` polls: the sequence's phase, the last
-		 * plan, and the hold as it is now (the plan may predate it) */
-		snprintf(body, sizeof(body), "%s %s %s %s %s\n", state_phase_name(d->st.phase),
-			 policy_action_name(d->out.action), policy_blocker_name(d->out.blocker),
-			 policy_reason_name(d->out.reason), d->st.hold ? "held" : "free");
-		control_reply(cfd, true, body);
-		break;
-	case RR_CTL_HOLD:
-	case RR_CTL_RELEASE:
-		state_set_hold(&d->st, cmd == RR_CTL_HOLD, arg, time(NULL));
-		daemon_save(d);
-		if (*d->st.hold_text)
-			rr_log(RR_LOG_NOTICE, "operator hold: %s", d->st.hold_text);
-		else
-			rr_log(RR_LOG_NOTICE, "operator %s", d->st.hold ? "hold" : "release");
-		control_reply(cfd, true, d->st.hold ? "held\n" : "released\n");
-		daemon_evaluate_soon(d);
-		break;
-	case RR_CTL_FLEET_STATUS:
-	case RR_CTL_FLEET_STATUS_JSON:
-		control_reply(cfd, coord_status(&d->co, cmd == RR_CTL_FLEET_STATUS_JSON, body,
-						sizeof(body)) == 0, body);
-		break;
-	case RR_CTL_FLEET_RELEASE:
-		control_reply(cfd, coord_release_host(&d->co, arg, body, sizeof(body)) == 0, body);
-		daemon_evaluate_soon(d);
-		break;
-	case RR_CTL_FLEET_CLEAR_BREAKER:
-		/* answered by coord once rerand-fleetd has done it */
-		if (coord_clear_breaker(&d->co, cfd, body, sizeof(body)) == 0)
-			return 1;          /* kept: coord answers and closes it */
-		control_reply(cfd, false, body);
-		break;
-	case RR_CTL_BUILD:
-		return hook_build(d, arg, cfd);
-	case RR_CTL_HISTORY:
-	case RR_CTL_HISTORY_JSON:
-		return history_reply(d, cmd == RR_CTL_HISTORY_JSON, cfd);
-	default:
-		control_reply(cfd, false, "unknown command (status [json], now, due, phase, hold, release, "
-			      "fleet status [json], fleet release HOST, fleet clear-breaker, "
-			      "build KERNEL, history [json])\n");
-	}
-	return 0;
-}
-
 static void print_errs(const struct rr_cfg_errs *errs)
 {
 	for (unsigned i = 0; i < errs->n; i++)
@@ -260,45 +117,31 @@ static void print_warns(const struct rr_cfg_errs *warns)
 
 /* What a reload means for the state machine: a new image (restage), a new
  * crash kernel (recrash), or only what a restart may change (warned). */
-enum { RELOAD_RESTAGE = 1 << 0, RELOAD_RECRASH = 1 << 1 };
-
-static unsigned reload_effects(const struct rr_config *o, const struct rr_config *c)
-{
-	unsigned fx = 0;
-
-	if (strcmp(c->kernel, o->kernel) || strcmp(c->initrd, o->initrd) ||
-	    strcmp(c->cmdline, o->cmdline) || c->cmdline_set != o->cmdline_set ||
-	    c->panic_reboot != o->panic_reboot || stage_secure_changed(c, o))
-		fx |= RELOAD_RESTAGE | RELOAD_RECRASH;
-	if (c->crash_mode != o->crash_mode || strcmp(c->crash_kernel, o->crash_kernel) ||
-	    strcmp(c->crash_initrd, o->crash_initrd) || strcmp(c->crash_cmdline, o->crash_cmdline) ||
-	    c->crash_cmdline_set != o->crash_cmdline_set ||
-	    c->crash_file_syscall != o->crash_file_syscall ||
-	    c->crash_file_syscall_set != o->crash_file_syscall_set ||
-	    c->file_syscall != o->file_syscall || strcmp(c->kexec_crash_size, o->kexec_crash_size))
-		fx |= RELOAD_RECRASH;
-	return fx;
-}
 
 /* Keep what only a restart may change, and say so. */
 static void reload_keep_fixed(const struct rr_config *o, struct rr_config *c)
 {
-	if (strcmp(c->state_dir, o->state_dir) || strcmp(c->control_socket, o->control_socket) ||
-	    strcmp(c->run_dir, o->run_dir) || strcmp(c->kmsg, o->kmsg))
-		rr_log(RR_LOG_WARNING, "directory, socket and kmsg changes take effect on restart");
-	if (strcmp(c->uevents, o->uevents))
-		rr_log(RR_LOG_WARNING, "Uevents= changes take effect on restart");
-	memcpy(c->uevents, o->uevents, sizeof(c->uevents));
-	memcpy(c->state_dir, o->state_dir, sizeof(c->state_dir));
-	memcpy(c->run_dir, o->run_dir, sizeof(c->run_dir));
-	memcpy(c->control_socket, o->control_socket, sizeof(c->control_socket));
-	memcpy(c->kmsg, o->kmsg, sizeof(c->kmsg));
+	char a[RR_PATH + 64], b[RR_PATH + 64];
+
+	for (size_t i = 0; i < rr_cfg_nkeys; i++) {
+		const struct rr_cfg_key *k = &rr_cfg_keys[i];
+
+		if (!(k->reload & RR_CFG_RESTART))
+			continue;
+		config_format_value(o, k, a, sizeof(a));
+		config_format_value(c, k, b, sizeof(b));
+		if (!strcmp(a, b))
+			continue;
+		rr_log(RR_LOG_WARNING, "[%s] %s= changes take effect on restart: %s until then",
+		       k->section, k->name, a);
+		memcpy((char *)c + k->off, (const char *)o + k->off, k->size);
+	}
 }
 
 static void reload_apply(struct daemon *d, unsigned fx)
 {
 	coord_reconfigure(&d->co, &d->cfg.fleet, &d->st);
-	if (fx & RELOAD_RESTAGE) {
+	if (fx & RR_CFG_RESTAGE) {
 		/* staged: the old settings' image; staging: finishes, then again */
 		d->staged = false;
 		d->stage_failed_at = 0;
@@ -308,7 +151,7 @@ static void reload_apply(struct daemon *d, unsigned fx)
 		if (d->st.phase >= RR_PH_GATE && d->st.phase <= RR_PH_CONFIRM)
 			seq_unwind(d, "the configuration changed what is staged");
 	}
-	if (!(fx & RELOAD_RECRASH))
+	if (!(fx & RR_CFG_RECRASH))
 		return;
 	/* Mode=off leaves a loaded crash kernel alone, ours or not */
 	if (!d->crash_boot && d->cfg.crash_mode == RR_CRASH_AUTO)
@@ -331,7 +174,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 
 	if (errs && c && config_load_ex(&l, c, errs) == 0) {
 		print_warns(warns);
-		unsigned fx = reload_effects(&d->cfg, c);
+		unsigned fx = config_reload_effects(&d->cfg, c);
 		config_fill_runtime(c);
 		bool was_never = policy_never_reboots(&d->cfg);
 		reload_keep_fixed(&d->cfg, c);
@@ -525,7 +368,7 @@ static int open_loop(struct daemon *d)
 	    (r = sd_event_add_signal(d->ev, NULL, SIGTERM, on_stop, d)) < 0 ||
 	    (r = sd_event_add_signal(d->ev, NULL, SIGINT, on_stop, d)) < 0 ||
 	    (r = sd_event_add_signal(d->ev, NULL, SIGHUP, on_sighup, d)) < 0 ||
-	    (r = control_serve(d->ev, d->ctl_fd, on_control, d)) < 0 ||
+	    (r = control_serve(d->ev, d->ctl_fd, daemon_on_control, d)) < 0 ||
 	    (r = sd_event_set_watchdog(d->ev, true)) < 0) {
 		rr_log(RR_LOG_ERR, "sd-event setup: %s", strerror(-r));
 		return r;
@@ -650,5 +493,8 @@ static int run(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* the signature checks' libcrypto, opened by the helper that first
+	 * checks one (crypto_dl.h) */
+	rr_pesig_use_crypto(&rr_crypto, rr_crypto_load);
 	return run(argc, argv);
 }

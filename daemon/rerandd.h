@@ -194,6 +194,10 @@ int wdog_pstore_panic(const char *dir, char *line, size_t len);
  * next boot can see. */
 enum rr_cause wdog_cause(bool reached_rerandd, bool wd_reset, bool panic);
 
+/* A choice the boot loader takes for one boot and clears as it boots it:
+ * GRUB's next_entry (grub-reboot), systemd-boot's LoaderEntryOneShot. */
+enum rr_oneshot_kind { RR_OS_NONE = 0, RR_OS_GRUB, RR_OS_SDBOOT };
+#define RR_ONESHOT_VALUE 512
 #include "rerandd_state.h"
 
 /* ---- digest.c: the kernel file hashed, the record of each image -------------- */
@@ -298,6 +302,8 @@ void job_cancel(struct rr_job *j);
  * for the kexec child), drop the rest, set PR_SET_NO_NEW_PRIVS. */
 int caps_drop_daemon(struct rr_err *e);
 /* In a child before exec. */
+/* CAP_LINUX_IMMUTABLE effective (on) or not; nothing if not permitted. */
+void caps_immutable(bool on);
 int caps_child_kexec(void);
 int caps_child_none(void);
 /* The image builder (`rerand image --kernel-fd 3 --output-fd 4`): the two
@@ -352,6 +358,8 @@ struct rr_boot_entry {
 	char kernel[RR_PATH];                /* path on this system */
 	char initrd[RR_PATH];                /* type #1's initrd line, "" = none */
 	bool uki;
+	enum rr_oneshot_kind oneshot;        /* chosen for one boot (bootnext_find) */
+	char oneshot_value[RR_ONESHOT_VALUE];   /* next_entry's value, the entry id */
 };
 /* An efivarfs file's bytes (attributes, UTF-16LE) as an entry id. */
 int bootloader_efivar_string(const uint8_t *buf, size_t len, char *out, size_t size,
@@ -411,6 +419,7 @@ struct rr_grub_choice {
 	int entry;                           /* index in g->ent */
 	char spec[512];                      /* the default it came from */
 	const char *how;                     /* where that default was set */
+	bool oneshot;                        /* it is next_entry, for one boot */
 };
 /* The entry GRUB boots next by its rules: next_entry (when grub.cfg uses
  * it), else the default, saved_entry for "${saved_entry}"; a number, a
@@ -426,6 +435,35 @@ int grub_cfg_pick(const struct rr_grub_cfg *g, const struct rr_grub_env *env, co
  * before); <0: the boot loader's choice cannot be told or is not a kernel
  * rerand can stage (e says why: the reboot goes through the firmware). */
 int bootnext_find(const struct rr_config *c, struct rr_boot_entry *ret, struct rr_err *e);
+
+/* ---- oneshot.c: a one-shot choice a kexec boot consumed -------------------- */
+/* "GRUB next_entry", "systemd-boot LoaderEntryOneShot"; the state file's
+ * names "grub", "systemd-boot", "none". */
+const char *oneshot_kind_text(enum rr_oneshot_kind k);
+const char *oneshot_kind_name(enum rr_oneshot_kind k);
+int oneshot_kind_parse(const char *name, enum rr_oneshot_kind *ret);
+/* The file holding the choice: GrubEnvironment=, or the LoaderEntryOneShot
+ * variable beside LoaderEntrySelected=.  "" if none. */
+void oneshot_file(const struct rr_config *c, enum rr_oneshot_kind k, char *out, size_t size);
+/* Whether the choice is still value: 1 yes, 0 no (unset, or another one,
+ * told in now), <0 unreadable (e says why). */
+int oneshot_still(const struct rr_config *c, enum rr_oneshot_kind k, const char *value,
+		  char *now, size_t nowlen, struct rr_err *e);
+/* Delete systemd-boot's LoaderEntryOneShot (path) as systemd-boot does when
+ * it boots it: efivarfs marks such a variable immutable, so the flag is
+ * cleared first (CAP_LINUX_IMMUTABLE, raised for that ioctl only).  0 or <0. */
+int oneshot_delete_efivar(const char *path, struct rr_err *e);
+struct daemon;
+/* At the commit to a kexec (sequence.c, shutdown.c): the one-shot choice
+ * the staged image came from, if any, is written down with the attempt. */
+void oneshot_note_attempt(struct daemon *d);
+/* The rerandomized boot into it is confirmed: clear the choice (if it is
+ * still the one written down), as the boot loader would have. */
+void oneshot_after_confirm(struct daemon *d);
+/* The attempt ended without a confirmed kexec boot (why): the choice is
+ * left to the boot loader, which takes it at the firmware boot. */
+void oneshot_forget(struct daemon *d, const char *why);
+void oneshot_stop(struct daemon *d);
 
 /* ---- kernels.c: the kernel hooks' index ---------------------------------- */
 /* True when StateDirectory/kernels/ has a file naming sha (a kernel the
@@ -642,6 +680,8 @@ struct rr_view {
 	enum rr_cause last_cause;
 	char     last_cause_detail[256];
 	time_t   last_cause_time;
+	char     oneshot_note[320];          /* what became of a one-shot choice, "" */
+	time_t   oneshot_note_time;
 	uint64_t causes[RR_NR_CAUSES];
 	/* logind inhibitors at the last look while a reboot was due */
 	struct rr_inhibitors inhibitors;

@@ -53,6 +53,7 @@ struct rr_config {
 	char loader_entry_selected[RR_PATH]; /* efivarfs: systemd-boot's entry of this boot */
 	char boot_loader_roots[RR_PATH];    /* where the ESP/XBOOTLDR may be mounted, blank-separated */
 	char grub_cfg[RR_PATH], grub_env[RR_PATH];   /* GRUB's menu and environment block, "" = not read */
+	char grub_editenv[RR_PATH];          /* GRUB's grub-editenv, "" = next_entry never cleared */
 	bool plan_running;                  /* not a key: stage_plan() takes the running kernel,
 					     * not the boot loader's next (the crash kernel) */
 	char package_locks[RR_PATH];        /* dpkg's lock files, blank-separated */
@@ -128,7 +129,10 @@ void config_defaults(struct rr_config *c);
 /* Apply one file's text on top of c; errors are appended as "name:line: ...". */
 void config_apply_text(struct rr_config *c, const char *text, size_t len, const char *name,
 		       struct rr_cfg_errs *errs);
-/* Cross-field checks after all files ("name: ..."). */
+/* One message into errs (NULL: none kept); past RR_CFG_MAX_ERRS, counted. */
+void config_errs_add(struct rr_cfg_errs *errs, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Cross-field checks after all files ("name: ..."): config_check.c. */
 void config_validate(const struct rr_config *c, const char *name, struct rr_cfg_errs *errs);
 /* Defaults, then the main file (may be absent), then the *.conf files of dropin_dir in name
  * order.  Returns 0 and *ret, or -EINVAL with every error in errs and *ret
@@ -145,16 +149,19 @@ void config_fill_runtime(struct rr_config *c);
 /* ---- config_keys.c: the key table (parser, --dump-config, rerand.conf(5)'s test) */
 enum rr_ktype { K_PATH, K_STR, K_DUR, K_BOOL, K_UINT, K_WHEN, K_METHOD, K_CRASHMODE, K_PANIC,
 		K_WDOG };
+/* What a changed value asks of a reload (SIGHUP, `rerand reload`): build
+ * and stage the image again, load the crash kernel again, or nothing until
+ * rerandd restarts (the old value is kept meanwhile, and the journal says so). */
+enum { RR_CFG_RESTAGE = 1 << 0, RR_CFG_RECRASH = 1 << 1, RR_CFG_RESTART = 1 << 2 };
 struct rr_cfg_key {
 	const char *section, *name;
 	enum rr_ktype type;
 	size_t off, size;
+	unsigned reload;                  /* RR_CFG_* */
 };
 extern const struct rr_cfg_key rr_cfg_keys[];
 extern const size_t rr_cfg_nkeys;
-/* [Fleet] (fleet_config_set() parses them) and [Window NAME] keys */
-extern const char *const rr_cfg_fleet_keys[];
-extern const size_t rr_cfg_nfleet_keys;
+/* [Window NAME] keys ([Fleet]'s are fleet_config.c's: fleet_config_key()) */
 extern const char *const rr_cfg_window_keys[];
 #define RR_CFG_NWINDOW_KEYS 5
 /* The fixed sections, in the order rerand.conf has them ([Window NAME] aside). */
@@ -167,10 +174,9 @@ const char *config_suggest(const char *section, const char *name, char *out, siz
 /* Where each value came from ("file:line"; "" = the built-in default). */
 #define RR_CFG_ORIGIN 300
 #define RR_CFG_MAX_KEYS 80
-#define RR_CFG_MAX_FLEET_KEYS 32
 struct rr_cfg_origins {
 	char key[RR_CFG_MAX_KEYS][RR_CFG_ORIGIN];
-	char fleet[RR_CFG_MAX_FLEET_KEYS][RR_CFG_ORIGIN];
+	char fleet[FLEET_NR_KEYS][RR_CFG_ORIGIN];
 	char win[RR_MAX_WINDOWS][RR_CFG_NWINDOW_KEYS][RR_CFG_ORIGIN];
 };
 struct rr_cfg_load {
@@ -184,6 +190,12 @@ struct rr_cfg_load {
 int config_load_ex(const struct rr_cfg_load *l, struct rr_config *ret, struct rr_cfg_errs *errs);
 
 /* ---- config_dump.c: rerandd --check-config / --dump-config ---------------- */
+/* One key's value as --dump-config prints it (what the parser reads back). */
+void config_format_value(const struct rr_config *c, const struct rr_cfg_key *k, char *out,
+			 size_t len);
+/* What a reload from o to c asks (RR_CFG_RESTAGE, RR_CFG_RECRASH): the
+ * reload column of each key whose value differs as --dump-config prints it. */
+unsigned config_reload_effects(const struct rr_config *o, const struct rr_config *c);
 /* The effective configuration as rerand.conf text (it parses back to the
  * same), each value preceded by a comment naming its file:line or "default". */
 int config_dump(FILE *f, const struct rr_config *c, const struct rr_cfg_origins *o);

@@ -85,6 +85,7 @@ struct daemon {
 	struct rr_confirm cf;
 	/* unstage.c: no image while none is wanted */
 	struct rr_job *unload_job;     /* `kexec -s -u` running */
+	struct rr_job *oneshot_job;    /* grub-editenv unset next_entry (oneshot.c) */
 	char unstaged_why[256];        /* why nothing of ours is staged; "" */
 	bool unstaged_by_policy;       /* ... because unstage_unwanted() says so */
 	bool loaded_mark;              /* <state>/loaded names this boot */
@@ -181,6 +182,10 @@ bool unstage_marker_this_boot(const struct daemon *d);
  * if the loop can end now (nothing of ours loaded, our own reboot under
  * way, or the system shutting down: the image stays for that reboot). */
 int unstage_on_stop(struct daemon *d);
+
+/* commands.c: a control socket command (control_serve's callback): 0
+ * answered, 1 the connection is kept and answered later. */
+int daemon_on_control(void *ud, enum rr_ctl_cmd cmd, const char *arg, int cfd);
 
 /* sequence.c: the reboot sequence, one step per phase (rr_phase) */
 /* Policy says reboot and nothing blocks: idle -> gate. */

@@ -40,7 +40,7 @@ const char *stage_source_name(enum rr_image_source s);
 /* The release (uname -r) a kernel file says it is: the first word of its
  * bzImage version string. */
 int stage_kernel_release(const char *kernel, char *ret, size_t len, struct rr_err *e);
-/* SHA-256 of the stage rerandd links in (kexec/stage_blob.S) and builds into
+/* SHA-256 of the stage rerandd links in (src/stage_blob.S) and builds into
  * every image: with the kernel's, the image cache key, so a new rerand (a new
  * stage) never boots an image the old one cached. */
 const char *stage_blob_sha(void);
@@ -116,8 +116,6 @@ typedef void (*rr_stage_done_fn)(int r, const struct rr_stage_plan *p, const cha
 int stage_start(sd_event *ev, const struct rr_config *c, const struct rr_stage_req *req,
 		rr_stage_done_fn done, void *arg, struct rr_stage_job **ret, struct rr_err *e);
 void stage_cancel(struct rr_stage_job *sj);
-/* A reload changed where signed images come from: stage again. */
-bool stage_secure_changed(const struct rr_config *a, const struct rr_config *b);
 struct rr_view;
 /* The view's Secure Boot fields: the state now, the staged plan's signer. */
 void stage_view_secure(const struct rr_config *c, const struct rr_stage_plan *staged,

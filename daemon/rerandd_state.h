@@ -87,6 +87,13 @@ struct rr_state {
 	 * doubt): state_account_boot never counts it a success.  Saved, for a
 	 * crash kernel's boot that settles nothing. */
 	bool     attempt_guessed;
+	/* The one-shot boot loader choice the attempt's image was staged from
+	 * (oneshot.c): cleared once the kexec boot into it is confirmed; and
+	 * what became of the last one, for the status. */
+	enum rr_oneshot_kind oneshot;
+	char     oneshot_value[RR_ONESHOT_VALUE];
+	char     oneshot_note[320];
+	time_t   oneshot_note_time;
 };
 
 /* The failures in a row when a damaged state file lost them: past any

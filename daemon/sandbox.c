@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "sandbox.h"
+#include "util.h"
 
 /* Numbers libseccomp 2.5.4 (bookworm) may not know by name. */
 #define NR_MAP_SHADOW_STACK 453   /* glibc 2.39+ threads with CET shadow stacks */
@@ -121,18 +122,18 @@ static int add_rules(scmp_filter_ctx ctx, int sock)
 	scmp_datum_t self = (scmp_datum_t)getpid();
 	int r;
 
-	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(allowed); i++)
 		if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allowed[i], 0)) < 0)
 			return r;
-	for (size_t i = 0; i < sizeof(killed) / sizeof(killed[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(killed); i++)
 		if ((r = seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, killed[i], 0)) < 0)
 			return r;
 	/* the kernel reads ioctl's request as an unsigned int */
-	for (size_t i = 0; i < sizeof(ioctl_reqs) / sizeof(ioctl_reqs[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(ioctl_reqs); i++)
 		if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
 					  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, ioctl_reqs[i]))) < 0)
 			return r;
-	for (size_t i = 0; i < sizeof(fcntl_cmds) / sizeof(fcntl_cmds[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(fcntl_cmds); i++)
 		if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1,
 					  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, fcntl_cmds[i]))) < 0)
 			return r;

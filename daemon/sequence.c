@@ -175,6 +175,7 @@ static void step_confirm(struct daemon *d)
 		return;
 	}
 	state_record_attempt(&d->st, d->out.reason, time(NULL));
+	oneshot_note_attempt(d);
 	d->st.trig_now = false;
 	/* armed last, after the hooks and the slot: from here the reboot goes */
 	confirm_arm_for_kexec(d);

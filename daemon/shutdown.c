@@ -62,6 +62,7 @@ static void other_reboot(struct daemon *d)
 	rr_log(RR_LOG_NOTICE, "the system is rebooting by kexec into rerandd's image (a reboot "
 	       "rerandd did not start): counted as a rerandomization (RerandomizeOtherReboots=yes)");
 	state_record_attempt(&d->st, RR_WHY_OTHER, time(NULL));
+	oneshot_note_attempt(d);
 	confirm_arm_for_kexec(d);
 	d->st.phase = RR_PH_REBOOTING;
 	if (daemon_save(d) < 0) {

@@ -21,10 +21,6 @@
 #include "rerandd.h"
 #include "sign.h"
 
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wformat-truncation"  /* paths are checked by stat() */
-#endif
-
 #include "stage_int.h"
 
 struct build_wait {

@@ -26,14 +26,10 @@
 #include "rerandd.h"
 #include "sign.h"
 
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wformat-truncation"  /* paths are checked by stat() */
-#endif
-
 #include "stage_int.h"
 
 /* The stage, linked in: rerandd builds images itself. */
-#include "../kexec/stage_blob.h"
+#include "stage_blob.h"
 
 /* Hashed once per process.  rerandd itself never reads the stage's bytes
  * otherwise (the images are built by RerandBinary=), so its pages are
@@ -74,7 +70,7 @@ int stage_make_tmp(const struct rr_stage_plan *p, const char *tag, char *tmp, si
 {
 	int fd;
 
-	if (snprintf(tmp, len, "%s.%sXXXXXX", p->image, tag) >= (int)len)
+	if (rr_pathf(tmp, len, "%s.%sXXXXXX", p->image, tag) < 0)
 		return rr_errf(e, ENAMETOOLONG, "%s: path too long", p->image);
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
@@ -125,7 +121,8 @@ void stage_prune(const struct rr_config *c, const char *keep_sha, const char *ke
 	struct dirent *de;
 	DIR *d;
 
-	snprintf(dir, sizeof(dir), "%s/images", c->state_dir);
+	if (rr_path_join(dir, sizeof(dir), c->state_dir, "images") < 0)
+		return;                    /* no such cache: nothing to prune */
 	/* cache names start with <kernel sha>.<stage sha> */
 	snprintf(keep, sizeof(keep), "%s.%s", keep_sha ? keep_sha : "", stage_blob_sha());
 	if (keep_sha2 && *keep_sha2)

@@ -24,14 +24,10 @@
 #include "rerandd.h"
 #include "sign.h"
 
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wformat-truncation"  /* paths are checked by stat() */
-#endif
-
 #include "stage_int.h"
 
 /* The stage, linked in: the one every image rerandd stages must carry. */
-#include "../kexec/stage_blob.h"
+#include "stage_blob.h"
 
 /* The image's stage, byte for byte, is the one rerandd links (its stage
  * hash field alone is a claim the builder writes): the protected-mode part
@@ -153,10 +149,11 @@ int stage_build_needed(const struct rr_config *c, struct rr_stage_plan *p, char 
 		 * signed image is rebuilt at every staging without a word */
 		snprintf(note, notelen, "%s; rebuilding it", de.msg);
 	}
+	if (rr_pathf(rec, sizeof(rec), "%s.sha256", p->image) < 0 ||
+	    rr_path_join(dir, sizeof(dir), c->state_dir, "images") < 0)
+		return rr_errf(e, ENAMETOOLONG, "%s: path too long for the image cache", p->image);
 	unlink(p->image);
-	snprintf(rec, sizeof(rec), "%s.sha256", p->image);
 	unlink(rec);
-	snprintf(dir, sizeof(dir), "%s/images", c->state_dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return rr_errf(e, errno, "%s: cannot create: %s", dir, strerror(errno));
 	return 1;

@@ -23,10 +23,6 @@
 #include "rerandd.h"
 #include "sign.h"
 
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wformat-truncation"  /* paths are checked by stat() */
-#endif
-
 #include "stage_int.h"
 
 /* The image builder's identity: ImageUser= when rerandd is root; else

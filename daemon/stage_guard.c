@@ -15,10 +15,6 @@
 
 #include "rerandd.h"
 
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wformat-truncation"  /* messages only */
-#endif
-
 #include "stage_int.h"
 
 static bool is_hex64(const char *s)
@@ -40,10 +36,14 @@ static int inside(const char *path, const char *base, const char *sub, const cha
 	if (!slash || slash == path || !slash[1])
 		return rr_errf(e, EPERM, "the staging helper's plan names the image \"%s\", not a file "
 			       "in %s: refused, nothing staged", path, what);
-	snprintf(parent, sizeof(parent), "%.*s", (int)(slash - path), path);
+	if (rr_pathf(parent, sizeof(parent), "%.*s", (int)(slash - path), path) < 0)
+		return rr_errf(e, ENAMETOOLONG, "the staging helper's plan names the image \"%s\", "
+			       "a path too long: refused, nothing staged", path);
 	if (!realpath(base, real_base))
 		return rr_errf(e, errno, "%s: %s: %s", what, base, strerror(errno));
-	snprintf(want, sizeof(want), "%s%s%s", real_base, sub ? "/" : "", sub ? sub : "");
+	if (rr_pathf(want, sizeof(want), "%s%s%s", real_base, sub ? "/" : "", sub ? sub : "") < 0)
+		return rr_errf(e, ENAMETOOLONG, "%s: %s/%s: path too long", what, real_base,
+			       sub ? sub : "");
 	if (!realpath(parent, real_parent) || strcmp(want, real_parent))
 		return rr_errf(e, EPERM, "the staging helper's plan names the image %s, outside %s "
 			       "(%s): refused, nothing staged", path, what, want);
@@ -91,8 +91,8 @@ int stage_plan_verify(const struct rr_config *c, const struct rr_stage_plan *wan
 			return rr_errf(e, EPERM, "the staging helper's plan names a pre-signed image %s "
 				       "(release \"%s\") without SignedImageDirectory= of that release: "
 				       "refused, nothing staged", got->image, got->release);
-		snprintf(name, sizeof(name), "%s/%s.img", c->signed_dir, got->release);
-		if (strcmp(name, got->image))
+		if (rr_pathf(name, sizeof(name), "%s/%s.img", c->signed_dir, got->release) < 0 ||
+		    strcmp(name, got->image))
 			return differs("the pre-signed image", name, got->image, e);
 		return inside(got->image, c->signed_dir, NULL, "SignedImageDirectory=", e);
 	case RR_IMG_SIGNED_HERE:
@@ -107,10 +107,10 @@ int stage_plan_verify(const struct rr_config *c, const struct rr_stage_plan *wan
 		return rr_errf(e, EPERM, "the staging helper's plan has image source %d: refused, "
 			       "nothing staged", (int)got->source);
 	}
-	snprintf(dir, sizeof(dir), "%s/images", c->state_dir);
-	snprintf(name, sizeof(name), "%s/%s.%s%s.img", dir, got->sha, got->stage_sha,
-		 got->source == RR_IMG_SIGNED_HERE ? ".signed" : "");
-	if (strcmp(name, got->image))
+	if (rr_path_join(dir, sizeof(dir), c->state_dir, "images") < 0 ||
+	    rr_pathf(name, sizeof(name), "%s/%s.%s%s.img", dir, got->sha, got->stage_sha,
+		     got->source == RR_IMG_SIGNED_HERE ? ".signed" : "") < 0 ||
+	    strcmp(name, got->image))
 		return differs("the image", name, got->image, e);
 	r = inside(got->image, c->state_dir, "images", "rerandd's image cache", e);
 	if (r < 0)

@@ -23,10 +23,6 @@
 #include "rerandd.h"
 #include "sign.h"
 
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wformat-truncation"  /* paths are checked by stat() */
-#endif
-
 #include "stage_int.h"
 
 /* What a helper tells the loop. */
@@ -76,8 +72,7 @@ static void helper_lie(const struct rr_config *c, struct rr_stage_plan *p)
 	char path[RR_PATH + 16], line[RR_PATH + 64] = "";
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/../lie", c->state_dir);
-	if (!(f = fopen(path, "re")))
+	if (rr_path_join(path, sizeof(path), c->state_dir, "../lie") < 0 || !(f = fopen(path, "re")))
 		return;
 	if (!fgets(line, sizeof(line), f))
 		line[0] = 0;
@@ -349,6 +344,7 @@ static void on_signed(int status, const char *out, void *ud)
 {
 	struct rr_stage_job *sj = ud;
 	char msg[RR_ERR_MAX], path[32];
+	struct rr_err e;
 
 	sj->job = NULL;
 	unlink(sj->chk);
@@ -365,9 +361,9 @@ static void on_signed(int status, const char *out, void *ud)
 	 * mapping of it somewhere (EBUSY) and it is not used. */
 	if (fchmod(sj->sig_fd, 0600) < 0 ||
 	    fcntl(sj->sig_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
-		snprintf(msg, sizeof(msg), "sbsign's output for %s cannot be sealed (%s): not used",
-			 sj->p.image, strerror(errno));
-		stage_job_finish(sj, -EPERM, msg);
+		rr_errf(&e, EPERM, "sbsign's output for %s cannot be sealed (%s): not used",
+			sj->p.image, strerror(errno));
+		stage_job_finish(sj, -EPERM, e.msg);
 		return;
 	}
 	/* the helper is forked, not exec'd: it has the memfd at this number */
@@ -396,8 +392,8 @@ static void start_sign(struct rr_stage_job *sj)
 	s.in_fd = open(sj->chk, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
 	if (s.in_fd < 0) {
 		r = -errno;
-		snprintf(msg, sizeof(msg), "%s: cannot open for sbsign: %s", sj->chk, strerror(-r));
-		stage_job_finish(sj, r, msg);
+		rr_errf(&e, r, "%s: cannot open for sbsign: %s", sj->chk, strerror(-r));
+		stage_job_finish(sj, r, e.msg);
 		return;
 	}
 	/* its mode lets CheckUser= reopen it to write (others: write only),
@@ -424,6 +420,7 @@ static void on_built(int status, const char *out, void *ud)
 {
 	struct rr_stage_job *sj = ud;
 	char msg[RR_ERR_MAX];
+	struct rr_err e;
 	int r;
 
 	sj->job = NULL;
@@ -440,7 +437,6 @@ static void on_built(int status, const char *out, void *ud)
 		/* the hash names the file as it was when the builder started: an
 		 * in-place write meanwhile (not dpkg's way, which renames) makes
 		 * the image another kernel's */
-		struct rr_err e;
 		r = digest_kernel_unchanged(sj->kernel_fd, sj->p.kernel, &sj->p.kernel_id, &e);
 		if (r < 0) {
 			stage_job_finish(sj, r, e.msg);
@@ -448,8 +444,8 @@ static void on_built(int status, const char *out, void *ud)
 		}
 	}
 	if (chmod(sj->tmp, 0644) < 0) {
-		snprintf(msg, sizeof(msg), "%s: chmod: %s", sj->tmp, strerror(errno));
-		stage_job_finish(sj, -errno, msg);
+		r = rr_errf(&e, errno, "%s: chmod: %s", sj->tmp, strerror(errno));
+		stage_job_finish(sj, r, e.msg);
 		return;
 	}
 	/* Checked before anything else reads it: with SignKey=, a copy is

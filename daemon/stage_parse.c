@@ -32,11 +32,8 @@
 #include "rerandd.h"
 #include "sandbox.h"
 
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wformat-truncation"  /* messages only */
-#endif
-
 #include "stage_int.h"
+#include "util.h"
 
 #define PARSE_MAGIC 0x52525031u          /* "RRP1" */
 
@@ -81,7 +78,7 @@ void stage_log_self(const char *who)
 	while (fgets(line, sizeof(line), f)) {
 		static const char *const keys[] = { "Uid:", "Gid:", "CapPrm:", "CapEff:", "CapBnd:",
 						    "NoNewPrivs:", "Seccomp:" };
-		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
 			if (!strncmp(line, keys[i], strlen(keys[i]))) {
 				line[strcspn(line, "\n")] = 0;
 				for (char *t = line; *t; t++)

@@ -24,10 +24,6 @@
 #include "rerandd.h"
 #include "sign.h"
 
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wformat-truncation"  /* paths are checked by stat() */
-#endif
-
 #include "stage_int.h"
 
 #define CMDLINE_MAX 4096
@@ -98,8 +94,8 @@ int stage_newest_kernel(const char *boot_dir, char *out, size_t len)
 
 	if (n < 0)
 		return -errno;
-	if (n > 0 && snprintf(out, len, "%s/%s", boot_dir, list[n - 1]->d_name) < (int)len)
-		r = 0;
+	if (n > 0)
+		r = rr_path_join(out, len, boot_dir, list[n - 1]->d_name);
 	for (int i = 0; i < n; i++)
 		free(list[i]);
 	free(list);
@@ -182,8 +178,7 @@ static int plan_image(const struct rr_config *c, struct rr_stage_plan *p,
 	char name[RR_CACHE_KEY_LEN + 16];
 
 	if (rr_cache_image_name(key, signed_here, name, sizeof(name)) < 0 ||
-	    snprintf(p->image, sizeof(p->image), "%s/images/%s", c->state_dir, name) >=
-		    (int)sizeof(p->image))
+	    rr_pathf(p->image, sizeof(p->image), "%s/images/%s", c->state_dir, name) < 0)
 		return rr_errf(e, ENAMETOOLONG, "%s/images: path too long for an image", c->state_dir);
 	return 0;
 }
@@ -207,7 +202,9 @@ static int plan_signed(const struct rr_config *c, struct rr_stage_plan *p, int k
 	r = kernel_release_fd(kfd, p->kernel, p->release, sizeof(p->release), e);
 	if (r < 0)
 		return r;
-	snprintf(presigned, sizeof(presigned), "%s/%s.img", c->signed_dir, p->release);
+	if (rr_pathf(presigned, sizeof(presigned), "%s/%s.img", c->signed_dir, p->release) < 0)
+		return rr_errf(e, ENAMETOOLONG, "%s: the pre-signed image of release %s would be a "
+			       "path too long", c->signed_dir, p->release);
 	if (*c->signed_dir && readable(presigned)) {
 		snprintf(p->image, sizeof(p->image), "%s", presigned);
 		p->source = RR_IMG_PRESIGNED;
@@ -275,7 +272,9 @@ int stage_plan_choose(const struct rr_config *c, const char *kernel_override,
 	else {
 		struct utsname u;
 		uname(&u);
-		snprintf(p->kernel, sizeof(p->kernel), "%s/vmlinuz-%s", c->boot_dir, u.release);
+		if (rr_pathf(p->kernel, sizeof(p->kernel), "%s/vmlinuz-%s", c->boot_dir, u.release) < 0)
+			return rr_errf(e, ENAMETOOLONG, "%s/vmlinuz-%s: path too long (set Kernel= "
+				       "in [Stage])", c->boot_dir, u.release);
 	}
 	if (!readable(p->kernel))
 		return rr_errf(e, ENOENT, "%s: no such kernel (set Kernel= in [Stage])", p->kernel);
@@ -291,14 +290,16 @@ int stage_plan_choose(const struct rr_config *c, const char *kernel_override,
 		snprintf(p->initrd, sizeof(p->initrd), "%s", c->initrd);
 	} else if (!strncmp(base, "vmlinuz-", 8)) {
 		/* Debian's name first, then Fedora's. */
-		char dir[RR_PATH];
-		snprintf(dir, sizeof(dir), "%.*s", (int)(base - p->kernel), p->kernel);
-		snprintf(p->initrd, sizeof(p->initrd), "%sinitrd.img-%s", dir, base + 8);
-		if (!readable(p->initrd)) {
-			snprintf(p->initrd, sizeof(p->initrd), "%sinitramfs-%s.img", dir, base + 8);
-			if (!readable(p->initrd))
-				p->initrd[0] = 0;
-		}
+		const int dl = (int)(base - p->kernel);
+		if (rr_pathf(p->initrd, sizeof(p->initrd), "%.*sinitrd.img-%s", dl, p->kernel,
+			     base + 8) < 0 ||
+		    (!readable(p->initrd) &&
+		     rr_pathf(p->initrd, sizeof(p->initrd), "%.*sinitramfs-%s.img", dl, p->kernel,
+			      base + 8) < 0))
+			return rr_errf(e, ENAMETOOLONG, "%s: the initrd beside it would be a path too "
+				       "long (set Initrd= in [Stage])", p->kernel);
+		if (!readable(p->initrd))
+			p->initrd[0] = 0;
 	}
 	/* Unless Initrd= says: a UKI carries its own (`rerand load --uki`), a
 	 * type #1 entry names its own. */
@@ -368,12 +369,4 @@ void stage_view_secure(const struct rr_config *c, const struct rr_stage_plan *st
 	snprintf(v->signer, sizeof(v->signer), "%s", staged ? staged->signer : "");
 	snprintf(v->signature, sizeof(v->signature), "%s", staged ? staged->signature : "");
 	snprintf(v->anchor, sizeof(v->anchor), "%s", staged ? staged->anchor : "");
-}
-
-bool stage_secure_changed(const struct rr_config *a, const struct rr_config *b)
-{
-	return strcmp(a->signed_dir, b->signed_dir) || strcmp(a->sign_key, b->sign_key) ||
-	       strcmp(a->sign_cert, b->sign_cert) || strcmp(a->trust_cert, b->trust_cert) || strcmp(a->lockdown_file, b->lockdown_file) ||
-	       strcmp(a->secureboot_file, b->secureboot_file) ||
-	       strcmp(a->boot_params_file, b->boot_params_file);
 }

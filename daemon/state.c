@@ -20,42 +20,15 @@
 #include "cleanup.h"
 #include "image.h"
 #include "rerandd.h"
+#include "state_int.h"
 #include "status.h"
 
 #define STATE_MAX (64u << 10)
-#define RR_STR2(x) #x
-#define RR_STR(x) RR_STR2(x)
 
 void state_init(struct rr_state *s)
 {
 	memset(s, 0, sizeof(*s));
 	s->jitter = -1;
-}
-
-static const char *verify_names[] = { "unknown", "randomized", "not-randomized", "absent",
-				      "malformed", "weak" };
-#define NR_VERIFY (sizeof(verify_names) / sizeof(verify_names[0]))
-
-static const char *origin_names[] = { "first", "rerandd", "unplanned", "fallback" };
-
-const char *state_origin_name(enum rr_boot_origin o)
-{
-	return (unsigned)o < sizeof(origin_names) / sizeof(origin_names[0]) ? origin_names[o]
-									    : "first";
-}
-
-static const char *phase_names[] = { "idle", "gate", "restage", "hooks", "confirm", "reboot",
-				     "rebooting" };
-
-const char *state_hold_name(enum rr_hold_why h)
-{
-	return h == RR_HOLD_DAMAGED ? "damaged-state" : "operator";
-}
-
-const char *state_phase_name(enum rr_phase ph)
-{
-	return (unsigned)ph < sizeof(phase_names) / sizeof(phase_names[0]) ? phase_names[ph]
-									  : "unknown";
 }
 
 enum rr_resume state_resume(struct rr_state *s, const char *boot_id)
@@ -73,11 +46,6 @@ enum rr_resume state_resume(struct rr_state *s, const char *boot_id)
 	return RR_RESUME_UNWIND;
 }
 
-const char *state_verify_name(enum rr_verify v)
-{
-	return (unsigned)v < NR_VERIFY ? verify_names[v] : "unknown";
-}
-
 enum rr_verify state_verify_record(int r, const struct rerand_status *s)
 {
 	if (r == -ENOENT)
@@ -87,363 +55,6 @@ enum rr_verify state_verify_record(int r, const struct rerand_status *s)
 	if (s->result != RERAND_RES_RANDOMIZED)
 		return RR_V_NOT_RANDOMIZED;
 	return s->flags & RERAND_ST_WEAK ? RR_V_WEAK : RR_V_RANDOMIZED;
-}
-
-/* The file's format.  Version 2 ends with end=SHA256, the SHA-256 of every
- * byte before that line (state_format, state_parse_damage): a file cut
- * anywhere, or with any line changed, deleted or repeated, no longer
- * matches.  Version 1 (rerand 0.1 before issue 39) had no end line. */
-#define STATE_VERSION 2
-#define STATE_END "end="
-
-int state_format(const struct rr_state *s, char *buf, size_t len)
-{
-	char sha[65];
-	int n = snprintf(buf, len,
-		"version=" RR_STR(STATE_VERSION) "\n"
-		"boot_id=%s\n"
-		"attempt=%d\n"
-		"attempt_boot_id=%s\n"
-		"attempt_time=%lld\n"
-		"attempt_reason=%s\n"
-		"failures=%u\n"
-		"successes=%" PRIu64 "\n"
-		"total_failures=%" PRIu64 "\n"
-		"weak_boots=%" PRIu64 "\n"
-		"last_success=%lld\n"
-		"last_failure=%lld\n"
-		"last_reboot=%lld\n"
-		"last_verify=%s\n"
-		"last_verify_time=%lld\n"
-		"jitter=%lld\n"
-		"hold=%d\n"
-		"hold_reason=%s\n"
-		"hold_time=%lld\n"
-		"hold_text=%s\n"
-		"trigger_oops=%d\n"
-		"trigger_new_kernel=%d\n"
-		"trigger_now=%d\n"
-		"taint_handled=%" PRIu64 "\n"
-		"staged_sha256=%s\n"
-		"staged_time=%lld\n"
-		"fleet_held=%d\n"
-		"fleet_token=%s\n"
-		"fleet_report=%d\n"
-		"fleet_keep=%d\n"
-		"crash_boots=%" PRIu64 "\n"
-		"last_crash_boot=%lld\n"
-		"crash_boot_id=%s\n"
-		"watchdog_armed=%d\n"
-		"confirm_pending=%d\n"
-		"confirm_boot_id=%s\n"
-		"confirmed=%" PRIu64 "\n"
-		"last_cause=%s\n"
-		"last_cause_detail=%s\n"
-		"last_cause_time=%lld\n"
-		"phase=%s\n"
-		"boot_origin=%s\n"
-		"unplanned_boots=%" PRIu64 "\n"
-		"fallback_boot_id=%s\n"
-		"attempt_guessed=%d\n",
-		s->boot_id, s->attempt, s->attempt_boot_id, (long long)s->attempt_time,
-		policy_reason_name(s->attempt_reason), s->failures, s->successes, s->total_failures,
-		s->weak_boots,
-		(long long)s->last_success, (long long)s->last_failure, (long long)s->last_reboot,
-		state_verify_name(s->last_verify), (long long)s->last_verify_time,
-		(long long)s->jitter, s->hold, state_hold_name(s->hold_why),
-		(long long)s->hold_time, s->hold_text, s->trig_oops,
-		s->trig_new_kernel, s->trig_now,
-		s->taint_handled, s->staged_sha, (long long)s->staged_time, s->fleet_held,
-		s->fleet_token, s->fleet_report, s->fleet_keep, s->crash_boots, (long long)s->last_crash_boot, s->crash_boot_id,
-		s->watchdog_armed, s->confirm_pending, s->confirm_boot_id, s->confirmed,
-		wdog_cause_name(s->last_cause), s->last_cause_detail, (long long)s->last_cause_time,
-		state_phase_name(s->phase), state_origin_name(s->boot_origin), s->unplanned_boots,
-		s->fallback_boot_id, s->attempt_guessed);
-	if (n < 0 || (size_t)n >= len)
-		return -ENOBUFS;
-	for (unsigned c = RR_CAUSE_NONE + 1; c < RR_NR_CAUSES; c++) {
-		char key[32];
-		size_t i;
-		/* a key is [a-z0-9_] like every other: check-failed -> check_failed */
-		for (i = 0; wdog_cause_name(c)[i] && i < sizeof(key) - 1; i++)
-			key[i] = wdog_cause_name(c)[i] == '-' ? '_' : wdog_cause_name(c)[i];
-		key[i] = 0;
-		int m = snprintf(buf + n, len - (size_t)n, "cause_%s=%" PRIu64 "\n", key,
-				 s->causes[c]);
-		if (m < 0 || (size_t)m >= len - (size_t)n)
-			return -ENOBUFS;
-		n += m;
-	}
-	/* last: what comes before it, hashed */
-	rr_sha256_hex(buf, (size_t)n, sha);
-	int m = snprintf(buf + n, len - (size_t)n, STATE_END "%s\n", sha);
-	if (m < 0 || (size_t)m >= len - (size_t)n)
-		return -ENOBUFS;
-	return n + m;
-}
-
-static int num(const char *v, long long lo, long long hi, long long *ret)
-{
-	char *end;
-
-	if (!*v || (!isdigit((unsigned char)*v) && *v != '-'))
-		return -EINVAL;
-	errno = 0;
-	long long x = strtoll(v, &end, 10);
-	if (errno || *end || x < lo || x > hi)
-		return -EINVAL;
-	*ret = x;
-	return 0;
-}
-
-static int hexid(const char *v, char *dst, size_t cap)
-{
-	size_t n = strlen(v);
-
-	if (n >= cap)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++)
-		if (!isxdigit((unsigned char)v[i]) && v[i] != '-')
-			return -EINVAL;
-	memcpy(dst, v, n + 1);
-	return 0;
-}
-
-/* The numeric keys: a field of the state and the values it takes. */
-struct num_key {
-	const char *name;
-	size_t off, size;
-	long long lo, hi;
-};
-#define NUM_KEY(name, field, lo, hi) \
-	{ name, offsetof(struct rr_state, field), sizeof(((struct rr_state *)0)->field), lo, hi }
-#define FLAG_KEY(name, field) NUM_KEY(name, field, 0, 1)
-#define COUNT_KEY(name, field, max) NUM_KEY(name, field, 0, max)
-#define TIME_KEY(name, field) NUM_KEY(name, field, 0, INT64_MAX)
-static const struct num_key num_keys[] = {
-	FLAG_KEY("attempt", attempt),
-	FLAG_KEY("attempt_guessed", attempt_guessed),
-	FLAG_KEY("hold", hold),
-	FLAG_KEY("fleet_held", fleet_held),
-	FLAG_KEY("fleet_report", fleet_report),
-	FLAG_KEY("fleet_keep", fleet_keep),
-	FLAG_KEY("watchdog_armed", watchdog_armed),
-	FLAG_KEY("confirm_pending", confirm_pending),
-	COUNT_KEY("confirmed", confirmed, INT64_MAX),
-	TIME_KEY("last_cause_time", last_cause_time),
-	FLAG_KEY("trigger_oops", trig_oops),
-	FLAG_KEY("trigger_new_kernel", trig_new_kernel),
-	FLAG_KEY("trigger_now", trig_now),
-	COUNT_KEY("failures", failures, INT32_MAX),   /* STATE_FAILURES_LOST, counted on */
-	COUNT_KEY("successes", successes, INT64_MAX),
-	COUNT_KEY("total_failures", total_failures, INT64_MAX),
-	COUNT_KEY("weak_boots", weak_boots, INT64_MAX),
-	COUNT_KEY("taint_handled", taint_handled, INT64_MAX),
-	COUNT_KEY("crash_boots", crash_boots, INT64_MAX),
-	COUNT_KEY("unplanned_boots", unplanned_boots, INT64_MAX),
-	NUM_KEY("jitter", jitter, -1, INT64_C(1) << 40),   /* -1: not drawn yet this boot */
-	TIME_KEY("attempt_time", attempt_time),
-	TIME_KEY("last_success", last_success),
-	TIME_KEY("last_failure", last_failure),
-	TIME_KEY("last_reboot", last_reboot),
-	TIME_KEY("last_verify_time", last_verify_time),
-	TIME_KEY("staged_time", staged_time),
-	TIME_KEY("hold_time", hold_time),
-	TIME_KEY("last_crash_boot", last_crash_boot),
-};
-#undef TIME_KEY
-#undef COUNT_KEY
-#undef FLAG_KEY
-
-/* The fields are bool, unsigned, or 64-bit (uint64_t, int64_t, time_t); the
- * range was checked, so the value fits whichever it is. */
-static int set_num(struct rr_state *s, const struct num_key *nk, const char *v)
-{
-	char *p = (char *)s + nk->off;
-	long long x;
-
-	if (num(v, nk->lo, nk->hi, &x) < 0)
-		return -EINVAL;
-	if (nk->size == sizeof(bool)) {
-		bool b = x;
-		memcpy(p, &b, sizeof(b));
-	} else if (nk->size == sizeof(unsigned)) {
-		unsigned u = (unsigned)x;
-		memcpy(p, &u, sizeof(u));
-	} else {
-		int64_t i = x;
-		memcpy(p, &i, sizeof(i));
-	}
-	return 0;
-}
-
-/* The boot ids and the staged kernel's hash: hex digits and dashes. */
-struct hex_key {
-	const char *name;
-	size_t off, size;
-};
-#define HEX_KEY(name, field) \
-	{ name, offsetof(struct rr_state, field), sizeof(((struct rr_state *)0)->field) }
-static const struct hex_key hex_keys[] = {
-	HEX_KEY("boot_id", boot_id),
-	HEX_KEY("attempt_boot_id", attempt_boot_id),
-	HEX_KEY("crash_boot_id", crash_boot_id),
-	HEX_KEY("confirm_boot_id", confirm_boot_id),
-	HEX_KEY("fallback_boot_id", fallback_boot_id),
-	HEX_KEY("staged_sha256", staged_sha),
-};
-#undef HEX_KEY
-
-/* Text rerandd wrote printable and on one line (redacted, for a cause). */
-static int printable(const char *v, char *dst, size_t cap)
-{
-	if (strlen(v) >= cap)
-		return -EINVAL;
-	for (const char *q = v; *q; q++)
-		if (!isprint((unsigned char)*q))
-			return -EINVAL;
-	memcpy(dst, v, strlen(v) + 1);
-	return 0;
-}
-
-static int set_last_cause(struct rr_state *s, const char *v)
-{
-	enum rr_cause c;
-
-	if (wdog_cause_parse(v, &c) < 0)
-		return -EINVAL;
-	s->last_cause = c;
-	return 0;
-}
-
-static int set_last_cause_detail(struct rr_state *s, const char *v)
-{
-	/* written redacted and printable by state_record_cause */
-	return printable(v, s->last_cause_detail, sizeof(s->last_cause_detail));
-}
-
-static int set_hold_text(struct rr_state *s, const char *v)
-{
-	/* written by state_set_hold: printable, one line */
-	return printable(v, s->hold_text, sizeof(s->hold_text));
-}
-
-static int set_fleet_token(struct rr_state *s, const char *v)
-{
-	/* etcd's "LEASEHEX:SLOT", or empty */
-	if (strlen(v) >= sizeof(s->fleet_token) || strspn(v, "0123456789abcdef:") != strlen(v))
-		return -EINVAL;
-	memcpy(s->fleet_token, v, strlen(v) + 1);
-	return 0;
-}
-
-static int set_attempt_reason(struct rr_state *s, const char *v)
-{
-	for (int r = RR_WHY_NONE; r <= RR_WHY_LAST; r++)
-		if (!strcmp(v, policy_reason_name(r))) {
-			s->attempt_reason = r;
-			return 0;
-		}
-	return -EINVAL;
-}
-
-static int set_last_verify(struct rr_state *s, const char *v)
-{
-	for (unsigned r = 0; r < NR_VERIFY; r++)
-		if (!strcmp(v, verify_names[r])) {
-			s->last_verify = r;
-			return 0;
-		}
-	return -EINVAL;
-}
-
-static int set_boot_origin(struct rr_state *s, const char *v)
-{
-	for (unsigned o = RR_BO_FIRST; o <= RR_BO_UNPLANNED; o++)
-		if (!strcmp(v, origin_names[o])) {
-			s->boot_origin = o;
-			return 0;
-		}
-	return -EINVAL;
-}
-
-static int set_hold_reason(struct rr_state *s, const char *v)
-{
-	for (int h = RR_HOLD_OPERATOR; h <= RR_HOLD_DAMAGED; h++)
-		if (!strcmp(v, state_hold_name(h))) {
-			s->hold_why = h;
-			return 0;
-		}
-	return -EINVAL;
-}
-
-static int set_phase(struct rr_state *s, const char *v)
-{
-	/* a phase a newer rerandd wrote: unwound as any unfinished one */
-	s->phase = RR_PH_GATE;
-	for (int ph = RR_PH_IDLE; ph <= RR_PH_REBOOTING; ph++)
-		if (!strcmp(v, state_phase_name(ph)))
-			s->phase = ph;
-	return 0;
-}
-
-static const struct {
-	const char *name;
-	int (*set)(struct rr_state *s, const char *v);
-} text_keys[] = {
-	{ "last_cause", set_last_cause },
-	{ "last_cause_detail", set_last_cause_detail },
-	{ "hold_text", set_hold_text },
-	{ "fleet_token", set_fleet_token },
-	{ "attempt_reason", set_attempt_reason },
-	{ "last_verify", set_last_verify },
-	{ "boot_origin", set_boot_origin },
-	{ "hold_reason", set_hold_reason },
-	{ "phase", set_phase },
-};
-
-/* cause_NAME=COUNT: the failures by cause. */
-static int set_cause_count(struct rr_state *s, const char *k, const char *v)
-{
-	enum rr_cause c;
-	char name[32];
-	long long x;
-	size_t i;
-
-	/* keys are [a-z0-9_]: cause_check_failed for check-failed */
-	for (i = 0; k[6 + i] && i < sizeof(name) - 1; i++)
-		name[i] = k[6 + i] == '_' ? '-' : k[6 + i];
-	name[i] = 0;
-	if (wdog_cause_parse(name, &c) < 0 || c == RR_CAUSE_NONE)
-		return 0;             /* a cause a newer rerandd knows */
-	if (num(v, 0, INT64_MAX, &x) < 0)
-		return -EINVAL;
-	s->causes[c] = (uint64_t)x;
-	return 0;
-}
-
-#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-
-static int set_key(struct rr_state *s, const char *k, const char *v, int *version)
-{
-	if (!strcmp(k, "version")) {
-		if (strcmp(v, "1") && strcmp(v, RR_STR(STATE_VERSION)))
-			return -EINVAL;
-		*version = v[0] - '0';
-		return 0;
-	}
-	if (!strncmp(k, "cause_", 6))
-		return set_cause_count(s, k, v);
-	for (size_t i = 0; i < ARRAY_LEN(hex_keys); i++)
-		if (!strcmp(k, hex_keys[i].name))
-			return hexid(v, (char *)s + hex_keys[i].off, hex_keys[i].size);
-	for (size_t i = 0; i < ARRAY_LEN(text_keys); i++)
-		if (!strcmp(k, text_keys[i].name))
-			return text_keys[i].set(s, v);
-	for (size_t i = 0; i < ARRAY_LEN(num_keys); i++)
-		if (!strcmp(k, num_keys[i].name))
-			return set_num(s, &num_keys[i], v);
-	return 0;                         /* unknown key: from a newer rerandd */
 }
 
 /* The guarded keys: those whose loss could let through a reboot that must
@@ -527,101 +138,123 @@ static void fail_closed(struct rr_state *s, struct rr_state_damage *d)
 	s->fleet_keep = true;
 }
 
-int state_parse_damage(const char *text, size_t len, struct rr_state *s,
-		       struct rr_state_damage *ret)
+/* Reading a file line by line: where it is, and what it has shown. */
+struct parse {
+	const char *text, *p, *end;
+	struct rr_state *s;
+	struct rr_state_damage d;
+	unsigned seen[G_NR], lineno;
+	bool end_seen;
+	int version;
+};
+
+/* end=SHA256: the SHA-256 of every byte before this line (which starts at
+ * start), and the end of the file. */
+static void parse_end(struct parse *x, const char *start, const char *sha_read, bool nl)
 {
-	struct rr_state_damage d = { 0 };
-	const char *p = text, *end = text + len;
-	unsigned seen[G_NR] = { 0 }, lineno = 0;
-	bool end_seen = false;
-	int version = 0;
+	char sha[65];
 
-	state_init(s);
-	/* One bad line costs that line, not the file: every line is read on
-	 * its own, and a line that cannot be read is skipped and counted. */
-	while (p < end) {
-		const char *start = p, *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		char line[256], *eq;
-		int g;
-
-		lineno++;
-		if (n >= sizeof(line) || memchr(p, 0, n)) {
-			damaged(&d, lineno, "%s", n >= sizeof(line) ? "longer than 255 bytes"
-								      : "a NUL byte");
-			/* it may have been any key */
-			doubt(&d, G_ALL, "%s", "a line that names no key");
-			p += n + (nl ? 1 : 0);
-			continue;
-		}
-		memcpy(line, p, n);
-		line[n] = 0;
-		p += n + (nl ? 1 : 0);
-		if (!n)
-			continue;
-		eq = strchr(line, '=');
-		if (!eq) {
-			damaged(&d, lineno, "%s", "no '='");
-			doubt(&d, G_ALL, "%s", "a line that names no key");
-			continue;
-		}
-		*eq = 0;
-		if (!strcmp(line, "end")) {
-			/* the SHA-256 of every byte before this line, and the end */
-			char sha[65];
-
-			rr_sha256_hex(text, (size_t)(start - text), sha);
-			end_seen = true;
-			if (!nl || strcmp(eq + 1, sha)) {
-				damaged(&d, lineno, "%s", "end: not the checksum of the lines before it");
-				doubt(&d, G_ALL, "%s", "its end= checksum does not match");
-			}
-			if (p < end) {
-				damaged(&d, lineno + 1, "%s", "bytes after the end= line");
-				doubt(&d, G_ALL, "%s", "bytes after its end= line");
-			}
-			break;
-		}
-		g = guarded_index(line);
-		/* a last line without '\n' was cut: its value may be too */
-		if (!nl || set_key(s, line, eq + 1, &version) < 0) {
-			damaged(&d, lineno, nl ? "%.60s: a value that cannot be read" :
-				"%.60s: cut short (no newline at the end)", line);
-			if (!nl)
-				doubt(&d, G_ALL, "%s", "cut short in a line");
-			else if (g >= 0)
-				doubt(&d, G_BIT(g), "%.40s= unreadable", line);
-			continue;
-		}
-		if (g >= 0 && seen[g]++) {
-			damaged(&d, lineno, "%.60s: a second time", line);
-			doubt(&d, G_BIT(g), "%.40s= twice", line);
-		}
+	rr_sha256_hex(x->text, (size_t)(start - x->text), sha);
+	x->end_seen = true;
+	if (!nl || strcmp(sha_read, sha)) {
+		damaged(&x->d, x->lineno, "%s", "end: not the checksum of the lines before it");
+		doubt(&x->d, G_ALL, "%s", "its end= checksum does not match");
 	}
-	if (!version) {
-		if (!d.bad)
-			damaged(&d, lineno, "%s", "no version= line");
-		doubt(&d, G_ALL, "%s", "no version= line");
-	} else if (version == STATE_VERSION && !end_seen) {
-		damaged(&d, lineno, "%s", "no end= line: cut short");
-		doubt(&d, G_ALL, "%s", "cut short: no end= line");
-	} else if (version != STATE_VERSION && end_seen) {
-		damaged(&d, lineno, "%s", "an end= line in a version 1 file");
-		doubt(&d, G_ALL, "%s", "an end= line in a version 1 file");
+	if (x->p < x->end) {
+		damaged(&x->d, x->lineno + 1, "%s", "bytes after the end= line");
+		doubt(&x->d, G_ALL, "%s", "bytes after its end= line");
+	}
+}
+
+/* One line, KEY=VALUE.  One bad line costs that line, not the file: a line
+ * that cannot be read is skipped and counted.  false after the end line. */
+static bool parse_line(struct parse *x)
+{
+	const char *start = x->p, *nl = memchr(x->p, '\n', (size_t)(x->end - x->p));
+	size_t n = nl ? (size_t)(nl - x->p) : (size_t)(x->end - x->p);
+	char line[256], *eq;
+	int g;
+
+	x->lineno++;
+	x->p += n + (nl ? 1 : 0);
+	if (n >= sizeof(line) || memchr(start, 0, n)) {
+		damaged(&x->d, x->lineno, "%s", n >= sizeof(line) ? "longer than 255 bytes"
+								   : "a NUL byte");
+		/* it may have been any key */
+		doubt(&x->d, G_ALL, "%s", "a line that names no key");
+		return true;
+	}
+	memcpy(line, start, n);
+	line[n] = 0;
+	if (!n)
+		return true;
+	if (!(eq = strchr(line, '='))) {
+		damaged(&x->d, x->lineno, "%s", "no '='");
+		doubt(&x->d, G_ALL, "%s", "a line that names no key");
+		return true;
+	}
+	*eq = 0;
+	if (!strcmp(line, STATE_END)) {
+		parse_end(x, start, eq + 1, nl);
+		return false;
+	}
+	g = guarded_index(line);
+	/* a last line without '\n' was cut: its value may be too */
+	if (!nl || state_set_key(x->s, line, eq + 1, &x->version) < 0) {
+		damaged(&x->d, x->lineno, nl ? "%.60s: a value that cannot be read" :
+			"%.60s: cut short (no newline at the end)", line);
+		if (!nl)
+			doubt(&x->d, G_ALL, "%s", "cut short in a line");
+		else if (g >= 0)
+			doubt(&x->d, G_BIT(g), "%.40s= unreadable", line);
+		return true;
+	}
+	if (g >= 0 && x->seen[g]++) {
+		damaged(&x->d, x->lineno, "%.60s: a second time", line);
+		doubt(&x->d, G_BIT(g), "%.40s= twice", line);
+	}
+	return true;
+}
+
+/* What the whole file must have: a version, an end line in version 2 (and
+ * none in version 1), every guarded key. */
+static void parse_finish(struct parse *x)
+{
+	if (!x->version) {
+		if (!x->d.bad)
+			damaged(&x->d, x->lineno, "%s", "no version= line");
+		doubt(&x->d, G_ALL, "%s", "no version= line");
+	} else if (x->version == STATE_VERSION && !x->end_seen) {
+		damaged(&x->d, x->lineno, "%s", "no end= line: cut short");
+		doubt(&x->d, G_ALL, "%s", "cut short: no end= line");
+	} else if (x->version != STATE_VERSION && x->end_seen) {
+		damaged(&x->d, x->lineno, "%s", "an end= line in a version 1 file");
+		doubt(&x->d, G_ALL, "%s", "an end= line in a version 1 file");
 	}
 	/* Version 1 (no end line) is read as before, but every guarded key
 	 * must be there: rerandd 0.1 wrote each of them in every file. */
 	for (int g = 0; g < G_NR; g++)
-		if (!seen[g]) {
-			if (!d.bad)
-				damaged(&d, lineno, "no %s= line", guarded[g]);
-			doubt(&d, G_BIT(g), "no %s= line", guarded[g]);
+		if (!x->seen[g]) {
+			if (!x->d.bad)
+				damaged(&x->d, x->lineno, "no %s= line", guarded[g]);
+			doubt(&x->d, G_BIT(g), "no %s= line", guarded[g]);
 		}
-	if (d.lost)
-		fail_closed(s, &d);
+}
+
+int state_parse_damage(const char *text, size_t len, struct rr_state *s,
+		       struct rr_state_damage *ret)
+{
+	struct parse x = { .text = text, .p = text, .end = text + len, .s = s };
+
+	state_init(s);
+	while (x.p < x.end && parse_line(&x))
+		;
+	parse_finish(&x);
+	if (x.d.lost)
+		fail_closed(s, &x.d);
 	if (ret)
-		*ret = d;
-	return d.bad ? -EBADMSG : 0;
+		*ret = x.d;
+	return x.d.bad ? -EBADMSG : 0;
 }
 
 int state_parse(const char *text, size_t len, struct rr_state *s)
@@ -850,6 +483,9 @@ void state_set_hold(struct rr_state *s, bool hold, const char *text, time_t now)
 
 void state_record_failed_reboot(struct rr_state *s, time_t now)
 {
+	/* no reboot: a one-shot choice written down for it stays untouched */
+	s->oneshot = RR_OS_NONE;
+	s->oneshot_value[0] = 0;
 	s->attempt = false;
 	s->attempt_boot_id[0] = 0;
 	s->failures++;

@@ -83,6 +83,22 @@ static struct json_object *inhibitors_json(const struct rr_view *v)
 	return a;
 }
 
+/* Secure Boot, lockdown, and what the staged image is signed by. */
+static void add_secure_json(struct json_object *o, const struct rr_view *v)
+{
+	add_str(o, "secure_boot", v->secure_boot ? v->secure_boot : "unknown");
+	add_str(o, "lockdown", v->lockdown ? v->lockdown : "unknown");
+	rr_json_add_bool(o, "locked_down", v->locked);
+	add_str(o, "image_source", v->staged && v->image_source ? v->image_source : "");
+	add_str(o, "signer", v->staged ? v->signer : "");
+	add_str(o, "signature", v->staged ? v->signature : "");
+	/* what "verified" was checked against: TrustCert='s certificates, or
+	 * only the signature's own */
+	add_str(o, "signature_trust", !v->staged || !*v->signer ? "" :
+		*v->anchor ? "trusted" : "own-certificate");
+	add_str(o, "trust_anchor", v->staged ? v->anchor : "");
+}
+
 int control_format_json(const struct rr_view *v, char *buf, size_t len)
 {
 	_cleanup_json_ struct json_object *o = json_object_new_object();
@@ -132,17 +148,7 @@ int control_format_json(const struct rr_view *v, char *buf, size_t len)
 	add_str(o, "daemon_version", RR_VERSION);
 	rr_json_add_int(o, "daemon_started", v->started);
 	rr_json_add_int(o, "uptime_seconds", v->started ? v->now - v->started : 0);
-	add_str(o, "secure_boot", v->secure_boot ? v->secure_boot : "unknown");
-	add_str(o, "lockdown", v->lockdown ? v->lockdown : "unknown");
-	rr_json_add_bool(o, "locked_down", v->locked);
-	add_str(o, "image_source", v->staged && v->image_source ? v->image_source : "");
-	add_str(o, "signer", v->staged ? v->signer : "");
-	add_str(o, "signature", v->staged ? v->signature : "");
-	/* what "verified" was checked against: TrustCert='s certificates, or
-	 * only the signature's own */
-	add_str(o, "signature_trust", !v->staged || !*v->signer ? "" :
-		*v->anchor ? "trusted" : "own-certificate");
-	add_str(o, "trust_anchor", v->staged ? v->anchor : "");
+	add_secure_json(o, v);
 	rr_json_add(o, "crash", crash_json(v));
 	rr_json_add_bool(o, "crash_boot", v->crash_boot);
 	rr_json_add_u64(o, "crash_boots", v->crash_boots);
@@ -152,6 +158,8 @@ int control_format_json(const struct rr_view *v, char *buf, size_t len)
 	add_str(o, "last_cause", wdog_cause_name(v->last_cause));
 	add_str(o, "last_cause_detail", v->last_cause_detail);
 	rr_json_add_int(o, "last_cause_time", v->last_cause_time);
+	add_str(o, "oneshot_entry", v->oneshot_note);
+	rr_json_add_int(o, "oneshot_entry_time", v->oneshot_note_time);
 	causes = json_object_new_object();
 	for (unsigned c = RR_CAUSE_NONE + 1; c < RR_NR_CAUSES; c++)
 		rr_json_add_u64(causes, wdog_cause_name(c), v->causes[c]);

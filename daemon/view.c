@@ -65,6 +65,8 @@ void daemon_fill_view(struct daemon *d, struct rr_view *v)
 	v->last_cause = d->st.last_cause;
 	snprintf(v->last_cause_detail, sizeof(v->last_cause_detail), "%s", d->st.last_cause_detail);
 	v->last_cause_time = d->st.last_cause_time;
+	snprintf(v->oneshot_note, sizeof(v->oneshot_note), "%s", d->st.oneshot_note);
+	v->oneshot_note_time = d->st.oneshot_note_time;
 	memcpy(v->causes, d->st.causes, sizeof(v->causes));
 	/* on the wall clock for display */
 	v->inhibitors = d->inh;

@@ -235,14 +235,85 @@ int fleet_etcd_failed(struct fleet_conn *c, void *be, const char *cause, int64_t
 	return r;
 }
 
+/* A breaker key ("breaker" itself, or "breaker/ID") of the group? */
+static bool is_breaker_key(const struct fleet_conn *c, const char *k)
+{
+	char key[KEY_MAX], end[KEY_MAX];
+	size_t n;
+
+	breaker_range(c, key, end, sizeof(key));
+	n = strlen(key);
+	return !strncmp(k, key, n) && (!k[n] || (unsigned char)k[n] < '0');
+}
+
+/* One idle look at the breaker (rerandd asks every 5 minutes): a single
+ * range request over [GROUP/breaker, GROUP/failures0), which holds the
+ * breaker keys and the failure records and nothing else of the group (the
+ * slot and holder keys sort after it), the newest FLEET_FAILURES_MAX
+ * first.  1 tripped (why: the first breaker key's value), 0 not (f, n:
+ * the newest records), 2 when the answer was cut by the limit (more keys
+ * than it: a breaker key could be among those not returned), <0 errno. */
+static int breaker_and_failures(struct fleet_conn *c, void *be, char *why, size_t wlen,
+				struct fleet_failure *f, unsigned *n)
+{
+	char key[KEY_MAX], end[KEY_MAX], prefix[KEY_MAX], k[KEY_MAX * 2], ke[KEY_MAX * 2];
+	char body[KEY_MAX * 6];
+	json_object *root, *kvs, *more;
+	int64_t first = INT64_MAX;
+	int r = 0;
+
+	breaker_range(c, key, end, sizeof(key));
+	failures_prefix(c, prefix, sizeof(prefix));
+	snprintf(end, sizeof(end), "%s", prefix);
+	end[strlen(end) - 1]++;       /* past every key under failures/ */
+	if (b64(key, k, sizeof(k)) || b64(end, ke, sizeof(ke)))
+		return -ENOBUFS;
+	snprintf(body, sizeof(body), "{\"key\":\"%s\",\"range_end\":\"%s\",\"limit\":\"%d\","
+		 "\"sort_order\":\"DESCEND\",\"sort_target\":\"CREATE\"}", k, ke,
+		 FLEET_FAILURES_MAX);
+	if ((r = fleet_etcd_call(c, be, "/v3/kv/range", body, &root)) < 0)
+		return r;
+	r = 0;
+	kvs = kvs_of(root);
+	for (size_t i = 0; kvs && i < json_object_array_length(kvs); i++) {
+		json_object *kv = json_object_array_get_idx(kvs, i), *cr;
+		char kt[KEY_MAX + 1];
+		int64_t rev;
+
+		if (j_b64(kv, "key", kt, sizeof(kt)) < 0 || !is_breaker_key(c, kt))
+			continue;
+		r = 1;
+		rev = json_object_object_get_ex(kv, "create_revision", &cr) ?
+		      json_object_get_int64(cr) : INT64_MAX - 1;
+		if (rev < first) {
+			first = rev;
+			if (j_b64(kv, "value", why, wlen) < 0)
+				snprintf(why, wlen, "(unreadable)");
+		}
+	}
+	if (json_object_object_get_ex(root, "more", &more) && json_object_get_boolean(more))
+		r = 2;
+	else if (!r)
+		failures_of(root, prefix, f, n);
+	json_object_put(root);
+	return r;
+}
+
 int fleet_etcd_breaker(struct fleet_conn *c, void *be)
 {
 	struct fleet_failure f[FLEET_FAILURES_MAX];
-	char why[FLEET_MSG_MAX], sum[FLEET_MSG_MAX];
-	unsigned n;
+	char why[FLEET_MSG_MAX] = "", sum[FLEET_MSG_MAX];
+	unsigned n = 0;
 	int r, t;
 
-	t = fleet_etcd_breaker_get(c, be, why, sizeof(why));
+	t = breaker_and_failures(c, be, why, sizeof(why), f, &n);
+	if (t == 2) {
+		/* more records than one answer holds: the breaker keys alone, then
+		 * the records (two more requests, only with that many records) */
+		t = fleet_etcd_breaker_get(c, be, why, sizeof(why));
+		if (t == 0 && (r = read_failures(c, be, f, &n)) < 0)
+			return r;
+	}
 	if (t < 0)
 		return t;
 	if (t) {
@@ -250,8 +321,6 @@ int fleet_etcd_breaker(struct fleet_conn *c, void *be)
 		fleet_conn_error(c, "%s", why);
 		return 1;
 	}
-	if ((r = read_failures(c, be, f, &n)) < 0)
-		return r;
 	if (fleet_breaker_summary(f, n, time(NULL), c->cfg->breaker_window, sum, sizeof(sum)) < 0)
 		snprintf(sum, sizeof(sum), "?");
 	fleet_conn_error(c, "%s", sum);

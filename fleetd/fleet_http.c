@@ -12,6 +12,7 @@
 #include <curl/curl.h>
 
 #include "backend.h"
+#include "util.h"
 
 #define FLEET_REPLY_MAX (1u << 20)
 
@@ -148,7 +149,7 @@ int fleet_http_check_url(const struct fleet_config *cfg, const char *key, const 
 	    (strcmp(scheme, "http") && strcmp(scheme, "https")))
 		URL_BAD("%s=%s: curl reads the scheme as %s: only http and https are supported",
 			key, base, scheme ? scheme : "(none)");
-	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
 		r = url_part(h, refused[i].part, &v);
 		curl_free(v);
 		v = NULL;

@@ -28,7 +28,9 @@
 
 #include "cleanup.h"
 #include "fleetd.h"
+#include "fleetd_peer.h"
 #include "log.h"
+#include "util.h"
 
 #define QUEUE_MAX 8                 /* rerandd keeps one request in flight */
 
@@ -377,89 +379,6 @@ static int on_client(sd_event_source *s, int fd, uint32_t revents, void *ud)
 	return 0;
 }
 
-#ifndef SO_PEERPIDFD
-#define SO_PEERPIDFD 77                 /* Linux 6.5 */
-#endif
-
-/* Is pid listed in the cgroup's cgroup.procs (pids as this pid namespace,
- * the host's, numbers them)?  1 yes, 0 no, <0 unreadable. */
-static int cgroup_has(const char *dir, pid_t pid)
-{
-	char path[PATH_MAX + 16], buf[4096], *line;
-	_cleanup_close_ int fd = -1;
-	size_t used = 0;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	/* a line at a time through a small buffer: the unit has few processes,
-	 * but the file is not bounded */
-	for (;;) {
-		n = read(fd, buf + used, sizeof(buf) - 1 - used);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		used += (size_t)n;
-		buf[used] = 0;
-		char *start = buf, *nl;
-		while ((nl = strchr(start, '\n'))) {
-			*nl = 0;
-			line = start;
-			if (*line && strtol(line, NULL, 10) == pid)
-				return 1;
-			start = nl + 1;
-		}
-		used = strlen(start);
-		memmove(buf, start, used);
-		if (n == 0)
-			return used && strtol(buf, NULL, 10) == pid;
-		if (used == sizeof(buf) - 1)
-			return -EBADMSG;
-	}
-}
-
-/* The peer is the process it says, alive, in g.peer_cgroup: its pidfd
- * (SO_PEERPIDFD, Linux 6.5; else pidfd_open of its pid, which a pid reused
- * meanwhile could fool only if the real peer had exited) still names a live
- * process after its pid was found in the cgroup, so the pid found is that
- * process.  0, or -EPERM and why. */
-static int peer_in_cgroup(int c, const struct ucred *cr, char *why, size_t len)
-{
-	_cleanup_close_ int pfd = -1;
-	socklen_t l = sizeof(int);
-	int r;
-
-	if (!*g.peer_cgroup)
-		return 0;
-	if (getsockopt(c, SOL_SOCKET, SO_PEERPIDFD, &pfd, &l) < 0) {
-		pfd = -1;
-		pfd = pidfd_open(cr->pid, 0);
-	}
-	if (pfd < 0) {
-		snprintf(why, len, "its pid %d has no pidfd: %s", (int)cr->pid, strerror(errno));
-		return -EPERM;
-	}
-	r = cgroup_has(g.peer_cgroup, cr->pid);
-	if (r < 0) {
-		snprintf(why, len, "%s/cgroup.procs: %s", g.peer_cgroup, strerror(-r));
-		return -EPERM;
-	}
-	if (r == 0) {
-		snprintf(why, len, "pid %d is not in %s", (int)cr->pid, g.peer_cgroup);
-		return -EPERM;
-	}
-	/* signal 0 checks permission too: an unprivileged helper gets EPERM
-	 * for a live root peer; only ESRCH says it is gone */
-	if (pidfd_send_signal(pfd, 0, NULL, 0) < 0 && errno == ESRCH) {
-		snprintf(why, len, "pid %d exited while it was checked", (int)cr->pid);
-		return -EPERM;
-	}
-	return 0;
-}
-
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *ud)
 {
 	struct ucred cr;
@@ -479,7 +398,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *ud)
 	 * process, not any root process: refused, it replaces nothing */
 	{
 		char why[PATH_MAX + 128];
-		if (peer_in_cgroup(c, &cr, why, sizeof(why)) < 0) {
+		if (fleetd_peer_in_cgroup(g.peer_cgroup, c, &cr, why, sizeof(why)) < 0) {
 			rr_log(RR_LOG_WARNING, "refused a client with uid %u, pid %d: not in rerandd's "
 			       "unit (%s); the connection of rerandd, if any, stays", (unsigned)cr.uid,
 			       (int)cr.pid, why);
@@ -525,39 +444,15 @@ static int listen_on(const char *path)
 	return TAKE_FD(fd);
 }
 
-/* A system unit's cgroup directory: system.slice/UNIT on the cgroup v2
- * hierarchy, at /sys/fs/cgroup (unified) or /sys/fs/cgroup/unified (hybrid). */
-static int peer_unit_dir(const char *unit)
-{
-	static const char *const roots[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
-	char path[PATH_MAX];
-	struct stat st;
-
-	if (!*unit || strchr(unit, '/') || unit[0] == '.' || strlen(unit) > 200) {
-		rr_log(RR_LOG_ERR, "--peer-unit %s: not a unit name", unit);
-		return -EINVAL;
-	}
-	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
-		snprintf(path, sizeof(path), "%s/cgroup.controllers", roots[i]);
-		if (stat(path, &st) < 0)
-			continue;                 /* not the v2 hierarchy */
-		snprintf(g.peer_cgroup, sizeof(g.peer_cgroup), "%s/system.slice/%s", roots[i], unit);
-		return 0;
-	}
-	/* no v2 hierarchy: the check refuses every peer, and says why */
-	snprintf(g.peer_cgroup, sizeof(g.peer_cgroup), "/sys/fs/cgroup/system.slice/%s", unit);
-	rr_log(RR_LOG_WARNING, "--peer-unit %s: no cgroup v2 hierarchy at /sys/fs/cgroup or "
-	       "/sys/fs/cgroup/unified: no peer can be checked, every peer is refused", unit);
-	return 0;
-}
-
 static void usage(FILE *f)
 {
 	fputs("Usage: rerand-fleetd [--socket PATH] [--peer-unit UNIT | --peer-cgroup DIR] [--debug] [--version]\n"
 	      "rerandd's fleet lock client (etcd, FleetLock); see rerand-fleetd(8).\n", f);
 }
 
-int main(int argc, char **argv)
+/* The command line: -1 to go on (path: --socket's, or NULL), else the
+ * exit status. */
+static int parse_args(int argc, char **argv, const char **path)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
@@ -568,17 +463,14 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
-	const char *path = NULL;
-	pthread_t th;
-	sigset_t ss;
-	int c, r, n;
+	int c;
 
 	while ((c = getopt_long(argc, argv, "s:hV", opts, NULL)) != -1) {
 		switch (c) {
-		case 's': path = optarg; break;
+		case 's': *path = optarg; break;
 		case 'D': rr_log_level = RR_LOG_DEBUG; break;
 		case 'u':
-			if (peer_unit_dir(optarg) < 0)
+			if (fleetd_peer_unit_dir(optarg, g.peer_cgroup, sizeof(g.peer_cgroup)) < 0)
 				return 2;
 			break;
 		case 'c':
@@ -599,6 +491,18 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return EX_USAGE;
 	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	const char *path = NULL;
+	pthread_t th;
+	sigset_t ss;
+	int r, n;
+
+	if ((r = parse_args(argc, argv, &path)) >= 0)
+		return r;
 	n = sd_listen_fds(1);
 	if (n > 1) {
 		rr_log(RR_LOG_ERR, "systemd passed %d sockets; want one", n);

@@ -21,6 +21,7 @@
 #include "select.h"
 #include "sign.h"
 #include "status.h"
+#include "util.h"
 
 #define MAX_KERNEL_FILE (512u << 20)
 
@@ -217,7 +218,7 @@ static int image_check_args(int argc, char **argv, struct image_args *a)
 		{ "--sign-cert", so->cert, -1, true },
 		{ "--sign-addcert", so->addcert, -1, true },
 	};
-	if (check_inputs(a->out, a->out_fd, inputs, sizeof(inputs) / sizeof(inputs[0])) < 0)
+	if (check_inputs(a->out, a->out_fd, inputs, ARRAY_SIZE(inputs)) < 0)
 		return EXIT_FAILURE_RR;
 	return -1;
 }

@@ -291,122 +291,181 @@ const struct cli_cmd cli_inspect = {
 	.operand_complete = "@file",
 };
 
-int cmd_inspect(int argc, char **argv)
+/* What is described: FILE's bytes, and what to check its signer against. */
+struct inspect_in {
+	const char *path, *relocs, *trust_path;
+	const uint8_t *buf, *trust;
+	size_t len, trust_len;
+};
+
+static int read_sig(const struct inspect_in *in, struct rr_pe_sig *sig, struct rr_err *e)
 {
-	const char *relocs = NULL, *trust_path = NULL;
-	_cleanup_free_ uint8_t *trust = NULL;
-	size_t trust_len = 0;
-	struct rr_pe_sig sig;
-	int in_fd = -1;
-	int json = CLI_JSON_NONE;
-	_cleanup_json_ struct json_object *o = NULL;
-	_cleanup_free_ uint8_t *buf = NULL;
-	struct rr_err e;
-	size_t len;
-	int c, r, rc = 0;
+	return rr_pe_sig_read_trust(in->buf, in->len, in->path, in->trust, in->trust_len,
+				    in->trust_path, sig, e);
+}
+
+static int describe_image(const struct inspect_in *in, struct json_object *o,
+			  struct rr_pe_sig *sig, struct rr_err *e)
+{
+	struct rr_image im;
+	int r = rr_image_parse(in->buf, in->len, in->path, &im, e);
+
+	if (r == 0)
+		r = read_sig(in, sig, e);
+	if (r == 0) {
+		print_image(in->path, in->len, &im, o);
+		print_sig(sig, o);
+	}
+	return r;
+}
+
+static int describe_uki(const struct inspect_in *in, struct json_object *o,
+			struct rr_pe_sig *sig, struct rr_err *e)
+{
+	int r = read_sig(in, sig, e);
+
+	if (r == 0)
+		r = print_uki(in->path, in->buf, in->len, o, e);
+	if (r == 0)
+		print_sig(sig, o);
+	return r;
+}
+
+/* Any other PE file (a boot loader, a unified kernel image): only who
+ * signed it. */
+static int describe_pe(const struct inspect_in *in, struct json_object *o,
+		       struct rr_pe_sig *sig, struct rr_err *e)
+{
+	int r = read_sig(in, sig, e);
+
+	if (r == 0 && !sig->is_pe)
+		r = rr_errf(e, ENOEXEC, "%s: neither a kernel nor a PE file (\"MZ\" without "
+			    "a PE header)", in->path);
+	if (r == 0 && o) {
+		rr_json_add_str(o, "file", in->path);
+		rr_json_add_str(o, "type", "pe");
+	} else if (r == 0) {
+		printf("%s: PE image, neither a kernel nor a rerand image\n", in->path);
+	}
+	if (r == 0)
+		print_sig(sig, o);
+	return r;
+}
+
+static int describe_kernel(const struct inspect_in *in, struct json_object *o,
+			   struct rr_pe_sig *sig, struct rr_err *e)
+{
+	struct rr_kernel k;
+	bool k_loaded;
+	_cleanup_free_ uint8_t *rbuf = NULL;
+	size_t rlen = 0;
+	int r = in->relocs ? rr_read_file(in->relocs, MAX_KERNEL_FILE, &rbuf, &rlen, e) : 0;
+
+	if (r == 0)
+		r = rr_kernel_load_mem(in->buf, in->len, in->path, rbuf, rlen, in->relocs, &k, e);
+	k_loaded = r == 0;
+	if (r == 0)
+		r = read_sig(in, sig, e);
+	if (r == 0)
+		print_kernel(in->path, &k, o);
+	if (r == 0)
+		print_sig(sig, o);
+	if (k_loaded)
+		rr_kernel_free(&k);
+	return r;
+}
+
+/* The options: 0 to go on, else the exit status (help, usage). */
+static int inspect_options(int argc, char **argv, struct inspect_in *in, int *in_fd, int *json,
+			   int *rc)
+{
+	int c;
 
 	while ((c = cli_getopt(&cli_inspect, argc, argv)) != -1) {
 		switch (c) {
 		case 'j':
-			json = cli_json_mode(optarg);
-			if (json < 0)
-				return cli_usage_error(&cli_inspect, "--json=%s: want pretty or short",
-						       optarg);
+			*json = cli_json_mode(optarg);
+			if (*json < 0) {
+				*rc = cli_usage_error(&cli_inspect, "--json=%s: want pretty or short",
+						      optarg);
+				return 1;
+			}
 			break;
-		case 'r': relocs = optarg; break;
-		case 't': trust_path = optarg; break;
-		case 'i': {
+		case 'r': in->relocs = optarg; break;
+		case 't': in->trust_path = optarg; break;
+		case 'i':
 			/* an open file: what a caller that dropped its privileges
 			 * hands over, FILE then only names it */
-			in_fd = cli_fd_arg("input-fd", optarg, 0);
-			if (in_fd < 0)
-				return EXIT_USAGE;
+			*in_fd = cli_fd_arg("input-fd", optarg, 0);
+			if (*in_fd < 0) {
+				*rc = EXIT_USAGE;
+				return 1;
+			}
 			break;
-		}
 		case CLI_HELP:
-			return 0;
+			*rc = 0;
+			return 1;
 		default:
-			return EXIT_USAGE;
+			*rc = EXIT_USAGE;
+			return 1;
 		}
 	}
 	if (optind == argc)
-		return cli_usage_error(&cli_inspect, "the FILE to describe is missing");
-	if (optind < argc - 1)
-		return cli_usage_error(&cli_inspect, "one FILE only ('%s' is one too many)",
-				       argv[optind + 1]);
-	const char *path = argv[optind];
-	if (trust_path && rr_read_file(trust_path, 4u << 20, &trust, &trust_len, &e) < 0) {
+		*rc = cli_usage_error(&cli_inspect, "the FILE to describe is missing");
+	else if (optind < argc - 1)
+		*rc = cli_usage_error(&cli_inspect, "one FILE only ('%s' is one too many)",
+				      argv[optind + 1]);
+	else
+		return 0;
+	return 1;
+}
+
+int cmd_inspect(int argc, char **argv)
+{
+	struct inspect_in in = { 0 };
+	_cleanup_free_ uint8_t *trust = NULL, *buf = NULL;
+	struct rr_pe_sig sig;
+	int in_fd = -1, json = CLI_JSON_NONE, r, rc = 0;
+	_cleanup_json_ struct json_object *o = NULL;
+	struct rr_err e;
+
+	if (inspect_options(argc, argv, &in, &in_fd, &json, &rc))
+		return rc;
+	in.path = argv[optind];
+	if (in.trust_path && rr_read_file(in.trust_path, 4u << 20, &trust, &in.trust_len, &e) < 0) {
 		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;
 	}
-	if ((in_fd >= 0 ? rr_read_fd(in_fd, path, MAX_KERNEL_FILE, &buf, &len, &e)
-			: rr_read_file(path, MAX_KERNEL_FILE, &buf, &len, &e)) < 0) {
+	in.trust = trust;
+	if ((in_fd >= 0 ? rr_read_fd(in_fd, in.path, MAX_KERNEL_FILE, &buf, &in.len, &e)
+			: rr_read_file(in.path, MAX_KERNEL_FILE, &buf, &in.len, &e)) < 0) {
 		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;
 	}
+	in.buf = buf;
 	/* the description, in JSON: printed only when all of it was read */
 	if (json && !(o = json_object_new_object())) {
 		cli_err("out of memory");
 		return EXIT_FAILURE_RR;
 	}
-	if (rr_image_probe(buf, len)) {
-		struct rr_image im;
-		r = rr_image_parse(buf, len, path, &im, &e);
-		if (r == 0)
-			r = rr_pe_sig_read_trust(buf, len, path, trust, trust_len, trust_path, &sig, &e);
-		if (r == 0) {
-			print_image(path, len, &im, o);
-			print_sig(&sig, o);
-		}
-	} else if (rr_uki_probe(buf, len)) {
-		r = rr_pe_sig_read_trust(buf, len, path, trust, trust_len, trust_path, &sig, &e);
-		if (r == 0)
-			r = print_uki(path, buf, len, o, &e);
-		if (r == 0)
-			print_sig(&sig, o);
-	} else if (!is_bzimage_or_elf(buf, len) && len >= 2 && buf[0] == 'M' && buf[1] == 'Z') {
-		/* Any other PE file (a boot loader, a unified kernel image): only
-		 * who signed it. */
-		r = rr_pe_sig_read_trust(buf, len, path, trust, trust_len, trust_path, &sig, &e);
-		if (r == 0 && !sig.is_pe)
-			r = rr_errf(&e, ENOEXEC, "%s: neither a kernel nor a PE file (\"MZ\" without "
-				    "a PE header)", path);
-		if (r == 0 && o) {
-			rr_json_add_str(o, "file", path);
-			rr_json_add_str(o, "type", "pe");
-		} else if (r == 0) {
-			printf("%s: PE image, neither a kernel nor a rerand image\n", path);
-		}
+	if (rr_image_probe(buf, in.len))
+		r = describe_image(&in, o, &sig, &e);
+	else if (rr_uki_probe(buf, in.len))
+		r = describe_uki(&in, o, &sig, &e);
+	else if (!is_bzimage_or_elf(buf, in.len) && in.len >= 2 && buf[0] == 'M' && buf[1] == 'Z') {
+		r = describe_pe(&in, o, &sig, &e);
 		/* described, but not what inspect is for: a script that takes
 		 * exit 0 for "a kernel" must not take a boot loader for one */
 		rc = EXIT_NOT_KERNEL;
-		if (r == 0)
-			print_sig(&sig, o);
-	} else {
-		struct rr_kernel k;
-		bool k_loaded;
-		_cleanup_free_ uint8_t *rbuf = NULL;
-		size_t rlen = 0;
-		r = relocs ? rr_read_file(relocs, MAX_KERNEL_FILE, &rbuf, &rlen, &e) : 0;
-		if (r == 0)
-			r = rr_kernel_load_mem(buf, len, path, rbuf, rlen, relocs, &k, &e);
-		k_loaded = r == 0;
-		if (r == 0)
-			r = rr_pe_sig_read_trust(buf, len, path, trust, trust_len, trust_path, &sig, &e);
-		if (r == 0)
-			print_kernel(path, &k, o);
-		if (r == 0)
-			print_sig(&sig, o);
-		if (k_loaded)
-			rr_kernel_free(&k);
-	}
+	} else
+		r = describe_kernel(&in, o, &sig, &e);
 	if (r == 0 && o)
 		cli_json_print(TAKE_PTR(o), json);
 	if (r < 0) {
 		cli_err("%s", e.msg);
 		return EXIT_FAILURE_RR;
 	}
-	if (trust_path && rc == 0 && !sig.trusted)
+	if (in.trust_path && rc == 0 && !sig.trusted)
 		return EXIT_UNTRUSTED;
 	return rc;
 }

@@ -14,6 +14,7 @@
 #include "jsonout.h"
 
 #include "cmdtab.h"
+#include "util.h"
 
 #ifndef RERAND_VERSION
 #error "RERAND_VERSION comes from the Makefile (debian/changelog's version)"
@@ -76,7 +77,7 @@ const struct cli_cmd *const cli_cmds[] = {
 	&cli_hold, &cli_unhold, &cli_release, &cli_fleet, &cli_entropy, &cli_doctor, &cli_build,
 	&cli_history,
 };
-const unsigned cli_nr_cmds = sizeof(cli_cmds) / sizeof(cli_cmds[0]);
+const unsigned cli_nr_cmds = ARRAY_SIZE(cli_cmds);
 
 /* The top-level help: each command's usage line and summary, from its table. */
 static void usage(FILE *f)

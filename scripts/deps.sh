@@ -41,9 +41,11 @@ bzip2 gzip lzop python3 coreutils util-linux"
 # (another vendor's) is kept: both cannot be installed at once.
 # python3-jsonschema: tests/cli/test-json-schema.sh holds every --json
 # output to docs/json/ with Debian's validator.
+# grub-common: GRUB's own grub-editenv, which rerandd runs to clear
+# next_entry (tests/daemon/test-bootnext-daemon.sh, tests/unit/test_bootnext.c).
 test_pkgs="prometheus python3-yaml clang @clang-rt etcd-server etcd-client openssl curl iproute2 gnuplot-nox bash-completion
 sbsigntool osslsigncode pesign softhsm2 libengine-pkcs11-openssl piuparts dbus-daemon systemd kubectl|kubernetes-client
-python3-jsonschema"
+python3-jsonschema grub-common"
 # The Debian guest (tests/e2e/lib-systemd.sh, make vm): debootstrap, an ext4
 # image made from a directory, systemctl --root for enabling units; kmod's
 # depmod -b for the modules put into the root (the UKI guest, the comeback

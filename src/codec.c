@@ -10,7 +10,6 @@
 #include <bzlib.h>
 #include <lz4.h>
 #include <lzma.h>
-#include <lzo1x.h>
 #include <zlib.h>
 /* ZSTD_d_stableOutBuffer: an experimental parameter in zstd 1.5, which the
  * shared library takes like any other; a library that refuses it is used
@@ -19,6 +18,7 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
+#include "codec_int.h"
 #include "kernel.h"
 #include "util.h"
 
@@ -36,7 +36,6 @@
 #define RR_STR(x)           RR_STR_(x)
 #define LZ4_LEGACY_MAGIC    0x184c2102u
 #define LZ4_LEGACY_CHUNK    ((size_t)8 << 20)
-#define LZOP_BLOCK_MAX      ((size_t)256 << 10)
 
 const char *rr_kcodec_name(enum rr_kcodec c)
 {
@@ -81,26 +80,6 @@ enum rr_kcodec rr_kcodec_detect(const uint8_t *p, size_t len)
 	return RR_KC_UNKNOWN;
 }
 
-/* The output buffer.  With a known size it is allocated once, one byte
- * larger than expected so that a stream that decodes to more shows up as an
- * overflow instead of a decoder stalling for room. */
-struct outbuf {
-	uint8_t *p;
-	size_t len, cap;
-	size_t want;            /* expected size, 0 if unknown */
-	const struct rr_dec_hook *hook; /* only with want != 0 */
-	size_t told;            /* what the hook was last told */
-};
-
-/* What went wrong inside a decoder, turned into a message by the caller. */
-enum dec_status { DEC_OK = 0, DEC_TRUNC, DEC_CORRUPT, DEC_OVER, DEC_NOMEM };
-
-struct dec {
-	const uint8_t *in;
-	size_t in_len, pos;
-	struct outbuf o;
-	const char *why;        /* library's reason for DEC_CORRUPT */
-};
 
 static int ob_init(struct outbuf *o, size_t want, size_t in_len)
 {
@@ -123,7 +102,7 @@ static int ob_init(struct outbuf *o, size_t want, size_t in_len)
 }
 
 /* Make at least `need` bytes free; DEC_OVER once the bound is reached. */
-static enum dec_status ob_reserve(struct outbuf *o, size_t need)
+enum dec_status ob_reserve(struct outbuf *o, size_t need)
 {
 	size_t ncap;
 	uint8_t *np;
@@ -459,160 +438,6 @@ static enum dec_status dec_lz4(struct dec *d)
 	return DEC_OK;
 }
 
-#define LZOP_ADLER32_D  0x0001u
-#define LZOP_ADLER32_C  0x0002u
-#define LZOP_EXTRA      0x0040u
-#define LZOP_CRC32_D    0x0100u
-#define LZOP_CRC32_C    0x0200u
-#define LZOP_FILTER     0x0800u
-#define LZOP_H_CRC32    0x1000u
-
-static uint32_t get_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-/* Take n bytes from the input, or NULL when it ends first. */
-static const uint8_t *take(struct dec *d, size_t n)
-{
-	const uint8_t *p;
-
-	if (d->in_len - d->pos < n)
-		return NULL;
-	p = d->in + d->pos;
-	d->pos += n;
-	return p;
-}
-
-static bool lzop_sum_ok(uint32_t flags, uint32_t want_adler, uint32_t want_crc,
-			const uint8_t *p, size_t n, uint32_t adler_flag, uint32_t crc_flag)
-{
-	if ((flags & adler_flag) && lzo_adler32(1, p, (lzo_uint)n) != want_adler)
-		return false;
-	if ((flags & crc_flag) && lzo_crc32(0, p, (lzo_uint)n) != want_crc)
-		return false;
-	return true;
-}
-
-/* lzop's file format, as the kernel's build writes it (lzop -9) and
- * lib/decompress_unlzo.c reads it; blocks are decoded by liblzo2. */
-static enum dec_status dec_lzo(struct dec *d)
-{
-	const uint8_t *p, *hdr;
-	uint16_t version;
-	uint32_t flags;
-	unsigned method;
-	size_t hdr_start;
-
-	if (lzo_init() != LZO_E_OK) {
-		d->why = "liblzo2 failed to initialise";
-		return DEC_CORRUPT;
-	}
-	if (!take(d, 9))
-		return DEC_TRUNC;
-	hdr_start = d->pos;
-	if (!(p = take(d, 4)))
-		return DEC_TRUNC;
-	version = (uint16_t)(p[0] << 8 | p[1]);
-	/* Older lzop wrote a shorter header that the kernel cannot read either. */
-	if (version < 0x0940) {
-		d->why = "lzop header version is too old";
-		return DEC_CORRUPT;
-	}
-	if (!(p = take(d, 2 + 1 + 1 + 4)))
-		return DEC_TRUNC;
-	method = p[2];
-	flags = get_be32(p + 4);
-	if (method < 1 || method > 3) {
-		d->why = "not an LZO1X method";
-		return DEC_CORRUPT;
-	}
-	if ((flags & LZOP_FILTER) && !take(d, 4))
-		return DEC_TRUNC;
-	if (!(p = take(d, 4 + 4 + 4 + 1)))        /* mode, mtime low/high, name length */
-		return DEC_TRUNC;
-	if (!take(d, p[12]))
-		return DEC_TRUNC;
-	hdr = d->in + hdr_start;
-	if (!(p = take(d, 4)))
-		return DEC_TRUNC;
-	if (!lzop_sum_ok(flags & LZOP_H_CRC32 ? LZOP_CRC32_D : LZOP_ADLER32_D, get_be32(p),
-			 get_be32(p), hdr, (size_t)(p - hdr), LZOP_ADLER32_D, LZOP_CRC32_D)) {
-		d->why = "lzop header checksum mismatch";
-		return DEC_CORRUPT;
-	}
-	if (flags & LZOP_EXTRA) {
-		if (!(p = take(d, 4)))
-			return DEC_TRUNC;
-		if (!take(d, get_be32(p)) || !take(d, 4))
-			return DEC_TRUNC;
-	}
-
-	for (;;) {
-		uint32_t dst_len, src_len, sum_d_adler = 0, sum_d_crc = 0, sum_c_adler = 0, sum_c_crc = 0;
-		const uint8_t *src;
-		uint8_t *dst;
-		enum dec_status st;
-
-		if (!(p = take(d, 4)))
-			return DEC_TRUNC;
-		dst_len = get_be32(p);
-		if (dst_len == 0)
-			return DEC_OK;
-		if (dst_len > LZOP_BLOCK_MAX) {
-			d->why = "block is larger than 256 KiB";
-			return DEC_CORRUPT;
-		}
-		if (!(p = take(d, 4)))
-			return DEC_TRUNC;
-		src_len = get_be32(p);
-		if ((flags & LZOP_ADLER32_D) && (p = take(d, 4)))
-			sum_d_adler = get_be32(p);
-		if ((flags & LZOP_CRC32_D) && (p = take(d, 4)))
-			sum_d_crc = get_be32(p);
-		if (src_len < dst_len && (flags & LZOP_ADLER32_C) && (p = take(d, 4)))
-			sum_c_adler = get_be32(p);
-		if (src_len < dst_len && (flags & LZOP_CRC32_C) && (p = take(d, 4)))
-			sum_c_crc = get_be32(p);
-		if (!p)
-			return DEC_TRUNC;
-		if (src_len == 0 || src_len > dst_len) {
-			d->why = "block sizes are inconsistent";
-			return DEC_CORRUPT;
-		}
-		if (!(src = take(d, src_len)))
-			return DEC_TRUNC;
-		st = ob_reserve(&d->o, dst_len);
-		if (st)
-			return st;
-		dst = d->o.p + d->o.len;
-		if (src_len == dst_len) {
-			/* lzop stores incompressible blocks as they are. */
-			memcpy(dst, src, src_len);
-		} else {
-			lzo_uint out = dst_len;
-			int r;
-
-			if (!lzop_sum_ok(flags, sum_c_adler, sum_c_crc, src, src_len,
-					 LZOP_ADLER32_C, LZOP_CRC32_C)) {
-				d->why = "compressed block checksum mismatch";
-				return DEC_CORRUPT;
-			}
-			r = lzo1x_decompress_safe(src, src_len, dst, &out, NULL);
-			if (r != LZO_E_OK || out != dst_len) {
-				d->why = r == LZO_E_OK ? "block decoded to the wrong size"
-						       : "lzo1x_decompress_safe rejected a block";
-				return DEC_CORRUPT;
-			}
-		}
-		if (!lzop_sum_ok(flags, sum_d_adler, sum_d_crc, dst, dst_len,
-				 LZOP_ADLER32_D, LZOP_CRC32_D)) {
-			d->why = "block checksum mismatch";
-			return DEC_CORRUPT;
-		}
-		d->o.len += dst_len;
-	}
-}
 
 static enum dec_status dec_none(struct dec *d)
 {

@@ -125,12 +125,69 @@ static int elf_read_shdrs(Elf *elf, size_t len, const char *name, uint64_t *end,
 	return 0;
 }
 
+/* The section header table, counted from the ELF header itself: libelf
+ * quietly reports no sections when the table does not fit, which would
+ * hide a truncated file. */
+static int read_sections(Elf *elf, const GElf_Ehdr *eh, const uint8_t *buf, size_t len,
+			 const char *name, uint64_t *end, struct rr_err *e)
+{
+	uint64_t shnum = eh->e_shnum;
+	size_t lib_shnum = 0;
+
+	if (!eh->e_shoff)
+		return 0;
+	if (shnum == 0) {
+		/* Extended numbering: the count is section 0's sh_size. */
+		if (max_end(end, eh->e_shoff, sizeof(Elf64_Shdr), len))
+			return rr_errf(e, EINVAL, "%s: section header table lies outside the file", name);
+		memcpy(&shnum, buf + eh->e_shoff + 32, sizeof(shnum));
+	}
+	if (shnum > len || max_end(end, eh->e_shoff, shnum * eh->e_shentsize, len))
+		return rr_errf(e, EINVAL, "%s: section header table lies outside the file", name);
+	if (elf_getshdrnum(elf, &lib_shnum) != 0 || lib_shnum != shnum)
+		return rr_errf(e, EINVAL, "%s: section header table is unreadable", name);
+	return elf_read_shdrs(elf, len, name, end, e);
+}
+
+/* The loaded kernel's shape from its segments: where it is linked, how
+ * much memory it spans (within the kernel's 1 GiB window), and an entry
+ * point inside what is loaded. */
+static int kernel_span(struct rr_vmlinux *v, uint64_t entry, const char *name, struct rr_err *e)
+{
+	uint64_t top = 0;
+	bool inside = false;
+
+	if (v->nr_seg == 0)
+		return rr_errf(e, EINVAL, "%s: ELF has no PT_LOAD segment", name);
+	seg_sort(v->seg, v->nr_seg);
+	v->link_paddr = v->seg[0].paddr;
+	for (unsigned i = 0; i < v->nr_seg; i++) {
+		const struct rr_elf_segment *s = &v->seg[i];
+
+		if (i && s->paddr < v->seg[i - 1].paddr + v->seg[i - 1].memsz)
+			return rr_errf(e, EINVAL, "%s: PT_LOAD segments overlap in physical memory", name);
+		if (s->paddr + s->memsz > top)
+			top = s->paddr + s->memsz;
+	}
+	v->mem_size = top - v->link_paddr;
+	if (v->mem_size > RR_KERNEL_MAX_SIZE)
+		return rr_errf(e, EINVAL, "%s: image spans %llu bytes, more than the kernel's 1 GiB window",
+			       name, (unsigned long long)v->mem_size);
+	v->entry = entry;
+	for (unsigned i = 0; i < v->nr_seg; i++)
+		if (v->entry >= v->seg[i].paddr && v->entry - v->seg[i].paddr < v->seg[i].filesz)
+			inside = true;
+	if (!inside)
+		return rr_errf(e, EINVAL, "%s: entry point is not inside a loaded segment", name);
+	return 0;
+}
+
 int rr_elf_read(const uint8_t *buf, size_t len, const char *name,
 		struct rr_vmlinux *ret, struct rr_err *e)
 {
 	struct rr_vmlinux v;
 	GElf_Ehdr eh;
-	uint64_t end = 0, top;
+	uint64_t end = 0;
 	_cleanup_(elf_endp) Elf *elf = NULL;
 	int r;
 
@@ -157,55 +214,10 @@ int rr_elf_read(const uint8_t *buf, size_t len, const char *name,
 	if (max_end(&end, 0, sizeof(Elf64_Ehdr), len) ||
 	    max_end(&end, eh.e_phoff, (uint64_t)eh.e_phnum * eh.e_phentsize, len))
 		return rr_errf(e, EINVAL, "%s: program header table lies outside the file", name);
-	r = elf_read_phdrs(elf, len, name, &v, &end, e);
-	if (r < 0)
+	if ((r = elf_read_phdrs(elf, len, name, &v, &end, e)) < 0 ||
+	    (r = read_sections(elf, &eh, buf, len, name, &end, e)) < 0 ||
+	    (r = kernel_span(&v, eh.e_entry, name, e)) < 0)
 		return r;
-	if (eh.e_shoff) {
-		uint64_t shnum = eh.e_shnum;
-		size_t lib_shnum = 0;
-
-		/* Counted from the header itself: libelf quietly reports no
-		 * sections when the table does not fit, which would hide a
-		 * truncated file. */
-		if (shnum == 0) {
-			/* Extended numbering: the count is section 0's sh_size. */
-			if (max_end(&end, eh.e_shoff, sizeof(Elf64_Shdr), len))
-				return rr_errf(e, EINVAL, "%s: section header table lies outside the file", name);
-			memcpy(&shnum, buf + eh.e_shoff + 32, sizeof(shnum));
-		}
-		if (shnum > len || max_end(&end, eh.e_shoff, shnum * eh.e_shentsize, len))
-			return rr_errf(e, EINVAL, "%s: section header table lies outside the file", name);
-		if (elf_getshdrnum(elf, &lib_shnum) != 0 || lib_shnum != shnum)
-			return rr_errf(e, EINVAL, "%s: section header table is unreadable", name);
-		r = elf_read_shdrs(elf, len, name, &end, e);
-		if (r < 0)
-			return r;
-	}
-	if (v.nr_seg == 0)
-		return rr_errf(e, EINVAL, "%s: ELF has no PT_LOAD segment", name);
-
-	seg_sort(v.seg, v.nr_seg);
-	v.link_paddr = v.seg[0].paddr;
-	top = 0;
-	for (unsigned i = 0; i < v.nr_seg; i++) {
-		const struct rr_elf_segment *s = &v.seg[i];
-
-		if (i && s->paddr < v.seg[i - 1].paddr + v.seg[i - 1].memsz)
-			return rr_errf(e, EINVAL, "%s: PT_LOAD segments overlap in physical memory", name);
-		if (s->paddr + s->memsz > top)
-			top = s->paddr + s->memsz;
-	}
-	v.mem_size = top - v.link_paddr;
-	if (v.mem_size > RR_KERNEL_MAX_SIZE)
-		return rr_errf(e, EINVAL, "%s: image spans %llu bytes, more than the kernel's 1 GiB window",
-			       name, (unsigned long long)v.mem_size);
-	v.entry = eh.e_entry;
-	r = -EINVAL;
-	for (unsigned i = 0; i < v.nr_seg; i++)
-		if (v.entry >= v.seg[i].paddr && v.entry - v.seg[i].paddr < v.seg[i].filesz)
-			r = 0;
-	if (r < 0)
-		return rr_errf(e, EINVAL, "%s: entry point is not inside a loaded segment", name);
 	v.elf_end = (size_t)end;
 	*ret = v;
 	return 0;

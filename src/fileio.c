@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,17 +169,29 @@ int rr_read_fd(int fd, const char *path, size_t max, uint8_t **ret_buf, size_t *
 	return 0;
 }
 
-int rr_read_text(const char *path, size_t max, char **ret, struct rr_err *e)
+int rr_read_file_at(int dfd, const char *name, size_t max, uint8_t **ret_buf, size_t *ret_len,
+		    struct rr_err *e)
 {
-	uint8_t *buf;
-	size_t len;
-	char *text;
-	int r;
+	struct stat st;
+	_cleanup_close_ int fd = -1;
 
-	r = rr_read_file(path, max, &buf, &len, e);
-	if (r < 0)
-		return r;
-	text = realloc(buf, len + 1);
+	/* as rr_read_file: a device is not even opened, and O_NONBLOCK keeps
+	 * a FIFO swapped in after the stat from hanging the open */
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode))
+		return rr_errf(e, S_ISLNK(st.st_mode) ? ELOOP : EINVAL, "%s: %s, not a regular "
+			       "file: refused", name, rr_file_type_name(st.st_mode));
+	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+	if (fd < 0)
+		return rr_errf(e, errno, "%s: cannot open: %s", name, strerror(errno));
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && fcntl(fd, F_SETFL, O_RDONLY) < 0)
+		return rr_errf(e, errno, "%s: cannot clear O_NONBLOCK: %s", name, strerror(errno));
+	return rr_read_fd(TAKE_FD(fd), name, max, ret_buf, ret_len, e);
+}
+
+/* buf of len bytes as a NUL-terminated string, in place (buf is taken) */
+static int text_of(uint8_t *buf, size_t len, const char *path, char **ret, struct rr_err *e)
+{
+	char *text = realloc(buf, len + 1);
 	if (!text) {
 		free(buf);
 		return rr_errf(e, ENOMEM, "%s: out of memory", path);
@@ -186,6 +199,26 @@ int rr_read_text(const char *path, size_t max, char **ret, struct rr_err *e)
 	text[len] = 0;
 	*ret = text;
 	return 0;
+}
+
+int rr_read_text(const char *path, size_t max, char **ret, struct rr_err *e)
+{
+	uint8_t *buf;
+	size_t len;
+	int r;
+
+	r = rr_read_file(path, max, &buf, &len, e);
+	return r < 0 ? r : text_of(buf, len, path, ret, e);
+}
+
+int rr_read_text_at(int dfd, const char *name, size_t max, char **ret, struct rr_err *e)
+{
+	uint8_t *buf;
+	size_t len;
+	int r;
+
+	r = rr_read_file_at(dfd, name, max, &buf, &len, e);
+	return r < 0 ? r : text_of(buf, len, name, ret, e);
 }
 
 int rr_write_fd(int fd, const char *path, const uint8_t *buf, size_t len, struct rr_err *e)
@@ -212,7 +245,7 @@ int rr_write_file_atomic(const char *path, const uint8_t *buf, size_t len, struc
 	_cleanup_close_ int fd = -1;
 	int r;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmpXXXXXX", path) >= (int)sizeof(tmp))
+	if (rr_pathf(tmp, sizeof(tmp), "%s.tmpXXXXXX", path) < 0)
 		return rr_errf(e, ENAMETOOLONG, "%s: path too long", path);
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
@@ -229,4 +262,25 @@ int rr_write_file_atomic(const char *path, const uint8_t *buf, size_t len, struc
 		return rr_errf(e, errno, "%s: cannot rename into place: %s", path, strerror(errno));
 	made = NULL;
 	return 0;
+}
+
+int rr_pathf(char *out, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(out, len, fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n < len)
+		return 0;
+	/* never a shortened path: a prefix of it may name another file */
+	if (len)
+		*out = 0;
+	return n < 0 ? -EINVAL : -ENAMETOOLONG;
+}
+
+int rr_path_join(char *out, size_t len, const char *dir, const char *name)
+{
+	return rr_pathf(out, len, "%s/%s", dir, name);
 }

@@ -153,21 +153,12 @@ static void write_setup(uint8_t *img, size_t pm_len, uint32_t init_size, const s
 	}
 }
 
-int rr_image_build(const struct rr_kernel *k, const uint8_t *stage, size_t stage_len,
-		   const struct rr_image_opts *o, uint8_t **ret_buf, size_t *ret_len,
-		   const char *name, struct rr_err *e)
+/* What the image cannot be built from: a stage without its locator or with
+ * bytes where the EFI stub goes, a kernel the stage cannot place. */
+static int check_inputs(const struct rr_kernel *k, const uint8_t *stage, size_t stage_len,
+			const char *name, struct rr_err *e)
 {
 	const struct rr_vmlinux *v = &k->elf;
-	struct rerand_image_header h;
-	struct rerand_locator loc;
-	size_t nrel = k->relocs.nr_reloc64 + k->relocs.nr_inverse32 + k->relocs.nr_reloc32;
-	size_t cap, off, hdr_off;
-	_cleanup_free_ uint8_t *img = NULL;
-	uint8_t *pm;
-	struct rr_lz4par *par = o->lz4par;
-	_cleanup_(rr_lz4par_freep) struct rr_lz4par *own = NULL;
-	int r;
-
 	size_t stub_len = (size_t)(rr_efi_stub_end - rr_efi_stub);
 
 	if (stage_len < RERAND_ENTRY64_OFFSET + 16 ||
@@ -191,7 +182,91 @@ int rr_image_build(const struct rr_kernel *k, const uint8_t *stage, size_t stage
 	if (rr_virt_slot_count(v->mem_size) == 0)
 		return rr_errf(e, EFBIG, "%s: in-memory size %llu MiB leaves no virtual slot", name,
 			       (unsigned long long)(v->mem_size >> 20));
+	return 0;
+}
 
+/* The header's fields that do not depend on where things land. */
+static int fill_header(struct rerand_image_header *h, const struct rr_kernel *k,
+		       const uint8_t *stage, size_t stage_len, const struct rr_image_opts *o)
+{
+	const struct rr_vmlinux *v = &k->elf;
+
+	memset(h, 0, sizeof(*h));
+	memcpy(h->magic, RERAND_IMAGE_MAGIC, 8);
+	h->version = RERAND_IMAGE_VERSION;
+	h->header_size = sizeof(*h);
+	h->codec = (uint32_t)o->codec;
+	h->nr_segments = v->nr_seg;
+	h->mem_size = v->mem_size;
+	h->entry_offset = v->entry - v->link_paddr;
+	h->link_paddr = v->link_paddr;
+	h->reloc_layout = k->relocs.layout;
+	h->nr_reloc64 = (uint32_t)k->relocs.nr_reloc64;
+	h->nr_inverse32 = (uint32_t)k->relocs.nr_inverse32;
+	h->nr_reloc32 = (uint32_t)k->relocs.nr_reloc32;
+	return rr_stage_sha256(stage, stage_len, h->stage_sha256);
+}
+
+/* The segments, each compressed (or stored) at 16-byte alignment from off
+ * in the protected-mode part pm of cap bytes: the offset after the last. */
+static int store_segments(struct rerand_image_header *h, const struct rr_kernel *k,
+			  const struct rr_image_opts *o, struct rr_lz4par *par, uint8_t *pm,
+			  size_t cap, size_t *off, const char *name, struct rr_err *e)
+{
+	const struct rr_vmlinux *v = &k->elf;
+
+	for (unsigned i = 0; i < v->nr_seg; i++) {
+		const struct rr_elf_segment *s = &v->seg[i];
+		size_t stored;
+		int r;
+
+		*off = RR_ALIGN_UP(*off, 16);
+		r = compress_segment(o, par, k->payload, s->offset, s->filesz, pm + *off,
+				     cap - *off, &stored);
+		if (r < 0)
+			return rr_errf(e, -r, "%s: cannot compress segment %u", name, i);
+		h->seg[i].mem_offset = s->paddr - v->link_paddr;
+		h->seg[i].mem_size = s->memsz;
+		h->seg[i].file_size = s->filesz;
+		h->seg[i].data_offset = *off;
+		h->seg[i].data_size = stored;
+		*off += stored;
+	}
+	return 0;
+}
+
+/* The relocation lists, in the order the header names them, at 4-byte
+ * alignment from off: the offset after them. */
+static size_t store_relocs(struct rerand_image_header *h, const struct rr_relocs *rl,
+			   uint8_t *pm, size_t off)
+{
+	off = RR_ALIGN_UP(off, 4);
+	h->relocs_offset = off;
+	memcpy(pm + off, rl->reloc64, rl->nr_reloc64 * 4);
+	off += rl->nr_reloc64 * 4;
+	memcpy(pm + off, rl->inverse32, rl->nr_inverse32 * 4);
+	off += rl->nr_inverse32 * 4;
+	memcpy(pm + off, rl->reloc32, rl->nr_reloc32 * 4);
+	return off + rl->nr_reloc32 * 4;
+}
+
+int rr_image_build(const struct rr_kernel *k, const uint8_t *stage, size_t stage_len,
+		   const struct rr_image_opts *o, uint8_t **ret_buf, size_t *ret_len,
+		   const char *name, struct rr_err *e)
+{
+	const struct rr_vmlinux *v = &k->elf;
+	struct rerand_image_header h;
+	struct rerand_locator loc;
+	size_t nrel = k->relocs.nr_reloc64 + k->relocs.nr_inverse32 + k->relocs.nr_reloc32;
+	size_t cap, off, hdr_off, stub_len = (size_t)(rr_efi_stub_end - rr_efi_stub);
+	_cleanup_free_ uint8_t *img = NULL;
+	uint8_t *pm;
+	struct rr_lz4par *par = o->lz4par;
+	_cleanup_(rr_lz4par_freep) struct rr_lz4par *own = NULL;
+	int r;
+
+	if ((r = check_inputs(k, stage, stage_len, name, e)) < 0)
+		return r;
 	/* Worst case: every segment stored raw or LZ4-expanded, plus the table. */
 	cap = RR_IMAGE_PM_OFFSET + RR_ALIGN_UP(stage_len, RERAND_HDR_ALIGN) + sizeof(h) + nrel * 4 +
 	      64 + RR_IMAGE_FILE_ALIGN;
@@ -210,49 +285,14 @@ int rr_image_build(const struct rr_kernel *k, const uint8_t *stage, size_t stage
 
 	memcpy(pm, stage, stage_len);
 	hdr_off = RR_ALIGN_UP(stage_len, RERAND_HDR_ALIGN);
-	memset(&h, 0, sizeof(h));
-	memcpy(h.magic, RERAND_IMAGE_MAGIC, 8);
-	h.version = RERAND_IMAGE_VERSION;
-	h.header_size = sizeof(h);
-	h.codec = (uint32_t)o->codec;
-	h.nr_segments = v->nr_seg;
-	h.mem_size = v->mem_size;
-	h.entry_offset = v->entry - v->link_paddr;
-	h.link_paddr = v->link_paddr;
-	h.reloc_layout = k->relocs.layout;
-	h.nr_reloc64 = (uint32_t)k->relocs.nr_reloc64;
-	h.nr_inverse32 = (uint32_t)k->relocs.nr_inverse32;
-	h.nr_reloc32 = (uint32_t)k->relocs.nr_reloc32;
-	if (rr_stage_sha256(stage, stage_len, h.stage_sha256) < 0)
+	if (fill_header(&h, k, stage, stage_len, o) < 0)
 		return rr_errf(e, EIO, "%s: cannot hash the stage (libcrypto SHA-256 failed)", name);
-
 	off = hdr_off + sizeof(h);
-	for (unsigned i = 0; i < v->nr_seg; i++) {
-		const struct rr_elf_segment *s = &v->seg[i];
-		size_t stored;
-
-		off = RR_ALIGN_UP(off, 16);
-		r = compress_segment(o, par, k->payload, s->offset, s->filesz, pm + off,
-				     cap - RR_IMAGE_PM_OFFSET - off, &stored);
-		if (r < 0)
-			return rr_errf(e, -r, "%s: cannot compress segment %u", name, i);
-		h.seg[i].mem_offset = s->paddr - v->link_paddr;
-		h.seg[i].mem_size = s->memsz;
-		h.seg[i].file_size = s->filesz;
-		h.seg[i].data_offset = off;
-		h.seg[i].data_size = stored;
-		off += stored;
-	}
+	if ((r = store_segments(&h, k, o, par, pm, cap - RR_IMAGE_PM_OFFSET, &off, name, e)) < 0)
+		return r;
 	/* the compressor's threads are done: not kept for the copying below */
 	rr_lz4par_free(TAKE_PTR(own));
-	off = RR_ALIGN_UP(off, 4);
-	h.relocs_offset = off;
-	memcpy(pm + off, k->relocs.reloc64, k->relocs.nr_reloc64 * 4);
-	off += k->relocs.nr_reloc64 * 4;
-	memcpy(pm + off, k->relocs.inverse32, k->relocs.nr_inverse32 * 4);
-	off += k->relocs.nr_inverse32 * 4;
-	memcpy(pm + off, k->relocs.reloc32, k->relocs.nr_reloc32 * 4);
-	off += k->relocs.nr_reloc32 * 4;
+	off = store_relocs(&h, &k->relocs, pm, off);
 	/* Zero padding to the PE file alignment: the one section then ends where
 	 * the file does, and a signature is appended right after it. */
 	off = RR_ALIGN_UP(off, RR_IMAGE_FILE_ALIGN);

@@ -178,6 +178,19 @@ int rr_read_fd(int fd, const char *path, size_t max, uint8_t **ret_buf, size_t *
  * 4096 whatever it holds (procfs says 0), so a smaller max refuses them all. */
 #define RR_SYSFS_MAX 4096
 int rr_read_text(const char *path, size_t max, char **ret, struct rr_err *e);
+/* The same two for name in the folder dfd (AT_FDCWD: the working folder),
+ * never through a symbolic link at name's last part (-ELOOP), for files in
+ * a folder of rerandd's own; name is the path in messages. */
+int rr_read_file_at(int dfd, const char *name, size_t max, uint8_t **ret_buf, size_t *ret_len,
+		    struct rr_err *e);
+int rr_read_text_at(int dfd, const char *name, size_t max, char **ret, struct rr_err *e);
+
+/* A path made in a fixed buffer, the one way: printf's fmt into out of len
+ * bytes; 0, or -ENAMETOOLONG (out then "") when it does not fit, never a
+ * shortened path, which could name another file. */
+int rr_pathf(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "dir/name" into out, as rr_pathf. */
+int rr_path_join(char *out, size_t len, const char *dir, const char *name);
 
 struct stat;
 /* "a FIFO", "a character device"...: what a non-regular file is, for messages. */

@@ -10,6 +10,7 @@
 #include "cleanup.h"
 #include "kernel.h"
 #include "lockdown.h"
+#include "util.h"
 
 #define STATE_FILE_MAX 4096
 
@@ -34,7 +35,7 @@ int rr_lockdown_parse(const char *text, size_t len, const char *name, enum rr_lo
 	if (memchr(close, '[', len - (size_t)(close - text)))
 		return rr_errf(e, EBADMSG, "%s: more than one selected lockdown mode", name);
 	size_t n = (size_t)(close - open - 1);
-	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(modes); i++)
 		if (strlen(modes[i].name) == n && !memcmp(open + 1, modes[i].name, n)) {
 			*ret = modes[i].mode;
 			return 0;
@@ -165,7 +166,7 @@ int rr_lockdown_probe_bp(const char *lockdown_path, const char *secureboot_path,
 
 const char *rr_lockdown_name(enum rr_lockdown l)
 {
-	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(modes); i++)
 		if (modes[i].mode == l)
 			return modes[i].name;
 	return "unknown";
@@ -304,7 +305,7 @@ const char *rr_kexec_sig_refusal(const char *out, size_t *ret_len)
 			return p;
 		}
 		if (line_has(p, n, "kexec_file_load failed"))
-			for (size_t i = 0; i < sizeof(sig_errnos) / sizeof(sig_errnos[0]); i++)
+			for (size_t i = 0; i < ARRAY_SIZE(sig_errnos); i++)
 				if (line_has(p, n, strerror(sig_errnos[i]))) {
 					*ret_len = n;
 					return p;

@@ -26,9 +26,24 @@
 #include "pesig.h"
 #include "util.h"
 
-/* rerandd's copy: libcrypto opened when a signature is checked (crypto_dl.h) */
+/* rerandd's copy: libcrypto opened when a signature is checked, through
+ * the table and loader its program gives (pesig_crypto.h) */
 #ifdef RR_CRYPTO_DLOPEN
-#include "crypto_dl.h"
+#include "pesig_crypto.h"
+
+static rr_crypto_load_fn *pesig_crypto_load;
+
+void rr_pesig_use_crypto(const struct rr_crypto *fns, rr_crypto_load_fn *load)
+{
+	pesig_crypto = fns;
+	pesig_crypto_load = load;
+}
+#else
+void rr_pesig_use_crypto(const struct rr_crypto *fns, rr_crypto_load_fn *load)
+{
+	(void)fns;
+	(void)load;
+}
 #endif
 
 RR_DEFINE_CLEANUP_FUNC(BIO *, BIO_free)
@@ -38,18 +53,6 @@ RR_DEFINE_CLEANUP_FUNC(STACK_OF(X509) *, sk_X509_free)
 RR_DEFINE_CLEANUP_FUNC(X509_STORE *, X509_STORE_free)
 RR_DEFINE_CLEANUP_FUNC(X509_STORE_CTX *, X509_STORE_CTX_free)
 
-#define MZ_SIZE              64     /* struct mz_hdr */
-#define MZ_LFANEW            0x3c
-#define COFF_SIZE            24     /* "PE\0\0" + struct pe_hdr */
-#define COFF_MACHINE         4
-#define COFF_NR_SECTIONS     6
-#define COFF_OPT_SIZE        20
-#define OPT_MAGIC_PE32       0x10b
-#define OPT_MAGIC_PE32PLUS   0x20b
-#define OPT_CHECKSUM         64     /* same offset in both formats */
-#define OPT_SIZE_OF_HEADERS  60
-#define DATA_DIR_CERTS       4      /* IMAGE_DIRECTORY_ENTRY_SECURITY */
-#define SECTION_HDR_SIZE     40
 #define WIN_CERT_HDR_SIZE    8
 #define WIN_CERT_REVISION_2  0x0200
 #define WIN_CERT_TYPE_PKCS   0x0002
@@ -82,80 +85,6 @@ ASN1_SEQUENCE(SPC_INDIRECT) = {
 	ASN1_SIMPLE(SPC_INDIRECT, data, SPC_ATTR),
 	ASN1_SIMPLE(SPC_INDIRECT, digest, X509_SIG),
 } static_ASN1_SEQUENCE_END(SPC_INDIRECT)
-
-int rr_pe_parse(const uint8_t *buf, size_t len, const char *name,
-		struct rr_pe_info *ret, struct rr_err *e)
-{
-	struct rr_pe_info pi;
-	uint64_t cursor, opt_size, opt_hdr_size, ndirs_off;
-	uint16_t magic;
-
-	memset(&pi, 0, sizeof(pi));
-	if (len <= MZ_SIZE || buf[0] != 'M' || buf[1] != 'Z')
-		return rr_errf(e, ENOEXEC, "%s: not a PE file (no \"MZ\" header)", name);
-	pi.pe_offset = rr_get32(buf + MZ_LFANEW);
-	if (pi.pe_offset < MZ_SIZE || (uint64_t)pi.pe_offset + COFF_SIZE >= len ||
-	    memcmp(buf + pi.pe_offset, "PE\0\0", 4))
-		return rr_errf(e, ENOEXEC, "%s: not a PE file (no \"PE\" signature at e_lfanew 0x%x)",
-			       name, pi.pe_offset);
-	pi.machine = rr_get16(buf + pi.pe_offset + COFF_MACHINE);
-	pi.nr_sections = rr_get16(buf + pi.pe_offset + COFF_NR_SECTIONS);
-	opt_size = rr_get16(buf + pi.pe_offset + COFF_OPT_SIZE);
-	cursor = (uint64_t)pi.pe_offset + COFF_SIZE;
-	if (cursor + 2 >= len)
-		return rr_errf(e, EBADMSG, "%s: PE optional header is cut off", name);
-	magic = rr_get16(buf + cursor);
-	if (magic == OPT_MAGIC_PE32PLUS) {
-		opt_hdr_size = 112;
-		ndirs_off = 108;
-	} else if (magic == OPT_MAGIC_PE32) {
-		opt_hdr_size = 96;
-		ndirs_off = 92;
-	} else {
-		return rr_errf(e, EBADMSG, "%s: PE optional header magic 0x%x is not PE32 or PE32+",
-			       name, magic);
-	}
-	if (cursor + opt_hdr_size >= len)
-		return rr_errf(e, EBADMSG, "%s: PE optional header is cut off", name);
-	pi.checksum_offset = (uint32_t)(cursor + OPT_CHECKSUM);
-	pi.size_of_headers = rr_get32(buf + cursor + OPT_SIZE_OF_HEADERS);
-	pi.nr_data_dirs = rr_get32(buf + cursor + ndirs_off);
-	cursor += opt_hdr_size;
-	if (cursor >= pi.size_of_headers || pi.size_of_headers >= len)
-		return rr_errf(e, EBADMSG, "%s: PE SizeOfHeaders %u is not between the optional header "
-			       "and the end of the file", name, pi.size_of_headers);
-	if (pi.nr_data_dirs > (pi.size_of_headers - cursor) / 8)
-		return rr_errf(e, EBADMSG, "%s: %u PE data directories run past SizeOfHeaders", name,
-			       pi.nr_data_dirs);
-	/* The kernel finds the section table after the data directories, sbsign
-	 * and firmware through SizeOfOptionalHeader: a file where the two differ
-	 * is hashed differently by each, so it is refused. */
-	if (opt_size != opt_hdr_size + 8ull * pi.nr_data_dirs)
-		return rr_errf(e, EBADMSG, "%s: PE SizeOfOptionalHeader %llu does not match %u data "
-			       "directories (%llu)", name, (unsigned long long)opt_size,
-			       pi.nr_data_dirs,
-			       (unsigned long long)(opt_hdr_size + 8ull * pi.nr_data_dirs));
-	pi.cert_dir_offset = (uint32_t)(cursor + 8 * DATA_DIR_CERTS);
-	cursor += 8ull * pi.nr_data_dirs;
-	pi.sections_offset = (uint32_t)cursor;
-	if (pi.nr_sections > (pi.size_of_headers - cursor) / SECTION_HDR_SIZE)
-		return rr_errf(e, EBADMSG, "%s: %u PE section headers run past SizeOfHeaders", name,
-			       pi.nr_sections);
-	if (pi.nr_data_dirs > DATA_DIR_CERTS) {
-		uint32_t va = rr_get32(buf + pi.cert_dir_offset);
-		uint32_t size = rr_get32(buf + pi.cert_dir_offset + 4);
-
-		if (va && size) {
-			if (va < pi.size_of_headers || size >= len || va > len - size)
-				return rr_errf(e, EBADMSG, "%s: PE certificate table (%u bytes at 0x%x) "
-					       "lies outside the file", name, size, va);
-			pi.cert_offset = va;
-			pi.cert_size = size;
-		}
-	}
-	*ret = pi;
-	return 0;
-}
 
 /* One line of RFC 2253 text, with anything but printable ASCII escaped
  * (names come from the file: they must not reach a terminal or the journal
@@ -261,7 +190,7 @@ static int pe_digest(const uint8_t *buf, size_t len, const struct rr_pe_info *pi
 	ok &= EVP_DigestUpdate(ctx, buf + pi->cert_dir_offset + 8,
 			       pi->size_of_headers - (pi->cert_dir_offset + 8));
 	for (unsigned i = 0; i < pi->nr_sections; i++) {
-		secs[i].hdr = buf + pi->sections_offset + (size_t)i * SECTION_HDR_SIZE;
+		secs[i].hdr = buf + pi->sections_offset + (size_t)i * RR_PE_SECTION_HDR_SIZE;
 		secs[i].index = i;
 	}
 	if (pi->nr_sections)
@@ -313,7 +242,7 @@ static const EVP_MD *spc_digest(const X509_SIG *dinfo, struct rr_pe_sig *sig,
 	X509_SIG_get0(dinfo, &alg, value);
 	X509_ALGOR_get0(&obj, NULL, NULL, alg);
 	nid = OBJ_obj2nid(obj);
-	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(known); i++) {
 		if (known[i].nid == nid) {
 			snprintf(sig->digest, sizeof(sig->digest), "%s", known[i].name);
 			return EVP_get_digestbynid(nid);
@@ -331,6 +260,74 @@ static const EVP_MD *spc_digest(const X509_SIG *dinfo, struct rr_pe_sig *sig,
  * with the certificate the message carries and no chain (PKCS7_NOVERIFY:
  * trust is the kernel's business).  Sets sig->verified or sig->why.
  */
+/* The PE file's digest is the one the SpcIndirectDataContent signs. */
+static int digest_matches(const ASN1_OCTET_STRING *want, const EVP_MD *md, const uint8_t *buf,
+			  size_t len, const struct rr_pe_info *pi, struct rr_pe_sig *sig)
+{
+	uint8_t got[EVP_MAX_MD_SIZE];
+	int r;
+
+	if (want->length != EVP_MD_get_size(md))
+		return not_verified(sig, "the signed %s digest is %d bytes long, not %d", sig->digest,
+				    want->length, EVP_MD_get_size(md));
+	r = pe_digest(buf, len, pi, md, got, sig);
+	if (r < 0 || *sig->why)
+		return r;
+	if (memcmp(got, want->data, (size_t)want->length))
+		return not_verified(sig, "digest mismatch: the file's %s is not the one signed (changed "
+				    "after signing, or another file's signature)", sig->digest);
+	return 0;
+}
+
+/* PKCS7_verify leaks its copy of the content when a digest of the
+ * SignedData is one libcrypto lacks (OpenSSL 3.0): refused here first. */
+static int md_algs_known(PKCS7 *p7, struct rr_pe_sig *sig)
+{
+	char oid[64];
+
+	for (int i = 0; i < sk_X509_ALGOR_num(p7->d.sign->md_algs); i++) {
+		const ASN1_OBJECT *obj;
+
+		X509_ALGOR_get0(&obj, NULL, NULL, sk_X509_ALGOR_value(p7->d.sign->md_algs, i));
+		if (!EVP_get_digestbyobj(obj)) {
+			if (OBJ_obj2txt(oid, sizeof(oid), obj, 1) <= 0)
+				snprintf(oid, sizeof(oid), "?");
+			return not_verified(sig, "unsupported digest algorithm %s in the SignedData", oid);
+		}
+	}
+	return 0;
+}
+
+/* The signature over the content (inner: its value without the SEQUENCE
+ * header, as Authenticode signs it), with the signer's own certificate. */
+static int signature_checks(PKCS7 *p7, const unsigned char *inner, long inner_len,
+			    struct rr_pe_sig *sig)
+{
+	PKCS7 *content = p7->d.sign->contents;
+	ASN1_TYPE *other = content->d.other;
+	BIO *in;
+	int ok;
+
+	in = BIO_new_mem_buf(inner, (int)inner_len);
+	if (!in)
+		return -ENOMEM;
+	/* PKCS7_verify takes outside content only for a detached signature:
+	 * detach the content for the call, then put it back. */
+	content->d.other = NULL;
+	ok = PKCS7_verify(p7, NULL, NULL, in, NULL, PKCS7_NOVERIFY | PKCS7_BINARY);
+	content->d.other = other;
+	BIO_free(in);
+	if (ok != 1) {
+		unsigned long err = ERR_peek_error();   /* the cause, not "signature failure" */
+		const char *reason = err ? ERR_reason_error_string(err) : NULL;
+
+		return not_verified(sig, "bad signature: the PKCS#7 signature does not check with its "
+				    "own certificate (%s)", reason ? reason : "OpenSSL gives no reason");
+	}
+	sig->verified = true;
+	return 0;
+}
+
 static int verify_pkcs7(PKCS7 *p7, const uint8_t *buf, size_t len, const struct rr_pe_info *pi,
 			struct rr_pe_sig *sig)
 {
@@ -340,11 +337,9 @@ static int verify_pkcs7(PKCS7 *p7, const uint8_t *buf, size_t len, const struct 
 	const ASN1_OCTET_STRING *want;
 	const unsigned char *der, *inner;
 	const EVP_MD *md;
-	uint8_t got[EVP_MAX_MD_SIZE];
 	char oid[64] = "";
 	long inner_len;
-	int tag, xclass, r, ok;
-	BIO *in;
+	int tag, xclass, r;
 
 	if (!content || !content->type || OBJ_obj2txt(oid, sizeof(oid), content->type, 1) <= 0 ||
 	    strcmp(oid, OID_SPC_INDIRECT))
@@ -366,20 +361,9 @@ static int verify_pkcs7(PKCS7 *p7, const uint8_t *buf, size_t len, const struct 
 		ASN1_item_free((ASN1_VALUE *)spc, ASN1_ITEM_rptr(SPC_INDIRECT));
 		return 0;
 	}
-	r = 0;
-	if (want->length != EVP_MD_get_size(md)) {
-		r = not_verified(sig, "the signed %s digest is %d bytes long, not %d", sig->digest,
-				 want->length, EVP_MD_get_size(md));
-		goto out;
-	}
-	r = pe_digest(buf, len, pi, md, got, sig);
+	r = digest_matches(want, md, buf, len, pi, sig);
 	if (r < 0 || *sig->why)
 		goto out;
-	if (memcmp(got, want->data, (size_t)want->length)) {
-		r = not_verified(sig, "digest mismatch: the file's %s is not the one signed (changed "
-				 "after signing, or another file's signature)", sig->digest);
-		goto out;
-	}
 	/* Authenticode signs the content's value without its SEQUENCE header
 	 * (the kernel's pkcs7_note_data, osslsigncode): that is what the
 	 * messageDigest attribute covers. */
@@ -390,39 +374,10 @@ static int verify_pkcs7(PKCS7 *p7, const uint8_t *buf, size_t len, const struct 
 		r = not_verified(sig, "the SpcIndirectDataContent's length does not decode");
 		goto out;
 	}
-	/* PKCS7_verify leaks its copy of the content when a digest of the
-	 * SignedData is one libcrypto lacks (OpenSSL 3.0): refused here first */
-	for (int i = 0; i < sk_X509_ALGOR_num(p7->d.sign->md_algs); i++) {
-		const ASN1_OBJECT *obj;
-
-		X509_ALGOR_get0(&obj, NULL, NULL, sk_X509_ALGOR_value(p7->d.sign->md_algs, i));
-		if (!EVP_get_digestbyobj(obj)) {
-			if (OBJ_obj2txt(oid, sizeof(oid), obj, 1) <= 0)
-				snprintf(oid, sizeof(oid), "?");
-			r = not_verified(sig, "unsupported digest algorithm %s in the SignedData", oid);
-			goto out;
-		}
-	}
-	in = BIO_new_mem_buf(inner, (int)inner_len);
-	if (!in) {
-		r = -ENOMEM;
+	r = md_algs_known(p7, sig);
+	if (r < 0 || *sig->why)
 		goto out;
-	}
-	/* PKCS7_verify takes outside content only for a detached signature:
-	 * detach the content for the call, then put it back. */
-	content->d.other = NULL;
-	ok = PKCS7_verify(p7, NULL, NULL, in, NULL, PKCS7_NOVERIFY | PKCS7_BINARY);
-	content->d.other = other;
-	BIO_free(in);
-	if (ok != 1) {
-		unsigned long err = ERR_peek_error();   /* the cause, not "signature failure" */
-		const char *reason = err ? ERR_reason_error_string(err) : NULL;
-
-		r = not_verified(sig, "bad signature: the PKCS#7 signature does not check with its "
-				 "own certificate (%s)", reason ? reason : "OpenSSL gives no reason");
-		goto out;
-	}
-	sig->verified = true;
+	r = signature_checks(p7, inner, inner_len, sig);
 out:
 	ERR_clear_error();
 	ASN1_item_free((ASN1_VALUE *)spc, ASN1_ITEM_rptr(SPC_INDIRECT));
@@ -515,7 +470,10 @@ static int read_pkcs7(const uint8_t *der, size_t der_len, const uint8_t *buf, si
 	int r;
 
 #ifdef RR_CRYPTO_DLOPEN
-	if ((r = rr_crypto_load(name, e)) < 0)
+	if (!pesig_crypto || !pesig_crypto_load)
+		return rr_errf(e, ELIBACC, "%s: cannot check its signature: this program "
+			       "gave no libcrypto to check it with", name);
+	if ((r = pesig_crypto_load(name, e)) < 0)
 		return r;
 #endif
 	p7 = d2i_PKCS7(NULL, &p, (long)der_len);

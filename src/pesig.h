@@ -48,6 +48,8 @@ struct rr_pe_sig {
 /* "verified", "bad" or "none" (unsigned), for JSON and the daemon's state. */
 const char *rr_pe_sig_state(const struct rr_pe_sig *sig);
 
+/* The size of one PE section header (struct section_header). */
+#define RR_PE_SECTION_HDR_SIZE 40
 /*
  * Parse the DOS, PE and optional headers with every read bounded.  Returns 0
  * and fills ret for a PE32+ file, -ENOEXEC when there is no "MZ"/"PE\0\0"
@@ -93,5 +95,16 @@ int rr_pe_sig_read(const uint8_t *buf, size_t len, const char *name,
 int rr_pe_sig_read_trust(const uint8_t *buf, size_t len, const char *name, const uint8_t *trust,
 			 size_t trust_len, const char *trust_name, struct rr_pe_sig *ret,
 			 struct rr_err *e);
+
+/*
+ * For the copy of this code built without libcrypto (RR_CRYPTO_DLOPEN,
+ * pesig_crypto.h): fns, the table of libcrypto's functions, which load
+ * fills on first use (0, or <0 with e naming what (for) wanted it).  The
+ * signature checks call load before anything of fns; without a call of
+ * this they fail with -ELIBACC.  The copy linked to libcrypto ignores it.
+ */
+struct rr_crypto;
+typedef int rr_crypto_load_fn(const char *what, struct rr_err *e);
+void rr_pesig_use_crypto(const struct rr_crypto *fns, rr_crypto_load_fn *load);
 
 #endif

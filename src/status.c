@@ -13,6 +13,7 @@
 #include "jsonout.h"
 #include "kernel.h"
 #include "status.h"
+#include "util.h"
 
 int rr_status_parse(const void *data, size_t len, const char *name,
 		    struct rerand_status *ret, struct rr_err *e)
@@ -117,7 +118,7 @@ void rr_status_sources(uint32_t mask, char *buf, size_t len)
 	size_t used = 0;
 
 	buf[0] = 0;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
 		if (!(mask & names[i].bit))
 			continue;
 		int n = snprintf(buf + used, len - used, "%s%s", used ? "+" : "", names[i].name);

@@ -13,7 +13,6 @@
 #include "uki.h"
 #include "util.h"
 
-#define SECTION_HDR_SIZE   40
 #define SEC_VIRTUAL_SIZE   8
 #define SEC_RAW_SIZE       16
 #define SEC_RAW_POINTER    20
@@ -58,7 +57,7 @@ bool rr_uki_probe(const uint8_t *buf, size_t len)
 	if (rr_pe_parse(buf, len, "", &pi, NULL) < 0)
 		return false;
 	for (unsigned i = 0; i < pi.nr_sections; i++)
-		if (part_of(buf + pi.sections_offset + (size_t)i * SECTION_HDR_SIZE) == RR_UKI_LINUX)
+		if (part_of(buf + pi.sections_offset + (size_t)i * RR_PE_SECTION_HDR_SIZE) == RR_UKI_LINUX)
 			return true;
 	return false;
 }
@@ -99,7 +98,7 @@ int rr_uki_parse(const uint8_t *buf, size_t len, const char *name, struct rr_uki
 	if (!rg)
 		return rr_errf(e, ENOMEM, "%s: out of memory", name);
 	for (unsigned i = 0; i < pi.nr_sections; i++) {
-		const uint8_t *h = buf + pi.sections_offset + (size_t)i * SECTION_HDR_SIZE;
+		const uint8_t *h = buf + pi.sections_offset + (size_t)i * RR_PE_SECTION_HDR_SIZE;
 		uint64_t vsize = rr_get32(h + SEC_VIRTUAL_SIZE);
 		uint64_t raw = rr_get32(h + SEC_RAW_SIZE), at = rr_get32(h + SEC_RAW_POINTER);
 		int p = part_of(h);

@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "fleet.h"
+#include "util.h"
 
 #define DUR_MAX_MS (INT64_C(1) << 40)         /* 34 years: far beyond any key's range */
 
@@ -53,10 +54,10 @@ int config_parse_duration_ms(const char *s, int64_t *ret)
 			ul++;
 		if (ul) {
 			size_t i;
-			for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			for (i = 0; i < ARRAY_SIZE(units); i++)
 				if (strlen(units[i].u) == ul && !strncasecmp(s, units[i].u, ul))
 					break;
-			if (i == sizeof(units) / sizeof(units[0]))
+			if (i == ARRAY_SIZE(units))
 				return -EINVAL;
 			mult = units[i].ms;
 			s += ul;
@@ -102,7 +103,7 @@ const char *config_format_duration_ms(int64_t ms, char *out, size_t len)
 		return out;
 	}
 	out[0] = 0;
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]) && o < len; i++)
+	for (size_t i = 0; i < ARRAY_SIZE(parts) && o < len; i++)
 		if (ms / parts[i].n) {
 			o += (size_t)snprintf(out + o, len - o, "%s%" PRId64 "%s", o ? " " : "",
 					      ms / parts[i].n, parts[i].u);

@@ -57,9 +57,16 @@ struct fleet_config {
 
 /* ---- fleet_config.c ------------------------------------------------------ */
 void fleet_config_defaults(struct fleet_config *c);
-/* One key of [Fleet]: 0, or -EINVAL/-ENOENT (unknown key) with a message in err. */
+/* One key of [Fleet]: 0, 1 when KEY matched a name only with its case
+ * ignored (taken: rerand 0.1 took any case; the caller warns), or
+ * -EINVAL/-ENOENT (unknown key) with a message in err. */
 int fleet_config_set(struct fleet_config *c, const char *key, const char *value,
 		     char *err, size_t errlen);
+/* The [Fleet] keys in rerand.conf's order (the old names aside): the name
+ * of key i (NULL past the last), and its value in c as a file has it. */
+#define FLEET_NR_KEYS 22
+const char *fleet_config_key(size_t i);
+void fleet_config_get(const struct fleet_config *c, size_t i, char *out, size_t len);
 /* The key a deprecated [Fleet] key name stands for (RetryBaseMSec ->
  * RetryBase), or NULL.  fleet_config_set() takes both. */
 const char *fleet_config_alias(const char *key);

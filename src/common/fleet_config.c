@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* [Fleet] settings, the host's identity, and the pure timing helpers: shared by
- * rerandd (which parses the configuration) and rerand-fleetd (which is handed it). */
-#include <arpa/inet.h>
+/* [Fleet] settings and the host's identity: shared by rerandd (which parses
+ * the configuration) and rerand-fleetd (which is handed it).  The URLs they
+ * name are fleet_url.c's. */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -13,6 +13,7 @@
 
 #include "cleanup.h"
 #include "fleet.h"
+#include "util.h"
 #include "kernel.h"          /* struct rr_err, rr_read_text() */
 
 /* ---- config ---------------------------------------------------------------- */
@@ -131,155 +132,6 @@ static int parse_msec(const char *key, const char *v, bool legacy, int64_t *ret,
 	}
 	*ret = x;
 	return 0;
-}
-
-/* ---- the lock servers' URLs -------------------------------------------------
- * A strict subset of URL syntax on which curl's parser cannot read another
- * host than this one: [http[s]://]HOST[:PORT][/PATH], HOST a name of
- * [A-Za-z0-9._-], a dotted-quad IPv4 address or a bracketed IPv6 one, PATH of
- * [A-Za-z0-9._~/-].  User info, queries, fragments, percent-encoding and
- * every other character are refused: "http://127.0.0.1:2379@etcd.example"
- * sends to etcd.example.  rerand-fleetd parses each URL with curl's own
- * parser too before it uses it (fleetd/fleet_url.c). */
-
-static bool host_char(char ch)
-{
-	return isalnum((unsigned char)ch) || ch == '.' || ch == '-' || ch == '_';
-}
-
-static bool path_char(char ch)
-{
-	return isalnum((unsigned char)ch) || strchr("-._~/", ch);
-}
-
-#define URL_BAD(...) do { snprintf(err, errlen, __VA_ARGS__); return -EINVAL; } while (0)
-
-int fleet_url_parse(const char *key, const char *url, bool need_scheme, bool has_ca,
-		    struct fleet_url *u, char *err, size_t errlen)
-{
-	const char *sep = strstr(url, "://"), *a, *p, *e;
-	size_t n;
-
-	memset(u, 0, sizeof(*u));
-	if (!*url)
-		URL_BAD("%s=: empty URL", key);
-	if (strlen(url) >= FLEET_STR)
-		URL_BAD("%s=%.40s...: too long (at most %d bytes)", key, url, FLEET_STR - 1);
-	/* the specific refusals first, wherever they are */
-	if (strchr(url, '#'))
-		URL_BAD("%s=%s: a fragment (#...) is not accepted in a lock server URL", key, url);
-	if (strchr(url, '?'))
-		URL_BAD("%s=%s: a query (?...) is not accepted: the request path is appended to "
-			"the URL", key, url);
-	if (strchr(url, '@'))
-		URL_BAD("%s=%s: user info (user@ or user:password@) is not accepted: curl would "
-			"connect to the host after the '@'; give etcd's user with User= and "
-			"PasswordFile=", key, url);
-	if (strchr(url, '%'))
-		URL_BAD("%s=%s: percent-encoding (%%XX) is not accepted in a lock server URL",
-			key, url);
-	if (sep) {
-		n = (size_t)(sep - url);
-		if (n == 4 && !strncmp(url, "http", 4))
-			u->https = false;
-		else if (n == 5 && !strncmp(url, "https", 5))
-			u->https = true;
-		else
-			URL_BAD("%s=%s: only http:// and https:// are supported (lower case)", key, url);
-		u->has_scheme = true;
-		a = sep + 3;
-	} else if (need_scheme) {
-		URL_BAD("%s=%s: want an http:// or https:// URL", key, url);
-	} else {
-		u->https = has_ca;          /* a bare host:port: https with CACert= */
-		a = url;
-	}
-	/* the authority: up to the path */
-	p = a + strcspn(a, "/");
-	if (*a == '[') {
-		char v6[INET6_ADDRSTRLEN + 1];
-		struct in6_addr a6;
-
-		e = memchr(a, ']', (size_t)(p - a));
-		if (!e || (size_t)(e - a - 1) >= sizeof(v6))
-			URL_BAD("%s=%s: an IPv6 address wants [ADDRESS] (no zone)", key, url);
-		snprintf(v6, sizeof(v6), "%.*s", (int)(e - a - 1), a + 1);
-		if (inet_pton(AF_INET6, v6, &a6) != 1)
-			URL_BAD("%s=%s: [%s] is not an IPv6 address", key, url, v6);
-		e++;
-	} else {
-		for (e = a; e < p && host_char(*e); e++)
-			;
-		if (e == a)
-			URL_BAD("%s=%s: no host name", key, url);
-		if (e < p && *e != ':')
-			URL_BAD("%s=%s: the character '%c' is not accepted in a host name (want "
-				"[A-Za-z0-9._-], an IPv4 address or [IPv6])", key, url,
-				isprint((unsigned char)*e) ? *e : '?');
-		/* a name whose last label starts with a digit is an address to curl
-		 * (127.1, 0x7f.1, 2130706433 are all 127.0.0.1): only the dotted quad */
-		const char *last = a;
-		for (const char *q = a; q < e; q++)
-			if (*q == '.' && q + 1 < e)
-				last = q + 1;
-		if (isdigit((unsigned char)*last)) {
-			char v4[INET_ADDRSTRLEN + 1];
-			struct in_addr a4;
-
-			if ((size_t)(e - a) >= sizeof(v4))
-				URL_BAD("%s=%s: %.*s is not a dotted-quad IPv4 address", key, url,
-					(int)(e - a), a);
-			snprintf(v4, sizeof(v4), "%.*s", (int)(e - a), a);
-			if (inet_pton(AF_INET, v4, &a4) != 1)
-				URL_BAD("%s=%s: %s is not a dotted-quad IPv4 address (a.b.c.d, decimal)",
-					key, url, v4);
-		}
-	}
-	if ((size_t)(e - a) >= sizeof(u->host))
-		URL_BAD("%s=%s: the host name is too long", key, url);
-	snprintf(u->host, sizeof(u->host), "%.*s", (int)(e - a), a);
-	if (e < p) {
-		unsigned long port = 0;
-		const char *d = e + 1;
-
-		if (*e != ':' || d == p || (size_t)(p - d) > 5 ||
-		    strspn(d, "0123456789") != (size_t)(p - d))
-			URL_BAD("%s=%s: want HOST:PORT with a port number after the ':'", key, url);
-		port = strtoul(d, NULL, 10);
-		if (port < 1 || port > 65535)
-			URL_BAD("%s=%s: port %lu is not 1 to 65535", key, url, port);
-		u->port = (unsigned)port;
-	}
-	for (const char *q = p; *q; q++)
-		if (!path_char(*q))
-			URL_BAD("%s=%s: the character '%c' is not accepted in the path (want "
-				"[A-Za-z0-9._~/-])", key, url, isprint((unsigned char)*q) ? *q : '?');
-	return 0;
-}
-#undef URL_BAD
-
-bool fleet_host_loopback(const char *host)
-{
-	struct in6_addr a6;
-	struct in_addr a4;
-	size_t n = strlen(host);
-
-	/* "localhost", which curl resolves to loopback itself without asking DNS;
-	 * by address otherwise (a name like 127.example.org is not) */
-	if (!strcasecmp(host, "localhost"))
-		return true;
-	if (inet_pton(AF_INET, host, &a4) == 1)
-		return (ntohl(a4.s_addr) >> 24) == 127;
-	if (n > 2 && host[0] == '[' && host[n - 1] == ']') {
-		char v6[INET6_ADDRSTRLEN + 1];
-
-		if (n - 2 >= sizeof(v6))
-			return false;
-		snprintf(v6, sizeof(v6), "%.*s", (int)(n - 2), host + 1);
-		if (inet_pton(AF_INET6, v6, &a6) == 1)
-			return IN6_IS_ADDR_LOOPBACK(&a6);
-	}
-	return false;
 }
 
 static int set_endpoints(struct fleet_config *c, const char *v, char *err, size_t errlen)
@@ -452,48 +304,89 @@ static int check_helper(const char *value, char *err, size_t errlen)
 	return 0;
 }
 
-/* How each key is stored: by its own function, as a checked string, or as a
- * duration in seconds or milliseconds, in the field at off. */
+/* The values of the keys stored by their own function, as a file has them. */
+static void get_backend(const struct fleet_config *c, char *out, size_t len)
+{
+	snprintf(out, len, "%s", fleet_backend_name(c->backend));
+}
+
+static void get_endpoints(const struct fleet_config *c, char *out, size_t len)
+{
+	size_t o = 0;
+
+	out[0] = 0;
+	for (unsigned i = 0; i < c->nr_endpoints && o < len; i++)
+		o += (size_t)snprintf(out + o, len - o, "%s%s", i ? "," : "", c->endpoints[i]);
+}
+
+static void get_allow_plaintext(const struct fleet_config *c, char *out, size_t len)
+{
+	snprintf(out, len, "%s", c->allow_plaintext ? "yes" : "no");
+}
+
+static void get_max_concurrent(const struct fleet_config *c, char *out, size_t len)
+{
+	snprintf(out, len, "%u", c->max_concurrent);
+}
+
+static void get_breaker_failures(const struct fleet_config *c, char *out, size_t len)
+{
+	snprintf(out, len, "%u", c->breaker_failures);
+}
+
+static void get_breaker_window(const struct fleet_config *c, char *out, size_t len)
+{
+	config_format_duration(c->breaker_window, out, len);
+}
+
+/* How each key is stored: by its own functions, as a checked string, or as
+ * a duration in seconds or milliseconds, in the field at off. */
 enum fleet_key_kind { FK_FN, FK_STR, FK_SECONDS, FK_MSEC, FK_MSEC_LEGACY };
 
+/* Every [Fleet] key, once, in rerand.conf's order: fleet_config_set() parses
+ * with it, fleet_config_each() hands the helper the values from it, and
+ * rerandd's --dump-config, origins and "did you mean" read it through
+ * fleet_config_key().  The old names come last (fleet_config_alias()). */
 struct fleet_key {
 	const char *name;
 	enum fleet_key_kind kind;
 	size_t off, size;
 	int (*set)(struct fleet_config *c, const char *value, char *err, size_t errlen);
+	void (*get)(const struct fleet_config *c, char *out, size_t len);
 	int (*check)(const char *value, char *err, size_t errlen);
+	bool local;                       /* rerandd's alone: not handed to the helper */
 };
 
 #define FK_FIELD(field) offsetof(struct fleet_config, field), \
 	sizeof(((struct fleet_config *)0)->field)
-#define KEY_FN(name, fn)            { name, FK_FN, 0, 0, fn, NULL }
-#define KEY_STR(name, field, check) { name, FK_STR, FK_FIELD(field), NULL, check }
-#define KEY_SECONDS(name, field)    { name, FK_SECONDS, FK_FIELD(field), NULL, NULL }
-#define KEY_MSEC(name, field)       { name, FK_MSEC, FK_FIELD(field), NULL, NULL }
-#define KEY_MSEC_LEGACY(name, field) { name, FK_MSEC_LEGACY, FK_FIELD(field), NULL, NULL }
+#define KEY_FN(name, set, get)      { name, FK_FN, 0, 0, set, get, NULL, false }
+#define KEY_STR(name, field, check) { name, FK_STR, FK_FIELD(field), NULL, NULL, check, false }
+#define KEY_SECONDS(name, field)    { name, FK_SECONDS, FK_FIELD(field), NULL, NULL, NULL, false }
+#define KEY_MSEC(name, field)       { name, FK_MSEC, FK_FIELD(field), NULL, NULL, NULL, false }
+#define KEY_MSEC_LEGACY(name, field) { name, FK_MSEC_LEGACY, FK_FIELD(field), NULL, NULL, NULL, false }
 static const struct fleet_key fleet_keys[] = {
-	KEY_FN("Backend", set_backend),
+	KEY_FN("Backend", set_backend, get_backend),
 	KEY_STR("Group", group, check_group),
-	KEY_FN("Endpoints", set_endpoints),
+	KEY_FN("Endpoints", set_endpoints, get_endpoints),
 	KEY_STR("CACert", ca_cert, NULL),
 	KEY_STR("Cert", cert, NULL),
 	KEY_STR("Key", key, NULL),
 	KEY_STR("User", user, check_user),
 	KEY_STR("PasswordFile", password_file, check_password_file),
-	KEY_FN("AllowPlaintext", set_allow_plaintext),
+	KEY_FN("AllowPlaintext", set_allow_plaintext, get_allow_plaintext),
+	KEY_FN("MaxConcurrent", set_max_concurrent, get_max_concurrent),
+	KEY_SECONDS("LockTTL", lock_ttl),
+	KEY_SECONDS("DownTTL", down_ttl),
 	KEY_STR("URL", url, check_url),
 	KEY_STR("MachineIDFile", machine_id, NULL),
 	KEY_STR("ID", id, check_id),
 	KEY_STR("InstallID", install_id, check_install_id),
-	KEY_FN("MaxConcurrent", set_max_concurrent),
-	KEY_SECONDS("LockTTL", lock_ttl),
-	KEY_SECONDS("DownTTL", down_ttl),
 	KEY_SECONDS("Timeout", timeout),
-	KEY_FN("BreakerFailures", set_breaker_failures),
-	KEY_FN("BreakerWindowSec", set_breaker_window),
 	KEY_MSEC("RetryBase", retry_base_ms),
 	KEY_MSEC("RetryMax", retry_max_ms),
-	KEY_STR("HelperSocket", helper, check_helper),
+	{ "HelperSocket", FK_STR, FK_FIELD(helper), NULL, NULL, check_helper, true },
+	KEY_FN("BreakerFailures", set_breaker_failures, get_breaker_failures),
+	KEY_FN("BreakerWindowSec", set_breaker_window, get_breaker_window),
 	/* the old names (fleet_config_alias()), after the new ones */
 	KEY_MSEC_LEGACY("RetryBaseMSec", retry_base_ms),
 	KEY_MSEC_LEGACY("RetryMaxMSec", retry_max_ms),
@@ -504,6 +397,35 @@ static const struct fleet_key fleet_keys[] = {
 #undef KEY_STR
 #undef KEY_FN
 #undef FK_FIELD
+_Static_assert(ARRAY_SIZE(fleet_keys) - 2 == FLEET_NR_KEYS, "FLEET_NR_KEYS is the table's current names");
+
+const char *fleet_config_key(size_t i)
+{
+	return i < FLEET_NR_KEYS ? fleet_keys[i].name : NULL;
+}
+
+void fleet_config_get(const struct fleet_config *c, size_t i, char *out, size_t len)
+{
+	const struct fleet_key *k = &fleet_keys[i < FLEET_NR_KEYS ? i : 0];
+	const char *field = (const char *)c + k->off;
+
+	switch (k->kind) {
+	case FK_FN:
+		k->get(c, out, len);
+		return;
+	case FK_STR:
+		snprintf(out, len, "%s", field);
+		return;
+	case FK_SECONDS:
+		config_format_duration(*(const int64_t *)field, out, len);
+		return;
+	case FK_MSEC:
+	case FK_MSEC_LEGACY:
+		/* durations as every duration is printed: what the parser reads back */
+		config_format_duration_ms(*(const int64_t *)field, out, len);
+		return;
+	}
+}
 
 const char *fleet_config_alias(const char *key)
 {
@@ -514,46 +436,45 @@ const char *fleet_config_alias(const char *key)
 	return NULL;
 }
 
+/* Keys are case-sensitive in every section; for compatibility with rerand
+ * 0.1, which took [Fleet] keys in any case, a key that matches only when
+ * case is ignored is taken and 1 returned, for the caller to warn. */
 int fleet_config_set(struct fleet_config *c, const char *key, const char *value, char *err,
 		     size_t errlen)
 {
-	for (size_t i = 0; i < sizeof(fleet_keys) / sizeof(fleet_keys[0]); i++) {
-		const struct fleet_key *k = &fleet_keys[i];
-		char *field = (char *)c + k->off;
-		int r;
+	const struct fleet_key *k = NULL;
+	int r = -EINVAL;
 
-		if (strcasecmp(key, k->name))
-			continue;
-		switch (k->kind) {
-		case FK_FN:
-			return k->set(c, value, err, errlen);
-		case FK_STR:
-			r = k->check ? k->check(value, err, errlen) : 0;
-			return r < 0 ? r : set_str(field, k->size, k->name, value, err, errlen);
-		case FK_SECONDS:
-			return parse_seconds(k->name, value, (int64_t *)field, err, errlen);
-		case FK_MSEC:
-		case FK_MSEC_LEGACY:
-			return parse_msec(k->name, value, k->kind == FK_MSEC_LEGACY, (int64_t *)field,
-					  err, errlen);
-		}
+	for (size_t i = 0; !k && i < ARRAY_SIZE(fleet_keys); i++)
+		if (!strcmp(key, fleet_keys[i].name))
+			k = &fleet_keys[i];
+	for (size_t i = 0; !k && i < ARRAY_SIZE(fleet_keys); i++)
+		if (!strcasecmp(key, fleet_keys[i].name))
+			k = &fleet_keys[i];
+	if (!k) {
+		snprintf(err, errlen, "unknown key %s= in [Fleet]", key);
+		return -ENOENT;
 	}
-	snprintf(err, errlen, "unknown key %s= in [Fleet]", key);
-	return -ENOENT;
-}
-
-bool fleet_url_plaintext_remote(const char *url, bool has_ca, char *host, size_t hlen)
-{
-	struct fleet_url u;
-	char err[FLEET_MSG_MAX];
-
-	/* what does not parse is not known to be safe */
-	if (fleet_url_parse("URL", url, false, has_ca, &u, err, sizeof(err)) < 0) {
-		snprintf(host, hlen, "%s", url);
-		return true;
+	char *field = (char *)c + k->off;
+	switch (k->kind) {
+	case FK_FN:
+		r = k->set(c, value, err, errlen);
+		break;
+	case FK_STR:
+		r = k->check ? k->check(value, err, errlen) : 0;
+		if (r >= 0)
+			r = set_str(field, k->size, k->name, value, err, errlen);
+		break;
+	case FK_SECONDS:
+		r = parse_seconds(k->name, value, (int64_t *)field, err, errlen);
+		break;
+	case FK_MSEC:
+	case FK_MSEC_LEGACY:
+		r = parse_msec(k->name, value, k->kind == FK_MSEC_LEGACY, (int64_t *)field, err,
+			       errlen);
+		break;
 	}
-	snprintf(host, hlen, "%s", u.host);
-	return !u.https && !fleet_host_loopback(u.host);
+	return r < 0 ? r : strcmp(key, k->name) ? 1 : 0;
 }
 
 static int check_plaintext(const struct fleet_config *c, const char *key, const char *url,
@@ -657,95 +578,20 @@ int fleet_read_identity(const char *path, char *out, size_t len, char *err, size
 	return 0;
 }
 
-/* ---- pure helpers ------------------------------------------------------------ */
-
-size_t fleet_holder_machine_len(const char *holder)
-{
-	const char *s = strchr(holder, FLEET_ID_SEP);
-
-	return s ? (size_t)(s - holder) : strlen(holder);
-}
-
-int64_t fleet_backoff_ms(unsigned attempt, int64_t base_ms, int64_t cap_ms, uint64_t rnd)
-{
-	int64_t d = base_ms > 0 ? base_ms : 1;
-	int64_t half;
-
-	if (cap_ms < d)
-		cap_ms = d;
-	for (unsigned i = 0; i < attempt && d < cap_ms; i++)
-		d = d > cap_ms / 2 ? cap_ms : d * 2;
-	if (d > cap_ms)
-		d = cap_ms;
-	half = d / 2;
-	return half + (int64_t)(rnd % (uint64_t)(d - half + 1));
-}
-
-int64_t fleet_spread_start(int64_t now, int64_t start, int64_t end, uint64_t rnd)
-{
-	int64_t from = now > start ? now : start;
-	int64_t span;
-
-	if (end <= from)
-		return 0;
-	span = (end - from) / 2;
-	if (span <= 0)
-		return from;
-	return from + (int64_t)(rnd % (uint64_t)span);
-}
-
-const char *fleet_state_name(enum fleet_state s)
-{
-	switch (s) {
-	case FLEET_ST_DISABLED: return "disabled";
-	case FLEET_ST_IDLE: return "idle";
-	case FLEET_ST_WAITING: return "waiting";
-	case FLEET_ST_HELD: return "held";
-	case FLEET_ST_ERROR: return "error";
-	}
-	return "?";
-}
-
 /* The helper is handed the settings as the same KEY=VALUE pairs a file has, and
  * parses them with fleet_config_set(): one parser, one set of checks. */
 int fleet_config_each(const struct fleet_config *c,
 		      int (*fn)(const char *key, const char *value, void *ud), void *ud)
 {
-	char eps[FLEET_MAX_ENDPOINTS * (FLEET_STR + 1)] = "", num[64];
-	size_t o = 0;
+	char v[FLEET_MAX_ENDPOINTS * (FLEET_STR + 1)];
 	int r;
 
-	for (unsigned i = 0; i < c->nr_endpoints; i++)
-		o += (size_t)snprintf(eps + o, sizeof(eps) - o, "%s%s", i ? "," : "", c->endpoints[i]);
-#define KV(k, v) do { if ((r = fn(k, v, ud)) < 0) return r; } while (0)
-#define KN(k, fmt, v) do { snprintf(num, sizeof(num), fmt, v); KV(k, num); } while (0)
-	/* durations as every duration is printed: what the parser reads back */
-#define KD(k, v) KV(k, config_format_duration(v, num, sizeof(num)))
-#define KDMS(k, v) KV(k, config_format_duration_ms(v, num, sizeof(num)))
-	KV("Backend", fleet_backend_name(c->backend));
-	KV("Group", c->group);
-	KV("Endpoints", eps);
-	KV("CACert", c->ca_cert);
-	KV("Cert", c->cert);
-	KV("Key", c->key);
-	KV("User", c->user);
-	KV("PasswordFile", c->password_file);
-	KV("AllowPlaintext", c->allow_plaintext ? "yes" : "no");
-	KN("MaxConcurrent", "%u", c->max_concurrent);
-	KD("LockTTL", c->lock_ttl);
-	KD("DownTTL", c->down_ttl);
-	KV("URL", c->url);
-	KV("MachineIDFile", c->machine_id);
-	KV("ID", c->id);
-	KV("InstallID", c->install_id);
-	KD("Timeout", c->timeout);
-	KDMS("RetryBase", c->retry_base_ms);
-	KDMS("RetryMax", c->retry_max_ms);
-	KN("BreakerFailures", "%u", c->breaker_failures);
-	KD("BreakerWindowSec", c->breaker_window);
-#undef KDMS
-#undef KD
-#undef KN
-#undef KV
+	for (size_t i = 0; i < FLEET_NR_KEYS; i++) {
+		if (fleet_keys[i].local)
+			continue;
+		fleet_config_get(c, i, v, sizeof(v));
+		if ((r = fn(fleet_keys[i].name, v, ud)) < 0)
+			return r;
+	}
 	return 0;
 }

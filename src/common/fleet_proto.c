@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fleet.h"
+#include "util.h"
 
 static const char *const verbs[] = {
 	[FLEET_V_OPEN] = "open", [FLEET_V_ACQUIRE] = "acquire", [FLEET_V_REFRESH] = "refresh",
@@ -18,11 +19,10 @@ static const char *const verbs[] = {
 	[FLEET_V_FAILED] = "failed", [FLEET_V_BREAKER] = "breaker",
 	[FLEET_V_CLEAR_BREAKER] = "clear-breaker",
 };
-#define NR_VERBS (sizeof(verbs) / sizeof(verbs[0]))
 
 const char *fleet_verb_name(enum fleet_verb v)
 {
-	return (unsigned)v < NR_VERBS && verbs[v] ? verbs[v] : "?";
+	return (unsigned)v < ARRAY_SIZE(verbs) && verbs[v] ? verbs[v] : "?";
 }
 
 /* ---- fields ------------------------------------------------------------------ */
@@ -227,7 +227,7 @@ int fleet_proto_parse_request(const char *line, size_t len, struct fleet_request
 	    get_field(&r, verb, sizeof(verb)) < 0)
 		return -EBADMSG;
 	q->seq = (uint32_t)seq;
-	for (unsigned v = 1; v < NR_VERBS; v++)
+	for (unsigned v = 1; v < ARRAY_SIZE(verbs); v++)
 		if (verbs[v] && !strcmp(verb, verbs[v]))
 			q->verb = (enum fleet_verb)v;
 	switch (q->verb) {
@@ -335,4 +335,53 @@ int fleet_proto_parse_reply(const char *line, size_t len, struct fleet_reply *p)
 	if (r.p < r.end)
 		return -EBADMSG;
 	return 0;
+}
+
+/* ---- pure helpers: identities, back-off, spread, state names -------------- */
+
+size_t fleet_holder_machine_len(const char *holder)
+{
+	const char *s = strchr(holder, FLEET_ID_SEP);
+
+	return s ? (size_t)(s - holder) : strlen(holder);
+}
+
+int64_t fleet_backoff_ms(unsigned attempt, int64_t base_ms, int64_t cap_ms, uint64_t rnd)
+{
+	int64_t d = base_ms > 0 ? base_ms : 1;
+	int64_t half;
+
+	if (cap_ms < d)
+		cap_ms = d;
+	for (unsigned i = 0; i < attempt && d < cap_ms; i++)
+		d = d > cap_ms / 2 ? cap_ms : d * 2;
+	if (d > cap_ms)
+		d = cap_ms;
+	half = d / 2;
+	return half + (int64_t)(rnd % (uint64_t)(d - half + 1));
+}
+
+int64_t fleet_spread_start(int64_t now, int64_t start, int64_t end, uint64_t rnd)
+{
+	int64_t from = now > start ? now : start;
+	int64_t span;
+
+	if (end <= from)
+		return 0;
+	span = (end - from) / 2;
+	if (span <= 0)
+		return from;
+	return from + (int64_t)(rnd % (uint64_t)span);
+}
+
+const char *fleet_state_name(enum fleet_state s)
+{
+	switch (s) {
+	case FLEET_ST_DISABLED: return "disabled";
+	case FLEET_ST_IDLE: return "idle";
+	case FLEET_ST_WAITING: return "waiting";
+	case FLEET_ST_HELD: return "held";
+	case FLEET_ST_ERROR: return "error";
+	}
+	return "?";
 }

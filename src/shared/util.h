@@ -5,6 +5,16 @@
 
 #include <stdint.h>
 
+/* The number of elements of array a, the one way to say it everywhere; a
+ * pointer instead of an array (a parameter declared a[]) does not compile:
+ * the bit-field's width is then -1. */
+#define ARRAY_SIZE(a)                                                                     \
+	(sizeof(a) / sizeof((a)[0]) +                                                     \
+	 0 * sizeof(struct {                                                              \
+		 int rr_not_an_array : 1 - 2 * __builtin_types_compatible_p(__typeof__(a), \
+									   __typeof__(&(a)[0])); \
+	 }))
+
 /* Non-overlapping copy, 8 bytes at a time (the stage copies whole kernel
  * segments with it when they are stored raw). */
 static inline void rr_memcpy(void *d, const void *s, uint64_t n)

@@ -145,13 +145,13 @@ fi
 
 # --- the sample output -------------------------------------------------------
 # Its field names are the ones rerandd's status and rerand verify print
-# (daemon/control.c, kexec/cmd_verify.c), and it shows no address.
+# (daemon/status_text.c, kexec/cmd_verify.c), and it shows no address.
 if [ -s "$tmp/output" ]; then
 	bad=()
 	while IFS= read -r l; do
 		f=${l%%:*}
 		[ "$f" = "$l" ] && continue
-		grep -rqF "\"$f:" "$top/daemon/control.c" "$top/kexec/cmd_verify.c" "$top/src/status.c" || bad+=("$f")
+		grep -rqF "\"$f:" "$top/daemon/status_text.c" "$top/kexec/cmd_verify.c" "$top/src/status.c" || bad+=("$f")
 	done <"$tmp/output"
 	check "the README's sample output uses only field names the programs print${bad:+ (not printed: ${bad[*]})}" \
 		[ ${#bad[@]} -eq 0 ]

@@ -14,15 +14,26 @@
 #   next_entry = a recovery entry: nothing staged (unloaded), and
 #     `rerand status` (text and JSON) says why.
 #   next_entry consumed (GRUB clears it at boot): the older again.
+#   one-shot cleared: grub-reboot "1>0", `rerand now` (RebootCommand= a
+#     recorder that succeeds), the attempt written down with the one-shot
+#     choice; rerandd stopped, then the kexec boot simulated (a new boot_id,
+#     SetupData= with the stage's "randomized" record): confirmed, and GRUB's
+#     real grub-editenv (grub-common) has removed next_entry from grubenv,
+#     saved_entry kept, status (text, JSON) and journal say so; the default
+#     (older) kernel is staged again.
+#   one-shot left: the same reboot, but the next boot is the firmware's (no
+#     stage record): next_entry is left for GRUB to take, and status says so.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/lib/rerandd.sh"
 rerandd_test bootnext
 
-plan 9
+plan 21
 rerandd_need_bins
 rerandd_need_builder
 command -v python3 >/dev/null || bail "python3 is needed to write a grubenv block"
+GE=/usr/bin/grub-editenv
+[ -x "$GE" ] || bail "$GE is needed (apt-get install grub-common): rerandd clears next_entry with it"
 rerandd_kernel
 OLD=$KERNEL
 NEW=$(ls "$kdir"/vmlinuz-6.1[2-9]*-cloud-amd64 2>/dev/null | tail -1)
@@ -100,4 +111,60 @@ check "the journal says a reboot goes through the firmware" grep -q "nothing sta
 
 genv "saved_entry=0" "next_entry="
 check "next_entry consumed: the older kernel staged again" wait_for 60 staged_is "$old_rel"
+
+# ---- a kexec into a one-shot choice, then confirmed: rerandd clears it ----------------------
+# rec-reboot DIR: a RebootCommand that records and succeeds (nothing reboots)
+printf '#!/bin/sh\necho REBOOT >>"$1/reboot-called"\nexit 0\n' >"$hd/rec-reboot"
+chmod 0755 "$hd/rec-reboot"
+sed -i "s|^RebootCommand=.*|RebootCommand=$hd/rec-reboot $hd|" "$hd/rerand.conf"
+printf '\n[Paths]\nGrubEditenv=%s\n' "$GE" >"$hd/conf.d/50-editenv.conf"
+stop_rerandd() {
+	kill -TERM "$(cat "$hd/pid")"
+	wait_for 30 bash -c "! kill -0 $(cat "$hd/pid") 2>/dev/null" || bail "rerandd did not stop"
+}
+# new_boot SETUP_DATA: the next boot's fixtures (a new boot_id, a kernel
+# started 20 s ago), SetupData= SETUP_DATA, and rerandd started on them
+new_boot() {
+	cat /proc/sys/kernel/random/uuid >"$hd/boot_id"
+	echo "btime $(($(date +%s) - 20))" >"$hd/stat"
+	sed -i "s|^SetupData=.*|SetupData=$1|" "$hd/rerand.conf"
+	rerandd_up "$hd"
+}
+# reboot_into_oneshot: grub-reboot "1>0", staged, `rerand now`, the reboot
+# asked for; then rerandd stopped as the shutdown stops it
+reboot_into_oneshot() {
+	local n
+	n=$(cat "$hd/reboot-called" 2>/dev/null | wc -l)
+	genv "saved_entry=0" "next_entry=1>0"
+	wait_for 60 staged_is "$new_rel" || echo "# not staged: $(tail -n 2 "$hd/log" | tr '\n' '|')"
+	RERAND_CONTROL_SOCKET=$hd/run/control "$R" now >/dev/null 2>&1
+	wait_for 60 bash -c "[ \$(cat '$hd/reboot-called' 2>/dev/null | wc -l) -gt $n ]" ||
+		echo "# no reboot: $(tail -n 3 "$hd/log" | tr '\n' '|')"
+	# the state is saved before the request goes out
+	grep -q '^oneshot=grub$' "$hd/state/state" && grep -qxF 'oneshot_value=1>0' "$hd/state/state"
+}
+stop_rerandd
+rerandd_up "$hd"
+check "rerand now with next_entry \"1>0\": the attempt is written down with the one-shot choice" reboot_into_oneshot
+check "the journal says the image came from it" grep -q 'the image was staged from GRUB next_entry "1>0": it is cleared once the rerandomized boot is confirmed' "$hd/log"
+stop_rerandd
+check "a reboot does not clear it: grubenv still holds next_entry=1>0" grep -qx 'next_entry=1>0' "$hd/boot/grub/grubenv"
+rerandd_randomized_sd "$hd/sd"
+new_boot "$hd/sd"
+wait_for 60 grep -q 'rerandomized boot confirmed' "$hd/log" || echo "# not confirmed: $(tail -n 3 "$hd/log" | tr '\n' '|')"
+wait_for 30 grep -q 'GRUB next_entry "1>0" cleared' "$hd/log" || true
+check "the kexec boot confirmed: grubenv no longer holds next_entry" bash -c "! grep -q '^next_entry=' '$hd/boot/grub/grubenv'"
+check "... saved_entry kept, the block still GRUB's 1024 bytes" bash -c "grep -qx 'saved_entry=0' '$hd/boot/grub/grubenv' && [ \$(stat -c %s '$hd/boot/grub/grubenv') = 1024 ] && '$GE' '$hd/boot/grub/grubenv' list >/dev/null"
+check "status says what was cleared" bash -c "RERAND_CONTROL_SOCKET='$hd/run/control' '$R' status 2>&1 | grep -q '^one-shot entry:    GRUB next_entry \"1>0\" cleared in $hd/boot/grub/grubenv (grub-editenv unset next_entry): the rerandomized boot into it is confirmed'"
+check "JSON oneshot_entry says the same" bash -c "RERAND_CONTROL_SOCKET='$hd/run/control' '$R' status --json | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d[\"oneshot_entry\"].startswith(\"GRUB next_entry \\\"1>0\\\" cleared\") and d[\"oneshot_entry_time\"] > 0 else 1)'"
+check "the state file no longer holds the choice" grep -qx 'oneshot=none' "$hd/state/state"
+check "then the default (older) kernel is staged again" wait_for 60 staged_is "$old_rel"
+
+# ---- the same reboot, but the next boot comes through the firmware: left to GRUB -----------
+check "again: the attempt written down with next_entry \"1>0\"" reboot_into_oneshot
+stop_rerandd
+new_boot "$hd/no-setup-data"
+wait_for 30 grep -q 'left to the boot loader' "$hd/log" || true
+check "a firmware boot after it: next_entry left for GRUB to take" grep -qx 'next_entry=1>0' "$hd/boot/grub/grubenv"
+check "status says it was left to the boot loader" bash -c "RERAND_CONTROL_SOCKET='$hd/run/control' '$R' status 2>&1 | grep -q '^one-shot entry:    GRUB next_entry \"1>0\" left to the boot loader: this boot was not the rerandomized kexec'"
 done_

@@ -144,7 +144,7 @@ check "SIGHUP with nothing changed: reloaded, no \"take effect on restart\" warn
 printf '[Paths]\nKmsg=%s/other-kmsg\n' "$hd" >"$hd/conf.d/90-kmsg.conf"
 kill -HUP "$pid"
 check "SIGHUP with Kmsg= changed: warned that it takes effect on restart" \
-	eval 'wait_for 10 grep -q "directory, socket and kmsg changes take effect on restart" "$hd/log"'
+	eval 'wait_for 10 grep -q "\\[Paths\\] Kmsg= changes take effect on restart" "$hd/log"'
 rm -f "$hd/conf.d/90-kmsg.conf"
 # ---- no window and RebootOutsideWindows=no (the default install): said once ------------------
 check "with RebootOutsideWindows=yes there is no no-window notice" \

@@ -47,6 +47,17 @@ check "a key in the wrong section: says which section it belongs in" \
 check "[Fleet] and [Window] keys get a did-you-mean too" \
 	eval 'grep -qF "(did you mean RetryBaseMSec=, now RetryBase=?)" "$tmp/out" && grep -qF "keys.conf:8: [Window w]: unknown key Strat (did you mean Start=?)" "$tmp/out"'
 
+# keys are case-sensitive in every section; a [Fleet] key in another case
+# (rerand 0.1 took any) is still taken, with a warning naming its spelling
+printf '[Fleet]\nmaxconcurrent=2\n' >"$tmp/case.conf"
+chk "$tmp/case.conf"
+check "a [Fleet] key in another case: taken, warned with its spelling (exit $rc)" \
+	eval '[ $rc -eq 0 ] && grep -qF "case.conf:2: maxconcurrent= is spelled MaxConcurrent= (keys are case-sensitive" "$tmp/out"'
+printf '[Policy]\nmaxlayoutage=2h\n' >"$tmp/case2.conf"
+chk "$tmp/case2.conf"
+check "a [Policy] key in another case is refused with its spelling (exit $rc)" \
+	eval '[ $rc -ne 0 ] && grep -qF "unknown key maxlayoutage (did you mean MaxLayoutAge=?)" "$tmp/out"'
+
 printf '[Policy]\nMaxLayoutAge=24h # daily\n[Fleet]\nGroup=web ; the web tier\n' >"$tmp/comment.conf"
 chk "$tmp/comment.conf"
 check "a comment after a value is named as such (exit $rc)" \

@@ -67,7 +67,7 @@ else
 fi
 # Nor does it map libcrypto or libm at all (issue 28: 1.4 MiB and 316 kB of
 # idle RSS): signatures are checked by rerandd-check, which opens libcrypto
-# with dlopen (daemon/crypto_dl.h); log2 is rr_bits.
+# with dlopen (daemon/crypto_dl.h, through src/pesig_crypto.h's table); log2 is rr_bits.
 check "rerandd needs neither libcrypto nor libm (it needs: $(needed "$RERANDD" | tr '\n' ' '))" \
 	bash -c "! readelf -d '$RERANDD' | grep -qE '\[lib(crypto|m)\.so'"
 bad=$(imports "$RERANDD" | grep -E "$ossl_syms|^(PKCS7|X509|BIO|ASN1|d2i)_" | tr '\n' ' ')

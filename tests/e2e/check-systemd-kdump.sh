@@ -49,7 +49,7 @@
 #   stock, rerand and watchdog.  RRKD_KINDS: a subset; RRKD_ANALYZE=1: judge
 #   the last run's logs again.  The crashes run Debian 12's own 6.1 cloud
 #   kernel: bookworm's makedumpfile 1.7.2 predates 6.12.
-#   RRS_SUITE=trixie: stock and rerand on trixie's 6.12 cloud kernel with
+#   RRS_SUITE=trixie: stock, rerand and watchdog on trixie's 6.12 cloud kernel with
 #   trixie's makedumpfile 1.7.6, the newest Debian 13 has (none in
 #   trixie-backports): it says "The kernel version is not supported. The
 #   makedumpfile operation may be incomplete." and writes the dump, which
@@ -73,10 +73,9 @@ if [ "$what" = short ] && [ -z "${RRKD_KINDS:-}" ]; then
 	echo "# check-systemd-kdump: long mode only (make check-long, make check-kdump)"
 	exit 0
 fi
-# (watchdog: bookworm only; its watchdog.ko and i6300esb.ko come from
-# bookworm's archive, lib-comeback.sh rrc_modules)
+# (watchdog: watchdog.ko and i6300esb.ko of the kernel under test, from
+# its suite's archive, lib-comeback.sh rrc_modules)
 dkinds="stock rerand watchdog"
-[ "$RRS_SUITE" = bookworm ] || dkinds="stock rerand"
 kinds=${RRKD_KINDS:-$dkinds}
 # RRS_SUITE=trixie (Debian 13): the suite's own cloud kernel (6.12, from
 # its archive, as check-systemd-trixie.sh fetches it) for every kind, and

@@ -11,17 +11,23 @@
 # -unsigned package's vmlinuz, scripts/kernels.sh fetches the signed one, so
 # both packages are tried and the one that matches is used.  From this
 # machine's apt, else (a Debian 12 kernel on a newer host) from
-# bookworm-security through scripts/suite-apt.sh, as kernels.sh fetches it.
+# bookworm-security through scripts/suite-apt.sh, as kernels.sh fetches it;
+# with RRS_SUITE another suite (trixie), from that suite and its -security.
 rrc_modules() {
 	local cache=${RERAND_KERNEL_CACHE:-${XDG_CACHE_HOME:-${HOME:-/var/tmp}/.cache}/rerand-e2e/kernels}
-	local dir="$cache/modules-$kver" pkg tmp deb="" m src why=""
+	local dir="$cache/modules-$kver" pkg tmp deb="" m src why="" mdir=lib/modules
 	local mods="drivers/watchdog/watchdog drivers/watchdog/i6300esb lib/reed_solomon/reed_solomon fs/pstore/ramoops"
 	if [ -s "$dir/SHA256SUMS" ] && (cd "$dir" && sha256sum --quiet -c SHA256SUMS >/dev/null 2>&1); then
 		echo "$dir"; return 0
 	fi
 	mkdir -p "$cache" || return 1
 	tmp=$(mktemp -d "$cache/mods.XXXXXX") || return 1
-	for src in "" bookworm-security; do
+	local suites=bookworm-security
+	case ${RRS_SUITE:-bookworm} in
+	bookworm) ;;
+	*) suites="$suites $RRS_SUITE $RRS_SUITE-security" ;;
+	esac
+	for src in "" $suites; do
 		for pkg in "linux-image-$kver" "linux-image-$kver-unsigned"; do
 			rrc_apt "$src" apt-cache show "$pkg" >/dev/null 2>&1 || continue
 			rm -rf "$tmp/x" "$tmp"/*.deb
@@ -29,8 +35,11 @@ rrc_modules() {
 				{ why="$pkg: $(tail -n1 "$tmp/apt.err")"; continue; }
 			deb=$(ls "$tmp"/*.deb 2>/dev/null | head -n1)
 			mkdir "$tmp/x"
+			# Debian 12's packages ship /lib/modules, Debian 13's /usr/lib/modules
+			mdir=lib/modules
+			dpkg-deb -c "$deb" 2>/dev/null | grep -q " \./usr/lib/modules/$kver/" && mdir=usr/lib/modules
 			dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp/x" "./boot/vmlinuz-$kver" \
-				$(for m in $mods; do echo "./lib/modules/$kver/kernel/$m.ko.xz"; done) 2>"$tmp/tar.err" ||
+				$(for m in $mods; do echo "./$mdir/$kver/kernel/$m.ko.xz"; done) 2>"$tmp/tar.err" ||
 				{ why="$deb: $(tail -n1 "$tmp/tar.err")"; deb=""; continue; }
 			cmp -s "$tmp/x/boot/vmlinuz-$kver" "$kernel" && break 2
 			why="${why:+$why; }${deb##*/}: its vmlinuz-$kver differs from $kernel"
@@ -43,7 +52,7 @@ rrc_modules() {
 	fi
 	mkdir "$tmp/out"
 	for m in $mods; do
-		xz -dc "$tmp/x/lib/modules/$kver/kernel/$m.ko.xz" >"$tmp/out/${m##*/}.ko" || { rm -rf "$tmp"; return 1; }
+		xz -dc "$tmp/x/$mdir/$kver/kernel/$m.ko.xz" >"$tmp/out/${m##*/}.ko" || { rm -rf "$tmp"; return 1; }
 	done
 	(cd "$tmp/out" && sha256sum ./*.ko >SHA256SUMS)
 	rm -rf "$dir" && mv "$tmp/out" "$dir" && rm -rf "$tmp"

@@ -45,7 +45,7 @@ int fleet_conf_load(const char *prog, const char *path, struct fleet_config *c)
 			e[-1] = 0;
 		while (*v == ' ' || *v == '\t')
 			v++;
-		if (fleet_config_set(c, k, v, err, sizeof(err))) {
+		if (fleet_config_set(c, k, v, err, sizeof(err)) < 0) {
 			fprintf(stderr, "%s:%d: %s\n", path, ln, err);
 			bad = 1;
 		}

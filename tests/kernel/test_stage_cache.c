@@ -15,7 +15,7 @@
 #include "cachekey.h"
 #include "image.h"
 #include "rerandd.h"
-#include "../../kexec/stage_blob.h"
+#include "stage_blob.h"
 #include "test.h"
 
 /* sha256sum's word on a file: an implementation apart from the daemon's (Nettle) */

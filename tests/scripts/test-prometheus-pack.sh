@@ -6,9 +6,9 @@
 # rules` on etc/prometheus/rerand.rules.test.yml, whose series fire and do
 # not fire each alert), and the Grafana dashboard (etc/grafana/*.json)
 # read as JSON.  Every metric name the rules, their tests and the dashboard
-# use must be one rerandd can write: one with a "# TYPE" line in
-# daemon/*.c (metrics.c, and the fleet's lines from fleet_format.c and
-# coord_ops.c).  Negative controls in the test itself: a planted typo is
+# use must be one rerandd can write: a row of metrics.c's table (a quoted
+# "rerand_..." name there) or a "# TYPE" line elsewhere in daemon/*.c (the
+# fleet's lines from fleet_format.c and coord_ops.c).  Negative controls in the test itself: a planted typo is
 # caught by the name check, and a broken threshold fails `promtool test
 # rules`.  promtool missing is a not ok (scripts/deps.sh check installs it),
 # never a skip.  The package's postrm (debian/rerand.postrm, run as it is
@@ -34,13 +34,17 @@ python3 -c 'import yaml' 2>/dev/null || bail "python3-yaml is missing (scripts/d
 # names FILE...: every rerand_* metric name the files mention (comments and
 # annotations too: a name that is written anywhere must exist)
 names() { grep -ohE '\brerand_[a-z0-9_]+' "$@" | sort -u; }
-# emitted: the names rerandd writes, from their "# TYPE" lines
-emitted() { grep -ohE '# TYPE rerand_[a-z0-9_]+ ' "$top"/daemon/*.c | awk '{print $3}' | sort -u; }
+# emitted: the names rerandd writes, from metrics.c's rows and the other
+# files' "# TYPE" lines
+emitted() {
+	{ grep -ohE '"rerand_[a-z0-9_]+"' "$top"/daemon/metrics.c | tr -d '"'
+	  grep -ohE '# TYPE rerand_[a-z0-9_]+ ' "$top"/daemon/*.c | awk '{print $3}'; } | sort -u
+}
 # unknown FILE...: the names in FILE... that rerandd never writes
 unknown() { comm -23 <(names "$@") <(emitted); }
 
 emitted >"$tmp/emitted"
-check "rerandd's sources name metrics (# TYPE lines found: $(wc -l <"$tmp/emitted"))" \
+check "rerandd's sources name metrics (names found: $(wc -l <"$tmp/emitted"))" \
 	test "$(wc -l <"$tmp/emitted")" -ge 30
 check "the layout's timestamp metric is one: rerand_layout_since_timestamp_seconds" \
 	grep -qx rerand_layout_since_timestamp_seconds "$tmp/emitted"

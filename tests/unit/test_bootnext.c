@@ -4,11 +4,18 @@
  * blocks made by its grub-editenv (tests/data/grub/mkfixtures.sh), GRUB's
  * rules for a default (number, title, id, "a>b" into a submenu,
  * saved_entry, next_entry), systemd-boot's one-shot and default variables
- * and loader.conf, and what stage_plan makes of them. */
+ * and loader.conf, and what stage_plan makes of them; a one-shot choice
+ * (next_entry, LoaderEntryOneShot) as rerandd clears it after a confirmed
+ * kexec boot (daemon/oneshot.c), with GRUB's real grub-editenv when it is
+ * installed (grub-common) and an immutable file where the file system
+ * has the flag, as efivarfs sets it. */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "rerandd.h"
@@ -379,6 +386,107 @@ static void test_find(void)
 	free(p);
 }
 
+#define ONESHOT_VAR "efivars/LoaderEntryOneShot-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
+
+static void test_oneshot(void)
+{
+	struct rr_config c;
+	struct rr_boot_entry be;
+	struct rr_err e;
+	char path[800], want[800], now[RR_ONESHOT_VALUE], cmd[1200];
+	enum rr_oneshot_kind k = RR_OS_SDBOOT;
+	int r;
+
+	cfg_init(&c);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/efivars' '%s/efi' '%s/boot'", top, top, top);
+	T_OK(system(cmd) == 0 && puts_("boot/vmlinuz-" OLD, "k") == 0 &&
+	     puts_("boot/initrd.img-" OLD, "i") == 0 && puts_("boot/vmlinuz-" NEW, "k") == 0 &&
+	     puts_("boot/initrd.img-" NEW, "i") == 0 &&
+	     copy_fixture(G "grub.cfg", "boot/grub/grub.cfg") == 0 &&
+	     copy_fixture(G "grubenv-next-older", "boot/grub/grubenv") == 0, "a GRUB /boot, next_entry=1>2");
+	T_OK(bootnext_find(&c, &be, &e) == 1 && be.oneshot == RR_OS_GRUB &&
+	     !strcmp(be.oneshot_value, "1>2"), "grub-reboot's next_entry is a one-shot choice: %s \"%s\"",
+	     oneshot_kind_text(be.oneshot), be.oneshot_value);
+	oneshot_file(&c, RR_OS_GRUB, path, sizeof(path));
+	T_OK(!strcmp(path, c.grub_env), "its file is GrubEnvironment= (%s)", path);
+	T_OK(oneshot_still(&c, RR_OS_GRUB, "1>2", now, sizeof(now), &e) == 1, "still \"1>2\"");
+	T_OK(oneshot_still(&c, RR_OS_GRUB, "1>0", now, sizeof(now), &e) == 0 && !strcmp(now, "1>2"),
+	     "another value written down: not the same, now told (%s)", now);
+	if (access("/usr/bin/grub-editenv", X_OK) == 0) {
+		/* GRUB's own tool, as rerandd runs it */
+		snprintf(cmd, sizeof(cmd), "/usr/bin/grub-editenv '%s' unset next_entry", c.grub_env);
+		r = system(cmd);
+		struct rr_grub_env env;
+		size_t len;
+		char *b = slurp(c.grub_env, &len);
+		T_OK(r == 0 && oneshot_still(&c, RR_OS_GRUB, "1>2", now, sizeof(now), &e) == 0 && !*now &&
+		     grub_env_parse(b, len, c.grub_env, &env, &e) == 0 && !env.has_next &&
+		     !strcmp(env.saved_entry, "0") && len == 1024,
+		     "grub-editenv unset next_entry: gone, saved_entry kept, the block 1024 bytes (%zu)", len);
+		free(b);
+		T_OK(bootnext_find(&c, &be, &e) == 1 && be.oneshot == RR_OS_NONE && strstr(be.id, "default"),
+		     "then the default, no one-shot (%s)", be.id);
+	} else {
+		T_OK(1, "grub-editenv unset next_entry # SKIP no /usr/bin/grub-editenv (apt-get install grub-common)");
+		T_OK(1, "then the default # SKIP no /usr/bin/grub-editenv");
+	}
+	T_OK(puts_("boot/grub/grubenv", ENV("saved_entry=0\nnext_entry=\n")) == 0 &&
+	     oneshot_still(&c, RR_OS_GRUB, "1>2", now, sizeof(now), &e) == 0 && !*now &&
+	     bootnext_find(&c, &be, &e) == 1 && be.oneshot == RR_OS_NONE,
+	     "next_entry= as GRUB leaves it (save_env of an empty value): none");
+	unlink(c.grub_env);
+	T_OK(oneshot_still(&c, RR_OS_GRUB, "1>2", now, sizeof(now), &e) == 0, "no grubenv: not set");
+
+	/* systemd-boot's LoaderEntryOneShot */
+	T_OK(put_var("efivars/LoaderEntrySelected-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f", "mid-" NEW ".conf") == 0 &&
+	     puts_("efi/loader/entries/mid-" OLD ".conf", "linux /MID/" OLD "/linux\n") == 0 &&
+	     puts_("efi/MID/" OLD "/linux", "k") == 0 &&
+	     puts_("efi/loader/entries/mid-" NEW ".conf", "linux /MID/" NEW "/linux\n") == 0 &&
+	     puts_("efi/MID/" NEW "/linux", "k") == 0 && put_var(ONESHOT_VAR, "mid-" OLD ".conf") == 0,
+	     "systemd-boot, LoaderEntryOneShot = the older entry");
+	T_OK(bootnext_find(&c, &be, &e) == 1 && be.oneshot == RR_OS_SDBOOT &&
+	     !strcmp(be.oneshot_value, "mid-" OLD ".conf") && strstr(be.kernel, OLD),
+	     "the one-shot entry is staged and a one-shot choice (%s)", be.oneshot_value);
+	snprintf(want, sizeof(want), "%s/" ONESHOT_VAR, top);
+	oneshot_file(&c, RR_OS_SDBOOT, path, sizeof(path));
+	T_OK(!strcmp(path, want), "its file: beside LoaderEntrySelected (%s)", path);
+	T_OK(oneshot_still(&c, RR_OS_SDBOOT, "mid-" OLD ".conf", now, sizeof(now), &e) == 1 &&
+	     oneshot_still(&c, RR_OS_SDBOOT, "mid-" NEW ".conf", now, sizeof(now), &e) == 0 &&
+	     !strcmp(now, "mid-" OLD ".conf"), "still the same; another value is not (%s)", now);
+	/* immutable, as efivarfs makes a variable outside its allow list */
+	int fd = open(want, O_RDONLY), fl = 0;
+	bool immut = fd >= 0 && ioctl(fd, FS_IOC_GETFLAGS, &fl) == 0 &&
+		     (fl |= FS_IMMUTABLE_FL, ioctl(fd, FS_IOC_SETFLAGS, &fl) == 0);
+	if (fd >= 0)
+		close(fd);
+	T_OK(oneshot_delete_efivar(want, &e) == 0 && access(want, F_OK) < 0,
+	     "deleted%s (%s)", immut ? ", its immutable flag lifted first" :
+	     " (this file system has no immutable flag)", access(want, F_OK) ? "gone" : e.msg);
+	T_OK(bootnext_find(&c, &be, &e) == 1 && be.oneshot == RR_OS_NONE && strstr(be.kernel, NEW),
+	     "then the entry this boot came from (%s)", be.kernel);
+	T_OK(oneshot_delete_efivar(want, &e) == 0, "deleting it again: nothing to do");
+	T_OK(put("efivars/LoaderEntryOneShot-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f", "\x07\0\0\0", 4) == 0 &&
+	     oneshot_still(&c, RR_OS_SDBOOT, "mid-" OLD ".conf", now, sizeof(now), &e) == 0,
+	     "an emptied variable is unset");
+	T_OK(oneshot_delete_efivar(top, &e) < 0 && has(&e, top), "a directory: an error naming it (%s)", e.msg);
+
+	/* the state file keeps it across the kexec */
+	struct rr_state st, back;
+	char buf[16384];
+	state_init(&st);
+	st.oneshot = RR_OS_GRUB;
+	snprintf(st.oneshot_value, sizeof(st.oneshot_value), "Advanced options>Debian, with Linux " OLD);
+	snprintf(st.oneshot_note, sizeof(st.oneshot_note), "GRUB next_entry \"1>2\" cleared");
+	st.oneshot_note_time = 1765000000;
+	r = state_format(&st, buf, sizeof(buf));
+	state_init(&back);
+	T_OK(r > 0 && state_parse(buf, (size_t)r, &back) == 0 && back.oneshot == RR_OS_GRUB &&
+	     !strcmp(back.oneshot_value, st.oneshot_value) && !strcmp(back.oneshot_note, st.oneshot_note) &&
+	     back.oneshot_note_time == st.oneshot_note_time, "state file: the one-shot choice and its note kept");
+	T_OK(oneshot_kind_parse("systemd-boot", &k) == 0 && k == RR_OS_SDBOOT &&
+	     oneshot_kind_parse("lilo", &k) == -EINVAL, "kinds by name; an unknown one refused");
+}
+
 int main(void)
 {
 	char cmd[100];
@@ -388,6 +496,7 @@ int main(void)
 	test_fixtures();
 	test_rules();
 	test_find();
+	test_oneshot();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
 	if (system(cmd) != 0)
 		return 1;

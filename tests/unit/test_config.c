@@ -236,6 +236,50 @@ static void test_crash(void)
 	free(e);
 }
 
+/* What a reload asks, from the key table's reload column: each [Stage]
+ * input restages (and reloads the crash kernel), each crash input reloads
+ * the crash kernel only, other keys neither; [Crash] FileSyscall= going
+ * from "as [Stage]" to the same value written out is no change. */
+static unsigned reload_after(const char *text)
+{
+	struct rr_cfg_errs *e = calloc(1, sizeof(*e));
+	struct rr_config o, c;
+	unsigned fx;
+
+	config_defaults(&o);
+	c = o;
+	config_apply_text(&c, text, strlen(text), "reload.conf", e);
+	if (e->n)
+		printf("#   %s: %s\n", text, e->msg[0]);
+	fx = e->n ? 99 : config_reload_effects(&o, &c);
+	free(e);
+	return fx;
+}
+
+static void test_reload(void)
+{
+	const unsigned both = RR_CFG_RESTAGE | RR_CFG_RECRASH;
+
+	T_OK(reload_after("[Policy]\nMaxLayoutAge=2d\n") == 0 &&
+	     reload_after("[Daemon]\nMetricsFile=/tmp/m.prom\n") == 0,
+	     "a policy or metrics key changes nothing staged");
+	T_OK(reload_after("[Stage]\nKernel=/boot/vmlinuz-x\n") == both &&
+	     reload_after("[Stage]\nCommandLine=quiet\n") == both &&
+	     reload_after("[Stage]\nSignKey=/etc/k.pem\n") == both &&
+	     reload_after("[Paths]\nLockdown=/tmp/lockdown\n") == both &&
+	     reload_after("[Comeback]\nPanicRebootSec=off\n") == both,
+	     "the image's inputs restage and reload the crash kernel");
+	T_OK(reload_after("[Crash]\nKernel=/boot/vmlinuz-c\n") == RR_CFG_RECRASH &&
+	     reload_after("[Crash]\nFileSyscall=yes\n") == RR_CFG_RECRASH &&
+	     reload_after("[Stage]\nFileSyscall=yes\n") == RR_CFG_RECRASH &&
+	     reload_after("[Paths]\nKexecCrashSize=/tmp/s\n") == RR_CFG_RECRASH,
+	     "the crash kernel's inputs reload it only");
+	T_OK(reload_after("[Crash]\nFileSyscall=\n") == 0 &&
+	     reload_after("[Stage]\nKernel=\n") == 0, "a value set to what it was is no change");
+	T_OK(reload_after("[Paths]\nKmsg=/tmp/kmsg\n") == 0,
+	     "a key that waits for a restart asks nothing of the reload");
+}
+
 int main(void)
 {
 	char cmd[300];
@@ -246,6 +290,7 @@ int main(void)
 	test_values();
 	test_files();
 	test_crash();
+	test_reload();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		printf("# could not remove %s\n", dir);

@@ -395,6 +395,41 @@ static void test_config(void)
 	     "config: Group= follows FleetLock's ^[a-zA-Z0-9.-]+$");
 	T_OK(fleet_config_set(&c, "Colour", "blue", err, sizeof(err)) == -ENOENT && strstr(err, "Colour"),
 	     "config: an unknown key is -ENOENT and named");
+	T_OK(set(&c, "MaxConcurrent", "4") == 0 && set(&c, "maxconcurrent", "3") == 1 &&
+	     c.max_concurrent == 3 && set(&c, "MAXCONCURRENT", "x") == -EINVAL,
+	     "config: a key in another case is taken and said (1), its value still checked");
+	{
+		/* each key once, in rerand.conf's order; its value reads back */
+		static const char *const order[] = { "Backend", "Group", "Endpoints", "CACert",
+			"Cert", "Key", "User", "PasswordFile", "AllowPlaintext", "MaxConcurrent",
+			"LockTTL", "DownTTL", "URL", "MachineIDFile", "ID", "InstallID", "Timeout",
+			"RetryBase", "RetryMax", "HelperSocket", "BreakerFailures",
+			"BreakerWindowSec" };
+		struct fleet_config back;
+		char v[4096];
+		bool same = fleet_config_key(FLEET_NR_KEYS) == NULL &&
+			    sizeof(order) / sizeof(order[0]) == FLEET_NR_KEYS;
+
+		fleet_config_defaults(&back);
+		for (size_t i = 0; same && i < FLEET_NR_KEYS; i++) {
+			same = !strcmp(fleet_config_key(i), order[i]);
+			fleet_config_get(&c, i, v, sizeof(v));
+			if (same && fleet_config_set(&back, order[i], v, err, sizeof(err)) != 0)
+				same = false;
+		}
+		for (size_t i = 0; i < FLEET_NR_KEYS; i++) {
+			char w[4096];
+			fleet_config_get(&c, i, v, sizeof(v));
+			fleet_config_get(&back, i, w, sizeof(w));
+			if (strcmp(v, w)) {
+				printf("# %s: %s, read back %s\n", order[i], v, w);
+				same = false;
+			}
+		}
+		T_OK(same && back.max_concurrent == 3 && back.nr_endpoints == c.nr_endpoints,
+		     "config: fleet_config_key() names every key once in order; each value "
+		     "fleet_config_get() prints parses back to the same configuration");
+	}
 	T_OK(!set(&c, "Cert", "/etc/rerand/c.pem") && fleet_config_validate(&c, err, sizeof(err)) == -EINVAL &&
 	     strstr(err, "Key="), "config: Cert= without Key= fails validation");
 	T_OK(!set(&c, "Key", "/etc/rerand/k.pem") && !set(&c, "CACert", "/etc/rerand/ca.pem") &&

@@ -170,10 +170,11 @@ say "RRS-INFO n=$n caps=$caps"
 # docs/design.md, "Privileges": effective CAP_SYS_BOOT (22) only; permitted
 # and inheritable CAP_SYS_BOOT + CAP_SYS_ADMIN (21); permitted only
 # CAP_SETGID, CAP_SETUID, CAP_SETPCAP (6-8), for the image builder child to
-# become the rerand user; bounding set the same five (with CAP_SETPCAP
+# become the rerand user, and CAP_LINUX_IMMUTABLE (9), raised only to lift
+# efivarfs' immutable flag off LoaderEntryOneShot; bounding set the same six (with CAP_SETPCAP
 # rerandd drops CAP_SYSLOG, 34, from it after opening /dev/kmsg); no ambient
 # capability.
-want="CapInh: 0000000000600000 CapPrm: 00000000006001c0 CapEff: 0000000000400000 CapBnd: 00000000006001c0 CapAmb: 0000000000000000 NoNewPrivs: 1 "
+want="CapInh: 0000000000600000 CapPrm: 00000000006003c0 CapEff: 0000000000400000 CapBnd: 00000000006003c0 CapAmb: 0000000000000000 NoNewPrivs: 1 "
 tap "$([ "$caps" = "$want" ]; echo $?)" "rerandd capabilities as designed: CapEff 0x400000 (CAP_SYS_BOOT), NoNewPrivs 1" "got: $caps"
 # The image builder: the user sysusers.d/rerand.conf (from make install)
 # made, and a built image staged, which under this root rerandd can only
@@ -276,6 +277,27 @@ if [ -r "$D/uki" ]; then
 		grep -q "^staged $uki_path " <<<"$log"; echo $?)" \
 		"rerandd found the UKI through LoaderEntrySelected and staged it ($uki_path)" \
 		"kernel $(jval "$js" kernel), staged $(jval "$js" staged), error '$(jval "$js" stage_error)'; $(grep -E '^staged|staging failed' <<<"$log" | tail -n 2 | tr '\n' '|')"
+	# A one-shot entry (what `bootctl set-oneshot` and `systemctl reboot
+	# --boot-loader-entry=` write): the same UKI, so the image staged is
+	# the one-shot's.  The kexec boot into it does not run systemd-boot,
+	# which would delete it; rerandd must, once that boot is confirmed.
+	os=/sys/firmware/efi/efivars/LoaderEntryOneShot-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f
+	if [ "$n" -eq 0 ]; then
+		{ printf '\007\000\000\000'; printf '%s' "$uki_id" | iconv -f UTF-8 -t UTF-16LE; printf '\000\000'; } >"$R/oneshot.var"
+		cat "$R/oneshot.var" >"$os" 2>"$R/oneshot.err"
+		got=$(cat "$os" 2>/dev/null | tail -c +5 | tr -d '\000')
+		say "RRS-INFO n=$n LoaderEntryOneShot=${got:-none} attributes: $(lsattr "$os" 2>&1 | cut -d' ' -f1)"
+		tap "$([ "$got" = "$uki_id" ]; echo $?)" "LoaderEntryOneShot set to $uki_id (as bootctl set-oneshot)" \
+			"'$got' $(cat "$R/oneshot.err")"
+	else
+		cleared() { [ ! -e "$os" ] && rerand status 2>/dev/null | grep -q '^one-shot entry: '; }
+		wait_for 300 cleared
+		st_os=$(rerand status 2>&1 | grep '^one-shot entry:')
+		say "RRS-INFO n=$n $st_os"
+		tap "$([ ! -e "$os" ] && grep -q "systemd-boot LoaderEntryOneShot \"$uki_id\" cleared" <<<"$st_os"; echo $?)" \
+			"the kexec boot into the one-shot entry confirmed: rerandd deleted LoaderEntryOneShot, status says so" \
+			"$(ls -l "$os" 2>&1); '$st_os'; $(journalctl -b -u rerandd -o cat --no-pager | grep -i 'one-shot\|LoaderEntryOneShot' | tail -n 3 | tr '\n' '|')"
+	fi
 fi
 
 # ---- what the previous boot left ----------------------------------------------

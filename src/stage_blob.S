@@ -1,4 +1,5 @@
-/* The purgatory stage, as a flat binary, embedded in the rerand CLI. */
+/* The purgatory stage, as a flat binary, embedded in the programs that
+ * build images (rerand, rerandd): src/stage_blob.h. */
 	.section .rodata
 	.balign 64
 	.globl rr_stage_blob
