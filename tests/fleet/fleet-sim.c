@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "fleetd.h"
 #include "fleet-conf.h"
 #include "fleet_format.h"
@@ -113,6 +114,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: fleet-sim -c CONFIG [-i ID] [-s STATEDIR] [-l LOG] [-d DRAIN_MS] [-v VERIFY_MS]\n"
 		"                 [-t DEADLINE_S] CMD\n"
+		"       fleet-sim acquire-body KEY VALUE FROM TO REV\n"
 		"CMD: boot | acquire | release | refresh TOKEN | status [--json] | release-host HOST |\n"
 		"     metrics | identity | ops OP...\n"
 		"OP (one process, in order; one line each, \"OP RESULT TOKEN|ERROR\"): acquire |\n"
@@ -275,6 +277,19 @@ int main(int argc, char **argv)
 		case 't': deadline_s = strtoll(optarg, NULL, 10); break;
 		default: usage();
 		}
+	}
+	/* the etcd acquire txn as rerand-fleetd builds it (no lease), for a test
+	 * that sends it to etcd itself at a revision of its choosing */
+	if (optind + 6 == argc && !strcmp(argv[optind], "acquire-body")) {
+		char **a = argv + optind + 1;
+		r = fleet_etcd_acquire_body(a[0], a[1], 0, a[2], a[3], strtoll(a[4], NULL, 10),
+					    buf, sizeof(buf));
+		if (r < 0) {
+			fprintf(stderr, "fleet-sim: acquire-body: %s\n", strerror(-r));
+			return 2;
+		}
+		puts(buf);
+		return 0;
 	}
 	if (!conf || optind >= argc)
 		usage();

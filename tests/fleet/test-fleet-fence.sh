@@ -11,9 +11,11 @@
 # each try.  The original resumes it (a new fence: the token a clone copied
 # before is dead).  A clone made while a slot was held, with the current
 # token, takes it over by resuming first, and then the stale holder's release
-# is refused by etcd.  Last, real rerandd and rerand-fleetd with an
+# is refused by etcd.  Then real rerandd and rerand-fleetd with an
 # unreadable install id: no slot, no reboot, the file named in the journal
 # and in `rerand status`; once the file is fixed, the slot and the reboot.
+# Last, the count's guard as this etcd evaluates it: the txn rerand-fleetd
+# sends to take a key, with its compare over the semaphore's whole range.
 # SIMULATED: only the reboot (KexecBinary=/bin/true, a RebootCommand that
 # records the call).
 set -u
@@ -191,4 +193,42 @@ check "install id made again (file removed): the slot is taken as machine id ~ n
 	      [[ "$v" =~ ^machine-fence~$(cat "$IIDF")\ [0-9a-f]{32}$ ]]'
 check "the journal shows the token without its fence" \
 	eval 'grep -q "fleet: slot taken [0-9a-f]*:0$" "$hd/log" && ! grep -q "${v##* }" "$hd/log"'
+
+# ---- the count's guard, as this etcd evaluates it ---------------------------------
+# rerand-fleetd counts the holders in [G/holder/, G/slot0) at revision R and
+# takes its key only in a txn whose compare says no key of that range has a
+# mod_revision above R (Compare.range_end; etcd's applyCompare checks every
+# key of the range, an empty range as one key of revision 0).  The txn as
+# rerand-fleetd builds it (fleet_etcd_acquire_body, printed by fleet-sim),
+# sent to the JSON gateway.
+GB=/rerand/fleet/guard/
+b64() { printf '%s' "$1" | base64 -w0; }
+gw() { curl -s --max-time 4 "http://$E$1" -d "$2"; }
+rev_now() { # the revision a range read of the semaphore's range answers with
+	gw /v3/kv/range "{\"key\":\"$(b64 "${GB}holder/")\",\"range_end\":\"$(b64 "${GB}slot0")\"}" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["header"]["revision"])'
+}
+take() { # KEY REV: "true" if the guarded create of KEY succeeded; the body is
+	# rerand-fleetd's own (fleet_etcd_acquire_body, through fleet-sim)
+	local body
+	body=$("$SIM" acquire-body "$1" x "${GB}holder/" "${GB}slot0" "$2") || return 1
+	gw /v3/kv/txn "$body" | python3 -c 'import json, sys; print(str(json.load(sys.stdin).get("succeeded", False)).lower())'
+}
+ectl() { etcdctl --endpoints="$E" --command-timeout=4s "$@" >/dev/null 2>&1; }
+r0=$(rev_now)
+check "guard: over an empty range the compare holds (the first host takes its key)" \
+	eval '[ "$(take "${GB}holder/h1" "$r0")" = true ]'
+r1=$(rev_now)
+ectl put "${GB}holder/h2" x
+check "guard: a key created in the range after the count fails the txn (nothing written)" \
+	eval '[ "$(take "${GB}holder/h3" "$r1")" = false ] && [ "$(etcd_slots "$E" "$GB")" = 2 ]'
+ectl put "${GB}slot/0" x
+r2=$(rev_now)
+ectl put "${GB}slot/0" y
+check "guard: a numbered slot of an older rerand, written after the count, fails it too" \
+	eval '[ "$(take "${GB}holder/h3" "$r2")" = false ]'
+r3=$(rev_now)
+ectl del "${GB}holder/h1"
+check "guard: a key deleted after the count does not fail it (a delete only frees a place)" \
+	eval '[ "$(take "${GB}holder/h3" "$r3")" = true ] && [ "$(etcd_slots "$E" "$GB")" = 3 ]'
 echo "1..$n"
