@@ -10,8 +10,15 @@
 #     breaker key, or read another group; with its own role a takes its slot,
 #     keeps it across its reboot and gives it back; b trips the breaker with
 #     its own role; the admin's role clears it;
-#   - the limit, as docs/fleet.md says: the slot keys are shared, so a's role
-#     can delete b's slot (`rerand fleet release` of b on a succeeds);
+#   - the semaphore (the group's marker says "holders": each host takes its
+#     own key /rerand/fleet/G/holder/ID): a's role cannot delete or overwrite
+#     b's holder key, take a numbered slot, or write the marker, and
+#     `rerand fleet release` of b on a is refused by etcd itself; the keys a's
+#     role may write (under its own holder/ prefix) count as held, so they
+#     can only keep c waiting (the group full), never let a K+1st host in;
+#     the admin's role frees b's key; a's role can keep b's lease alive (a
+#     limit of etcd's, docs/fleet.md); the script's -m (a rolling upgrade)
+#     grants the shared slots, and a run without it revokes them;
 #   - the journal: each slot, release and breaker operation on a is a native
 #     entry with a MESSAGE_ID= of its own and the RERAND_FLEET_* fields, no
 #     kernel address in any; systemd/rerand.catalog explains each (journalctl
@@ -110,13 +117,16 @@ export ETCDCTL_ENDPOINTS=$E
 G=/rerand/fleet/rg/
 IB=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 BID=machine-b~$IB
-for u in ha hb hc adm root; do printf 'pw-%s-%s\n' "$u" "$RANDOM" >"$tmp/$u.pw"; chmod 0600 "$tmp/$u.pw"; done
+for u in ha hb hc hm adm root; do printf 'pw-%s-%s\n' "$u" "$RANDOM" >"$tmp/$u.pw"; chmod 0600 "$tmp/$u.pw"; done
 {
 	etcdctl user add root --interactive=false <"$tmp/root.pw" &&
 	"$ROLES" host rg ha machine-a "$tmp/ha.pw" &&
 	"$ROLES" host rg hb machine-b "$tmp/hb.pw" &&
 	"$ROLES" host rg hc machine-c "$tmp/hc.pw" &&
 	"$ROLES" admin rg adm "$tmp/adm.pw" &&
+	"$ROLES" holders rg &&
+	"$ROLES" -m host rg hm machine-m "$tmp/hm.pw" && etcdctl role get rerand-rg-host-hm >"$tmp/role-mixed" &&
+	"$ROLES" host rg hm machine-m && etcdctl role get rerand-rg-host-hm >"$tmp/role-after" &&
 	etcdctl auth enable
 } >"$tmp/roles.out" 2>&1 || { sed 's/^/#   /' "$tmp/roles.out"; bail "the roles script or etcdctl failed"; }
 etcdctl --user "root:$(cat "$tmp/root.pw")" role get rerand-rg-host-ha | sed 's/^/# role: /'
@@ -131,9 +141,27 @@ as() {
 denied() { grep -q "permission denied" <<<"$1"; }
 check "the roles script's password files are never on a command line (no password in its output)" \
 	eval '! grep -qF "$(cat "$tmp/ha.pw")" "$tmp/roles.out"'
+check "the roles script: -m (a rolling upgrade) grants write on the shared slots; run again without it, that is revoked" \
+	eval 'grep -qF "[${G}slot/, " "$tmp/role-mixed" && ! grep -qF "[${G}slot/, " "$tmp/role-after" &&
+	      grep -qF "[${G}holder/machine-m~, " "$tmp/role-after"'
 out=$("$ROLES" host 'rg/x' ha machine-a 2>&1); rc=$?
 check "the roles script refuses a group rerand would not accept, saying which (exit $rc)" \
 	eval '[ $rc = 2 ] && grep -q "GROUP .rg/x.: want" <<<"$out"'
+
+# ---- what a's role may write (under its own holder/ prefix) counts as held ---------
+# two keys of a's fill the group (MaxConcurrent=2): c, whose own role asks, is
+# refused, and no key of c's appears; a K+1st host never gets in through them
+for x in x1 x2; do out=$(as ha put "${G}holder/machine-a~$x" "machine-a~$x 00112233445566778899aabbccddeeff"); done
+"$FLEETD" --socket "$tmp/c.sock" 2>>"$tmp/c.log" & bg_pids+=($!)
+wait_for 30 test -S "$tmp/c.sock" || bail "c's rerand-fleetd did not listen"
+cout=$($ASK "$tmp/c.sock" Backend=etcd Group=rg "Endpoints=$E" MaxConcurrent=2 LockTTL=60 Timeout=3 ID=machine-c \
+	InstallID=$IB User=hc "PasswordFile=$tmp/hc.pw" -- acquire 2>&1)
+echo "# c: $(tr '\n' '|' <<<"$cout")"
+check "a cannot let more than K hosts in by writing keys: the keys its role may write count, c is refused (group full)" \
+	eval '[ "$out" = OK ] && grep -q "^acquire 0 waiting etcd: group rg is full (2 of 2 slots held)" <<<"$cout" &&
+	      [ -z "$(as root get --keys-only --prefix "${G}holder/machine-c~")" ]'
+out=$(as ha del --prefix "${G}holder/machine-a~")
+check "... and a's role may delete its own keys again ($out)" eval '[ "$out" = 2 ]'
 
 # ---- b: its own role takes a slot and trips the breaker -------------------------
 B=(Backend=etcd Group=rg "Endpoints=$E" MaxConcurrent=2 LockTTL=60 DownTTL=90 Timeout=3 ID=machine-b
@@ -151,8 +179,38 @@ check "b, with its own role: takes a slot, records its failure and trips the bre
 
 # ---- what a's role may not do (etcd refuses) -------------------------------------
 rec=$(as root get --keys-only --prefix "${G}failures/" | grep . | head -n 1)
-slot=$(as root get --keys-only --prefix "${G}slot/" | grep . | head -n 1)
-echo "# b's failure record: $rec; its slot: $slot"
+slot=$(as root get --keys-only --prefix "${G}holder/" | grep . | head -n 1)
+echo "# b's failure record: $rec; its holder key: $slot"
+check "b's place in the semaphore is its own holder key, not a numbered slot" \
+	eval '[ "$slot" = "${G}holder/$BID" ] && [ -z "$(as root get --keys-only --prefix "${G}slot/")" ]'
+bval=$(as root get --print-value-only "$slot")
+# ---- the semaphore: a's role writes its own holder key and nothing else -------------
+out=$(as ha del "$slot")
+check "a's role cannot delete b's holder key: etcd says permission denied ($out)" \
+	eval 'denied "$out" && [ "$(as root get --print-value-only "$slot")" = "$bval" ]'
+out=$(as ha put "$slot" "machine-a~x 00112233445566778899aabbccddeeff")
+check "a's role cannot overwrite b's holder key ($out)" \
+	eval 'denied "$out" && [ "$(as root get --print-value-only "$slot")" = "$bval" ]'
+bl=$(as root get "$slot" -w json | python3 -c 'import json, sys; print("%x" % json.load(sys.stdin)["kvs"][0]["lease"])')
+out=$(as ha lease revoke "$bl")
+check "a's role cannot revoke the lease b's key hangs on (etcd asks for write on each of its keys) ($out)" \
+	eval 'denied "$out" && [ "$(as root get --print-value-only "$slot")" = "$bval" ]'
+# the limit docs/fleet.md names: etcd checks no role on a keepalive, so a's
+# role can keep b's lease (and a dead host's place) alive
+out=$(as ha lease keep-alive --once "$bl")
+check "limit (docs/fleet.md): a's role can keep b's lease alive, etcd checks no role on a keepalive ($out)" \
+	eval 'grep -qE "^lease 0*$bl keepalived with TTL\\([1-9]" <<<"$out"'
+out=$(as ha del --prefix "${G}holder/")
+check "a's role cannot delete the holder range ($out)" \
+	eval 'denied "$out" && [ -n "$(as root get --keys-only "$slot")" ]'
+out=$(as ha put "${G}slot/1" "machine-a~x 00112233445566778899aabbccddeeff")
+check "a's role cannot take a numbered slot, which hosts of an older rerand count ($out)" \
+	eval 'denied "$out" && [ -z "$(as root get --keys-only --prefix "${G}slot/")" ]'
+out=$(as ha put "${G}holder/machine-c~x" "machine-c~x 00112233445566778899aabbccddeeff")
+check "a's role cannot write a holder key in another host's name ($out)" denied "$out"
+out=$(as ha put "${G}semaphore" slots)
+check "a's role cannot change the group's marker ($out)" \
+	eval 'denied "$out" && [ "$(as root get --print-value-only "${G}semaphore")" = holders ]'
 out=$(as ha del "$rec")
 check "a's role cannot delete b's failure record: etcd says permission denied ($out)" \
 	eval 'denied "$out" && [ -n "$(as root get --keys-only "$rec")" ]'
@@ -229,13 +287,17 @@ check "c records its failure with its own role: MESSAGE_ID=$ID_FAILREC, RERAND_F
 touch "$tmp/h/c/stop"
 kill -TERM "$(<"$tmp/h/c/pid")"; fleetd_stop "$tmp/h/c" TERM
 
-# ---- the limit: slots are shared keys ---------------------------------------------
+# ---- rerand fleet release of another host: the admin's, not a host's --------------
 out=$(ctl a fleet release "$BID" 2>&1); rc=$?
 echo "# a: rerand fleet release $BID: $out"
 wait_for 20 eval '[ -n "$(entries $ID_FREL)" ]'
-check "limit (docs/fleet.md): a's role can free b's slot (the slot keys are shared); the journal names it" \
-	eval '[ $rc = 0 ] && [ -z "$(as root get --keys-only "$slot")" ] &&
-	      entries $ID_FREL | grep "\"RERAND_FLEET_HOST\":\"$BID\"" | grep -q "\"RERAND_FLEET_RESULT\":\"done\""'
+entries $ID_FREL | python3 -c 'import json, sys
+for l in sys.stdin:
+    e = json.loads(l); print("# journal: %s | %s" % (e.get("MESSAGE"), e.get("RERAND_FLEET_RESULT")))'
+check "rerand fleet release of b on a (its own role) is refused by etcd, b's key stays; the journal says so" \
+	eval '[ $rc = 0 ] && [ "$(as root get --print-value-only "$slot")" = "$bval" ] &&
+	      entries $ID_FREL | grep "\"RERAND_FLEET_HOST\":\"$BID\"" | grep "permission denied" |
+	      grep -q "\"RERAND_FLEET_RESULT\":\"failed\""'
 
 # ---- the admin's role clears it; a then does its cycle with its own role ----------
 "$FLEETD" --socket "$tmp/adm.sock" 2>>"$tmp/adm.log" & bg_pids+=($!)
@@ -246,11 +308,17 @@ echo "# admin: $out" | head -n 3
 check "the admin's role clears the breaker (records and key)" \
 	eval 'grep -q "^clear-breaker 1 .*breaker cleared; 2 failure records removed" <<<"$out" &&
 	      [ -z "$(as root get --keys-only --prefix ${G}breaker)" ] && [ -z "$(as root get --keys-only --prefix ${G}failures/)" ]'
+out=$($ASK "$tmp/adm.sock" Backend=etcd Group=rg "Endpoints=$E" MaxConcurrent=2 LockTTL=60 Timeout=3 \
+	ID=admin-host User=adm "PasswordFile=$tmp/adm.pw" -- release-host:"$BID" 2>&1)
+echo "# admin: $(tr '\n' '|' <<<"$out")"
+check "the admin's role frees b's holder key (rerand fleet release through rerand-fleetd)" \
+	eval 'grep -q "^release-host 1 " <<<"$out" && [ -z "$(as root get --keys-only "$slot")" ]'
 touch "$tmp/b.done"
 wait_for 120 host_done a
 hostlog a
 check "a, with its own role, takes a slot, reboots holding it, takes it back and gives it back" \
-	eval 'host_done a && grep -q kexec "$tmp/h/a/reboot.log" && [ -z "$(as root get --keys-only --prefix ${G}slot/)" ]'
+	eval 'host_done a && grep -q kexec "$tmp/h/a/reboot.log" && [ -z "$(as root get --keys-only --prefix ${G}holder/)" ] &&
+	      [ -z "$(as root get --keys-only --prefix ${G}slot/)" ]'
 "${J[@]}" -o json 2>/dev/null | grep '"RERAND_FLEET_' >"$tmp/fleet.json"
 python3 - "$tmp/fleet.json" "$ID_TAKEN" "$ID_DOWN" "$ID_RESUMED" "$ID_RELEASED" >"$tmp/cycle.out" 2>&1 <<'EOF'
 import json, sys
