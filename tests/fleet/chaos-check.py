@@ -57,6 +57,8 @@ def main():
     ap.add_argument("--k", type=int, required=True)
     ap.add_argument("--heal", type=int, required=True, help="unix ms when the last fault healed")
     ap.add_argument("--final-keys", type=int, required=True)
+    ap.add_argument("--base-keys", type=int, default=0,
+                    help="keys under the prefix that stay (the group's marker)")
     ap.add_argument("--ids", required=True, help="HOST=MACHINE-ID,...")
     a = ap.parse_args()
     ids = dict(x.split("=", 1) for x in a.ids.split(","))
@@ -146,8 +148,8 @@ def main():
             bad.append("observer: revision %d after %d" % (o[1], last_rev))
             break
         last_rev = o[1]
-    if obs and obs[-1][2] != 0:
-        bad.append("observer: %d key(s) under the prefix after its last event" % obs[-1][2])
+    if obs and obs[-1][2] != a.base_keys:
+        bad.append("observer: %d key(s) under the prefix after its last event" % (obs[-1][2] - a.base_keys))
     obs_max = max([o[2] for o in obs] + [0])
 
     faults = collections.Counter()

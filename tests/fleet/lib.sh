@@ -71,18 +71,20 @@ hosts_rc_zero() { local h; for h in "$@"; do [ "$(cat "$tmp/host-$h/rc" 2>/dev/n
 # kv KEY FILE: the value of KEY=... printed by analyze.py
 kv() { sed -n "s/^$1=//p" "$2"; }
 
-etcd_slots() { # ENDPOINTS GROUP_PREFIX: how many slot keys (GROUP_PREFIX slot/N), not
-	# the breaker's failure records beside them; fails if etcd does not answer
+etcd_slots() { # ENDPOINTS GROUP_PREFIX: how many places are held, numbered slot keys
+	# (GROUP_PREFIX slot/N) and holder keys (GROUP_PREFIX holder/ID), not the
+	# breaker's failure records beside them; fails if etcd does not answer
 	local out
 	out=$(etcdctl --endpoints="$1" --dial-timeout=1s --command-timeout=2s get --prefix "$2" \
 		--keys-only 2>/dev/null) || return 1
-	grep -cxE "${2}slot/[0-9]+" <<<"$out"
+	grep -cxE "${2}(slot/[0-9]+|holder/[^/]+)" <<<"$out"
 }
-etcd_keys() { # ENDPOINTS PREFIX: how many keys under the prefix; fails if etcd does not answer
+etcd_keys() { # ENDPOINTS PREFIX: how many keys under the prefix, the group's marker
+	# (PREFIX semaphore, an admin's) left out; fails if etcd does not answer
 	local out
 	out=$(etcdctl --endpoints="$1" --dial-timeout=1s --command-timeout=2s get --prefix "$2" \
 		--keys-only 2>/dev/null) || return 1
-	grep -c . <<<"$out"
+	grep -vxF "${2}semaphore" <<<"$out" | grep -c .
 }
 
 # fleet_one_host DIR MACHINE_ID GROUP ENDPOINT [LINE...]: one real rerandd's

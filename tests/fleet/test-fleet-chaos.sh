@@ -20,6 +20,9 @@
 # host was down, that every host rerandomized after the heal, and that no slot is
 # left.  First the checker must catch a deliberately broken helper
 # (build/chaos-broken/rerand-fleetd: DownTTL= switched off at build time).
+# The checker's own groups take numbered slots (slot/N, as in a fleet that
+# still has hosts of an older rerand); the chaos run's group has the marker
+# that makes each host take its own holder key (holder/ID, docs/fleet.md).
 # RERAND_MODE=long (make check-long, make check-chaos CHAOS=long): 30 minutes.
 # Every process the test starts carries a tag and is killed however it ends.
 set -u
@@ -220,10 +223,10 @@ holder() {
 	if [ -s "$f" ]; then echo "${MID[$1]}~$(<"$f")"; else echo "${MID[$1]}"; fi
 }
 ids_arg() { local id s=; for id in "$@"; do s+=${s:+,}$id=$(holder "$id"); done; echo "$s"; }
-holding() { # the hosts whose machine id a slot key of group $1 names now
+holding() { # the hosts whose machine id a slot or holder key of group $1 names now
 	local v id
 	v=$(etcdctl --endpoints="$EP" --dial-timeout=1s --command-timeout=2s get --prefix \
-		"/rerand/fleet/$1/slot/" --print-value-only 2>/dev/null) || return 1
+		"/rerand/fleet/$1/" --print-value-only 2>/dev/null) || return 1
 	for id in "${@:2}"; do
 		# a slot's value is the holder, a space and the acquisition's fence
 		cut -d' ' -f1 <<<"$v" | grep -qxF "$(holder "$id")" &&
@@ -242,12 +245,14 @@ cycled_once() {
 	done
 }
 # run_checker NAME GROUP HEAL IDS...: the checker's verdict on a group's history
+# (etcd_keys leaves the group's marker out; the observer counts it: base)
 run_checker() {
-	local name=$1 g=$2 heal=$3 keys; shift 3
+	local name=$1 g=$2 heal=$3 keys base=0; shift 3
 	keys=$(etcd_keys "$EP" "/rerand/fleet/$g/"); [ -n "$keys" ] || keys=-1
+	etcdctl --endpoints="$EP" get --keys-only "/rerand/fleet/$g/semaphore" 2>/dev/null | grep -q . && base=1
 	python3 "$top/tests/fleet/chaos-check.py" --events "$tmp/$name.events" --obs "$tmp/obs-$g.log" \
-		--faults "$tmp/$name.faults" --k 2 --heal "$heal" --final-keys "$keys" --ids "$(ids_arg "$@")" \
-		>"$tmp/$name.verdict"
+		--faults "$tmp/$name.faults" --k 2 --heal "$heal" --final-keys "$keys" --base-keys "$base" \
+		--ids "$(ids_arg "$@")" >"$tmp/$name.verdict"
 }
 kv() { sed -n "s/^$1=//p" "$2"; }
 
@@ -289,6 +294,9 @@ check "DownTTL: hosts down 2 x LockTTL= keep their slots (max down $(kv max_down
 # 8 hosts; c1 and c2 are clones with one machine id (for the whole run).
 G=chaos
 HS=(h1 h2 h3 h4 h5 h6 c1 c2)
+# every host of this group takes its own holder key (the roles example's
+# `holders GROUP` puts this marker)
+etcdctl --endpoints="$EP" put "/rerand/fleet/$G/semaphore" holders >/dev/null || bail "cannot put the group's marker"
 python3 "$top/tests/fleet/observer.py" "$EP" "/rerand/fleet/$G/" "$tmp/obs-$G.log" &
 wait_for 10 test -s "$tmp/obs-$G.log"
 hosts_new "$G" "$FLEETD_GOOD" "${HS[@]}"
@@ -450,7 +458,7 @@ dup=$(grep -h 'another host uses this identity' "$tmp/h/c1/log" "$tmp/h/c2/log" 
 echo "# duplicate-id refusals logged: $(grep -c . <<<"$dup"); the first, as printed:"
 echo "# $(head -n 1 <<<"$dup")"
 check "clones: a host refused a slot because its clone held one ($(grep -c . <<<"$dup") times)" \
-	eval 'grep -q "fleet: another host uses this identity, not rebooting (fail closed): etcd: slot [0-9] of group chaos is held by machine-c1~[0-9a-f]*, another host with this machine id machine-c1 " <<<"$dup"'
+	eval 'grep -q "fleet: another host uses this identity, not rebooting (fail closed): etcd: the holder key machine-c1~[0-9a-f]* of group chaos is held by machine-c1~[0-9a-f]*, another host with this machine id machine-c1 " <<<"$dup"'
 check "loopback only: every TCP socket of etcd, rerand-fleetd and rerandd was on 127.0.0.1 ($(wc -l <"$tmp/sockets") seen mid-run)" \
 	eval '[ -s "$tmp/sockets" ] && ! grep -vE "^(127\.0\.0\.1|\[::ffff:127\.0\.0\.1\]):[0-9]+$" "$tmp/sockets"'
 echo "1..$n"
