@@ -43,7 +43,8 @@ slot=/rerand/fleet/fuzz/slot/
 fail=/rerand/fleet/fuzz/failures/
 save lease-grant /v3/lease/grant '{"TTL":"30"}'
 lease=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ID"])' "$C/fleet_etcd/real-lease-grant")
-acq() { # SLOT ID LEASE: the txn fleet_etcd_acquire_body() builds
+acq() { # SLOT ID LEASE: the txn fleet_etcd_acquire_body() builds for a
+	# numbered slot without its range compare (as an older rerand sends it)
 	printf '{"compare":[{"key":"%s","target":"CREATE","result":"EQUAL","create_revision":"0"}],"success":[{"request_put":{"key":"%s","value":"%s","lease":"%s"}}]}' \
 		"$(b64 "$slot$1")" "$(b64 "$slot$1")" "$(b64 "$2")" "$3"
 }
@@ -53,6 +54,13 @@ save txn-refused /v3/kv/txn "$(acq 0 host-b~5678 "$lease")"
 save txn-acquired-1 /v3/kv/txn "$(acq 1 'host-ü~9' "$lease")"
 curl -s -o /dev/null -X POST "$EP/v3/kv/put" -d "{\"key\":\"$(b64 ${slot}7)\",\"value\":\"$(b64 stray-host)\"}"
 save range-holders /v3/kv/range "{\"key\":\"$(b64 $slot)\",\"range_end\":\"$(b64 /rerand/fleet/fuzz/slot0)\"}"
+# the semaphore's whole range [holder/, slot0): the group's marker, holder
+# keys (one on the lease, one whose value names another host) and the slots
+hold=/rerand/fleet/fuzz/holder/
+curl -s -o /dev/null -X POST "$EP/v3/kv/put" -d "{\"key\":\"$(b64 /rerand/fleet/fuzz/semaphore)\",\"value\":\"$(b64 holders)\"}"
+curl -s -o /dev/null -X POST "$EP/v3/kv/put" -d "{\"key\":\"$(b64 "${hold}host-c~42")\",\"value\":\"$(b64 'host-c~42 00112233445566778899aabbccddeeff')\",\"lease\":\"$lease\"}"
+curl -s -o /dev/null -X POST "$EP/v3/kv/put" -d "{\"key\":\"$(b64 "${hold}host-d~7")\",\"value\":\"$(b64 'host-e~8 ffeeddccbbaa99887766554433221100')\"}"
+save range-semaphore /v3/kv/range "{\"key\":\"$(b64 $hold)\",\"range_end\":\"$(b64 /rerand/fleet/fuzz/slot0)\"}"
 save keepalive /v3/lease/keepalive "{\"ID\":\"$lease\"}"
 save timetolive /v3/lease/timetolive "{\"ID\":\"$lease\"}"
 for t in 1764900000 1764900060 1764900120; do
