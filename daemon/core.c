@@ -145,6 +145,7 @@ void daemon_stage_new_kernel(struct daemon *d)
 		d->new_kernel_at = daemon_mono() + wait;
 		return;
 	}
+	d->boot_changed = false;
 	/* The boot loader's next entry when rerandd can read the boot loader
 	 * (stage_plan finds it again), the newest file in /boot when not; none
 	 * when what it boots next is no kernel rerand can stage. */

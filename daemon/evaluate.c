@@ -310,9 +310,13 @@ static void keep_staged(struct daemon *d, time_t now, time_t mono)
 		snprintf(why, sizeof(why), "the boot loader boots %.120s next, not the staged %.80s",
 			 next.id, d->plan.kernel);
 		daemon_unstage(d, why);
-		d->restage_not_new = true;
+		/* An admin's choice in the boot loader is no new kernel; with a
+		 * /boot change still settling (a kernel package, whose update-grub
+		 * made it the default) the kernel staged next is one. */
+		if (!d->boot_changed)
+			d->restage_not_new = true;
 		if (!d->new_kernel_at)
-			d->new_kernel_at = now;
+			d->new_kernel_at = mono;
 		return;
 	}
 	if ((changed = unstage_kernel_changed(d, why, sizeof(why))) > 0) {
@@ -326,8 +330,11 @@ static void keep_staged(struct daemon *d, time_t now, time_t mono)
 	}
 	if (d->new_kernel_at && mono >= d->new_kernel_at)
 		daemon_stage_new_kernel(d);
+	/* nothing staged while a kernel file change settles: the new-kernel
+	 * path stages once it has (after the package manager), not this one */
 	if (!d->stage_job &&
-	    ((!d->staged && (!d->stage_failed_at || mono - d->stage_failed_at >= DAEMON_STAGE_RETRY)) ||
+	    ((!d->staged && !d->boot_changed &&
+	      (!d->stage_failed_at || mono - d->stage_failed_at >= DAEMON_STAGE_RETRY)) ||
 	     (d->staged && mono - d->staged_mono >= d->cfg.restage_interval)))
 		daemon_stage(d, d->staged ? &d->plan : NULL, false);
 }

@@ -63,6 +63,7 @@ static int on_boot_change(sd_event_source *s, const struct inotify_event *ev, vo
 		return 0;
 	/* Package scripts write the initrd after the kernel: let them settle. */
 	d->new_kernel_at = daemon_mono() + d->cfg.new_kernel_settle;
+	d->boot_changed = true;
 	crash_request(&d->cr, daemon_mono(), d->cfg.new_kernel_settle);
 	daemon_evaluate_soon(d);
 	return 0;

@@ -44,6 +44,7 @@ struct daemon {
 	char stage_error[RR_ERR_MAX];
 	time_t staged_mono;            /* when the image staged now was staged */
 	time_t new_kernel_at;          /* settle deadline after a /boot change */
+	bool   boot_changed;           /* a kernel file in /boot changed: settling (new_kernel_at set) */
 	time_t pkg_wait_since;         /* a new kernel waits for dpkg since */
 	time_t restage_at;             /* the reboot's fresh stage waits (dpkg) until */
 	time_t restage_pkg_since;      /* ... for dpkg since */

@@ -23,12 +23,16 @@
 #     (older) kernel is staged again.
 #   one-shot left: the same reboot, but the next boot is the firmware's (no
 #     stage record): next_entry is left for GRUB to take, and status says so.
+#   new kernel: every choice above was the boot loader's alone (no "new
+#     kernel" line); then GRUB's choice moves to the newer kernel while a
+#     kernel file lands in /boot (as a package and its update-grub do):
+#     that one is staged as a new kernel.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/lib/rerandd.sh"
 rerandd_test bootnext
 
-plan 21
+plan 23
 rerandd_need_bins
 rerandd_need_builder
 command -v python3 >/dev/null || bail "python3 is needed to write a grubenv block"
@@ -167,4 +171,16 @@ new_boot "$hd/no-setup-data"
 wait_for 30 grep -q 'left to the boot loader' "$hd/log" || true
 check "a firmware boot after it: next_entry left for GRUB to take" grep -qx 'next_entry=1>0' "$hd/boot/grub/grubenv"
 check "status says it was left to the boot loader" bash -c "RERAND_CONTROL_SOCKET='$hd/run/control' '$R' status 2>&1 | grep -q '^one-shot entry:    GRUB next_entry \"1>0\" left to the boot loader: this boot was not the rerandomized kexec'"
+
+# ---- a kernel package with update-grub: the kernel staged is a new one -------------------
+check "the boot loader's choices alone made no \"new kernel\" line" \
+	bash -c "! grep -q 'new kernel $hd/boot/' '$hd/log'"
+genv "saved_entry=0"
+wait_for 60 staged_is "$old_rel" || echo "# the older kernel not staged: $(tail -n 2 "$hd/log" | tr '\n' '|')"
+# the choice moves first (grubenv is not watched; grub-reboot here, as
+# the grub.cfg of this test fixes its default), then the file lands
+genv "saved_entry=0" "next_entry=1>0"
+cp "$NEW" "$hd/boot/.vmlinuz-$new_rel.dpkg-new" && mv "$hd/boot/.vmlinuz-$new_rel.dpkg-new" "$hd/boot/vmlinuz-$new_rel"
+check "GRUB's choice moved to a kernel that just landed in /boot: staged as a new kernel" \
+	wait_for 60 grep -q "new kernel $hd/boot/vmlinuz-$new_rel " "$hd/log"
 done_
