@@ -698,11 +698,111 @@ static void jitter(unsigned attempt)
  * host's acquisition, move or resume came between the count and the txn. */
 #define ACQUIRE_TRIES 6
 
-static int etcd_acquire(struct fleet_conn *c, struct fleet_etcd *e)
+/* What the count says of taking a key now: 1 go on, 2 this process holds
+ * one already (the lock is recursive), 0 refused (full), <0 refused for a
+ * fault (another acquisition under this host's id or machine id, a marker
+ * this rerand does not know, a reply without a revision); said in c. */
+static int count_allows(struct fleet_conn *c, struct fleet_etcd *e, const struct fleet_status *st,
+			const struct fleet_etcd_group *g)
 {
 	const struct fleet_config *cfg = c->cfg;
+	char pl[FLEET_ID_MAX + 32];
+	size_t m = fleet_holder_machine_len(c->id);
+
+	/* recursive: the slot this process took (or resumed) and still holds is
+	 * kept, not doubled.  A key with this host's own id and another fence
+	 * is another acquisition: a host cloned after rerandd ran here (the
+	 * same machine id and install id), or one of ours whose token was
+	 * never written down (it runs out after LockTTL=).  Never adopted. */
+	for (unsigned i = 0; i < st->nr_holders; i++) {
+		if (strcmp(st->holders[i].id, c->id))
+			continue;
+		if (e->lease && holder_is_ours(c, e, &st->holders[i]))
+			return 2;
+		fleet_conn_error(c, "etcd: %s of group %s is held by %s, this host's own "
+				 "id, under an acquisition this host does not hold (%s): not "
+				 "adopted, and no slot taken while it is held. A host cloned "
+				 "after rerandd ran shares its machine id and install id: on "
+				 "the clone, rm /etc/machine-id /var/lib/rerand/fleet-install-id, "
+				 "run systemd-machine-id-setup and restart rerandd. A slot of "
+				 "this host whose token was lost runs out after LockTTL=",
+				 place(&st->holders[i], pl, sizeof(pl)), cfg->group, c->id,
+				 *st->holders[i].fence ? "another fence" :
+				 "no fence: taken by an older rerand");
+		return -EEXIST;
+	}
+	for (unsigned i = 0; i < st->nr_holders; i++) {
+		const char *h = st->holders[i].id;
+		if (fleet_holder_machine_len(h) != m || strncmp(h, c->id, m))
+			continue;
+		fleet_conn_error(c, "etcd: %s of group %s is held by %s, another host with "
+				 "this machine id %.*s (an image cloned with its /etc/machine-id?): "
+				 "not taking a slot while it holds one; give each host its own "
+				 "machine id (rm /etc/machine-id; systemd-machine-id-setup)",
+				 place(&st->holders[i], pl, sizeof(pl)), cfg->group, h, (int)m,
+				 c->id);
+		return -EEXIST;
+	}
+	if (g->has_marker && strcmp(g->marker, FLEET_ETCD_HOLDERS)) {
+		fleet_conn_error(c, "etcd: group %s: the marker /rerand/fleet/%s/" FLEET_ETCD_MARKER
+				 " says \"%.40s\", which this rerand does not know (want \""
+				 FLEET_ETCD_HOLDERS "\" or no key): not taking a slot", cfg->group,
+				 cfg->group, g->marker);
+		return -EPROTO;
+	}
+	if (st->nr_holders >= cfg->max_concurrent) {
+		fleet_conn_error(c, "etcd: group %s is full (%u of %u slots held)", cfg->group,
+				 st->nr_holders, cfg->max_concurrent);
+		return 0;
+	}
+	if (g->revision <= 0) {
+		fleet_conn_error(c, "etcd: group %s: the range reply has no revision", cfg->group);
+		return -EPROTO;
+	}
+	return 1;
+}
+
+/* The lowest slot number below K that no key holds, as an older rerand takes
+ * one and counts it; -1 (said in c) if none. */
+static int free_slot_number(struct fleet_conn *c, const struct fleet_status *st)
+{
+	bool used[FLEET_MAX_SLOTS] = { false };
+
+	for (unsigned i = 0; i < st->nr_holders; i++)
+		if (st->holders[i].slot >= 0 && st->holders[i].slot < FLEET_MAX_SLOTS)
+			used[st->holders[i].slot] = true;
+	for (unsigned s = 0; s < c->cfg->max_concurrent; s++)
+		if (!used[s])
+			return (int)s;
+	fleet_conn_error(c, "etcd: group %s: no free slot number below %u", c->cfg->group,
+			 c->cfg->max_concurrent);
+	return -1;
+}
+
+/* This acquisition's fence, its value and its lease (granted last). */
+static int prepare_acquisition(struct fleet_conn *c, struct fleet_etcd *e, char *fence,
+			       char *val, size_t vlen, int64_t *lease)
+{
+	int r;
+
+	r = new_fence(c, fence);
+	if (r < 0)
+		return r;
+	r = fleet_etcd_value(c->id, fence, val, vlen);
+	if (r < 0) {
+		fleet_conn_error(c, "etcd: the identity %s is too long for a slot", c->id);
+		return r;
+	}
+	r = lease_grant(c, e, c->cfg->lock_ttl, lease);
+	if (r < 0)
+		*lease = 0;
+	return r;
+}
+
+static int etcd_acquire(struct fleet_conn *c, struct fleet_etcd *e)
+{
 	char key[KEY_MAX], from[KEY_MAX], to[KEY_MAX], body[4096], val[VAL_MAX],
-	     fence[FLEET_FENCE_MAX], pl[FLEET_ID_MAX + 32];
+	     fence[FLEET_FENCE_MAX];
 	struct fleet_etcd_group g;
 	struct fleet_status st;
 	int64_t lease = 0;
@@ -714,105 +814,26 @@ static int etcd_acquire(struct fleet_conn *c, struct fleet_etcd *e)
 		return r < 0 ? r : 0;
 	sem_range(c, from, to, sizeof(from));
 	for (tries = 0; tries < ACQUIRE_TRIES; tries++) {
-		bool used[FLEET_MAX_SLOTS] = { false };
-		bool holders;
-
 		if (tries)
 			jitter(tries);
 		r = range(c, e, &st, &g);
 		if (r < 0)
 			break;
-		/* recursive: the slot this process took (or resumed) and still holds is
-		 * kept, not doubled.  A key with this host's own id and another fence
-		 * is another acquisition: a host cloned after rerandd ran here (the
-		 * same machine id and install id), or one of ours whose token was
-		 * never written down (it runs out after LockTTL=).  Never adopted. */
-		for (unsigned i = 0; i < st.nr_holders; i++) {
-			if (strcmp(st.holders[i].id, c->id))
-				continue;
-			if (e->lease && holder_is_ours(c, e, &st.holders[i])) {
-				if (lease)
-					lease_revoke(c, e, lease);
-				return etcd_refresh(c, e);
-			}
-			fleet_conn_error(c, "etcd: %s of group %s is held by %s, this host's own "
-					 "id, under an acquisition this host does not hold (%s): not "
-					 "adopted, and no slot taken while it is held. A host cloned "
-					 "after rerandd ran shares its machine id and install id: on "
-					 "the clone, rm /etc/machine-id /var/lib/rerand/fleet-install-id, "
-					 "run systemd-machine-id-setup and restart rerandd. A slot of "
-					 "this host whose token was lost runs out after LockTTL=",
-					 place(&st.holders[i], pl, sizeof(pl)), cfg->group, c->id,
-					 *st.holders[i].fence ? "another fence" :
-					 "no fence: taken by an older rerand");
-			r = -EEXIST;
-			goto out;
+		r = count_allows(c, e, &st, &g);
+		if (r == 2) {
+			if (lease)
+				lease_revoke(c, e, lease);
+			return etcd_refresh(c, e);
 		}
-		for (unsigned i = 0; i < st.nr_holders; i++) {
-			const char *h = st.holders[i].id;
-			size_t m = fleet_holder_machine_len(c->id);
-			if (fleet_holder_machine_len(h) != m || strncmp(h, c->id, m))
-				continue;
-			fleet_conn_error(c, "etcd: %s of group %s is held by %s, another host with "
-					 "this machine id %.*s (an image cloned with its /etc/machine-id?): "
-					 "not taking a slot while it holds one; give each host its own "
-					 "machine id (rm /etc/machine-id; systemd-machine-id-setup)",
-					 place(&st.holders[i], pl, sizeof(pl)), cfg->group, h, (int)m,
-					 c->id);
-			r = -EEXIST;
+		if (r <= 0)
 			goto out;
-		}
-		if (g.has_marker && strcmp(g.marker, FLEET_ETCD_HOLDERS)) {
-			fleet_conn_error(c, "etcd: group %s: the marker /rerand/fleet/%s/" FLEET_ETCD_MARKER
-					 " says \"%.40s\", which this rerand does not know (want \""
-					 FLEET_ETCD_HOLDERS "\" or no key): not taking a slot", cfg->group,
-					 cfg->group, g.marker);
-			r = -EPROTO;
-			goto out;
-		}
-		holders = g.has_marker;
-		if (st.nr_holders >= cfg->max_concurrent) {
-			fleet_conn_error(c, "etcd: group %s is full (%u of %u slots held)", cfg->group,
-					 st.nr_holders, cfg->max_concurrent);
+		slot = -1;
+		if (!g.has_marker && (slot = free_slot_number(c, &st)) < 0) {
 			r = 0;
 			goto out;
 		}
-		if (g.revision <= 0) {
-			fleet_conn_error(c, "etcd: group %s: the range reply has no revision", cfg->group);
-			r = -EPROTO;
+		if (!lease && (r = prepare_acquisition(c, e, fence, val, sizeof(val), &lease)) < 0)
 			goto out;
-		}
-		slot = -1;
-		if (!holders) {
-			/* a numbered slot, as an older rerand takes one and counts it */
-			for (unsigned i = 0; i < st.nr_holders; i++)
-				if (st.holders[i].slot >= 0 && st.holders[i].slot < FLEET_MAX_SLOTS)
-					used[st.holders[i].slot] = true;
-			for (unsigned s = 0; s < cfg->max_concurrent && slot < 0; s++)
-				if (!used[s])
-					slot = (int)s;
-			if (slot < 0) {
-				fleet_conn_error(c, "etcd: group %s: no free slot number below %u",
-						 cfg->group, cfg->max_concurrent);
-				r = 0;
-				goto out;
-			}
-		}
-		if (!lease) {
-			r = new_fence(c, fence);
-			if (r < 0)
-				goto out;
-			r = fleet_etcd_value(c->id, fence, val, sizeof(val));
-			if (r < 0) {
-				fleet_conn_error(c, "etcd: the identity %s is too long for a slot", c->id);
-				goto out;
-			}
-			r = lease_grant(c, e, cfg->lock_ttl, &lease);
-			if (r < 0) {
-				lease = 0;
-				goto out;
-			}
-		}
 		our_key(c, slot, key, sizeof(key));
 		r = fleet_etcd_acquire_body(key, val, lease, from, to, g.revision, body, sizeof(body));
 		if (r < 0) {
@@ -836,7 +857,7 @@ static int etcd_acquire(struct fleet_conn *c, struct fleet_etcd *e)
 	if (r == 0)
 		fleet_conn_error(c, "etcd: group %s: the count changed under each of %u tries "
 				 "(other hosts taking or moving slots): not taken this time",
-				 cfg->group, ACQUIRE_TRIES);
+				 c->cfg->group, ACQUIRE_TRIES);
 out:
 	explicit_bzero(fence, sizeof(fence));
 	explicit_bzero(val, sizeof(val));
