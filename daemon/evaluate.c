@@ -275,7 +275,7 @@ void daemon_format_due(struct daemon *d, char *out, size_t size)
 /* An image staged while a rerandomization is wanted, none while not
  * (unstage.c says when); a staged kernel file that changed is unloaded at
  * once and the new-kernel path stages what /boot holds now. */
-static void keep_staged(struct daemon *d, time_t now, time_t mono)
+static void keep_staged(struct daemon *d, time_t mono)
 {
 	char why[sizeof(d->unstaged_why)];
 	struct rr_boot_entry next;
@@ -347,7 +347,7 @@ static void evaluate_idle(struct daemon *d, time_t now, time_t mono)
 
 	coord_service(&d->co, &d->cfg, &d->st);
 	check_taint(d);
-	keep_staged(d, now, mono);
+	keep_staged(d, mono);
 	/* after a new kernel was staged: the crash kernel follows it */
 	if (!d->stage_job && !d->cr.job && crash_due(&d->cfg, &d->cr, mono))
 		crash_start(d->ev, &d->cfg, &d->cr, d->staged ? &d->plan : NULL, mono,

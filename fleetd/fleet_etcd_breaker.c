@@ -235,14 +235,12 @@ int fleet_etcd_failed(struct fleet_conn *c, void *be, const char *cause, int64_t
 	return r;
 }
 
-/* A breaker key ("breaker" itself, or "breaker/ID") of the group? */
-static bool is_breaker_key(const struct fleet_conn *c, const char *k)
+/* A breaker key ("breaker" itself, or "breaker/ID") of the group, whose
+ * breaker key is key? */
+static bool is_breaker_key(const char *key, const char *k)
 {
-	char key[KEY_MAX], end[KEY_MAX];
-	size_t n;
+	size_t n = strlen(key);
 
-	breaker_range(c, key, end, sizeof(key));
-	n = strlen(key);
 	return !strncmp(k, key, n) && (!k[n] || (unsigned char)k[n] < '0');
 }
 
@@ -280,7 +278,7 @@ static int breaker_and_failures(struct fleet_conn *c, void *be, char *why, size_
 		char kt[KEY_MAX + 1];
 		int64_t rev;
 
-		if (j_b64(kv, "key", kt, sizeof(kt)) < 0 || !is_breaker_key(c, kt))
+		if (j_b64(kv, "key", kt, sizeof(kt)) < 0 || !is_breaker_key(key, kt))
 			continue;
 		r = 1;
 		rev = json_object_object_get_ex(kv, "create_revision", &cr) ?
